@@ -1,0 +1,2 @@
+//! The `ibsm` binary.
+fn main() {}
