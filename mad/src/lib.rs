@@ -15,6 +15,7 @@
 
 pub mod attrs;
 pub mod bits;
+pub mod decode;
 mod error;
 pub mod header;
 pub mod ids;
