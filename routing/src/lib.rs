@@ -1,1 +1,216 @@
-//! placeholder
+//! `ibsm-routing`: routing engines, pure functions from a fabric view to forwarding tables.
+//!
+//! Owns: the routing input ([`FabricView`]: switches with their ports and neighbours, CAs with
+//! their ports, LIDs and the LMC), the output ([`Routes`]: one linear forwarding table per
+//! switch), the [`Engine`] trait every engine implements, and the name registry
+//! ([`engine_by_name`], [`ENGINE_NAMES`]), in the spirit of OpenSM's routing-engine plug-ins.
+//!
+//! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
+//! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
+//! is a [`RoutingError`]. One file per engine ([`minhop`]).
+
+pub mod minhop;
+
+use ibsm_mad::{Guid, Lid, PortNum};
+
+/// A node of the view: index into [`FabricView::switches`] or [`FabricView::cas`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeId {
+    /// A switch, by index into [`FabricView::switches`].
+    Switch(usize),
+    /// A channel adapter (or router), by index into [`FabricView::cas`].
+    Ca(usize),
+}
+
+/// The far end of a cable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Neighbor {
+    /// The node at the far end.
+    pub node: NodeId,
+    /// Its port number.
+    pub port: PortNum,
+}
+
+/// A switch as the router sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchView {
+    /// NodeGUID (used only to name the switch in errors and for deterministic order).
+    pub guid: Guid,
+    /// Base LID of the management port 0 ([`Lid::UNASSIGNED`] if none).
+    pub lid: Lid,
+    /// Neighbours by port number: index `p` is port `p`; index 0 (the management port) is
+    /// always `None`. The length is `NumPorts + 1`.
+    pub ports: Vec<Option<Neighbor>>,
+}
+
+/// One port of a CA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaPortView {
+    /// Port number on the CA.
+    pub num: PortNum,
+    /// Base LID of the port ([`Lid::UNASSIGNED`] if none).
+    pub lid: Lid,
+    /// What the port is cabled to, if anything.
+    pub neighbor: Option<Neighbor>,
+}
+
+/// A channel adapter (or router) as the router sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaView {
+    /// NodeGUID.
+    pub guid: Guid,
+    /// Its linked or addressed ports.
+    pub ports: Vec<CaPortView>,
+}
+
+/// Everything an engine needs: the switch graph, the end ports and their LIDs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FabricView {
+    /// All switches.
+    pub switches: Vec<SwitchView>,
+    /// All CAs.
+    pub cas: Vec<CaView>,
+    /// LID mask control: every end port owns `2^lmc` consecutive LIDs from its base LID
+    /// (switch port 0 included, as OpenSM does with `lmc_esp0`-less fabrics; engines route every
+    /// LID of the range).
+    pub lmc: u8,
+}
+
+impl FabricView {
+    /// Number of LIDs per end port, `2^lmc` (LMC is capped at 7).
+    pub fn lids_per_port(&self) -> u16 {
+        1u16 << self.lmc.min(7)
+    }
+
+    /// The highest LID any end port owns (base LID plus `2^lmc - 1`), or 0 if none.
+    pub fn max_lid(&self) -> u16 {
+        let span = self.lids_per_port() - 1;
+        let sw = self.switches.iter().map(|s| s.lid.0);
+        let ca = self.cas.iter().flat_map(|c| c.ports.iter().map(|p| p.lid.0));
+        sw.chain(ca).filter(|&l| l != 0).map(|l| l.saturating_add(span)).max().unwrap_or(0)
+    }
+}
+
+/// A switch's linear forwarding table: the egress port for each LID from 0 to `top`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lft {
+    /// `ports[lid]` is the egress port; [`Lft::UNROUTED`] means "drop".
+    pub ports: Vec<PortNum>,
+}
+
+impl Lft {
+    /// The "no route" entry (0xff, as in the LinearForwardingTable attribute).
+    pub const UNROUTED: PortNum = PortNum(0xff);
+
+    /// A table for LIDs `0..=top`, every entry unrouted.
+    pub fn unrouted(top: u16) -> Lft {
+        Lft { ports: vec![Self::UNROUTED; usize::from(top) + 1] }
+    }
+
+    /// The egress port for `lid`, or `None` if unrouted or beyond the table.
+    pub fn port_for(&self, lid: Lid) -> Option<PortNum> {
+        self.ports.get(usize::from(lid.0)).copied().filter(|&p| p != Self::UNROUTED)
+    }
+
+    /// The highest LID the table covers (LinearFDBTop), 0 for an empty table.
+    pub fn top(&self) -> u16 {
+        u16::try_from(self.ports.len().saturating_sub(1)).unwrap_or(u16::MAX)
+    }
+}
+
+/// What an engine produces: one table per switch, in [`FabricView::switches`] order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Routes {
+    /// `tables[i]` belongs to `view.switches[i]`.
+    pub tables: Vec<Lft>,
+}
+
+/// Why an engine could not route a view.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoutingError {
+    /// A neighbour reference points outside the view.
+    #[error("switch {guid} port {port}: neighbour {node:?} is not in the fabric view")]
+    DanglingNeighbor {
+        /// The switch holding the reference.
+        guid: Guid,
+        /// Its port.
+        port: PortNum,
+        /// The missing node.
+        node: NodeId,
+    },
+    /// Two end ports claim overlapping LID ranges.
+    #[error("LID {lid} is owned by both {first} and {second}")]
+    DuplicateLid {
+        /// The contested LID.
+        lid: Lid,
+        /// GUID of the first owner found.
+        first: Guid,
+        /// GUID of the second owner.
+        second: Guid,
+    },
+    /// The engine declines this topology (e.g. not a fat tree); the reason says why.
+    #[error("engine {engine} declined: {reason}")]
+    Declined {
+        /// Engine name.
+        engine: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A routing engine: a pure function from a fabric view to forwarding tables.
+pub trait Engine {
+    /// The registry name (`"minhop"`).
+    fn name(&self) -> &'static str;
+    /// Computes one LFT per switch of `view`.
+    fn route(&self, view: &FabricView) -> Result<Routes, RoutingError>;
+}
+
+/// Names of every engine [`engine_by_name`] knows.
+pub const ENGINE_NAMES: &[&str] = &[minhop::MinHop::NAME];
+
+/// The engine registered under `name`, if any.
+pub fn engine_by_name(name: &str) -> Option<Box<dyn Engine>> {
+    match name {
+        minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_knows_minhop_only() {
+        for n in ENGINE_NAMES {
+            assert_eq!(engine_by_name(n).map(|e| e.name()), Some(*n));
+        }
+        assert!(engine_by_name("ftree-that-does-not-exist").is_none());
+    }
+
+    #[test]
+    fn lft_lookup_and_top() {
+        let mut t = Lft::unrouted(5);
+        t.ports[3] = PortNum(2);
+        assert_eq!(t.top(), 5);
+        assert_eq!(t.port_for(Lid(3)), Some(PortNum(2)));
+        assert_eq!(t.port_for(Lid(4)), None);
+        assert_eq!(t.port_for(Lid(900)), None);
+        assert_eq!(Lft::default().top(), 0);
+    }
+
+    #[test]
+    fn max_lid_covers_lmc_span() {
+        let v = FabricView {
+            switches: vec![SwitchView { guid: Guid(1), lid: Lid(8), ports: vec![None] }],
+            cas: vec![CaView {
+                guid: Guid(2),
+                ports: vec![CaPortView { num: PortNum(1), lid: Lid(4), neighbor: None }],
+            }],
+            lmc: 2,
+        };
+        assert_eq!(v.lids_per_port(), 4);
+        assert_eq!(v.max_lid(), 11);
+    }
+}

@@ -5,5 +5,6 @@
 //! as hardware does). Depends on `ibsm-mad` only, never on SM internals. Time is virtual and all
 //! randomness comes from a seed, so every run is reproducible.
 
+pub mod fabric;
 pub mod rng;
 pub mod topology;

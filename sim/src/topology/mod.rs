@@ -3,6 +3,21 @@
 //! run-time state (port states, LIDs, tables live in the simulated fabric built from it).
 //!
 //! Node indices (`usize` into [`Topology::nodes`]) are stable for the life of a topology.
+//!
+//! Submodules: [`parse`] reads the ibsim / ibnetdiscover `.net` format ([`Topology::parse_str`],
+//! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`generators`] builds standard
+//! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], and [`error`] holds the
+//! parser's error type. Nothing here touches MADs, run-time port state or the clock.
+
+pub mod error;
+pub mod generators;
+pub mod parse;
+pub mod write;
+
+mod lines;
+
+pub use error::{Endpoint, Pos, TopoError};
+pub use generators::{GenError, GenSpec};
 
 use ibsm_mad::Guid;
 
@@ -24,6 +39,9 @@ pub struct LinkAttrs {
     pub width: Option<u8>,
     /// LinkSpeedActive encoding (1 = SDR, 2 = DDR, 4 = QDR); `None` = default.
     pub speed: Option<u8>,
+    /// LinkSpeedExtActive encoding (1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), from ibsim's `e=` option
+    /// or ibnetdiscover's `4xEDR`-style rate; `None` = no extended speed.
+    pub ext_speed: Option<u8>,
 }
 
 /// One end of a cable as seen from a port: the remote node index and port number.
@@ -43,8 +61,12 @@ pub struct TopoNode {
     /// Kind.
     pub kind: NodeKind,
     /// The quoted node id of the `.net` file (`"Switch1"`, `"S-0008f104..."`), without quotes.
-    /// It is also the NodeDescription the simulator reports, as ibsim does.
+    /// It is also the NodeDescription the simulator reports when [`TopoNode::desc`] is `None`.
     pub name: String,
+    /// The NodeDescription given after the header's `#` (ibnetdiscover's `# "MT4123 host7"`),
+    /// when it differs from the node id. ibsim reports it as NodeDescription; see
+    /// [`TopoNode::node_desc`].
+    pub desc: Option<String>,
     /// Number of physical ports (switch port 0 not counted).
     pub num_ports: u8,
     /// NodeGUID.
@@ -66,10 +88,45 @@ pub struct TopoNode {
 }
 
 impl TopoNode {
+    /// A node without links and with ibsim's default GUID layout: a switch's port GUID is its
+    /// NodeGUID, a CA's or router's port `p` has GUID NodeGUID + `p` (entry 0 holds the
+    /// NodeGUID). SystemImageGUID = NodeGUID, vendor/device/revision 0, no description.
+    pub fn new(kind: NodeKind, name: impl Into<String>, num_ports: u8, node_guid: Guid) -> TopoNode {
+        let port_guids = (0..=u64::from(num_ports))
+            .map(|p| match kind {
+                NodeKind::Switch => node_guid,
+                NodeKind::Ca | NodeKind::Router => Guid(node_guid.0.wrapping_add(p)),
+            })
+            .collect();
+        TopoNode {
+            kind,
+            name: name.into(),
+            desc: None,
+            num_ports,
+            node_guid,
+            sys_guid: node_guid,
+            port_guids,
+            links: vec![None; usize::from(num_ports) + 1],
+            vendor_id: 0,
+            device_id: 0,
+            revision: 0,
+        }
+    }
+
+    /// The NodeDescription to report: [`TopoNode::desc`] if set, else the node id.
+    pub fn node_desc(&self) -> &str {
+        self.desc.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The peer cabled to `port`, if any (`None` for port 0 or an out-of-range port).
+    pub fn peer(&self, port: u8) -> Option<Peer> {
+        self.links.get(usize::from(port)).copied().flatten()
+    }
+
     /// The GUID of `port` (the switch port GUID for every port of a switch).
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {
-            NodeKind::Switch => self.port_guids[0],
+            NodeKind::Switch => self.port_guids.first().copied().unwrap_or(self.node_guid),
             _ => self.port_guids.get(usize::from(port)).copied().unwrap_or(self.node_guid),
         }
     }

@@ -1,0 +1,261 @@
+//! Path parameters shared by the SA records: [`Selector`], [`Mtu`] and [`Rate`].
+//!
+//! PathRecord, MultiPathRecord and MCMemberRecord carry MTU, rate and packet lifetime as a
+//! 2-bit selector plus a 6-bit value. This module owns the typed forms of those codes (IBTA
+//! vol. 1, 15.2.5.16). Unknown codes are kept as `Unknown(raw)` so that they round-trip; the
+//! selector is exhaustive because its 2 bits have four defined values. No byte offsets live here.
+
+use core::fmt;
+
+/// How a requester wants a value compared (MTUSelector, RateSelector, PacketLifeTimeSelector).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Selector {
+    /// 0: greater than the value given.
+    #[default]
+    GreaterThan,
+    /// 1: less than the value given.
+    LessThan,
+    /// 2: exactly the value given.
+    Exactly,
+    /// 3: the largest (for lifetime: the smallest) available.
+    Largest,
+}
+
+impl Selector {
+    /// Decodes the low 2 bits of `raw`.
+    pub const fn from_raw(raw: u8) -> Selector {
+        match raw & 0x3 {
+            0 => Selector::GreaterThan,
+            1 => Selector::LessThan,
+            2 => Selector::Exactly,
+            _ => Selector::Largest,
+        }
+    }
+
+    /// The 2-bit wire code.
+    pub const fn raw(self) -> u8 {
+        match self {
+            Selector::GreaterThan => 0,
+            Selector::LessThan => 1,
+            Selector::Exactly => 2,
+            Selector::Largest => 3,
+        }
+    }
+}
+
+/// A path MTU code, 6 bits on the wire. PortInfo's NeighborMTU and MTUCap use the same codes in
+/// 4 bits ([`crate::attrs::Mtu`], which converts into this type); the records need their own
+/// type so that every 6-bit code round-trips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mtu {
+    /// 1: 256 bytes.
+    Mtu256,
+    /// 2: 512 bytes.
+    Mtu512,
+    /// 3: 1024 bytes.
+    Mtu1024,
+    /// 4: 2048 bytes.
+    Mtu2048,
+    /// 5: 4096 bytes.
+    Mtu4096,
+    /// Any other code, kept as read. Build it only through [`Mtu::from_raw`] so that a known code
+    /// is never wrapped here.
+    Unknown(u8),
+}
+
+impl Default for Mtu {
+    fn default() -> Self {
+        Mtu::Unknown(0)
+    }
+}
+
+impl Mtu {
+    /// Decodes a code; only the low 6 bits are used.
+    pub const fn from_raw(raw: u8) -> Mtu {
+        match raw & 0x3f {
+            1 => Mtu::Mtu256,
+            2 => Mtu::Mtu512,
+            3 => Mtu::Mtu1024,
+            4 => Mtu::Mtu2048,
+            5 => Mtu::Mtu4096,
+            other => Mtu::Unknown(other),
+        }
+    }
+
+    /// The wire code.
+    pub const fn raw(self) -> u8 {
+        match self {
+            Mtu::Mtu256 => 1,
+            Mtu::Mtu512 => 2,
+            Mtu::Mtu1024 => 3,
+            Mtu::Mtu2048 => 4,
+            Mtu::Mtu4096 => 5,
+            Mtu::Unknown(r) => r,
+        }
+    }
+
+    /// The MTU in bytes, or `None` for an unknown code.
+    pub const fn bytes(self) -> Option<u16> {
+        match self {
+            Mtu::Mtu256 => Some(256),
+            Mtu::Mtu512 => Some(512),
+            Mtu::Mtu1024 => Some(1024),
+            Mtu::Mtu2048 => Some(2048),
+            Mtu::Mtu4096 => Some(4096),
+            Mtu::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<crate::attrs::Mtu> for Mtu {
+    /// PortInfo's 4-bit MTU codes (NeighborMTU, MTUCap) have the same meaning as the records'
+    /// 6-bit codes.
+    fn from(m: crate::attrs::Mtu) -> Mtu {
+        Mtu::from_raw(m.raw())
+    }
+}
+
+impl fmt::Display for Mtu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.bytes() {
+            Some(b) => write!(f, "{b}"),
+            None => write!(f, "unknown MTU code {}", self.raw()),
+        }
+    }
+}
+
+/// Generates [`Rate`] with its code table, so each code and speed is written once.
+macro_rules! rates {
+    ($($(#[$doc:meta])* $name:ident = $code:literal, $mbps:literal;)*) => {
+        /// A static rate code (6 bits on the wire). The codes are not ordered by speed: compare
+        /// rates with [`Rate::mbps`], never by code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Rate {
+            $($(#[$doc])* $name,)*
+            /// Any other code, kept as read. Build it only through [`Rate::from_raw`].
+            Unknown(u8),
+        }
+
+        impl Rate {
+            /// Decodes a code; only the low 6 bits are used.
+            pub const fn from_raw(raw: u8) -> Rate {
+                match raw & 0x3f {
+                    $($code => Rate::$name,)*
+                    other => Rate::Unknown(other),
+                }
+            }
+
+            /// The wire code.
+            pub const fn raw(self) -> u8 {
+                match self {
+                    $(Rate::$name => $code,)*
+                    Rate::Unknown(r) => r,
+                }
+            }
+
+            /// The data rate in Mb/s, or `None` for an unknown code.
+            pub const fn mbps(self) -> Option<u32> {
+                match self {
+                    $(Rate::$name => Some($mbps),)*
+                    Rate::Unknown(_) => None,
+                }
+            }
+        }
+    };
+}
+
+rates! {
+    /// 2: 2.5 Gb/s (1x SDR).
+    Gbps2_5 = 2, 2_500;
+    /// 3: 10 Gb/s.
+    Gbps10 = 3, 10_000;
+    /// 4: 30 Gb/s.
+    Gbps30 = 4, 30_000;
+    /// 5: 5 Gb/s.
+    Gbps5 = 5, 5_000;
+    /// 6: 20 Gb/s.
+    Gbps20 = 6, 20_000;
+    /// 7: 40 Gb/s.
+    Gbps40 = 7, 40_000;
+    /// 8: 60 Gb/s.
+    Gbps60 = 8, 60_000;
+    /// 9: 80 Gb/s.
+    Gbps80 = 9, 80_000;
+    /// 10: 120 Gb/s.
+    Gbps120 = 10, 120_000;
+    /// 11: 14 Gb/s (1x FDR).
+    Gbps14 = 11, 14_000;
+    /// 12: 56 Gb/s.
+    Gbps56 = 12, 56_000;
+    /// 13: 112 Gb/s.
+    Gbps112 = 13, 112_000;
+    /// 14: 168 Gb/s.
+    Gbps168 = 14, 168_000;
+    /// 15: 25 Gb/s (1x EDR).
+    Gbps25 = 15, 25_000;
+    /// 16: 100 Gb/s.
+    Gbps100 = 16, 100_000;
+    /// 17: 200 Gb/s.
+    Gbps200 = 17, 200_000;
+    /// 18: 300 Gb/s.
+    Gbps300 = 18, 300_000;
+    /// 19: 28 Gb/s.
+    Gbps28 = 19, 28_000;
+    /// 20: 50 Gb/s (1x HDR).
+    Gbps50 = 20, 50_000;
+    /// 21: 400 Gb/s.
+    Gbps400 = 21, 400_000;
+    /// 22: 600 Gb/s.
+    Gbps600 = 22, 600_000;
+}
+
+impl Default for Rate {
+    fn default() -> Self {
+        Rate::Unknown(0)
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.mbps() {
+            Some(m) if m % 1000 == 0 => write!(f, "{} Gb/s", m / 1000),
+            Some(m) => write!(f, "{}.{} Gb/s", m / 1000, (m % 1000) / 100),
+            None => write!(f, "unknown rate code {}", self.raw()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_the_spec_table() {
+        // Codes from IBTA vol. 1 table "Rate" as restated in OpenSM ib_types.h
+        // (IB_PATH_RECORD_RATE_*) and IB_MTU_LEN_*.
+        assert_eq!(Rate::from_raw(2).mbps(), Some(2_500));
+        assert_eq!(Rate::from_raw(7), Rate::Gbps40);
+        assert_eq!(Rate::from_raw(12), Rate::Gbps56);
+        assert_eq!(Rate::from_raw(16), Rate::Gbps100);
+        assert_eq!(Rate::from_raw(22).mbps(), Some(600_000));
+        assert_eq!(Rate::from_raw(23), Rate::Unknown(23));
+        assert_eq!(Rate::from_raw(0), Rate::Unknown(0));
+        assert_eq!(Mtu::from_raw(4), Mtu::Mtu2048);
+        assert_eq!(Mtu::from_raw(5).bytes(), Some(4096));
+        assert_eq!(Mtu::from_raw(6), Mtu::Unknown(6));
+        assert_eq!(Selector::from_raw(3), Selector::Largest);
+        assert_eq!(Rate::Gbps2_5.to_string(), "2.5 Gb/s");
+        assert_eq!(Mtu::Mtu1024.to_string(), "1024");
+    }
+
+    #[test]
+    fn every_code_round_trips() {
+        for raw in 0u8..64 {
+            assert_eq!(Mtu::from_raw(raw).raw(), raw);
+            assert_eq!(Rate::from_raw(raw).raw(), raw);
+        }
+        for raw in 0u8..4 {
+            assert_eq!(Selector::from_raw(raw).raw(), raw);
+        }
+    }
+}

@@ -1,0 +1,659 @@
+//! Moving packets: the public driving API of [`Fabric`], directed-route and LID-routed
+//! forwarding, fault rules on cables, and hand-off to SMAs and agents.
+//!
+//! Directed routes follow the IBTA rules for outgoing (D=0) and returning (D=1) SMPs: the
+//! sender's SMI moves the hop pointer to 1, every switch on the way records its arrival port in
+//! the return path, the destination sees `hop_pointer == hop_count + 1`, and the response walks
+//! the return path back, decrementing the hop pointer to 0 at the requester. Only permissive
+//! DrSLID/DrDLID (pure directed routes) are modelled; SMPs with a LID-routed part are dropped and
+//! counted as malformed. LID-routed packets follow each switch's LFT and cross only Active ports.
+
+use ibsm_mad::smp::DrSmp;
+use ibsm_mad::{Lid, MAD_LEN, ids};
+
+use super::fault::{Fault, Verdict};
+use super::state::{LState, NodeRef, PState, PortRef};
+use super::{Agent, AgentId, Dest, Event, Fabric, Queued, Received, SimConfig, SimTime, Stats};
+use crate::rng::Rng;
+use crate::topology::{NodeKind, Topology};
+
+/// Hops after which a LID-routed packet is considered looping and dropped.
+const MAX_LID_HOPS: u32 = 64;
+
+/// Where a packet in flight is headed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The SMA of the node owning this port (the arrival port).
+    Sma(PortRef),
+    /// Agents at this port.
+    Port(PortRef),
+}
+
+/// A packet in flight.
+#[derive(Debug)]
+pub(crate) struct Packet {
+    pub mad: [u8; MAD_LEN],
+    pub slid: Lid,
+    pub sqpn: u32,
+    pub target: Target,
+}
+
+/// Why a packet did not make it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drop {
+    Malformed,
+    NoRoute,
+    Fault,
+    Unreachable,
+}
+
+impl Fabric {
+    /// Power-on fabric for `topo`.
+    pub fn new(topo: &Topology, cfg: SimConfig) -> Fabric {
+        let (nodes, ports, switches) = super::state::build(topo, cfg.linear_fdb_cap);
+        Fabric {
+            nodes,
+            names: topo.nodes.iter().map(|n| n.node_desc().to_owned()).collect(),
+            ports,
+            switches,
+            agents: Vec::new(),
+            queue: std::collections::BinaryHeap::new(),
+            seq: 0,
+            now: SimTime(0),
+            rng: Rng::new(cfg.seed),
+            rules: Vec::new(),
+            cfg,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Packet counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Attaches an agent (an SM process) at `port` of `node`: a CA port (1..) or a switch's
+    /// port 0. Returns `None` for a port that does not exist.
+    pub fn attach(&mut self, node: NodeRef, port: u8) -> Option<AgentId> {
+        let p = self.port_ref(node, port)?;
+        let n = self.nodes.get(node)?;
+        if n.kind == NodeKind::Switch && port != 0 {
+            return None;
+        }
+        if n.kind != NodeKind::Switch && port == 0 {
+            return None;
+        }
+        self.agents.push(Agent { port: p, inbox: std::collections::VecDeque::new(), is_sm: false });
+        Some(AgentId((self.agents.len() - 1) as u32))
+    }
+
+    /// Marks the agent as an SM (sets or clears PortInfo.CapabilityMask.IsSM on its port), as
+    /// opening or closing `/dev/infiniband/issmN` does. A change sends trap 144 to the master SM.
+    pub fn set_is_sm(&mut self, agent: AgentId, is_sm: bool) {
+        let Some(a) = self.agents.get_mut(agent.0 as usize) else { return };
+        a.is_sm = is_sm;
+        let p = a.port;
+        let Some(port) = self.ports.get_mut(p as usize) else { return };
+        let before = port.cap_mask;
+        if is_sm {
+            port.cap_mask |= super::state::cap::IS_SM;
+        } else {
+            port.cap_mask &= !super::state::cap::IS_SM;
+        }
+        if before != port.cap_mask {
+            self.trap_144(p);
+        }
+    }
+
+    /// Sends a MAD from an agent. Requests get TID bits 32..63 replaced by the agent id, as the
+    /// kernel does, so responses find their way back to the sender.
+    pub fn send(&mut self, agent: AgentId, mad: &[u8; MAD_LEN], dest: Dest) {
+        self.stats.sent += 1;
+        let Some(a) = self.agents.get(agent.0 as usize) else { return };
+        let src = a.port;
+        let mut buf = *mad;
+        if buf[3] & ids::method::RESPONSE == 0 {
+            let tid = ibsm_mad::bits::u64_at(&buf, 8);
+            let tid = (tid & 0xffff_ffff) | (u64::from(agent.0) << 32);
+            ibsm_mad::bits::put_u64(&mut buf, 8, tid);
+        }
+        let now = self.now;
+        self.inject(now, src, buf, dest, true);
+    }
+
+    /// Takes the next MAD that reached `agent`, if any.
+    pub fn recv(&mut self, agent: AgentId) -> Option<Received> {
+        self.agents.get_mut(agent.0 as usize)?.inbox.pop_front()
+    }
+
+    /// Time of the next queued event (packet arrival, scheduled fault, lease expiry).
+    pub fn next_event(&self) -> Option<SimTime> {
+        self.queue.peek().map(|q| q.0.at)
+    }
+
+    /// Processes every event up to and including `t`, then sets the clock to `t`.
+    pub fn advance_to(&mut self, t: SimTime) {
+        while let Some(q) = self.queue.peek() {
+            if q.0.at > t {
+                break;
+            }
+            let Some(std::cmp::Reverse(q)) = self.queue.pop() else { break };
+            self.now = self.now.max(q.at);
+            match q.ev {
+                Event::Arrive(pkt) => self.arrive(*pkt),
+                Event::Fault(f) => self.apply(f),
+                Event::LeaseCheck(p) => self.lease_check(p),
+            }
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Processes events until none is left (or `limit` virtual time is reached).
+    pub fn run_until_idle(&mut self, limit: SimTime) {
+        while let Some(t) = self.next_event() {
+            if t > limit {
+                break;
+            }
+            self.advance_to(t);
+        }
+    }
+
+    /// Applies a fault now.
+    pub fn inject_fault(&mut self, f: Fault) {
+        self.apply(f);
+    }
+
+    /// Applies a fault at virtual time `at` (now, if `at` is in the past).
+    pub fn schedule(&mut self, at: SimTime, f: Fault) {
+        let at = at.max(self.now);
+        self.push(at, Event::Fault(f));
+    }
+
+    pub(crate) fn push(&mut self, at: SimTime, ev: Event) {
+        self.seq += 1;
+        self.queue.push(std::cmp::Reverse(Queued { at, seq: self.seq, ev }));
+    }
+
+    pub(crate) fn port_ref(&self, node: NodeRef, port: u8) -> Option<PortRef> {
+        let n = self.nodes.get(node)?;
+        if port > n.num_ports {
+            return None;
+        }
+        Some(n.first_port + PortRef::from(port))
+    }
+
+    pub(crate) fn is_switch_port(&self, p: PortRef) -> bool {
+        self.ports
+            .get(p as usize)
+            .and_then(|port| self.nodes.get(port.node as usize))
+            .is_some_and(|n| n.kind == NodeKind::Switch)
+    }
+
+    /// Routes a packet leaving `src` and queues its arrival. `from_agent` selects the agent-side
+    /// checks (an agent may only send from its own port).
+    pub(crate) fn inject(&mut self, at: SimTime, src: PortRef, mut mad: [u8; MAD_LEN], dest: Dest, from_agent: bool) {
+        let _ = from_agent;
+        let routed = if dest.dlid == Lid::PERMISSIVE {
+            self.route_dr(src, &mut mad).map(|(t, lat)| (t, lat, Lid::PERMISSIVE))
+        } else {
+            let slid = self.source_lid(src);
+            self.route_lid(src, dest.dlid.0).map(|(p, lat)| {
+                let target = if mad[1] == ids::class::SUBN_LID && !self.wants_agent(&mad) {
+                    Target::Sma(p)
+                } else {
+                    Target::Port(p)
+                };
+                (target, lat, slid)
+            })
+        };
+        match routed {
+            Ok((target, lat, slid)) => {
+                let sqpn = if mad[1] == ids::class::SUBN_ADM { 1 } else { 0 };
+                let pkt = Packet { mad, slid, sqpn, target };
+                self.push(at.plus(lat), Event::Arrive(Box::new(pkt)));
+            }
+            Err(d) => self.count_drop(d),
+        }
+    }
+
+    fn count_drop(&mut self, d: Drop) {
+        match d {
+            Drop::Malformed => self.stats.dropped_malformed += 1,
+            Drop::NoRoute => self.stats.dropped_no_route += 1,
+            Drop::Fault => self.stats.dropped_fault += 1,
+            Drop::Unreachable => self.stats.dropped_unreachable += 1,
+        }
+    }
+
+    /// SMP attributes that the node's SMA hands to an agent instead of answering itself.
+    fn wants_agent(&self, mad: &[u8; MAD_LEN]) -> bool {
+        let method = mad[3];
+        let attr = ibsm_mad::bits::u16_at(mad, 16);
+        method & ids::method::RESPONSE != 0 || attr == ids::attr::SM_INFO || method == ids::method::TRAP
+    }
+
+    fn source_lid(&self, src: PortRef) -> Lid {
+        let Some(p) = self.ports.get(src as usize) else { return Lid(0) };
+        // A switch's LID lives on port 0; its SMA and agents send from there.
+        Lid(p.lid)
+    }
+
+    /// The verdict of the rule chain for a packet crossing the cable at `port`.
+    fn cross(&mut self, port: PortRef) -> Verdict {
+        if self.rules.is_empty() {
+            return Verdict::Pass { extra_ns: 0 };
+        }
+        let Some(p) = self.ports.get(port as usize) else { return Verdict::Drop };
+        let here = (p.node as usize, p.num);
+        let there = p.peer.and_then(|q| self.ports.get(q as usize)).map(|q| (q.node as usize, q.num));
+        let mut extra = 0u64;
+        for i in 0..self.rules.len() {
+            let r = self.rules[i];
+            let applies = match r.link {
+                None => true,
+                Some(l) => l == here || Some(l) == there,
+            };
+            if !applies {
+                continue;
+            }
+            if r.drop > 0.0 && self.rng.chance(r.drop) {
+                return Verdict::Drop;
+            }
+            extra += r.delay_ns;
+            if r.jitter_ns > 0 {
+                extra += self.rng.below(r.jitter_ns + 1);
+            }
+        }
+        Verdict::Pass { extra_ns: extra }
+    }
+
+    /// Sends a packet out of `out` onto its cable: returns the arrival port and the latency.
+    fn hop(&mut self, out: PortRef) -> Result<(PortRef, u64), Drop> {
+        let Some(p) = self.ports.get(out as usize) else { return Err(Drop::NoRoute) };
+        if !p.link_up() {
+            return Err(Drop::NoRoute);
+        }
+        let Some(peer) = p.peer else { return Err(Drop::NoRoute) };
+        match self.cross(out) {
+            Verdict::Drop => Err(Drop::Fault),
+            Verdict::Pass { extra_ns } => Ok((peer, self.cfg.timing.hop_ns + extra_ns)),
+        }
+    }
+
+    /// Directed-route forwarding from `src` (see the module doc). Returns the target and latency.
+    fn route_dr(&mut self, src: PortRef, mad: &mut [u8; MAD_LEN]) -> Result<(Target, u64), Drop> {
+        let Ok(mut smp) = DrSmp::new_checked(&mut mad[..]) else { return Err(Drop::Malformed) };
+        if smp.dr_slid() != Lid::PERMISSIVE || smp.dr_dlid() != Lid::PERMISSIVE {
+            return Err(Drop::Malformed);
+        }
+        let n = smp.hop_count();
+        let Some(start) = self.ports.get(src as usize) else { return Err(Drop::NoRoute) };
+        let mut node = start.node as usize;
+        let mut lat = 0u64;
+        if !smp.d_bit() {
+            if smp.hop_pointer() != 0 {
+                return Err(Drop::Malformed);
+            }
+            smp.set_hop_pointer(1).map_err(|_| Drop::Malformed)?;
+            if n == 0 {
+                return Ok((Target::Sma(src), 0));
+            }
+            let mut h: u8 = 1;
+            loop {
+                let exit = smp.initial_path_port(h).ok_or(Drop::Malformed)?;
+                let out = self.exit_port(node, exit, src)?;
+                let (arr, l) = self.hop(out)?;
+                lat += l;
+                let arr_num = self.ports[arr as usize].num;
+                node = self.ports[arr as usize].node as usize;
+                smp.set_return_path_port(h, arr_num).map_err(|_| Drop::Malformed)?;
+                if h < n {
+                    if self.nodes[node].kind != NodeKind::Switch {
+                        return Err(Drop::NoRoute);
+                    }
+                    h += 1;
+                    smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
+                    continue;
+                }
+                smp.set_hop_pointer(n + 1).map_err(|_| Drop::Malformed)?;
+                if !self.nodes[node].alive {
+                    return Err(Drop::Unreachable);
+                }
+                return Ok((Target::Sma(arr), lat));
+            }
+        }
+        // Returning (D = 1): the responder's hop pointer is hop_count + 1.
+        if smp.hop_pointer() != n.wrapping_add(1) {
+            return Err(Drop::Malformed);
+        }
+        if n == 0 {
+            smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
+            return Ok((Target::Port(src), 0));
+        }
+        let mut h = n;
+        smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
+        loop {
+            let exit = smp.return_path_port(h).ok_or(Drop::Malformed)?;
+            let out = self.exit_port(node, exit, src)?;
+            let (arr, l) = self.hop(out)?;
+            lat += l;
+            node = self.ports[arr as usize].node as usize;
+            if h > 1 {
+                if self.nodes[node].kind != NodeKind::Switch {
+                    return Err(Drop::NoRoute);
+                }
+                h -= 1;
+                smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
+                continue;
+            }
+            smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
+            return Ok((Target::Port(arr), lat));
+        }
+    }
+
+    /// The port a DR SMP leaves `node` through. On a CA the exit port must be `src`'s own port
+    /// when the SMP starts there (a CA does not forward).
+    fn exit_port(&self, node: NodeRef, exit: u8, src: PortRef) -> Result<PortRef, Drop> {
+        let n = &self.nodes[node];
+        if exit == 0 || exit > n.num_ports {
+            return Err(Drop::NoRoute);
+        }
+        let p = n.first_port + PortRef::from(exit);
+        if n.kind != NodeKind::Switch && self.ports[src as usize].node as usize == node && p != src {
+            // A CA answers and originates only on the port the SMP concerns.
+            return Err(Drop::NoRoute);
+        }
+        Ok(p)
+    }
+
+    /// LID-routed forwarding from `src` to `dlid`: returns the destination port and latency.
+    fn route_lid(&mut self, src: PortRef, dlid: u16) -> Result<(PortRef, u64), Drop> {
+        if dlid == 0 || dlid >= 0xc000 {
+            return Err(Drop::NoRoute);
+        }
+        let Some(sp) = self.ports.get(src as usize) else { return Err(Drop::NoRoute) };
+        let mut node = sp.node as usize;
+        let mut lat = 0u64;
+        let mut out = if self.nodes[node].kind == NodeKind::Switch {
+            None
+        } else {
+            if sp.owns_lid(dlid) {
+                return Ok((src, 0));
+            }
+            if !sp.is_active() {
+                return Err(Drop::NoRoute);
+            }
+            Some(src)
+        };
+        for _ in 0..MAX_LID_HOPS {
+            let exit = match out {
+                Some(p) => p,
+                None => {
+                    // At a switch: deliver to itself or look up the LFT.
+                    let n = &self.nodes[node];
+                    let port0 = n.first_port;
+                    if self.ports[port0 as usize].owns_lid(dlid) {
+                        return Ok((port0, lat));
+                    }
+                    let sw = n.switch.and_then(|s| self.switches.get(s as usize)).ok_or(Drop::NoRoute)?;
+                    let e = sw.lft_port(dlid).ok_or(Drop::NoRoute)?;
+                    if e == 0 || e > n.num_ports {
+                        return Err(Drop::NoRoute);
+                    }
+                    let p = port0 + PortRef::from(e);
+                    if !self.ports[p as usize].is_active() {
+                        return Err(Drop::NoRoute);
+                    }
+                    p
+                }
+            };
+            let (arr, l) = self.hop(exit)?;
+            lat += l;
+            let ap = &self.ports[arr as usize];
+            if !ap.is_active() {
+                return Err(Drop::NoRoute);
+            }
+            node = ap.node as usize;
+            if !self.nodes[node].alive {
+                return Err(Drop::Unreachable);
+            }
+            if self.nodes[node].kind != NodeKind::Switch {
+                return if ap.owns_lid(dlid) { Ok((arr, lat)) } else { Err(Drop::NoRoute) };
+            }
+            out = None;
+        }
+        Err(Drop::NoRoute)
+    }
+
+    /// A packet reached the end of its path.
+    fn arrive(&mut self, pkt: Packet) {
+        match pkt.target {
+            Target::Sma(p) => {
+                let node = self.ports[p as usize].node as usize;
+                if !self.nodes[node].alive {
+                    self.stats.dropped_unreachable += 1;
+                    return;
+                }
+                if self.wants_agent(&pkt.mad) {
+                    self.to_agent(p, pkt);
+                    return;
+                }
+                let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
+                let mut mad = pkt.mad;
+                match self.sma(p, &mut mad, is_dr) {
+                    super::sma::Outcome::Reply => {
+                        self.stats.sma_answered += 1;
+                        let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
+                        let at = self.now.plus(self.cfg.timing.sma_ns);
+                        let src = if is_dr { p } else { self.reply_port(p) };
+                        self.inject(at, src, mad, dest, false);
+                    }
+                    super::sma::Outcome::ToAgent => self.to_agent(p, Packet { mad, ..pkt }),
+                    super::sma::Outcome::Silent => {}
+                }
+            }
+            Target::Port(p) => self.to_agent(p, pkt),
+        }
+    }
+
+    /// The port a LID-routed reply leaves from: a switch answers from port 0.
+    fn reply_port(&self, p: PortRef) -> PortRef {
+        let port = &self.ports[p as usize];
+        let n = &self.nodes[port.node as usize];
+        if n.kind == NodeKind::Switch { n.first_port } else { p }
+    }
+
+    /// Hands a packet to the right agent at port `p`: a response to the agent named in the TID,
+    /// a request to the SM agent there.
+    fn to_agent(&mut self, p: PortRef, pkt: Packet) {
+        let is_resp = pkt.mad[3] & ids::method::RESPONSE != 0;
+        let tid = ibsm_mad::bits::u64_at(&pkt.mad, 8);
+        let want = (tid >> 32) as u32;
+        let idx = if is_resp {
+            self.agents.get(want as usize).filter(|a| a.port == p).map(|_| want as usize)
+        } else {
+            self.agents.iter().position(|a| a.port == p && a.is_sm)
+        };
+        let Some(i) = idx else {
+            if !is_resp && pkt.mad[1] != ids::class::SUBN_ADM && pkt.mad[3] != ids::method::TRAP {
+                // No SM here: the SMA answers "unsupported" for SMInfo, like a port without SM.
+                let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
+                let mut mad = pkt.mad;
+                if ibsm_mad::smp::make_response(&mut mad, ids::status::BAD_METHOD_ATTR).is_ok() {
+                    let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
+                    let at = self.now.plus(self.cfg.timing.sma_ns);
+                    self.inject(at, p, mad, dest, false);
+                    return;
+                }
+            }
+            self.stats.dropped_unreachable += 1;
+            return;
+        };
+        self.stats.delivered += 1;
+        let rec = Received { mad: Box::new(pkt.mad), slid: pkt.slid, sqpn: pkt.sqpn, at: self.now };
+        self.agents[i].inbox.push_back(rec);
+    }
+
+    /// Applies a fault.
+    fn apply(&mut self, f: Fault) {
+        match f {
+            Fault::LinkDown { node, port } => {
+                if let Some(p) = self.port_ref(node, port) {
+                    self.set_cable(p, false);
+                }
+            }
+            Fault::LinkUp { node, port } => {
+                if let Some(p) = self.port_ref(node, port) {
+                    self.set_cable(p, true);
+                }
+            }
+            Fault::Crash(node) => self.crash(node),
+            Fault::Restart(node) => self.restart(node),
+            Fault::SetGuid { node, guid } => self.set_guid(node, guid),
+            Fault::AddRule(r) => self.rules.push(r),
+            Fault::ClearRules => self.rules.clear(),
+        }
+    }
+
+    /// Plugs or pulls the cable at `p`; both ends change state and switches raise trap 128.
+    fn set_cable(&mut self, p: PortRef, up: bool) {
+        let Some(peer) = self.ports.get(p as usize).and_then(|x| x.peer) else { return };
+        for q in [p, peer] {
+            self.ports[q as usize].cable = up;
+        }
+        self.retrain(p);
+    }
+
+    /// Re-evaluates the physical state of the link at `p` (both ends) after a change.
+    pub(crate) fn retrain(&mut self, p: PortRef) {
+        let Some(peer) = self.ports.get(p as usize).and_then(|x| x.peer) else { return };
+        let alive = |f: &Fabric, q: PortRef| {
+            let port = &f.ports[q as usize];
+            f.nodes[port.node as usize].alive && port.cable && port.phys != PState::Disabled
+        };
+        let up = alive(self, p) && alive(self, peer);
+        for q in [p, peer] {
+            let port = &mut self.ports[q as usize];
+            let was = (port.phys, port.state);
+            if port.phys != PState::Disabled {
+                port.phys = if up { PState::LinkUp } else { PState::Polling };
+            }
+            port.state = if up { LState::Init } else { LState::Down };
+            if was != (port.phys, port.state) {
+                self.port_changed(q);
+            }
+        }
+    }
+
+    /// Marks a switch's PortStateChange and sends trap 128 for a change at port `q`.
+    fn port_changed(&mut self, q: PortRef) {
+        let node = self.ports[q as usize].node as usize;
+        if !self.nodes[node].alive {
+            return;
+        }
+        if let Some(s) = self.nodes[node].switch {
+            if let Some(sw) = self.switches.get_mut(s as usize) {
+                sw.port_state_change = true;
+            }
+            let port0 = self.nodes[node].first_port;
+            self.trap_128(port0);
+        }
+    }
+
+    fn crash(&mut self, node: NodeRef) {
+        let Some(n) = self.nodes.get_mut(node) else { return };
+        if !n.alive {
+            return;
+        }
+        n.alive = false;
+        let (first, np) = (n.first_port, n.num_ports);
+        for i in 1..=np {
+            self.retrain(first + PortRef::from(i));
+        }
+    }
+
+    fn restart(&mut self, node: NodeRef) {
+        let Some(n) = self.nodes.get(node) else { return };
+        if n.alive {
+            return;
+        }
+        let (first, np, kind) = (n.first_port, n.num_ports, n.kind);
+        // Power-on state: no LIDs, keys or tables; cables as they were.
+        for i in 0..=np {
+            let q = (first + PortRef::from(i)) as usize;
+            let p = &self.ports[q];
+            let mut fresh = super::state::Port {
+                node: p.node,
+                num: p.num,
+                guid: p.guid,
+                peer: p.peer,
+                cable: p.cable,
+                ..p.clone()
+            };
+            fresh.lid = 0;
+            fresh.lmc = 0;
+            fresh.sm_lid = 0;
+            fresh.m_key = 0;
+            fresh.protect = 0;
+            fresh.lease = 0;
+            fresh.lease_deadline = None;
+            fresh.pkeys.clear();
+            fresh.vlarb = None;
+            fresh.state = if kind == NodeKind::Switch && i == 0 { LState::Active } else { LState::Down };
+            fresh.phys = if kind == NodeKind::Switch && i == 0 { PState::LinkUp } else { PState::Polling };
+            fresh.part_enf_in = false;
+            fresh.part_enf_out = false;
+            fresh.cap_mask &= !super::state::cap::IS_SM;
+            self.ports[q] = fresh;
+        }
+        if let Some(s) = self.nodes[node].switch {
+            let sw = &mut self.switches[s as usize];
+            sw.lft.clear();
+            sw.lft_top = 0;
+            sw.mft.clear();
+            sw.mft_top = 0;
+            sw.port_state_change = false;
+            sw.sl2vl.clear();
+        }
+        self.nodes[node].alive = true;
+        for i in 1..=np {
+            self.retrain(first + PortRef::from(i));
+        }
+    }
+
+    fn set_guid(&mut self, node: NodeRef, guid: ibsm_mad::Guid) {
+        let Some(n) = self.nodes.get_mut(node) else { return };
+        let old = n.node_guid.0;
+        n.node_guid = guid;
+        let (first, np, kind) = (n.first_port, n.num_ports, n.kind);
+        for i in 0..=np {
+            let p = &mut self.ports[(first + PortRef::from(i)) as usize];
+            p.guid = if kind == NodeKind::Switch {
+                guid
+            } else {
+                ibsm_mad::Guid(guid.0.wrapping_add(p.guid.0.wrapping_sub(old)))
+            };
+        }
+    }
+
+    /// Delivers an agent-independent check of M_Key leases (see `sma`).
+    fn lease_check(&mut self, p: PortRef) {
+        let now = self.now;
+        if let Some(port) = self.ports.get_mut(p as usize) {
+            if port.lease_deadline.is_some_and(|d| d <= now) {
+                port.lease_deadline = None;
+                port.protect = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Fault vocabulary: what can go wrong in the fabric, and per-link packet rules.
+//!
+//! A [`Fault`] changes the fabric (a cable pulled, a node crashed); a [`LinkRule`] is consulted
+//! for every packet crossing a cable and returns a verdict: pass, pass later, or drop. Both are
+//! deterministic given the fabric's seed.
+
+use ibsm_mad::Guid;
+
+use super::state::NodeRef;
+
+/// A change to the fabric, applied now or at a scheduled virtual time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// Pull the cable at `node`/`port` (both ends go Down/Polling).
+    LinkDown {
+        /// Node index.
+        node: NodeRef,
+        /// Port number.
+        port: u8,
+    },
+    /// Plug the cable back (both ends go Init/LinkUp).
+    LinkUp {
+        /// Node index.
+        node: NodeRef,
+        /// Port number.
+        port: u8,
+    },
+    /// The node stops answering and all its links go down.
+    Crash(NodeRef),
+    /// The node comes back at power-on state (no LIDs, empty tables) and its links retrain.
+    Restart(NodeRef),
+    /// Change a node's GUID (and its port GUIDs accordingly), e.g. to create a duplicate.
+    SetGuid {
+        /// Node index.
+        node: NodeRef,
+        /// New NodeGUID.
+        guid: Guid,
+    },
+    /// Add a packet rule.
+    AddRule(LinkRule),
+    /// Remove every packet rule.
+    ClearRules,
+}
+
+/// A rule applied to packets crossing a cable: drop with a probability, or delay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkRule {
+    /// The cable, named by one of its ends; `None` = every cable.
+    pub link: Option<(NodeRef, u8)>,
+    /// Probability of dropping a packet that crosses (0.0..=1.0).
+    pub drop: f64,
+    /// Fixed extra delay, ns.
+    pub delay_ns: u64,
+    /// Extra random delay, uniform in `0..=jitter_ns`, ns.
+    pub jitter_ns: u64,
+}
+
+impl LinkRule {
+    /// Drop `p` of all packets on every cable.
+    pub fn global_drop(p: f64) -> LinkRule {
+        LinkRule { link: None, drop: p, delay_ns: 0, jitter_ns: 0 }
+    }
+    /// Delay every packet on every cable by `ns` plus up to `jitter_ns`.
+    pub fn global_delay(ns: u64, jitter_ns: u64) -> LinkRule {
+        LinkRule { link: None, drop: 0.0, delay_ns: ns, jitter_ns }
+    }
+}
+
+/// What a rule chain says about one packet on one cable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Pass { extra_ns: u64 },
+    Drop,
+}

@@ -1,0 +1,717 @@
+//! The subnet management agent of every simulated node: answers SMP Get/Set from the node's
+//! state, checks M_Keys (protect bits 0–3, lease timer, violation counter, trap 256), applies the
+//! port state machine rules to PortInfo Sets, and raises traps 128 and 144.
+//!
+//! Validity checks follow the IBTA rules: a Set with any invalid field changes nothing and is
+//! answered with status 0x001c; an attribute a node does not have (SwitchInfo on a CA) gives
+//! 0x000c; an unknown method gives 0x0008; a class version other than 1 gives 0x0004.
+
+use ibsm_mad::attrs::{
+    CapabilityMask, LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask,
+    LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, NodeDescription, NodeInfo, NodeType, PKeyTable, PhysPortState,
+    PortInfo, PortState, SwitchInfo,
+};
+use ibsm_mad::attrs::{GuidInfo, Notice, NoticeDetails, NoticeType, ProducerType};
+use ibsm_mad::header::{Mad, Method};
+use ibsm_mad::smp::{DrSmp, Smp};
+use ibsm_mad::{Attribute, Guid, Lid, MAD_LEN, MKey, PKey, PortNum, ids};
+
+use super::state::{LState, PState, PortRef};
+use super::{Dest, Event, Fabric};
+use crate::topology::NodeKind;
+
+/// What the SMA does with an SMP it received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// `mad` now holds the response; send it back.
+    Reply,
+    /// Hand the SMP to an agent on the port (SMInfo and the like).
+    ToAgent,
+    /// Drop without answer (M_Key failure, malformed).
+    Silent,
+}
+
+/// Result of an attribute handler: a status, with the data area already written.
+type Handled = u16;
+
+impl Fabric {
+    /// Processes an SMP that arrived at port `p` (for DR, `p` is the arrival port).
+    pub(crate) fn sma(&mut self, p: PortRef, mad: &mut [u8; MAD_LEN], is_dr: bool) -> Outcome {
+        let hdr = Mad::new_unchecked(&mad[..]);
+        if hdr.base_version() != 1 {
+            self.stats.dropped_malformed += 1;
+            return Outcome::Silent;
+        }
+        let (method, attr, attr_mod) = (hdr.method().raw(), hdr.attr_id(), hdr.attr_mod());
+        let key = if is_dr { DrSmp::new_unchecked(&mad[..]).m_key() } else { Smp::new_unchecked(&mad[..]).m_key() };
+        if hdr.class_version() != 1 {
+            return self.respond(mad, ids::status::BAD_VERSION);
+        }
+        if method & ids::method::RESPONSE != 0 {
+            return Outcome::ToAgent;
+        }
+        // M_Key check against the management port of a switch, or the arrival port of a CA.
+        let key_port = self.key_port(p);
+        let hide_key = match self.mkey_check(key_port, method, key) {
+            MkeyVerdict::Pass { hide } => hide,
+            MkeyVerdict::Fail => {
+                self.stats.dropped_mkey += 1;
+                self.trap_256(key_port, mad, is_dr);
+                return Outcome::Silent;
+            }
+        };
+        let status = match method {
+            ids::method::GET | ids::method::SET => {
+                let set = method == ids::method::SET;
+                let mut data = [0u8; 64];
+                data.copy_from_slice(&mad[64..128]);
+                let st = self.attribute(p, attr, attr_mod, set, &mut data, hide_key);
+                match st {
+                    Ok(st) => {
+                        mad[64..128].copy_from_slice(&data);
+                        st
+                    }
+                    Err(to_agent) => {
+                        debug_assert!(to_agent);
+                        return Outcome::ToAgent;
+                    }
+                }
+            }
+            ids::method::TRAP_REPRESS => return Outcome::Silent,
+            _ => ids::status::BAD_METHOD,
+        };
+        self.respond(mad, status)
+    }
+
+    fn respond(&mut self, mad: &mut [u8; MAD_LEN], status: u16) -> Outcome {
+        match ibsm_mad::smp::make_response(mad, status) {
+            Ok(()) => Outcome::Reply,
+            Err(_) => {
+                self.stats.dropped_malformed += 1;
+                Outcome::Silent
+            }
+        }
+    }
+
+    /// The port whose M_Key guards an SMP arriving at `p`.
+    fn key_port(&self, p: PortRef) -> PortRef {
+        let node = &self.nodes[self.ports[p as usize].node as usize];
+        if node.kind == NodeKind::Switch { node.first_port } else { p }
+    }
+
+    /// Dispatches one attribute. `Err(true)` means "not ours: hand to an agent".
+    fn attribute(
+        &mut self,
+        p: PortRef,
+        attr: u16,
+        attr_mod: u32,
+        set: bool,
+        data: &mut [u8; 64],
+        hide_key: bool,
+    ) -> Result<Handled, bool> {
+        let node_idx = self.ports[p as usize].node as usize;
+        let is_switch = self.nodes[node_idx].kind == NodeKind::Switch;
+        let ro = |set: bool| if set { Some(ids::status::BAD_METHOD_ATTR) } else { None };
+        let st = match attr {
+            ids::attr::NODE_DESC => ro(set).unwrap_or_else(|| self.get_node_desc(node_idx, data)),
+            ids::attr::NODE_INFO => ro(set).unwrap_or_else(|| self.get_node_info(p, data)),
+            ids::attr::GUID_INFO => ro(set).unwrap_or_else(|| self.get_guid_info(p, attr_mod, data)),
+            ids::attr::PORT_INFO => self.port_info(p, attr_mod, set, data, hide_key),
+            ids::attr::PKEY_TABLE => self.pkey_table(p, attr_mod, set, data),
+            ids::attr::SWITCH_INFO if is_switch => self.switch_info(node_idx, set, data),
+            ids::attr::LFT if is_switch => self.lft(node_idx, attr_mod, set, data),
+            ids::attr::MFT if is_switch => self.mft(node_idx, attr_mod, set, data),
+            ids::attr::SL2VL_TABLE => self.sl2vl(p, attr_mod, set, data),
+            ids::attr::VL_ARB_TABLE => self.vlarb(p, attr_mod, set, data),
+            ids::attr::SM_INFO => return Err(true),
+            _ => ids::status::BAD_METHOD_ATTR,
+        };
+        Ok(st)
+    }
+
+    fn get_node_desc(&self, node: usize, data: &mut [u8; 64]) -> Handled {
+        let name = self.names.get(node).map_or("", String::as_str);
+        NodeDescription::new(name).emit(data);
+        ids::status::OK
+    }
+
+    fn get_node_info(&self, p: PortRef, data: &mut [u8; 64]) -> Handled {
+        let port = &self.ports[p as usize];
+        let n = &self.nodes[port.node as usize];
+        let ni = NodeInfo {
+            base_version: 1,
+            class_version: 1,
+            node_type: match n.kind {
+                NodeKind::Switch => NodeType::Switch,
+                NodeKind::Ca => NodeType::Ca,
+                NodeKind::Router => NodeType::Router,
+            },
+            num_ports: n.num_ports,
+            system_image_guid: n.sys_guid,
+            node_guid: n.node_guid,
+            port_guid: port.guid,
+            partition_cap: n.partition_cap,
+            device_id: n.device_id,
+            revision: n.revision,
+            local_port_num: PortNum(port.num),
+            vendor_id: n.vendor_id,
+        };
+        ni.emit(data);
+        ids::status::OK
+    }
+
+    fn get_guid_info(&self, p: PortRef, attr_mod: u32, data: &mut [u8; 64]) -> Handled {
+        if attr_mod != 0 {
+            return ids::status::BAD_FIELD;
+        }
+        let mut gi = GuidInfo { guids: [Guid(0); 8] };
+        gi.guids[0] = self.ports[p as usize].guid;
+        gi.emit(data);
+        ids::status::OK
+    }
+
+    /// Resolves the port a PortInfo/P_KeyTable/SL2VL/VLArb modifier names, from arrival port `p`.
+    fn target_port(&self, p: PortRef, num: u32) -> Option<PortRef> {
+        let node = &self.nodes[self.ports[p as usize].node as usize];
+        match node.kind {
+            NodeKind::Switch => {
+                let num = u8::try_from(num).ok()?;
+                (num <= node.num_ports).then(|| node.first_port + PortRef::from(num))
+            }
+            // A CA answers for the port the SMP arrived on (modifier 0 or that port's number).
+            _ => (num == 0 || num == u32::from(self.ports[p as usize].num)).then_some(p),
+        }
+    }
+
+    fn port_info_of(&self, q: PortRef, hide_key: bool) -> PortInfo {
+        let port = &self.ports[q as usize];
+        let node = &self.nodes[port.node as usize];
+        let is_switch = node.kind == NodeKind::Switch;
+        // A switch's external ports report the switch's LID/LMC/SM LID, held on port 0.
+        let base = if is_switch { &self.ports[node.first_port as usize] } else { port };
+        PortInfo {
+            m_key: MKey(if hide_key { 0 } else { base.m_key }),
+            gid_prefix: base.gid_prefix,
+            lid: Lid(base.lid),
+            master_sm_lid: Lid(base.sm_lid),
+            capability_mask: CapabilityMask(if is_switch { base.cap_mask } else { port.cap_mask }),
+            diag_code: 0,
+            m_key_lease_period: base.lease,
+            local_port_num: PortNum(port.num),
+            link_width_enabled: LinkWidthMask(port.width_enabled),
+            link_width_supported: LinkWidthMask(port.width_supported),
+            link_width_active: LinkWidth::from_raw(port.width_active),
+            link_speed_supported: LinkSpeedMask(port.speed_supported),
+            port_state: PortState::from_raw(port.state as u8),
+            port_physical_state: PhysPortState::from_raw(port.phys as u8),
+            link_down_default_state: LinkDownDefaultState::from_raw(port.link_down_default),
+            m_key_protect_bits: base.protect,
+            lmc: base.lmc,
+            link_speed_active: LinkSpeed::from_raw(port.speed_active),
+            link_speed_enabled: LinkSpeedMask(port.speed_enabled),
+            neighbor_mtu: Mtu::from_raw(port.neighbor_mtu),
+            master_sm_sl: base.sm_sl,
+            vl_cap: port.vl_cap,
+            init_type: 0,
+            vl_high_limit: port.vl_high_limit,
+            vl_arbitration_high_cap: 8,
+            vl_arbitration_low_cap: 8,
+            init_type_reply: 0,
+            mtu_cap: Mtu::from_raw(port.mtu_cap),
+            vl_stall_count: 7,
+            hoq_life: port.hoq_life,
+            operational_vls: port.op_vls,
+            partition_enforcement_inbound: port.part_enf_in,
+            partition_enforcement_outbound: port.part_enf_out,
+            filter_raw_inbound: port.filter_raw_in,
+            filter_raw_outbound: port.filter_raw_out,
+            m_key_violations: base.mkey_violations,
+            p_key_violations: port.pkey_violations,
+            q_key_violations: port.qkey_violations,
+            guid_cap: 1,
+            client_reregister: false,
+            multicast_pkey_trap_suppression_enabled: 0,
+            subnet_timeout: base.subnet_timeout,
+            resp_time_value: port.resp_time,
+            local_phy_errors: 0,
+            overrun_errors: 0,
+            max_credit_hint: 0,
+            link_round_trip_latency: 0,
+            capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
+            link_speed_ext_active: LinkSpeedExt::from_raw(0),
+            link_speed_ext_supported: LinkSpeedExtMask(0),
+            link_speed_ext_enabled: LinkSpeedExtMask(0),
+        }
+    }
+
+    fn port_info(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64], hide_key: bool) -> Handled {
+        let Some(q) = self.target_port(p, attr_mod) else { return ids::status::BAD_FIELD };
+        if set {
+            let Ok(req) = PortInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
+            let st = self.port_info_set(q, &req);
+            if st != ids::status::OK {
+                // The response carries the unchanged attribute.
+                self.port_info_of(q, hide_key).emit(data);
+                return st;
+            }
+        }
+        self.port_info_of(q, hide_key).emit(data);
+        ids::status::OK
+    }
+
+    /// Validates a PortInfo Set completely, then applies it. Nothing changes on an error.
+    fn port_info_set(&mut self, q: PortRef, req: &PortInfo) -> Handled {
+        let bad = ids::status::BAD_FIELD;
+        let port = &self.ports[q as usize];
+        let node = &self.nodes[port.node as usize];
+        let is_switch = node.kind == NodeKind::Switch;
+        let base_ref = if is_switch { node.first_port } else { q };
+        let is_mgmt = !is_switch || port.num == 0;
+        // Field checks.
+        if is_mgmt && !(req.lid.0 < 0xc000 && req.master_sm_lid.0 < 0xc000) {
+            return bad;
+        }
+        if req.lmc > 7 {
+            return bad;
+        }
+        if req.operational_vls > port.vl_cap || req.neighbor_mtu.raw() > port.mtu_cap {
+            return bad;
+        }
+        let we = req.link_width_enabled.0;
+        if we != 0 && we != 0xff && we & !port.width_supported != 0 {
+            return bad;
+        }
+        let se = req.link_speed_enabled.0;
+        if se != 0 && se != 0x0f && se & !port.speed_supported != 0 {
+            return bad;
+        }
+        let phys = match req.port_physical_state {
+            PhysPortState::NoChange => None,
+            PhysPortState::Polling => Some(PState::Polling),
+            PhysPortState::Disabled => Some(PState::Disabled),
+            _ => return bad,
+        };
+        // Port state transitions (IBTA 7.2.x): Down forces a retrain; Armed only from Init with
+        // the neighbour at least Init; Active only from Armed with the neighbour Armed/Active.
+        let peer_state = port.peer.map(|r| self.ports[r as usize].state);
+        let new_state = match req.port_state {
+            PortState::NoChange => None,
+            PortState::Down => Some(LState::Down),
+            PortState::Armed => {
+                let ok = port.num != 0 || !is_switch;
+                let ok = ok && port.link_up() && port.state == LState::Init;
+                let ok = ok && peer_state.is_some_and(|s| matches!(s, LState::Init | LState::Armed | LState::Active));
+                if !ok {
+                    return bad;
+                }
+                Some(LState::Armed)
+            }
+            PortState::Active => {
+                let ok = port.link_up() && port.state == LState::Armed;
+                let ok = ok && peer_state.is_some_and(|s| matches!(s, LState::Armed | LState::Active));
+                if !ok {
+                    return bad;
+                }
+                Some(LState::Active)
+            }
+            _ => return bad,
+        };
+        // Apply.
+        let old_width = (port.width_enabled, port.speed_enabled);
+        {
+            let base = &mut self.ports[base_ref as usize];
+            if is_mgmt {
+                base.lid = req.lid.0;
+                base.lmc = req.lmc;
+                base.sm_lid = req.master_sm_lid.0;
+                base.sm_sl = req.master_sm_sl;
+                base.m_key = req.m_key.0;
+                base.protect = req.m_key_protect_bits;
+                base.lease = req.m_key_lease_period;
+                base.gid_prefix = req.gid_prefix;
+                base.subnet_timeout = req.subnet_timeout;
+                base.mkey_violations = req.m_key_violations;
+            }
+        }
+        let port = &mut self.ports[q as usize];
+        if we == 0xff {
+            port.width_enabled = port.width_supported;
+        } else if we != 0 {
+            port.width_enabled = we;
+        }
+        if se == 0x0f {
+            port.speed_enabled = port.speed_supported;
+        } else if se != 0 {
+            port.speed_enabled = se;
+        }
+        if req.link_down_default_state != LinkDownDefaultState::NoChange {
+            port.link_down_default = req.link_down_default_state.raw();
+        }
+        port.neighbor_mtu = req.neighbor_mtu.raw();
+        port.op_vls = req.operational_vls;
+        port.vl_high_limit = req.vl_high_limit;
+        port.hoq_life = req.hoq_life;
+        port.part_enf_in = req.partition_enforcement_inbound;
+        port.part_enf_out = req.partition_enforcement_outbound;
+        port.filter_raw_in = req.filter_raw_inbound;
+        port.filter_raw_out = req.filter_raw_outbound;
+        port.pkey_violations = req.p_key_violations;
+        port.qkey_violations = req.q_key_violations;
+        let width_changed = old_width != (port.width_enabled, port.speed_enabled);
+        if let Some(s) = new_state {
+            if s == LState::Down {
+                // A retrain: the link drops and comes back to Init on both ends.
+                if port.link_up() {
+                    self.retrain_pulse(q);
+                }
+            } else {
+                self.ports[q as usize].state = s;
+            }
+        }
+        if let Some(ph) = phys {
+            let port = &mut self.ports[q as usize];
+            let was_disabled = port.phys == PState::Disabled;
+            if ph == PState::Disabled {
+                port.phys = PState::Disabled;
+                port.state = LState::Down;
+                self.retrain(q);
+            } else if was_disabled {
+                port.phys = PState::Polling;
+                self.retrain(q);
+            }
+        }
+        if width_changed {
+            self.trap_144(base_ref);
+        }
+        ids::status::OK
+    }
+
+    /// Link retrain after PortState=Down: both ends pass through Down back to Init.
+    fn retrain_pulse(&mut self, q: PortRef) {
+        let peer = self.ports[q as usize].peer;
+        for r in std::iter::once(q).chain(peer) {
+            self.ports[r as usize].state = LState::Init;
+        }
+        let node = self.ports[q as usize].node as usize;
+        if let Some(s) = self.nodes[node].switch {
+            self.switches[s as usize].port_state_change = true;
+        }
+    }
+
+    /// Number of 32-entry P_Key blocks the port `q` holds.
+    fn pkey_blocks(&self, q: PortRef) -> u16 {
+        let port = &self.ports[q as usize];
+        let node = &self.nodes[port.node as usize];
+        let cap = if node.kind == NodeKind::Switch && port.num != 0 { 64 } else { node.partition_cap };
+        cap.div_ceil(32)
+    }
+
+    fn pkey_table(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        let (port_num, block) = PKeyTable::split_attr_mod(attr_mod);
+        let is_switch = self.is_switch_port(p);
+        let Some(q) = self.target_port(p, if is_switch { u32::from(port_num.0) } else { 0 }) else {
+            return ids::status::BAD_FIELD;
+        };
+        if block >= self.pkey_blocks(q) {
+            return ids::status::BAD_FIELD;
+        }
+        let start = usize::from(block) * 32;
+        if set {
+            let Ok(t) = PKeyTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
+            let total = usize::from(self.pkey_blocks(q)) * 32;
+            let port = &mut self.ports[q as usize];
+            if port.pkeys.is_empty() {
+                port.pkeys = vec![0; total];
+                port.pkeys[0] = 0xffff;
+            }
+            for (i, k) in t.keys.iter().enumerate() {
+                if let Some(e) = port.pkeys.get_mut(start + i) {
+                    *e = k.0;
+                }
+            }
+        }
+        let port = &self.ports[q as usize];
+        let mut t = PKeyTable { keys: [PKey(0); 32] };
+        for (i, k) in t.keys.iter_mut().enumerate() {
+            *k = PKey(port.pkey(start + i));
+        }
+        t.emit(data);
+        ids::status::OK
+    }
+
+    fn switch_info(&mut self, node: usize, set: bool, data: &mut [u8; 64]) -> Handled {
+        let Some(s) = self.nodes[node].switch else { return ids::status::BAD_METHOD_ATTR };
+        let cap = self.cfg.linear_fdb_cap;
+        if set {
+            let Ok(req) = SwitchInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
+            let mcap = self.cfg.multicast_fdb_cap;
+            let top_ok = req.linear_fdb_top.0 < cap;
+            let mtop_ok = req.multicast_fdb_top.0 == 0 || (req.multicast_fdb_top.0 >= 0xc000 && req.multicast_fdb_top.0 - 0xc000 < mcap);
+            if !top_ok || !mtop_ok {
+                self.switch_info_of(s).emit(data);
+                return ids::status::BAD_FIELD;
+            }
+            let sw = &mut self.switches[s as usize];
+            sw.lft_top = req.linear_fdb_top.0;
+            sw.mft_top = req.multicast_fdb_top.0;
+            sw.life_time = req.life_time_value;
+            sw.default_port = req.default_port.0;
+            sw.default_mcast_primary = req.default_multicast_primary_port.0;
+            sw.default_mcast_not_primary = req.default_multicast_not_primary_port.0;
+            if req.port_state_change {
+                // Write 1 to clear.
+                sw.port_state_change = false;
+            }
+        }
+        self.switch_info_of(s).emit(data);
+        ids::status::OK
+    }
+
+    fn switch_info_of(&self, s: u32) -> SwitchInfo {
+        let sw = &self.switches[s as usize];
+        SwitchInfo {
+            linear_fdb_cap: self.cfg.linear_fdb_cap,
+            random_fdb_cap: 0,
+            multicast_fdb_cap: self.cfg.multicast_fdb_cap,
+            linear_fdb_top: Lid(sw.lft_top),
+            default_port: PortNum(sw.default_port),
+            default_multicast_primary_port: PortNum(sw.default_mcast_primary),
+            default_multicast_not_primary_port: PortNum(sw.default_mcast_not_primary),
+            life_time_value: sw.life_time,
+            port_state_change: sw.port_state_change,
+            optimized_sl_to_vl_mapping_programming: 0,
+            lids_per_port: 0,
+            partition_enforcement_cap: 32,
+            inbound_enforcement_cap: true,
+            outbound_enforcement_cap: true,
+            filter_raw_inbound_cap: true,
+            filter_raw_outbound_cap: true,
+            enhanced_port0: false,
+            multicast_fdb_top: Lid(sw.mft_top),
+        }
+    }
+
+    fn lft(&mut self, node: usize, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        let Some(s) = self.nodes[node].switch else { return ids::status::BAD_METHOD_ATTR };
+        let blocks = u32::from(self.cfg.linear_fdb_cap).div_ceil(64);
+        if attr_mod >= blocks {
+            return ids::status::BAD_FIELD;
+        }
+        let start = attr_mod as usize * 64;
+        let sw = &mut self.switches[s as usize];
+        if set {
+            let Ok(t) = LinearForwardingTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
+            if sw.lft.len() < start + 64 {
+                sw.lft.resize(start + 64, 0xff);
+            }
+            for (i, port) in t.ports.iter().enumerate() {
+                sw.lft[start + i] = port.0;
+            }
+        }
+        let mut t = LinearForwardingTable::unrouted();
+        for (i, e) in t.ports.iter_mut().enumerate() {
+            *e = PortNum(sw.lft.get(start + i).copied().unwrap_or(0xff));
+        }
+        t.emit(data);
+        ids::status::OK
+    }
+
+    fn mft(&mut self, node: usize, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        let Some(s) = self.nodes[node].switch else { return ids::status::BAD_METHOD_ATTR };
+        let position = (attr_mod >> 28) as usize;
+        let block = (attr_mod & 0x1ff) as usize;
+        let entries = usize::from(self.cfg.multicast_fdb_cap);
+        let nports = usize::from(self.nodes[node].num_ports);
+        if block * 32 >= entries || position * 16 > nports {
+            return ids::status::BAD_FIELD;
+        }
+        let sw = &mut self.switches[s as usize];
+        if set {
+            if sw.mft.len() < (block + 1) * 32 {
+                sw.mft.resize((block + 1) * 32, [0; 16]);
+            }
+            for i in 0..32 {
+                sw.mft[block * 32 + i][position] = ibsm_mad::bits::u16_at(&data[..], i * 2);
+            }
+        }
+        for i in 0..32 {
+            let v = sw.mft.get(block * 32 + i).map_or(0, |e| e[position]);
+            ibsm_mad::bits::put_u16(&mut data[..], i * 2, v);
+        }
+        ids::status::OK
+    }
+
+    fn sl2vl(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        let is_switch = self.is_switch_port(p);
+        let (inp, outp) = (((attr_mod >> 8) & 0xff) as u8, (attr_mod & 0xff) as u8);
+        let slot: &mut [u8; 8] = if is_switch {
+            let node = self.ports[p as usize].node as usize;
+            let np = self.nodes[node].num_ports;
+            if inp > np || outp > np {
+                return ids::status::BAD_FIELD;
+            }
+            let Some(s) = self.nodes[node].switch else { return ids::status::BAD_FIELD };
+            let tbl = &mut self.switches[s as usize].sl2vl;
+            let i = match tbl.iter().position(|(k, _)| *k == (inp, outp)) {
+                Some(i) => i,
+                None => {
+                    tbl.push(((inp, outp), [0; 8]));
+                    tbl.len() - 1
+                }
+            };
+            &mut tbl[i].1
+        } else {
+            &mut self.ports[p as usize].sl2vl
+        };
+        if set {
+            slot.copy_from_slice(&data[..8]);
+        }
+        data.fill(0);
+        data[..8].copy_from_slice(slot);
+        ids::status::OK
+    }
+
+    fn vlarb(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        let block = (attr_mod >> 16) as usize;
+        let num = attr_mod & 0xffff;
+        let is_switch = self.is_switch_port(p);
+        let Some(q) = self.target_port(p, if is_switch { num } else { 0 }) else {
+            return ids::status::BAD_FIELD;
+        };
+        if !(1..=4).contains(&block) {
+            return ids::status::BAD_FIELD;
+        }
+        let port = &mut self.ports[q as usize];
+        let tables = port.vlarb.get_or_insert_with(|| Box::new([[0; 64]; 4]));
+        if set {
+            tables[block - 1].copy_from_slice(&data[..]);
+        }
+        data.copy_from_slice(&tables[block - 1]);
+        ids::status::OK
+    }
+
+    /// The IBTA M_Key check for an SMP with `key` and `method` at the guarding port.
+    fn mkey_check(&mut self, kp: PortRef, method: u8, key: MKey) -> MkeyVerdict {
+        let now = self.now;
+        let port = &mut self.ports[kp as usize];
+        if port.m_key == 0 || port.m_key == key.0 {
+            if port.m_key != 0 {
+                // A valid key stops a running lease timer.
+                port.lease_deadline = None;
+            }
+            return MkeyVerdict::Pass { hide: false };
+        }
+        let is_get = method == ids::method::GET;
+        let verdict = match (is_get, port.protect) {
+            (true, 0) => return MkeyVerdict::Pass { hide: false },
+            (true, 1) => return MkeyVerdict::Pass { hide: true },
+            _ => MkeyVerdict::Fail,
+        };
+        port.mkey_violations = port.mkey_violations.saturating_add(1);
+        if port.lease != 0 && port.lease_deadline.is_none() {
+            let at = now.plus(u64::from(port.lease) * 1_000_000_000);
+            port.lease_deadline = Some(at);
+            self.push(at, Event::LeaseCheck(kp));
+        }
+        verdict
+    }
+
+    /// Sends a trap from port `from` (a switch's port 0 or a CA port) to its MasterSMLID.
+    pub(crate) fn send_trap(&mut self, from: PortRef, details: NoticeDetails, notice_type: NoticeType) {
+        let port = &self.ports[from as usize];
+        if port.lid == 0 || port.sm_lid == 0 || port.cap_mask & super::state::cap::IS_TRAP_SUPPORTED == 0 {
+            return;
+        }
+        let (dlid, issuer) = (Lid(port.sm_lid), Lid(port.lid));
+        let producer = match self.issuer_type(from) {
+            NodeType::Switch => ProducerType::Switch,
+            NodeType::Router => ProducerType::Router,
+            _ => ProducerType::Ca,
+        };
+        let Some(notice) = Notice::generic(notice_type, producer, issuer, details) else { return };
+        let node = port.node as usize;
+        self.nodes[node].trap_tid = self.nodes[node].trap_tid.wrapping_add(1);
+        let tid = u64::from(self.nodes[node].trap_tid);
+        // The Notice is 80 bytes; an SMP carries its first 64 (IssuerGID is not used in SMPs).
+        let mut full = [0u8; 80];
+        notice.emit(&mut full);
+        let mut data = [0u8; 64];
+        data.copy_from_slice(&full[..64]);
+        let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap);
+        self.stats.traps_sent += 1;
+        let at = self.now.plus(self.cfg.timing.sma_ns);
+        self.inject(at, from, smp.to_bytes(), Dest { dlid, qpn: 0 }, false);
+    }
+
+    /// Trap 128 (link state change) from a switch's port 0.
+    pub(crate) fn trap_128(&mut self, port0: PortRef) {
+        let lid = Lid(self.ports[port0 as usize].lid);
+        self.send_trap(port0, NoticeDetails::Trap128 { lid }, NoticeType::Urgent);
+    }
+
+    /// Trap 144 (capability mask change) for port `p`.
+    pub(crate) fn trap_144(&mut self, p: PortRef) {
+        let port = &self.ports[p as usize];
+        let details = NoticeDetails::Trap144 {
+            lid: Lid(port.lid),
+            other_local_changes: false,
+            capability_mask: CapabilityMask(port.cap_mask),
+            capability_mask2_change: false,
+            hierarchy_info_change: false,
+            sm_priority_change: false,
+            link_speed_enabled_change: false,
+            link_width_enabled_change: false,
+            node_description_change: false,
+            capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
+        };
+        self.send_trap(p, details, NoticeType::Info);
+    }
+
+    /// Trap 256 (bad M_Key) for an SMP refused at port `kp`.
+    fn trap_256(&mut self, kp: PortRef, mad: &[u8; MAD_LEN], is_dr: bool) {
+        let hdr = Mad::new_unchecked(&mad[..]);
+        let mut return_path = [0u8; 30];
+        let (dr_slid, key, hops) = if is_dr {
+            let dr = DrSmp::new_unchecked(&mad[..]);
+            let n = usize::from(dr.hop_count()).min(30);
+            for (i, slot) in return_path.iter_mut().enumerate().take(n) {
+                *slot = dr.return_path_port((i + 1) as u8).unwrap_or(0);
+            }
+            (dr.dr_slid(), dr.m_key(), dr.hop_count())
+        } else {
+            (Lid(0), Smp::new_unchecked(&mad[..]).m_key(), 0)
+        };
+        let details = NoticeDetails::Trap256 {
+            lid: Lid(self.ports[kp as usize].lid),
+            dr_slid,
+            method: hdr.method().raw(),
+            attribute_id: hdr.attr_id(),
+            attribute_modifier: hdr.attr_mod(),
+            m_key: key,
+            dr_notice: is_dr,
+            dr_path_truncated: hops > 30,
+            dr_hop_count: hops,
+            dr_notice_return_path: return_path,
+        };
+        self.send_trap(kp, details, NoticeType::Security);
+    }
+
+    fn issuer_type(&self, p: PortRef) -> NodeType {
+        match self.nodes[self.ports[p as usize].node as usize].kind {
+            NodeKind::Switch => NodeType::Switch,
+            NodeKind::Ca => NodeType::Ca,
+            NodeKind::Router => NodeType::Router,
+        }
+    }
+
+    /// Current GUID of a node (after any `SetGuid` fault).
+    pub fn node_guid(&self, node: usize) -> Option<Guid> {
+        self.nodes.get(node).map(|n| n.node_guid)
+    }
+}
+
+/// Outcome of an M_Key check.
+enum MkeyVerdict {
+    Pass { hide: bool },
+    Fail,
+}

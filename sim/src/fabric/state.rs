@@ -1,0 +1,309 @@
+//! Run-time state of nodes, ports and switches, built from a [`Topology`].
+//!
+//! Ports live in one flat vector (index = `PortRef`), nodes point at their first port, so a
+//! 30,000-node fabric is a few allocations. Only what the SMA reports or checks is kept.
+
+use ibsm_mad::Guid;
+
+use crate::topology::{NodeKind, Topology};
+
+/// Index of a node in the fabric (same as in the [`Topology`]).
+pub type NodeRef = usize;
+/// Index of a port in the fabric's flat port table.
+pub type PortRef = u32;
+
+/// Logical port state (PortInfo.PortState).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LState {
+    Down = 1,
+    Init = 2,
+    Armed = 3,
+    Active = 4,
+}
+
+/// Physical port state (PortInfo.PortPhysicalState), reduced to what the sim models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PState {
+    Polling = 2,
+    Disabled = 3,
+    LinkUp = 5,
+}
+
+/// One simulated port. For switches, port 0 (the management port) carries the LID, LMC,
+/// MasterSMLID and M_Key of the whole switch.
+#[derive(Debug, Clone)]
+pub(crate) struct Port {
+    pub node: u32,
+    pub num: u8,
+    pub guid: Guid,
+    /// Port at the other end of the cable, if one is plugged (whether or not the link is up).
+    pub peer: Option<PortRef>,
+    /// The cable is connected (link faults clear this).
+    pub cable: bool,
+    pub phys: PState,
+    pub state: LState,
+    pub lid: u16,
+    pub lmc: u8,
+    pub sm_lid: u16,
+    pub sm_sl: u8,
+    pub m_key: u64,
+    pub protect: u8,
+    pub lease: u16,
+    pub lease_deadline: Option<super::SimTime>,
+    pub mkey_violations: u16,
+    pub pkey_violations: u16,
+    pub qkey_violations: u16,
+    pub cap_mask: u32,
+    pub gid_prefix: u64,
+    pub subnet_timeout: u8,
+    pub resp_time: u8,
+    pub neighbor_mtu: u8,
+    pub mtu_cap: u8,
+    pub vl_cap: u8,
+    pub op_vls: u8,
+    pub vl_high_limit: u8,
+    pub hoq_life: u8,
+    pub width_enabled: u8,
+    pub width_supported: u8,
+    pub width_active: u8,
+    pub speed_enabled: u8,
+    pub speed_supported: u8,
+    pub speed_active: u8,
+    pub link_down_default: u8,
+    pub part_enf_in: bool,
+    pub part_enf_out: bool,
+    pub filter_raw_in: bool,
+    pub filter_raw_out: bool,
+    /// P_Key table; empty means the power-on table (entry 0 = 0xffff, rest 0).
+    pub pkeys: Vec<u16>,
+    /// SL→VL table (16 nibbles) for CAs and, per output port, the last one written on switches.
+    pub sl2vl: [u8; 8],
+    /// VLArbitration blocks 1..=4 (low, low, high, high), written lazily.
+    pub vlarb: Option<Box<[[u8; 64]; 4]>>,
+}
+
+/// Switch-only state.
+#[derive(Debug, Clone)]
+pub(crate) struct Switch {
+    /// Linear forwarding table, grown as blocks are written; missing entries read as 0xff.
+    pub lft: Vec<u8>,
+    pub lft_top: u16,
+    /// Multicast forwarding table: `mft[entry][position]` port-mask words, grown lazily.
+    pub mft: Vec<[u16; 16]>,
+    pub mft_top: u16,
+    pub life_time: u8,
+    pub port_state_change: bool,
+    pub default_port: u8,
+    pub default_mcast_primary: u8,
+    pub default_mcast_not_primary: u8,
+    /// Per-switch SL2VL tables by (input, output) port, written lazily.
+    pub sl2vl: Vec<((u8, u8), [u8; 8])>,
+}
+
+impl Switch {
+    /// The LFT entry for `lid`: `None` when beyond LinearFDBTop or unset (0xff).
+    pub fn lft_port(&self, lid: u16) -> Option<u8> {
+        if lid > self.lft_top {
+            return None;
+        }
+        match self.lft.get(usize::from(lid)) {
+            Some(&p) if p != 0xff => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// One simulated node.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub kind: NodeKind,
+    pub node_guid: Guid,
+    pub sys_guid: Guid,
+    pub num_ports: u8,
+    /// Index of port 0 (switches) or port 1 (CAs, stored at `first_port`, with a placeholder
+    /// port 0 never linked) in the flat port table: ports are `first_port + n` for `n` in
+    /// `0..=num_ports`.
+    pub first_port: PortRef,
+    pub switch: Option<u32>,
+    pub alive: bool,
+    pub partition_cap: u16,
+    pub vendor_id: u32,
+    pub device_id: u16,
+    pub revision: u32,
+    /// Per-node trap TID counter.
+    pub trap_tid: u32,
+}
+
+/// Capability mask bits the simulated ports advertise (IBTA PortInfo.CapabilityMask).
+pub(crate) mod cap {
+    pub const IS_SM: u32 = 1 << 1;
+    pub const IS_NOTICE_SUPPORTED: u32 = 1 << 2;
+    pub const IS_TRAP_SUPPORTED: u32 = 1 << 3;
+    pub const IS_SL_MAPPING_SUPPORTED: u32 = 1 << 6;
+    pub const IS_SYSTEM_IMAGE_GUID_SUPPORTED: u32 = 1 << 11;
+    pub const IS_CM_SUPPORTED: u32 = 1 << 16;
+    pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 19;
+    pub const IS_CAP_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
+    pub const IS_CLIENT_REREG_SUPPORTED: u32 = 1 << 25;
+    pub const CA_DEFAULT: u32 = IS_TRAP_SUPPORTED
+        | IS_SL_MAPPING_SUPPORTED
+        | IS_SYSTEM_IMAGE_GUID_SUPPORTED
+        | IS_CM_SUPPORTED
+        | IS_VENDOR_CLASS_SUPPORTED
+        | IS_CAP_MASK_NOTICE_SUPPORTED
+        | IS_CLIENT_REREG_SUPPORTED;
+    pub const SWITCH_DEFAULT: u32 =
+        IS_NOTICE_SUPPORTED | IS_TRAP_SUPPORTED | IS_SL_MAPPING_SUPPORTED | IS_SYSTEM_IMAGE_GUID_SUPPORTED;
+}
+
+impl Port {
+    fn power_on(node: u32, num: u8, guid: Guid, is_switch: bool) -> Port {
+        let cap_mask = if is_switch { cap::SWITCH_DEFAULT } else { cap::CA_DEFAULT };
+        Port {
+            node,
+            num,
+            guid,
+            peer: None,
+            cable: false,
+            phys: PState::Polling,
+            state: LState::Down,
+            lid: 0,
+            lmc: 0,
+            sm_lid: 0,
+            sm_sl: 0,
+            m_key: 0,
+            protect: 0,
+            lease: 0,
+            lease_deadline: None,
+            mkey_violations: 0,
+            pkey_violations: 0,
+            qkey_violations: 0,
+            cap_mask,
+            gid_prefix: ibsm_mad::Gid::DEFAULT_PREFIX,
+            subnet_timeout: 0,
+            resp_time: 0x10,
+            neighbor_mtu: 0,
+            mtu_cap: 5,
+            vl_cap: 4,
+            op_vls: 1,
+            vl_high_limit: 0,
+            hoq_life: 0,
+            width_enabled: 0x03,
+            width_supported: 0x03,
+            width_active: 0x02,
+            speed_enabled: 0x07,
+            speed_supported: 0x07,
+            speed_active: 0x01,
+            link_down_default: 2,
+            part_enf_in: false,
+            part_enf_out: false,
+            filter_raw_in: false,
+            filter_raw_out: false,
+            pkeys: Vec::new(),
+            sl2vl: [0; 8],
+            vlarb: None,
+        }
+    }
+
+    /// The port's physical link is up (cable present, not disabled, both ends trained).
+    pub fn link_up(&self) -> bool {
+        self.phys == PState::LinkUp
+    }
+
+    /// The port forwards LID-routed traffic.
+    pub fn is_active(&self) -> bool {
+        self.link_up() && self.state == LState::Active
+    }
+
+    /// `dlid` falls in this port's LID range (LID .. LID + 2^LMC - 1).
+    pub fn owns_lid(&self, dlid: u16) -> bool {
+        self.lid != 0 && dlid >= self.lid && u32::from(dlid) < u32::from(self.lid) + (1u32 << self.lmc.min(7))
+    }
+
+    /// Current P_Key table entry `i` (power-on table when never written).
+    pub fn pkey(&self, i: usize) -> u16 {
+        if self.pkeys.is_empty() {
+            if i == 0 { 0xffff } else { 0 }
+        } else {
+            self.pkeys.get(i).copied().unwrap_or(0)
+        }
+    }
+}
+
+/// Builds the node, port and switch tables from a topology at power-on.
+pub(crate) fn build(topo: &Topology, linear_fdb_cap: u16) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
+    let mut nodes = Vec::with_capacity(topo.nodes.len());
+    let total_ports: usize = topo.nodes.iter().map(|n| usize::from(n.num_ports) + 1).sum();
+    let mut ports = Vec::with_capacity(total_ports);
+    let mut switches = Vec::new();
+    let mut first: Vec<PortRef> = Vec::with_capacity(topo.nodes.len());
+    for (i, tn) in topo.nodes.iter().enumerate() {
+        let is_switch = tn.kind == NodeKind::Switch;
+        let first_port = ports.len() as PortRef;
+        first.push(first_port);
+        for p in 0..=tn.num_ports {
+            let mut port = Port::power_on(i as u32, p, tn.port_guid(p), is_switch);
+            if is_switch && p == 0 {
+                // The management port is always up and Active.
+                port.phys = PState::LinkUp;
+                port.state = LState::Active;
+            }
+            ports.push(port);
+        }
+        let switch = if is_switch {
+            switches.push(Switch {
+                lft: Vec::new(),
+                lft_top: 0,
+                mft: Vec::new(),
+                mft_top: 0,
+                life_time: 0,
+                port_state_change: false,
+                default_port: 0,
+                default_mcast_primary: 0xff,
+                default_mcast_not_primary: 0xff,
+                sl2vl: Vec::new(),
+            });
+            Some((switches.len() - 1) as u32)
+        } else {
+            None
+        };
+        let _ = linear_fdb_cap;
+        nodes.push(Node {
+            kind: tn.kind,
+            node_guid: tn.node_guid,
+            sys_guid: tn.sys_guid,
+            num_ports: tn.num_ports,
+            first_port,
+            switch,
+            alive: true,
+            partition_cap: if is_switch { 8 } else { 64 },
+            vendor_id: tn.vendor_id,
+            device_id: tn.device_id,
+            revision: tn.revision,
+            trap_tid: 0,
+        });
+    }
+    // Cables.
+    for (i, tn) in topo.nodes.iter().enumerate() {
+        for (p, link) in tn.links.iter().enumerate() {
+            if let Some(peer) = link {
+                let Some(&pf) = first.get(peer.node) else { continue };
+                let me = first[i] + p as PortRef;
+                let them = pf + PortRef::from(peer.port);
+                if let Some(port) = ports.get_mut(me as usize) {
+                    port.peer = Some(them);
+                    port.cable = true;
+                    port.phys = PState::LinkUp;
+                    port.state = LState::Init;
+                    if let Some(w) = peer.attrs.width {
+                        port.width_active = w;
+                    }
+                    if let Some(s) = peer.attrs.speed {
+                        port.speed_active = s;
+                    }
+                }
+            }
+        }
+    }
+    (nodes, ports, switches)
+}

@@ -1,0 +1,481 @@
+//! Behaviour of the simulated fabric as an SM sees it: directed routes, LID routing through
+//! LFTs, the port state machine, attribute validity checks, M_Keys, traps and faults.
+//! Every test drives raw MAD bytes through `Fabric` in virtual time.
+
+use ibsm_mad::attrs::{
+    LinearForwardingTable, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo,
+};
+use ibsm_mad::header::{Mad, Method};
+use ibsm_mad::smp::{DrSmp, SmpRepr};
+use ibsm_mad::{Attribute, DrPath, Lid, MKey, PortNum, ids};
+use ibsm_sim::fabric::{AgentId, Dest, Fabric, Fault, LinkRule, SimConfig, SimTime};
+use ibsm_sim::topology::Topology;
+
+/// Two switches in a line, two CAs on each:
+/// H1 - S1[1], H2 - S1[2], S1[3] - S2[3], H3 - S2[1], H4 - S2[2].
+const NET: &str = r#"
+Switch 4 "S1"
+[1] "H1"[1]
+[2] "H2"[1]
+[3] "S2"[3]
+
+Switch 4 "S2"
+[1] "H3"[1]
+[2] "H4"[1]
+[3] "S1"[3]
+
+Hca 1 "H1"
+[1] "S1"[1]
+
+Hca 1 "H2"
+[1] "S1"[2]
+
+Hca 1 "H3"
+[1] "S2"[1]
+
+Hca 1 "H4"
+[1] "S2"[2]
+"#;
+
+struct Bench {
+    f: Fabric,
+    sm: AgentId,
+    tid: u64,
+    topo: Topology,
+    /// MADs that reached the SM and were not the awaited response (traps, stray answers).
+    unsolicited: Vec<ibsm_sim::fabric::Received>,
+}
+
+/// A reply: status and the 64 data bytes.
+type Reply = (u16, [u8; 64]);
+
+impl Bench {
+    fn new(seed: u64) -> Bench {
+        let topo = Topology::parse_str(NET, "test.net").expect("test topology parses");
+        let mut f = Fabric::new(&topo, SimConfig { seed, ..SimConfig::default() });
+        let h1 = topo.find("H1").expect("H1");
+        let sm = f.attach(h1, 1).expect("attach at H1 port 1");
+        f.set_is_sm(sm, true);
+        Bench { f, sm, tid: 0, topo, unsolicited: Vec::new() }
+    }
+
+    fn node(&self, name: &str) -> usize {
+        self.topo.find(name).expect("node exists")
+    }
+
+    fn run(&mut self) {
+        let limit = self.f.now().plus(10_000_000_000);
+        self.f.run_until_idle(limit);
+    }
+
+    /// Sends `smp`, runs the fabric, returns the matching response (by TID) if one came back.
+    fn exchange(&mut self, smp: SmpRepr, dest: Dest) -> Option<Reply> {
+        let tid = smp.tid;
+        self.f.send(self.sm, &smp.to_bytes(), dest);
+        self.run();
+        let mut found = None;
+        while let Some(r) = self.f.recv(self.sm) {
+            let h = Mad::new_unchecked(&r.mad[..]);
+            if h.method().is_response() && h.tid() & 0xffff_ffff == tid {
+                let status = if h.mgmt_class().raw() == ids::class::SUBN_DR {
+                    DrSmp::new_unchecked(&r.mad[..]).status()
+                } else {
+                    h.status()
+                };
+                let mut data = [0u8; 64];
+                data.copy_from_slice(&r.mad[64..128]);
+                found = Some((status, data));
+            } else {
+                self.unsolicited.push(r);
+            }
+        }
+        found
+    }
+
+    fn next_tid(&mut self) -> u64 {
+        self.tid += 1;
+        self.tid
+    }
+
+    fn dr_get(&mut self, path: &[u8], attr: u16, attr_mod: u32) -> Option<Reply> {
+        let tid = self.next_tid();
+        let p = DrPath::new(path).expect("path");
+        self.exchange(SmpRepr::get_dr(&p, attr, attr_mod, tid), Dest { dlid: Lid::PERMISSIVE, qpn: 0 })
+    }
+
+    fn dr_set(&mut self, path: &[u8], attr: u16, attr_mod: u32, data: [u8; 64]) -> Option<Reply> {
+        let tid = self.next_tid();
+        let p = DrPath::new(path).expect("path");
+        self.exchange(SmpRepr::set_dr(&p, attr, attr_mod, tid, data), Dest { dlid: Lid::PERMISSIVE, qpn: 0 })
+    }
+
+    fn lid_get(&mut self, dlid: u16, attr: u16, attr_mod: u32) -> Option<Reply> {
+        let tid = self.next_tid();
+        self.exchange(SmpRepr::get_lid(attr, attr_mod, tid), Dest { dlid: Lid(dlid), qpn: 0 })
+    }
+
+    fn port_info(&mut self, path: &[u8], port: u32) -> PortInfo {
+        let (st, d) = self.dr_get(path, ids::attr::PORT_INFO, port).expect("PortInfo answered");
+        assert_eq!(st, 0);
+        PortInfo::parse(&d).expect("PortInfo parses")
+    }
+
+    /// Read-modify-write of PortInfo with `edit`; returns the status.
+    fn set_port(&mut self, path: &[u8], port: u32, edit: impl FnOnce(&mut PortInfo)) -> u16 {
+        let mut pi = self.port_info(path, port);
+        pi.port_state = PortState::NoChange;
+        pi.port_physical_state = PhysPortState::NoChange;
+        edit(&mut pi);
+        let mut data = [0u8; 64];
+        pi.emit(&mut data);
+        self.dr_set(path, ids::attr::PORT_INFO, port, data).expect("PortInfo Set answered").0
+    }
+
+    /// Brings the fabric up by hand: LIDs H1=1 S1=2 S2=3 H2=4 H3=5 H4=6, SM LID 1, LFTs, Active.
+    fn bring_up(&mut self) {
+        // (path, port, lid) for every management port.
+        let mgmt: [(&[u8], u32, u16); 6] =
+            [(&[], 1, 1), (&[1], 0, 2), (&[1, 3], 0, 3), (&[1, 2], 1, 4), (&[1, 3, 1], 1, 5), (&[1, 3, 2], 1, 6)];
+        for (path, port, lid) in mgmt {
+            let st = self.set_port(path, port, |pi| {
+                pi.lid = Lid(lid);
+                pi.master_sm_lid = Lid(1);
+            });
+            assert_eq!(st, 0, "set LID {lid}");
+        }
+        // LFTs: S1 reaches 1 via 1, 4 via 2, 3/5/6 via 3; S2 reaches 5 via 1, 6 via 2, 1/2/4 via 3.
+        let s1 = [(1u16, 1u8), (2, 0), (3, 3), (4, 2), (5, 3), (6, 3)];
+        let s2 = [(1u16, 3u8), (2, 3), (3, 0), (4, 3), (5, 1), (6, 2)];
+        for (path, table) in [(&[1u8][..], s1), (&[1u8, 3][..], s2)] {
+            let mut lft = LinearForwardingTable::unrouted();
+            for (lid, port) in table {
+                lft.ports[usize::from(lid)] = PortNum(port);
+            }
+            assert_eq!(self.dr_set(path, ids::attr::LFT, 0, to64(&lft)).expect("LFT").0, 0);
+            let (st, d) = self.dr_get(path, ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
+            assert_eq!(st, 0);
+            let mut si = SwitchInfo::parse(&d).expect("SwitchInfo parses");
+            si.linear_fdb_top = Lid(6);
+            assert_eq!(self.dr_set(path, ids::attr::SWITCH_INFO, 0, to64(&si)).expect("SwitchInfo Set").0, 0);
+        }
+        // Every linked port (both ends): Armed, then Active.
+        let links: [(&[u8], u32); 10] = [
+            (&[], 1),
+            (&[1], 1),
+            (&[1], 2),
+            (&[1], 3),
+            (&[1, 3], 3),
+            (&[1, 3], 1),
+            (&[1, 3], 2),
+            (&[1, 2], 1),
+            (&[1, 3, 1], 1),
+            (&[1, 3, 2], 1),
+        ];
+        for target in [PortState::Armed, PortState::Active] {
+            for (path, port) in links {
+                let st = self.set_port(path, port, |pi| pi.port_state = target);
+                assert_eq!(st, 0, "{target:?} at {path:?} port {port}");
+            }
+        }
+    }
+}
+
+fn to64<A: Attribute>(a: &A) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    a.emit(&mut d);
+    d
+}
+
+#[test]
+fn directed_routes_reach_every_node_with_its_facts() {
+    let mut b = Bench::new(1);
+    // Hop 0: our own CA.
+    let (st, d) = b.dr_get(&[], ids::attr::NODE_INFO, 0).expect("local NodeInfo");
+    assert_eq!(st, 0);
+    let ni = NodeInfo::parse(&d).expect("parse");
+    assert_eq!(ni.node_type, NodeType::Ca);
+    assert_eq!(ni.node_guid, b.topo.nodes[b.node("H1")].node_guid);
+    // One hop: S1, entered on port 1.
+    let ni = NodeInfo::parse(&b.dr_get(&[1], ids::attr::NODE_INFO, 0).expect("S1").1).expect("parse");
+    assert_eq!((ni.node_type, ni.num_ports, ni.local_port_num), (NodeType::Switch, 4, PortNum(1)));
+    // Three hops: S1 -> S2 (port 3) -> H4 (S2 port 2).
+    let ni = NodeInfo::parse(&b.dr_get(&[1, 3, 2], ids::attr::NODE_INFO, 0).expect("H4").1).expect("parse");
+    assert_eq!(ni.node_guid, b.topo.nodes[b.node("H4")].node_guid);
+    assert_eq!(ni.local_port_num, PortNum(1));
+    // Unconnected port 4 of S1: no answer at all (dropped), and counted.
+    let before = b.f.stats().dropped_no_route;
+    assert!(b.dr_get(&[1, 4], ids::attr::NODE_INFO, 0).is_none());
+    assert_eq!(b.f.stats().dropped_no_route, before + 1);
+    // A path through a CA is not forwarded.
+    assert!(b.dr_get(&[1, 2, 1], ids::attr::NODE_INFO, 0).is_none());
+}
+
+#[test]
+fn response_carries_the_return_path_and_d_bit() {
+    let mut b = Bench::new(1);
+    let p = DrPath::new(&[1, 3, 1]).expect("path");
+    let smp = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, 77);
+    b.f.send(b.sm, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    b.run();
+    let r = b.f.recv(b.sm).expect("response");
+    let dr = DrSmp::new_checked(&r.mad[..]).expect("valid DR SMP");
+    assert!(dr.d_bit());
+    assert_eq!(dr.hop_pointer(), 0, "back at the requester");
+    assert_eq!(dr.hop_count(), 3);
+    // Arrival ports on the way: S1 via 1, S2 via 3, H3 via 1.
+    assert_eq!(dr.return_route().expect("route").ports(), &[1, 3, 1]);
+    assert_eq!(r.slid, Lid::PERMISSIVE);
+    assert_eq!(Mad::new_unchecked(&r.mad[..]).method(), Method::GetResp);
+}
+
+#[test]
+fn port_state_machine_follows_the_rules() {
+    let mut b = Bench::new(1);
+    // Linked ports start Init/LinkUp, unlinked ones Down/Polling, switch port 0 Active.
+    let pi = b.port_info(&[1], 1);
+    assert_eq!((pi.port_state, pi.port_physical_state), (PortState::Init, PhysPortState::LinkUp));
+    let pi = b.port_info(&[1], 4);
+    assert_eq!((pi.port_state, pi.port_physical_state), (PortState::Down, PhysPortState::Polling));
+    assert_eq!(b.port_info(&[1], 0).port_state, PortState::Active);
+    // Init -> Active is refused (must arm first) and changes nothing.
+    assert_eq!(b.set_port(&[1], 1, |pi| pi.port_state = PortState::Active), ids::status::BAD_FIELD);
+    assert_eq!(b.port_info(&[1], 1).port_state, PortState::Init);
+    // Arming an unlinked port is refused.
+    assert_eq!(b.set_port(&[1], 4, |pi| pi.port_state = PortState::Armed), ids::status::BAD_FIELD);
+    // Arm one end: fine. Activate it while the neighbour is still Init: refused.
+    assert_eq!(b.set_port(&[1], 1, |pi| pi.port_state = PortState::Armed), 0);
+    assert_eq!(b.set_port(&[1], 1, |pi| pi.port_state = PortState::Active), ids::status::BAD_FIELD);
+    // Arm the other end, then both go Active.
+    assert_eq!(b.set_port(&[], 1, |pi| pi.port_state = PortState::Armed), 0);
+    assert_eq!(b.set_port(&[1], 1, |pi| pi.port_state = PortState::Active), 0);
+    assert_eq!(b.port_info(&[1], 1).port_state, PortState::Active);
+    // Re-sending Active is an invalid transition.
+    assert_eq!(b.set_port(&[1], 1, |pi| pi.port_state = PortState::Active), ids::status::BAD_FIELD);
+    // An invalid field (OperationalVLs above VLCap) rejects the whole Set: the LID is not taken.
+    let vl_cap = b.port_info(&[1], 0).vl_cap;
+    let st = b.set_port(&[1], 0, |pi| {
+        pi.lid = Lid(9);
+        pi.operational_vls = vl_cap + 1;
+    });
+    assert_eq!(st, ids::status::BAD_FIELD);
+    assert_eq!(b.port_info(&[1], 0).lid, Lid(0));
+}
+
+#[test]
+fn attribute_errors_have_the_spec_statuses() {
+    let mut b = Bench::new(1);
+    // SwitchInfo asked of a CA.
+    assert_eq!(b.dr_get(&[], ids::attr::SWITCH_INFO, 0).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+    // Unknown attribute.
+    assert_eq!(b.dr_get(&[1], 0x0033, 0).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+    // Set of a read-only attribute.
+    assert_eq!(b.dr_set(&[1], ids::attr::NODE_INFO, 0, [0; 64]).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+    // LFT block beyond LinearFDBCap.
+    assert_eq!(b.dr_get(&[1], ids::attr::LFT, 100_000).expect("answer").0, ids::status::BAD_FIELD);
+    // PortInfo of a port the switch does not have.
+    assert_eq!(b.dr_get(&[1], ids::attr::PORT_INFO, 9).expect("answer").0, ids::status::BAD_FIELD);
+    // Unknown method.
+    let tid = b.next_tid();
+    let p = DrPath::new(&[1]).expect("path");
+    let smp = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, tid).with_method(Method::Unknown(0x04));
+    let r = b.exchange(smp, Dest { dlid: Lid::PERMISSIVE, qpn: 0 }).expect("answer");
+    assert_eq!(r.0, ids::status::BAD_METHOD);
+    // Class version 2 on an SMP: bad version, answered.
+    let tid = b.next_tid();
+    let mut bytes = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, tid).to_bytes();
+    Mad::new_unchecked(&mut bytes[..]).set_class_version(2);
+    b.f.send(b.sm, &bytes, Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    b.run();
+    let r = b.f.recv(b.sm).expect("answer");
+    assert_eq!(DrSmp::new_unchecked(&r.mad[..]).status(), ids::status::BAD_VERSION);
+    // A DR SMP whose hop pointer is not 0 is dropped silently and counted as malformed.
+    let before = b.f.stats().dropped_malformed;
+    let mut bytes = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, 99).to_bytes();
+    DrSmp::new_unchecked(&mut bytes[..]).set_hop_pointer(1).expect("in range");
+    b.f.send(b.sm, &bytes, Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    b.run();
+    assert!(b.f.recv(b.sm).is_none());
+    assert_eq!(b.f.stats().dropped_malformed, before + 1);
+}
+
+#[test]
+fn lid_routing_follows_the_lfts_and_needs_active_ports() {
+    let mut b = Bench::new(1);
+    // Before bring-up nothing is LID-reachable.
+    assert!(b.lid_get(3, ids::attr::NODE_INFO, 0).is_none());
+    b.bring_up();
+    // S2 (LID 3) and H4 (LID 6) answer LID-routed Gets.
+    let ni = NodeInfo::parse(&b.lid_get(3, ids::attr::NODE_INFO, 0).expect("S2").1).expect("parse");
+    assert_eq!(ni.node_guid, b.topo.nodes[b.node("S2")].node_guid);
+    let ni = NodeInfo::parse(&b.lid_get(6, ids::attr::NODE_INFO, 0).expect("H4").1).expect("parse");
+    assert_eq!(ni.node_guid, b.topo.nodes[b.node("H4")].node_guid);
+    // A LID beyond LinearFDBTop is dropped.
+    assert!(b.lid_get(7, ids::attr::NODE_INFO, 0).is_none());
+    // Remove S1's entry for LID 6: dropped.
+    let mut lft = LinearForwardingTable::parse(&b.dr_get(&[1], ids::attr::LFT, 0).expect("LFT").1).expect("parse");
+    lft.ports[6] = PortNum(0xff);
+    assert_eq!(b.dr_set(&[1], ids::attr::LFT, 0, to64(&lft)).expect("set").0, 0);
+    assert!(b.lid_get(6, ids::attr::NODE_INFO, 0).is_none());
+    // LID 5 still works, until S2's port 1 is retrained (PortState Down -> back to Init).
+    assert!(b.lid_get(5, ids::attr::NODE_INFO, 0).is_some());
+    assert_eq!(b.set_port(&[1, 3], 1, |pi| pi.port_state = PortState::Down), 0);
+    assert_eq!(b.port_info(&[1, 3], 1).port_state, PortState::Init);
+    assert!(b.lid_get(5, ids::attr::NODE_INFO, 0).is_none(), "port not Active");
+}
+
+#[test]
+fn link_faults_change_port_state_and_raise_trap_128() {
+    let mut b = Bench::new(1);
+    b.bring_up();
+    let s2 = b.node("S2");
+    b.f.inject_fault(Fault::LinkDown { node: s2, port: 2 });
+    b.run();
+    // Trap 128 from S2 (LID 3) reached the SM.
+    let mut traps = Vec::new();
+    while let Some(r) = b.f.recv(b.sm) {
+        let h = Mad::new_unchecked(&r.mad[..]);
+        if h.method() == Method::Trap {
+            let n = ibsm_mad::attrs::Notice::parse(&r.mad[64..]).expect("Notice parses");
+            traps.push((r.slid, n.trap_number()));
+        }
+    }
+    assert_eq!(traps, vec![(Lid(3), Some(128))]);
+    let pi = b.port_info(&[1, 3], 2);
+    assert_eq!((pi.port_state, pi.port_physical_state), (PortState::Down, PhysPortState::Polling));
+    let (_, d) = b.dr_get(&[1, 3], ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
+    assert!(SwitchInfo::parse(&d).expect("parse").port_state_change);
+    // Link back: Init, another trap.
+    b.f.inject_fault(Fault::LinkUp { node: s2, port: 2 });
+    b.run();
+    assert!(std::iter::from_fn(|| b.f.recv(b.sm)).any(|r| Mad::new_unchecked(&r.mad[..]).method() == Method::Trap));
+    assert_eq!(b.port_info(&[1, 3], 2).port_state, PortState::Init);
+}
+
+#[test]
+fn crashed_node_is_silent_and_restarts_at_power_on() {
+    let mut b = Bench::new(1);
+    b.bring_up();
+    let s2 = b.node("S2");
+    b.f.schedule(b.f.now().plus(1_000), Fault::Crash(s2));
+    b.run();
+    assert!(b.dr_get(&[1, 3], ids::attr::NODE_INFO, 0).is_none());
+    assert_eq!(b.port_info(&[1], 3).port_state, PortState::Down, "S1's side of the cable");
+    b.f.inject_fault(Fault::Restart(s2));
+    b.run();
+    let pi = b.port_info(&[1, 3], 0);
+    assert_eq!(pi.lid, Lid(0), "power-on state");
+    assert_eq!(b.port_info(&[1, 3], 3).port_state, PortState::Init);
+}
+
+#[test]
+fn mkey_protection_levels_lease_and_trap_256() {
+    let mut b = Bench::new(1);
+    b.bring_up();
+    // Give S2 an M_Key with protect bits 2 and a 1 s lease.
+    assert_eq!(
+        b.set_port(&[1, 3], 0, |pi| {
+            pi.m_key = MKey(0xdead);
+            pi.m_key_protect_bits = 2;
+            pi.m_key_lease_period = 1;
+        }),
+        0
+    );
+    // Wrong key (ours is 0): Get refused silently, counter up, trap 256 to the SM.
+    assert!(b.dr_get(&[1, 3], ids::attr::NODE_INFO, 0).is_none());
+    let tid = b.next_tid();
+    let p = DrPath::new(&[1, 3]).expect("path");
+    let pi_req = SmpRepr::get_dr(&p, ids::attr::PORT_INFO, 0, tid).with_m_key(MKey(0xdead));
+    let (st, d) = b.exchange(pi_req, Dest { dlid: Lid::PERMISSIVE, qpn: 0 }).expect("right key answers");
+    assert_eq!(st, 0);
+    let pi = PortInfo::parse(&d).expect("parse");
+    assert_eq!(pi.m_key_violations, 1);
+    assert_eq!(pi.m_key, MKey(0xdead));
+    // Protect bits 1: Gets with the wrong key pass but the M_Key reads as zero.
+    let tid = b.next_tid();
+    let mut pi1 = pi;
+    pi1.m_key_protect_bits = 1;
+    pi1.port_state = PortState::NoChange;
+    pi1.port_physical_state = PhysPortState::NoChange;
+    let set = SmpRepr::set_dr(&p, ids::attr::PORT_INFO, 0, tid, to64(&pi1)).with_m_key(MKey(0xdead));
+    assert_eq!(b.exchange(set, Dest { dlid: Lid::PERMISSIVE, qpn: 0 }).expect("set").0, 0);
+    let pi = b.port_info(&[1, 3], 0);
+    assert_eq!(pi.m_key, MKey(0), "hidden from a wrong key");
+    // A Set with the wrong key fails whatever the protect bits.
+    assert!(b.dr_set(&[1, 3], ids::attr::PORT_INFO, 0, to64(&pi)).is_none());
+    // Lease: after the violation above, the lease (1 s) expires and protect bits drop to 0.
+    b.f.advance_to(b.f.now().plus(2_000_000_000));
+    assert_eq!(b.port_info(&[1, 3], 0).m_key_protect_bits, 0);
+    // Trap 256 reached the SM from S2 (LID 3), naming the refused attribute.
+    let traps: Vec<_> = b
+        .unsolicited
+        .iter()
+        .filter(|r| Mad::new_unchecked(&r.mad[..]).method() == Method::Trap)
+        .filter_map(|r| ibsm_mad::attrs::Notice::parse(&r.mad[64..]).ok().map(|n| (r.slid, n)))
+        .collect();
+    let t256: Vec<_> = traps.iter().filter(|(_, n)| n.trap_number() == Some(256)).collect();
+    assert!(!t256.is_empty(), "trap 256 expected, got {traps:?}");
+    let (slid, n) = t256[0];
+    assert_eq!(*slid, Lid(3));
+    match n.details {
+        ibsm_mad::attrs::NoticeDetails::Trap256 { lid, attribute_id, dr_notice, .. } => {
+            assert_eq!((lid, attribute_id, dr_notice), (Lid(3), ids::attr::NODE_INFO, true));
+        }
+        other => panic!("trap 256 details expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn drop_rules_are_reproducible_from_the_seed() {
+    fn losses(seed: u64) -> Vec<bool> {
+        let mut b = Bench::new(seed);
+        b.f.inject_fault(Fault::AddRule(LinkRule::global_drop(0.3)));
+        (0..40).map(|_| b.dr_get(&[1, 3, 1], ids::attr::NODE_INFO, 0).is_none()).collect()
+    }
+    let a = losses(7);
+    assert_eq!(a, losses(7), "same seed, same losses (seed 7)");
+    assert_ne!(a, losses(8), "another seed, other losses");
+    let lost = a.iter().filter(|&&l| l).count();
+    // 6 cable crossings per exchange at 30%: most exchanges lose something, not all.
+    assert!((10..40).contains(&lost), "lost {lost} of 40 (seed 7)");
+}
+
+#[test]
+fn delay_rules_shift_arrival_times() {
+    let mut b = Bench::new(3);
+    b.f.send(b.sm, &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 1).to_bytes(), Dest {
+        dlid: Lid::PERMISSIVE,
+        qpn: 0,
+    });
+    b.run();
+    let fast = b.f.recv(b.sm).expect("answer").at;
+    let start = b.f.now();
+    b.f.inject_fault(Fault::AddRule(LinkRule::global_delay(1_000_000, 0)));
+    b.f.send(b.sm, &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 2).to_bytes(), Dest {
+        dlid: Lid::PERMISSIVE,
+        qpn: 0,
+    });
+    b.run();
+    let slow = b.f.recv(b.sm).expect("answer").at;
+    assert!(slow.0 - start.0 >= fast.0 + 2_000_000, "two crossings, 1 ms each");
+    assert!(SimTime(0) < fast);
+}
+
+#[test]
+fn duplicate_guids_are_visible() {
+    let mut b = Bench::new(1);
+    let h1_guid = b.topo.nodes[b.node("H1")].node_guid;
+    let h4 = b.node("H4");
+    b.f.inject_fault(Fault::SetGuid { node: h4, guid: h1_guid });
+    let ni = NodeInfo::parse(&b.dr_get(&[1, 3, 2], ids::attr::NODE_INFO, 0).expect("H4").1).expect("parse");
+    assert_eq!(ni.node_guid, h1_guid);
+}
+
+#[test]
+fn guid_info_block_0_holds_the_port_guid() {
+    let mut b = Bench::new(1);
+    let (st, d) = b.dr_get(&[1, 3, 2], ids::attr::GUID_INFO, 0).expect("GUIDInfo");
+    assert_eq!(st, 0);
+    let gi = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");
+    assert_eq!(gi.guids[0], b.topo.nodes[b.node("H4")].port_guid(1));
+    assert_eq!(b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, [0; 64]).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+}
