@@ -173,19 +173,22 @@ fn sim_info(path: &PathBuf, json: bool) -> ExitCode {
     let fabric = Fabric::new(&topo, SimConfig::default());
     let built = t1.elapsed();
     let (sw, ca, links) = (topo.switch_count(), topo.ca_count(), topo.link_count());
+    let peak = peak_rss_kib();
     if json {
         println!(
-            "{{\"switches\":{sw},\"cas\":{ca},\"links\":{links},\"nodes\":{},\"parse_ms\":{:.3},\"build_ms\":{:.3}}}",
+            "{{\"switches\":{sw},\"cas\":{ca},\"links\":{links},\"nodes\":{},\"parse_ms\":{:.3},\"build_ms\":{:.3},\"peak_rss_kib\":{}}}",
             fabric.node_count(),
             parsed.as_secs_f64() * 1e3,
-            built.as_secs_f64() * 1e3
+            built.as_secs_f64() * 1e3,
+            peak.map_or_else(|| "null".to_owned(), |k| k.to_string())
         );
     } else {
         println!(
-            "{}: {sw} switches, {ca} CAs, {links} links; parsed in {:.1} ms, simulated fabric built in {:.1} ms",
+            "{}: {sw} switches, {ca} CAs, {links} links; parsed in {:.1} ms, simulated fabric built in {:.1} ms, peak RSS {}",
             path.display(),
             parsed.as_secs_f64() * 1e3,
-            built.as_secs_f64() * 1e3
+            built.as_secs_f64() * 1e3,
+            peak.map_or_else(|| "unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
         );
     }
     ExitCode::SUCCESS
@@ -206,4 +209,11 @@ fn write_atomically(path: &PathBuf, bytes: &[u8]) -> std::io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Peak resident set size of this process in KiB (Linux `VmHWM`), if the kernel tells.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -10,14 +10,14 @@
 //! is a typed [`Error`]. It does not decide what a MAD means for the SM.
 
 use crate::attrs::{
-    GuidInfo, LinearForwardingTable, MulticastForwardingTable, NodeDescription, NodeInfo, Notice,
-    PKeyTable, PortInfo, SlToVlTable, SmInfo, SwitchInfo, VlArbitrationTable,
+    GuidInfo, LinearForwardingTable, MulticastForwardingTable, NodeDescription, NodeInfo, Notice, PKeyTable, PortInfo,
+    SlToVlTable, SmInfo, SwitchInfo, VlArbitrationTable,
 };
-use crate::header::{MadHeader, MgmtClass, Method};
+use crate::header::{MadHeader, Method, MgmtClass};
 use crate::records::{
-    ClassPortInfo, GuidInfoRecord, InformInfo, InformInfoRecord, LftRecord, LinkRecord,
-    McMemberRecord, MftRecord, MultiPathRecord, NodeRecord, PKeyTableRecord, PathRecord,
-    PortInfoRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    ClassPortInfo, GuidInfoRecord, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, MftRecord,
+    MultiPathRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord,
 };
 use crate::sa::{SA_HEADER_LEN, SaHeader, records};
 use crate::smp::SmpRepr;
@@ -138,8 +138,8 @@ attribute_enum! {
 pub enum Decoded {
     /// An SMP (LID-routed or directed route) and its attribute.
     Smp {
-        /// The SMP headers and raw data.
-        smp: SmpRepr,
+        /// The SMP headers and raw data (boxed: it is 200-odd bytes of paths and data).
+        smp: Box<SmpRepr>,
         /// The attribute parsed from the data.
         attr: SmpAttr,
     },
@@ -170,7 +170,7 @@ pub fn decode(buf: &[u8]) -> Result<Decoded> {
     let class = header.mgmt_class.raw();
     match header.mgmt_class {
         MgmtClass::SubnLid | MgmtClass::SubnDr => {
-            let smp = SmpRepr::parse(buf)?;
+            let smp = Box::new(SmpRepr::parse(buf)?);
             // The data area starts at byte 64; Notice runs past its 64 bytes into the reserved
             // area, so each attribute reads from there to the end of the MAD.
             let data = buf.get(SMP_DATA_OFFSET..).unwrap_or(&[]);
@@ -207,8 +207,7 @@ mod tests {
     #[test]
     fn decodes_captured_smp_responses() {
         for dump in [DR_RESP, LID_RESP] {
-            let Ok(Decoded::Smp { smp, attr: SmpAttr::NodeInfo(ni) }) = decode(&hex_dump(dump))
-            else {
+            let Ok(Decoded::Smp { smp, attr: SmpAttr::NodeInfo(ni) }) = decode(&hex_dump(dump)) else {
                 panic!("not a NodeInfo SMP");
             };
             assert_eq!(smp.method, Method::GetResp);
@@ -238,9 +237,7 @@ mod tests {
         let get = SmpRepr::get_dr(&path, attr::PORT_INFO, 3, 7).to_bytes();
         let Ok(Decoded::Smp { smp, attr }) = decode(&get) else { panic!("not an SMP") };
         assert_eq!((smp.attr_mod, attr.attr_id()), (3, attr::PORT_INFO));
-        let req = crate::sa::SaHeader::request(Method::GetTable, sa_attr::PATH_RECORD, 0, 9)
-            .to_mad(&[])
-            .unwrap();
+        let req = crate::sa::SaHeader::request(Method::GetTable, sa_attr::PATH_RECORD, 0, 9).to_mad(&[]).unwrap();
         assert!(matches!(
             decode(&req),
             Ok(Decoded::Sa { records, .. }) if matches!(records[..], [SaRecord::PathRecord(_)])

@@ -82,9 +82,5 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// # Errors
 /// [`Error::Truncated`] when it does not.
 pub fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<()> {
-    if buf.len() < need {
-        Err(Error::Truncated { what, need, got: buf.len() })
-    } else {
-        Ok(())
-    }
+    if buf.len() < need { Err(Error::Truncated { what, need, got: buf.len() }) } else { Ok(()) }
 }

@@ -64,11 +64,8 @@ pub(crate) fn zero(buf: &mut [u8], range: core::ops::Range<usize>) {
 /// into bytes, for the fixtures in this crate's tests.
 #[cfg(test)]
 pub(crate) fn hex_dump(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text
-        .bytes()
-        .filter(u8::is_ascii_hexdigit)
-        .map(|c| char::from(c).to_digit(16).unwrap_or(0) as u8)
-        .collect();
+    let digits: Vec<u8> =
+        text.bytes().filter(u8::is_ascii_hexdigit).map(|c| char::from(c).to_digit(16).unwrap_or(0) as u8).collect();
     digits.chunks(2).map(|p| (p[0] << 4) | p.get(1).copied().unwrap_or(0)).collect()
 }
 
@@ -229,10 +226,9 @@ impl Method {
     /// The method is defined for `class` (IBTA tables for `SubnMgt`, `SubnAdm` and `PerfMgt`).
     pub const fn is_defined_for(self, class: MgmtClass) -> bool {
         match class {
-            MgmtClass::SubnLid | MgmtClass::SubnDr => matches!(
-                self,
-                Method::Get | Method::Set | Method::GetResp | Method::Trap | Method::TrapRepress
-            ),
+            MgmtClass::SubnLid | MgmtClass::SubnDr => {
+                matches!(self, Method::Get | Method::Set | Method::GetResp | Method::Trap | Method::TrapRepress)
+            }
             MgmtClass::SubnAdm => matches!(
                 self,
                 Method::Get
@@ -459,10 +455,7 @@ impl MadHeader {
         }
         let class = self.mgmt_class.raw();
         let Some(expected) = self.mgmt_class.class_version() else {
-            return Err(Error::WrongClass {
-                expected: "SubnMgt, SubnAdm or PerfMgt",
-                found: class,
-            });
+            return Err(Error::WrongClass { expected: "SubnMgt, SubnAdm or PerfMgt", found: class });
         };
         if self.class_version != expected {
             return Err(Error::BadClassVersion { class, expected, found: self.class_version });
@@ -482,15 +475,15 @@ mod tests {
     /// First 24 bytes of a LID-routed SubnGet(NodeInfo) sent by `smpquery nodeinfo 1` under
     /// ibsim 0.10 (libibmad `-d -d` "send buf" dump, after the 64-byte umad header).
     const GET_NODE_INFO: [u8; 24] = [
-        0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x95, 0xf6,
-        0x05, 0x00, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x95, 0xf6, 0x05, 0x00, 0x11,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     ];
 
     /// First 24 bytes of `OpenSM` 3.3.23's SubnAdmGetTableResp(NodeRecord) to `saquery -d -d NR`
     /// under ibsim (libibmad "SA Response" dump). ibsim put its client id in TID bits 32..47.
     const SA_TABLE_RESP: [u8; 24] = [
-        0x01, 0x03, 0x02, 0x92, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x77, 0x53, 0x6c,
-        0xdf, 0x00, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x01, 0x03, 0x02, 0x92, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x77, 0x53, 0x6c, 0xdf, 0x00, 0x11,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     ];
 
     fn get_node_info_repr() -> MadHeader {
@@ -570,26 +563,14 @@ mod tests {
             h.validate()
         };
         assert_eq!(v(|h| h.base_version = 2), Err(Error::BadBaseVersion(2)));
-        assert_eq!(
-            v(|h| h.class_version = 2),
-            Err(Error::BadClassVersion { class: 1, expected: 1, found: 2 })
-        );
+        assert_eq!(v(|h| h.class_version = 2), Err(Error::BadClassVersion { class: 1, expected: 1, found: 2 }));
         assert_eq!(
             v(|h| h.mgmt_class = MgmtClass::SubnAdm),
             Err(Error::BadClassVersion { class: 3, expected: 2, found: 1 })
         );
-        assert_eq!(
-            v(|h| h.method = Method::GetTable),
-            Err(Error::UnknownMethod { class: 1, method: 0x12 })
-        );
-        assert_eq!(
-            v(|h| h.method = Method::Unknown(0x33)),
-            Err(Error::UnknownMethod { class: 1, method: 0x33 })
-        );
-        assert!(matches!(
-            v(|h| h.mgmt_class = MgmtClass::Unknown(0x09)),
-            Err(Error::WrongClass { found: 9, .. })
-        ));
+        assert_eq!(v(|h| h.method = Method::GetTable), Err(Error::UnknownMethod { class: 1, method: 0x12 }));
+        assert_eq!(v(|h| h.method = Method::Unknown(0x33)), Err(Error::UnknownMethod { class: 1, method: 0x33 }));
+        assert!(matches!(v(|h| h.mgmt_class = MgmtClass::Unknown(0x09)), Err(Error::WrongClass { found: 9, .. })));
         assert_eq!(v(|h| h.method = Method::TrapRepress), Ok(()));
         let mut sa = ok;
         sa.mgmt_class = MgmtClass::SubnAdm;
@@ -611,19 +592,17 @@ mod tests {
     }
 
     fn arb_header() -> impl Strategy<Value = MadHeader> {
-        (any::<[u8; 6]>(), any::<[u16; 3]>(), any::<u64>(), any::<u32>()).prop_map(
-            |(b, w, tid, attr_mod)| MadHeader {
-                base_version: b[0],
-                mgmt_class: MgmtClass::from_raw(b[1]),
-                class_version: b[2],
-                method: Method::from_raw(b[3]),
-                status: w[0],
-                class_specific: w[1],
-                tid,
-                attr_id: w[2],
-                attr_mod,
-            },
-        )
+        (any::<[u8; 6]>(), any::<[u16; 3]>(), any::<u64>(), any::<u32>()).prop_map(|(b, w, tid, attr_mod)| MadHeader {
+            base_version: b[0],
+            mgmt_class: MgmtClass::from_raw(b[1]),
+            class_version: b[2],
+            method: Method::from_raw(b[3]),
+            status: w[0],
+            class_specific: w[1],
+            tid,
+            attr_id: w[2],
+            attr_mod,
+        })
     }
 
     proptest! {

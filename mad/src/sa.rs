@@ -204,11 +204,7 @@ impl SaHeader {
         SaMad::new_checked(buf)?;
         let mad = sa.header();
         if mad.class_version() != 2 {
-            return Err(Error::BadClassVersion {
-                class: class::SUBN_ADM,
-                expected: 2,
-                found: mad.class_version(),
-            });
+            return Err(Error::BadClassVersion { class: class::SUBN_ADM, expected: 2, found: mad.class_version() });
         }
         Ok(SaHeader {
             method: mad.method(),
@@ -311,17 +307,12 @@ impl SaHeader {
 ///
 /// # Errors
 /// [`Error::Invalid`] when `A::LEN` exceeds the 200 data bytes of one MAD.
-pub fn request<A: Attribute>(
-    method: Method,
-    comp_mask: u64,
-    tid: u64,
-    record: &A,
-) -> Result<[u8; MAD_LEN]> {
+pub fn request<A: Attribute>(method: Method, comp_mask: u64, tid: u64, record: &A) -> Result<[u8; MAD_LEN]> {
     SaHeader::request(method, A::ID, comp_mask, tid).to_mad(&record.to_vec())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::header::hex_dump;
     use crate::ids::sa_attr;
@@ -335,7 +326,7 @@ mod tests {
     /// `saquery NR`: `OpenSM`'s GetTableResp(NodeRecord). `OpenSM` built two 112-byte records
     /// (Hca1 at LID 2, then Switch1 at LID 1), but without RMPP only the first fits; bytes
     /// 224.. are umad2sim heap garbage.
-    const NR_RESP: &str = "
+    pub(crate) const NR_RESP: &str = "
         0103 0292 0000 0000 0001 0000 7753 6cdf 0011 0000 0000 0000 0000 0100 0000 0000
         0000 0000 0000 0000 0000 0000 000e 0000 0000 0000 0000 0000 0002 0000 0101 0102
         0000 0000 0010 0000 0000 0000 0010 0000 0000 0000 0010 0001 0040 0000 0000 00a1
@@ -416,20 +407,14 @@ mod tests {
         assert_eq!(h.attr_offset, 14);
         let mut sa = hex_dump(NR_RESP);
         sa[2] = 1;
-        assert_eq!(
-            SaHeader::from_bytes(&sa),
-            Err(Error::BadClassVersion { class: 3, expected: 2, found: 1 })
-        );
+        assert_eq!(SaHeader::from_bytes(&sa), Err(Error::BadClassVersion { class: 3, expected: 2, found: 1 }));
         assert!(matches!(SaHeader::from_bytes(&[1, 1, 2, 1]), Err(Error::Truncated { .. })));
     }
 
     #[test]
     fn response_header() {
         let r = pir_header().response(0, attr_offset_for(58));
-        assert_eq!(
-            (r.method, r.attr_offset, r.tid, r.comp_mask),
-            (Method::GetTableResp, 8, 0x5981_b531, 1)
-        );
+        assert_eq!((r.method, r.attr_offset, r.tid, r.comp_mask), (Method::GetTableResp, 8, 0x5981_b531, 1));
         let mut get = pir_header();
         get.method = Method::Get;
         assert_eq!(get.response(0x0300, 0).method, Method::GetResp);
@@ -463,32 +448,27 @@ mod tests {
     }
 
     fn arb_sa() -> impl Strategy<Value = SaHeader> {
-        (any::<(u8, u16, u64, u16, u32)>(), any::<([u8; 5], u32, u32)>(), any::<(u64, u16, u64)>())
-            .prop_map(
-                |(
-                    (m, status, tid, attr_id, attr_mod),
-                    (r, data1, data2),
-                    (sm_key, attr_offset, comp_mask),
-                )| SaHeader {
-                    method: Method::from_raw(m),
-                    status,
-                    tid,
-                    attr_id,
-                    attr_mod,
-                    rmpp: RmppHeader {
-                        version: r[0],
-                        rmpp_type: RmppType::from_raw(r[1]),
-                        resp_time: r[2] & 0x1f,
-                        flags: RmppFlags::from_raw(r[3]),
-                        status: r[4],
-                        data1,
-                        data2,
-                    },
-                    sm_key,
-                    attr_offset,
-                    comp_mask,
+        (any::<(u8, u16, u64, u16, u32)>(), any::<([u8; 5], u32, u32)>(), any::<(u64, u16, u64)>()).prop_map(
+            |((m, status, tid, attr_id, attr_mod), (r, data1, data2), (sm_key, attr_offset, comp_mask))| SaHeader {
+                method: Method::from_raw(m),
+                status,
+                tid,
+                attr_id,
+                attr_mod,
+                rmpp: RmppHeader {
+                    version: r[0],
+                    rmpp_type: RmppType::from_raw(r[1]),
+                    resp_time: r[2] & 0x1f,
+                    flags: RmppFlags::from_raw(r[3]),
+                    status: r[4],
+                    data1,
+                    data2,
                 },
-            )
+                sm_key,
+                attr_offset,
+                comp_mask,
+            },
+        )
     }
 
     proptest! {

@@ -448,19 +448,12 @@ impl SmpRepr {
                 }
             }
             found => {
-                return Err(Error::WrongClass {
-                    expected: "SubnLid or SubnDr (0x01, 0x81)",
-                    found,
-                });
+                return Err(Error::WrongClass { expected: "SubnLid or SubnDr (0x01, 0x81)", found });
             }
         };
         let mad = Mad::new_unchecked(buf);
         if mad.class_version() != 1 {
-            return Err(Error::BadClassVersion {
-                class: buf[1],
-                expected: 1,
-                found: mad.class_version(),
-            });
+            return Err(Error::BadClassVersion { class: buf[1], expected: 1, found: mad.class_version() });
         }
         let mut data = [0u8; SMP_DATA_LEN];
         data.copy_from_slice(&buf[field::DATA]);
@@ -541,13 +534,7 @@ impl SmpRepr {
     }
 
     /// A directed-route `SubnSet` along `path` carrying `data` (same form as [`SmpRepr::get_dr`]).
-    pub fn set_dr(
-        path: &DrPath,
-        attr_id: u16,
-        attr_mod: u32,
-        tid: u64,
-        data: [u8; SMP_DATA_LEN],
-    ) -> SmpRepr {
+    pub fn set_dr(path: &DrPath, attr_id: u16, attr_mod: u32, tid: u64, data: [u8; SMP_DATA_LEN]) -> SmpRepr {
         // A zero path of the same length; `from_wire` cannot fail for a valid DrPath's count.
         let return_path = DrPath::from_wire(&[0; 64], path.hop_count()).unwrap_or_default();
         SmpRepr {
@@ -577,16 +564,7 @@ impl SmpRepr {
 
     /// A LID-routed `SubnSet` carrying `data`, `M_Key` 0.
     pub fn set_lid(attr_id: u16, attr_mod: u32, tid: u64, data: [u8; SMP_DATA_LEN]) -> SmpRepr {
-        SmpRepr {
-            method: Method::Set,
-            status: 0,
-            tid,
-            attr_id,
-            attr_mod,
-            m_key: MKey(0),
-            data,
-            route: SmpRoute::Lid,
-        }
+        SmpRepr { method: Method::Set, status: 0, tid, attr_id, attr_mod, m_key: MKey(0), data, route: SmpRoute::Lid }
     }
 
     /// The same SMP with another `M_Key`.
@@ -605,7 +583,7 @@ impl SmpRepr {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::header::hex_dump;
     use crate::ids::{attr, status};
@@ -627,7 +605,7 @@ mod tests {
         0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000";
 
     /// ibsim's answer to `DR_REQ` (Switch1's `NodeInfo`). Bytes 224.. are umad2sim heap garbage.
-    const DR_RESP: &str = "
+    pub(crate) const DR_RESP: &str = "
         0181 0181 8000 0001 0000 0001 0525 bc92 0011 0000 0000 0000 0000 0000 0000 0000
         ffff ffff 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000
         0101 0208 0000 0000 0020 0000 0000 0000 0020 0000 0000 0000 0020 0000 0008 0000
@@ -639,7 +617,7 @@ mod tests {
 
     /// `smpquery nodeinfo 1` from Hca3 after `OpenSM` configured the fabric: the LID-routed
     /// request is all zero after the header; this is the response. Bytes 224.. are garbage.
-    const LID_RESP: &str = "
+    pub(crate) const LID_RESP: &str = "
         0101 0181 0000 0000 0001 0000 3095 f605 0011 0000 0000 0000 0000 0000 0000 0000
         0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000
         0101 0208 0000 0000 0020 0000 0000 0000 0020 0000 0000 0000 0020 0000 0008 0000
@@ -658,8 +636,7 @@ mod tests {
 
     /// The first 20 bytes of Switch1's `NodeInfo` as smpquery decoded them: base/class version 1,
     /// switch, 8 ports, system/node/port GUID 0x200000.
-    const SWITCH1_NODE_INFO_HEAD: [u8; 20] =
-        [1, 1, 2, 8, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0];
+    const SWITCH1_NODE_INFO_HEAD: [u8; 20] = [1, 1, 2, 8, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0];
 
     #[test]
     fn deconstruct_dr_request() {
@@ -785,10 +762,7 @@ mod tests {
     #[test]
     fn checked_constructors_reject() {
         let good = bytes(DR_REQ);
-        assert!(matches!(
-            DrSmp::new_checked(&good[..255]),
-            Err(Error::Truncated { need: 256, .. })
-        ));
+        assert!(matches!(DrSmp::new_checked(&good[..255]), Err(Error::Truncated { need: 256, .. })));
         let with = |i: usize, v: u8| {
             let mut b = good;
             b[i] = v;
@@ -801,19 +775,13 @@ mod tests {
         assert_eq!(with(6, 2), Ok(()));
         let mut v = DrSmp::new_checked(good).unwrap();
         assert_eq!(v.set_hop_pointer(3), Err(Error::HopPointer { pointer: 3, count: 1 }));
-        assert_eq!(
-            v.set_return_path_port(2, 1),
-            Err(Error::Invalid { what: "DrSmp.ReturnPath index", value: 2 })
-        );
+        assert_eq!(v.set_return_path_port(2, 1), Err(Error::Invalid { what: "DrSmp.ReturnPath index", value: 2 }));
         v.set_hop_pointer(2).unwrap();
         assert_eq!(v.set_hop_count(0), Err(Error::HopPointer { pointer: 2, count: 0 }));
         assert_eq!(v.hop_count(), 1, "unchanged after a rejected set");
         let mut cv = good;
         cv[2] = 2;
-        assert_eq!(
-            SmpRepr::parse(&cv),
-            Err(Error::BadClassVersion { class: 0x81, expected: 1, found: 2 })
-        );
+        assert_eq!(SmpRepr::parse(&cv), Err(Error::BadClassVersion { class: 0x81, expected: 1, found: 2 }));
         assert!(Smp::new_checked(&bytes(LID_RESP)[..100]).is_err());
     }
 
@@ -821,10 +789,7 @@ mod tests {
     fn unchecked_short_views_do_not_panic() {
         let short = [1u8, 0x81, 1, 1, 0, 0, 0, 5];
         let v = DrSmp::new_unchecked(&short[..]);
-        assert_eq!(
-            (v.data(), v.initial_path_port(1), v.return_path_port(5)),
-            (&[][..], None, None)
-        );
+        assert_eq!((v.data(), v.initial_path_port(1), v.return_path_port(5)), (&[][..], None, None));
         assert!(v.initial_route().is_err());
         let mut m = short;
         let mut w = DrSmp::new_unchecked(&mut m[..]);

@@ -63,9 +63,7 @@ impl core::str::FromStr for Guid {
     /// Accepts `0x`-prefixed or bare hex, as ibnetdiscover prints both.
     fn from_str(s: &str) -> Result<Self> {
         let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-        u64::from_str_radix(h, 16)
-            .map(Guid)
-            .map_err(|_| Error::Invalid { what: "GUID text", value: 0 })
+        u64::from_str_radix(h, 16).map(Guid).map_err(|_| Error::Invalid { what: "GUID text", value: 0 })
     }
 }
 

@@ -198,6 +198,7 @@ mod tests {
     use super::*;
     use crate::{CaPortView, CaView, Neighbor, SwitchView};
 
+    #[allow(clippy::unnecessary_wraps)] // builds `SwitchView::ports` entries, which are options
     fn nb(node: NodeId, port: u8) -> Option<Neighbor> {
         Some(Neighbor { node, port: PortNum(port) })
     }

@@ -2,9 +2,7 @@
 //! LFTs, the port state machine, attribute validity checks, M_Keys, traps and faults.
 //! Every test drives raw MAD bytes through `Fabric` in virtual time.
 
-use ibsm_mad::attrs::{
-    LinearForwardingTable, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo,
-};
+use ibsm_mad::attrs::{LinearForwardingTable, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::header::{Mad, Method};
 use ibsm_mad::smp::{DrSmp, SmpRepr};
 use ibsm_mad::{Attribute, DrPath, Lid, MKey, PortNum, ids};
@@ -442,18 +440,20 @@ fn drop_rules_are_reproducible_from_the_seed() {
 #[test]
 fn delay_rules_shift_arrival_times() {
     let mut b = Bench::new(3);
-    b.f.send(b.sm, &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 1).to_bytes(), Dest {
-        dlid: Lid::PERMISSIVE,
-        qpn: 0,
-    });
+    b.f.send(
+        b.sm,
+        &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 1).to_bytes(),
+        Dest { dlid: Lid::PERMISSIVE, qpn: 0 },
+    );
     b.run();
     let fast = b.f.recv(b.sm).expect("answer").at;
     let start = b.f.now();
     b.f.inject_fault(Fault::AddRule(LinkRule::global_delay(1_000_000, 0)));
-    b.f.send(b.sm, &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 2).to_bytes(), Dest {
-        dlid: Lid::PERMISSIVE,
-        qpn: 0,
-    });
+    b.f.send(
+        b.sm,
+        &SmpRepr::get_dr(&DrPath::new(&[1]).expect("p"), ids::attr::NODE_INFO, 0, 2).to_bytes(),
+        Dest { dlid: Lid::PERMISSIVE, qpn: 0 },
+    );
     b.run();
     let slow = b.f.recv(b.sm).expect("answer").at;
     assert!(slow.0 - start.0 >= fast.0 + 2_000_000, "two crossings, 1 ms each");
@@ -478,4 +478,82 @@ fn guid_info_block_0_holds_the_port_guid() {
     let gi = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");
     assert_eq!(gi.guids[0], b.topo.nodes[b.node("H4")].port_guid(1));
     assert_eq!(b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, [0; 64]).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+}
+
+/// A GSI (SA-class) request from the SM's agent at H1 to `dlid`, with the P_Key at `pkey_index`.
+fn gsi_to(b: &mut Bench, dlid: u16, pkey_index: u16, tid: u64) {
+    let mut mad = [0u8; 256];
+    let hdr = ibsm_mad::header::MadHeader {
+        base_version: 1,
+        mgmt_class: ibsm_mad::header::MgmtClass::SubnAdm,
+        class_version: 2,
+        method: Method::Get,
+        status: 0,
+        class_specific: 0,
+        tid,
+        attr_id: ids::sa_attr::NODE_RECORD,
+        attr_mod: 0,
+    };
+    hdr.emit(&mut mad);
+    b.f.send_pkey(b.sm, &mad, Dest { dlid: Lid(dlid), qpn: 1 }, pkey_index);
+    b.run();
+}
+
+fn set_pkeys(b: &mut Bench, path: &[u8], attr_mod: u32, keys: &[u16]) {
+    let mut t = ibsm_mad::attrs::PKeyTable { keys: [ibsm_mad::PKey(0); 32] };
+    for (i, k) in keys.iter().enumerate() {
+        t.keys[i] = ibsm_mad::PKey(*k);
+    }
+    assert_eq!(b.dr_set(path, ids::attr::PKEY_TABLE, attr_mod, to64(&t)).expect("P_KeyTable Set").0, 0);
+}
+
+fn traps(b: &mut Bench) -> Vec<u16> {
+    let mut v: Vec<u16> = b
+        .unsolicited
+        .drain(..)
+        .chain(std::iter::from_fn(|| b.f.recv(b.sm)))
+        .filter(|r| Mad::new_unchecked(&r.mad[..]).method() == Method::Trap)
+        .filter_map(|r| ibsm_mad::attrs::Notice::parse(&r.mad[64..]).ok()?.trap_number())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn pkeys_are_enforced_at_ca_ports_and_enforcing_switch_ports() {
+    let mut b = Bench::new(1);
+    b.bring_up();
+    let h4 = b.node("H4");
+    let client = b.f.attach(h4, 1).expect("agent at H4");
+    // H4 only in partition 0x0001 (full); the SM's port keeps 0xffff at index 0, 0x8001 at 1.
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x8001]);
+    set_pkeys(&mut b, &[], 0, &[0xffff, 0x8001]);
+    let _ = traps(&mut b);
+    // Default partition: refused at H4, counted, trap 257.
+    gsi_to(&mut b, 6, 0, 1);
+    assert!(b.f.recv(client).is_none());
+    assert_eq!(b.port_info(&[1, 3, 2], 1).p_key_violations, 1);
+    assert_eq!(traps(&mut b), vec![257]);
+    // Partition 0x0001: delivered, with the key it carried.
+    gsi_to(&mut b, 6, 1, 2);
+    let got = b.f.recv(client).expect("delivered");
+    assert_eq!(got.pkey, ibsm_mad::PKey(0x8001));
+    assert_eq!(got.slid, Lid(1));
+    // A limited member cannot talk to a limited member.
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x0001]);
+    set_pkeys(&mut b, &[], 0, &[0xffff, 0x0001]);
+    gsi_to(&mut b, 6, 1, 3);
+    assert!(b.f.recv(client).is_none());
+    // Back to full members, then turn on outbound enforcement at S2's port 2 (towards H4),
+    // whose table lacks 0x0001: refused at the switch, trap 259.
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x8001]);
+    set_pkeys(&mut b, &[], 0, &[0xffff, 0x8001]);
+    set_pkeys(&mut b, &[1, 3], ibsm_mad::attrs::PKeyTable::attr_mod(PortNum(2), 0), &[0xffff]);
+    assert_eq!(b.set_port(&[1, 3], 2, |pi| pi.partition_enforcement_outbound = true), 0);
+    let _ = traps(&mut b);
+    gsi_to(&mut b, 6, 1, 4);
+    assert!(b.f.recv(client).is_none());
+    assert_eq!(traps(&mut b), vec![259]);
+    // SMPs are never P_Key checked.
+    assert!(b.lid_get(6, ids::attr::NODE_INFO, 0).is_some());
 }

@@ -67,10 +67,7 @@ mod tests {
     fn order_and_short() {
         let mut b = [0u8; 64];
         b[56..].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(
-            GuidInfo::parse(&b).unwrap().guids[7],
-            Guid(0x0102_0304_0506_0708)
-        );
+        assert_eq!(GuidInfo::parse(&b).unwrap().guids[7], Guid(0x0102_0304_0506_0708));
         rejects_short::<GuidInfo>();
     }
 

@@ -20,9 +20,7 @@ impl LinearForwardingTable {
 
     /// A block with every entry unrouted.
     pub const fn unrouted() -> LinearForwardingTable {
-        LinearForwardingTable {
-            ports: [Self::UNROUTED; 64],
-        }
+        LinearForwardingTable { ports: [Self::UNROUTED; 64] }
     }
 
     /// The attribute modifier (block number) of the block holding `lid`.
@@ -37,10 +35,7 @@ impl LinearForwardingTable {
 
     /// The first LID of block `block`, or `None` if the block lies beyond the LID space.
     pub fn first_lid(block: u32) -> Option<Lid> {
-        block
-            .checked_mul(64)
-            .and_then(|l| u16::try_from(l).ok())
-            .map(Lid)
+        block.checked_mul(64).and_then(|l| u16::try_from(l).ok()).map(Lid)
     }
 
     /// The route for `lid`, which must belong to this block (only its index is used);

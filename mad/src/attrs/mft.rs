@@ -20,19 +20,13 @@ impl PortMask {
     /// The mask with the port at offset `j` (0..16) added; offsets above 15 are ignored.
     #[must_use]
     pub const fn with(self, j: u8) -> PortMask {
-        if j < 16 {
-            PortMask(self.0 | (1 << j))
-        } else {
-            self
-        }
+        if j < 16 { PortMask(self.0 | (1 << j)) } else { self }
     }
 
     /// The ports in the mask, for a block at `position`.
     pub fn ports(self, position: u8) -> impl Iterator<Item = PortNum> {
         let base = u16::from(position) * 16;
-        (0u8..16)
-            .filter(move |&j| self.has(j))
-            .filter_map(move |j| u8::try_from(base + u16::from(j)).ok().map(PortNum))
+        (0u8..16).filter(move |&j| self.has(j)).filter_map(move |j| u8::try_from(base + u16::from(j)).ok().map(PortNum))
     }
 }
 
@@ -117,10 +111,7 @@ mod tests {
         assert_eq!(ports(1), [1, 2, 3]);
         assert_eq!(ports(31), [4, 15]);
         assert!((2..31).all(|i| t.masks[i] == PortMask(0)));
-        assert_eq!(
-            t.masks[31].ports(15).map(PortNum::get).collect::<Vec<_>>(),
-            [244, 255]
-        );
+        assert_eq!(t.masks[31].ports(15).map(PortNum::get).collect::<Vec<_>>(), [244, 255]);
     }
 
     #[test]
@@ -138,16 +129,10 @@ mod tests {
         // ibroute's own debug output: "reading block 601 chunk 0 mod 1" uses modifier 1.
         assert_eq!(MulticastForwardingTable::attr_mod(1, 0), 1);
         assert_eq!(MulticastForwardingTable::attr_mod(0x1ff, 0xf), 0xf000_01ff);
-        assert_eq!(
-            MulticastForwardingTable::split_attr_mod(0x2000_0003),
-            (3, 2)
-        );
+        assert_eq!(MulticastForwardingTable::split_attr_mod(0x2000_0003), (3, 2));
         assert_eq!(MulticastForwardingTable::locate(Lid(0xc01f)), Some((0, 31)));
         assert_eq!(MulticastForwardingTable::locate(Lid(0xc020)), Some((1, 0)));
-        assert_eq!(
-            MulticastForwardingTable::locate(Lid(0xfffe)),
-            Some((0x1ff, 30))
-        );
+        assert_eq!(MulticastForwardingTable::locate(Lid(0xfffe)), Some((0x1ff, 30)));
         assert_eq!(MulticastForwardingTable::locate(Lid(5)), None);
     }
 

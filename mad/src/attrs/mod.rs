@@ -39,8 +39,8 @@ pub use notice_details::{KeyViolation, NoticeDetails};
 pub use pkey_table::PKeyTable;
 pub use port_info::PortInfo;
 pub use port_types::{
-    CapabilityMask, CapabilityMask2, LinkDownDefaultState, LinkSpeed, LinkSpeedExt,
-    LinkSpeedExtMask, LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,
+    CapabilityMask, CapabilityMask2, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask, LinkSpeedMask,
+    LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,
 };
 pub use sl2vl::SlToVlTable;
 pub use sm_info::{SmInfo, SmState};
@@ -153,10 +153,7 @@ pub(crate) mod test_util {
     pub fn emit_parse_roundtrip<A: Attribute + core::fmt::Debug + PartialEq>(a: &A) -> Vec<u8> {
         let mut buf = vec![0xa5u8; A::LEN + 8];
         a.emit(&mut buf);
-        assert!(
-            buf[A::LEN..].iter().all(|&b| b == 0xa5),
-            "emit wrote past LEN"
-        );
+        assert!(buf[A::LEN..].iter().all(|&b| b == 0xa5), "emit wrote past LEN");
         let back = A::parse(&buf).expect("parse of emitted bytes");
         assert_eq!(&back, a);
         buf.truncate(A::LEN);

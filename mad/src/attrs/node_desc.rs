@@ -27,11 +27,7 @@ impl NodeDescription {
 
     /// The name as text: everything before the first NUL, invalid UTF-8 replaced by U+FFFD.
     pub fn text(&self) -> String {
-        let end = self
-            .raw
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.raw.len());
+        let end = self.raw.iter().position(|&b| b == 0).unwrap_or(self.raw.len());
         String::from_utf8_lossy(&self.raw[..end]).into_owned()
     }
 }

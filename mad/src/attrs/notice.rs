@@ -119,10 +119,7 @@ impl Notice {
     ) -> Option<Notice> {
         let trap_number = details.trap_number()?;
         Some(Notice {
-            source: NoticeSource::Generic {
-                producer,
-                trap_number,
-            },
+            source: NoticeSource::Generic { producer, trap_number },
             notice_type,
             issuer_lid,
             toggle: false,
@@ -158,20 +155,11 @@ impl Attribute for Notice {
         let data = &buf[10..10 + notice_details::LEN];
         let (source, details) = if is_generic {
             (
-                NoticeSource::Generic {
-                    producer: ProducerType::from_raw(producer_or_vendor),
-                    trap_number: number,
-                },
+                NoticeSource::Generic { producer: ProducerType::from_raw(producer_or_vendor), trap_number: number },
                 NoticeDetails::parse(number, data),
             )
         } else {
-            (
-                NoticeSource::Vendor {
-                    vendor_id: producer_or_vendor,
-                    device_id: number,
-                },
-                NoticeDetails::raw(data),
-            )
+            (NoticeSource::Vendor { vendor_id: producer_or_vendor, device_id: number }, NoticeDetails::raw(data))
         };
         Ok(Notice {
             source,
@@ -188,14 +176,8 @@ impl Attribute for Notice {
         let b = &mut buf[..Self::LEN];
         b.fill(0);
         let (generic, producer_or_vendor, number) = match self.source {
-            NoticeSource::Generic {
-                producer,
-                trap_number,
-            } => (true, producer.raw(), trap_number),
-            NoticeSource::Vendor {
-                vendor_id,
-                device_id,
-            } => (false, vendor_id, device_id),
+            NoticeSource::Generic { producer, trap_number } => (true, producer.raw(), trap_number),
+            NoticeSource::Vendor { vendor_id, device_id } => (false, vendor_id, device_id),
         };
         bits::set(b, 0, 1, u64::from(generic));
         bits::set(b, 1, 7, u64::from(self.notice_type.raw()));

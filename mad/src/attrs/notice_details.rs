@@ -156,11 +156,7 @@ impl KeyViolation {
         bits::put_u16(d, 2, self.lid1.0);
         bits::put_u16(d, 4, self.lid2.0);
         bits::put_u32(d, 6, self.key);
-        bits::put_u32(
-            d,
-            10,
-            (u32::from(self.sl & 0xf) << 28) | (self.qp1 & QP_MASK),
-        );
+        bits::put_u32(d, 10, (u32::from(self.sl & 0xf) << 28) | (self.qp1 & QP_MASK));
         bits::put_u32(d, 14, self.qp2 & QP_MASK);
         self.gid1.write(&mut d[18..34]);
         self.gid2.write(&mut d[34..50]);
@@ -185,9 +181,7 @@ impl NoticeDetails {
         match trap_number {
             64 => NoticeDetails::Trap64 { gid: gid_at(d, 6) },
             65 => NoticeDetails::Trap65 { gid: gid_at(d, 6) },
-            128 => NoticeDetails::Trap128 {
-                lid: Lid(bits::u16_at(d, 0)),
-            },
+            128 => NoticeDetails::Trap128 { lid: Lid(bits::u16_at(d, 0)) },
             144 => {
                 let flags = bits::u16_at(d, 10);
                 NoticeDetails::Trap144 {
@@ -318,25 +312,11 @@ impl NoticeDetails {
                 bits::put_u16(d, 8, *attribute_id);
                 bits::put_u32(d, 10, *attribute_modifier);
                 bits::put_u64(d, 14, m_key.0);
-                d[23] = (u8::from(*dr_notice) << 7)
-                    | (u8::from(*dr_path_truncated) << 6)
-                    | (dr_hop_count & 0x3f);
+                d[23] = (u8::from(*dr_notice) << 7) | (u8::from(*dr_path_truncated) << 6) | (dr_hop_count & 0x3f);
                 d[24..54].copy_from_slice(dr_notice_return_path);
             }
             NoticeDetails::Trap257(k) | NoticeDetails::Trap258(k) => k.emit(d),
-            NoticeDetails::Trap259 {
-                data_valid,
-                lid1,
-                lid2,
-                pkey,
-                sl,
-                qp1,
-                qp2,
-                gid1,
-                gid2,
-                switch_lid,
-                port_no,
-            } => {
+            NoticeDetails::Trap259 { data_valid, lid1, lid2, pkey, sl, qp1, qp2, gid1, gid2, switch_lid, port_no } => {
                 bits::put_u16(d, 0, *data_valid);
                 bits::put_u16(d, 2, lid1.0);
                 bits::put_u16(d, 4, lid2.0);

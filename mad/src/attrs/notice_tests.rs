@@ -10,16 +10,15 @@ use proptest::prelude::*;
 /// Trap 128 as ibsim 0.10 builds it (`encode_trap128` in `sim_mad.c` sets IsGeneric 1, Type 1,
 /// ProducerType 2, TrapNumber 128, IssuerLID, Toggle 0, Count 0 and NoticeDataLID with
 /// libibmad's `mad_set_field`), reproduced here by the same libibmad 44.0 calls for LID 3.
-const IBSIM_TRAP128_LID3: [u8; 16] = [
-    0x81, 0x00, 0x00, 0x02, 0x00, 0x80, 0x00, 0x03, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00,
-];
+const IBSIM_TRAP128_LID3: [u8; 16] =
+    [0x81, 0x00, 0x00, 0x02, 0x00, 0x80, 0x00, 0x03, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00];
 
 /// Trap 144 encoded by libibmad 44.0 `mad_set_field`: IsGeneric 1, Type 4, Producer 1 (CA),
 /// TrapNumber 144, IssuerLID 7, Toggle 1, Count 0x1234, NoticeDataTrap144LID 7,
 /// NoticeDataTrap144CapMask 0x0250084a (ibsim sets these same fields when IsSM toggles).
 const LIBIBMAD_TRAP144: [u8; 20] = [
-    0x84, 0x00, 0x00, 0x01, 0x00, 0x90, 0x00, 0x07, 0x92, 0x34, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00,
-    0x02, 0x50, 0x08, 0x4a,
+    0x84, 0x00, 0x00, 0x01, 0x00, 0x90, 0x00, 0x07, 0x92, 0x34, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x02, 0x50, 0x08,
+    0x4a,
 ];
 
 fn pad(head: &[u8]) -> [u8; 80] {
@@ -32,13 +31,7 @@ fn pad(head: &[u8]) -> [u8; 80] {
 fn deconstruct_trap128() {
     let n = Notice::parse(&pad(&IBSIM_TRAP128_LID3)).unwrap();
     assert!(n.is_generic());
-    assert_eq!(
-        n.source,
-        NoticeSource::Generic {
-            producer: ProducerType::Switch,
-            trap_number: 128
-        }
-    );
+    assert_eq!(n.source, NoticeSource::Generic { producer: ProducerType::Switch, trap_number: 128 });
     assert_eq!(n.notice_type, NoticeType::Urgent);
     assert_eq!(n.issuer_lid, Lid(3));
     assert!(!n.toggle);
@@ -49,22 +42,14 @@ fn deconstruct_trap128() {
 
 #[test]
 fn construct_trap128() {
-    let n = Notice::generic(
-        NoticeType::Urgent,
-        ProducerType::Switch,
-        Lid(3),
-        NoticeDetails::Trap128 { lid: Lid(3) },
-    )
-    .unwrap();
+    let n = Notice::generic(NoticeType::Urgent, ProducerType::Switch, Lid(3), NoticeDetails::Trap128 { lid: Lid(3) })
+        .unwrap();
     assert_eq!(n.to_vec(), pad(&IBSIM_TRAP128_LID3));
 }
 
 fn trap144() -> Notice {
     Notice {
-        source: NoticeSource::Generic {
-            producer: ProducerType::Ca,
-            trap_number: 144,
-        },
+        source: NoticeSource::Generic { producer: ProducerType::Ca, trap_number: 144 },
         notice_type: NoticeType::Info,
         issuer_lid: Lid(7),
         toggle: true,
@@ -180,10 +165,7 @@ fn trap257_and_259_offsets() {
     b[d + 33] = 0x11;
     b[d + 49] = 0x22;
     let n = Notice::parse(&b).unwrap();
-    let mut gid1 = Gid {
-        prefix: 0xfe80_0000_0000_0000,
-        guid: Guid(0x11),
-    };
+    let mut gid1 = Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x11) };
     assert_eq!(
         n.details,
         NoticeDetails::Trap257(KeyViolation {
@@ -194,10 +176,7 @@ fn trap257_and_259_offsets() {
             qp1: 1,
             qp2: 0x12_3456,
             gid1,
-            gid2: Gid {
-                prefix: 0,
-                guid: Guid(0x22)
-            },
+            gid2: Gid { prefix: 0, guid: Guid(0x22) },
         })
     );
     assert_eq!(n.to_vec(), b);
@@ -245,49 +224,32 @@ fn untyped_and_vendor_notices_are_raw() {
     b[64..80].copy_from_slice(&[0xab; 16]);
     let n = Notice::parse(&b).unwrap();
     assert!(matches!(n.details, NoticeDetails::Raw(_)));
-    assert_eq!(
-        n.issuer_gid,
-        Gid {
-            prefix: 0xabab_abab_abab_abab,
-            guid: Guid(0xabab_abab_abab_abab)
-        }
-    );
+    assert_eq!(n.issuer_gid, Gid { prefix: 0xabab_abab_abab_abab, guid: Guid(0xabab_abab_abab_abab) });
     assert_eq!(n.to_vec(), b);
 
     // IsGeneric = 0: VendorID 0x0002c9, DeviceID 0x1003.
     b[..6].copy_from_slice(&[0x04, 0x00, 0x02, 0xc9, 0x10, 0x03]);
     let v = Notice::parse(&b).unwrap();
-    assert_eq!(
-        v.source,
-        NoticeSource::Vendor {
-            vendor_id: 0x0000_02c9,
-            device_id: 0x1003
-        }
-    );
+    assert_eq!(v.source, NoticeSource::Vendor { vendor_id: 0x0000_02c9, device_id: 0x1003 });
     assert_eq!(v.trap_number(), None);
     assert_eq!(v.to_vec(), b);
     rejects_short::<Notice>();
 }
 
 fn gid() -> impl Strategy<Value = Gid> {
-    any::<(u64, u64)>().prop_map(|(p, g)| Gid {
-        prefix: p,
-        guid: Guid(g),
-    })
+    any::<(u64, u64)>().prop_map(|(p, g)| Gid { prefix: p, guid: Guid(g) })
 }
 
 fn key_violation() -> impl Strategy<Value = KeyViolation> {
-    (any::<(u16, u16, u32, u8, u32, u32)>(), gid(), gid()).prop_map(|(v, gid1, gid2)| {
-        KeyViolation {
-            lid1: Lid(v.0),
-            lid2: Lid(v.1),
-            key: v.2,
-            sl: v.3 & 0xf,
-            qp1: v.4 & 0xff_ffff,
-            qp2: v.5 & 0xff_ffff,
-            gid1,
-            gid2,
-        }
+    (any::<(u16, u16, u32, u8, u32, u32)>(), gid(), gid()).prop_map(|(v, gid1, gid2)| KeyViolation {
+        lid1: Lid(v.0),
+        lid2: Lid(v.1),
+        key: v.2,
+        sl: v.3 & 0xf,
+        qp1: v.4 & 0xff_ffff,
+        qp2: v.5 & 0xff_ffff,
+        gid1,
+        gid2,
     })
 }
 
@@ -308,33 +270,24 @@ fn typed_details() -> impl Strategy<Value = NoticeDetails> {
             node_description_change: f & 0x01 != 0,
             capability_mask2: CapabilityMask2(m2),
         }),
-        (
-            any::<(u16, u16, u8, u16, u32, u64, u8)>(),
-            any::<[u8; 30]>()
-        )
-            .prop_map(|(v, p)| {
-                NoticeDetails::Trap256 {
-                    lid: Lid(v.0),
-                    dr_slid: Lid(v.1),
-                    method: v.2,
-                    attribute_id: v.3,
-                    attribute_modifier: v.4,
-                    m_key: MKey(v.5),
-                    dr_notice: v.6 & 0x80 != 0,
-                    dr_path_truncated: v.6 & 0x40 != 0,
-                    dr_hop_count: v.6 & 0x3f,
-                    dr_notice_return_path: p,
-                }
-            }),
+        (any::<(u16, u16, u8, u16, u32, u64, u8)>(), any::<[u8; 30]>()).prop_map(|(v, p)| {
+            NoticeDetails::Trap256 {
+                lid: Lid(v.0),
+                dr_slid: Lid(v.1),
+                method: v.2,
+                attribute_id: v.3,
+                attribute_modifier: v.4,
+                m_key: MKey(v.5),
+                dr_notice: v.6 & 0x80 != 0,
+                dr_path_truncated: v.6 & 0x40 != 0,
+                dr_hop_count: v.6 & 0x3f,
+                dr_notice_return_path: p,
+            }
+        }),
         key_violation().prop_map(NoticeDetails::Trap257),
         key_violation().prop_map(NoticeDetails::Trap258),
-        (
-            any::<(u16, u16, u16, u16, u8, u32, u32)>(),
-            gid(),
-            gid(),
-            any::<(u16, u8)>()
-        )
-            .prop_map(|(v, gid1, gid2, s)| NoticeDetails::Trap259 {
+        (any::<(u16, u16, u16, u16, u8, u32, u32)>(), gid(), gid(), any::<(u16, u8)>()).prop_map(
+            |(v, gid1, gid2, s)| NoticeDetails::Trap259 {
                 data_valid: v.0,
                 lid1: Lid(v.1),
                 lid2: Lid(v.2),
@@ -346,7 +299,8 @@ fn typed_details() -> impl Strategy<Value = NoticeDetails> {
                 gid2,
                 switch_lid: Lid(s.0),
                 port_no: PortNum(s.1),
-            }),
+            }
+        ),
     ]
 }
 

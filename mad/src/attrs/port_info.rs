@@ -6,8 +6,8 @@
 //! [`super::port_types`]. Narrow integer fields keep only their low `width` bits on emit.
 
 use super::port_types::{
-    CapabilityMask, CapabilityMask2, LinkDownDefaultState, LinkSpeed, LinkSpeedExt,
-    LinkSpeedExtMask, LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,
+    CapabilityMask, CapabilityMask2, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask, LinkSpeedMask,
+    LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,
 };
 use crate::bits;
 use crate::{Attribute, Lid, MKey, PortNum, Result, check_len, ids};
@@ -222,10 +222,7 @@ impl Attribute for PortInfo {
             link_speed_supported: LinkSpeedMask(get8(b, f::LINK_SPEED_SUPPORTED)),
             port_state: PortState::from_raw(get8(b, f::PORT_STATE)),
             port_physical_state: PhysPortState::from_raw(get8(b, f::PORT_PHYSICAL_STATE)),
-            link_down_default_state: LinkDownDefaultState::from_raw(get8(
-                b,
-                f::LINK_DOWN_DEFAULT_STATE,
-            )),
+            link_down_default_state: LinkDownDefaultState::from_raw(get8(b, f::LINK_DOWN_DEFAULT_STATE)),
             m_key_protect_bits: get8(b, f::M_KEY_PROTECT_BITS),
             lmc: get8(b, f::LMC),
             link_speed_active: LinkSpeed::from_raw(get8(b, f::LINK_SPEED_ACTIVE)),
@@ -251,10 +248,7 @@ impl Attribute for PortInfo {
             q_key_violations: get16(b, f::Q_KEY_VIOLATIONS),
             guid_cap: get8(b, f::GUID_CAP),
             client_reregister: get(b, f::CLIENT_REREGISTER) != 0,
-            multicast_pkey_trap_suppression_enabled: get8(
-                b,
-                f::MULTICAST_PKEY_TRAP_SUPPRESSION_ENABLED,
-            ),
+            multicast_pkey_trap_suppression_enabled: get8(b, f::MULTICAST_PKEY_TRAP_SUPPRESSION_ENABLED),
             subnet_timeout: get8(b, f::SUBNET_TIMEOUT),
             resp_time_value: get8(b, f::RESP_TIME_VALUE),
             local_phy_errors: get8(b, f::LOCAL_PHY_ERRORS),
@@ -286,11 +280,7 @@ impl Attribute for PortInfo {
         put(b, f::LINK_SPEED_SUPPORTED, self.link_speed_supported.0);
         put(b, f::PORT_STATE, self.port_state.raw());
         put(b, f::PORT_PHYSICAL_STATE, self.port_physical_state.raw());
-        put(
-            b,
-            f::LINK_DOWN_DEFAULT_STATE,
-            self.link_down_default_state.raw(),
-        );
+        put(b, f::LINK_DOWN_DEFAULT_STATE, self.link_down_default_state.raw());
         put(b, f::M_KEY_PROTECT_BITS, self.m_key_protect_bits);
         put(b, f::LMC, self.lmc);
         put(b, f::LINK_SPEED_ACTIVE, self.link_speed_active.raw());
@@ -307,16 +297,8 @@ impl Attribute for PortInfo {
         put(b, f::VL_STALL_COUNT, self.vl_stall_count);
         put(b, f::HOQ_LIFE, self.hoq_life);
         put(b, f::OPERATIONAL_VLS, self.operational_vls);
-        put(
-            b,
-            f::PARTITION_ENFORCEMENT_INBOUND,
-            self.partition_enforcement_inbound,
-        );
-        put(
-            b,
-            f::PARTITION_ENFORCEMENT_OUTBOUND,
-            self.partition_enforcement_outbound,
-        );
+        put(b, f::PARTITION_ENFORCEMENT_INBOUND, self.partition_enforcement_inbound);
+        put(b, f::PARTITION_ENFORCEMENT_OUTBOUND, self.partition_enforcement_outbound);
         put(b, f::FILTER_RAW_INBOUND, self.filter_raw_inbound);
         put(b, f::FILTER_RAW_OUTBOUND, self.filter_raw_outbound);
         put(b, f::M_KEY_VIOLATIONS, self.m_key_violations);
@@ -324,11 +306,7 @@ impl Attribute for PortInfo {
         put(b, f::Q_KEY_VIOLATIONS, self.q_key_violations);
         put(b, f::GUID_CAP, self.guid_cap);
         put(b, f::CLIENT_REREGISTER, self.client_reregister);
-        put(
-            b,
-            f::MULTICAST_PKEY_TRAP_SUPPRESSION_ENABLED,
-            self.multicast_pkey_trap_suppression_enabled,
-        );
+        put(b, f::MULTICAST_PKEY_TRAP_SUPPRESSION_ENABLED, self.multicast_pkey_trap_suppression_enabled);
         put(b, f::SUBNET_TIMEOUT, self.subnet_timeout);
         put(b, f::RESP_TIME_VALUE, self.resp_time_value);
         put(b, f::LOCAL_PHY_ERRORS, self.local_phy_errors);
@@ -336,16 +314,8 @@ impl Attribute for PortInfo {
         put(b, f::MAX_CREDIT_HINT, self.max_credit_hint);
         put(b, f::LINK_ROUND_TRIP_LATENCY, self.link_round_trip_latency);
         put(b, f::CAPABILITY_MASK2, self.capability_mask2.0);
-        put(
-            b,
-            f::LINK_SPEED_EXT_ACTIVE,
-            self.link_speed_ext_active.raw(),
-        );
-        put(
-            b,
-            f::LINK_SPEED_EXT_SUPPORTED,
-            self.link_speed_ext_supported.0,
-        );
+        put(b, f::LINK_SPEED_EXT_ACTIVE, self.link_speed_ext_active.raw());
+        put(b, f::LINK_SPEED_EXT_SUPPORTED, self.link_speed_ext_supported.0);
         put(b, f::LINK_SPEED_EXT_ENABLED, self.link_speed_ext_enabled.0);
     }
 }

@@ -339,11 +339,7 @@ mod tests {
     #[test]
     fn named_values() {
         assert_eq!(PortState::from_raw(4), PortState::Active);
-        assert_eq!(
-            PortState::from_raw(0x14),
-            PortState::Active,
-            "only the low 4 bits count"
-        );
+        assert_eq!(PortState::from_raw(0x14), PortState::Active, "only the low 4 bits count");
         assert_eq!(PortState::from_raw(9), PortState::Unknown(9));
         assert_eq!(PhysPortState::from_raw(5), PhysPortState::LinkUp);
         assert_eq!(Mtu::from_raw(4).bytes(), Some(2048));
@@ -361,19 +357,12 @@ mod tests {
             | CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED;
         assert_eq!(m, named);
         assert!(!m.contains(CapabilityMask::IS_SM));
-        assert!(
-            m.with(CapabilityMask::IS_SM)
-                .contains(CapabilityMask::IS_SM)
-        );
-        assert_eq!(
-            m.with(CapabilityMask::IS_SM).without(CapabilityMask::IS_SM),
-            m
-        );
+        assert!(m.with(CapabilityMask::IS_SM).contains(CapabilityMask::IS_SM));
+        assert_eq!(m.with(CapabilityMask::IS_SM).without(CapabilityMask::IS_SM), m);
         // ... and CapabilityMask2 0x30 as IsLinkWidth2xSupported, IsLinkSpeedHDRSupported.
         assert_eq!(
             CapabilityMask2(0x30),
-            CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED
-                | CapabilityMask2::IS_LINK_SPEED_HDR_SUPPORTED
+            CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED | CapabilityMask2::IS_LINK_SPEED_HDR_SUPPORTED
         );
     }
 

@@ -70,10 +70,7 @@ mod tests {
     #[test]
     fn attr_mod() {
         assert_eq!(SlToVlTable::attr_mod(PortNum(3), PortNum(1)), 0x0301);
-        assert_eq!(
-            SlToVlTable::split_attr_mod(0x0301),
-            (PortNum(3), PortNum(1))
-        );
+        assert_eq!(SlToVlTable::split_attr_mod(0x0301), (PortNum(3), PortNum(1)));
     }
 
     proptest! {

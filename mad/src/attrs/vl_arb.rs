@@ -52,10 +52,7 @@ impl Attribute for VlArbitrationTable {
         check_len("VLArbitrationTable", buf, Self::LEN)?;
         let mut entries = [VlArbEntry::default(); 32];
         for (e, c) in entries.iter_mut().zip(buf.chunks_exact(2)) {
-            *e = VlArbEntry {
-                vl: c[0] & 0xf,
-                weight: c[1],
-            };
+            *e = VlArbEntry { vl: c[0] & 0xf, weight: c[1] };
         }
         Ok(VlArbitrationTable { entries })
     }
@@ -105,27 +102,14 @@ mod tests {
     fn construct_ibsim_and_reserved_bits() {
         let mut t = VlArbitrationTable::default();
         for (i, e) in t.entries[..8].iter_mut().enumerate() {
-            *e = VlArbEntry {
-                vl: i as u8,
-                weight: if i == 0 { 0 } else { 4 },
-            };
+            *e = VlArbEntry { vl: i as u8, weight: if i == 0 { 0 } else { 4 } };
         }
         assert_eq!(t.to_vec(), ibsim_low());
         let mut b = ibsim_low();
         b[2] |= 0xf0;
-        assert_eq!(
-            VlArbitrationTable::parse(&b).unwrap(),
-            t,
-            "reserved high nibble ignored"
-        );
-        assert_eq!(
-            VlArbitrationTable::attr_mod(VlArbitrationTable::HIGH_0_31, PortNum(1)),
-            0x2_0001
-        );
-        assert_eq!(
-            VlArbitrationTable::split_attr_mod(0x3_0005),
-            (3, PortNum(5))
-        );
+        assert_eq!(VlArbitrationTable::parse(&b).unwrap(), t, "reserved high nibble ignored");
+        assert_eq!(VlArbitrationTable::attr_mod(VlArbitrationTable::HIGH_0_31, PortNum(1)), 0x2_0001);
+        assert_eq!(VlArbitrationTable::split_attr_mod(0x3_0005), (3, PortNum(5)));
         rejects_short::<VlArbitrationTable>();
     }
 

@@ -152,10 +152,7 @@ mod tests {
             capability_mask: 0x2602,
             capability_mask2: 0x05a5_a5a5,
             resp_time_value: 0x12,
-            redirect_gid: Gid {
-                prefix: 0xfe80_0000_0000_0000,
-                guid: Guid(0x0002_c903_0000_0001),
-            },
+            redirect_gid: Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x0002_c903_0000_0001) },
             redirect_tc: 0xab,
             redirect_sl: 7,
             redirect_fl: 0xf_edcb,
@@ -163,10 +160,7 @@ mod tests {
             redirect_pkey: PKey(0x8765),
             redirect_qp: 0xab_cdef,
             redirect_qkey: 0x8001_0000,
-            trap_gid: Gid {
-                prefix: 0xfe80_0000_0000_0000,
-                guid: Guid(0x0002_c903_0000_0002),
-            },
+            trap_gid: Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x0002_c903_0000_0002) },
             trap_tc: 0xcd,
             trap_sl: 0xe,
             trap_fl: 0x5_4321,

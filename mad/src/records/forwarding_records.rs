@@ -130,11 +130,7 @@ mod tests {
         for (i, p) in lft.ports.iter_mut().enumerate().take(32) {
             *p = PortNum((i % 5) as u8);
         }
-        LftRecord {
-            lid: Lid(2),
-            block_num: 0x201,
-            lft,
-        }
+        LftRecord { lid: Lid(2), block_num: 0x201, lft }
     }
 
     #[test]
@@ -158,12 +154,7 @@ mod tests {
         for (i, m) in mft.masks.iter_mut().enumerate() {
             *m = PortMask(1 << (i % 16));
         }
-        MftRecord {
-            lid: Lid(2),
-            position: 3,
-            block_num: 0x1ff,
-            mft,
-        }
+        MftRecord { lid: Lid(2), position: 3, block_num: 0x1ff, mft }
     }
 
     #[test]

@@ -84,9 +84,7 @@ mod tests {
         GuidInfoRecord {
             lid: Lid(0x10),
             block_num: 3,
-            guid_info: GuidInfo {
-                guids: core::array::from_fn(|i| Guid(0x0002_c903_0000_0a00 + i as u64)),
-            },
+            guid_info: GuidInfo { guids: core::array::from_fn(|i| Guid(0x0002_c903_0000_0a00 + i as u64)) },
         }
     }
 

@@ -160,10 +160,7 @@ mod tests {
     use crate::records::testutil::{emit_short_is_safe, hex, rejects_short, round_trip};
     use proptest::prelude::*;
 
-    const SUBSCRIBER: Gid = Gid {
-        prefix: 0xfe80_0000_0000_0000,
-        guid: Guid(0x0002_c903_0000_0042),
-    };
+    const SUBSCRIBER: Gid = Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x0002_c903_0000_0042) };
 
     /// OpenSM 3.3.23 `ib_inform_info_t`, generic form, QPN through `ib_inform_info_set_qpn`:
     /// GID=fe80::2:c903:0:42 LIDRangeBegin=0xffff LIDRangeEnd=0 IsGeneric=1 Subscribe=1 Type=4
@@ -243,10 +240,7 @@ mod tests {
     fn parse_fixtures() {
         assert_eq!(InformInfo::parse(&hex(OPENSM_GENERIC)).unwrap(), generic());
         assert_eq!(InformInfo::parse(&hex(OPENSM_VENDOR)).unwrap(), vendor());
-        assert_eq!(
-            InformInfoRecord::parse(&hex(OPENSM_RECORD)).unwrap(),
-            record()
-        );
+        assert_eq!(InformInfoRecord::parse(&hex(OPENSM_RECORD)).unwrap(), record());
     }
 
     #[test]

@@ -60,12 +60,7 @@ mod tests {
     const OPENSM: &str = "00 03 11 01 01 02";
 
     fn expected() -> LinkRecord {
-        LinkRecord {
-            from_lid: Lid(3),
-            from_port: PortNum(17),
-            to_port: PortNum(1),
-            to_lid: Lid(0x102),
-        }
+        LinkRecord { from_lid: Lid(3), from_port: PortNum(17), to_port: PortNum(1), to_lid: Lid(0x102) }
     }
 
     #[test]

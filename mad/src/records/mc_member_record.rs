@@ -204,18 +204,12 @@ mod tests {
         5e 00 00 00";
 
     fn port_gid() -> Gid {
-        Gid {
-            prefix: 0xfe80_0000_0000_0000,
-            guid: Guid(0x0002_c903_00ab_cdef),
-        }
+        Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x0002_c903_00ab_cdef) }
     }
 
     fn libibmad_record() -> McMemberRecord {
         McMemberRecord {
-            mgid: Gid {
-                prefix: 0xff12_401b_ffff_0000,
-                guid: Guid(0xffff_ffff),
-            },
+            mgid: Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0xffff_ffff) },
             port_gid: port_gid(),
             qkey: 0xb1b,
             mlid: Lid(0xc001),
@@ -233,10 +227,7 @@ mod tests {
 
     fn opensm_record() -> McMemberRecord {
         McMemberRecord {
-            mgid: Gid {
-                prefix: 0xff15_401b_ffff_0000,
-                guid: Guid(0xfb),
-            },
+            mgid: Gid { prefix: 0xff15_401b_ffff_0000, guid: Guid(0xfb) },
             port_gid: port_gid(),
             qkey: 0x8001_0000,
             mlid: Lid(0xc00f),
@@ -259,14 +250,8 @@ mod tests {
 
     #[test]
     fn parse_fixtures() {
-        assert_eq!(
-            McMemberRecord::parse(&hex(LIBIBMAD)).unwrap(),
-            libibmad_record()
-        );
-        assert_eq!(
-            McMemberRecord::parse(&hex(OPENSM)).unwrap(),
-            opensm_record()
-        );
+        assert_eq!(McMemberRecord::parse(&hex(LIBIBMAD)).unwrap(), libibmad_record());
+        assert_eq!(McMemberRecord::parse(&hex(OPENSM)).unwrap(), opensm_record());
     }
 
     #[test]
@@ -286,10 +271,7 @@ mod tests {
         let s = JoinState::FULL_MEMBER.union(JoinState::SEND_ONLY_NON_MEMBER);
         assert_eq!(s, JoinState(0b0101));
         assert!(s.contains(JoinState::FULL_MEMBER) && !s.contains(JoinState::NON_MEMBER));
-        assert_eq!(
-            s.without(JoinState::FULL_MEMBER),
-            JoinState::SEND_ONLY_NON_MEMBER
-        );
+        assert_eq!(s.without(JoinState::FULL_MEMBER), JoinState::SEND_ONLY_NON_MEMBER);
         assert!(s.without(s).is_empty());
     }
 

@@ -138,9 +138,7 @@ pub(crate) mod testutil {
 
     /// Parses a fixture written as whitespace-separated hex bytes.
     pub fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).expect("fixture hex"))
-            .collect()
+        s.split_whitespace().map(|b| u8::from_str_radix(b, 16).expect("fixture hex")).collect()
     }
 
     /// `parse(emit(x)) == x`, and `emit` into a dirty buffer gives the same bytes.

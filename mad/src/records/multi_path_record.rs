@@ -123,16 +123,9 @@ impl Attribute for MultiPathRecord {
         let nsrc = g(120, 8) as usize;
         let ndst = g(128, 8) as usize;
         if nsrc + ndst > Self::MAX_GIDS {
-            return Err(Error::Invalid {
-                what: "MultiPathRecord.SGIDCount+DGIDCount",
-                value: (nsrc + ndst) as u64,
-            });
+            return Err(Error::Invalid { what: "MultiPathRecord.SGIDCount+DGIDCount", value: (nsrc + ndst) as u64 });
         }
-        check_len(
-            "MultiPathRecord GIDs",
-            buf,
-            Self::FIXED_LEN + 16 * (nsrc + ndst),
-        )?;
+        check_len("MultiPathRecord GIDs", buf, Self::FIXED_LEN + 16 * (nsrc + ndst))?;
         let gid = |i: usize| gid_at(buf, Self::FIXED_LEN + 16 * i);
         Ok(MultiPathRecord {
             raw_traffic: flag(buf, 0),
@@ -185,11 +178,7 @@ impl Attribute for MultiPathRecord {
         s(120, 8, nsrc as u64);
         s(128, 8, ndst as u64);
         s(136, 56, self.service_id);
-        let gids = self
-            .sgids
-            .iter()
-            .take(nsrc)
-            .chain(self.dgids.iter().take(ndst));
+        let gids = self.sgids.iter().take(nsrc).chain(self.dgids.iter().take(ndst));
         for (i, gid) in gids.enumerate() {
             put_gid(buf, Self::FIXED_LEN + 16 * i, *gid);
         }
@@ -204,10 +193,7 @@ mod tests {
     use proptest::prelude::*;
 
     const fn gid(guid: u64) -> Gid {
-        Gid {
-            prefix: 0xfe80_0000_0000_0000,
-            guid: Guid(guid),
-        }
+        Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(guid) }
     }
 
     /// libibmad 44.0 `mad_set_field` with IB_SA_MP_*_F: NumbPath=2 SGIDCount=1 DGIDCount=0
@@ -258,10 +244,7 @@ mod tests {
         assert_eq!(r.numb_path, 2);
         assert_eq!(r.sgids, vec![gid(0x0002_c903_0000_1234)]);
         assert!(r.dgids.is_empty());
-        assert_eq!(
-            MultiPathRecord::parse(&hex(OPENSM)).unwrap(),
-            opensm_record()
-        );
+        assert_eq!(MultiPathRecord::parse(&hex(OPENSM)).unwrap(), opensm_record());
     }
 
     #[test]
@@ -279,19 +262,10 @@ mod tests {
         let mut too_many = hex(OPENSM);
         too_many[15] = 11; // SGIDCount 11 + DGIDCount 1 > MAX_GIDS
         too_many.resize(MultiPathRecord::LEN + 16, 0);
-        assert!(matches!(
-            MultiPathRecord::parse(&too_many),
-            Err(Error::Invalid { .. })
-        ));
+        assert!(matches!(MultiPathRecord::parse(&too_many), Err(Error::Invalid { .. })));
         let short = hex(OPENSM);
-        assert!(matches!(
-            MultiPathRecord::parse(&short[..short.len() - 1]),
-            Err(Error::Truncated { .. })
-        ));
-        assert!(matches!(
-            MultiPathRecord::parse(&short[..23]),
-            Err(Error::Truncated { .. })
-        ));
+        assert!(matches!(MultiPathRecord::parse(&short[..short.len() - 1]), Err(Error::Truncated { .. })));
+        assert!(matches!(MultiPathRecord::parse(&short[..23]), Err(Error::Truncated { .. })));
 
         let mut big = opensm_record();
         big.sgids = vec![gid(1); 9];

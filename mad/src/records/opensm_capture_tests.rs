@@ -22,10 +22,7 @@ fn check<A: Attribute + core::fmt::Debug>(capture: &str, attribute_offset: usize
 }
 
 const fn fe80(guid: u64) -> Gid {
-    Gid {
-        prefix: 0xfe80_0000_0000_0000,
-        guid: Guid(guid),
-    }
+    Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(guid) }
 }
 
 #[test]
@@ -40,15 +37,9 @@ fn class_port_info() {
          00 00 00 00 80 01 00 00",
         0,
     );
-    assert_eq!(
-        (c.base_version, c.class_version, c.capability_mask),
-        (1, 2, 0x2602)
-    );
+    assert_eq!((c.base_version, c.class_version, c.capability_mask), (1, 2, 0x2602));
     assert_eq!((c.capability_mask2, c.resp_time_value), (0xb5e8, 0x10));
-    assert_eq!(
-        (c.redirect_qp, c.redirect_qkey, c.trap_qkey),
-        (1, 0x8001_0000, 0x8001_0000)
-    );
+    assert_eq!((c.redirect_qp, c.redirect_qkey, c.trap_qkey), (1, 0x8001_0000, 0x8001_0000));
     assert_eq!(c.redirect_lid, Lid(0));
 }
 
@@ -71,10 +62,7 @@ fn node_record() {
     assert_eq!(n.node_info.num_ports, 2);
     assert_eq!(n.node_info.node_guid, Guid(0x10_0000));
     assert_eq!(n.node_info.port_guid, Guid(0x10_0001));
-    assert_eq!(
-        (n.node_info.partition_cap, n.node_info.revision),
-        (0x40, 0xa1)
-    );
+    assert_eq!((n.node_info.partition_cap, n.node_info.revision), (0x40, 0xa1));
     assert_eq!(n.node_info.local_port_num, PortNum(1));
     assert_eq!(n.node_description.text(), "Hca1");
 }
@@ -93,44 +81,21 @@ fn port_info_record() {
         9,
     );
     let pi = &p.port_info;
-    assert_eq!(
-        (p.endport_lid, p.port_num, p.options),
-        (Lid(2), PortNum(1), 0)
-    );
-    assert_eq!(
-        (pi.lid, pi.master_sm_lid, pi.capability_mask.0),
-        (Lid(2), Lid(2), 0x0050_c04a)
-    );
+    assert_eq!((p.endport_lid, p.port_num, p.options), (Lid(2), PortNum(1), 0));
+    assert_eq!((pi.lid, pi.master_sm_lid, pi.capability_mask.0), (Lid(2), Lid(2), 0x0050_c04a));
     assert_eq!(pi.m_key_lease_period, 4089);
     assert_eq!(pi.link_width_active, LinkWidth::X4);
-    assert_eq!(
-        (pi.port_state, pi.port_physical_state),
-        (PortState::Active, PhysPortState::LinkUp)
-    );
-    assert_eq!(
-        (pi.neighbor_mtu, pi.mtu_cap),
-        (PortMtu::M2048, PortMtu::M2048)
-    );
+    assert_eq!((pi.port_state, pi.port_physical_state), (PortState::Active, PhysPortState::LinkUp));
+    assert_eq!((pi.neighbor_mtu, pi.mtu_cap), (PortMtu::M2048, PortMtu::M2048));
     assert_eq!(Mtu::from(pi.mtu_cap), Mtu::Mtu2048);
-    assert_eq!(
-        (pi.vl_stall_count, pi.guid_cap, pi.subnet_timeout),
-        (7, 32, 31)
-    );
+    assert_eq!((pi.vl_stall_count, pi.guid_cap, pi.subnet_timeout), (7, 32, 31));
 }
 
 #[test]
 fn link_record() {
     // AttributeOffset 1; saquery LR: FromLID 2, FromPort 1, ToPort 1, ToLID 1.
     let l: LinkRecord = check("00 02 01 01 00 01", 1);
-    assert_eq!(
-        l,
-        LinkRecord {
-            from_lid: Lid(2),
-            from_port: PortNum(1),
-            to_port: PortNum(1),
-            to_lid: Lid(1)
-        }
-    );
+    assert_eq!(l, LinkRecord { from_lid: Lid(2), from_port: PortNum(1), to_port: PortNum(1), to_lid: Lid(1) });
 }
 
 #[test]
@@ -150,10 +115,7 @@ fn path_record() {
     assert_eq!((p.numb_path, p.pkey), (0, PKey(0xffff)));
     assert_eq!((p.mtu_selector, p.mtu), (Selector::Exactly, Mtu::Mtu1024));
     assert_eq!((p.rate_selector, p.rate), (Selector::Exactly, Rate::Gbps10));
-    assert_eq!(
-        (p.packet_life_time_selector, p.packet_life_time),
-        (Selector::Exactly, 0)
-    );
+    assert_eq!((p.packet_life_time_selector, p.packet_life_time), (Selector::Exactly, 0));
 }
 
 #[test]
@@ -167,24 +129,12 @@ fn mc_member_record() {
          20 00 00 00",
         7,
     );
-    assert_eq!(
-        m.mgid,
-        Gid {
-            prefix: 0xff12_401b_ffff_0000,
-            guid: Guid(0xffff_ffff)
-        }
-    );
+    assert_eq!(m.mgid, Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0xffff_ffff) });
     assert_eq!((m.qkey, m.mlid, m.pkey), (0xb1b, Lid(0xc000), PKey(0xffff)));
     assert_eq!((m.mtu_selector, m.mtu), (Selector::Exactly, Mtu::Mtu2048));
     assert_eq!((m.rate_selector, m.rate), (Selector::Exactly, Rate::Gbps10));
-    assert_eq!(
-        (m.packet_life_time_selector, m.packet_life_time),
-        (Selector::Exactly, 18)
-    );
-    assert_eq!(
-        (m.scope, m.join_state, m.proxy_join),
-        (2, JoinState(0), false)
-    );
+    assert_eq!((m.packet_life_time_selector, m.packet_life_time), (Selector::Exactly, 18));
+    assert_eq!((m.scope, m.join_state, m.proxy_join), (2, JoinState(0), false));
 }
 
 #[test]
@@ -216,10 +166,7 @@ fn switch_info_record() {
     );
     let si = &s.switch_info;
     assert_eq!(s.lid, Lid(1));
-    assert_eq!(
-        (si.linear_fdb_cap, si.multicast_fdb_cap, si.linear_fdb_top),
-        (0x7800, 0x400, Lid(7))
-    );
+    assert_eq!((si.linear_fdb_cap, si.multicast_fdb_cap, si.linear_fdb_top), (0x7800, 0x400, Lid(7)));
     assert_eq!((si.life_time_value, si.port_state_change), (18, false));
     assert_eq!(si.partition_enforcement_cap, 0x40);
     assert!(si.filter_raw_inbound_cap && si.filter_raw_outbound_cap && !si.inbound_enforcement_cap);
@@ -235,12 +182,6 @@ fn sm_info_record() {
         4,
     );
     assert_eq!(s.lid, Lid(2));
-    assert_eq!(
-        (s.sm_info.guid, s.sm_info.act_count),
-        (Guid(0x10_0001), 120)
-    );
-    assert_eq!(
-        (s.sm_info.priority, s.sm_info.sm_state),
-        (0, SmState::Master)
-    );
+    assert_eq!((s.sm_info.guid, s.sm_info.act_count), (Guid(0x10_0001), 120));
+    assert_eq!((s.sm_info.priority, s.sm_info.sm_state), (0, SmState::Master));
 }

@@ -173,10 +173,7 @@ mod tests {
     use proptest::prelude::*;
 
     const fn gid(guid: u64) -> Gid {
-        Gid {
-            prefix: 0xfe80_0000_0000_0000,
-            guid: Guid(guid),
-        }
+        Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(guid) }
     }
 
     /// libibmad 44.0 `mad_set_field`/`mad_set_array` with IB_SA_PR_*_F:
@@ -234,10 +231,7 @@ mod tests {
     #[test]
     fn parse_fixtures() {
         // Unset selectors decode as GreaterThan (code 0) and unset MTU/rate as Unknown(0).
-        assert_eq!(
-            PathRecord::parse(&hex(LIBIBMAD)).unwrap(),
-            libibmad_record()
-        );
+        assert_eq!(PathRecord::parse(&hex(LIBIBMAD)).unwrap(), libibmad_record());
         assert_eq!(PathRecord::parse(&hex(OPENSM)).unwrap(), opensm_record());
     }
 

@@ -82,12 +82,7 @@ mod tests {
         keys[1] = PKey(0x8001);
         keys[2] = PKey(0x0002);
         keys[31] = PKey(0x7fff);
-        PKeyTableRecord {
-            lid: Lid(7),
-            block_num: 0x800,
-            port_num: PortNum(12),
-            pkey_table: PKeyTable { keys },
-        }
+        PKeyTableRecord { lid: Lid(7), block_num: 0x800, port_num: PortNum(12), pkey_table: PKeyTable { keys } }
     }
 
     #[test]

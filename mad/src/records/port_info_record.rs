@@ -169,8 +169,7 @@ impl Attribute for PortInfoRecord {
 mod tests {
     use super::*;
     use crate::attrs::{
-        CapabilityMask, LinkDownDefaultState, LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu,
-        PhysPortState, PortState,
+        CapabilityMask, LinkDownDefaultState, LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,
     };
     use crate::records::testutil::{emit_short_is_safe, hex, rejects_short, round_trip};
     use proptest::prelude::*;

@@ -163,17 +163,12 @@ mod tests {
     fn expected() -> ServiceRecord {
         let mut r = ServiceRecord {
             service_id: 0x1000_0000_0000_0001,
-            service_gid: Gid {
-                prefix: 0xfe80_0000_0000_0000,
-                guid: Guid(0x0002_c903_0000_1234),
-            },
+            service_gid: Gid { prefix: 0xfe80_0000_0000_0000, guid: Guid(0x0002_c903_0000_1234) },
             service_pkey: PKey(0x8001),
             service_lease: ServiceRecord::INFINITE_LEASE,
             service_key: core::array::from_fn(|i| 0xa0 + i as u8),
             data8: core::array::from_fn(|i| 1 + i as u8),
-            data16: [
-                0x1112, 0x1314, 0x1516, 0x1718, 0x191a, 0x1b1c, 0x1d1e, 0x1f20,
-            ],
+            data16: [0x1112, 0x1314, 0x1516, 0x1718, 0x191a, 0x1b1c, 0x1d1e, 0x1f20],
             data32: [0x2122_2324, 0x2526_2728, 0x292a_2b2c, 0x2d2e_2f30],
             data64: [0x3132_3334_3536_3738, 0x393a_3b3c_3d3e_3f40],
             ..ServiceRecord::default()
@@ -206,18 +201,10 @@ mod tests {
         r.set_name(&"x".repeat(70));
         assert_eq!(r.name_str().map(str::len), Some(64));
         r.set_name(&format!("{}é", "x".repeat(63)));
-        assert_eq!(
-            r.name_str(),
-            Some("x".repeat(63).as_str()),
-            "no half character"
-        );
+        assert_eq!(r.name_str(), Some("x".repeat(63).as_str()), "no half character");
         r.service_name[0] = 0xff;
         assert_eq!(r.name_str(), None);
-        assert_eq!(
-            ServiceRecord::COMP_DATA64_0 << 1,
-            1 << 36,
-            "last component, as in OpenSM"
-        );
+        assert_eq!(ServiceRecord::COMP_DATA64_0 << 1, 1 << 36, "last component, as in OpenSM");
     }
 
     proptest! {

@@ -9,7 +9,7 @@
 //! counted as malformed. LID-routed packets follow each switch's LFT and cross only Active ports.
 
 use ibsm_mad::smp::DrSmp;
-use ibsm_mad::{Lid, MAD_LEN, ids};
+use ibsm_mad::{Lid, MAD_LEN, PKey, ids};
 
 use super::fault::{Fault, Verdict};
 use super::state::{LState, NodeRef, PState, PortRef};
@@ -36,6 +36,8 @@ pub(crate) struct Packet {
     pub slid: Lid,
     pub sqpn: u32,
     pub target: Target,
+    /// P_Key carried (0xffff for SMPs, which are not checked).
+    pub pkey: PKey,
 }
 
 /// Why a packet did not make it.
@@ -45,6 +47,7 @@ pub(crate) enum Drop {
     NoRoute,
     Fault,
     Unreachable,
+    PKey,
 }
 
 impl Fabric {
@@ -115,9 +118,17 @@ impl Fabric {
         }
     }
 
-    /// Sends a MAD from an agent. Requests get TID bits 32..63 replaced by the agent id, as the
-    /// kernel does, so responses find their way back to the sender.
+    /// Sends a MAD from an agent with the P_Key at index 0 of its port's table. Requests get
+    /// TID bits 32..63 replaced by the agent id, as the kernel does, so responses find their
+    /// way back to the sender.
     pub fn send(&mut self, agent: AgentId, mad: &[u8; MAD_LEN], dest: Dest) {
+        self.send_pkey(agent, mad, dest, 0);
+    }
+
+    /// As [`Fabric::send`], with the P_Key at `pkey_index` of the agent port's P_Key table
+    /// (ignored for SMPs, which carry no P_Key check). GSI packets are checked against the
+    /// P_Key tables of enforcing switch ports on the way and of the destination port.
+    pub fn send_pkey(&mut self, agent: AgentId, mad: &[u8; MAD_LEN], dest: Dest, pkey_index: u16) {
         self.stats.sent += 1;
         let Some(a) = self.agents.get(agent.0 as usize) else { return };
         let src = a.port;
@@ -128,7 +139,17 @@ impl Fabric {
             ibsm_mad::bits::put_u64(&mut buf, 8, tid);
         }
         let now = self.now;
-        self.inject(now, src, buf, dest, true);
+        let pkey = if is_smp(&buf) {
+            None
+        } else {
+            let key = self.ports[src as usize].pkey(usize::from(pkey_index));
+            if !PKey(key).is_valid() {
+                self.stats.dropped_pkey += 1;
+                return;
+            }
+            Some(key)
+        };
+        self.inject(now, src, buf, dest, pkey);
     }
 
     /// Takes the next MAD that reached `agent`, if any.
@@ -199,15 +220,14 @@ impl Fabric {
             .is_some_and(|n| n.kind == NodeKind::Switch)
     }
 
-    /// Routes a packet leaving `src` and queues its arrival. `from_agent` selects the agent-side
-    /// checks (an agent may only send from its own port).
-    pub(crate) fn inject(&mut self, at: SimTime, src: PortRef, mut mad: [u8; MAD_LEN], dest: Dest, from_agent: bool) {
-        let _ = from_agent;
+    /// Routes a packet leaving `src` and queues its arrival. `pkey` is the P_Key a non-SMP
+    /// packet carries (`None` for SMPs).
+    pub(crate) fn inject(&mut self, at: SimTime, src: PortRef, mut mad: [u8; MAD_LEN], dest: Dest, pkey: Option<u16>) {
         let routed = if dest.dlid == Lid::PERMISSIVE {
             self.route_dr(src, &mut mad).map(|(t, lat)| (t, lat, Lid::PERMISSIVE))
         } else {
             let slid = self.source_lid(src);
-            self.route_lid(src, dest.dlid.0).map(|(p, lat)| {
+            self.route_lid(src, dest.dlid.0, pkey).map(|(p, lat)| {
                 let target = if mad[1] == ids::class::SUBN_LID && !self.wants_agent(&mad) {
                     Target::Sma(p)
                 } else {
@@ -219,7 +239,7 @@ impl Fabric {
         match routed {
             Ok((target, lat, slid)) => {
                 let sqpn = if mad[1] == ids::class::SUBN_ADM { 1 } else { 0 };
-                let pkt = Packet { mad, slid, sqpn, target };
+                let pkt = Packet { mad, slid, sqpn, target, pkey: PKey(pkey.unwrap_or(0xffff)) };
                 self.push(at.plus(lat), Event::Arrive(Box::new(pkt)));
             }
             Err(d) => self.count_drop(d),
@@ -232,6 +252,7 @@ impl Fabric {
             Drop::NoRoute => self.stats.dropped_no_route += 1,
             Drop::Fault => self.stats.dropped_fault += 1,
             Drop::Unreachable => self.stats.dropped_unreachable += 1,
+            Drop::PKey => self.stats.dropped_pkey += 1,
         }
     }
 
@@ -377,11 +398,12 @@ impl Fabric {
     }
 
     /// LID-routed forwarding from `src` to `dlid`: returns the destination port and latency.
-    fn route_lid(&mut self, src: PortRef, dlid: u16) -> Result<(PortRef, u64), Drop> {
+    fn route_lid(&mut self, src: PortRef, dlid: u16, pkey: Option<u16>) -> Result<(PortRef, u64), Drop> {
         if dlid == 0 || dlid >= 0xc000 {
             return Err(Drop::NoRoute);
         }
         let Some(sp) = self.ports.get(src as usize) else { return Err(Drop::NoRoute) };
+        let slid = sp.lid;
         let mut node = sp.node as usize;
         let mut lat = 0u64;
         let mut out = if self.nodes[node].kind == NodeKind::Switch {
@@ -414,6 +436,12 @@ impl Fabric {
                     if !self.ports[p as usize].is_active() {
                         return Err(Drop::NoRoute);
                     }
+                    if let Some(k) = pkey {
+                        if self.ports[p as usize].part_enf_out && !self.port_accepts(p, k) {
+                            self.pkey_violation(p, k, (slid, dlid), true);
+                            return Err(Drop::PKey);
+                        }
+                    }
                     p
                 }
             };
@@ -423,12 +451,22 @@ impl Fabric {
             if !ap.is_active() {
                 return Err(Drop::NoRoute);
             }
+            let owns = ap.owns_lid(dlid);
+            let enforce_in = ap.part_enf_in;
             node = ap.node as usize;
             if !self.nodes[node].alive {
                 return Err(Drop::Unreachable);
             }
-            if self.nodes[node].kind != NodeKind::Switch {
-                return if ap.owns_lid(dlid) { Ok((arr, lat)) } else { Err(Drop::NoRoute) };
+            let is_switch = self.nodes[node].kind == NodeKind::Switch;
+            if let Some(k) = pkey {
+                // CAs always check; switch ports only with inbound enforcement on.
+                if (!is_switch || enforce_in) && !self.port_accepts(arr, k) {
+                    self.pkey_violation(arr, k, (slid, dlid), is_switch);
+                    return Err(Drop::PKey);
+                }
+            }
+            if !is_switch {
+                return if owns { Ok((arr, lat)) } else { Err(Drop::NoRoute) };
             }
             out = None;
         }
@@ -456,7 +494,7 @@ impl Fabric {
                         let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
                         let at = self.now.plus(self.cfg.timing.sma_ns);
                         let src = if is_dr { p } else { self.reply_port(p) };
-                        self.inject(at, src, mad, dest, false);
+                        self.inject(at, src, mad, dest, None);
                     }
                     super::sma::Outcome::ToAgent => self.to_agent(p, Packet { mad, ..pkt }),
                     super::sma::Outcome::Silent => {}
@@ -482,7 +520,9 @@ impl Fabric {
         let idx = if is_resp {
             self.agents.get(want as usize).filter(|a| a.port == p).map(|_| want as usize)
         } else {
-            self.agents.iter().position(|a| a.port == p && a.is_sm)
+            // A request goes to the SM at that port, or else to the first agent there.
+            let at_port = |a: &Agent| a.port == p;
+            self.agents.iter().position(|a| at_port(a) && a.is_sm).or_else(|| self.agents.iter().position(at_port))
         };
         let Some(i) = idx else {
             if !is_resp && pkt.mad[1] != ids::class::SUBN_ADM && pkt.mad[3] != ids::method::TRAP {
@@ -492,7 +532,7 @@ impl Fabric {
                 if ibsm_mad::smp::make_response(&mut mad, ids::status::BAD_METHOD_ATTR).is_ok() {
                     let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
                     let at = self.now.plus(self.cfg.timing.sma_ns);
-                    self.inject(at, p, mad, dest, false);
+                    self.inject(at, p, mad, dest, None);
                     return;
                 }
             }
@@ -500,7 +540,7 @@ impl Fabric {
             return;
         };
         self.stats.delivered += 1;
-        let rec = Received { mad: Box::new(pkt.mad), slid: pkt.slid, sqpn: pkt.sqpn, at: self.now };
+        let rec = Received { mad: Box::new(pkt.mad), slid: pkt.slid, sqpn: pkt.sqpn, pkey: pkt.pkey, at: self.now };
         self.agents[i].inbox.push_back(rec);
     }
 
@@ -655,5 +695,28 @@ impl Fabric {
                 port.protect = 0;
             }
         }
+    }
+}
+
+/// SMPs (classes 0x01 and 0x81) travel on VL15 and are exempt from P_Key checks.
+fn is_smp(mad: &[u8; MAD_LEN]) -> bool {
+    matches!(mad[1], ids::class::SUBN_LID | ids::class::SUBN_DR)
+}
+
+impl Fabric {
+    /// The port's P_Key table holds a key that matches `key` (same partition, at least one of
+    /// the two a full member).
+    fn port_accepts(&self, p: PortRef, key: u16) -> bool {
+        let port = &self.ports[p as usize];
+        let n = if port.pkeys.is_empty() { 1 } else { port.pkeys.len() };
+        (0..n).any(|i| PKey(port.pkey(i)).matches(PKey(key)))
+    }
+
+    /// Counts a P_Key violation at port `p` and raises trap 257 (at a CA) or 259 (at a switch
+    /// port) to the SM.
+    fn pkey_violation(&mut self, p: PortRef, key: u16, lids: (u16, u16), at_switch: bool) {
+        let port = &mut self.ports[p as usize];
+        port.pkey_violations = port.pkey_violations.saturating_add(1);
+        self.trap_pkey(p, key, lids, at_switch);
     }
 }

@@ -29,8 +29,8 @@ use ibsm_mad::{Lid, MAD_LEN};
 use crate::rng::Rng;
 
 pub use fault::{Fault, LinkRule};
-pub use state::{NodeRef, PortRef};
 use state::{Node, Port, Switch};
+pub use state::{NodeRef, PortRef};
 
 /// Virtual time in nanoseconds since the fabric was created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -73,6 +73,8 @@ pub struct Received {
     pub slid: Lid,
     /// Source QP.
     pub sqpn: u32,
+    /// P_Key the packet carried (0xffff for SMPs).
+    pub pkey: ibsm_mad::PKey,
     /// Virtual time of arrival.
     pub at: SimTime,
 }

@@ -446,7 +446,8 @@ impl Fabric {
             let Ok(req) = SwitchInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
             let mcap = self.cfg.multicast_fdb_cap;
             let top_ok = req.linear_fdb_top.0 < cap;
-            let mtop_ok = req.multicast_fdb_top.0 == 0 || (req.multicast_fdb_top.0 >= 0xc000 && req.multicast_fdb_top.0 - 0xc000 < mcap);
+            let mtop_ok = req.multicast_fdb_top.0 == 0
+                || (req.multicast_fdb_top.0 >= 0xc000 && req.multicast_fdb_top.0 - 0xc000 < mcap);
             if !top_ok || !mtop_ok {
                 self.switch_info_of(s).emit(data);
                 return ids::status::BAD_FIELD;
@@ -640,7 +641,7 @@ impl Fabric {
         let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap);
         self.stats.traps_sent += 1;
         let at = self.now.plus(self.cfg.timing.sma_ns);
-        self.inject(at, from, smp.to_bytes(), Dest { dlid, qpn: 0 }, false);
+        self.inject(at, from, smp.to_bytes(), Dest { dlid, qpn: 0 }, None);
     }
 
     /// Trap 128 (link state change) from a switch's port 0.
@@ -694,6 +695,42 @@ impl Fabric {
             dr_notice_return_path: return_path,
         };
         self.send_trap(kp, details, NoticeType::Security);
+    }
+
+    /// Trap 257 (bad P_Key at a CA port) or 259 (at a switch external port) for a packet with
+    /// `key` from `slid` to `dlid` refused at port `p`.
+    pub(crate) fn trap_pkey(&mut self, p: PortRef, key: u16, (slid, dlid): (u16, u16), at_switch: bool) {
+        let port = &self.ports[p as usize];
+        let node = &self.nodes[port.node as usize];
+        let (from, switch_lid) =
+            if at_switch { (node.first_port, Lid(self.ports[node.first_port as usize].lid)) } else { (p, Lid(0)) };
+        let details = if at_switch {
+            NoticeDetails::Trap259 {
+                data_valid: 0,
+                lid1: Lid(slid),
+                lid2: Lid(dlid),
+                pkey: PKey(key),
+                sl: 0,
+                qp1: 0,
+                qp2: 1,
+                gid1: ibsm_mad::Gid::default(),
+                gid2: ibsm_mad::Gid::default(),
+                switch_lid,
+                port_no: PortNum(port.num),
+            }
+        } else {
+            NoticeDetails::Trap257(ibsm_mad::attrs::KeyViolation {
+                lid1: Lid(slid),
+                lid2: Lid(dlid),
+                key: u32::from(key),
+                sl: 0,
+                qp1: 0,
+                qp2: 1,
+                gid1: ibsm_mad::Gid::default(),
+                gid2: ibsm_mad::Gid::default(),
+            })
+        };
+        self.send_trap(from, details, NoticeType::Security);
     }
 
     fn issuer_type(&self, p: PortRef) -> NodeType {

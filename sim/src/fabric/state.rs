@@ -222,11 +222,7 @@ impl Port {
 
     /// Current P_Key table entry `i` (power-on table when never written).
     pub fn pkey(&self, i: usize) -> u16 {
-        if self.pkeys.is_empty() {
-            if i == 0 { 0xffff } else { 0 }
-        } else {
-            self.pkeys.get(i).copied().unwrap_or(0)
-        }
+        if self.pkeys.is_empty() { if i == 0 { 0xffff } else { 0 } } else { self.pkeys.get(i).copied().unwrap_or(0) }
     }
 }
 

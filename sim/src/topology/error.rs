@@ -35,6 +35,24 @@ impl fmt::Display for Endpoint {
     }
 }
 
+/// Two port lines that disagree about a cable (boxed in [`TopoError::LinkConflict`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {port} is cabled to {peer} here, but {other} is cabled to {other_peer} at {other_at}")]
+pub struct LinkConflict {
+    /// Where.
+    pub at: Pos,
+    /// The port of this line.
+    pub port: Endpoint,
+    /// Its peer according to this line.
+    pub peer: Endpoint,
+    /// The port of the earlier line.
+    pub other: Endpoint,
+    /// Its peer according to the earlier line.
+    pub other_peer: Endpoint,
+    /// Where the earlier line is.
+    pub other_at: Pos,
+}
+
 /// Why a `.net` file could not be turned into a [`Topology`](super::Topology).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopoError {
@@ -114,7 +132,7 @@ pub enum TopoError {
         /// The first definition.
         first: Pos,
     },
-    /// Two nodes with the same NodeGUID.
+    /// Two nodes with the same `NodeGUID`.
     #[error("{at}: NodeGUID {guid} of \"{name}\" is already used by \"{other}\"")]
     DuplicateGuid {
         /// Where.
@@ -151,21 +169,8 @@ pub enum TopoError {
         port: Endpoint,
     },
     /// Two port lines disagree about a cable.
-    #[error("{at}: {port} is cabled to {peer} here, but {other} is cabled to {other_peer} at {other_at}")]
-    LinkConflict {
-        /// Where.
-        at: Pos,
-        /// The port of this line.
-        port: Endpoint,
-        /// Its peer according to this line.
-        peer: Endpoint,
-        /// The port of the earlier line.
-        other: Endpoint,
-        /// Its peer according to the earlier line.
-        other_peer: Endpoint,
-        /// Where the earlier line is.
-        other_at: Pos,
-    },
+    #[error("{0}")]
+    LinkConflict(Box<LinkConflict>),
     /// A `w=`/`s=`/`e=` option with a bad value, or an unknown option.
     #[error("{at}: invalid link option {option:?}: {reason}")]
     BadOption {
@@ -256,7 +261,6 @@ impl TopoError {
             | TopoError::BadName { at, .. }
             | TopoError::UnknownNode { at, .. }
             | TopoError::SelfLink { at, .. }
-            | TopoError::LinkConflict { at, .. }
             | TopoError::BadOption { at, .. }
             | TopoError::AttrConflict { at, .. }
             | TopoError::GuidMismatch { at, .. }
@@ -264,6 +268,7 @@ impl TopoError {
             | TopoError::IncludeCycle { at, .. }
             | TopoError::IncludeDepth { at, .. }
             | TopoError::Unsupported { at, .. } => Some(at),
+            TopoError::LinkConflict(c) => Some(&c.at),
         }
     }
 }

@@ -31,11 +31,11 @@ pub(super) enum Line<'a> {
     DevId(u16),
     /// `sysimgguid=`.
     SysImgGuid(u64),
-    /// `width=` (default LinkWidthEnabled mask for nodes that follow).
+    /// `width=` (default `LinkWidthEnabled` mask for nodes that follow).
     Width(u8),
-    /// `speed=` (default LinkSpeedEnabled mask).
+    /// `speed=` (default `LinkSpeedEnabled` mask).
     Speed(u8),
-    /// `extspeed=` (default LinkSpeedExtEnabled mask).
+    /// `extspeed=` (default `LinkSpeedExtEnabled` mask).
     ExtSpeed(u8),
     /// `include FILE` or `include "FILE"`.
     Include(&'a str),
@@ -256,13 +256,13 @@ fn parse_header(kind: NodeKind, rest: &str) -> LResult<Line<'_>> {
     Ok(Line::Node { kind, ports, name, desc })
 }
 
-/// The NodeDescription in a header comment: `"quoted"`, or bare text up to ibnetdiscover's
-/// `base port` / `enhanced port` / `lid` / `lmc` fields. Empty means none.
+/// The `NodeDescription` in a header comment: `"quoted"`, or bare text up to ibnetdiscover's
+/// `base port` / `enhanced port` / `lid` / `lmc` fields (or a stray `"`). Empty means none.
 fn header_desc(comment: &str) -> Option<&str> {
     let desc = if let Some(body) = comment.strip_prefix('"') {
         body.find('"').map_or(body, |close| &body[..close])
     } else {
-        let end = [" enhanced port ", " base port ", " lid ", " lmc "]
+        let end = [" enhanced port ", " base port ", " lid ", " lmc ", "\""]
             .iter()
             .filter_map(|m| comment.find(m))
             .min()
@@ -312,12 +312,10 @@ fn bracket_num<'a>(s: &'a str, what: &'static str) -> LResult<(u64, &'a str)> {
 
 /// Skip ibnetdiscover's `[ext N]` external-port marking (printed with `-g`).
 fn skip_ext(s: &str) -> &str {
-    if let Some(body) = s.strip_prefix("[ext") {
-        if let Some(close) = body.find(']') {
-            return &body[close + 1..];
-        }
+    match s.strip_prefix("[ext").and_then(|body| body.find(']').map(|close| &body[close + 1..])) {
+        Some(rest) => rest,
+        None => s,
     }
-    s
 }
 
 /// `(hex)` at the start of `s`, if present.
@@ -401,12 +399,12 @@ fn parse_port(line: &str) -> LResult<PortLine<'_>> {
     Ok(out)
 }
 
-/// ibsim's `w=` value: a LinkWidthEnabled mask, 1..=31.
+/// ibsim's `w=` value: a `LinkWidthEnabled` mask, 1..=31.
 fn width_mask(v: u64) -> Option<u8> {
     u8::try_from(v).ok().filter(|v| (1..=31).contains(v))
 }
 
-/// ibsim's `s=` value: a LinkSpeedEnabled mask 1..=7; 0 means QDR (ibsim 0.12).
+/// ibsim's `s=` value: a `LinkSpeedEnabled` mask 1..=7; 0 means QDR (ibsim 0.12).
 fn speed_mask(v: u64) -> Option<u8> {
     match v {
         0 => Some(4),
@@ -415,7 +413,7 @@ fn speed_mask(v: u64) -> Option<u8> {
     }
 }
 
-/// ibsim's `e=` value: a LinkSpeedExtEnabled mask 0..=15.
+/// ibsim's `e=` value: a `LinkSpeedExtEnabled` mask 0..=15.
 fn ext_speed_mask(v: u64) -> Option<u8> {
     u8::try_from(v).ok().filter(|v| *v <= 15)
 }
@@ -446,12 +444,12 @@ fn rate(tok: &str) -> Option<(u8, u8, Option<u8>)> {
 }
 
 /// The active width for an enabled mask, preferring the widest (12x, 8x, 4x, 2x, 1x), in
-/// LinkWidthActive encoding. 0 for an empty mask.
+/// `LinkWidthActive` encoding. 0 for an empty mask.
 pub(super) fn best_width(mask: u8) -> u8 {
     [8, 4, 2, 16, 1].into_iter().find(|b| mask & b != 0).unwrap_or(0)
 }
 
-/// The fastest speed in a LinkSpeedEnabled (or LinkSpeedExtEnabled) mask; 0 for an empty mask.
+/// The fastest speed in a `LinkSpeedEnabled` (or `LinkSpeedExtEnabled`) mask; 0 for an empty mask.
 pub(super) fn best_speed(mask: u8) -> u8 {
     [8, 4, 2, 1].into_iter().find(|b| mask & b != 0).unwrap_or(0)
 }
@@ -536,7 +534,7 @@ mod tests {
         assert_eq!(parse_line("vendid=0x2c9"), Ok(Line::VendId(0x2c9)));
         assert_eq!(parse_line("devid = 0x5a44"), Ok(Line::DevId(0x5a44)));
         assert_eq!(parse_line("devid=23"), Ok(Line::DevId(23)));
-        assert_eq!(parse_line("sysimgguid=0x5442ba00003000\t\t# Chassis 1"), Ok(Line::SysImgGuid(0x5442_ba00_0030_00)));
+        assert_eq!(parse_line("sysimgguid=0x5442ba00003000\t\t# Chassis 1"), Ok(Line::SysImgGuid(0x0054_42ba_0000_3000)));
         assert_eq!(
             parse_line("switchguid=0x200001(200001)\t# "),
             Ok(Line::GuidBase { kind: NodeKind::Switch, value: 0x20_0001, relative: false, port_guid: Some(0x20_0001) })

@@ -16,12 +16,13 @@ pub mod write;
 
 mod lines;
 
-pub use error::{Endpoint, Pos, TopoError};
+pub use error::{Endpoint, LinkConflict, Pos, TopoError};
 pub use generators::{GenError, GenSpec};
+pub use write::IbsimLimits;
 
 use ibsm_mad::Guid;
 
-/// Node kind, as in NodeInfo.NodeType.
+/// Node kind, as in `NodeInfo.NodeType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NodeKind {
     /// Channel adapter (`Hca` / `Ca` in `.net` files).
@@ -35,11 +36,11 @@ pub enum NodeKind {
 /// Width and speed of a link, as the `.net` `w=`/`s=` attributes or ibnetdiscover's `4xSDR` give them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct LinkAttrs {
-    /// LinkWidthActive encoding (1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x); `None` = default 4x.
+    /// `LinkWidthActive` encoding (1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x); `None` = default 4x.
     pub width: Option<u8>,
-    /// LinkSpeedActive encoding (1 = SDR, 2 = DDR, 4 = QDR); `None` = default.
+    /// `LinkSpeedActive` encoding (1 = SDR, 2 = DDR, 4 = QDR); `None` = default.
     pub speed: Option<u8>,
-    /// LinkSpeedExtActive encoding (1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), from ibsim's `e=` option
+    /// `LinkSpeedExtActive` encoding (1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), from ibsim's `e=` option
     /// or ibnetdiscover's `4xEDR`-style rate; `None` = no extended speed.
     pub ext_speed: Option<u8>,
 }
@@ -61,23 +62,23 @@ pub struct TopoNode {
     /// Kind.
     pub kind: NodeKind,
     /// The quoted node id of the `.net` file (`"Switch1"`, `"S-0008f104..."`), without quotes.
-    /// It is also the NodeDescription the simulator reports when [`TopoNode::desc`] is `None`.
+    /// It is also the `NodeDescription` the simulator reports when [`TopoNode::desc`] is `None`.
     pub name: String,
-    /// The NodeDescription given after the header's `#` (ibnetdiscover's `# "MT4123 host7"`),
-    /// when it differs from the node id. ibsim reports it as NodeDescription; see
+    /// The `NodeDescription` given after the header's `#` (ibnetdiscover's `# "MT4123 host7"`),
+    /// when it differs from the node id. ibsim reports it as `NodeDescription`; see
     /// [`TopoNode::node_desc`].
     pub desc: Option<String>,
     /// Number of physical ports (switch port 0 not counted).
     pub num_ports: u8,
-    /// NodeGUID.
+    /// `NodeGUID`.
     pub node_guid: Guid,
-    /// SystemImageGUID (defaults to the NodeGUID).
+    /// `SystemImageGUID` (defaults to the `NodeGUID`).
     pub sys_guid: Guid,
-    /// PortGUIDs by port number, index 0..=num_ports. For a switch, entry 0 is the switch's
-    /// single port GUID (equal to the NodeGUID unless the file says otherwise) and the other
+    /// `PortGUIDs` by port number, index `0..=num_ports`. For a switch, entry 0 is the switch's
+    /// single port GUID (equal to the `NodeGUID` unless the file says otherwise) and the other
     /// entries are unused; for a CA, entry `p` is port `p`'s GUID and entry 0 is unused.
     pub port_guids: Vec<Guid>,
-    /// Links by port number, index 0..=num_ports (index 0 is always `None`).
+    /// Links by port number, index `0..=num_ports` (index 0 is always `None`).
     pub links: Vec<Option<Peer>>,
     /// Vendor id, device id and revision, when the file gives them.
     pub vendor_id: u32,
@@ -89,8 +90,8 @@ pub struct TopoNode {
 
 impl TopoNode {
     /// A node without links and with ibsim's default GUID layout: a switch's port GUID is its
-    /// NodeGUID, a CA's or router's port `p` has GUID NodeGUID + `p` (entry 0 holds the
-    /// NodeGUID). SystemImageGUID = NodeGUID, vendor/device/revision 0, no description.
+    /// `NodeGUID`, a CA's or router's port `p` has GUID `NodeGUID` + `p` (entry 0 holds the
+    /// `NodeGUID`). `SystemImageGUID` = `NodeGUID`, vendor/device/revision 0, no description.
     pub fn new(kind: NodeKind, name: impl Into<String>, num_ports: u8, node_guid: Guid) -> TopoNode {
         let port_guids = (0..=u64::from(num_ports))
             .map(|p| match kind {
@@ -113,7 +114,7 @@ impl TopoNode {
         }
     }
 
-    /// The NodeDescription to report: [`TopoNode::desc`] if set, else the node id.
+    /// The `NodeDescription` to report: [`TopoNode::desc`] if set, else the node id.
     pub fn node_desc(&self) -> &str {
         self.desc.as_deref().unwrap_or(&self.name)
     }

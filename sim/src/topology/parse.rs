@@ -3,15 +3,15 @@
 //! Accepted lines (leading and trailing whitespace is ignored; `\n` or `\r\n` endings):
 //!
 //! * node headers `Switch|Hca|Ca|Rt <ports> "<id>"`, optionally followed by a `#` comment that
-//!   holds the NodeDescription (`# "desc"`, or bare text) and ibnetdiscover's
+//!   holds the `NodeDescription` (`# "desc"`, or bare text) and ibnetdiscover's
 //!   `base port 0 lid 1 lmc 0` (LIDs and LMC are run-time state and are ignored);
 //! * `vendid=`, `devid=`, `sysimgguid=` (for the next node), and the GUID bases
 //!   `switchguid=X(Y)`, `caguid=X`, `hcaguids=X`, `rtguid=X`, or `...+N` relative to the last
-//!   absolute base. The next node of that kind takes the base as its NodeGUID; `(Y)` is the
+//!   absolute base. The next node of that kind takes the base as its `NodeGUID`; `(Y)` is the
 //!   switch's port GUID;
 //! * port lines `[p] "remote"[rp]`, with ibnetdiscover's `[p](portguid)`, `"remote"[rp](guid)`,
 //!   `[ext N]` markings and trailing `# "desc" lid N 4xQDR` comments, and ibsim's `w=`, `s=`,
-//!   `e=` options (LinkWidthEnabled, LinkSpeedEnabled and LinkSpeedExtEnabled masks). As in
+//!   `e=` options (`LinkWidthEnabled`, `LinkSpeedEnabled` and `LinkSpeedExtEnabled` masks). As in
 //!   ibsim, an ibnetdiscover rate in the comment overrides the options; `[rp]` defaults to 1.
 //!   A port line belongs to the closest node header above it in the same file;
 //! * `width=`, `speed=`, `extspeed=`: default masks for the ports of nodes that follow;
@@ -34,16 +34,16 @@
 //!
 //! GUIDs follow ibsim, so that this simulator and ibsim agree on the same file: without a
 //! GUID base line, CAs are numbered from 0x100000, switches from 0x200000 and routers from 0;
-//! each switch takes one GUID, each CA or router `ports + 1` (its NodeGUID, then one per
-//! port). A switch's port GUID is its NodeGUID, a CA port's is NodeGUID + port number,
-//! unless the file gives them. Duplicate node ids and NodeGUIDs are errors.
+//! each switch takes one GUID, each CA or router `ports + 1` (its `NodeGUID`, then one per
+//! port). A switch's port GUID is its `NodeGUID`, a CA port's is `NodeGUID` + port number,
+//! unless the file gives them. Duplicate node ids and `NodeGUIDs` are errors.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 use ibsm_mad::Guid;
 
-use super::error::{Endpoint, Pos, TopoError};
+use super::error::{Endpoint, LinkConflict, Pos, TopoError};
 use super::lines::{self, Line, LineError, PortLine};
 use super::{LinkAttrs, NodeKind, Peer, TopoNode, Topology};
 
@@ -300,10 +300,8 @@ impl Assembler {
         node.vendor_id = self.vendid.take().unwrap_or(0);
         node.device_id = self.devid;
         node.sys_guid = Guid(self.sysimg.take().filter(|g| *g != 0).unwrap_or(guid));
-        if let Some(pg) = self.switch_port_guid.take() {
-            if kind == NodeKind::Switch {
-                node.port_guids.fill(Guid(pg));
-            }
+        if let Some(pg) = self.switch_port_guid.take().filter(|_| kind == NodeKind::Switch) {
+            node.port_guids.fill(Guid(pg));
         }
         let idx = self.nodes.len();
         self.by_name.insert(name.to_owned(), idx);
@@ -408,14 +406,14 @@ impl Assembler {
             if let Some(j) = clash {
                 let other = &self.decls[j];
                 let (or, orp) = targets[j];
-                return Err(TopoError::LinkConflict {
+                return Err(TopoError::LinkConflict(Box::new(LinkConflict {
                     at: self.pos(at),
                     port: self.endpoint(node, port),
                     peer: self.endpoint(r, rp),
                     other: self.endpoint(other.node, other.port),
                     other_peer: self.endpoint(or, orp),
                     other_at: self.pos(other.at),
-                });
+                })));
             }
         }
         self.link_attrs(&targets, &link_src)?;

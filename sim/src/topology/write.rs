@@ -3,23 +3,62 @@
 //! Every node is written with explicit `vendid=`, `devid=`, `sysimgguid=` and GUID lines
 //! (`switchguid=X(Y)`, `caguid=`, `rtguid=`), so nothing depends on ibsim's GUID counters, and
 //! every cable is written from both ends, which ibsim requires. CA port lines carry the port
-//! GUID as ibnetdiscover prints it (`[1](100001)`); ibsim ignores it and uses NodeGUID + port,
+//! GUID as ibnetdiscover prints it (`[1](100001)`); ibsim ignores it and uses `NodeGUID` + port,
 //! so topologies meant for ibsim should keep that layout (the generators and the parser do).
 //! Link attributes become ibsim options `w=`, `s=`, `e=`. Each record ends with a blank line:
 //! ibsim swallows the line that ends a record.
 //!
 //! `parse_str(t.to_net()) == t` holds for every topology whose links are symmetric, whose node
 //! ids are non-empty and hold no `"`, `#`, `@` or line break, whose descriptions are non-empty
-//! and hold no `"` or line break, whose vendor ids fit 24 bits, whose SystemImageGUIDs are
+//! and hold no `"` or line break, whose vendor ids fit 24 bits, whose `SystemImageGUIDs` are
 //! non-zero, whose link attributes are single-bit encodings, whose unlinked CA ports have the
 //! default GUID and whose revision is 0 (the format has no revision field). Generated
 //! topologies satisfy all of that.
+//!
+//! ibsim refuses fabrics above its table sizes (`-N` nodes, default 2048; `-S` switches, 256;
+//! `-P` ports, 13312): [`Topology::ibsim_limits`] gives the values a fabric needs, e.g.
+//! `-N 30528 -S 2880 -P 168768` for the k = 48 3-level fat tree.
 
 use core::fmt::Write as _;
 
 use super::{NodeKind, Topology};
 
+/// The ibsim table sizes a topology needs (`ibsim -N nodes -S switches -P ports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IbsimLimits {
+    /// Nodes (`-N`, ibsim default 2048).
+    pub nodes: usize,
+    /// Switches (`-S`, default 256).
+    pub switches: usize,
+    /// Ports, counting switch port 0 (`-P`, default 13312).
+    pub ports: usize,
+}
+
+impl IbsimLimits {
+    /// The ibsim command-line flags, raised only where ibsim's defaults are too small.
+    pub fn args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for (flag, need, default) in [("-N", self.nodes, 2048), ("-S", self.switches, 256), ("-P", self.ports, 13312)] {
+            if need > default {
+                v.push(flag.to_owned());
+                v.push(need.to_string());
+            }
+        }
+        v
+    }
+}
+
 impl Topology {
+    /// The ibsim table sizes this topology needs.
+    pub fn ibsim_limits(&self) -> IbsimLimits {
+        let ports = self
+            .nodes
+            .iter()
+            .map(|n| usize::from(n.num_ports) + usize::from(n.kind == NodeKind::Switch))
+            .sum();
+        IbsimLimits { nodes: self.nodes.len(), switches: self.switch_count(), ports }
+    }
+
     /// The topology as `.net` text (see the module docs for what round-trips).
     pub fn to_net(&self) -> String {
         let mut out = String::with_capacity(64 + self.nodes.len() * 160);
@@ -105,6 +144,16 @@ mod tests {
             vendid=0x2c9\ndevid=0x101b\nsysimgguid=0x10\ncaguid=0x10\nCa\t2 \"ca\"\t\t# \"host one\"\n\
             [2](12)\t\"sw\"[3]\tw=8 s=2\n\n";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn ibsim_limits_count_switch_port_zero() {
+        let t = pair();
+        let l = t.ibsim_limits();
+        assert_eq!((l.nodes, l.switches, l.ports), (2, 1, 5 + 2));
+        assert!(l.args().is_empty());
+        let big = super::super::IbsimLimits { nodes: 30528, switches: 2880, ports: 168_768 };
+        assert_eq!(big.args(), ["-N", "30528", "-S", "2880", "-P", "168768"]);
     }
 
     #[test]

@@ -55,10 +55,9 @@ fn remove_links_with(t: &mut Topology, count: usize, rng: &mut Rng) -> Result<()
     }
     rng.shuffle(&mut cables);
     for &(i, p) in &cables[..count] {
-        if let Some(peer) = t.nodes[i].links[usize::from(p)].take() {
-            if let Some(slot) = t.nodes.get_mut(peer.node).and_then(|n| n.links.get_mut(usize::from(peer.port))) {
-                *slot = None;
-            }
+        let peer = t.nodes[i].links[usize::from(p)].take();
+        if let Some(slot) = peer.and_then(|peer| t.nodes.get_mut(peer.node)?.links.get_mut(usize::from(peer.port))) {
+            *slot = None;
         }
     }
     Ok(())

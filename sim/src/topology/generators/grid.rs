@@ -2,6 +2,8 @@
 //! `d`; hosts use the ports after those. A torus dimension of size 1 has no cables (it would
 //! cable a switch to itself); one of size 2 has two parallel cables between the pair.
 
+use core::fmt::Write as _;
+
 use super::{Builder, GenError, Topology, check_size, invalid};
 
 pub(super) fn grid(dims: &[u16], wrap: bool, hosts: u8) -> Result<Topology, GenError> {
@@ -26,11 +28,11 @@ pub(super) fn grid(dims: &[u16], wrap: bool, hosts: u8) -> Result<Topology, GenE
     }
     let coords = |i: usize| -> Vec<usize> { (0..dims.len()).map(|d| i / stride[d] % usize::from(dims[d])).collect() };
     for i in 0..n {
-        let name = coords(i).iter().fold(String::from("sw"), |mut s, c| {
-            s.push('-');
-            s.push_str(&c.to_string());
-            s
-        });
+        let mut name = String::from("sw");
+        for c in coords(i) {
+            // Writing to a String cannot fail.
+            let _ = write!(name, "-{c}");
+        }
         b.switch(name, ports);
     }
     for i in 0..n {

@@ -27,9 +27,9 @@
 //!
 //! Names: switches `spine-J`, `leaf-I`, `core-C`, `agg-A`, `edge-E`, `leaf-rR-G`, `sw-X-Y[-Z]`,
 //! `sw-N`; hosts `hN` (rail HCAs `hN-rR`). GUIDs: switch number `i` (in creation order) has
-//! NodeGUID `0x0002_0000_0000_0000 + i·0x100`, CA number `j` has
-//! `0x0001_0000_0000_0000 + j·0x100`, and CA port `p` is NodeGUID + `p` (ibsim's layout). A rail
-//! host's HCAs share the SystemImageGUID of its first HCA. Links carry default attributes.
+//! `NodeGUID` `0x0002_0000_0000_0000 + i·0x100`, CA number `j` has
+//! `0x0001_0000_0000_0000 + j·0x100`, and CA port `p` is `NodeGUID` + `p` (ibsim's layout). A rail
+//! host's HCAs share the `SystemImageGUID` of its first HCA. Links carry default attributes.
 //!
 //! Build a spec with the constructors and plain field updates, then call
 //! [`GenSpec::generate`]:
@@ -56,11 +56,11 @@ use super::{LinkAttrs, NodeKind, Peer, TopoNode, Topology};
 /// The largest fabric a generator builds (nodes in total).
 pub const MAX_NODES: usize = 1_000_000;
 
-/// First switch NodeGUID.
+/// First switch `NodeGUID`.
 pub const SWITCH_GUID_BASE: u64 = 0x0002_0000_0000_0000;
-/// First CA NodeGUID.
+/// First CA `NodeGUID`.
 pub const CA_GUID_BASE: u64 = 0x0001_0000_0000_0000;
-/// Distance between consecutive generated NodeGUIDs (room for the port GUIDs).
+/// Distance between consecutive generated `NodeGUIDs` (room for the port GUIDs).
 pub const GUID_STRIDE: u64 = 0x100;
 /// Vendor id given to generated nodes (Mellanox/NVIDIA).
 pub const VENDOR_ID: u32 = 0x02c9;
@@ -267,7 +267,7 @@ impl Builder {
         self.nodes.len() - 1
     }
 
-    /// A CA; `sys` overrides the SystemImageGUID (rail HCAs of one host share it).
+    /// A CA; `sys` overrides the `SystemImageGUID` (rail HCAs of one host share it).
     fn ca(&mut self, name: String, ports: u8, sys: Option<Guid>) -> usize {
         let guid = Guid(CA_GUID_BASE + self.cas * GUID_STRIDE);
         self.cas += 1;

@@ -1,0 +1,205 @@
+//! Port bring-up: LIDs onto ports, PortInfo and SwitchInfo configuration, and the link state
+//! walk Init → Armed → Active.
+//!
+//! Owns the AssigningLids, ConfiguringPorts, Arming and Activating phases. Every PortInfo Set is
+//! a read-modify-write of the PortInfo discovery read: only LID, LMC, MasterSMLID, SubnetTimeout
+//! (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap and VLCap)
+//! and PortState change; M_Key fields are sent back as read; PortState and PortPhysicalState are 0
+//! ("no change") except in the arming and activating steps. A Set is sent only when something
+//! differs. Arming happens for every linked port whose far end was discovered, and activation only
+//! once every arm has been answered, so both ends of each link are Armed first.
+
+use ibsm_mad::attrs::{LinkDownDefaultState, Mtu, PhysPortState, PortInfo, PortState, SwitchInfo};
+use ibsm_mad::{Attribute, Lid, PortNum};
+
+use super::Sm;
+use super::events::SmEvent;
+use super::lids::{LidRequest, assign};
+use super::state::NodeIdx;
+use super::transactions::{Outcome, PortStep, Req, Request};
+
+/// `info` with the fields a Set must leave alone set to "no change".
+fn as_set(info: &PortInfo) -> PortInfo {
+    let mut s = *info;
+    s.port_state = PortState::NoChange;
+    s.port_physical_state = PhysPortState::NoChange;
+    s.link_down_default_state = LinkDownDefaultState::NoChange;
+    s
+}
+
+fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
+    if a.raw() == 0 || b.raw() == 0 { a } else { Mtu::from_raw(a.raw().min(b.raw())) }
+}
+
+impl Sm {
+    /// Gives every end port a LID (pure computation over the discovered subnet).
+    pub(super) fn assign_lids(&mut self) {
+        let mut who: Vec<(NodeIdx, PortNum)> = Vec::new();
+        let mut reqs = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate() {
+            for p in n.end_ports() {
+                let Some(rec) = n.port(p) else { continue };
+                let (Some(guid), Some(info)) = (rec.guid, rec.info) else { continue };
+                who.push((i, p));
+                reqs.push(LidRequest { guid, current: info.lid });
+            }
+        }
+        let lids = assign(&reqs, self.cfg.lmc, &mut self.guid2lid);
+        let mut missing = 0;
+        for ((n, p), lid) in who.into_iter().zip(lids) {
+            if lid == Lid::UNASSIGNED {
+                missing += 1;
+            }
+            if let Some(rec) = self.subnet.nodes.get_mut(n).and_then(|n| n.port_mut(p)) {
+                rec.lid = lid;
+            }
+        }
+        if missing > 0 {
+            self.sweep.failures += missing;
+            self.events.push_back(SmEvent::LidSpaceExhausted { ports: missing });
+        }
+    }
+
+    /// The highest LID owned by any end port (base plus `2^lmc - 1`).
+    pub(super) fn max_lid(&self) -> u16 {
+        let span = (1u16 << self.cfg.lmc.min(7)) - 1;
+        self.subnet
+            .nodes
+            .iter()
+            .flat_map(|n| n.ports.iter().map(|p| p.lid.0))
+            .filter(|&l| l != 0)
+            .map(|l| l.saturating_add(span))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Queues the PortInfo and SwitchInfo Sets that change something.
+    pub(super) fn configure_ports(&mut self) {
+        let sm_lid = self.subnet.local_lid();
+        let top = self.max_lid();
+        let mut sets = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate() {
+            let is_switch = n.is_switch();
+            for (p, rec) in n.ports.iter().enumerate() {
+                let Some(info) = rec.info else { continue };
+                let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
+                let before = as_set(&info);
+                let mut after = before;
+                let is_end = if is_switch { p == 0 } else { p > 0 };
+                if is_end && rec.lid != Lid::UNASSIGNED {
+                    after.lid = rec.lid;
+                    after.lmc = self.cfg.lmc;
+                    after.master_sm_lid = sm_lid;
+                    after.subnet_timeout = self.cfg.subnet_timeout;
+                }
+                if p > 0
+                    && rec.is_linked()
+                    && let Some((rn, rp)) = rec.remote
+                    && let Some(peer) = self.subnet.node(rn).and_then(|n| n.port(rp)).and_then(|r| r.info)
+                {
+                    after.neighbor_mtu = min_mtu(info.mtu_cap, peer.mtu_cap);
+                    let vls = info.vl_cap.min(peer.vl_cap);
+                    if vls > 0 {
+                        after.operational_vls = vls;
+                    }
+                }
+                if after != before {
+                    sets.push(Request {
+                        path: n.path_for(port),
+                        req: Req::SetPortInfo { node: i, port, info: Box::new(after), step: PortStep::Configure },
+                    });
+                }
+            }
+            if let Some(si) = n.switch_info {
+                let mut want = si;
+                want.linear_fdb_top = Lid(top);
+                want.life_time_value = self.cfg.switch_life_time;
+                if want != si || si.port_state_change {
+                    sets.push(Request { path: n.path, req: Req::SetSwitchInfo { node: i, info: want } });
+                }
+            }
+        }
+        for s in sets {
+            self.tx.push(s);
+        }
+    }
+
+    /// Queues PortState Sets for `step` (Arm: linked ports in Init; Activate: ports in Armed).
+    pub(super) fn walk_port_states(&mut self, step: PortStep) {
+        let (from, to) = match step {
+            PortStep::Arm => (PortState::Init, PortState::Armed),
+            _ => (PortState::Armed, PortState::Active),
+        };
+        let mut sets = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate() {
+            for (p, rec) in n.ports.iter().enumerate().skip(1) {
+                let Some(info) = rec.info else { continue };
+                if info.port_state != from || rec.remote.is_none() {
+                    continue;
+                }
+                let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
+                let mut want = as_set(&info);
+                want.port_state = to;
+                sets.push(Request {
+                    path: n.path_for(port),
+                    req: Req::SetPortInfo { node: i, port, info: Box::new(want), step },
+                });
+            }
+        }
+        for s in sets {
+            self.tx.push(s);
+        }
+    }
+
+    pub(super) fn on_set_port_info(
+        &mut self,
+        request: &Request,
+        (node, port, step): (NodeIdx, PortNum, PortStep),
+        outcome: &Outcome,
+    ) {
+        let reply = match outcome {
+            Outcome::Reply { status, data } => PortInfo::parse(data).ok().map(|pi| (*status, pi)),
+            Outcome::Timeout => None,
+        };
+        let target = match step {
+            PortStep::Configure => None,
+            PortStep::Arm => Some(PortState::Armed),
+            PortStep::Activate => Some(PortState::Active),
+        };
+        let reached = |pi: &PortInfo| match target {
+            Some(PortState::Armed) => matches!(pi.port_state, PortState::Armed | PortState::Active),
+            Some(t) => pi.port_state == t,
+            None => false,
+        };
+        let ok = match &reply {
+            Some((0, _)) => true,
+            // A retried state change whose first try did arrive: the port is already there.
+            Some((_, pi)) => reached(pi),
+            None => false,
+        };
+        if !ok {
+            self.fail(request, outcome);
+            return;
+        }
+        let Some((_, pi)) = reply else { return };
+        match step {
+            PortStep::Arm => self.sweep.armed += 1,
+            PortStep::Activate => self.sweep.activated += 1,
+            PortStep::Configure => {}
+        }
+        if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
+            rec.info = Some(pi);
+        }
+    }
+
+    pub(super) fn on_set_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+        match outcome {
+            Outcome::Reply { status: 0, data } => {
+                if let (Ok(si), Some(n)) = (SwitchInfo::parse(data), self.subnet.nodes.get_mut(node)) {
+                    n.switch_info = Some(si);
+                }
+            }
+            _ => self.fail(request, outcome),
+        }
+    }
+}

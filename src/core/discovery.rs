@@ -1,0 +1,160 @@
+//! Discovery: breadth-first exploration of the fabric with directed-route SMPs.
+//!
+//! Owns the handling of NodeInfo, NodeDescription, PortInfo, SwitchInfo and LFT-read answers
+//! during the Discovering phase. Starting from the SM's own port (the empty route), every new
+//! node is asked for its NodeDescription, the PortInfo of every port (switches) or of the port
+//! the route enters (CAs), and SwitchInfo; every linked switch port whose far end is not known
+//! yet is probed with NodeInfo one hop further. Nodes are recognised by NodeGUID, so loops,
+//! parallel links and several routes to one node are discovered once; CA ports are recognised
+//! by the port the route enters. Failed SMPs (error status or silence after retries) leave the
+//! port unexplored and are reported; they never stop discovery.
+
+use ibsm_mad::attrs::{LinearForwardingTable, NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
+use ibsm_mad::{Attribute, DrPath, PortNum};
+
+use super::Sm;
+use super::state::{Node, NodeIdx, PortRecord};
+use super::transactions::{Outcome, Req, Request};
+
+/// The data of a successful reply, or `None` (after reporting the failure).
+fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
+    match outcome {
+        Outcome::Reply { status: 0, data } => Some(data),
+        _ => None,
+    }
+}
+
+impl Sm {
+    /// Queues the first SMP of a sweep: NodeInfo of the SM's own node.
+    pub(super) fn start_discovery(&mut self) {
+        self.subnet = super::state::Subnet::default();
+        self.tx.push(Request { path: DrPath::local(), req: Req::NodeInfo { from: None } });
+    }
+
+    pub(super) fn on_node_info(&mut self, request: &Request, from: Option<(NodeIdx, PortNum)>, outcome: &Outcome) {
+        let Some(ni) = ok_data(outcome).and_then(|d| NodeInfo::parse(d).ok()) else {
+            self.fail(request, outcome);
+            return;
+        };
+        let path = request.path;
+        let arrival = ni.local_port_num;
+        if let Some(&idx) = self.subnet.by_guid.get(&ni.node_guid) {
+            if let Some(f) = from {
+                self.subnet.link(f, (idx, arrival));
+            }
+            let Some(node) = self.subnet.nodes.get_mut(idx) else { return };
+            if !node.is_switch()
+                && let Some(port) = node.port_mut(arrival)
+                && port.path.is_none()
+            {
+                // Another port of a known CA: read its PortInfo through this route.
+                port.path = Some(path);
+                port.guid = Some(ni.port_guid);
+                self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: arrival } });
+            }
+            return;
+        }
+        let idx = self.subnet.nodes.len();
+        let is_switch = ni.node_type == NodeType::Switch;
+        let mut ports = vec![PortRecord::default(); usize::from(ni.num_ports) + 1];
+        if is_switch {
+            for p in &mut ports {
+                p.guid = Some(ni.port_guid);
+            }
+        } else if let Some(p) = ports.get_mut(usize::from(arrival.0)) {
+            p.guid = Some(ni.port_guid);
+            p.path = Some(path);
+        } else {
+            // A CA claiming to be entered through a port it does not have: unusable.
+            self.fail(request, &Outcome::Reply { status: ibsm_mad::ids::status::BAD_FIELD, data: [0; 64] });
+            return;
+        }
+        self.subnet.by_guid.insert(ni.node_guid, idx);
+        self.subnet.nodes.push(Node { info: ni, desc: String::new(), switch_info: None, path, ports });
+        if path.hop_count() == 0 {
+            self.subnet.local = Some((idx, arrival));
+        }
+        if let Some(f) = from {
+            self.subnet.link(f, (idx, arrival));
+        }
+        self.tx.push(Request { path, req: Req::NodeDesc { node: idx } });
+        if is_switch {
+            self.tx.push(Request { path, req: Req::GetSwitchInfo { node: idx } });
+            for p in 0..=ni.num_ports {
+                self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: PortNum(p) } });
+            }
+        } else {
+            self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: arrival } });
+        }
+    }
+
+    pub(super) fn on_node_desc(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+        let Some(nd) = ok_data(outcome).and_then(|d| NodeDescription::parse(d).ok()) else {
+            self.fail(request, outcome);
+            return;
+        };
+        if let Some(n) = self.subnet.nodes.get_mut(node) {
+            n.desc = nd.text();
+        }
+    }
+
+    pub(super) fn on_port_info(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
+        let Some(pi) = ok_data(outcome).and_then(|d| PortInfo::parse(d).ok()) else {
+            self.fail(request, outcome);
+            return;
+        };
+        let local = self.subnet.local;
+        let Some(n) = self.subnet.nodes.get_mut(node) else { return };
+        let is_switch = n.is_switch();
+        let path = n.path;
+        let Some(rec) = n.port_mut(port) else { return };
+        rec.info = Some(pi);
+        // Explore further out of linked switch ports, and out of the SM's own CA port.
+        let may_explore = if is_switch { port.0 >= 1 } else { local == Some((node, port)) };
+        if may_explore
+            && rec.is_linked()
+            && rec.remote.is_none()
+            && let Ok(next) = path.push(port.0)
+        {
+            self.tx.push(Request { path: next, req: Req::NodeInfo { from: Some((node, port)) } });
+        }
+    }
+
+    pub(super) fn on_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+        let Some(si) = ok_data(outcome).and_then(|d| SwitchInfo::parse(d).ok()) else {
+            self.fail(request, outcome);
+            return;
+        };
+        let Some(n) = self.subnet.nodes.get_mut(node) else { return };
+        n.switch_info = Some(si);
+        let guid = n.info.node_guid;
+        let path = n.path;
+        // What the switch holds is only known when it says it holds something, and it is the
+        // table this SM left there last time (same top) or must be read back.
+        let top = si.linear_fdb_top.0;
+        let cached = self.lft_cache.get(&guid).is_some_and(|c| c.top == top);
+        if top == 0 || !cached {
+            self.lft_cache.remove(&guid);
+        }
+        if top > 0 && !cached {
+            let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
+            let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
+            self.lft_cache.insert(guid, super::HeldLft { top, blocks: vec![None; blocks as usize] });
+            for block in 0..blocks {
+                self.tx.push(Request { path, req: Req::GetLft { node, block } });
+            }
+        }
+    }
+
+    pub(super) fn on_get_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
+        let Some(t) = ok_data(outcome).and_then(|d| LinearForwardingTable::parse(d).ok()) else {
+            // Unknown content: the block will simply be written.
+            self.fail(request, outcome);
+            return;
+        };
+        let Some(guid) = self.subnet.node(node).map(|n| n.info.node_guid) else { return };
+        if let Some(held) = self.lft_cache.get_mut(&guid) {
+            held.set(block, t);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! What the SM core reports to the outside: events for logs, metrics and the CLI summary.
+//!
+//! Owns [`SmEvent`], [`SubnetReport`] and the failure vocabulary ([`SmpFailure`]). Events are
+//! plain values queued by the core and drained with `Sm::poll_event`; the core never logs.
+
+use ibsm_mad::{DrPath, Lid};
+
+use super::state::SweepPhase;
+
+/// Why an SMP did not produce a usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SmpFailure {
+    /// The node answered with this non-zero MAD status (D bit removed).
+    Status(u16),
+    /// No answer after every retry.
+    Timeout,
+}
+
+/// How long one phase of a sweep took, in virtual nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseTiming {
+    /// The phase.
+    pub phase: SweepPhase,
+    /// Time from its start to the start of the next phase.
+    pub ns: u64,
+}
+
+/// The summary of a completed sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubnetReport {
+    /// Switches discovered.
+    pub switches: usize,
+    /// CAs (and routers) discovered.
+    pub cas: usize,
+    /// End ports that received a LID.
+    pub end_ports: usize,
+    /// Links seen from both ends.
+    pub links: usize,
+    /// LMC used.
+    pub lmc: u8,
+    /// The SM's own LID (MasterSMLID given to every port).
+    pub sm_lid: Lid,
+    /// Routing engine used.
+    pub routing_engine: String,
+    /// SMPs sent, retries included.
+    pub smps_sent: u64,
+    /// Retransmissions after a timeout or a busy status.
+    pub smps_retried: u64,
+    /// SMPs that failed for good.
+    pub smps_failed: u64,
+    /// LinearForwardingTable blocks written.
+    pub lft_blocks_sent: u64,
+    /// LinearForwardingTable blocks that already held the right routes and were not written.
+    pub lft_blocks_unchanged: u64,
+    /// Ports moved to Armed.
+    pub ports_armed: usize,
+    /// Ports moved to Active.
+    pub ports_activated: usize,
+    /// Ports that are Active at the end of the sweep.
+    pub ports_active: usize,
+    /// Linked ports that did not reach Active.
+    pub ports_not_active: usize,
+    /// `true` when nothing failed: every reachable port is Active and every switch holds its LFT.
+    pub complete: bool,
+    /// Duration of each phase, in order.
+    pub phases: Vec<PhaseTiming>,
+    /// Start to end of the sweep, virtual nanoseconds.
+    pub total_ns: u64,
+}
+
+/// Something the core wants the outside world to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmEvent {
+    /// A sweep phase began at virtual time `at`.
+    PhaseStarted {
+        /// The phase.
+        phase: SweepPhase,
+        /// Virtual time, ns.
+        at: u64,
+    },
+    /// An SMP failed for good (after retries).
+    SmpFailed {
+        /// Attribute id.
+        attr_id: u16,
+        /// Attribute modifier.
+        attr_mod: u32,
+        /// The directed route it took.
+        path: DrPath,
+        /// What happened.
+        failure: SmpFailure,
+    },
+    /// No LID could be given to a port (LID space exhausted).
+    LidSpaceExhausted {
+        /// Ports left without a LID.
+        ports: usize,
+    },
+    /// The routing engine refused the fabric; LFTs were not programmed.
+    RoutingFailed {
+        /// Engine name.
+        engine: String,
+        /// Its error.
+        reason: String,
+    },
+    /// The sweep finished; the subnet is up (see [`SubnetReport::complete`]).
+    SubnetUp(SubnetReport),
+}

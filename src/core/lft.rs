@@ -1,0 +1,128 @@
+//! Routing and LFT programming: the discovered subnet as a routing [`FabricView`], the routing
+//! engine call, and the LinearForwardingTable blocks that must be written.
+//!
+//! Owns the Routing and ProgrammingLfts phases. The tables come from the `ibsm-routing` engine
+//! named in the configuration; they are cut into blocks of 64 LIDs, and a block is written only
+//! when it differs from what the switch is known to hold (read back during discovery, or written
+//! by this SM in an earlier sweep). Nothing here knows a byte offset.
+
+use std::collections::HashMap;
+
+use ibsm_mad::attrs::LinearForwardingTable;
+use ibsm_mad::{Attribute, PortNum};
+use ibsm_routing::{CaPortView, CaView, FabricView, Lft, Neighbor, NodeId, SwitchView, engine_by_name};
+
+use super::Sm;
+use super::events::SmEvent;
+use super::state::{NodeIdx, Subnet};
+use super::transactions::{Outcome, Req, Request};
+
+/// The routing input for `subnet`, and the subnet node index of each view switch.
+pub fn fabric_view(subnet: &Subnet, lmc: u8) -> (FabricView, Vec<NodeIdx>) {
+    let mut ids: HashMap<NodeIdx, NodeId> = HashMap::new();
+    let mut switch_nodes = Vec::new();
+    let mut ca_count = 0;
+    for (i, n) in subnet.nodes.iter().enumerate() {
+        if n.is_switch() {
+            ids.insert(i, NodeId::Switch(switch_nodes.len()));
+            switch_nodes.push(i);
+        } else {
+            ids.insert(i, NodeId::Ca(ca_count));
+            ca_count += 1;
+        }
+    }
+    let neighbor = |remote: Option<(NodeIdx, PortNum)>, linked: bool| -> Option<Neighbor> {
+        let (rn, rp) = remote.filter(|_| linked)?;
+        Some(Neighbor { node: *ids.get(&rn)?, port: rp })
+    };
+    let mut view = FabricView { switches: Vec::new(), cas: Vec::new(), lmc };
+    for n in &subnet.nodes {
+        if n.is_switch() {
+            let ports = n
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(p, r)| if p == 0 { None } else { neighbor(r.remote, r.is_linked()) })
+                .collect();
+            let lid = n.ports.first().map(|r| r.lid).unwrap_or_default();
+            view.switches.push(SwitchView { guid: n.info.node_guid, lid, ports });
+        } else {
+            let ports = n
+                .end_ports()
+                .filter_map(|p| {
+                    let r = n.port(p)?;
+                    Some(CaPortView { num: p, lid: r.lid, neighbor: neighbor(r.remote, r.is_linked()) })
+                })
+                .collect();
+            view.cas.push(CaView { guid: n.info.node_guid, ports });
+        }
+    }
+    (view, switch_nodes)
+}
+
+/// Block `block` of `table` as an attribute (entries past the table are unrouted).
+pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
+    let mut b = LinearForwardingTable::unrouted();
+    let start = block as usize * LinearForwardingTable::ENTRIES;
+    for (i, e) in b.ports.iter_mut().enumerate() {
+        if let Some(&p) = table.ports.get(start + i) {
+            *e = p;
+        }
+    }
+    b
+}
+
+impl Sm {
+    /// Runs the routing engine; on failure, reports it and leaves the tables alone.
+    pub(super) fn route(&mut self) {
+        let (view, switch_nodes) = fabric_view(&self.subnet, self.cfg.lmc);
+        let name = self.cfg.routing_engine.clone();
+        let Some(engine) = engine_by_name(&name) else {
+            self.sweep.failures += 1;
+            self.events.push_back(SmEvent::RoutingFailed { engine: name, reason: "no engine by that name".into() });
+            return;
+        };
+        match engine.route(&view) {
+            Ok(routes) => self.routes = Some((switch_nodes, routes)),
+            Err(e) => {
+                self.sweep.failures += 1;
+                self.events.push_back(SmEvent::RoutingFailed { engine: name, reason: e.to_string() });
+            }
+        }
+    }
+
+    /// Queues the LFT blocks that differ from what each switch holds.
+    pub(super) fn program_lfts(&mut self) {
+        let Some((switch_nodes, routes)) = self.routes.take() else { return };
+        for (k, &node) in switch_nodes.iter().enumerate() {
+            let (Some(n), Some(table)) = (self.subnet.node(node), routes.tables.get(k)) else { continue };
+            let held = self.lft_cache.get(&n.info.node_guid);
+            let blocks = u32::from(table.top()) / 64 + 1;
+            for block in 0..blocks {
+                let want = block_of(table, block);
+                if held.and_then(|h| h.get(block)) == Some(&want) {
+                    self.sweep.lft_unchanged += 1;
+                    continue;
+                }
+                self.sweep.lft_sent += 1;
+                self.tx.push(Request { path: n.path, req: Req::SetLft { node, block, table: Box::new(want) } });
+            }
+        }
+        self.routes = Some((switch_nodes, routes));
+    }
+
+    pub(super) fn on_set_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
+        let Outcome::Reply { status: 0, data } = outcome else {
+            self.fail(request, outcome);
+            return;
+        };
+        let Some(n) = self.subnet.node(node) else { return };
+        let guid = n.info.node_guid;
+        let top = n.switch_info.map(|s| s.linear_fdb_top.0).unwrap_or_default();
+        if let Ok(t) = LinearForwardingTable::parse(data) {
+            let held = self.lft_cache.entry(guid).or_insert_with(|| super::HeldLft { top, blocks: Vec::new() });
+            held.top = top;
+            held.set(block, t);
+        }
+    }
+}

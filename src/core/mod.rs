@@ -1,0 +1,379 @@
+//! The sans-IO subnet manager core.
+//!
+//! Owns the [`Sm`] state machine: one sweep runs the phases of [`SweepPhase`] in order
+//! (discovery, LID assignment, port configuration, routing, LFT programming, arming,
+//! activation) with directed-route SMPs, and ends with a [`SmEvent::SubnetUp`] report. It does
+//! no I/O and reads no clock: time comes in as `now` (nanoseconds, any monotonic origin) with
+//! every `handle_*` call, MADs go out through [`Sm::poll_transmit`], and the persistent
+//! GUID-to-LID table goes in through [`Sm::new`] and out through [`Sm::guid2lid`] (the caller
+//! writes the file).
+//!
+//! Submodules: [`state`] (explicit states and the discovered subnet), [`events`] (what the core
+//! reports), [`lids`] (LID assignment and `guid2lid`), `transactions` (SMP window, TIDs,
+//! retries), `discovery`, `bringup` and `lft` (the phases), in the order a sweep uses them.
+
+mod bringup;
+mod discovery;
+pub mod events;
+pub mod lft;
+pub mod lids;
+pub mod state;
+mod transactions;
+
+use std::collections::{HashMap, VecDeque};
+
+use ibsm_mad::attrs::LinearForwardingTable;
+use ibsm_mad::header::Method;
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{Guid, Lid};
+use ibsm_routing::Routes;
+
+pub use events::{PhaseTiming, SmEvent, SmpFailure, SubnetReport};
+pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
+pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
+pub use transactions::Transmit;
+
+use transactions::{Outcome, PortStep, Req, Request, Transactions};
+
+/// Tunables of the core. `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmConfig {
+    /// SMPs in flight at once (default 64; OpenSM's default is 4).
+    pub max_smps_in_flight: usize,
+    /// Time to wait for an SMP's answer before retrying, ns (default 200 ms, as OpenSM).
+    pub smp_timeout_ns: u64,
+    /// Retries after the first try (default 3, as OpenSM).
+    pub smp_retries: u32,
+    /// LID mask control, 0..=7 (default 0): every end port gets `2^lmc` LIDs.
+    pub lmc: u8,
+    /// PortInfo.SubnetTimeout given to every end port (default 18, as OpenSM).
+    pub subnet_timeout: u8,
+    /// SwitchInfo.LifeTimeValue given to every switch (default 18, as OpenSM).
+    pub switch_life_time: u8,
+    /// Routing engine name in the `ibsm-routing` registry (default `"minhop"`).
+    pub routing_engine: String,
+    /// After an incomplete sweep, start another one this much later, ns (default 10 s);
+    /// `None` never re-sweeps.
+    pub resweep_interval_ns: Option<u64>,
+}
+
+impl Default for SmConfig {
+    fn default() -> Self {
+        SmConfig {
+            max_smps_in_flight: 64,
+            smp_timeout_ns: 200_000_000,
+            smp_retries: 3,
+            lmc: 0,
+            subnet_timeout: 18,
+            switch_life_time: 18,
+            routing_engine: ibsm_routing::minhop::MinHop::NAME.to_owned(),
+            resweep_interval_ns: Some(10_000_000_000),
+        }
+    }
+}
+
+/// Where a received MAD came from, as the transport reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MadSource {
+    /// Source LID ([`Lid::PERMISSIVE`] for directed-route SMPs).
+    pub slid: Lid,
+    /// Source QP.
+    pub sqpn: u32,
+}
+
+/// What this SM knows a switch's LFT holds, by 64-LID block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HeldLft {
+    /// LinearFDBTop the blocks go with.
+    top: u16,
+    blocks: Vec<Option<LinearForwardingTable>>,
+}
+
+impl HeldLft {
+    fn get(&self, block: u32) -> Option<&LinearForwardingTable> {
+        self.blocks.get(block as usize).and_then(Option::as_ref)
+    }
+    fn set(&mut self, block: u32, t: LinearForwardingTable) {
+        let i = block as usize;
+        if self.blocks.len() <= i {
+            self.blocks.resize(i + 1, None);
+        }
+        self.blocks[i] = Some(t);
+    }
+}
+
+/// Counters of the running sweep.
+#[derive(Debug, Clone, Default)]
+struct SweepStats {
+    started_at: u64,
+    phase_started_at: u64,
+    phases: Vec<PhaseTiming>,
+    failures: usize,
+    lft_sent: u64,
+    lft_unchanged: u64,
+    armed: usize,
+    activated: usize,
+    smps_at_start: transactions::Counters,
+}
+
+/// The subnet manager state machine.
+///
+/// Calling order (as in quinn-proto): create with [`Sm::new`]; call [`Sm::start_sweep`]; then
+/// loop: drain [`Sm::poll_transmit`] and hand each [`Transmit`] to the transport; drain
+/// [`Sm::poll_event`]; wait until a MAD arrives ([`Sm::handle_mad`]) or the deadline of
+/// [`Sm::poll_timeout`] passes ([`Sm::handle_timeout`]). Each `handle_*` takes the current time.
+#[derive(Debug)]
+pub struct Sm {
+    cfg: SmConfig,
+    state: SmState,
+    phase: SweepPhase,
+    now: u64,
+    subnet: Subnet,
+    tx: Transactions,
+    events: VecDeque<SmEvent>,
+    guid2lid: Guid2Lid,
+    lft_cache: HashMap<Guid, HeldLft>,
+    routes: Option<(Vec<NodeIdx>, Routes)>,
+    sweep: SweepStats,
+    resweep_at: Option<u64>,
+    last_report: Option<SubnetReport>,
+}
+
+impl Sm {
+    /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
+    pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
+        let tx = Transactions::new(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries);
+        Sm {
+            cfg,
+            state: SmState::NotActive,
+            phase: SweepPhase::Up,
+            now: 0,
+            subnet: Subnet::default(),
+            tx,
+            events: VecDeque::new(),
+            guid2lid,
+            lft_cache: HashMap::new(),
+            routes: None,
+            sweep: SweepStats::default(),
+            resweep_at: None,
+            last_report: None,
+        }
+    }
+
+    // ---- getters ----
+
+    /// The configuration.
+    pub fn config(&self) -> &SmConfig {
+        &self.cfg
+    }
+    /// The SM state.
+    pub fn state(&self) -> SmState {
+        self.state
+    }
+    /// The phase of the current (or last) sweep; [`SweepPhase::Up`] when no sweep runs.
+    pub fn phase(&self) -> SweepPhase {
+        self.phase
+    }
+    /// The subnet as discovered by the current (or last) sweep.
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+    /// The GUID-to-LID table, updated by every LID assignment; persist it after a sweep.
+    pub fn guid2lid(&self) -> &Guid2Lid {
+        &self.guid2lid
+    }
+    /// The report of the last completed sweep.
+    pub fn last_report(&self) -> Option<&SubnetReport> {
+        self.last_report.as_ref()
+    }
+
+    // ---- inputs ----
+
+    /// Starts a sweep at `now` (ignored while one is running).
+    pub fn start_sweep(&mut self, now: u64) {
+        self.now = self.now.max(now);
+        if self.phase != SweepPhase::Up && self.state != SmState::NotActive {
+            return;
+        }
+        if self.state == SmState::NotActive {
+            self.state = SmState::Discovering;
+        }
+        self.resweep_at = None;
+        self.routes = None;
+        self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
+        self.enter(SweepPhase::Discovering);
+        self.start_discovery();
+        self.advance();
+    }
+
+    /// A MAD arrived at `now`. Anything that is not the answer to an outstanding SMP is ignored.
+    pub fn handle_mad(&mut self, now: u64, bytes: &[u8], src: MadSource) {
+        self.now = self.now.max(now);
+        let _ = src;
+        let Ok(smp) = SmpRepr::parse(bytes) else { return };
+        if smp.method != Method::GetResp {
+            return;
+        }
+        if let Some((request, outcome)) = self.tx.on_response(&smp) {
+            self.dispatch(&request, &outcome);
+        }
+        self.advance();
+    }
+
+    /// A deadline from [`Sm::poll_timeout`] passed: retries or fails the expired SMPs, or
+    /// starts a scheduled re-sweep.
+    pub fn handle_timeout(&mut self, now: u64) {
+        self.now = self.now.max(now);
+        for (request, outcome) in self.tx.on_timeout(self.now) {
+            self.dispatch(&request, &outcome);
+        }
+        if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
+            self.start_sweep(self.now);
+        }
+        self.advance();
+    }
+
+    // ---- outputs ----
+
+    /// The next MAD to send, if the window allows one.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.tx.poll_transmit(self.now)
+    }
+
+    /// The next time [`Sm::handle_timeout`] must be called, if any.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        match (self.tx.poll_timeout(), self.resweep_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next event for logs and metrics.
+    pub fn poll_event(&mut self) -> Option<SmEvent> {
+        self.events.pop_front()
+    }
+
+    // ---- internals ----
+
+    fn dispatch(&mut self, request: &Request, outcome: &Outcome) {
+        match &request.req {
+            Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
+            Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
+            Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
+            Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
+            Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
+            Req::SetPortInfo { node, port, step, .. } => {
+                self.on_set_port_info(request, (*node, *port, *step), outcome);
+            }
+            Req::SetSwitchInfo { node, .. } => self.on_set_switch_info(request, *node, outcome),
+            Req::SetLft { node, block, .. } => self.on_set_lft(request, *node, *block, outcome),
+        }
+    }
+
+    /// Records a failed SMP.
+    fn fail(&mut self, request: &Request, outcome: &Outcome) {
+        let failure = outcome.failure().unwrap_or(SmpFailure::Status(ibsm_mad::ids::status::BAD_FIELD));
+        let (attr_id, attr_mod) = transactions::describe(&request.req);
+        self.sweep.failures += 1;
+        self.events.push_back(SmEvent::SmpFailed { attr_id, attr_mod, path: request.path, failure });
+    }
+
+    fn enter(&mut self, phase: SweepPhase) {
+        if self.phase != SweepPhase::Up || phase == SweepPhase::Up {
+            let prev = self.phase;
+            self.sweep
+                .phases
+                .push(PhaseTiming { phase: prev, ns: self.now.saturating_sub(self.sweep.phase_started_at) });
+        }
+        self.phase = phase;
+        self.sweep.phase_started_at = self.now;
+        self.events.push_back(SmEvent::PhaseStarted { phase, at: self.now });
+    }
+
+    /// Moves to the next phase whenever the current one has nothing left in flight.
+    fn advance(&mut self) {
+        while self.tx.is_idle() {
+            match self.phase {
+                SweepPhase::Discovering => {
+                    self.enter(SweepPhase::AssigningLids);
+                    self.assign_lids();
+                }
+                SweepPhase::AssigningLids => {
+                    self.enter(SweepPhase::ConfiguringPorts);
+                    self.configure_ports();
+                }
+                SweepPhase::ConfiguringPorts => {
+                    self.enter(SweepPhase::Routing);
+                    self.route();
+                }
+                SweepPhase::Routing => {
+                    self.enter(SweepPhase::ProgrammingLfts);
+                    self.program_lfts();
+                }
+                SweepPhase::ProgrammingLfts => {
+                    self.enter(SweepPhase::Arming);
+                    self.walk_port_states(PortStep::Arm);
+                }
+                SweepPhase::Arming => {
+                    self.enter(SweepPhase::Activating);
+                    self.walk_port_states(PortStep::Activate);
+                }
+                SweepPhase::Activating => {
+                    self.enter(SweepPhase::Up);
+                    self.finish_sweep();
+                    return;
+                }
+                SweepPhase::Up => return,
+            }
+        }
+    }
+
+    fn finish_sweep(&mut self) {
+        let (mut active, mut not_active) = (0, 0);
+        let mut end_ports = 0;
+        for n in &self.subnet.nodes {
+            for (p, rec) in n.ports.iter().enumerate() {
+                if rec.lid != Lid::UNASSIGNED {
+                    end_ports += 1;
+                }
+                if p == 0 || !rec.is_linked() {
+                    continue;
+                }
+                match rec.info.map(|i| i.port_state) {
+                    Some(ibsm_mad::attrs::PortState::Active) => active += 1,
+                    _ => not_active += 1,
+                }
+            }
+        }
+        let c = self.tx.counters;
+        let s = &self.sweep;
+        let switches = self.subnet.switch_count();
+        let report = SubnetReport {
+            switches,
+            cas: self.subnet.nodes.len() - switches,
+            end_ports,
+            links: self.subnet.link_count(),
+            lmc: self.cfg.lmc,
+            sm_lid: self.subnet.local_lid(),
+            routing_engine: self.cfg.routing_engine.clone(),
+            smps_sent: c.sent - s.smps_at_start.sent,
+            smps_retried: c.retried - s.smps_at_start.retried,
+            smps_failed: c.failed - s.smps_at_start.failed,
+            lft_blocks_sent: s.lft_sent,
+            lft_blocks_unchanged: s.lft_unchanged,
+            ports_armed: s.armed,
+            ports_activated: s.activated,
+            ports_active: active,
+            ports_not_active: not_active,
+            complete: s.failures == 0 && not_active == 0,
+            phases: s.phases.iter().copied().filter(|p| p.phase != SweepPhase::Up).collect(),
+            total_ns: self.now.saturating_sub(s.started_at),
+        };
+        self.state = SmState::Master;
+        if !report.complete {
+            self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
+        }
+        self.last_report = Some(report.clone());
+        self.events.push_back(SmEvent::SubnetUp(report));
+    }
+}

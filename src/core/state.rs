@@ -1,0 +1,196 @@
+//! The SM's explicit states and its model of the subnet found by discovery.
+//!
+//! Owns: [`SmState`], [`SweepPhase`], and the discovered subnet ([`Subnet`], [`Node`],
+//! [`PortRecord`]): every node by GUID with the attributes read from it, the directed routes that
+//! reach it, the links between ports, and the LIDs assigned. Holds values only: no MADs are built
+//! here and nothing here sends anything.
+
+use std::collections::HashMap;
+
+use ibsm_mad::attrs::{NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
+use ibsm_mad::{DrPath, Guid, Lid, PortNum};
+
+/// What the SM as a whole is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SmState {
+    /// Created, no sweep started yet.
+    NotActive,
+    /// The first sweep is running.
+    Discovering,
+    /// A sweep has completed: this SM is the master of the subnet.
+    Master,
+}
+
+/// The phases of one sweep, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SweepPhase {
+    /// Breadth-first directed-route discovery (NodeInfo, NodeDescription, PortInfo, SwitchInfo).
+    Discovering,
+    /// Choosing a unique, LMC-aligned base LID for every end port (no MADs).
+    AssigningLids,
+    /// PortInfo read-modify-write of every port, SwitchInfo of every switch.
+    ConfiguringPorts,
+    /// Running the routing engine on the discovered fabric (no MADs).
+    Routing,
+    /// Writing the LinearForwardingTable blocks that differ from what switches hold.
+    ProgrammingLfts,
+    /// Every linked port from Init to Armed (both ends of each link).
+    Arming,
+    /// Every armed port to Active.
+    Activating,
+    /// The sweep is over.
+    Up,
+}
+
+impl SweepPhase {
+    /// Every phase, in order.
+    pub const ALL: [SweepPhase; 8] = [
+        SweepPhase::Discovering,
+        SweepPhase::AssigningLids,
+        SweepPhase::ConfiguringPorts,
+        SweepPhase::Routing,
+        SweepPhase::ProgrammingLfts,
+        SweepPhase::Arming,
+        SweepPhase::Activating,
+        SweepPhase::Up,
+    ];
+
+    /// A short kebab-case name for logs and summaries.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SweepPhase::Discovering => "discovering",
+            SweepPhase::AssigningLids => "assigning-lids",
+            SweepPhase::ConfiguringPorts => "configuring-ports",
+            SweepPhase::Routing => "routing",
+            SweepPhase::ProgrammingLfts => "programming-lfts",
+            SweepPhase::Arming => "arming",
+            SweepPhase::Activating => "activating",
+            SweepPhase::Up => "up",
+        }
+    }
+}
+
+/// Index of a node in [`Subnet::nodes`].
+pub type NodeIdx = usize;
+
+/// One port of a discovered node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PortRecord {
+    /// Port GUID, when NodeInfo was read through this port (CA ports) or for any switch port.
+    pub guid: Option<Guid>,
+    /// The PortInfo last read from the port, or returned by the last Set that succeeded.
+    pub info: Option<PortInfo>,
+    /// For CA ports: a directed route that enters the node through this port.
+    pub path: Option<DrPath>,
+    /// The port cabled to this one, once discovery has seen both ends.
+    pub remote: Option<(NodeIdx, PortNum)>,
+    /// Base LID assigned to this end port in this sweep ([`Lid::UNASSIGNED`] if none).
+    pub lid: Lid,
+}
+
+impl PortRecord {
+    /// The port's logical link is up (Init, Armed or Active), as last read.
+    pub fn is_linked(&self) -> bool {
+        self.info.is_some_and(|i| matches!(i.port_state, PortState::Init | PortState::Armed | PortState::Active))
+    }
+}
+
+/// A node found by discovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// NodeInfo as read the first time the node was reached.
+    pub info: NodeInfo,
+    /// NodeDescription text (empty until read).
+    pub desc: String,
+    /// SwitchInfo, for switches once read.
+    pub switch_info: Option<SwitchInfo>,
+    /// The first directed route found to the node.
+    pub path: DrPath,
+    /// Ports by number, `0..=NumPorts` (entry 0 of a CA is unused).
+    pub ports: Vec<PortRecord>,
+}
+
+impl Node {
+    /// Whether the node is a switch.
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::Switch
+    }
+
+    /// The directed route to use for an SMP about `port`: for a CA, a route entering through
+    /// that port; otherwise the node's route.
+    pub fn path_for(&self, port: PortNum) -> DrPath {
+        if self.is_switch() {
+            return self.path;
+        }
+        self.ports.get(usize::from(port.0)).and_then(|p| p.path).unwrap_or(self.path)
+    }
+
+    /// The port record for `port`, if the node has that port.
+    pub fn port(&self, port: PortNum) -> Option<&PortRecord> {
+        self.ports.get(usize::from(port.0))
+    }
+
+    /// Mutable access to a port record.
+    pub fn port_mut(&mut self, port: PortNum) -> Option<&mut PortRecord> {
+        self.ports.get_mut(usize::from(port.0))
+    }
+
+    /// The node's end ports: port 0 of a switch, or every CA port whose GUID is known.
+    pub fn end_ports(&self) -> impl Iterator<Item = PortNum> + '_ {
+        let switch = self.is_switch();
+        self.ports.iter().enumerate().filter_map(move |(i, p)| {
+            let num = PortNum(u8::try_from(i).ok()?);
+            let end = if switch { i == 0 } else { i > 0 && p.guid.is_some() && p.info.is_some() };
+            end.then_some(num)
+        })
+    }
+}
+
+/// The subnet as discovered in the current sweep.
+#[derive(Debug, Clone, Default)]
+pub struct Subnet {
+    /// Every node reached, in discovery order (index 0 is the SM's own node).
+    pub nodes: Vec<Node>,
+    /// NodeGUID to index.
+    pub by_guid: HashMap<Guid, NodeIdx>,
+    /// The SM's own node and port.
+    pub local: Option<(NodeIdx, PortNum)>,
+}
+
+impl Subnet {
+    /// The node at `idx`.
+    pub fn node(&self, idx: NodeIdx) -> Option<&Node> {
+        self.nodes.get(idx)
+    }
+
+    /// Records a cable between two ports (both directions).
+    pub fn link(&mut self, a: (NodeIdx, PortNum), b: (NodeIdx, PortNum)) {
+        if let Some(p) = self.nodes.get_mut(a.0).and_then(|n| n.port_mut(a.1)) {
+            p.remote = Some(b);
+        }
+        if let Some(p) = self.nodes.get_mut(b.0).and_then(|n| n.port_mut(b.1)) {
+            p.remote = Some(a);
+        }
+    }
+
+    /// Number of switches.
+    pub fn switch_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_switch()).count()
+    }
+
+    /// Number of links seen from both ends, each counted once.
+    pub fn link_count(&self) -> usize {
+        self.nodes.iter().map(|n| n.ports.iter().filter(|p| p.remote.is_some()).count()).sum::<usize>() / 2
+    }
+
+    /// The base LID assigned to the SM's own port.
+    pub fn local_lid(&self) -> Lid {
+        self.local
+            .and_then(|(n, p)| {
+                let node = self.nodes.get(n)?;
+                let p = if node.is_switch() { PortNum(0) } else { p };
+                node.port(p).map(|r| r.lid)
+            })
+            .unwrap_or(Lid::UNASSIGNED)
+    }
+}

@@ -1,0 +1,318 @@
+//! The SMP transaction layer: a window of requests in flight, TIDs, timeouts and retries.
+//!
+//! Owns: the queue of requests not yet sent, the table of requests in flight keyed by the low
+//! 32 bits of their TID (the kernel and simulators overwrite the upper 32), each request's
+//! deadline and remaining tries, and the SMP counters. It builds the SMP bytes with the `mad`
+//! crate; it knows nothing about what a request means (that is the [`Req`] the caller attached).
+//!
+//! Guarantees: at most `window` requests are in flight; a request is retried after its timeout
+//! or a Busy status until its tries run out, then reported exactly once as failed.
+
+use std::collections::{HashMap, VecDeque};
+
+use ibsm_mad::attrs::{LinearForwardingTable, PortInfo, SwitchInfo};
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::status;
+use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
+use ibsm_mad::{Attribute, DrPath, Lid, MAD_LEN, PortNum, ids};
+
+use super::events::SmpFailure;
+use super::state::NodeIdx;
+
+/// What a PortInfo Set is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PortStep {
+    /// LID, LMC, MasterSMLID, SubnetTimeout, NeighborMTU, OperationalVLs.
+    Configure,
+    /// PortState = Armed.
+    Arm,
+    /// PortState = Active.
+    Activate,
+}
+
+/// A request and the context its answer is handled in.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Req {
+    /// NodeInfo along `path`; `from` is the port the path leaves last (None for the local node).
+    NodeInfo { from: Option<(NodeIdx, PortNum)> },
+    /// NodeDescription of a node.
+    NodeDesc { node: NodeIdx },
+    /// PortInfo of one port.
+    GetPortInfo { node: NodeIdx, port: PortNum },
+    /// SwitchInfo of a switch.
+    GetSwitchInfo { node: NodeIdx },
+    /// One LFT block read back before programming.
+    GetLft { node: NodeIdx, block: u32 },
+    /// PortInfo Set.
+    SetPortInfo { node: NodeIdx, port: PortNum, info: Box<PortInfo>, step: PortStep },
+    /// SwitchInfo Set.
+    SetSwitchInfo { node: NodeIdx, info: SwitchInfo },
+    /// One LFT block write.
+    SetLft { node: NodeIdx, block: u32, table: Box<LinearForwardingTable> },
+}
+
+impl Req {
+    /// Attribute id, modifier, method and payload of the SMP for this request.
+    fn smp_fields(&self) -> (u16, u32, Method, [u8; SMP_DATA_LEN]) {
+        let mut data = [0u8; SMP_DATA_LEN];
+        match self {
+            Req::NodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
+            Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
+            Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
+            Req::GetSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
+            Req::GetLft { block, .. } => (ids::attr::LFT, *block, Method::Get, data),
+            Req::SetPortInfo { port, info, .. } => {
+                info.emit(&mut data);
+                (ids::attr::PORT_INFO, u32::from(port.0), Method::Set, data)
+            }
+            Req::SetSwitchInfo { info, .. } => {
+                info.emit(&mut data);
+                (ids::attr::SWITCH_INFO, 0, Method::Set, data)
+            }
+            Req::SetLft { block, table, .. } => {
+                table.emit(&mut data);
+                (ids::attr::LFT, *block, Method::Set, data)
+            }
+        }
+    }
+}
+
+/// A request with its directed route.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Request {
+    /// The route to the node (and, for CA ports, through the port) the SMP is about.
+    pub path: DrPath,
+    /// What it asks and why.
+    pub req: Req,
+}
+
+/// A MAD for the transport to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// The whole 256-byte MAD.
+    pub bytes: [u8; MAD_LEN],
+    /// Destination LID ([`Lid::PERMISSIVE`] for directed-route SMPs).
+    pub dest_lid: Lid,
+    /// Destination QP (0 for SMPs).
+    pub qpn: u32,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    /// A GetResp arrived: its status and data area.
+    Reply { status: u16, data: [u8; SMP_DATA_LEN] },
+    /// Every try timed out.
+    Timeout,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    request: Request,
+    attr_id: u16,
+    deadline: u64,
+    tries_left: u32,
+}
+
+/// Counters of SMP traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub sent: u64,
+    pub retried: u64,
+    pub failed: u64,
+}
+
+/// The window of SMPs.
+#[derive(Debug)]
+pub(crate) struct Transactions {
+    queue: VecDeque<(Request, u32)>,
+    in_flight: HashMap<u32, InFlight>,
+    next_tid: u32,
+    window: usize,
+    timeout_ns: u64,
+    retries: u32,
+    pub counters: Counters,
+}
+
+impl Transactions {
+    pub fn new(window: usize, timeout_ns: u64, retries: u32) -> Transactions {
+        Transactions {
+            queue: VecDeque::new(),
+            in_flight: HashMap::new(),
+            next_tid: 1,
+            window: window.max(1),
+            timeout_ns: timeout_ns.max(1),
+            retries,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Queues a request (sent in FIFO order as the window allows).
+    pub fn push(&mut self, request: Request) {
+        self.queue.push_back((request, self.retries));
+    }
+
+    /// Nothing queued and nothing in flight.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.in_flight.is_empty()
+    }
+
+    /// The next SMP to send, if the window has room.
+    pub fn poll_transmit(&mut self, now: u64) -> Option<Transmit> {
+        if self.in_flight.len() >= self.window {
+            return None;
+        }
+        let (request, tries_left) = self.queue.pop_front()?;
+        let tid = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        let (attr_id, attr_mod, method, data) = request.req.smp_fields();
+        let smp = SmpRepr::set_dr(&request.path, attr_id, attr_mod, u64::from(tid), data).with_method(method);
+        let bytes = smp.to_bytes();
+        self.counters.sent += 1;
+        self.in_flight
+            .insert(tid, InFlight { request, attr_id, deadline: now.saturating_add(self.timeout_ns), tries_left });
+        Some(Transmit { bytes, dest_lid: Lid::PERMISSIVE, qpn: 0 })
+    }
+
+    /// Earliest deadline of the requests in flight.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.in_flight.values().map(|f| f.deadline).min()
+    }
+
+    /// Matches a response. Returns the finished request, or `None` for an unknown TID, a
+    /// mismatched attribute, or a Busy status that was queued for retry.
+    pub fn on_response(&mut self, smp: &SmpRepr) -> Option<(Request, Outcome)> {
+        let tid = (smp.tid & 0xffff_ffff) as u32;
+        if self.in_flight.get(&tid)?.attr_id != smp.attr_id {
+            return None;
+        }
+        let f = self.in_flight.remove(&tid)?;
+        if smp.status & 0x7fff == status::BUSY && f.tries_left > 0 {
+            self.counters.retried += 1;
+            self.queue.push_front((f.request, f.tries_left - 1));
+            return None;
+        }
+        if smp.status != status::OK {
+            self.counters.failed += 1;
+        }
+        Some((f.request, Outcome::Reply { status: smp.status, data: smp.data }))
+    }
+
+    /// Retries or fails every request whose deadline is at or before `now`; returns the failed.
+    pub fn on_timeout(&mut self, now: u64) -> Vec<(Request, Outcome)> {
+        let mut expired: Vec<u32> = self.in_flight.iter().filter(|(_, f)| f.deadline <= now).map(|(&t, _)| t).collect();
+        expired.sort_unstable();
+        let mut failed = Vec::new();
+        for tid in expired {
+            let Some(f) = self.in_flight.remove(&tid) else { continue };
+            if f.tries_left > 0 {
+                self.counters.retried += 1;
+                self.queue.push_front((f.request, f.tries_left - 1));
+            } else {
+                self.counters.failed += 1;
+                failed.push((f.request, Outcome::Timeout));
+            }
+        }
+        failed
+    }
+}
+
+impl Outcome {
+    /// The failure this outcome represents, if it is not a success.
+    pub fn failure(&self) -> Option<SmpFailure> {
+        match self {
+            Outcome::Reply { status, .. } if *status == status::OK => None,
+            Outcome::Reply { status, .. } => Some(SmpFailure::Status(*status)),
+            Outcome::Timeout => Some(SmpFailure::Timeout),
+        }
+    }
+}
+
+/// Attribute id and modifier of a request, for failure events.
+pub(crate) fn describe(req: &Req) -> (u16, u32) {
+    let (a, m, _, _) = req.smp_fields();
+    (a, m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node_info(path: &[u8]) -> Request {
+        Request { path: DrPath::new(path).unwrap(), req: Req::NodeInfo { from: None } }
+    }
+
+    /// The GetResp a node would send for `t`, with `status`.
+    fn answer(t: &Transmit, status: u16) -> SmpRepr {
+        let mut r = SmpRepr::parse(&t.bytes).unwrap().with_method(Method::GetResp);
+        r.status = status;
+        // As the kernel does: the upper 32 TID bits are rewritten on the way.
+        r.tid |= 0xabcd_0000_0000;
+        r
+    }
+
+    #[test]
+    fn window_limits_smps_in_flight() {
+        let mut tx = Transactions::new(4, 100, 0);
+        for i in 0..10 {
+            tx.push(node_info(&[i + 1]));
+        }
+        let sent: Vec<Transmit> = std::iter::from_fn(|| tx.poll_transmit(0)).collect();
+        assert_eq!(sent.len(), 4);
+        assert!(sent.iter().all(|t| t.dest_lid == Lid::PERMISSIVE && t.qpn == 0));
+        let (req, out) = tx.on_response(&answer(&sent[2], 0)).unwrap();
+        assert_eq!(req, node_info(&[3]));
+        assert!(out.failure().is_none());
+        assert!(tx.poll_transmit(0).is_some(), "an answer frees a slot");
+        assert!(tx.poll_transmit(0).is_none());
+    }
+
+    #[test]
+    fn silence_is_retried_then_reported_once() {
+        let mut tx = Transactions::new(64, 100, 2);
+        tx.push(node_info(&[1]));
+        let mut tries = 0;
+        let mut now = 0;
+        let mut failed = Vec::new();
+        while failed.is_empty() {
+            assert!(tx.poll_transmit(now).is_some());
+            tries += 1;
+            assert_eq!(tx.poll_timeout(), Some(now + 100));
+            assert!(tx.on_timeout(now + 99).is_empty(), "expired early");
+            now += 100;
+            failed = tx.on_timeout(now);
+        }
+        assert_eq!(tries, 3, "first try plus two retries");
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].1, Outcome::Timeout);
+        assert!(tx.is_idle());
+        assert_eq!(tx.counters, Counters { sent: 3, retried: 2, failed: 1 });
+    }
+
+    #[test]
+    fn error_status_fails_at_once_and_busy_is_retried() {
+        let mut tx = Transactions::new(64, 100, 3);
+        tx.push(node_info(&[1]));
+        let t = tx.poll_transmit(0).unwrap();
+        assert!(tx.on_response(&answer(&t, status::BUSY)).is_none());
+        let t = tx.poll_transmit(0).expect("busy is resent");
+        let (_, out) = tx.on_response(&answer(&t, status::BAD_FIELD)).unwrap();
+        assert_eq!(out.failure(), Some(SmpFailure::Status(status::BAD_FIELD)));
+        assert!(tx.is_idle());
+    }
+
+    #[test]
+    fn unknown_tids_and_mismatched_attributes_are_ignored() {
+        let mut tx = Transactions::new(64, 100, 0);
+        tx.push(node_info(&[1]));
+        let t = tx.poll_transmit(0).unwrap();
+        let mut wrong_attr = answer(&t, 0);
+        wrong_attr.attr_id = ids::attr::PORT_INFO;
+        assert!(tx.on_response(&wrong_attr).is_none());
+        let mut wrong_tid = answer(&t, 0);
+        wrong_tid.tid += 1;
+        assert!(tx.on_response(&wrong_tid).is_none());
+        assert!(!tx.is_idle());
+        assert!(tx.on_response(&answer(&t, 0)).is_some());
+    }
+}
