@@ -4,4 +4,7 @@
 //! tests share. [`core`] is the sans-IO subnet manager: it is driven by `handle_*` calls and
 //! drained with `poll_*` calls and never touches a device, a file or the clock.
 
+pub mod config;
 pub mod core;
+pub mod state;
+pub mod transport;

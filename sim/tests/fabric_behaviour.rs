@@ -557,3 +557,73 @@ fn pkeys_are_enforced_at_ca_ports_and_enforcing_switch_ports() {
     // SMPs are never P_Key checked.
     assert!(b.lid_get(6, ids::attr::NODE_INFO, 0).is_some());
 }
+
+#[test]
+fn sminfo_goes_to_the_sm_agent_at_the_port_and_its_answer_comes_back() {
+    let mut b = Bench::new(1);
+    // No SM at H4: the node itself answers "unsupported".
+    assert_eq!(b.dr_get(&[1, 3, 2], ids::attr::SM_INFO, 0).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+    let h4 = b.node("H4");
+    let standby = b.f.attach(h4, 1).expect("agent at H4");
+    b.f.set_is_sm(standby, true);
+    // The master's DR SMInfo Get reaches the standby as a request, at the end of its route.
+    let p = DrPath::new(&[1, 3, 2]).expect("path");
+    b.f.send(b.sm, &SmpRepr::get_dr(&p, ids::attr::SM_INFO, 0, 42).to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    b.run();
+    let req = b.f.recv(standby).expect("SMInfo request delivered to the standby");
+    let dr = DrSmp::new_checked(&req.mad[..]).expect("DR SMP");
+    assert!(!dr.d_bit());
+    assert_eq!(dr.hop_pointer(), 4, "hop count + 1 at the destination");
+    assert_eq!(Mad::new_unchecked(&req.mad[..]).attr_id(), ids::attr::SM_INFO);
+    // The standby answers by turning the request around; it walks the return path home.
+    let mut resp = *req.mad;
+    let info = ibsm_mad::attrs::SmInfo {
+        guid: b.topo.nodes[h4].port_guid(1),
+        sm_key: 0,
+        act_count: 7,
+        priority: 3,
+        sm_state: ibsm_mad::attrs::SmState::Standby,
+    };
+    info.emit(&mut resp[64..128]);
+    ibsm_mad::smp::make_response(&mut resp, 0).expect("response");
+    b.f.send(standby, &resp, Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    b.run();
+    let got = b.f.recv(b.sm).expect("answer back at the master");
+    assert_eq!(Mad::new_unchecked(&got.mad[..]).tid() & 0xffff_ffff, 42);
+    let back = ibsm_mad::attrs::SmInfo::parse(&got.mad[64..128]).expect("SMInfo");
+    assert_eq!((back.sm_state, back.priority, back.act_count), (ibsm_mad::attrs::SmState::Standby, 3, 7));
+}
+
+#[test]
+fn sa_requests_reach_the_sm_by_lid_and_answers_return() {
+    let mut b = Bench::new(1);
+    b.bring_up();
+    let h3 = b.node("H3");
+    let client = b.f.attach(h3, 1).expect("saquery-like client at H3");
+    // The client sends an SA Get to the SM's LID (1) on QP1.
+    let mut mad = [0u8; 256];
+    ibsm_mad::header::MadHeader {
+        base_version: 1,
+        mgmt_class: ibsm_mad::header::MgmtClass::SubnAdm,
+        class_version: 2,
+        method: Method::GetTable,
+        status: 0,
+        class_specific: 0,
+        tid: 9,
+        attr_id: ids::sa_attr::NODE_RECORD,
+        attr_mod: 0,
+    }
+    .emit(&mut mad);
+    b.f.send(client, &mad, Dest { dlid: Lid(1), qpn: 1 });
+    b.run();
+    let req = b.f.recv(b.sm).expect("SA request at the SM");
+    assert_eq!((req.slid, req.sqpn), (Lid(5), 1));
+    // The SM answers to the source LID; the client gets it (TID upper bits name the client).
+    let mut resp = *req.mad;
+    Mad::new_unchecked(&mut resp[..]).set_method(Method::GetTableResp);
+    b.f.send(b.sm, &resp, Dest { dlid: req.slid, qpn: req.sqpn });
+    b.run();
+    let got = b.f.recv(client).expect("SA answer at the client");
+    assert_eq!(Mad::new_unchecked(&got.mad[..]).method(), Method::GetTableResp);
+    assert_eq!(got.slid, Lid(1));
+}

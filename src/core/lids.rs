@@ -149,10 +149,14 @@ impl Guid2Lid {
 }
 
 impl fmt::Display for Guid2Lid {
-    /// The OpenSM file format, one line per entry in GUID order, readable by [`Guid2Lid::parse`].
+    /// OpenSM's file format, entries in GUID order: `0x<guid:016x> 0x<min:04x> 0x<max:04x>` with
+    /// a blank line between records, as OpenSM writes it; readable by [`Guid2Lid::parse`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (g, lo, hi) in self.iter() {
-            writeln!(f, "0x{:016x} 0x{:x} 0x{:x}", g.0, lo.0, hi.0)?;
+        for (i, (g, lo, hi)) in self.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            writeln!(f, "0x{:016x} 0x{:04x} 0x{:04x}", g.0, lo.0, hi.0)?;
         }
         Ok(())
     }
@@ -342,7 +346,7 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t.get(Guid(0x0002_c903_0000_5678)), Some((Lid(4), Lid(7))));
         let out = t.to_string();
-        assert_eq!(out, "0x0002c90300001234 0x1 0x1\n0x0002c90300005678 0x4 0x7\n");
+        assert_eq!(out, "0x0002c90300001234 0x0001 0x0001\n\n0x0002c90300005678 0x0004 0x0007\n");
         assert_eq!(Guid2Lid::parse(&out).unwrap(), t);
     }
 

@@ -238,7 +238,7 @@ impl Fabric {
         };
         match routed {
             Ok((target, lat, slid)) => {
-                let sqpn = if mad[1] == ids::class::SUBN_ADM { 1 } else { 0 };
+                let sqpn = u32::from(mad[1] == ids::class::SUBN_ADM);
                 let pkt = Packet { mad, slid, sqpn, target, pkey: PKey(pkey.unwrap_or(0xffff)) };
                 self.push(at.plus(lat), Event::Arrive(Box::new(pkt)));
             }
@@ -418,32 +418,29 @@ impl Fabric {
             Some(src)
         };
         for _ in 0..MAX_LID_HOPS {
-            let exit = match out {
-                Some(p) => p,
-                None => {
-                    // At a switch: deliver to itself or look up the LFT.
-                    let n = &self.nodes[node];
-                    let port0 = n.first_port;
-                    if self.ports[port0 as usize].owns_lid(dlid) {
-                        return Ok((port0, lat));
-                    }
-                    let sw = n.switch.and_then(|s| self.switches.get(s as usize)).ok_or(Drop::NoRoute)?;
-                    let e = sw.lft_port(dlid).ok_or(Drop::NoRoute)?;
-                    if e == 0 || e > n.num_ports {
-                        return Err(Drop::NoRoute);
-                    }
-                    let p = port0 + PortRef::from(e);
-                    if !self.ports[p as usize].is_active() {
-                        return Err(Drop::NoRoute);
-                    }
-                    if let Some(k) = pkey {
-                        if self.ports[p as usize].part_enf_out && !self.port_accepts(p, k) {
-                            self.pkey_violation(p, k, (slid, dlid), true);
-                            return Err(Drop::PKey);
-                        }
-                    }
-                    p
+            let exit = if let Some(p) = out { p } else {
+                // At a switch: deliver to itself or look up the LFT.
+                let n = &self.nodes[node];
+                let port0 = n.first_port;
+                if self.ports[port0 as usize].owns_lid(dlid) {
+                    return Ok((port0, lat));
                 }
+                let sw = n.switch.and_then(|s| self.switches.get(s as usize)).ok_or(Drop::NoRoute)?;
+                let e = sw.lft_port(dlid).ok_or(Drop::NoRoute)?;
+                if e == 0 || e > n.num_ports {
+                    return Err(Drop::NoRoute);
+                }
+                let p = port0 + PortRef::from(e);
+                if !self.ports[p as usize].is_active() {
+                    return Err(Drop::NoRoute);
+                }
+                if let Some(k) = pkey {
+                    if self.ports[p as usize].part_enf_out && !self.port_accepts(p, k) {
+                        self.pkey_violation(p, k, (slid, dlid), true);
+                        return Err(Drop::PKey);
+                    }
+                }
+                p
             };
             let (arr, l) = self.hop(exit)?;
             lat += l;

@@ -84,12 +84,9 @@ impl Fabric {
     }
 
     fn respond(&mut self, mad: &mut [u8; MAD_LEN], status: u16) -> Outcome {
-        match ibsm_mad::smp::make_response(mad, status) {
-            Ok(()) => Outcome::Reply,
-            Err(_) => {
-                self.stats.dropped_malformed += 1;
-                Outcome::Silent
-            }
+        if let Ok(()) = ibsm_mad::smp::make_response(mad, status) { Outcome::Reply } else {
+            self.stats.dropped_malformed += 1;
+            Outcome::Silent
         }
     }
 
@@ -553,12 +550,9 @@ impl Fabric {
             }
             let Some(s) = self.nodes[node].switch else { return ids::status::BAD_FIELD };
             let tbl = &mut self.switches[s as usize].sl2vl;
-            let i = match tbl.iter().position(|(k, _)| *k == (inp, outp)) {
-                Some(i) => i,
-                None => {
-                    tbl.push(((inp, outp), [0; 8]));
-                    tbl.len() - 1
-                }
+            let i = if let Some(i) = tbl.iter().position(|(k, _)| *k == (inp, outp)) { i } else {
+                tbl.push(((inp, outp), [0; 8]));
+                tbl.len() - 1
             };
             &mut tbl[i].1
         } else {

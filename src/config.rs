@@ -1,0 +1,156 @@
+//! The SM's configuration file (TOML, kebab-case keys, unknown keys rejected) and how it layers:
+//! command-line flags over the file over built-in defaults.
+//!
+//! Every key is optional; see `examples/ibsm.toml` for the full list with the defaults.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::core::SmConfig;
+
+/// The configuration file as written by the operator.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    /// SMPs in flight at once (default 64).
+    pub max_smps_in_flight: Option<usize>,
+    /// Time to wait for an SMP's answer before retrying, ms (default 200).
+    pub smp_timeout_ms: Option<u64>,
+    /// Retries after the first try (default 3).
+    pub smp_retries: Option<u32>,
+    /// LID mask control 0..=7 (default 0).
+    pub lmc: Option<u8>,
+    /// PortInfo.SubnetTimeout for end ports (default 18).
+    pub subnet_timeout: Option<u8>,
+    /// SwitchInfo.LifeTimeValue for switches (default 18).
+    pub switch_life_time: Option<u8>,
+    /// Routing engine (default "minhop").
+    pub routing_engine: Option<String>,
+    /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
+    pub resweep_interval_s: Option<u64>,
+    /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A configuration file that could not be used: the file, the line and the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}:{line}: {reason}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: String,
+    /// 1-based line (0 when the file could not be read at all).
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ConfigFile {
+    /// Parses configuration text; `origin` names it in errors.
+    ///
+    /// # Errors
+    /// [`ConfigError`] with the line of the offending key and the reason.
+    pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
+        let cfg: ConfigFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            ConfigError { path: origin.to_owned(), line, reason: e.message().trim().to_owned() }
+        })?;
+        cfg.validate(text, origin)?;
+        Ok(cfg)
+    }
+
+    /// Reads and parses a configuration file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for an unreadable or invalid file.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError { path: origin.clone(), line: 0, reason: e.to_string() })?;
+        ConfigFile::parse(&text, &origin)
+    }
+
+    /// Range checks that the types alone do not express.
+    fn validate(&self, text: &str, origin: &str) -> Result<(), ConfigError> {
+        let err = |key: &str, reason: String| ConfigError {
+            path: origin.to_owned(),
+            line: line_of_key(text, key),
+            reason: format!("{key}: {reason}"),
+        };
+        if let Some(l) = self.lmc.filter(|&l| l > 7) {
+            return Err(err("lmc", format!("must be 0..=7, found {l}")));
+        }
+        if self.max_smps_in_flight == Some(0) {
+            return Err(err("max-smps-in-flight", "must be at least 1".to_owned()));
+        }
+        if let Some(t) = self.subnet_timeout.filter(|&t| t > 31) {
+            return Err(err("subnet-timeout", format!("must be 0..=31, found {t}")));
+        }
+        if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
+            return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
+        }
+        if let Some(e) = &self.routing_engine {
+            if ibsm_routing::engine_by_name(e).is_none() {
+                let known = ibsm_routing::ENGINE_NAMES.join(", ");
+                return Err(err("routing-engine", format!("unknown engine {e:?} (known: {known})")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The core configuration: this file over the defaults.
+    pub fn sm_config(&self) -> SmConfig {
+        let d = SmConfig::default();
+        SmConfig {
+            max_smps_in_flight: self.max_smps_in_flight.unwrap_or(d.max_smps_in_flight),
+            smp_timeout_ns: self.smp_timeout_ms.map_or(d.smp_timeout_ns, |ms| ms.saturating_mul(1_000_000)),
+            smp_retries: self.smp_retries.unwrap_or(d.smp_retries),
+            lmc: self.lmc.unwrap_or(d.lmc),
+            subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
+            switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
+            routing_engine: self.routing_engine.clone().unwrap_or(d.routing_engine),
+            resweep_interval_ns: match self.resweep_interval_s {
+                None => d.resweep_interval_ns,
+                Some(0) => None,
+                Some(s) => Some(s.saturating_mul(1_000_000_000)),
+            },
+        }
+    }
+}
+
+/// The 1-based line on which `key` is set (1 if not found).
+fn line_of_key(text: &str, key: &str) -> usize {
+    text.lines().position(|l| l.trim_start().starts_with(key)).map_or(1, |i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_config_parses_and_matches_the_defaults() {
+        let text = include_str!("../examples/ibsm.toml");
+        let cfg = ConfigFile::parse(text, "examples/ibsm.toml").expect("sample parses");
+        assert_eq!(cfg.sm_config(), SmConfig::default(), "the sample documents the defaults");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_reason() {
+        let e = ConfigFile::parse("lmc = 1\nmax-smps = 4\n", "a.toml").expect_err("unknown key");
+        assert_eq!((e.path.as_str(), e.line), ("a.toml", 2));
+        assert!(e.reason.contains("max-smps"), "{e}");
+        let e = ConfigFile::parse("\n\nlmc = 9\n", "b.toml").expect_err("range");
+        assert_eq!(e.to_string(), "b.toml:3: lmc: must be 0..=7, found 9");
+        let e = ConfigFile::parse("lmc = \"two\"\n", "c.toml").expect_err("type");
+        assert_eq!(e.line, 1);
+        let e = ConfigFile::parse("routing-engine = \"nope\"\n", "d.toml").expect_err("engine");
+        assert!(e.reason.contains("unknown engine"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let cfg = ConfigFile::parse("lmc = 2\nsmp-timeout-ms = 50\nresweep-interval-s = 0\n", "x").expect("ok");
+        let sm = cfg.sm_config();
+        assert_eq!((sm.lmc, sm.smp_timeout_ns, sm.resweep_interval_ns), (2, 50_000_000, None));
+    }
+}

@@ -1,0 +1,100 @@
+//! The simulated-fabric transport: drives an [`Sm`] against an `ibsm_sim` [`Fabric`] in virtual
+//! time. The SM sits on one port (a CA port or a switch's port 0); its MADs go through the
+//! fabric exactly as they would through umad, and the clock jumps from one event to the next.
+
+use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
+use ibsm_sim::topology::{NodeKind, Topology};
+
+use crate::core::{MadSource, Sm, SmEvent, SubnetReport};
+
+/// The SM and the simulated fabric it manages.
+#[derive(Debug)]
+pub struct SimDriver {
+    /// The SM core.
+    pub sm: Sm,
+    /// The simulated fabric.
+    pub fabric: Fabric,
+    /// The SM's agent in the fabric.
+    pub agent: AgentId,
+    /// Where the SM sits: node index and port.
+    pub at: (usize, u8),
+}
+
+impl SimDriver {
+    /// Powers `topo` on with `seed` and attaches `sm` at `at`, or at the first cabled CA port
+    /// when `at` is `None`.
+    ///
+    /// # Errors
+    /// A message when the fabric has no cabled CA port or `at` is not a valid attach point.
+    pub fn new(topo: &Topology, seed: u64, sm: Sm, at: Option<(usize, u8)>) -> Result<SimDriver, String> {
+        let at = match at {
+            Some(a) => a,
+            None => first_cabled_ca_port(topo).ok_or("the topology has no CA port with a cable to attach the SM to")?,
+        };
+        let mut fabric = Fabric::new(topo, SimConfig { seed, ..SimConfig::default() });
+        let agent =
+            fabric.attach(at.0, at.1).ok_or_else(|| format!("cannot attach the SM at node {} port {}", at.0, at.1))?;
+        fabric.set_is_sm(agent, true);
+        Ok(SimDriver { sm, fabric, agent, at })
+    }
+
+    /// Current virtual time, ns.
+    pub fn now(&self) -> u64 {
+        self.fabric.now().0
+    }
+
+    /// Runs until `stop` says so for an event, or nothing is left to do, or `limit_ns` of virtual
+    /// time. Every event the SM emits is passed to `stop`. Returns the event that stopped it.
+    pub fn run_until(&mut self, limit_ns: u64, mut stop: impl FnMut(&SmEvent) -> bool) -> Option<SmEvent> {
+        loop {
+            while let Some(t) = self.sm.poll_transmit() {
+                self.fabric.send(self.agent, &t.bytes, Dest { dlid: t.dest_lid, qpn: t.qpn });
+            }
+            while let Some(ev) = self.sm.poll_event() {
+                if stop(&ev) {
+                    return Some(ev);
+                }
+            }
+            let next = match (self.fabric.next_event(), self.sm.poll_timeout()) {
+                (Some(a), Some(b)) => a.0.min(b),
+                (Some(a), None) => a.0,
+                (None, Some(b)) => b,
+                (None, None) => return None,
+            };
+            if next > limit_ns {
+                return None;
+            }
+            self.fabric.advance_to(SimTime(next));
+            let now = self.now();
+            while let Some(r) = self.fabric.recv(self.agent) {
+                self.sm.handle_mad(r.at.0, &r.mad[..], MadSource { slid: r.slid, sqpn: r.sqpn });
+            }
+            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
+                self.sm.handle_timeout(now);
+            }
+        }
+    }
+
+    /// Starts a sweep and runs to its report (or `limit_ns` of virtual time from now).
+    pub fn sweep(&mut self, limit_ns: u64, mut on_event: impl FnMut(&SmEvent)) -> Option<SubnetReport> {
+        let now = self.now();
+        self.sm.start_sweep(now);
+        let ev = self.run_until(now.saturating_add(limit_ns), |ev| {
+            on_event(ev);
+            matches!(ev, SmEvent::SubnetUp(_))
+        });
+        match ev {
+            Some(SmEvent::SubnetUp(r)) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The first CA port that has a cable, in topology order.
+pub fn first_cabled_ca_port(topo: &Topology) -> Option<(usize, u8)> {
+    topo.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Ca)
+        .find_map(|(i, n)| (1..=n.num_ports).find(|&p| n.peer(p).is_some()).map(|p| (i, p)))
+}

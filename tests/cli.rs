@@ -1,0 +1,126 @@
+//! The `ibsm` binary as an operator uses it: exit statuses, the summary line, state files,
+//! error messages that name file and line.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn ibsm() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ibsm"))
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ibsm-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+#[test]
+fn run_once_on_the_builtin_fabric_reports_the_subnet_up() {
+    let out = ibsm().args(["run", "--sim", "--once"]).output().expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "status {:?}, stdout {stdout}, stderr {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("subnet up: 20 switches, 16 CAs, 36 end ports, 48 links;"), "{stdout}");
+    assert!(stdout.contains("96 ports active, 0 not"), "{stdout}");
+}
+
+#[test]
+fn state_dir_keeps_lids_across_runs_in_opensm_format() {
+    let d = tmpdir("state");
+    let net = examples().join("fabrics/torus-3x3.net");
+    let run = |seed: &str| {
+        let out = ibsm()
+            .args(["run", "--once", "--seed", seed, "--sim"])
+            .arg(&net)
+            .arg("--state-dir")
+            .arg(&d)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(d.join("guid2lid")).expect("guid2lid written")
+    };
+    let first = run("1");
+    // 9 switches + 9 CAs, one record each, OpenSM's layout.
+    let records: Vec<&str> = first.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(records.len(), 18, "{first}");
+    for r in &records {
+        let f: Vec<&str> = r.split(' ').collect();
+        assert!(f.len() == 3 && f[0].len() == 18 && f[1].len() == 6 && f[2].len() == 6, "record {r:?}");
+    }
+    // A second run (another seed, so another order of answers) keeps every LID.
+    assert_eq!(run("99"), first);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn imported_opensm_guid2lid_is_honoured() {
+    let d = tmpdir("import");
+    let net = examples().join("fabrics/fat-tree-2l-k4.net");
+    // Let ibsm number the fabric once, then shift every LID by 100 as if OpenSM had chosen them.
+    let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).arg("--state-dir").arg(&d).output().expect("runs");
+    assert!(out.status.success());
+    let mine = std::fs::read_to_string(d.join("guid2lid")).expect("written");
+    let shifted: String = mine
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() != 3 {
+                return "\n".to_owned();
+            }
+            let lo = u16::from_str_radix(&f[1][2..], 16).expect("hex") + 100;
+            let hi = u16::from_str_radix(&f[2][2..], 16).expect("hex") + 100;
+            format!("{} 0x{lo:04x} 0x{hi:04x}\n", f[0])
+        })
+        .collect();
+    std::fs::write(d.join("guid2lid"), &shifted).expect("write");
+    let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).arg("--state-dir").arg(&d).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(std::fs::read_to_string(d.join("guid2lid")).expect("read"), shifted);
+    assert!(stdout.contains("SM LID 101"), "the SM's own port kept its imported LID: {stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_inputs_exit_2_with_file_line_and_reason() {
+    let d = tmpdir("bad");
+    let cfg = d.join("ibsm.toml");
+    std::fs::write(&cfg, "lmc = 1\nrouting-engine = \"nope\"\n").expect("write");
+    let out = ibsm().args(["run", "--sim", "--once", "--config"]).arg(&cfg).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:2: routing-engine: unknown engine", cfg.display())), "{err}");
+
+    let net = d.join("bad.net");
+    std::fs::write(&net, "Switch 4 \"s1\"\n[9] \"h1\"[1]\n").expect("write");
+    let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:2:", net.display())), "{err}");
+
+    std::fs::write(d.join("guid2lid"), "0x0000000000000001 0x0001\n").expect("write");
+    let out = ibsm().args(["run", "--once", "--sim", "--state-dir"]).arg(&d).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("guid2lid:1:"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn sim_gen_writes_a_fabric_that_sim_info_and_run_accept() {
+    let d = tmpdir("gen");
+    let net = d.join("rails.net");
+    let out = ibsm().args(["sim", "gen", "rail-fat-tree", "--radix", "8", "--rails", "2", "-o"]).arg(&net).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ibsm().args(["sim", "info", "--json"]).arg(&net).output().expect("runs");
+    assert!(out.status.success());
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(info.contains("\"switches\":"), "{info}");
+    let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let _ = std::fs::remove_dir_all(&d);
+}
