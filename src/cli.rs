@@ -64,6 +64,13 @@ struct RunArgs {
     /// Simulator: seed for every random choice.
     #[arg(long, default_value_t = 1, requires = "sim")]
     seed: u64,
+    /// umad: the CA to run on (e.g. `mlx5_0`) [default: found in sysfs, the first InfiniBand
+    /// port whose link is up].
+    #[arg(long, value_name = "NAME", conflicts_with = "sim")]
+    ca: Option<String>,
+    /// umad: the port number on the CA [default: found in sysfs, as for --ca].
+    #[arg(long, value_name = "N", conflicts_with = "sim")]
+    port: Option<u8>,
     /// Directory for persisted state (guid2lid) [default: from the config file, else none].
     #[arg(long)]
     state_dir: Option<PathBuf>,
@@ -196,7 +203,7 @@ fn sim_gen(a: &GenArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn sim_info(path: &PathBuf, json: bool) -> ExitCode {
+fn sim_info(path: &Path, json: bool) -> ExitCode {
     let t0 = Instant::now();
     let topo = match Topology::load(path) {
         Ok(t) => t,
@@ -285,10 +292,66 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         }
     }
     let Some(topology) = &a.sim else {
-        eprintln!("ibsm run: the umad transport is not built yet; run on the simulator with --sim TOPOLOGY");
-        return ExitCode::from(2);
+        return run_on_umad(a, Sm::new(cfg, table), guid2lid_path);
     };
     run_on_sim(a, topology, Sm::new(cfg, table), guid2lid_path.as_deref())
+}
+
+/// `ibsm run` on a umad port (real hardware, or ibsim through `ibsim-run`).
+fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>) -> ExitCode {
+    use ibsm::transport::umad::{UmadPort, find_port};
+    use ibsm::transport::umad_driver::{self, DriverOptions, Finish};
+
+    let wall = Instant::now();
+    let location = match find_port(a.ca.as_deref(), a.port) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let port = match UmadPort::open(&location) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(port = %location, "starting on umad");
+    let opts = DriverOptions {
+        once: a.once,
+        guid2lid,
+        sweep_interval: sm.config().resweep_interval_ns.map(std::time::Duration::from_nanos),
+        ..DriverOptions::default()
+    };
+    let result = umad_driver::run(port, sm, &opts, |ev| {
+        log_event(ev);
+        if let SmEvent::SubnetUp(r) = ev {
+            println!("{}", summary(r, wall.elapsed()));
+        }
+    });
+    match result {
+        Ok(Finish::Swept(r)) if r.complete => ExitCode::SUCCESS,
+        Ok(Finish::Swept(r)) => {
+            eprintln!(
+                "ibsm run: the subnet is not fully up: {} SMPs failed, {} linked ports not active",
+                r.smps_failed, r.ports_not_active
+            );
+            ExitCode::FAILURE
+        }
+        Ok(Finish::NoReport { waited }) => {
+            eprintln!("ibsm run: no sweep report within {} s", waited.as_secs());
+            ExitCode::FAILURE
+        }
+        Ok(Finish::Stopped { signal, sweeps }) => {
+            eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The built-in simulated fabric of `ibsm run --sim`.

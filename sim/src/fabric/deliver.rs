@@ -53,7 +53,7 @@ pub(crate) enum Drop {
 impl Fabric {
     /// Power-on fabric for `topo`.
     pub fn new(topo: &Topology, cfg: SimConfig) -> Fabric {
-        let (nodes, ports, switches) = super::state::build(topo, cfg.linear_fdb_cap);
+        let (nodes, ports, switches) = super::state::build(topo);
         Fabric {
             nodes,
             names: topo.nodes.iter().map(|n| n.node_desc().to_owned()).collect(),
@@ -171,7 +171,7 @@ impl Fabric {
             let Some(std::cmp::Reverse(q)) = self.queue.pop() else { break };
             self.now = self.now.max(q.at);
             match q.ev {
-                Event::Arrive(pkt) => self.arrive(*pkt),
+                Event::Arrive(pkt) => self.arrive(&pkt),
                 Event::Fault(f) => self.apply(f),
                 Event::LeaseCheck(p) => self.lease_check(p),
             }
@@ -228,7 +228,7 @@ impl Fabric {
         } else {
             let slid = self.source_lid(src);
             self.route_lid(src, dest.dlid.0, pkey).map(|(p, lat)| {
-                let target = if mad[1] == ids::class::SUBN_LID && !self.wants_agent(&mad) {
+                let target = if mad[1] == ids::class::SUBN_LID && !Self::wants_agent(&mad) {
                     Target::Sma(p)
                 } else {
                     Target::Port(p)
@@ -257,7 +257,7 @@ impl Fabric {
     }
 
     /// SMP attributes that the node's SMA hands to an agent instead of answering itself.
-    fn wants_agent(&self, mad: &[u8; MAD_LEN]) -> bool {
+    fn wants_agent(mad: &[u8; MAD_LEN]) -> bool {
         let method = mad[3];
         let attr = ibsm_mad::bits::u16_at(mad, 16);
         method & ids::method::RESPONSE != 0 || attr == ids::attr::SM_INFO || method == ids::method::TRAP
@@ -471,7 +471,7 @@ impl Fabric {
     }
 
     /// A packet reached the end of its path.
-    fn arrive(&mut self, pkt: Packet) {
+    fn arrive(&mut self, pkt: &Packet) {
         match pkt.target {
             Target::Sma(p) => {
                 let node = self.ports[p as usize].node as usize;
@@ -479,8 +479,8 @@ impl Fabric {
                     self.stats.dropped_unreachable += 1;
                     return;
                 }
-                if self.wants_agent(&pkt.mad) {
-                    self.to_agent(p, pkt);
+                if Self::wants_agent(&pkt.mad) {
+                    self.deliver_to_agent(p, pkt);
                     return;
                 }
                 let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
@@ -493,11 +493,11 @@ impl Fabric {
                         let src = if is_dr { p } else { self.reply_port(p) };
                         self.inject(at, src, mad, dest, None);
                     }
-                    super::sma::Outcome::ToAgent => self.to_agent(p, Packet { mad, ..pkt }),
+                    super::sma::Outcome::ToAgent => self.deliver_to_agent(p, &Packet { mad, ..*pkt }),
                     super::sma::Outcome::Silent => {}
                 }
             }
-            Target::Port(p) => self.to_agent(p, pkt),
+            Target::Port(p) => self.deliver_to_agent(p, pkt),
         }
     }
 
@@ -510,7 +510,7 @@ impl Fabric {
 
     /// Hands a packet to the right agent at port `p`: a response to the agent named in the TID,
     /// a request to the SM agent there.
-    fn to_agent(&mut self, p: PortRef, pkt: Packet) {
+    fn deliver_to_agent(&mut self, p: PortRef, pkt: &Packet) {
         let is_resp = pkt.mad[3] & ids::method::RESPONSE != 0;
         let tid = ibsm_mad::bits::u64_at(&pkt.mad, 8);
         let want = (tid >> 32) as u32;
@@ -670,8 +670,8 @@ impl Fabric {
 
     fn set_guid(&mut self, node: NodeRef, guid: ibsm_mad::Guid) {
         let Some(n) = self.nodes.get_mut(node) else { return };
-        let old = n.node_guid.0;
-        n.node_guid = guid;
+        let old = n.guid.0;
+        n.guid = guid;
         let (first, np, kind) = (n.first_port, n.num_ports, n.kind);
         for i in 0..=np {
             let p = &mut self.ports[(first + PortRef::from(i)) as usize];

@@ -9,7 +9,7 @@ use ibsm_mad::Guid;
 use super::state::NodeRef;
 
 /// A change to the fabric, applied now or at a scheduled virtual time.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
     /// Pull the cable at `node`/`port` (both ends go Down/Polling).
     LinkDown {

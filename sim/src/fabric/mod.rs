@@ -46,6 +46,7 @@ impl SimTime {
         SimTime(ms * 1_000_000)
     }
     /// Later by `ns` nanoseconds (saturating).
+    #[must_use]
     pub const fn plus(self, ns: u64) -> SimTime {
         SimTime(self.0.saturating_add(ns))
     }

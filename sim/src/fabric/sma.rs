@@ -145,7 +145,7 @@ impl Fabric {
             },
             num_ports: n.num_ports,
             system_image_guid: n.sys_guid,
-            node_guid: n.node_guid,
+            node_guid: n.guid,
             port_guid: port.guid,
             partition_cap: n.partition_cap,
             device_id: n.device_id,
@@ -257,6 +257,7 @@ impl Fabric {
     }
 
     /// Validates a PortInfo Set completely, then applies it. Nothing changes on an error.
+    #[allow(clippy::too_many_lines)] // one check or assignment per PortInfo field, in spec order
     fn port_info_set(&mut self, q: PortRef, req: &PortInfo) -> Handled {
         let bad = ids::status::BAD_FIELD;
         let port = &self.ports[q as usize];
@@ -737,7 +738,7 @@ impl Fabric {
 
     /// Current GUID of a node (after any `SetGuid` fault).
     pub fn node_guid(&self, node: usize) -> Option<Guid> {
-        self.nodes.get(node).map(|n| n.node_guid)
+        self.nodes.get(node).map(|n| n.guid)
     }
 }
 

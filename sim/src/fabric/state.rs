@@ -117,7 +117,7 @@ impl Switch {
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     pub kind: NodeKind,
-    pub node_guid: Guid,
+    pub guid: Guid,
     pub sys_guid: Guid,
     pub num_ports: u8,
     /// Index of port 0 (switches) or port 1 (CAs, stored at `first_port`, with a placeholder
@@ -227,7 +227,7 @@ impl Port {
 }
 
 /// Builds the node, port and switch tables from a topology at power-on.
-pub(crate) fn build(topo: &Topology, linear_fdb_cap: u16) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
+pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
     let mut nodes = Vec::with_capacity(topo.nodes.len());
     let total_ports: usize = topo.nodes.iter().map(|n| usize::from(n.num_ports) + 1).sum();
     let mut ports = Vec::with_capacity(total_ports);
@@ -263,10 +263,9 @@ pub(crate) fn build(topo: &Topology, linear_fdb_cap: u16) -> (Vec<Node>, Vec<Por
         } else {
             None
         };
-        let _ = linear_fdb_cap;
         nodes.push(Node {
             kind: tn.kind,
-            node_guid: tn.node_guid,
+            guid: tn.node_guid,
             sys_guid: tn.sys_guid,
             num_ports: tn.num_ports,
             first_port,
