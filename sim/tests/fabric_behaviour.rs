@@ -627,3 +627,19 @@ fn sa_requests_reach_the_sm_by_lid_and_answers_return() {
     assert_eq!(Mad::new_unchecked(&got.mad[..]).method(), Method::GetTableResp);
     assert_eq!(got.slid, Lid(1));
 }
+
+#[test]
+fn an_sm_on_a_switch_port_0_gets_its_answers_and_local_port_num_is_the_arrival_port() {
+    let topo = Topology::parse_str(NET, "test.net").expect("parses");
+    let mut f = Fabric::new(&topo, SimConfig::default());
+    let s1 = topo.find("S1").expect("S1");
+    let sm = f.attach(s1, 0).expect("switch port 0");
+    let p = DrPath::new(&[3]).expect("path");
+    f.send(sm, &SmpRepr::get_dr(&p, ids::attr::PORT_INFO, 1, 5).to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    f.run_until_idle(SimTime(1_000_000_000));
+    let r = f.recv(sm).expect("answer delivered to the agent on port 0");
+    let pi = PortInfo::parse(&r.mad[64..128]).expect("PortInfo");
+    // S2's port 1 was asked about; the SMP came in on S2's port 3.
+    assert_eq!(pi.local_port_num, PortNum(3));
+    assert_eq!(pi.port_state, PortState::Init);
+}

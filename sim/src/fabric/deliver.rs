@@ -378,7 +378,10 @@ impl Fabric {
                 continue;
             }
             smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
-            return Ok((Target::Port(arr), lat));
+            // Back at the requester: an SM on a switch sits on its management port 0.
+            let n = &self.nodes[node];
+            let home = if n.kind == NodeKind::Switch { n.first_port } else { arr };
+            return Ok((Target::Port(home), lat));
         }
     }
 

@@ -180,7 +180,8 @@ impl Fabric {
         }
     }
 
-    fn port_info_of(&self, q: PortRef, hide_key: bool) -> PortInfo {
+    /// PortInfo of port `q` as answered to an SMP that arrived on port `arrival`.
+    fn port_info_of(&self, q: PortRef, arrival: PortRef, hide_key: bool) -> PortInfo {
         let port = &self.ports[q as usize];
         let node = &self.nodes[port.node as usize];
         let is_switch = node.kind == NodeKind::Switch;
@@ -194,7 +195,8 @@ impl Fabric {
             capability_mask: CapabilityMask(if is_switch { base.cap_mask } else { port.cap_mask }),
             diag_code: 0,
             m_key_lease_period: base.lease,
-            local_port_num: PortNum(port.num),
+            // "The link port number this SMP came in on", whatever port it asks about.
+            local_port_num: PortNum(self.ports[arrival as usize].num),
             link_width_enabled: LinkWidthMask(port.width_enabled),
             link_width_supported: LinkWidthMask(port.width_supported),
             link_width_active: LinkWidth::from_raw(port.width_active),
@@ -248,11 +250,11 @@ impl Fabric {
             let st = self.port_info_set(q, &req);
             if st != ids::status::OK {
                 // The response carries the unchanged attribute.
-                self.port_info_of(q, hide_key).emit(data);
+                self.port_info_of(q, p, hide_key).emit(data);
                 return st;
             }
         }
-        self.port_info_of(q, hide_key).emit(data);
+        self.port_info_of(q, p, hide_key).emit(data);
         ids::status::OK
     }
 
@@ -480,7 +482,7 @@ impl Fabric {
             port_state_change: sw.port_state_change,
             optimized_sl_to_vl_mapping_programming: 0,
             lids_per_port: 0,
-            partition_enforcement_cap: 32,
+            partition_enforcement_cap: 64,
             inbound_enforcement_cap: true,
             outbound_enforcement_cap: true,
             filter_raw_inbound_cap: true,

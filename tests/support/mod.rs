@@ -1,0 +1,11 @@
+//! Shared helpers for the end-to-end tests in `tests/`.
+//!
+//! Each integration test that needs them declares `mod support;` and uses the submodules it
+//! wants. Owns only test scaffolding: starting external programs (ibsim, infiniband-diags) in
+//! private temporary directories and cleaning them up. It must not hold SM logic or wire-format
+//! knowledge; those live in the crates under test.
+
+// Every test binary compiles this module on its own and uses a different subset of it.
+#![allow(dead_code)]
+
+pub mod ibsim;
