@@ -345,7 +345,8 @@ fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>) -> ExitCode {
         }
         Ok(Finish::Stopped { signal, sweeps }) => {
             eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
-            ExitCode::SUCCESS
+            // With --once the sweep did not finish: the subnet is not known to be up.
+            if a.once { ExitCode::FAILURE } else { ExitCode::SUCCESS }
         }
         Err(e) => {
             eprintln!("ibsm run: {e}");

@@ -7,9 +7,19 @@
 //!
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
 //! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
-//! is a [`RoutingError`]. One file per engine ([`minhop`]).
+//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`]), the engine
+//! [`chain`] that tries several in order, and the [`check`] analysis (`ibsm routes check`, also
+//! the oracle of the tests). Shared internals: `graph` (validated, indexed view), `spread`
+//! (the label-and-balance driver of minhop and updn) and `par` (scoped-thread data parallelism).
 
+pub mod chain;
+pub mod check;
+pub mod ftree;
+mod graph;
 pub mod minhop;
+mod par;
+mod spread;
+pub mod updn;
 
 use ibsm_mad::{Guid, Lid, PortNum};
 
@@ -167,12 +177,20 @@ pub trait Engine {
 }
 
 /// Names of every engine [`engine_by_name`] knows.
-pub const ENGINE_NAMES: &[&str] = &[minhop::MinHop::NAME];
+pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
 
-/// The engine registered under `name`, if any.
+/// The engine registered under `name`, if any. A comma-separated list (`"ftree,updn,minhop"`)
+/// gives a [`chain::Chain`] of those engines (use [`chain::Chain::run`] directly to see why each
+/// declined).
 pub fn engine_by_name(name: &str) -> Option<Box<dyn Engine>> {
+    if name.contains(',') {
+        let names: Vec<&str> = name.split(',').map(str::trim).collect();
+        return chain::Chain::from_names(&names).ok().map(|c| Box::new(c) as Box<dyn Engine>);
+    }
     match name {
         minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
+        updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto())),
+        ftree::FatTree::NAME => Some(Box::new(ftree::FatTree)),
         _ => None,
     }
 }
@@ -182,11 +200,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registry_knows_minhop_only() {
+    fn registry_knows_every_engine() {
         for n in ENGINE_NAMES {
             assert_eq!(engine_by_name(n).map(|e| e.name()), Some(*n));
         }
         assert!(engine_by_name("ftree-that-does-not-exist").is_none());
+        assert_eq!(engine_by_name("ftree, updn").map(|e| e.name()), Some("chain"));
+        assert!(engine_by_name("ftree,nope").is_none());
     }
 
     #[test]

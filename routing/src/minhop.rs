@@ -7,15 +7,16 @@
 //! that carries the fewest LIDs so far (ties: the lowest port number). With LMC > 0, the LIDs of
 //! one port prefer neighbours not yet used by that port's other LIDs, so they take different
 //! paths when the fabric has them. Destinations are processed in attach-switch order and LID
-//! order, so the result is deterministic.
+//! order, so the result is deterministic (and independent of the number of threads: the
+//! per-switch work of the shared driver in `spread.rs` runs on all cores).
 //!
 //! Owns only the algorithm; the input and output types are in the crate root.
 
-use std::collections::VecDeque;
+use ibsm_mad::PortNum;
 
-use ibsm_mad::{Guid, Lid, PortNum};
-
-use crate::{Engine, FabricView, Lft, NodeId, Routes, RoutingError};
+use crate::graph::{FAR, Indexed};
+use crate::spread::{Adj, Link, Policy, groups, spread};
+use crate::{Engine, FabricView, Routes, RoutingError};
 
 /// The min-hop engine (OpenSM's default `minhop`, with per-port balancing).
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,17 +27,43 @@ impl MinHop {
     pub const NAME: &'static str = "minhop";
 }
 
-/// An end port's LID range and where it attaches to the switch graph.
-#[derive(Debug, Clone, Copy)]
-struct Dest {
-    base: u16,
-    /// Index of the switch the port is or hangs off.
-    attach: usize,
-    /// Port of `attach` that leads to the end port (0 for the switch itself).
-    port: PortNum,
+/// Breadth-first distances over every switch-to-switch link.
+struct Shortest {
+    adj: Adj,
 }
 
-const UNREACHABLE: u32 = u32::MAX;
+impl Policy for Shortest {
+    fn label(&self, t: usize, lab: &mut Vec<u32>, queue: &mut Vec<u32>) {
+        let n = self.adj.len();
+        lab.clear();
+        lab.resize(n, FAR);
+        queue.clear();
+        if t < n {
+            lab[t] = 0;
+            queue.push(t as u32);
+        }
+        let mut head = 0;
+        while let Some(&y) = queue.get(head) {
+            head += 1;
+            let d = lab[y as usize] + 1;
+            for l in self.adj.of(y as usize) {
+                if lab[l.n as usize] == FAR {
+                    lab[l.n as usize] = d;
+                    queue.push(l.n);
+                }
+            }
+        }
+    }
+
+    fn next_hops(&self, lab: &[u32], x: usize, cands: &mut Vec<(PortNum, u32)>) {
+        cands.clear();
+        let lx = lab[x];
+        if lx == FAR || lx == 0 {
+            return;
+        }
+        cands.extend(self.adj.of(x).iter().filter(|l| lab[l.n as usize] == lx - 1).map(|l| (l.port, l.n)));
+    }
+}
 
 impl Engine for MinHop {
     fn name(&self) -> &'static str {
@@ -44,159 +71,24 @@ impl Engine for MinHop {
     }
 
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
-        let adj = switch_adjacency(view)?;
-        let dests = destinations(view)?;
-        let top = view.max_lid();
-        let per_port = view.lids_per_port();
-        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(top)).collect();
-        let mut load: Vec<Vec<u32>> = view.switches.iter().map(|s| vec![0; s.ports.len()]).collect();
-
-        // Destinations grouped by attach switch, each group in LID order.
-        let mut by_switch: Vec<Vec<Dest>> = vec![Vec::new(); view.switches.len()];
-        for d in &dests {
-            if let Some(g) = by_switch.get_mut(d.attach) {
-                g.push(*d);
-            }
+        let idx = Indexed::new(view)?;
+        let g = &idx.graph;
+        let adj = Adj::build(g.len(), |s, out| {
+            out.extend(g.links(s).iter().map(|&(port, n, _)| Link { n: n as u32, port }));
+        });
+        let mut groups = groups(&idx);
+        for (_, dests) in &mut groups {
+            dests.sort_by_key(|d| d.base);
         }
-        let mut dist = vec![UNREACHABLE; view.switches.len()];
-        let mut candidates: Vec<(PortNum, usize)> = Vec::new();
-        let mut used: Vec<usize> = Vec::new();
-        for (t, group) in by_switch.iter_mut().enumerate() {
-            if group.is_empty() {
-                continue;
-            }
-            group.sort_by_key(|d| d.base);
-            bfs(&adj, t, &mut dist);
-            for (s, table) in tables.iter_mut().enumerate() {
-                if dist[s] == UNREACHABLE {
-                    continue;
-                }
-                if s == t {
-                    for d in group.iter() {
-                        for k in 0..per_port {
-                            set(table, d.base.saturating_add(k), d.port);
-                        }
-                    }
-                    continue;
-                }
-                candidates.clear();
-                candidates.extend(adj[s].iter().copied().filter(|&(_, n)| dist[n].saturating_add(1) == dist[s]));
-                let loads = &mut load[s];
-                for d in group.iter() {
-                    used.clear();
-                    for k in 0..per_port {
-                        let Some(&(port, n)) = candidates.iter().min_by_key(|&&(p, n)| {
-                            (used.contains(&n), loads.get(usize::from(p.0)).copied().unwrap_or(0), p.0)
-                        }) else {
-                            break;
-                        };
-                        used.push(n);
-                        if let Some(l) = loads.get_mut(usize::from(port.0)) {
-                            *l += 1;
-                        }
-                        set(table, d.base.saturating_add(k), port);
-                    }
-                }
-            }
-        }
-        Ok(Routes { tables })
-    }
-}
-
-fn set(table: &mut Lft, lid: u16, port: PortNum) {
-    if let Some(e) = table.ports.get_mut(usize::from(lid)) {
-        *e = port;
-    }
-}
-
-/// Switch-to-switch links: for each switch, `(port, neighbour switch)` in port order.
-fn switch_adjacency(view: &FabricView) -> Result<Vec<Vec<(PortNum, usize)>>, RoutingError> {
-    let mut adj = Vec::with_capacity(view.switches.len());
-    for sw in &view.switches {
-        let mut links = Vec::new();
-        for (p, nb) in sw.ports.iter().enumerate() {
-            let Some(nb) = nb else { continue };
-            let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
-            let exists = match nb.node {
-                NodeId::Switch(i) => i < view.switches.len(),
-                NodeId::Ca(i) => i < view.cas.len(),
-            };
-            if !exists {
-                return Err(RoutingError::DanglingNeighbor { guid: sw.guid, port, node: nb.node });
-            }
-            if let NodeId::Switch(i) = nb.node {
-                links.push((port, i));
-            }
-        }
-        adj.push(links);
-    }
-    Ok(adj)
-}
-
-/// Every routable end port: switches with a LID, CA ports with a LID cabled to a switch.
-/// Overlapping LID ranges are an error.
-fn destinations(view: &FabricView) -> Result<Vec<Dest>, RoutingError> {
-    let per_port = view.lids_per_port();
-    let mut owner: Vec<Option<Guid>> = vec![None; usize::from(view.max_lid()) + 1];
-    let mut claim = |base: Lid, guid: Guid| -> Result<(), RoutingError> {
-        for k in 0..per_port {
-            let lid = base.0.saturating_add(k);
-            if let Some(slot) = owner.get_mut(usize::from(lid)) {
-                if let Some(first) = *slot {
-                    return Err(RoutingError::DuplicateLid { lid: Lid(lid), first, second: guid });
-                }
-                *slot = Some(guid);
-            }
-        }
-        Ok(())
-    };
-    let mut dests = Vec::new();
-    for (i, sw) in view.switches.iter().enumerate() {
-        if sw.lid.is_unicast() {
-            claim(sw.lid, sw.guid)?;
-            dests.push(Dest { base: sw.lid.0, attach: i, port: PortNum(0) });
-        }
-    }
-    for ca in &view.cas {
-        for p in &ca.ports {
-            if !p.lid.is_unicast() {
-                continue;
-            }
-            claim(p.lid, ca.guid)?;
-            if let Some(nb) = p.neighbor
-                && let NodeId::Switch(s) = nb.node
-                && s < view.switches.len()
-            {
-                dests.push(Dest { base: p.lid.0, attach: s, port: nb.port });
-            }
-        }
-    }
-    Ok(dests)
-}
-
-/// Hop distances from switch `from` to every switch, into `dist`.
-fn bfs(adj: &[Vec<(PortNum, usize)>], from: usize, dist: &mut [u32]) {
-    dist.fill(UNREACHABLE);
-    let mut queue = VecDeque::new();
-    if let Some(d) = dist.get_mut(from) {
-        *d = 0;
-        queue.push_back(from);
-    }
-    while let Some(s) = queue.pop_front() {
-        let next = dist[s] + 1;
-        for &(_, n) in &adj[s] {
-            if dist[n] == UNREACHABLE {
-                dist[n] = next;
-                queue.push_back(n);
-            }
-        }
+        spread(view, &idx, &groups, &Shortest { adj }, |_, _| Ok::<(), RoutingError>(()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CaPortView, CaView, Neighbor, SwitchView};
+    use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
+    use ibsm_mad::{Guid, Lid};
 
     #[allow(clippy::unnecessary_wraps)] // builds `SwitchView::ports` entries, which are options
     fn nb(node: NodeId, port: u8) -> Option<Neighbor> {

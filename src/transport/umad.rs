@@ -660,8 +660,8 @@ impl UmadPort {
                 // A reassembled RMPP message longer than the buffer: the kernel keeps it
                 // queued and reports the length it needs in the header.
                 libc::ENOSPC => {
-                    let need = usize::try_from(ne_u32(&buf, hdr::LENGTH)).unwrap_or(0);
-                    let need = need.max(self.hdr_len + need).min(1 << 20);
+                    // The header's length counts the header itself and the whole MAD.
+                    let need = usize::try_from(ne_u32(&buf, hdr::LENGTH)).unwrap_or(0).min(1 << 20);
                     if need <= buf.len() {
                         return Err(UmadError::sys(&self.umad_path, "read", e));
                     }

@@ -1,0 +1,261 @@
+//! `routes check`: what a set of forwarding tables does to a fabric, measured by walking them.
+//!
+//! Owns the analysis and its [`CheckReport`]; it is both the operator's `ibsm routes check` and the
+//! oracle of this crate's tests. Given a [`FabricView`] and the [`Routes`] for it (from an engine
+//! or read back from live switches), it reports:
+//!
+//! * reachability: every (source CA port, destination LID) pair, CA to CA, is followed hop by hop
+//!   through the tables; a pair is reachable, a black hole (unrouted entry, a port with no cable,
+//!   delivery to the wrong node) or a loop. Switch-to-LID routes (from every switch to every LID)
+//!   are counted too.
+//! * hop counts against the shortest path through the switch graph.
+//! * the edge forwarding index: the number of CA-to-CA routes over each directed switch-to-switch
+//!   link (max and mean over all such links).
+//! * the shift permutations `host i -> host (i + s) mod N` for every `s` in `1..N`, hosts being the
+//!   CA ports cabled to a switch in view order (CA order, then port order), base LIDs only: the
+//!   worst number of flows on one switch egress link.
+//! * credit loops: a cycle in the channel dependency graph built from every switch's route to
+//!   every LID (or, with [`CdgTraffic::CaToCa`], only from the routes of CA-to-CA packets),
+//!   with one example cycle.
+//!
+//! Guarantees: never panics, whatever the view and tables (tables may be missing, short, point at
+//! ports with no cable, or loop). It changes nothing and has no I/O.
+
+mod cdg;
+mod report;
+mod walk;
+
+use ibsm_mad::{Guid, Lid, PortNum};
+
+use crate::graph::Owner;
+use crate::{FabricView, NodeId, Routes};
+
+pub use report::{Channel, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+
+/// What to compute besides reachability, hops and the edge forwarding index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Walk every shift permutation (cost: hosts² path walks).
+    pub shifts: bool,
+    /// Build the channel dependency graph and look for a cycle.
+    pub credit_loops: bool,
+    /// Whose traffic the channel dependency graph is built from.
+    pub cdg_traffic: CdgTraffic,
+    /// How many failing pairs to keep as examples.
+    pub max_examples: usize,
+}
+
+/// Which routes count when building the channel dependency graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CdgTraffic {
+    /// Every switch's route to every LID (switches originate management traffic too).
+    #[default]
+    All,
+    /// Only the routes packets from CA ports to CA ports take: the data plane. (Switch-sourced
+    /// and switch-bound management traffic left out.)
+    CaToCa,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { shifts: true, credit_loops: true, cdg_traffic: CdgTraffic::All, max_examples: 10 }
+    }
+}
+
+/// The result of [`check`]: plain data, printed as a table by its `Display`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// Switches in the view.
+    pub switches: usize,
+    /// CA ports with a LID cabled to a switch (the hosts of the shift permutations).
+    pub hosts: usize,
+    /// The view's LMC.
+    pub lmc: u8,
+    /// CA-to-CA pairs checked (source port × destination LID, own port excluded).
+    pub pairs: u64,
+    /// Pairs whose walk reached the destination.
+    pub reachable: u64,
+    /// Pairs that ended in a black hole (unrouted, dead port, wrong node).
+    pub black_holes: u64,
+    /// Pairs caught in a forwarding loop.
+    pub loops: u64,
+    /// Switch-to-LID routes checked (every switch to every LID it does not own).
+    pub switch_pairs: u64,
+    /// Of those, how many reach their LID.
+    pub switch_reachable: u64,
+    /// CA-to-switch routes checked (every CA port to every switch LID): the SM's LID-routed path
+    /// to each switch, among others.
+    pub ca_to_switch_pairs: u64,
+    /// Of those, how many reach their switch.
+    pub ca_to_switch_reachable: u64,
+    /// The first failing pairs (CA to CA first, then switch to LID), at most
+    /// [`CheckOptions::max_examples`].
+    pub failures: Vec<Failure>,
+    /// Hop counts of the reachable CA-to-CA pairs.
+    pub hops: HopStats,
+    /// Edge forwarding index over directed switch-to-switch links.
+    pub forwarding_index: LinkLoad,
+    /// Shift permutations, if computed.
+    pub shifts: Option<ShiftStats>,
+    /// Credit loops, if computed.
+    pub credit_loops: CreditLoops,
+}
+
+impl CheckReport {
+    /// Every CA pair and every switch-to-LID route reachable, and no credit loop found.
+    pub fn is_clean(&self) -> bool {
+        self.reachable == self.pairs
+            && self.switch_reachable == self.switch_pairs
+            && !matches!(self.credit_loops, CreditLoops::Found(_))
+    }
+}
+
+/// Checks `routes` on `view` with the default options.
+pub fn check(view: &FabricView, routes: &Routes) -> CheckReport {
+    check_with(view, routes, &CheckOptions::default())
+}
+
+/// Checks `routes` on `view`.
+pub fn check_with(view: &FabricView, routes: &Routes, opts: &CheckOptions) -> CheckReport {
+    let fabric = Fabric::new(view, routes);
+    let mut report = walk::walk_all(&fabric, opts);
+    if opts.shifts {
+        report.shifts = Some(walk::shifts(&fabric));
+    }
+    if opts.credit_loops {
+        report.credit_loops = cdg::credit_loops(&fabric, opts.cdg_traffic);
+    }
+    report
+}
+
+/// Where a switch port leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// No cable (or port 0, or beyond the switch).
+    Dead,
+    /// Another switch.
+    Switch(usize),
+    /// A CA port.
+    Port(usize, PortNum),
+}
+
+/// A host: a CA port with a LID, cabled to a switch.
+#[derive(Debug, Clone, Copy)]
+struct Host {
+    guid: Guid,
+    num: PortNum,
+    lid: Lid,
+    attach: usize,
+}
+
+/// The view and tables, resolved for fast walking without trusting either.
+struct Fabric<'a> {
+    view: &'a FabricView,
+    routes: &'a Routes,
+    /// `next[chan_start[s] + p]`: where port `p` of switch `s` leads.
+    next: Vec<Next>,
+    /// First channel index of each switch; one channel per port number `0..ports.len()`.
+    chan_start: Vec<usize>,
+    owner: Vec<Owner>,
+    hosts: Vec<Host>,
+    per_port: u16,
+}
+
+impl<'a> Fabric<'a> {
+    fn new(view: &'a FabricView, routes: &'a Routes) -> Fabric<'a> {
+        let mut chan_start = Vec::with_capacity(view.switches.len() + 1);
+        let mut next = Vec::new();
+        for sw in &view.switches {
+            chan_start.push(next.len());
+            for (p, nb) in sw.ports.iter().enumerate() {
+                let n = match nb {
+                    Some(nb) if p != 0 => match nb.node {
+                        NodeId::Switch(i) if i < view.switches.len() => Next::Switch(i),
+                        NodeId::Ca(c) if c < view.cas.len() => Next::Port(c, nb.port),
+                        _ => Next::Dead,
+                    },
+                    _ => Next::Dead,
+                };
+                next.push(n);
+            }
+        }
+        chan_start.push(next.len());
+        let per_port = view.lids_per_port();
+        let top = usize::from(view.max_lid());
+        let mut owner = vec![Owner::None; top + 1];
+        for (i, sw) in view.switches.iter().enumerate() {
+            claim(&mut owner, sw.lid, per_port, Owner::Switch(i));
+        }
+        let mut hosts = Vec::new();
+        for (c, ca) in view.cas.iter().enumerate() {
+            for p in &ca.ports {
+                claim(&mut owner, p.lid, per_port, Owner::Port(c, p.num));
+                if !p.lid.is_unicast() {
+                    continue;
+                }
+                if let Some(nb) = p.neighbor
+                    && let NodeId::Switch(s) = nb.node
+                    && s < view.switches.len()
+                {
+                    hosts.push(Host { guid: ca.guid, num: p.num, lid: p.lid, attach: s });
+                }
+            }
+        }
+        Fabric { view, routes, next, chan_start, owner, hosts, per_port }
+    }
+
+    fn switches(&self) -> usize {
+        self.view.switches.len()
+    }
+
+    /// The egress port of switch `s` for `lid`, if routed.
+    fn port(&self, s: usize, lid: u16) -> Option<PortNum> {
+        self.routes.tables.get(s)?.port_for(Lid(lid))
+    }
+
+    /// Channel index of port `p` of switch `s`, if the switch has that port.
+    fn chan(&self, s: usize, p: PortNum) -> Option<usize> {
+        let start = *self.chan_start.get(s)?;
+        let end = *self.chan_start.get(s + 1)?;
+        let c = start + usize::from(p.0);
+        (c < end).then_some(c)
+    }
+
+    /// Where port `p` of switch `s` leads.
+    fn next(&self, s: usize, p: PortNum) -> Next {
+        self.chan(s, p).and_then(|c| self.next.get(c).copied()).unwrap_or(Next::Dead)
+    }
+
+    fn owner(&self, lid: u16) -> Owner {
+        self.owner.get(usize::from(lid)).copied().unwrap_or(Owner::None)
+    }
+
+    fn switch_guid(&self, s: usize) -> Guid {
+        self.view.switches.get(s).map(|s| s.guid).unwrap_or_default()
+    }
+
+    /// The switch at the far end of channel `c`, with the channel's switch and port.
+    fn chan_parts(&self, c: usize) -> Option<(usize, PortNum)> {
+        let s = self.chan_start.partition_point(|&start| start <= c).checked_sub(1)?;
+        let p = c.checked_sub(*self.chan_start.get(s)?)?;
+        Some((s, PortNum(u8::try_from(p).ok()?)))
+    }
+}
+
+/// Records the first owner of each LID of the range starting at `base` (later claims lose; the
+/// engines report such overlaps, the check only has to stay consistent).
+fn claim(owner: &mut [Owner], base: Lid, per_port: u16, who: Owner) {
+    if !base.is_unicast() {
+        return;
+    }
+    for k in 0..per_port {
+        if let Some(slot) = owner.get_mut(usize::from(base.0.saturating_add(k)))
+            && *slot == Owner::None
+        {
+            *slot = who;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,603 @@
+//! Fat-tree routing: contention-free for shift permutations on complete fat trees, balanced on
+//! degraded, rail-optimized and oversubscribed ones, and explicit about what is not a fat tree.
+//!
+//! **Ranks.** Levels are counted from the CA level: a switch with CAs is a leaf (level 0), and
+//! every other switch's level is its hop distance to the nearest leaf. The view is a fat tree when
+//! every switch-to-switch link joins two adjacent levels and every leaf can reach every other leaf
+//! of its component going up then down. Otherwise [`FtreeError::NotFatTree`] says why
+//! ([`NotFatTree`]); the engine never falls back to something else silently.
+//!
+//! **CA LIDs.** Leaves are taken in the order of their first CA in the view, and each leaf's CA
+//! ports in view order, so host `i` of the view is the `i`-th destination. For each destination
+//! LID, as in OpenSM's ftree:
+//! 1. from its leaf, go up choosing each time the up link that carries the fewest destinations
+//!    downwards so far (ties: lowest port); every switch on that chain routes the LID down the
+//!    link it was reached by;
+//! 2. from each chain switch, bottom first, walk down: every switch reached that is not an
+//!    ancestor of the leaf routes the LID up to the switch it was reached from, if that is a
+//!    shortest up/down path;
+//! 3. every remaining switch routes it along a shortest up/down path (ancestors of the leaf down,
+//!    others up) over the port that carries the fewest LIDs so far (ties: lowest port). A switch
+//!    with no up/down path at all (a top switch cut off from the leaf's subtree in a degraded
+//!    tree) routes along a shortest path into the routed region: only its own traffic goes that
+//!    way, since no routed switch forwards into it.
+//!
+//! On a complete tree this is the classic D-mod-K assignment: the hosts of one leaf leave over
+//! distinct up links, each upper link carries one destination's traffic per shift, and the
+//! maximum number of routes on any directed link in any shift permutation is 1 (oversubscribed
+//! trees: the oversubscription ratio). CA-to-CA routes only ever go up then down, so they have no
+//! credit loop (check with [`crate::check::CdgTraffic::CaToCa`]).
+//!
+//! **Switch LIDs** are always routed from every switch. A leaf's LID is routed like its CAs'
+//! (step 3 only). Other switches' LIDs follow shortest paths (a breadth-first tree from the
+//! switch), as OpenSM's ftree routes them; on a complete tree these are up/down paths too, but a
+//! top switch reaching another top switch must go down and up again, so switch-to-switch
+//! management routes can close a cycle in the full channel dependency graph.
+//!
+//! Cost: one up/down labelling per leaf, a walk per CA LID over its chain and the switches below
+//! it, and one breadth-first search per non-leaf switch. Labellings, the per-switch step 3 and the
+//! switch LIDs run on all cores; the result does not depend on their number.
+
+use ibsm_mad::{Guid, PortNum};
+
+use crate::graph::{Dest, FAR, Indexed, set};
+use crate::{Engine, FabricView, Lft, Routes, RoutingError, par};
+
+/// The fat-tree engine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FatTree;
+
+impl FatTree {
+    /// Registry name.
+    pub const NAME: &'static str = "ftree";
+}
+
+/// Why a view is not a fat tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotFatTree {
+    /// No switch has a CA, so there is no leaf level to rank from.
+    #[error("no switch has a CA attached, so there is no leaf level")]
+    NoLeaves,
+    /// Two linked switches are on the same level.
+    #[error("switches {a} and {b} are linked but both on level {level} (levels count hops from the CA level)")]
+    SameLevelLink {
+        /// One end.
+        a: Guid,
+        /// The other end.
+        b: Guid,
+        /// Their level.
+        level: u32,
+    },
+    /// A leaf cannot reach another leaf of its component going up then down.
+    #[error("leaf switch {from} has no up-then-down path to leaf switch {to}")]
+    NoUpDownPath {
+        /// The leaf without a path.
+        from: Guid,
+        /// The leaf it cannot reach.
+        to: Guid,
+    },
+}
+
+/// Why [`FatTree::route_typed`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FtreeError {
+    /// The view is inconsistent (same errors as every engine).
+    #[error(transparent)]
+    View(#[from] RoutingError),
+    /// The view is consistent but not a fat tree.
+    #[error("not a fat tree: {0}")]
+    NotFatTree(#[from] NotFatTree),
+}
+
+impl From<FtreeError> for RoutingError {
+    fn from(e: FtreeError) -> RoutingError {
+        match e {
+            FtreeError::View(e) => e,
+            e @ FtreeError::NotFatTree(_) => RoutingError::Declined { engine: FatTree::NAME, reason: e.to_string() },
+        }
+    }
+}
+
+impl Engine for FatTree {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
+        self.route_typed(view).map_err(RoutingError::from)
+    }
+}
+
+/// A link to an adjacent level: neighbour, local port, the neighbour's port.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    n: u32,
+    port: PortNum,
+    rport: PortNum,
+}
+
+/// Compressed adjacency of one direction (up or down).
+#[derive(Debug, Default)]
+struct Csr {
+    start: Vec<u32>,
+    links: Vec<Link>,
+}
+
+impl Csr {
+    fn of(&self, s: usize) -> &[Link] {
+        self.range(s).and_then(|r| self.links.get(r)).unwrap_or(&[])
+    }
+    fn range(&self, s: usize) -> Option<std::ops::Range<usize>> {
+        Some(*self.start.get(s)? as usize..*self.start.get(s + 1)? as usize)
+    }
+}
+
+/// The ranked tree.
+struct Tree {
+    level: Vec<u32>,
+    up: Csr,
+    down: Csr,
+    /// Every switch-to-switch link, ranked or not.
+    all: Csr,
+    /// Switches by level, highest first (unranked switches left out).
+    by_level: Vec<u32>,
+    comp: Vec<usize>,
+}
+
+/// Label bit: an ancestor of the destination (a pure down path exists).
+const DOWN: u32 = 1 << 31;
+
+impl Tree {
+    fn new(view: &FabricView, idx: &Indexed) -> Result<Tree, NotFatTree> {
+        let g = &idx.graph;
+        let n = g.len();
+        let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
+        if leaves.is_empty() {
+            return Err(NotFatTree::NoLeaves);
+        }
+        let mut level = Vec::new();
+        g.bfs(&leaves, &mut level, &mut std::collections::VecDeque::new());
+        let guid = |s: usize| view.switches.get(s).map(|s| s.guid).unwrap_or_default();
+        let mut up = Csr::default();
+        let mut down = Csr::default();
+        let mut all = Csr::default();
+        for s in 0..n {
+            up.start.push(up.links.len() as u32);
+            down.start.push(down.links.len() as u32);
+            all.start.push(all.links.len() as u32);
+            for &(port, nb, rport) in g.links(s) {
+                let link = Link { n: nb as u32, port, rport };
+                all.links.push(link);
+                if level[s] == FAR {
+                    continue;
+                }
+                if level[nb] == level[s] {
+                    return Err(NotFatTree::SameLevelLink { a: guid(s), b: guid(nb), level: level[s] });
+                }
+                if level[nb] > level[s] {
+                    up.links.push(link);
+                } else {
+                    down.links.push(link);
+                }
+            }
+        }
+        up.start.push(up.links.len() as u32);
+        down.start.push(down.links.len() as u32);
+        all.start.push(all.links.len() as u32);
+        let mut by_level: Vec<u32> = (0..n as u32).filter(|&s| level[s as usize] != FAR).collect();
+        by_level.sort_by_key(|&s| std::cmp::Reverse(level[s as usize]));
+        let (comp, _) = g.components();
+        Ok(Tree { level, up, down, all, by_level, comp })
+    }
+
+    fn len(&self) -> usize {
+        self.level.len()
+    }
+}
+
+fn value(label: u32) -> u32 {
+    label & !DOWN
+}
+
+impl FatTree {
+    /// Routes `view`, or says why it is not a fat tree.
+    pub fn route_typed(&self, view: &FabricView) -> Result<Routes, FtreeError> {
+        let idx = Indexed::new(view)?;
+        let tree = Tree::new(view, &idx)?;
+        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
+        route_cas(view, &idx, &tree, &mut tables)?;
+        route_switches(&idx, &tree, &mut tables);
+        Ok(Routes { tables })
+    }
+}
+
+/// Marks a switch whose shortest up/down next hops are all its up links.
+const ALL_UP: u32 = u32::MAX;
+
+/// What one destination leaf needs: up/down labels, and every switch's shortest up/down next
+/// hops (or its single stranded route).
+#[derive(Default)]
+struct LeafPlan {
+    /// `DOWN | d` for the leaf and its ancestors (a pure down path of `d` hops), `v` for a
+    /// shortest up-then-down path of `v` hops, else [`FAR`].
+    lab: Vec<u32>,
+    /// Per switch, `(start, len)` into `hops`, or `len` = [`ALL_UP`].
+    span: Vec<(u32, u32)>,
+    hops: Vec<PortNum>,
+    pairs: Vec<(u32, PortNum)>,
+}
+
+impl LeafPlan {
+    fn build(&mut self, tree: &Tree, leaf: usize, queue: &mut Vec<u32>, strand: &mut Vec<(u32, PortNum)>) {
+        let n = tree.len();
+        let lab = &mut self.lab;
+        lab.clear();
+        lab.resize(n, FAR);
+        self.span.clear();
+        self.span.resize(n, (0, 0));
+        self.pairs.clear();
+        queue.clear();
+        if leaf >= n || tree.level[leaf] == FAR {
+            return;
+        }
+        // Ancestors, breadth-first up from the leaf; each records the links it can go down.
+        lab[leaf] = DOWN;
+        queue.push(leaf as u32);
+        let mut head = 0;
+        while let Some(&y) = queue.get(head) {
+            head += 1;
+            let d = lab[y as usize] + 1;
+            for l in tree.up.of(y as usize) {
+                let x = l.n as usize;
+                if lab[x] == FAR {
+                    lab[x] = d;
+                    queue.push(l.n);
+                }
+                if lab[x] == d {
+                    self.pairs.push((l.n, l.rport));
+                }
+            }
+        }
+        // Everything else, top level first: up to the nearest of its up neighbours.
+        for &x in &tree.by_level {
+            let x = x as usize;
+            if lab[x] != FAR {
+                continue;
+            }
+            let ups = tree.up.of(x);
+            let Some(min) = ups.iter().map(|l| lab[l.n as usize]).filter(|&v| v != FAR).map(value).min() else {
+                continue;
+            };
+            lab[x] = min + 1;
+            let best = |l: &&Link| {
+                let v = lab[l.n as usize];
+                v != FAR && value(v) == min
+            };
+            if ups.iter().filter(best).count() == ups.len() {
+                self.span[x].1 = ALL_UP;
+            } else {
+                self.pairs.extend(ups.iter().filter(best).map(|l| (x as u32, l.port)));
+            }
+        }
+        stranded(tree, leaf, lab, strand);
+        self.pairs.extend_from_slice(strand);
+        // Counting sort of the pairs by switch, keeping their order.
+        for &(x, _) in &self.pairs {
+            self.span[x as usize].1 += 1;
+        }
+        let mut at = 0u32;
+        for sp in &mut self.span {
+            if sp.1 != ALL_UP {
+                sp.0 = at;
+                at += sp.1;
+                sp.1 = 0;
+            }
+        }
+        self.hops.clear();
+        self.hops.resize(at as usize, PortNum(0));
+        for &(x, p) in &self.pairs {
+            let sp = &mut self.span[x as usize];
+            self.hops[(sp.0 + sp.1) as usize] = p;
+            sp.1 += 1;
+        }
+    }
+
+    /// Switch `x`'s shortest up/down next hops (or its stranded route), in port order for
+    /// all-up switches.
+    fn candidates<'a>(&'a self, tree: &'a Tree, x: usize) -> impl Iterator<Item = PortNum> + 'a {
+        let (start, len) = self.span.get(x).copied().unwrap_or((0, 0));
+        let (ups, list): (&[Link], &[PortNum]) = if len == ALL_UP {
+            (tree.up.of(x), &[])
+        } else {
+            (&[], self.hops.get(start as usize..(start + len) as usize).unwrap_or(&[]))
+        };
+        ups.iter().map(|l| l.port).chain(list.iter().copied())
+    }
+}
+
+/// CA LIDs, grouped by leaf (leaves in order of their first CA), 64 leaves at a time: plans in
+/// parallel, chains and their subtrees in order, then every other switch in parallel.
+fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) -> Result<(), NotFatTree> {
+    const BATCH: usize = 64;
+    let n = tree.len();
+    let mut by_leaf: Vec<Vec<Dest>> = vec![Vec::new(); n];
+    let mut leaf_order = Vec::new();
+    for d in idx.dests.iter().filter(|d| d.ca.is_some()) {
+        if by_leaf[d.attach].is_empty() {
+            leaf_order.push(d.attach);
+        }
+        by_leaf[d.attach].push(*d);
+    }
+    // A leaf's own LID goes with its CAs (after them), without a chain of its own.
+    for d in idx.dests.iter().filter(|d| d.ca.is_none()) {
+        if let Some(v) = by_leaf.get_mut(d.attach)
+            && !v.is_empty()
+        {
+            v.push(*d);
+        }
+    }
+    let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
+    let guid = |s: usize| view.switches.get(s).map(|s| s.guid).unwrap_or_default();
+    let mut chains = Chains {
+        down_load: vec![0; tree.up.links.len()],
+        stamp: vec![u32::MAX; n],
+        lid_no: 0,
+        chain: Vec::new(),
+        queue: Vec::new(),
+    };
+    let mut plans: Vec<LeafPlan> = (0..BATCH.min(leaf_order.len())).map(|_| LeafPlan::default()).collect();
+    let mut slots: Vec<Slot> = tables
+        .iter_mut()
+        .zip(&view.switches)
+        .map(|(t, sw)| Slot { table: std::mem::take(t), load: vec![0; sw.ports.len().max(1)], block: Vec::new() })
+        .collect();
+    for batch in leaf_order.chunks(BATCH) {
+        let plans = &mut plans[..batch.len()];
+        par::for_chunks(plans, 2, |off, chunk| {
+            let mut queue = Vec::new();
+            let mut strand = Vec::new();
+            for (i, plan) in chunk.iter_mut().enumerate() {
+                plan.build(tree, batch[off + i], &mut queue, &mut strand);
+            }
+        });
+        for (&leaf, plan) in batch.iter().zip(plans.iter()) {
+            if let Some(&bad) = leaves.iter().find(|&&x| tree.comp[x] == tree.comp[leaf] && plan.lab[x] == FAR) {
+                for (t, slot) in tables.iter_mut().zip(slots.iter_mut()) {
+                    *t = std::mem::take(&mut slot.table);
+                }
+                return Err(NotFatTree::NoUpDownPath { from: guid(bad), to: guid(leaf) });
+            }
+        }
+        // 1 and 2, in destination order.
+        for (&leaf, plan) in batch.iter().zip(plans.iter()) {
+            for d in &by_leaf[leaf] {
+                for k in 0..idx.per_port {
+                    let lid = d.base.saturating_add(k);
+                    set(&mut slots[leaf].table, lid, d.port);
+                    if d.ca.is_some() {
+                        chains.route(tree, &plan.lab, leaf, lid, &mut slots);
+                    }
+                }
+            }
+        }
+        // 3. Every entry still unrouted: the least-loaded of the shortest up/down ports.
+        let plans = &*plans;
+        let by_leaf = &by_leaf;
+        par::for_chunks(&mut slots, 16, |off, chunk| {
+            for (i, slot) in chunk.iter_mut().enumerate() {
+                let x = off + i;
+                for (&leaf, plan) in batch.iter().zip(plans) {
+                    slot.fill(tree, plan, x, &by_leaf[leaf], idx.per_port);
+                }
+            }
+        });
+    }
+    for (t, slot) in tables.iter_mut().zip(slots) {
+        *t = slot.table;
+    }
+    Ok(())
+}
+
+/// Steps 1 and 2 for one CA LID at a time.
+struct Chains {
+    /// Destinations routed down each up link so far, aligned with `tree.up.links`.
+    down_load: Vec<u32>,
+    /// `stamp[x] == lid_no`: switch `x` already routes the current LID.
+    stamp: Vec<u32>,
+    lid_no: u32,
+    chain: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+impl Chains {
+    /// Routes `lid` (on `leaf`) on its chain and on the switches below the chain.
+    fn route(&mut self, tree: &Tree, lab: &[u32], leaf: usize, lid: u16, slots: &mut [Slot]) {
+        self.lid_no = self.lid_no.wrapping_add(1);
+        let now = self.lid_no;
+        self.stamp[leaf] = now;
+        // 1. The chain up from the leaf: each step over the up link with the fewest
+        // destinations routed down it so far (ties: lowest port).
+        self.chain.clear();
+        let mut x = leaf;
+        while let Some(i) =
+            tree.up.range(x).and_then(|r| r.min_by_key(|&i| (self.down_load[i], tree.up.links[i].port.0)))
+        {
+            self.down_load[i] += 1;
+            let l = tree.up.links[i];
+            x = l.n as usize;
+            set(&mut slots[x].table, lid, l.rport);
+            self.stamp[x] = now;
+            self.chain.push(l.n);
+        }
+        // 2. Down from each chain switch, bottom first: non-ancestors one hop farther than the
+        // switch they were reached from route up to it.
+        for &top in &self.chain {
+            self.queue.clear();
+            self.queue.push(top);
+            let mut head = 0;
+            while let Some(&y) = self.queue.get(head) {
+                head += 1;
+                let dy = value(lab[y as usize]);
+                for l in tree.down.of(y as usize) {
+                    let z = l.n as usize;
+                    if self.stamp[z] != now && lab[z] & DOWN == 0 && lab[z] == dy + 1 {
+                        set(&mut slots[z].table, lid, l.rport);
+                        self.stamp[z] = now;
+                        self.queue.push(l.n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One switch's table while the CA LIDs are routed, with its per-port LID counts.
+struct Slot {
+    table: Lft,
+    load: Vec<u32>,
+    block: Vec<PortNum>,
+}
+
+impl Slot {
+    fn load(&self, p: PortNum) -> u32 {
+        self.load.get(usize::from(p.0)).copied().unwrap_or(u32::MAX)
+    }
+
+    fn bump(&mut self, p: PortNum) {
+        if let Some(l) = self.load.get_mut(usize::from(p.0)) {
+            *l += 1;
+        }
+    }
+
+    /// Counts the LIDs of `dests` already routed at switch `x` and routes the others over the
+    /// least-loaded of its next hops (ties: lowest port), a level of equal loads at a time.
+    fn fill(&mut self, tree: &Tree, plan: &LeafPlan, x: usize, dests: &[Dest], per_port: u16) {
+        let mut block = std::mem::take(&mut self.block);
+        block.clear();
+        let mut next = 0;
+        for d in dests {
+            for k in 0..per_port {
+                let lid = d.base.saturating_add(k);
+                if let Some(p) = self.table.port_for(ibsm_mad::Lid(lid)) {
+                    self.bump(p);
+                    continue;
+                }
+                if next == block.len() {
+                    let mut min = u32::MAX;
+                    block.clear();
+                    for p in plan.candidates(tree, x) {
+                        let l = self.load(p);
+                        if l < min {
+                            min = l;
+                            block.clear();
+                        }
+                        if l == min {
+                            block.push(p);
+                        }
+                    }
+                    next = 0;
+                }
+                let Some(&p) = block.get(next) else { break };
+                next += 1;
+                set(&mut self.table, lid, p);
+                self.bump(p);
+            }
+        }
+        self.block = block;
+    }
+}
+
+/// LIDs of switches without CAs: shortest paths (a breadth-first tree from the switch over every
+/// link), as OpenSM's ftree does. On a complete tree every shortest path is an up/down path.
+fn route_switches(idx: &Indexed, tree: &Tree, tables: &mut [Lft]) {
+    const BATCH: usize = 256;
+    let n = tree.len();
+    let targets: Vec<&Dest> = idx.dests.iter().filter(|d| d.ca.is_none() && idx.hosts_at[d.attach] == 0).collect();
+    let mut cols: Vec<Vec<PortNum>> = vec![Vec::new(); BATCH.min(targets.len())];
+    for batch in targets.chunks(BATCH) {
+        let cols = &mut cols[..batch.len()];
+        par::for_chunks(cols, 8, |off, chunk| {
+            let mut queue = Vec::new();
+            for (i, col) in chunk.iter_mut().enumerate() {
+                bfs_column(tree, batch[off + i].attach, &mut queue, col);
+            }
+        });
+        for (d, col) in batch.iter().zip(cols.iter()) {
+            for (x, &p) in col.iter().enumerate().take(n) {
+                if p == Lft::UNROUTED {
+                    continue;
+                }
+                for k in 0..idx.per_port {
+                    set(&mut tables[x], d.base.saturating_add(k), p);
+                }
+            }
+        }
+    }
+}
+
+/// Every switch's port towards `t` along a breadth-first tree rooted at `t` (port 0 at `t`).
+fn bfs_column(tree: &Tree, t: usize, queue: &mut Vec<u32>, col: &mut Vec<PortNum>) {
+    col.clear();
+    col.resize(tree.len(), Lft::UNROUTED);
+    queue.clear();
+    let Some(c) = col.get_mut(t) else { return };
+    *c = PortNum(0);
+    queue.push(t as u32);
+    let mut head = 0;
+    while let Some(&y) = queue.get(head) {
+        head += 1;
+        for l in tree.all.of(y as usize) {
+            let z = l.n as usize;
+            if col[z] == Lft::UNROUTED {
+                col[z] = l.rport;
+                queue.push(l.n);
+            }
+        }
+    }
+}
+
+/// Routes for the switches of `t`'s component that have no up/down path to `t` (`lab[x]` is
+/// [`FAR`]): breadth-first from the up/down-routed region into them, over any link. They only
+/// carry their own traffic: no routed switch ever forwards into them, so no loop can form.
+fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
+    out.clear();
+    let n = tree.len();
+    let Some(&ct) = tree.comp.get(t) else { return };
+    let mut seen: Vec<bool> = Vec::new();
+    let mut frontier: Vec<u32> = Vec::new();
+    for x in 0..n {
+        if x == t || lab[x] != FAR || tree.level[x] == FAR || tree.comp[x] != ct {
+            continue;
+        }
+        let mut best: Option<(u32, u8, PortNum)> = None;
+        for l in tree.up.of(x).iter().chain(tree.down.of(x)) {
+            let v = lab[l.n as usize];
+            if v != FAR && best.is_none_or(|b| (value(v), l.port.0) < (b.0, b.1)) {
+                best = Some((value(v), l.port.0, l.port));
+            }
+        }
+        if let Some((_, _, port)) = best {
+            if seen.is_empty() {
+                seen.resize(n, false);
+            }
+            seen[x] = true;
+            out.push((x as u32, port));
+            frontier.push(x as u32);
+        }
+    }
+    let mut head = 0;
+    while let Some(&y) = frontier.get(head) {
+        head += 1;
+        for l in tree.up.of(y as usize).iter().chain(tree.down.of(y as usize)) {
+            let z = l.n as usize;
+            if lab[z] == FAR && !seen[z] && z != t {
+                seen[z] = true;
+                out.push((l.n, l.rport));
+                frontier.push(l.n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

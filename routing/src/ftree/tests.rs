@@ -1,0 +1,120 @@
+//! Fat-tree routing on hand-built fabrics: what it accepts, what it declines and why.
+
+use ibsm_mad::{Guid, Lid, PortNum};
+
+use super::*;
+use crate::check::{CreditLoops, check};
+use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
+
+#[allow(clippy::unnecessary_wraps)]
+fn nb(node: NodeId, port: u8) -> Option<Neighbor> {
+    Some(Neighbor { node, port: PortNum(port) })
+}
+
+/// `leaves` leaves with `hosts` CAs each and `spines` spines, each leaf linked to the spines
+/// listed in `links[leaf]`. Leaf `l` port `hosts + 1 + j` goes to spine `j`, spine port `l + 1`
+/// to leaf `l`. Switch LIDs first, then CA LIDs, from 1.
+fn two_level(hosts: usize, spines: usize, links: &[Vec<usize>]) -> FabricView {
+    let leaves = links.len();
+    let mut switches = Vec::new();
+    for (l, up) in links.iter().enumerate() {
+        let mut ports = vec![None];
+        ports.extend((0..hosts).map(|h| nb(NodeId::Ca(l * hosts + h), 1)));
+        ports.extend(
+            (0..spines).map(|j| if up.contains(&j) { nb(NodeId::Switch(leaves + j), l as u8 + 1) } else { None }),
+        );
+        switches.push(SwitchView { guid: Guid(0x100 + l as u64), lid: Lid(1 + l as u16), ports });
+    }
+    for j in 0..spines {
+        let mut ports = vec![None];
+        ports.extend(links.iter().map(|up| if up.contains(&j) { nb(NodeId::Switch(0), 0) } else { None }));
+        // Fix the leaf indices (placeholder above keeps the closure simple).
+        for (l, p) in ports.iter_mut().enumerate().skip(1) {
+            if let Some(n) = p {
+                *n = Neighbor { node: NodeId::Switch(l - 1), port: PortNum((hosts + 1 + j) as u8) };
+            }
+        }
+        switches.push(SwitchView { guid: Guid(0x200 + j as u64), lid: Lid((leaves + 1 + j) as u16), ports });
+    }
+    let first_ca = (leaves + spines + 1) as u16;
+    let cas = (0..leaves * hosts)
+        .map(|i| CaView {
+            guid: Guid(0x300 + i as u64),
+            ports: vec![CaPortView {
+                num: PortNum(1),
+                lid: Lid(first_ca + i as u16),
+                neighbor: nb(NodeId::Switch(i / hosts), (1 + i % hosts) as u8),
+            }],
+        })
+        .collect();
+    FabricView { switches, cas, lmc: 0 }
+}
+
+#[test]
+fn complete_two_level_tree_is_contention_free() {
+    let v = two_level(3, 3, &[vec![0, 1, 2], vec![0, 1, 2], vec![0, 1, 2], vec![0, 1, 2]]);
+    let r = FatTree.route(&v).unwrap();
+    let rep = check(&v, &r);
+    assert!(rep.is_clean(), "{rep}");
+    assert_eq!(rep.shifts.unwrap().worst, 1, "{rep}");
+    assert_eq!(rep.hops.non_minimal, 0);
+    // Top-to-top routes exist (down and back up), and nothing loops.
+    assert_eq!(rep.switch_reachable, rep.switch_pairs);
+}
+
+#[test]
+fn the_hosts_of_a_leaf_go_down_distinct_spines() {
+    let v = two_level(3, 3, &[vec![0, 1, 2], vec![0, 1, 2]]);
+    let r = FatTree.route(&v).unwrap();
+    // Leaf 0 reaches the three CAs of leaf 1 (LIDs 9, 10, 11) over three different spines.
+    let mut ports: Vec<u8> = (9..12).map(|l| r.tables[0].port_for(Lid(l)).unwrap().0).collect();
+    ports.sort_unstable();
+    assert_eq!(ports, vec![4, 5, 6]);
+}
+
+#[test]
+fn degraded_tree_is_routed_around_missing_links() {
+    let v = two_level(2, 3, &[vec![0, 1, 2], vec![1, 2], vec![0, 2], vec![0, 1, 2]]);
+    let r = FatTree.route(&v).unwrap();
+    let rep = check(&v, &r);
+    assert_eq!(rep.reachable, rep.pairs, "{rep}");
+    assert_eq!(rep.loops, 0);
+    assert_eq!(rep.hops.non_minimal, 0, "{rep}");
+    assert_eq!(rep.switch_reachable, rep.switch_pairs, "{rep}");
+}
+
+#[test]
+fn declines_with_a_reason() {
+    // Two leaves whose only common neighbour path is leaf-spine-leaf-spine-leaf.
+    let v = two_level(1, 2, &[vec![0], vec![1], vec![0, 1]]);
+    let e = FatTree.route_typed(&v).unwrap_err();
+    assert!(matches!(e, FtreeError::NotFatTree(NotFatTree::NoUpDownPath { .. })), "{e}");
+    let e = FatTree.route(&v).unwrap_err();
+    assert!(
+        matches!(&e, RoutingError::Declined { engine: "ftree", reason } if reason.contains("not a fat tree")),
+        "{e}"
+    );
+
+    // A leaf linked to a leaf.
+    let mut v = two_level(1, 1, &[vec![0], vec![0]]);
+    v.switches[0].ports.push(nb(NodeId::Switch(1), 4));
+    v.switches[1].ports.push(nb(NodeId::Switch(0), 4));
+    assert!(matches!(FatTree.route_typed(&v), Err(FtreeError::NotFatTree(NotFatTree::SameLevelLink { level: 0, .. }))));
+
+    // No CA at all.
+    let mut v = two_level(1, 1, &[vec![0]]);
+    v.cas.clear();
+    v.switches[0].ports[1] = None;
+    assert_eq!(FatTree.route_typed(&v), Err(FtreeError::NotFatTree(NotFatTree::NoLeaves)));
+}
+
+#[test]
+fn oversubscribed_leaf_shares_uplinks_evenly() {
+    // 4 hosts over 2 spines: 2:1.
+    let v = two_level(4, 2, &[vec![0, 1], vec![0, 1], vec![0, 1]]);
+    let r = FatTree.route(&v).unwrap();
+    let rep = check(&v, &r);
+    assert!(rep.is_clean() || matches!(rep.credit_loops, CreditLoops::None), "{rep}");
+    assert_eq!(rep.reachable, rep.pairs);
+    assert_eq!(rep.shifts.unwrap().worst, 2, "{rep}");
+}
