@@ -28,6 +28,11 @@ struct Cli {
 enum Command {
     /// Run the subnet manager.
     Run(RunArgs),
+    /// Routing: dump the forwarding tables the SM would program, and check them.
+    Routes {
+        #[command(subcommand)]
+        command: crate::cli_routes::RoutesCommand,
+    },
     /// The simulated fabric: generate topologies, load and inspect them.
     Sim {
         #[command(subcommand)]
@@ -147,6 +152,7 @@ pub fn run() -> ExitCode {
     init_logging();
     match cli.command {
         Command::Run(args) => run_sm(&args),
+        Command::Routes { command } => crate::cli_routes::run(&command),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
     }

@@ -6,5 +6,6 @@
 
 pub mod config;
 pub mod core;
+pub mod routes;
 pub mod state;
 pub mod transport;

@@ -17,10 +17,11 @@
 //!    ancestor of the leaf routes the LID up to the switch it was reached from, if that is a
 //!    shortest up/down path;
 //! 3. every remaining switch routes it along a shortest up/down path (ancestors of the leaf down,
-//!    others up) over the port that carries the fewest LIDs so far (ties: lowest port). A switch
-//!    with no up/down path at all (a top switch cut off from the leaf's subtree in a degraded
-//!    tree) routes along a shortest path into the routed region: only its own traffic goes that
-//!    way, since no routed switch forwards into it.
+//!    others up) over the port this step has given the fewest LIDs so far (ties: lowest port),
+//!    a level of equally loaded ports at a time. A switch with no up/down path at all (a top
+//!    switch cut off from the leaf's subtree in a degraded tree) routes along a shortest path
+//!    into the routed region: only its own traffic goes that way, since no routed switch
+//!    forwards into it.
 //!
 //! On a complete tree this is the classic D-mod-K assignment: the hosts of one leaf leave over
 //! distinct up links, each upper link carries one destination's traffic per shift, and the
@@ -469,7 +470,7 @@ impl Slot {
         }
     }
 
-    /// Counts the LIDs of `dests` already routed at switch `x` and routes the others over the
+    /// Routes the LIDs of `dests` that steps 1 and 2 left unrouted at switch `x` over the
     /// least-loaded of its next hops (ties: lowest port), a level of equal loads at a time.
     fn fill(&mut self, tree: &Tree, plan: &LeafPlan, x: usize, dests: &[Dest], per_port: u16) {
         let mut block = std::mem::take(&mut self.block);
@@ -478,8 +479,7 @@ impl Slot {
         for d in dests {
             for k in 0..per_port {
                 let lid = d.base.saturating_add(k);
-                if let Some(p) = self.table.port_for(ibsm_mad::Lid(lid)) {
-                    self.bump(p);
+                if self.table.port_for(ibsm_mad::Lid(lid)).is_some() {
                     continue;
                 }
                 if next == block.len() {

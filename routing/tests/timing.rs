@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Instant;
 
-use ibsm_routing::check::{CheckOptions, check_with};
+use ibsm_routing::check::{CdgTraffic, CheckOptions, CreditLoops, check_with};
 use ibsm_routing::{ENGINE_NAMES, engine_by_name};
 use ibsm_sim::topology::generators::GenSpec;
 
@@ -24,6 +24,12 @@ fn time_tree(k: u8, with_check: bool) {
                 let t = Instant::now();
                 let rep = check_with(&view, &r, &CheckOptions { shifts: k <= 24, ..CheckOptions::default() });
                 eprintln!("{n:7} {dt:?} (check {:?})\n{rep}", t.elapsed());
+                let data = CheckOptions { shifts: false, cdg_traffic: CdgTraffic::CaToCa, ..CheckOptions::default() };
+                let verdict = match check_with(&view, &r, &data).credit_loops {
+                    CreditLoops::Found(c) => format!("FOUND ({} channels)", c.len()),
+                    other => format!("{other:?}"),
+                };
+                eprintln!("CA-to-CA credit loops: {verdict}");
             }
             Ok(_) => eprintln!("{n:7} {dt:?}"),
             Err(e) => eprintln!("{n:7} {dt:?} declined: {e}"),

@@ -1,0 +1,208 @@
+//! `ibsm routes dump` and `ibsm routes check`: the routing the SM would program, computed
+//! offline from a topology, printed in OpenSM's format, as JSON or as figures; and the analysis
+//! of those tables (or of tables dumped from a live fabric).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Subcommand, ValueEnum};
+use ibsm::core::lids::Guid2Lid;
+use ibsm::routes::dump::{self, Timings};
+use ibsm::routes::{Plan, opensm_dump, plan};
+use ibsm_routing::Routes;
+use ibsm_routing::chain::Chain;
+use ibsm_routing::check::{CheckOptions, check_with};
+use ibsm_sim::topology::Topology;
+
+/// `ibsm routes ...`
+#[derive(Debug, Subcommand)]
+pub enum RoutesCommand {
+    /// Compute the forwarding tables the SM would program for a topology and print them.
+    Dump(DumpArgs),
+    /// Analyse forwarding tables: reachability, loops, hop counts, link loads, credit loops.
+    Check(CheckArgs),
+}
+
+/// What to route.
+#[derive(Debug, Args)]
+pub struct Source {
+    /// Topology (`.net`, ibsim or ibnetdiscover format).
+    #[arg(long)]
+    topology: PathBuf,
+    /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
+    #[arg(long, default_value = "minhop")]
+    engine: String,
+    /// LID mask control 0..=7.
+    #[arg(long, default_value_t = 0)]
+    lmc: u8,
+    /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
+    #[arg(long)]
+    guid2lid: Option<PathBuf>,
+}
+
+/// Output format of `routes dump`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// OpenSM's `opensm-lfts.dump` (what `opensm -R file` and ibroute-based scripts read).
+    Opensm,
+    /// JSON, schema `ibsm::routes::dump::JsonDump` (version 1).
+    Json,
+    /// Fabric counts and timings only.
+    Stats,
+}
+
+/// `ibsm routes dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "opensm")]
+    format: Format,
+    /// Only this switch (GUID or name).
+    #[arg(long)]
+    switch: Option<String>,
+}
+
+/// `ibsm routes check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Check the tables in this `opensm-lfts.dump` file (from OpenSM, or `routes dump`) instead
+    /// of routing the topology; LIDs are taken from the dump.
+    #[arg(long)]
+    lfts: Option<PathBuf>,
+    /// Skip the shift-permutation analysis (hosts² path walks).
+    #[arg(long)]
+    no_shifts: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs a `routes` subcommand.
+pub fn run(cmd: &RoutesCommand) -> ExitCode {
+    match cmd {
+        RoutesCommand::Dump(a) => dump_cmd(a),
+        RoutesCommand::Check(a) => check_cmd(a),
+    }
+}
+
+struct Routed {
+    plan: Plan,
+    routes: Routes,
+    engine: String,
+    timings: Timings,
+}
+
+/// Loads, numbers and routes; errors are printed and become the exit status.
+fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
+    if src.lmc > 7 {
+        eprintln!("ibsm routes: --lmc must be 0..=7, found {}", src.lmc);
+        return Err(ExitCode::from(2));
+    }
+    let t0 = Instant::now();
+    let topo = Topology::load(&src.topology).map_err(|e| {
+        eprintln!("ibsm routes: {e}");
+        ExitCode::from(2)
+    })?;
+    let table = match (table, &src.guid2lid) {
+        (Some(t), _) => t,
+        (None, Some(p)) => ibsm::state::load_guid2lid(p).map_err(|e| {
+            eprintln!("ibsm routes: {e}");
+            ExitCode::from(2)
+        })?,
+        (None, None) => Guid2Lid::default(),
+    };
+    let t1 = Instant::now();
+    let plan = plan(&topo, src.lmc, table, None);
+    let t2 = Instant::now();
+    let names: Vec<&str> = src.engine.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let chain = Chain::from_names(&names).map_err(|e| {
+        eprintln!("ibsm routes: {e}");
+        ExitCode::from(2)
+    })?;
+    let outcome = chain.run(&plan.view).map_err(|e| {
+        eprintln!("ibsm routes: {e}");
+        ExitCode::FAILURE
+    })?;
+    let t3 = Instant::now();
+    for d in &outcome.declined {
+        eprintln!("ibsm routes: {d}; trying the next engine");
+    }
+    let ns = |a: Instant, b: Instant| b.duration_since(a).as_nanos() as u64;
+    Ok(Routed {
+        plan,
+        routes: outcome.routes,
+        engine: outcome.engine.to_owned(),
+        timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, t2), routing_ns: ns(t2, t3) },
+    })
+}
+
+fn dump_cmd(a: &DumpArgs) -> ExitCode {
+    let r = match route(&a.source, None) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let only = match &a.switch {
+        None => None,
+        Some(s) => {
+            let by_name = r.plan.switch_names.iter().position(|n| n == s);
+            let by_guid = s.parse::<ibsm_mad::Guid>().ok().and_then(|g| r.plan.view.switches.iter().position(|w| w.guid == g));
+            match by_name.or(by_guid) {
+                Some(i) => Some(i),
+                None => {
+                    eprintln!("ibsm routes dump: no switch named or with GUID {s:?}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let text = match a.format {
+        Format::Opensm => dump::opensm(&r.plan, &r.routes, only),
+        Format::Json => dump::json(&r.plan, &r.routes, &r.engine, only) + "\n",
+        Format::Stats => dump::stats(&r.plan, &r.routes, &r.engine, r.timings),
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
+}
+
+fn check_cmd(a: &CheckArgs) -> ExitCode {
+    let (plan, routes, engine) = if let Some(path) = &a.lfts {
+        match tables_from_dump(&a.source, path) {
+            Ok(x) => x,
+            Err(code) => return code,
+        }
+    } else {
+        match route(&a.source, None) {
+            Ok(r) => (r.plan, r.routes, r.engine),
+            Err(code) => return code,
+        }
+    };
+    let opts = CheckOptions { shifts: !a.no_shifts, ..CheckOptions::default() };
+    let report = check_with(&plan.view, &routes, &opts);
+    if a.json {
+        println!("{}", ibsm::routes::dump::check_json(&report, &engine));
+    } else {
+        println!("engine: {engine}");
+        print!("{report}");
+    }
+    if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The topology numbered with the LIDs of a dump, and the dump's tables.
+fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Plan, Routes, String), ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("ibsm routes check: {}: {e}", path.display());
+        ExitCode::from(2)
+    })?;
+    let dumped = opensm_dump::parse(&text).map_err(|e| {
+        eprintln!("ibsm routes check: {}:{}: {}", path.display(), e.line, e.reason);
+        ExitCode::from(2)
+    })?;
+    let r = route(src, Some(ibsm::routes::guid2lid_from_dump(&dumped, src.lmc)))?;
+    let routes = ibsm::routes::routes_from_dump(&r.plan, &dumped);
+    Ok((r.plan, routes, format!("tables from {}", path.display())))
+}
