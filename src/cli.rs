@@ -442,13 +442,28 @@ fn run_on_sim(a: &RunArgs, topology: &Path, sm: Sm, guid2lid: Option<&Path>) -> 
 
 fn log_event(ev: &SmEvent) {
     match ev {
-        SmEvent::PhaseStarted { phase, at } => tracing::debug!(phase = phase.name(), at_ns = at, "phase"),
+        SmEvent::PhaseStarted { phase, at } => {
+            tracing::debug!(phase = phase.name(), at_ns = at, "phase");
+            progress(phase.name());
+        }
         SmEvent::SmpFailed { attr_id, attr_mod, path, failure } => {
             tracing::warn!(attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, ?failure, "SMP failed");
         }
         SmEvent::LidSpaceExhausted { ports } => tracing::error!(ports, "LID space exhausted"),
         SmEvent::RoutingFailed { engine, reason } => tracing::error!(engine, reason, "routing failed"),
         SmEvent::SubnetUp(_) => {}
+    }
+}
+
+/// On a terminal, a progress line per sweep phase (overwritten in place), so that a large fabric
+/// that takes a while shows where the SM is; nothing when stderr is a file or a pipe.
+fn progress(phase: &str) {
+    use std::io::{IsTerminal, Write};
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let end = if phase == "up" { "\r\x1b[K" } else { "" };
+        let _ = write!(err, "\r\x1b[Ksweep: {phase}...{end}");
+        let _ = err.flush();
     }
 }
 
