@@ -82,7 +82,8 @@ struct RunArgs {
     /// LID mask control 0..=7 [default: from the config file, else 0].
     #[arg(long)]
     lmc: Option<u8>,
-    /// Routing engine [default: from the config file, else minhop].
+    /// Routing engine, or a comma-separated chain tried in order [default: from the config
+    /// file, else ftree,updn,minhop].
     #[arg(long)]
     routing_engine: Option<String>,
     /// Exit after the first sweep: status 0 when the subnet is up, 1 otherwise.
@@ -273,11 +274,12 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         cfg.lmc = l;
     }
     if let Some(e) = &a.routing_engine {
-        if ibsm_routing::engine_by_name(e).is_none() {
-            eprintln!("ibsm run: unknown routing engine {e:?} (known: {})", ibsm_routing::ENGINE_NAMES.join(", "));
+        let names: Vec<String> = e.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+        if let Err(err) = ibsm_routing::chain::Chain::from_names(&names) {
+            eprintln!("ibsm run: --routing-engine: {err}");
             return ExitCode::from(2);
         }
-        cfg.routing_engine.clone_from(e);
+        cfg.routing_engine = names;
     }
     let state_dir = a.state_dir.clone().or(file.state_dir);
     let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::state::GUID2LID));
@@ -451,6 +453,9 @@ fn log_event(ev: &SmEvent) {
         }
         SmEvent::LidSpaceExhausted { ports } => tracing::error!(ports, "LID space exhausted"),
         SmEvent::RoutingFailed { engine, reason } => tracing::error!(engine, reason, "routing failed"),
+        SmEvent::EngineDeclined { engine, reason } => {
+            tracing::warn!(engine, reason, "routing engine declined; trying the next one");
+        }
         SmEvent::SubnetUp(_) => {}
     }
 }

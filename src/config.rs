@@ -25,12 +25,32 @@ pub struct ConfigFile {
     pub subnet_timeout: Option<u8>,
     /// SwitchInfo.LifeTimeValue for switches (default 18).
     pub switch_life_time: Option<u8>,
-    /// Routing engine (default "minhop").
-    pub routing_engine: Option<String>,
+    /// Routing engine, or a list tried in order (default `["ftree", "updn", "minhop"]`).
+    pub routing_engine: Option<EngineList>,
     /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
     pub resweep_interval_s: Option<u64>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
+}
+
+/// `routing-engine = "updn"` or `routing-engine = ["ftree", "updn", "minhop"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum EngineList {
+    /// One engine.
+    One(String),
+    /// A chain, tried in order.
+    Chain(Vec<String>),
+}
+
+impl EngineList {
+    /// The engine names in order.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            EngineList::One(s) => vec![s.clone()],
+            EngineList::Chain(v) => v.clone(),
+        }
+    }
 }
 
 /// A configuration file that could not be used: the file, the line and the reason.
@@ -89,10 +109,16 @@ impl ConfigFile {
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
             return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
         }
-        if let Some(e) = &self.routing_engine {
-            if ibsm_routing::engine_by_name(e).is_none() {
-                let known = ibsm_routing::ENGINE_NAMES.join(", ");
-                return Err(err("routing-engine", format!("unknown engine {e:?} (known: {known})")));
+        if let Some(list) = &self.routing_engine {
+            let names = list.names();
+            if names.is_empty() {
+                return Err(err("routing-engine", "names no engine".to_owned()));
+            }
+            for e in names {
+                if ibsm_routing::engine_by_name(&e).is_none() || e.contains(',') {
+                    let known = ibsm_routing::ENGINE_NAMES.join(", ");
+                    return Err(err("routing-engine", format!("unknown engine {e:?} (known: {known})")));
+                }
             }
         }
         Ok(())
@@ -108,7 +134,7 @@ impl ConfigFile {
             lmc: self.lmc.unwrap_or(d.lmc),
             subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
             switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
-            routing_engine: self.routing_engine.clone().unwrap_or(d.routing_engine),
+            routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
                 None => d.resweep_interval_ns,
                 Some(0) => None,

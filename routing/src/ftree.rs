@@ -284,7 +284,10 @@ impl LeafPlan {
         self.pairs.extend_from_slice(strand);
         // Counting sort of the pairs by switch, keeping their order.
         for &(x, _) in &self.pairs {
-            self.span[x as usize].1 += 1;
+            let sp = &mut self.span[x as usize];
+            if sp.1 != ALL_UP {
+                sp.1 += 1;
+            }
         }
         let mut at = 0u32;
         for sp in &mut self.span {
@@ -298,7 +301,12 @@ impl LeafPlan {
         self.hops.resize(at as usize, PortNum(0));
         for &(x, p) in &self.pairs {
             let sp = &mut self.span[x as usize];
-            self.hops[(sp.0 + sp.1) as usize] = p;
+            if sp.1 == ALL_UP {
+                continue;
+            }
+            if let Some(h) = self.hops.get_mut((sp.0 + sp.1) as usize) {
+                *h = p;
+            }
             sp.1 += 1;
         }
     }

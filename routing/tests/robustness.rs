@@ -2,8 +2,8 @@
 //! outside the view, some one-sided), random and overlapping LIDs, random LMC.
 
 use ibsm_mad::{Guid, Lid, PortNum};
-use ibsm_routing::check::check;
 use ibsm_routing::chain::Chain;
+use ibsm_routing::check::check;
 use ibsm_routing::{CaPortView, CaView, ENGINE_NAMES, FabricView, Neighbor, NodeId, SwitchView, engine_by_name};
 use proptest::prelude::*;
 

@@ -14,25 +14,25 @@ fn time_tree(k: u8, with_check: bool) {
     let view = common::view(&common::generate(&GenSpec::fat_tree(3, k)), 0);
     eprintln!("k={k}: {} switches, {} CAs, built in {:?}", view.switches.len(), view.cas.len(), t0.elapsed());
     let only = std::env::var("IBSM_ENGINE").ok();
-    for n in ENGINE_NAMES.iter().filter(|n| only.as_deref().is_none_or(|o| o == **n)) {
-        let Some(e) = engine_by_name(n) else { continue };
+    for name in ENGINE_NAMES.iter().filter(|n| only.as_deref().is_none_or(|o| o == **n)) {
+        let Some(e) = engine_by_name(name) else { continue };
         let t = Instant::now();
-        let r = e.route(&view);
+        let routed = e.route(&view);
         let dt = t.elapsed();
-        match r {
-            Ok(r) if with_check => {
+        match routed {
+            Ok(routes) if with_check => {
                 let t = Instant::now();
-                let rep = check_with(&view, &r, &CheckOptions { shifts: k <= 24, ..CheckOptions::default() });
-                eprintln!("{n:7} {dt:?} (check {:?})\n{rep}", t.elapsed());
+                let rep = check_with(&view, &routes, &CheckOptions { shifts: k <= 24, ..CheckOptions::default() });
+                eprintln!("{name:7} {dt:?} (check {:?})\n{rep}", t.elapsed());
                 let data = CheckOptions { shifts: false, cdg_traffic: CdgTraffic::CaToCa, ..CheckOptions::default() };
-                let verdict = match check_with(&view, &r, &data).credit_loops {
+                let verdict = match check_with(&view, &routes, &data).credit_loops {
                     CreditLoops::Found(c) => format!("FOUND ({} channels)", c.len()),
                     other => format!("{other:?}"),
                 };
                 eprintln!("CA-to-CA credit loops: {verdict}");
             }
-            Ok(_) => eprintln!("{n:7} {dt:?}"),
-            Err(e) => eprintln!("{n:7} {dt:?} declined: {e}"),
+            Ok(_) => eprintln!("{name:7} {dt:?}"),
+            Err(e) => eprintln!("{name:7} {dt:?} declined: {e}"),
         }
     }
 }

@@ -94,6 +94,13 @@ pub enum SmEvent {
         /// Ports left without a LID.
         ports: usize,
     },
+    /// An engine of the routing chain declined the fabric; the next one is tried.
+    EngineDeclined {
+        /// Engine name.
+        engine: String,
+        /// Why (e.g. "not a fat tree: ...").
+        reason: String,
+    },
     /// The routing engine refused the fabric; LFTs were not programmed.
     RoutingFailed {
         /// Engine name.

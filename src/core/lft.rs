@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::{Attribute, PortNum};
-use ibsm_routing::{CaPortView, CaView, FabricView, Lft, Neighbor, NodeId, SwitchView, engine_by_name};
+use ibsm_routing::chain::Chain;
+use ibsm_routing::{CaPortView, CaView, FabricView, Lft, Neighbor, NodeId, SwitchView};
 
 use super::Sm;
 use super::events::SmEvent;
@@ -76,17 +77,29 @@ impl Sm {
     /// Runs the routing engine; on failure, reports it and leaves the tables alone.
     pub(super) fn route(&mut self) {
         let (view, switch_nodes) = fabric_view(&self.subnet, self.cfg.lmc);
-        let name = self.cfg.routing_engine.clone();
-        let Some(engine) = engine_by_name(&name) else {
-            self.sweep.failures += 1;
-            self.events.push_back(SmEvent::RoutingFailed { engine: name, reason: "no engine by that name".into() });
-            return;
-        };
-        match engine.route(&view) {
-            Ok(routes) => self.routes = Some((switch_nodes, routes)),
+        let chain_name = self.cfg.routing_engine.join(",");
+        let chain = match Chain::from_names(&self.cfg.routing_engine) {
+            Ok(c) => c,
             Err(e) => {
                 self.sweep.failures += 1;
-                self.events.push_back(SmEvent::RoutingFailed { engine: name, reason: e.to_string() });
+                self.events.push_back(SmEvent::RoutingFailed { engine: chain_name, reason: e.to_string() });
+                return;
+            }
+        };
+        match chain.run(&view) {
+            Ok(outcome) => {
+                for d in outcome.declined {
+                    self.events.push_back(SmEvent::EngineDeclined {
+                        engine: d.engine.to_owned(),
+                        reason: d.error.to_string(),
+                    });
+                }
+                outcome.engine.clone_into(&mut self.engine_used);
+                self.routes = Some((switch_nodes, outcome.routes));
+            }
+            Err(e) => {
+                self.sweep.failures += 1;
+                self.events.push_back(SmEvent::RoutingFailed { engine: chain_name, reason: e.to_string() });
             }
         }
     }

@@ -50,8 +50,10 @@ pub struct SmConfig {
     pub subnet_timeout: u8,
     /// SwitchInfo.LifeTimeValue given to every switch (default 18, as OpenSM).
     pub switch_life_time: u8,
-    /// Routing engine name in the `ibsm-routing` registry (default `"minhop"`).
-    pub routing_engine: String,
+    /// Routing engines in the `ibsm-routing` registry, tried in order until one routes the
+    /// fabric (default `["ftree", "updn", "minhop"]`: fat-tree routing where the fabric is a fat
+    /// tree, deadlock-free up/down elsewhere, min-hop as the last resort).
+    pub routing_engine: Vec<String>,
     /// After an incomplete sweep, start another one this much later, ns (default 10 s);
     /// `None` never re-sweeps.
     pub resweep_interval_ns: Option<u64>,
@@ -66,7 +68,7 @@ impl Default for SmConfig {
             lmc: 0,
             subnet_timeout: 18,
             switch_life_time: 18,
-            routing_engine: ibsm_routing::minhop::MinHop::NAME.to_owned(),
+            routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             resweep_interval_ns: Some(10_000_000_000),
         }
     }
@@ -134,6 +136,8 @@ pub struct Sm {
     guid2lid: Guid2Lid,
     lft_cache: HashMap<Guid, HeldLft>,
     routes: Option<(Vec<NodeIdx>, Routes)>,
+    /// The engine of the chain that routed the last sweep.
+    engine_used: String,
     sweep: SweepStats,
     resweep_at: Option<u64>,
     last_report: Option<SubnetReport>,
@@ -153,6 +157,7 @@ impl Sm {
             events: VecDeque::new(),
             guid2lid,
             lft_cache: HashMap::new(),
+            engine_used: String::new(),
             routes: None,
             sweep: SweepStats::default(),
             resweep_at: None,
@@ -355,7 +360,7 @@ impl Sm {
             links: self.subnet.link_count(),
             lmc: self.cfg.lmc,
             sm_lid: self.subnet.local_lid(),
-            routing_engine: self.cfg.routing_engine.clone(),
+            routing_engine: self.engine_used.clone(),
             smps_sent: c.sent - s.smps_at_start.sent,
             smps_retried: c.retried - s.smps_at_start.retried,
             smps_failed: c.failed - s.smps_at_start.failed,
