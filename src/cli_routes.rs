@@ -12,7 +12,7 @@ use ibsm::routes::dump::{self, Timings};
 use ibsm::routes::{Plan, opensm_dump, plan};
 use ibsm_routing::Routes;
 use ibsm_routing::chain::Chain;
-use ibsm_routing::check::{CheckOptions, check_with};
+use ibsm_routing::check::{CdgTraffic, CheckOptions, check_with};
 use ibsm_sim::topology::Topology;
 
 /// `ibsm routes ...`
@@ -77,9 +77,23 @@ pub struct CheckArgs {
     /// Skip the shift-permutation analysis (hosts² path walks).
     #[arg(long)]
     no_shifts: bool,
+    /// Whose routes build the channel dependency graph for the credit-loop search: `all`
+    /// (every switch's route to every LID, including switch-to-switch management routes) or
+    /// `ca-to-ca` (the data plane between CA ports).
+    #[arg(long, value_enum, default_value = "all")]
+    cdg: Cdg,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--cdg` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Cdg {
+    /// Every switch's route to every LID.
+    All,
+    /// Only routes between CA ports.
+    CaToCa,
 }
 
 /// Runs a `routes` subcommand.
@@ -181,7 +195,11 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
             Err(code) => return code,
         }
     };
-    let opts = CheckOptions { shifts: !a.no_shifts, ..CheckOptions::default() };
+    let cdg_traffic = match a.cdg {
+        Cdg::All => CdgTraffic::All,
+        Cdg::CaToCa => CdgTraffic::CaToCa,
+    };
+    let opts = CheckOptions { shifts: !a.no_shifts, cdg_traffic, ..CheckOptions::default() };
     let report = check_with(&plan.view, &routes, &opts);
     if a.json {
         println!("{}", ibsm::routes::dump::check_json(&report, &engine));
