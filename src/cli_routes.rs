@@ -44,8 +44,10 @@ pub struct Source {
 /// Output format of `routes dump`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
-    /// OpenSM's `opensm-lfts.dump` (what `opensm -R file` and ibroute-based scripts read).
+    /// OpenSM's `opensm-lfts.dump` (what `opensm -R file` reads).
     Opensm,
+    /// What infiniband-diags' `ibroute` prints for each switch.
+    Ibroute,
     /// JSON, schema `ibsm::routes::dump::JsonDump` (version 1).
     Json,
     /// Fabric counts and timings only.
@@ -176,6 +178,7 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
     };
     let text = match a.format {
         Format::Opensm => dump::opensm(&r.plan, &r.routes, only),
+        Format::Ibroute => dump::ibroute(&r.plan, &r.routes, only),
         Format::Json => dump::json(&r.plan, &r.routes, &r.engine, only) + "\n",
         Format::Stats => dump::stats(&r.plan, &r.routes, &r.engine, r.timings),
     };

@@ -13,6 +13,9 @@ fn root() -> PathBuf {
 }
 
 const OPENSM_DUMP: &str = include_str!("data/opensm-lfts.fat-tree-2l-k4.dump");
+/// `ibroute <lid>` for each switch of the same fabric, same OpenSM routing, in GUID order
+/// (infiniband-diags 44 under ibsim).
+const IBROUTE: &str = include_str!("data/ibroute.fat-tree-2l-k4.txt");
 
 #[test]
 fn our_opensm_format_reproduces_a_real_opensm_dump_byte_for_byte() {
@@ -29,6 +32,18 @@ fn our_opensm_format_reproduces_a_real_opensm_dump_byte_for_byte() {
         }
         panic!("same lines, different lengths: {} vs {}", ours.len(), OPENSM_DUMP.len());
     }
+}
+
+#[test]
+fn our_ibroute_format_reproduces_real_ibroute_output_byte_for_byte() {
+    let topo = Topology::load(&root().join("examples/fabrics/fat-tree-2l-k4.net")).expect("topology");
+    let dumped = opensm_dump::parse(OPENSM_DUMP).expect("OpenSM's dump parses");
+    let p = plan(&topo, 0, guid2lid_from_dump(&dumped, 0), None);
+    let ours = dump::ibroute(&p, &routes_from_dump(&p, &dumped), None);
+    for (i, (a, b)) in ours.lines().zip(IBROUTE.lines()).enumerate() {
+        assert_eq!(a, b, "first difference at line {}", i + 1);
+    }
+    assert_eq!(ours, IBROUTE);
 }
 
 fn ibsm(args: &[&str]) -> (bool, String, String) {

@@ -4,6 +4,9 @@
 //!   `Unicast lids [0-MAX] of switch Lid L guid 0x... ('name'):`, one
 //!   `0xLLLL PPP # <type> portguid 0x...: 'name'` line per routed LID, and `MAX lids dumped`
 //!   (OpenSM prints the highest LID there, not the number of lines). Switches in GUID order.
+//! - [`ibroute`]: what infiniband-diags' `ibroute <switch>` prints, switch after switch:
+//!   `Unicast lids [0x0-0xMAX] of switch Lid L guid 0x... (name):`, two column-title lines,
+//!   `0xLLLL PPP : (<type> portguid 0x...: 'name')` per routed LID, `N valid lids dumped `.
 //! - [`json`]: a documented schema built from its own serde types (see [`JsonDump`]).
 //! - [`stats`]: counts and timings only.
 
@@ -43,6 +46,42 @@ pub fn opensm(plan: &Plan, routes: &Routes, only: Option<usize>) -> String {
             }
         }
         let _ = writeln!(out, "{max} lids dumped");
+    }
+    out
+}
+
+/// The dump as `ibroute` prints it, one switch after the other in GUID order.
+pub fn ibroute(plan: &Plan, routes: &Routes, only: Option<usize>) -> String {
+    let max = plan.view.max_lid();
+    let mut out = String::new();
+    for s in switch_order(plan, only) {
+        let sw = &plan.view.switches[s];
+        let name = plan.switch_names.get(s).map_or("", String::as_str);
+        let _ = writeln!(out, "Unicast lids [0x0-0x{max:x}] of switch Lid {} guid 0x{:016x} ({name}):", sw.lid.0, sw.guid.0);
+        out.push_str("  Lid  Out   Destination\n       Port     Info \n");
+        let mut n = 0usize;
+        if let Some(lft) = routes.tables.get(s) {
+            for lid in 1..=max {
+                let Some(port) = lft.port_for(ibsm_mad::Lid(lid)) else { continue };
+                n += 1;
+                match plan.owners.get(usize::from(lid)).and_then(Option::as_ref) {
+                    Some(o) => {
+                        let _ = writeln!(
+                            out,
+                            "0x{lid:04x} {:03} : ({} portguid 0x{:016x}: '{}')",
+                            port.0,
+                            o.kind.opensm_name(),
+                            o.port_guid.0,
+                            o.name
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "0x{lid:04x} {:03} : (unknown)", port.0);
+                    }
+                }
+            }
+        }
+        let _ = writeln!(out, "{n} valid lids dumped ");
     }
     out
 }
