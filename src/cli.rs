@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ibsm::config::ConfigFile;
+use ibsm::control::ControlServer;
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{Sm, SmEvent, SubnetReport};
 use ibsm::transport::sim::SimDriver;
@@ -79,6 +80,13 @@ struct RunArgs {
     /// Directory for persisted state (guid2lid) [default: from the config file, else none].
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Local control socket (Unix stream, mode 0600) that `ibsm routes dump/check --socket`
+    /// query [default: `<state-dir>/ibsm.sock` when a state directory is set, else none].
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// No control socket, even with a state directory.
+    #[arg(long, conflicts_with = "control")]
+    no_control: bool,
     /// LID mask control 0..=7 [default: from the config file, else 0].
     #[arg(long)]
     lmc: Option<u8>,
@@ -299,14 +307,26 @@ fn run_sm(a: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let Some(topology) = &a.sim else {
-        return run_on_umad(a, Sm::new(cfg, table), guid2lid_path);
+    let control_path = if a.no_control {
+        None
+    } else {
+        a.control.clone().or_else(|| state_dir.as_ref().map(|d| d.join(ibsm::control::DEFAULT_NAME)))
     };
-    run_on_sim(a, topology, Sm::new(cfg, table), guid2lid_path.as_deref())
+    let control = match control_path.as_deref().map(ControlServer::bind).transpose() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(topology) = &a.sim else {
+        return run_on_umad(a, Sm::new(cfg, table), guid2lid_path, control);
+    };
+    run_on_sim(a, topology, Sm::new(cfg, table), guid2lid_path.as_deref(), control)
 }
 
 /// `ibsm run` on a umad port (real hardware, or ibsim through `ibsim-run`).
-fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>) -> ExitCode {
+fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>, control: Option<ControlServer>) -> ExitCode {
     use ibsm::transport::umad::{UmadPort, find_port};
     use ibsm::transport::umad_driver::{self, DriverOptions, Finish};
 
@@ -332,7 +352,7 @@ fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>) -> ExitCode {
         sweep_interval: sm.config().resweep_interval_ns.map(std::time::Duration::from_nanos),
         ..DriverOptions::default()
     };
-    let result = umad_driver::run(port, sm, &opts, |ev| {
+    let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {
         log_event(ev);
         if let SmEvent::SubnetUp(r) = ev {
             println!("{}", summary(r, wall.elapsed()));
@@ -370,7 +390,13 @@ const BUILTIN_ARG: &str = "@builtin";
 /// How the built-in fabric is named in messages.
 const BUILTIN_NAME: &str = "<built-in fat-tree-3l-k4>";
 
-fn run_on_sim(a: &RunArgs, topology: &Path, sm: Sm, guid2lid: Option<&Path>) -> ExitCode {
+fn run_on_sim(
+    a: &RunArgs,
+    topology: &Path,
+    sm: Sm,
+    guid2lid: Option<&Path>,
+    mut control: Option<ControlServer>,
+) -> ExitCode {
     let wall = Instant::now();
     let builtin = topology.as_os_str() == BUILTIN_ARG;
     let topology = if builtin { Path::new(BUILTIN_NAME) } else { topology };
@@ -432,12 +458,28 @@ fn run_on_sim(a: &RunArgs, topology: &Path, sm: Sm, guid2lid: Option<&Path>) -> 
             }
         }
         // A simulated fabric changes only through faults, and none are scripted from the CLI
-        // yet: one more sweep confirms the fabric is stable, then the SM idles.
+        // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
+        // control socket, until a signal.
         if sweeps >= 2 {
-            println!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)");
-            loop {
-                std::thread::park();
+            match control.as_ref() {
+                Some(c) => println!(
+                    "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
+                    c.path().display()
+                ),
+                None => println!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"),
             }
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            return match drv.serve_until_signal(control.as_mut()) {
+                Ok(signal) => {
+                    eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ibsm run: {e}");
+                    ExitCode::FAILURE
+                }
+            };
         }
     }
 }

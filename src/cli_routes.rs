@@ -1,13 +1,16 @@
 //! `ibsm routes dump` and `ibsm routes check`: the routing the SM would program, computed
-//! offline from a topology, printed in OpenSM's format, as JSON or as figures; and the analysis
-//! of those tables (or of tables dumped from a live fabric).
+//! offline from a topology, or the tables a running SM holds (fetched through its control
+//! socket), printed in OpenSM's format, as JSON or as figures; and the analysis of those tables
+//! (or of tables dumped from a live fabric).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
+use ibsm::control::{self, Query};
 use ibsm::core::lids::Guid2Lid;
+use ibsm::routes::live::LiveRoutes;
 use ibsm::routes::dump::{self, Timings};
 use ibsm::routes::{Plan, opensm_dump, plan};
 use ibsm_routing::Routes;
@@ -24,12 +27,16 @@ pub enum RoutesCommand {
     Check(CheckArgs),
 }
 
-/// What to route.
+/// What to route, or which running SM to ask.
 #[derive(Debug, Args)]
 pub struct Source {
-    /// Topology (`.net`, ibsim or ibnetdiscover format).
-    #[arg(long)]
-    topology: PathBuf,
+    /// Topology (`.net`, ibsim or ibnetdiscover format) to route offline.
+    #[arg(long, required_unless_present = "socket")]
+    topology: Option<PathBuf>,
+    /// Instead of routing a topology, fetch the tables a running SM holds (and the fabric it
+    /// discovered) through its control socket (`ibsm run --control PATH`).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid"])]
+    socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
     #[arg(long, default_value = "minhop")]
     engine: String,
@@ -74,7 +81,7 @@ pub struct CheckArgs {
     source: Source,
     /// Check the tables in this `opensm-lfts.dump` file (from OpenSM, or `routes dump`) instead
     /// of routing the topology; LIDs are taken from the dump.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "socket")]
     lfts: Option<PathBuf>,
     /// Skip the shift-permutation analysis (hosts² path walks).
     #[arg(long)]
@@ -113,14 +120,50 @@ struct Routed {
     timings: Timings,
 }
 
+/// How long to wait for a running SM's answer.
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The running SM's fabric and tables, from its control socket.
+fn fetch(path: &Path) -> Result<Routed, ExitCode> {
+    let t0 = Instant::now();
+    let live: LiveRoutes = control::query(path, Query::Routes, SOCKET_TIMEOUT).map_err(|e| {
+        eprintln!("ibsm routes: {e}");
+        ExitCode::FAILURE
+    })?;
+    let t1 = Instant::now();
+    let (plan, routes) = live.to_plan().map_err(|e| {
+        eprintln!("ibsm routes: {}: {e}", path.display());
+        ExitCode::FAILURE
+    })?;
+    let ns = |a: Instant, b: Instant| b.duration_since(a).as_nanos() as u64;
+    Ok(Routed {
+        plan,
+        routes,
+        engine: live.engine,
+        timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, Instant::now()), routing_ns: 0 },
+    })
+}
+
+/// Routes the source's topology, or fetches a running SM's tables.
+fn source(src: &Source) -> Result<Routed, ExitCode> {
+    match &src.socket {
+        Some(path) => fetch(path),
+        None => route(src, None),
+    }
+}
+
 /// Loads, numbers and routes; errors are printed and become the exit status.
 fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
+    let Some(topology) = &src.topology else {
+        eprintln!("ibsm routes: --topology or --socket is required");
+        return Err(ExitCode::from(2));
+    };
     if src.lmc > 7 {
         eprintln!("ibsm routes: --lmc must be 0..=7, found {}", src.lmc);
         return Err(ExitCode::from(2));
     }
     let t0 = Instant::now();
-    let topo = Topology::load(&src.topology).map_err(|e| {
+    let topo = Topology::load(topology).map_err(|e| {
         eprintln!("ibsm routes: {e}");
         ExitCode::from(2)
     })?;
@@ -158,7 +201,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
 }
 
 fn dump_cmd(a: &DumpArgs) -> ExitCode {
-    let r = match route(&a.source, None) {
+    let r = match source(&a.source) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -193,7 +236,8 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
             Err(code) => return code,
         }
     } else {
-        match route(&a.source, None) {
+        match source(&a.source) {
+            Ok(r) if a.source.socket.is_some() => (r.plan, r.routes, format!("{} (live tables)", r.engine)),
             Ok(r) => (r.plan, r.routes, r.engine),
             Err(code) => return code,
         }

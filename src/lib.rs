@@ -5,6 +5,7 @@
 //! drained with `poll_*` calls and never touches a device, a file or the clock.
 
 pub mod config;
+pub mod control;
 pub mod core;
 pub mod routes;
 pub mod state;

@@ -191,6 +191,24 @@ impl Sm {
     pub fn last_report(&self) -> Option<&SubnetReport> {
         self.last_report.as_ref()
     }
+    /// The routing engine of the chain that routed the last sweep (`None` before any routing).
+    pub fn routing_engine_used(&self) -> Option<&str> {
+        Some(self.engine_used.as_str()).filter(|e| !e.is_empty())
+    }
+    /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
+    /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
+    /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
+    pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
+        let held = self.lft_cache.get(&switch)?;
+        let mut lft = ibsm_routing::Lft::unrouted(held.top);
+        for (i, slot) in lft.ports.iter_mut().enumerate() {
+            let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
+            if let Some(&p) = held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)) {
+                *slot = p;
+            }
+        }
+        Some(lft)
+    }
 
     // ---- inputs ----
 

@@ -1,13 +1,17 @@
-//! `ibsm routes`: what the SM would program, computed offline from a topology, in the formats
-//! operators use (OpenSM's `opensm-lfts.dump`, which is also what `ibroute` scripts read; JSON;
-//! counts and timings), and OpenSM's dump format read back so real tables can be checked.
+//! `ibsm routes`: what the SM would program, computed offline from a topology, or what a
+//! running SM holds, in the formats operators use (OpenSM's `opensm-lfts.dump`, which is also
+//! what `ibroute` scripts read; JSON; counts and timings), and OpenSM's dump format read back so
+//! real tables can be checked.
 //!
 //! - [`plan`]: a `.net` topology to a routing [`FabricView`] with LIDs assigned as a fresh SM
 //!   would (or from a `guid2lid` table), plus the names and GUIDs the dumps print.
 //! - [`dump`]: the output formats.
 //! - [`opensm_dump`]: parser for `opensm-lfts.dump` files.
+//! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
+//!   [`Plan`].
 
 pub mod dump;
+pub mod live;
 pub mod opensm_dump;
 pub mod plan;
 

@@ -1,10 +1,13 @@
 //! The simulated-fabric transport: drives an [`Sm`] against an `ibsm_sim` [`Fabric`] in virtual
 //! time. The SM sits on one port (a CA port or a switch's port 0); its MADs go through the
 //! fabric exactly as they would through umad, and the clock jumps from one event to the next.
+//! Once the fabric is stable, [`SimDriver::serve_until_signal`] keeps the process alive on the
+//! wall clock, answering the control socket, until SIGINT or SIGTERM.
 
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
 use ibsm_sim::topology::{NodeKind, Topology};
 
+use crate::control::{ControlServer, next_request};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport};
 
 /// The SM and the simulated fabric it manages.
@@ -87,6 +90,29 @@ impl SimDriver {
             Some(SmEvent::SubnetUp(r)) => Some(r),
             _ => None,
         }
+    }
+}
+
+impl SimDriver {
+    /// Answers the control socket's queries (if there is one) from the SM until SIGINT or
+    /// SIGTERM, and returns the signal's name. The simulated fabric does not move meanwhile.
+    ///
+    /// # Errors
+    /// When the runtime or the signal handlers cannot be set up.
+    pub fn serve_until_signal(&self, mut control: Option<&mut ControlServer>) -> std::io::Result<&'static str> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async {
+            let mut sigint = signal(SignalKind::interrupt())?;
+            let mut sigterm = signal(SignalKind::terminate())?;
+            loop {
+                tokio::select! {
+                    _ = sigint.recv() => return Ok("SIGINT"),
+                    _ = sigterm.recv() => return Ok("SIGTERM"),
+                    req = next_request(control.as_deref_mut()) => req.answer(&self.sm),
+                }
+            }
+        })
     }
 }
 

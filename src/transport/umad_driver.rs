@@ -5,7 +5,8 @@
 //! out), a dedicated thread blocked in `poll()` on the umad fd that forwards each MAD into a
 //! tokio channel (umad2sim's fake fds cannot go into epoll, so no `AsyncFd`), the monotonic
 //! clock the core's `now` comes from, the periodic re-sweep, SIGINT/SIGTERM, and writing
-//! `guid2lid` after every sweep. It answers what the core does not serve yet: SA requests get
+//! `guid2lid` after every sweep, and the control socket's queries (answered in the loop from the
+//! core's getters, between two MADs). It answers what the core does not serve yet: SA requests get
 //! status 0x000c (method/attribute not supported) so SA clients see a clean error, and a trap
 //! starts a sweep. It does not interpret SMP contents; that is the core's job.
 
@@ -22,6 +23,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::umad::{Address, AgentClass, GSI_QKEY, Received, UmadError, UmadPort};
+use crate::control::{ControlServer, Pending, next_request};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase};
 
 /// How long the poll thread blocks in one `poll()` before checking whether it must stop.
@@ -157,8 +159,23 @@ pub fn run(
     opts: &DriverOptions,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
+    run_with_control(port, sm, opts, None, on_event)
+}
+
+/// [`run`], also answering the queries of `control` from the loop. The control socket is
+/// removed (the server dropped) before this returns.
+pub fn run_with_control(
+    port: UmadPort,
+    sm: Sm,
+    opts: &DriverOptions,
+    control: Option<ControlServer>,
+    on_event: impl FnMut(&SmEvent),
+) -> Result<Finish, DriverError> {
     let port = Arc::new(port);
-    let result = port.open_issm().map_err(DriverError::from).and_then(|()| run_with_issm(&port, sm, opts, on_event));
+    let result = port
+        .open_issm()
+        .map_err(DriverError::from)
+        .and_then(|()| run_with_issm(&port, sm, opts, control, on_event));
     // The poll thread has been joined by now, so this is the last reference unless a panic
     // unwound through it; close explicitly so issm is cleared before the process exits.
     let closed = port.close();
@@ -171,6 +188,7 @@ fn run_with_issm(
     port: &Arc<UmadPort>,
     sm: Sm,
     opts: &DriverOptions,
+    control: Option<ControlServer>,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -181,7 +199,7 @@ fn run_with_issm(
     let mut poller = Poller::spawn(Arc::clone(port), tx)?;
     let result = rt.block_on(async {
         let mut lp = Loop { port, sm, opts, on_event, start: Instant::now(), sweeps: 0, next_sweep: None };
-        lp.run(rx).await
+        lp.run(rx, control).await
     });
     poller.stop();
     result
@@ -207,6 +225,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     async fn run(
         &mut self,
         mut rx: mpsc::UnboundedReceiver<Result<Received, UmadError>>,
+        mut control: Option<ControlServer>,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
             signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
@@ -215,10 +234,17 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         let once_deadline = self.opts.once.then(|| self.start + self.opts.once_limit);
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
         self.sm.start_sweep(self.now());
+        // `routes` queries that arrived during a sweep, answered when it reports.
+        let mut deferred: Vec<Pending> = Vec::new();
         loop {
             self.flush()?;
             if let Some(finish) = self.drain_events()? {
                 return Ok(finish);
+            }
+            if self.sm.phase() == SweepPhase::Up {
+                for p in deferred.drain(..) {
+                    p.answer(&self.sm);
+                }
             }
             let deadline_ns = [self.sm.poll_timeout(), self.next_sweep].into_iter().flatten().min();
             let mut wake = deadline_ns.map(|ns| self.start + Duration::from_nanos(ns));
@@ -241,6 +267,13 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err(DriverError::PollThreadGone),
                 },
+                req = next_request(control.as_mut()) => {
+                    if req.must_wait(&self.sm) {
+                        deferred.push(req);
+                    } else {
+                        req.answer(&self.sm);
+                    }
+                }
                 () = tokio::time::sleep_until(wake.into()) => {
                     if once_deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(Finish::NoReport { waited: self.opts.once_limit });

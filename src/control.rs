@@ -1,0 +1,471 @@
+//! The SM's local control socket: a Unix stream socket through which operators' tools
+//! (`ibsm routes dump --socket`, `ibsm routes check --socket`) ask the running SM what it holds.
+//!
+//! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}` or
+//! `{"query":"status"}`, and reads one line of JSON back; then the SM closes the connection.
+//! `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; anything else (malformed JSON,
+//! an unknown query, a line over 4 KiB, a client too slow to send its line) gets
+//! `{"error":"..."}`.
+//!
+//! Owns the socket file (created mode 0600 under its final name by an atomic rename, a stale
+//! file from a dead SM replaced, removed when the [`ControlServer`] is dropped) and a std thread
+//! that accepts connections and reads requests. That thread never touches the SM: a valid query
+//! goes through a tokio channel to the transport's loop, which answers it from the sans-IO
+//! core's getters ([`Pending::answer`]) between two events, so a malformed request or a stuck
+//! client can never disturb the SM. A std thread rather than a tokio listener because the
+//! workspace's tokio has no `net` feature and the accept loop must also serve the simulated SM,
+//! whose sweeps are synchronous.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::{Sm, SmState};
+use crate::routes::live::LiveRoutes;
+
+/// The socket's file name inside the state directory, when `--control` is not given.
+pub const DEFAULT_NAME: &str = "ibsm.sock";
+
+/// Longest request line accepted, bytes.
+const MAX_REQUEST: u64 = 4096;
+/// How long a client may take to send its request line.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client may take to read the answer.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a client may ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Query {
+    /// The discovered fabric and every switch's forwarding table ([`LiveRoutes`]).
+    Routes,
+    /// The SM's state and its last sweep ([`Status`]).
+    Status,
+}
+
+impl Query {
+    /// The name on the wire.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Query::Routes => "routes",
+            Query::Status => "status",
+        }
+    }
+
+    /// The request line for this query (without the newline).
+    pub fn request_line(self) -> String {
+        format!("{{\"query\":\"{}\"}}", self.name())
+    }
+}
+
+/// The request as sent on the wire.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestLine {
+    query: String,
+}
+
+/// Parses one request line.
+///
+/// # Errors
+/// A message saying what is wrong with the line.
+pub fn parse_request(line: &str) -> Result<Query, String> {
+    let req: RequestLine = serde_json::from_str(line.trim())
+        .map_err(|e| format!("expected one line of JSON such as {{\"query\":\"status\"}}: {e}"))?;
+    match req.query.as_str() {
+        "routes" => Ok(Query::Routes),
+        "status" => Ok(Query::Status),
+        other => Err(format!("unknown query {other:?}; expected \"routes\" or \"status\"")),
+    }
+}
+
+/// The answer to `status` (schema version 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Schema version (1).
+    pub version: u32,
+    /// `not-active`, `discovering` or `master`.
+    pub state: String,
+    /// Phase of the running sweep, `up` when none runs.
+    pub phase: String,
+    /// `true` when the last completed sweep brought every linked port up without a failure.
+    pub subnet_up: bool,
+    /// The last completed sweep, if any.
+    pub last_sweep: Option<SweepStatus>,
+}
+
+/// The figures of the last completed sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepStatus {
+    /// Every linked port active and no SMP failed.
+    pub complete: bool,
+    /// Switches found.
+    pub switches: usize,
+    /// CAs (and routers) found.
+    pub cas: usize,
+    /// End ports with a LID.
+    pub end_ports: usize,
+    /// Links.
+    pub links: usize,
+    /// LID mask control.
+    pub lmc: u8,
+    /// The SM's own LID.
+    pub sm_lid: u16,
+    /// Routing engine that routed it.
+    pub routing_engine: String,
+    /// SMPs sent.
+    pub smps_sent: u64,
+    /// SMPs that failed after every retry.
+    pub smps_failed: u64,
+    /// Linked ports active.
+    pub ports_active: usize,
+    /// Linked ports not active.
+    pub ports_not_active: usize,
+    /// Duration of the sweep, ns.
+    pub total_ns: u64,
+}
+
+/// The `status` answer from `sm`'s getters.
+pub fn status(sm: &Sm) -> Status {
+    let state = match sm.state() {
+        SmState::NotActive => "not-active",
+        SmState::Discovering => "discovering",
+        SmState::Master => "master",
+    };
+    let last = sm.last_report().map(|r| SweepStatus {
+        complete: r.complete,
+        switches: r.switches,
+        cas: r.cas,
+        end_ports: r.end_ports,
+        links: r.links,
+        lmc: r.lmc,
+        sm_lid: r.sm_lid.0,
+        routing_engine: r.routing_engine.clone(),
+        smps_sent: r.smps_sent,
+        smps_failed: r.smps_failed,
+        ports_active: r.ports_active,
+        ports_not_active: r.ports_not_active,
+        total_ns: r.total_ns,
+    });
+    Status {
+        version: 1,
+        state: state.to_owned(),
+        phase: sm.phase().name().to_owned(),
+        subnet_up: sm.state() == SmState::Master && last.as_ref().is_some_and(|l| l.complete),
+        last_sweep: last,
+    }
+}
+
+/// The response line (without the newline) to `query`, answered from `sm`'s getters.
+pub fn respond(sm: &Sm, query: Query) -> String {
+    let out = match query {
+        Query::Status => serde_json::to_string(&status(sm)),
+        Query::Routes => match LiveRoutes::from_sm(sm) {
+            Ok(r) => serde_json::to_string(&r),
+            Err(e) => return error_line(&e.to_string()),
+        },
+    };
+    out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
+}
+
+/// `{"error":"..."}`.
+pub fn error_line(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
+/// A valid request waiting for the SM's answer.
+#[derive(Debug)]
+pub struct Pending {
+    /// What was asked.
+    pub query: Query,
+    reply: oneshot::Sender<String>,
+}
+
+impl Pending {
+    /// Whether the answer should wait for the running sweep to end: `routes` during a sweep
+    /// (the fabric model is being rebuilt). The transport keeps such requests and answers them
+    /// when the sweep reports, so a client never sees a half-discovered fabric.
+    pub fn must_wait(&self, sm: &Sm) -> bool {
+        self.query == Query::Routes && sm.phase() != crate::core::SweepPhase::Up
+    }
+
+    /// Answers from `sm`'s getters (the client may have gone; that is not an error).
+    pub fn answer(self, sm: &Sm) {
+        let _ = self.reply.send(respond(sm, self.query));
+    }
+}
+
+/// Why the control socket could not be set up or queried.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// A system call on the socket failed.
+    #[error("control socket {path}: {what}: {err}")]
+    Io {
+        /// The socket path.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        err: std::io::Error,
+    },
+    /// Another SM answers on the socket.
+    #[error("control socket {0}: another SM is listening there")]
+    InUse(PathBuf),
+    /// The path exists and is not a socket (never removed).
+    #[error("control socket {0}: exists and is not a socket; not replacing it")]
+    NotSocket(PathBuf),
+    /// The SM answered with an error.
+    #[error("the SM says: {0}")]
+    Refused(String),
+    /// The SM's answer could not be read.
+    #[error("unexpected answer from the SM: {0}")]
+    BadReply(String),
+}
+
+/// The listening control socket. Dropping it stops the accept thread and removes the file.
+#[derive(Debug)]
+pub struct ControlServer {
+    path: PathBuf,
+    /// Device and inode of the socket file we created (removed only if still ours).
+    id: (u64, u64),
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    rx: mpsc::UnboundedReceiver<Pending>,
+}
+
+impl ControlServer {
+    /// Creates the socket at `path` (mode 0600; a stale socket left by a dead SM is replaced)
+    /// and starts accepting connections.
+    ///
+    /// # Errors
+    /// [`ControlError::InUse`] when a live SM answers there, [`ControlError::NotSocket`] when
+    /// `path` is some other file, [`ControlError::Io`] when binding fails.
+    pub fn bind(path: &Path) -> Result<ControlServer, ControlError> {
+        let io = |what: &'static str| move |err| ControlError::Io { path: path.to_owned(), what, err };
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                return Err(ControlError::NotSocket(path.to_owned()));
+            }
+            if UnixStream::connect(path).is_ok() {
+                return Err(ControlError::InUse(path.to_owned()));
+            }
+            std::fs::remove_file(path).map_err(io("removing the stale socket"))?;
+        }
+        // Bind under a temporary name, restrict it, then rename: the final name never exists
+        // with looser permissions.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(".ibsm-{}.sock.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let listener = UnixListener::bind(&tmp).map_err(io("binding"))?;
+        let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+            .map_err(io("setting mode 0600"))
+            .and_then(|()| std::fs::rename(&tmp, path).map_err(io("renaming into place")))
+            .and_then(|()| std::fs::symlink_metadata(path).map_err(io("reading back")));
+        let meta = match placed {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let spawned = std::thread::Builder::new()
+            .name("ibsm-control".to_owned())
+            .spawn(move || accept_loop(&listener, &flag, &tx))
+            .map_err(io("spawning the accept thread"));
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
+        tracing::info!(path = %path.display(), "control socket listening");
+        Ok(ControlServer { path: path.to_owned(), id: (meta.dev(), meta.ino()), stop, thread: Some(thread), rx })
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next valid request; never returns if the accept thread has ended.
+    pub async fn next(&mut self) -> Pending {
+        match self.rx.recv().await {
+            Some(p) => p,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A valid request already waiting, if any.
+    pub fn try_next(&mut self) -> Option<Pending> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// The next request of `server`, or never when there is no server (for `select!`).
+pub async fn next_request(server: Option<&mut ControlServer>) -> Pending {
+    match server {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Requests still queued get "shutting down" (their reply senders are dropped).
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        // Wake the accept thread with a connection of our own; join it only if that worked.
+        if UnixStream::connect(&self.path).is_ok() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn accept_loop(listener: &UnixListener, stop: &AtomicBool, tx: &mpsc::UnboundedSender<Pending>) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        match conn {
+            Ok(stream) => serve_one(stream, tx),
+            Err(e) => {
+                tracing::warn!(error = %e, "control socket: accept failed");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Reads one request, has the SM answer it, writes the answer; errors end the connection.
+fn serve_one(stream: UnixStream, tx: &mpsc::UnboundedSender<Pending>) {
+    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let mut line = Vec::new();
+    let read = BufReader::new((&stream).take(MAX_REQUEST + 1)).read_until(b'\n', &mut line);
+    let answer = match read {
+        Err(e) => error_line(&format!("reading the request: {e}")),
+        Ok(_) if line.len() as u64 > MAX_REQUEST => error_line(&format!("request longer than {MAX_REQUEST} bytes")),
+        Ok(_) => match std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_owned()).and_then(parse_request) {
+            Err(msg) => error_line(&msg),
+            Ok(query) => {
+                let (reply, wait) = oneshot::channel();
+                if tx.send(Pending { query, reply }).is_err() {
+                    error_line("the SM is shutting down")
+                } else {
+                    wait.blocking_recv().unwrap_or_else(|_| error_line("the SM is shutting down"))
+                }
+            }
+        },
+    };
+    let mut w = &stream;
+    let _ = w.write_all(answer.as_bytes()).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush());
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// Sends `line` to the SM at `path` and returns its one-line answer (without the newline).
+///
+/// # Errors
+/// [`ControlError::Io`] when the socket cannot be reached or the answer cannot be read.
+pub fn request(path: &Path, line: &str, timeout: Duration) -> Result<String, ControlError> {
+    let io = |what: &'static str| move |err| ControlError::Io { path: path.to_owned(), what, err };
+    let mut s = UnixStream::connect(path).map_err(io("connecting"))?;
+    s.set_read_timeout(Some(timeout)).map_err(io("setting a timeout"))?;
+    s.write_all(line.as_bytes()).and_then(|()| s.write_all(b"\n")).map_err(io("sending the request"))?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(io("reading the answer"))?;
+    Ok(answer.trim_end().to_owned())
+}
+
+/// Asks `query` and decodes the answer as `T`, turning `{"error":...}` into
+/// [`ControlError::Refused`].
+///
+/// # Errors
+/// As [`request`]; [`ControlError::Refused`] when the SM answers with an error, and
+/// [`ControlError::BadReply`] when the answer is not a `T`.
+pub fn query<T: serde::de::DeserializeOwned>(path: &Path, query: Query, timeout: Duration) -> Result<T, ControlError> {
+    let answer = request(path, &query.request_line(), timeout)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&answer).map_err(|e| ControlError::BadReply(format!("{e}: {:.80}", answer)))?;
+    if let Some(msg) = value.get("error") {
+        return Err(ControlError::Refused(msg.as_str().map_or_else(|| msg.to_string(), str::to_owned)));
+    }
+    serde_json::from_value(value).map_err(|e| ControlError::BadReply(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_request("{\"query\":\"routes\"}\n"), Ok(Query::Routes));
+        assert_eq!(parse_request(&Query::Status.request_line()), Ok(Query::Status));
+        assert!(parse_request("{\"query\":\"reboot\"}").unwrap_err().contains("unknown query"));
+        assert!(parse_request("garbage").unwrap_err().contains("one line of JSON"));
+        assert!(parse_request("{\"query\":\"status\",\"x\":1}").is_err(), "unknown fields are refused");
+        assert!(parse_request("").is_err());
+    }
+
+    #[test]
+    fn an_sm_before_its_first_sweep_reports_not_up_and_refuses_routes() {
+        let sm = Sm::new(crate::core::SmConfig::default(), crate::core::Guid2Lid::default());
+        let s = status(&sm);
+        assert_eq!((s.state.as_str(), s.subnet_up, s.last_sweep.is_none()), ("not-active", false, true));
+        let v: serde_json::Value = serde_json::from_str(&respond(&sm, Query::Routes)).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("not completed a sweep"), "{v}");
+    }
+
+    fn tmp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ibsm-control-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn socket_is_0600_answers_garbage_with_an_error_and_is_removed_on_drop() {
+        let dir = tmp_dir("life");
+        let path = dir.join("s.sock");
+        let server = ControlServer::bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let a = request(&path, "not json", Duration::from_secs(5)).unwrap();
+        assert!(serde_json::from_str::<serde_json::Value>(&a).unwrap()["error"].is_string(), "{a}");
+        assert!(matches!(ControlServer::bind(&path), Err(ControlError::InUse(_))));
+        drop(server);
+        assert!(!path.exists(), "socket removed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_a_regular_file_is_not() {
+        let dir = tmp_dir("stale");
+        let path = dir.join("s.sock");
+        drop(UnixListener::bind(&path).unwrap()); // leaves the file, nobody listening
+        assert!(path.exists());
+        let server = ControlServer::bind(&path).unwrap();
+        drop(server);
+        std::fs::write(&path, b"keep me").unwrap();
+        assert!(matches!(ControlServer::bind(&path), Err(ControlError::NotSocket(_))));
+        assert_eq!(std::fs::read(&path).unwrap(), b"keep me");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
