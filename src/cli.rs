@@ -443,18 +443,15 @@ fn run_on_sim(
                 return ExitCode::FAILURE;
             }
         }
-        match report {
-            Some(r) => {
-                println!("{}", summary(&r, wall.elapsed()));
-                if a.once {
-                    return if r.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE };
-                }
+        if let Some(r) = report {
+            println!("{}", summary(&r, wall.elapsed()));
+            if a.once {
+                return if r.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE };
             }
-            None => {
-                println!("sweep {sweeps}: no subnet-up report within the time limit");
-                if a.once {
-                    return ExitCode::FAILURE;
-                }
+        } else {
+            println!("sweep {sweeps}: no subnet-up report within the time limit");
+            if a.once {
+                return ExitCode::FAILURE;
             }
         }
         // A simulated fabric changes only through faults, and none are scripted from the CLI
@@ -468,8 +465,7 @@ fn run_on_sim(
                 ),
                 None => println!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"),
             }
-            use std::io::Write;
-            let _ = std::io::stdout().flush();
+            let _ = std::io::Write::flush(&mut std::io::stdout());
             return match drv.serve_until_signal(control.as_mut()) {
                 Ok(signal) => {
                     eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");

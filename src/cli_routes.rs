@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use ibsm::control::{self, Query};
 use ibsm::core::lids::Guid2Lid;
-use ibsm::routes::live::LiveRoutes;
 use ibsm::routes::dump::{self, Timings};
+use ibsm::routes::live::LiveRoutes;
 use ibsm::routes::{Plan, opensm_dump, plan};
 use ibsm_routing::Routes;
 use ibsm_routing::chain::Chain;
@@ -209,14 +209,13 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
         None => None,
         Some(s) => {
             let by_name = r.plan.switch_names.iter().position(|n| n == s);
-            let by_guid = s.parse::<ibsm_mad::Guid>().ok().and_then(|g| r.plan.view.switches.iter().position(|w| w.guid == g));
-            match by_name.or(by_guid) {
-                Some(i) => Some(i),
-                None => {
-                    eprintln!("ibsm routes dump: no switch named or with GUID {s:?}");
-                    return ExitCode::from(2);
-                }
-            }
+            let by_guid =
+                s.parse::<ibsm_mad::Guid>().ok().and_then(|g| r.plan.view.switches.iter().position(|w| w.guid == g));
+            let Some(i) = by_name.or(by_guid) else {
+                eprintln!("ibsm routes dump: no switch named or with GUID {s:?}");
+                return ExitCode::from(2);
+            };
+            Some(i)
         }
     };
     let text = match a.format {

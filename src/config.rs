@@ -85,8 +85,11 @@ impl ConfigFile {
     /// [`ConfigError`] for an unreadable or invalid file.
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError { path: origin.clone(), line: 0, reason: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: origin.clone(),
+            line: 0,
+            reason: e.to_string(),
+        })?;
         ConfigFile::parse(&text, &origin)
     }
 

@@ -36,6 +36,10 @@ pub const DEFAULT_NAME: &str = "ibsm.sock";
 
 /// Longest request line accepted, bytes.
 const MAX_REQUEST: u64 = 4096;
+/// Distinguishes the temporary names of sockets bound by one process.
+static BIND_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// What is read and dropped after an over-long request before answering it.
+const DRAIN_LIMIT: u64 = 1 << 20;
 /// How long a client may take to send its request line.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client may take to read the answer.
@@ -261,7 +265,8 @@ impl ControlServer {
         // Bind under a temporary name, restrict it, then rename: the final name never exists
         // with looser permissions.
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let tmp = dir.join(format!(".ibsm-{}.sock.tmp", std::process::id()));
+        let seq = BIND_SEQ.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".ibsm-{}-{seq}.sock.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         let listener = UnixListener::bind(&tmp).map_err(io("binding"))?;
         let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
@@ -345,7 +350,7 @@ fn accept_loop(listener: &UnixListener, stop: &AtomicBool, tx: &mpsc::UnboundedS
             return;
         }
         match conn {
-            Ok(stream) => serve_one(stream, tx),
+            Ok(stream) => serve_one(&stream, tx),
             Err(e) => {
                 tracing::warn!(error = %e, "control socket: accept failed");
                 std::thread::sleep(Duration::from_millis(100));
@@ -355,27 +360,36 @@ fn accept_loop(listener: &UnixListener, stop: &AtomicBool, tx: &mpsc::UnboundedS
 }
 
 /// Reads one request, has the SM answer it, writes the answer; errors end the connection.
-fn serve_one(stream: UnixStream, tx: &mpsc::UnboundedSender<Pending>) {
+fn serve_one(stream: &UnixStream, tx: &mpsc::UnboundedSender<Pending>) {
     let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut line = Vec::new();
-    let read = BufReader::new((&stream).take(MAX_REQUEST + 1)).read_until(b'\n', &mut line);
+    let read = BufReader::new(stream.take(MAX_REQUEST + 1)).read_until(b'\n', &mut line);
     let answer = match read {
         Err(e) => error_line(&format!("reading the request: {e}")),
-        Ok(_) if line.len() as u64 > MAX_REQUEST => error_line(&format!("request longer than {MAX_REQUEST} bytes")),
-        Ok(_) => match std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_owned()).and_then(parse_request) {
-            Err(msg) => error_line(&msg),
-            Ok(query) => {
-                let (reply, wait) = oneshot::channel();
-                if tx.send(Pending { query, reply }).is_err() {
-                    error_line("the SM is shutting down")
-                } else {
-                    wait.blocking_recv().unwrap_or_else(|_| error_line("the SM is shutting down"))
+        Ok(_) if line.len() as u64 > MAX_REQUEST => {
+            // Read (a bounded amount of) what follows, so that closing does not reset the
+            // connection before the client has read the error.
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+            let _ = std::io::copy(&mut stream.take(DRAIN_LIMIT), &mut std::io::sink());
+            error_line(&format!("request longer than {MAX_REQUEST} bytes"))
+        }
+        Ok(_) => {
+            match std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_owned()).and_then(parse_request)
+            {
+                Err(msg) => error_line(&msg),
+                Ok(query) => {
+                    let (reply, wait) = oneshot::channel();
+                    if tx.send(Pending { query, reply }).is_err() {
+                        error_line("the SM is shutting down")
+                    } else {
+                        wait.blocking_recv().unwrap_or_else(|_| error_line("the SM is shutting down"))
+                    }
                 }
             }
-        },
+        }
     };
-    let mut w = &stream;
+    let mut w = stream;
     let _ = w.write_all(answer.as_bytes()).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush());
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
@@ -403,7 +417,7 @@ pub fn request(path: &Path, line: &str, timeout: Duration) -> Result<String, Con
 pub fn query<T: serde::de::DeserializeOwned>(path: &Path, query: Query, timeout: Duration) -> Result<T, ControlError> {
     let answer = request(path, &query.request_line(), timeout)?;
     let value: serde_json::Value =
-        serde_json::from_str(&answer).map_err(|e| ControlError::BadReply(format!("{e}: {:.80}", answer)))?;
+        serde_json::from_str(&answer).map_err(|e| ControlError::BadReply(format!("{e}: {answer:.80}")))?;
     if let Some(msg) = value.get("error") {
         return Err(ControlError::Refused(msg.as_str().map_or_else(|| msg.to_string(), str::to_owned)));
     }

@@ -1,6 +1,7 @@
 //! The `ibsm` binary as an operator uses it: exit statuses, the summary line, state files,
 //! error messages that name file and line.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -23,7 +24,12 @@ fn examples() -> PathBuf {
 fn run_once_on_the_builtin_fabric_reports_the_subnet_up() {
     let out = ibsm().args(["run", "--sim", "--once"]).output().expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "status {:?}, stdout {stdout}, stderr {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "status {:?}, stdout {stdout}, stderr {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.starts_with("subnet up: 20 switches, 16 CAs, 36 end ports, 48 links;"), "{stdout}");
     assert!(stdout.contains("96 ports active, 0 not"), "{stdout}");
 }
@@ -64,18 +70,17 @@ fn imported_opensm_guid2lid_is_honoured() {
     let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).arg("--state-dir").arg(&d).output().expect("runs");
     assert!(out.status.success());
     let mine = std::fs::read_to_string(d.join("guid2lid")).expect("written");
-    let shifted: String = mine
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            if f.len() != 3 {
-                return "\n".to_owned();
-            }
-            let lo = u16::from_str_radix(&f[1][2..], 16).expect("hex") + 100;
-            let hi = u16::from_str_radix(&f[2][2..], 16).expect("hex") + 100;
-            format!("{} 0x{lo:04x} 0x{hi:04x}\n", f[0])
-        })
-        .collect();
+    let mut shifted = String::new();
+    for l in mine.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        if f.len() != 3 {
+            shifted.push('\n');
+            continue;
+        }
+        let lo = u16::from_str_radix(&f[1][2..], 16).expect("hex") + 100;
+        let hi = u16::from_str_radix(&f[2][2..], 16).expect("hex") + 100;
+        writeln!(shifted, "{} 0x{lo:04x} 0x{hi:04x}", f[0]).expect("write to String");
+    }
     std::fs::write(d.join("guid2lid"), &shifted).expect("write");
     let out = ibsm().args(["run", "--once", "--sim"]).arg(&net).arg("--state-dir").arg(&d).output().expect("runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -114,7 +119,11 @@ fn bad_inputs_exit_2_with_file_line_and_reason() {
 fn sim_gen_writes_a_fabric_that_sim_info_and_run_accept() {
     let d = tmpdir("gen");
     let net = d.join("rails.net");
-    let out = ibsm().args(["sim", "gen", "rail-fat-tree", "--radix", "8", "--rails", "2", "-o"]).arg(&net).output().expect("runs");
+    let out = ibsm()
+        .args(["sim", "gen", "rail-fat-tree", "--radix", "8", "--rails", "2", "-o"])
+        .arg(&net)
+        .output()
+        .expect("runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = ibsm().args(["sim", "info", "--json"]).arg(&net).output().expect("runs");
     assert!(out.status.success());

@@ -48,7 +48,11 @@ fn our_ibroute_format_reproduces_real_ibroute_output_byte_for_byte() {
 
 fn ibsm(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ibsm")).args(args).current_dir(root()).output().expect("runs");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -73,7 +77,8 @@ fn check_accepts_opensm_tables_and_every_engine_on_every_example() {
         // (Engine quality, switch-LID routes and credit loops are the routing crate's tests.)
         for engine in ["minhop", "updn", "ftree,updn,minhop"] {
             let (_, out, err) = ibsm(&["routes", "check", "--topology", &p, "--engine", engine, "--json"]);
-            let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{p} {engine}: {e}: {out}{err}"));
+            let v: serde_json::Value =
+                serde_json::from_str(&out).unwrap_or_else(|e| panic!("{p} {engine}: {e}: {out}{err}"));
             assert_eq!(v["version"], 1);
             assert_eq!(v["ca_pairs"]["checked"], v["ca_pairs"]["reachable"], "{p} {engine}: {out}");
             assert!(v["ca_pairs"]["checked"].as_u64().is_some_and(|n| n > 0), "{p} {engine}");
@@ -86,11 +91,12 @@ fn a_broken_table_fails_the_check() {
     // Drop one LID line from OpenSM's dump: some pair must become unreachable, exit status 1.
     let dir = std::env::temp_dir().join(format!("ibsm-routes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let broken: String = OPENSM_DUMP.lines().filter(|l| !l.starts_with("0x0016 002")).map(|l| format!("{l}\n")).collect();
+    let broken: String = OPENSM_DUMP.lines().filter(|l| !l.starts_with("0x0016 002")).flat_map(|l| [l, "\n"]).collect();
     assert_ne!(broken.len(), OPENSM_DUMP.len());
     let f = dir.join("broken.dump");
     std::fs::write(&f, broken).expect("write");
-    let (ok, out, _) = ibsm(&["routes", "check", "--topology", "examples/fabrics/fat-tree-2l-k4.net", "--lfts", &f.to_string_lossy()]);
+    let (ok, out, _) =
+        ibsm(&["routes", "check", "--topology", "examples/fabrics/fat-tree-2l-k4.net", "--lfts", &f.to_string_lossy()]);
     assert!(!ok, "{out}");
     assert!(out.contains("black hole"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -15,11 +15,10 @@ use common::Fixture;
 use ibsm_mad::Attribute;
 use ibsm_mad::attrs::{NodeType, PortState};
 use ibsm_mad::header::MadHeader;
-use ibsm_mad::sa::{SaHeader, SaMad};
 use ibsm_mad::records::{
-    ClassPortInfo, LinkRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord,
-    ServiceRecord, stride,
+    ClassPortInfo, LinkRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord, ServiceRecord, stride,
 };
+use ibsm_mad::sa::{SaHeader, SaMad};
 use ibsm_mad::{Gid, Guid};
 
 macro_rules! fixture {
@@ -185,10 +184,7 @@ fn check_path_record(f: &Fixture, r: &PathRecord) {
     assert_eq!(u64::from(r.sl), f.tool_num("sl"));
     assert_eq!(u64::from(r.mtu_selector.raw() << 6 | r.mtu.raw()), f.tool_num("mtu"));
     assert_eq!(u64::from(r.rate_selector.raw() << 6 | r.rate.raw()), f.tool_num("rate"));
-    assert_eq!(
-        u64::from(r.packet_life_time_selector.raw() << 6 | r.packet_life_time),
-        f.tool_num("pkt_life")
-    );
+    assert_eq!(u64::from(r.packet_life_time_selector.raw() << 6 | r.packet_life_time), f.tool_num("pkt_life"));
     assert_eq!(u64::from(r.preference), f.tool_num("preference"));
 }
 
@@ -273,10 +269,7 @@ fn check_mcmember(f: &Fixture, r: &McMemberRecord) {
     assert_eq!(u64::from(r.tclass), f.tool_num("TClass"));
     assert_eq!(u64::from(r.pkey.get()), f.tool_num("pkey"));
     assert_eq!(u64::from(r.rate_selector.raw() << 6 | r.rate.raw()), f.tool_num("rate"));
-    assert_eq!(
-        u64::from(r.packet_life_time_selector.raw() << 6 | r.packet_life_time),
-        f.tool_num("pkt_life")
-    );
+    assert_eq!(u64::from(r.packet_life_time_selector.raw() << 6 | r.packet_life_time), f.tool_num("pkt_life"));
     assert_eq!(u64::from(r.sl), f.tool_num("SL"));
     assert_eq!(u64::from(r.flow_label), f.tool_num("FlowLabel"));
     assert_eq!(u64::from(r.hop_limit), f.tool_num("HopLimit"));
@@ -303,10 +296,7 @@ fn mcmemberrecord_join_libibmad_encoded() {
     assert_eq!((q.qkey, q.pkey.get(), q.join_state.0), (0x0b1b, 0xffff, 1));
     // The component mask sa_set.c sent: MGID, PortGID, Q_Key, P_Key, JoinState.
     let mask = u64::from_be_bytes(f.bytes("request")[48..56].try_into().unwrap());
-    assert_eq!(
-        mask,
-        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | 1 << 2 | 1 << 7 | 1 << 16
-    );
+    assert_eq!(mask, McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | 1 << 2 | 1 << 7 | 1 << 16);
     // OpenSM's answer: the group's MLID, as listed by saquery MCMR.
     let a: McMemberRecord = record(&f, "response", 0);
     let listed = fixture!("sa_mcmemberrecord");

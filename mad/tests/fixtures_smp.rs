@@ -11,8 +11,8 @@ mod common;
 use common::{Fixture, SMP_DATA, attr_round_trip, check_smp_headers, header_round_trip, num};
 use ibsm_mad::Attribute;
 use ibsm_mad::attrs::{
-    LinkDownDefaultState, LinkSpeed, LinkWidth, Mtu, NodeDescription, NodeInfo, NodeType,
-    PhysPortState, PortInfo, PortState,
+    LinkDownDefaultState, LinkSpeed, LinkWidth, Mtu, NodeDescription, NodeInfo, NodeType, PhysPortState, PortInfo,
+    PortState,
 };
 
 macro_rules! fixture {
@@ -202,10 +202,7 @@ fn check_port_info(f: &Fixture) -> PortInfo {
     assert_eq!(u64::from(pi.q_key_violations), f.tool_num("QkeyViolations"));
     assert_eq!(u64::from(pi.guid_cap), f.tool_num("GuidCap"));
     assert_eq!(u64::from(pi.client_reregister), f.tool_num("ClientReregister"));
-    assert_eq!(
-        u64::from(pi.multicast_pkey_trap_suppression_enabled),
-        f.tool_num("McastPkeyTrapSuppressionEnabled")
-    );
+    assert_eq!(u64::from(pi.multicast_pkey_trap_suppression_enabled), f.tool_num("McastPkeyTrapSuppressionEnabled"));
     assert_eq!(u64::from(pi.subnet_timeout), f.tool_num("SubnetTimeout"));
     assert_eq!(u64::from(pi.resp_time_value), f.tool_num("RespTimeVal"));
     assert_eq!(u64::from(pi.local_phy_errors), f.tool_num("LocalPhysErr"));
@@ -279,10 +276,7 @@ fn portinfo_set_from_opensm() {
 #[test]
 fn tool_value_parser_reads_both_styles() {
     // Guards the helper the other tests rely on: it must not match a longer key by prefix.
-    let f = Fixture::parse(
-        "inline",
-        "tool: Lid:.....6\ntool: LidsPerPort:...0\ntool: \t\tdlid....0x0004\n",
-    );
+    let f = Fixture::parse("inline", "tool: Lid:.....6\ntool: LidsPerPort:...0\ntool: \t\tdlid....0x0004\n");
     assert_eq!(f.tool_value("Lid"), "6");
     assert_eq!(f.tool_num("dlid"), 4);
     assert!(f.tool_values("Li").is_empty());

@@ -36,11 +36,7 @@ fn examples_parse_and_match_their_generators() {
             std::fs::write(&path, generated.to_net()).unwrap();
         }
         let loaded = Topology::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            (loaded.switch_count(), loaded.ca_count(), loaded.link_count()),
-            (switches, cas, links),
-            "{file}"
-        );
+        assert_eq!((loaded.switch_count(), loaded.ca_count(), loaded.link_count()), (switches, cas, links), "{file}");
         assert_eq!(loaded, generated, "{file} differs from its generator; regenerate (see module docs)");
     }
 }

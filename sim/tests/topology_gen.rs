@@ -222,7 +222,8 @@ fn degraded_trees_remove_exactly_what_was_asked() {
         assert_eq!(t.switch_count(), base.switch_count() - switches);
         assert_eq!(t.ca_count(), base.ca_count());
         // The removed switches (all aggregation or core) take their cables with them.
-        let removed: HashSet<usize> = (0..base.nodes.len()).filter(|&i| t.find(&base.nodes[i].name).is_none()).collect();
+        let removed: HashSet<usize> =
+            (0..base.nodes.len()).filter(|&i| t.find(&base.nodes[i].name).is_none()).collect();
         assert_eq!(removed.len(), switches);
         assert!(removed.iter().all(|&i| !base.nodes[i].name.starts_with("edge-")));
         let lost = base.nodes.iter().enumerate().map(|(i, n)| {

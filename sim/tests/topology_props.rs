@@ -16,9 +16,8 @@ fn spec() -> impl Strategy<Value = GenSpec> {
         (2u8..=4, 0usize..4, 0usize..3, any::<u64>())
             .prop_map(|(h, l, s, seed)| GenSpec::FatTree(FatTree::new(3, h * 2).degraded(l, s, seed))),
         (1u8..=4, 1u8..=4).prop_map(|(h, r)| GenSpec::rail_fat_tree(h * 2, r)),
-        (prop::collection::vec(1u16..=4, 1..=3), any::<bool>(), 0u8..=2).prop_map(|(dims, wrap, h)| {
-            if wrap { GenSpec::torus(&dims, h) } else { GenSpec::mesh(&dims, h) }
-        }),
+        (prop::collection::vec(1u16..=4, 1..=3), any::<bool>(), 0u8..=2)
+            .prop_map(|(dims, wrap, h)| { if wrap { GenSpec::torus(&dims, h) } else { GenSpec::mesh(&dims, h) } }),
         (1usize..=12, 4u8..=8, 0u8..=2, 0usize..=10, any::<u64>()).prop_map(|(n, k, h, extra, seed)| {
             GenSpec::Random(RandomGraph { switches: n, radix: k, hosts_per_switch: h, links: n - 1 + extra, seed })
         }),
@@ -70,9 +69,21 @@ fn topology() -> impl Strategy<Value = Topology> {
 fn netish() -> impl Strategy<Value = String> {
     let port_no = prop_oneof![12 => 1u8..=4, 1 => Just(5u8)];
     let guid = prop::option::weighted(0.15, 1u64..0x40);
-    let port_line = (port_no, 0u8..5, prop::option::weighted(0.9, 1u8..=4), guid, prop::sample::select(vec![
-        "", " w=3", " s=7 e=1", " w=8 s=2", "\t# lid 1 lmc 0 \"x\" lid 2 4xQDR", "\t# \"y\" lid 9 12xNDR", " w=1",
-    ]))
+    let port_line = (
+        port_no,
+        0u8..5,
+        prop::option::weighted(0.9, 1u8..=4),
+        guid,
+        prop::sample::select(vec![
+            "",
+            " w=3",
+            " s=7 e=1",
+            " w=8 s=2",
+            "\t# lid 1 lmc 0 \"x\" lid 2 4xQDR",
+            "\t# \"y\" lid 9 12xNDR",
+            " w=1",
+        ]),
+    )
         .prop_map(|(p, i, q, g, tail)| {
             let q = q.map(|q| format!("[{q}]")).unwrap_or_default();
             match g {
@@ -98,8 +109,12 @@ fn netish() -> impl Strategy<Value = String> {
         "[\"",
         "é\n",
     ]);
-    let node = (pre, prop::sample::select(vec!["Switch", "Ca", "Hca", "Rt"]), prop::option::of("[a-z ]{0,6}"),
-        prop::collection::vec(port_line, 0..4));
+    let node = (
+        pre,
+        prop::sample::select(vec!["Switch", "Ca", "Hca", "Rt"]),
+        prop::option::of("[a-z ]{0,6}"),
+        prop::collection::vec(port_line, 0..4),
+    );
     prop::collection::vec(node, 0..5).prop_map(|nodes| {
         let mut text = String::new();
         for (i, (pre, kind, desc, ports)) in nodes.into_iter().enumerate() {

@@ -24,7 +24,8 @@ pub fn opensm(plan: &Plan, routes: &Routes, only: Option<usize>) -> String {
     for s in switch_order(plan, only) {
         let sw = &plan.view.switches[s];
         let name = plan.switch_names.get(s).map_or("", String::as_str);
-        let _ = writeln!(out, "Unicast lids [0-{max}] of switch Lid {} guid 0x{:016x} ('{name}'):", sw.lid.0, sw.guid.0);
+        let _ =
+            writeln!(out, "Unicast lids [0-{max}] of switch Lid {} guid 0x{:016x} ('{name}'):", sw.lid.0, sw.guid.0);
         if let Some(lft) = routes.tables.get(s) {
             for lid in 1..=max {
                 let Some(port) = lft.port_for(ibsm_mad::Lid(lid)) else { continue };
@@ -57,7 +58,11 @@ pub fn ibroute(plan: &Plan, routes: &Routes, only: Option<usize>) -> String {
     for s in switch_order(plan, only) {
         let sw = &plan.view.switches[s];
         let name = plan.switch_names.get(s).map_or("", String::as_str);
-        let _ = writeln!(out, "Unicast lids [0x0-0x{max:x}] of switch Lid {} guid 0x{:016x} ({name}):", sw.lid.0, sw.guid.0);
+        let _ = writeln!(
+            out,
+            "Unicast lids [0x0-0x{max:x}] of switch Lid {} guid 0x{:016x} ({name}):",
+            sw.lid.0, sw.guid.0
+        );
         out.push_str("  Lid  Out   Destination\n       Port     Info \n");
         let mut n = 0usize;
         if let Some(lft) = routes.tables.get(s) {
@@ -281,7 +286,11 @@ pub fn check_json(r: &ibsm_routing::check::CheckReport, engine: &str) -> String 
             max: r.forwarding_index.max,
             mean: r.forwarding_index.mean,
         },
-        shifts: r.shifts.as_ref().map(|s| JsonShifts { shifts: s.shifts, worst: s.worst, contended: s.contended_shifts }),
+        shifts: r.shifts.as_ref().map(|s| JsonShifts {
+            shifts: s.shifts,
+            worst: s.worst,
+            contended: s.contended_shifts,
+        }),
         credit_loops: loops.to_owned(),
         credit_loop_example: example,
         failures: r.failures.iter().map(|f| format!("{f:?}")).collect(),

@@ -309,3 +309,57 @@ fn decode_lft(hex: &str) -> Option<Lft> {
         .collect::<Option<Vec<_>>>()?;
     Some(Lft { ports })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Guid2Lid, SmConfig};
+    use crate::transport::sim::SimDriver;
+    use ibsm_sim::topology::Topology;
+
+    const FABRIC: &str = include_str!("../../examples/fabrics/fat-tree-2l-k4.net");
+
+    fn swept() -> (Topology, SimDriver) {
+        let topo = Topology::parse_str(FABRIC, "fat-tree-2l-k4.net").unwrap();
+        let mut drv = SimDriver::new(&topo, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).unwrap();
+        assert!(drv.sweep(60_000_000_000, |_| {}).is_some_and(|r| r.complete));
+        (topo, drv)
+    }
+
+    #[test]
+    fn a_snapshot_through_json_prints_as_the_offline_plan_with_the_sms_lids() {
+        let (topo, drv) = swept();
+        let live: LiveRoutes =
+            serde_json::from_str(&serde_json::to_string(&LiveRoutes::from_sm(&drv.sm).unwrap()).unwrap()).unwrap();
+        let (plan, routes) = live.to_plan().unwrap();
+        // Independent side: the offline planner numbered with the SM's table, routed by the chain.
+        let offline = super::super::plan(&topo, 0, drv.sm.guid2lid().clone(), None);
+        let chain = ibsm_routing::chain::Chain::from_names(&SmConfig::default().routing_engine).unwrap();
+        let out = chain.run(&offline.view).unwrap();
+        assert_eq!(live.engine, out.engine);
+        let dump = super::super::dump::opensm;
+        assert_eq!(dump(&plan, &routes, None), dump(&offline, &out.routes, None));
+        assert_eq!(plan.view.switches.len(), 6);
+        assert_eq!(plan.view.cas.iter().map(|c| c.ports.len()).sum::<usize>(), 8);
+    }
+
+    #[test]
+    fn no_snapshot_before_a_sweep_and_malformed_snapshots_are_errors() {
+        let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
+        assert_eq!(LiveRoutes::from_sm(&sm), Err(LiveError::NoSweepYet));
+        let (_, drv) = swept();
+        let good = LiveRoutes::from_sm(&drv.sm).unwrap();
+        let mut bad = good.clone();
+        bad.switches[0].lft.push('f');
+        assert!(matches!(bad.to_plan(), Err(LiveError::Field { .. })), "odd hex length");
+        let mut bad = good.clone();
+        bad.switches[0].links[0].peer = "0x00000000deadbeef".to_owned();
+        assert!(bad.to_plan().unwrap_err().to_string().contains("not in the snapshot"));
+        let mut bad = good.clone();
+        bad.cas[0].guid = "zz".to_owned();
+        assert!(bad.to_plan().is_err());
+        let mut bad = good;
+        bad.version = 2;
+        assert_eq!(bad.to_plan().unwrap_err(), LiveError::Version { found: 2 });
+    }
+}

@@ -76,10 +76,8 @@ fn lid_line(line: &str) -> Option<(u16, u8, Option<Guid>)> {
     let mut it = line.split_whitespace();
     let lid = u16::from_str_radix(it.next()?.strip_prefix("0x")?, 16).ok()?;
     let port: u8 = it.next()?.parse().ok()?;
-    let owner = line
-        .split_once("portguid ")
-        .and_then(|(_, r)| r.split(':').next())
-        .and_then(|g| g.trim().parse::<Guid>().ok());
+    let owner =
+        line.split_once("portguid ").and_then(|(_, r)| r.split(':').next()).and_then(|g| g.trim().parse::<Guid>().ok());
     Some((lid, port, owner))
 }
 

@@ -101,9 +101,8 @@ pub fn plan(topo: &Topology, lmc: u8, table: Guid2Lid, at: Option<(usize, u8)>) 
             nc += 1;
         }
     }
-    let neighbor = |i: usize, p: u8| {
-        topo.nodes[i].peer(p).map(|peer| Neighbor { node: ids[peer.node], port: PortNum(peer.port) })
-    };
+    let neighbor =
+        |i: usize, p: u8| topo.nodes[i].peer(p).map(|peer| Neighbor { node: ids[peer.node], port: PortNum(peer.port) });
     let mut view = FabricView { switches: Vec::with_capacity(ns), cas: Vec::with_capacity(nc), lmc };
     let mut switch_names = Vec::with_capacity(ns);
     let span = 1usize << lmc.min(7);

@@ -172,10 +172,8 @@ pub fn run_with_control(
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let port = Arc::new(port);
-    let result = port
-        .open_issm()
-        .map_err(DriverError::from)
-        .and_then(|()| run_with_issm(&port, sm, opts, control, on_event));
+    let result =
+        port.open_issm().map_err(DriverError::from).and_then(|()| run_with_issm(&port, sm, opts, control, on_event));
     // The poll thread has been joined by now, so this is the last reference unless a panic
     // unwound through it; close explicitly so issm is cleared before the process exits.
     let closed = port.close();

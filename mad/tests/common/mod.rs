@@ -64,9 +64,7 @@ impl Fixture {
 
     // The bytes of a section; panics if the fixture has none.
     pub fn bytes(&self, section: &str) -> &[u8] {
-        self.sections
-            .get(section)
-            .unwrap_or_else(|| panic!("{}: no section {section}", self.name))
+        self.sections.get(section).unwrap_or_else(|| panic!("{}: no section {section}", self.name))
     }
 
     // True when byte `i` of `section` is declared garbage.
@@ -77,10 +75,7 @@ impl Fixture {
     // The value the tool printed for `key`, in either smpquery style (`Key:.....value`) or
     // saquery style (`\t\tkey.....value`). The first match wins; panics if absent.
     pub fn tool_value(&self, key: &str) -> &str {
-        self.tool_values(key)
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| panic!("{}: tool printed no {key}", self.name))
+        self.tool_values(key).into_iter().next().unwrap_or_else(|| panic!("{}: tool printed no {key}", self.name))
     }
 
     // Every value the tool printed for `key`, in order.

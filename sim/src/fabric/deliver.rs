@@ -421,7 +421,9 @@ impl Fabric {
             Some(src)
         };
         for _ in 0..MAX_LID_HOPS {
-            let exit = if let Some(p) = out { p } else {
+            let exit = if let Some(p) = out {
+                p
+            } else {
                 // At a switch: deliver to itself or look up the LFT.
                 let n = &self.nodes[node];
                 let port0 = n.first_port;

@@ -84,7 +84,9 @@ impl Fabric {
     }
 
     fn respond(&mut self, mad: &mut [u8; MAD_LEN], status: u16) -> Outcome {
-        if let Ok(()) = ibsm_mad::smp::make_response(mad, status) { Outcome::Reply } else {
+        if let Ok(()) = ibsm_mad::smp::make_response(mad, status) {
+            Outcome::Reply
+        } else {
             self.stats.dropped_malformed += 1;
             Outcome::Silent
         }
@@ -553,7 +555,9 @@ impl Fabric {
             }
             let Some(s) = self.nodes[node].switch else { return ids::status::BAD_FIELD };
             let tbl = &mut self.switches[s as usize].sl2vl;
-            let i = if let Some(i) = tbl.iter().position(|(k, _)| *k == (inp, outp)) { i } else {
+            let i = if let Some(i) = tbl.iter().position(|(k, _)| *k == (inp, outp)) {
+                i
+            } else {
                 tbl.push(((inp, outp), [0; 8]));
                 tbl.len() - 1
             };

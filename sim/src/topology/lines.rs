@@ -11,20 +11,10 @@ pub(super) enum Line<'a> {
     /// Blank line, `#` comment, ibnetdiscover decoration, `pdebug=` or an ignored `do` command.
     Skip,
     /// `Switch 8 "id" # "desc" ...`, `Hca`/`Ca`/`Rt` likewise.
-    Node {
-        kind: NodeKind,
-        ports: u8,
-        name: &'a str,
-        desc: Option<&'a str>,
-    },
+    Node { kind: NodeKind, ports: u8, name: &'a str, desc: Option<&'a str> },
     /// `switchguid=X(Y)`, `caguid=X`, `hcaguids=X`, `rtguid=X`, or `...+N` (relative to the
     /// last absolute base).
-    GuidBase {
-        kind: NodeKind,
-        value: u64,
-        relative: bool,
-        port_guid: Option<u64>,
-    },
+    GuidBase { kind: NodeKind, value: u64, relative: bool, port_guid: Option<u64> },
     /// `vendid=`.
     VendId(u32),
     /// `devid=`.
@@ -172,11 +162,7 @@ fn value_token(s: &str) -> (&str, &str) {
 /// Only whitespace or a `#` comment may follow.
 fn expect_end(rest: &str) -> LResult<()> {
     let rest = rest.trim_start();
-    if rest.is_empty() || rest.starts_with('#') {
-        Ok(())
-    } else {
-        Err(syntax("end of line or '#' comment", rest))
-    }
+    if rest.is_empty() || rest.starts_with('#') { Ok(()) } else { Err(syntax("end of line or '#' comment", rest)) }
 }
 
 /// `= value [# comment]` after a keyword.
@@ -360,16 +346,7 @@ fn parse_port(line: &str) -> LResult<PortLine<'_>> {
         Some(i) => (&s[..i], Some(&s[i + 1..])),
         None => (s, None),
     };
-    let mut out = PortLine {
-        port,
-        guid,
-        remote,
-        remote_port,
-        remote_guid,
-        width: None,
-        speed: None,
-        ext_speed: None,
-    };
+    let mut out = PortLine { port, guid, remote, remote_port, remote_guid, width: None, speed: None, ext_speed: None };
     for tok in opts.split_whitespace() {
         let Some((key, val)) = tok.split_once('=') else {
             return Err(syntax("a link option (w=, s=, e=) or a '#' comment", tok));
@@ -380,8 +357,7 @@ fn parse_port(line: &str) -> LResult<PortLine<'_>> {
             "w" => out.width = Some(width_mask(v).ok_or_else(|| bad("width mask must be 1..=31"))?),
             "s" => out.speed = Some(speed_mask(v).ok_or_else(|| bad("speed mask must be 0..=7"))?),
             "e" => {
-                out.ext_speed =
-                    Some(ext_speed_mask(v).ok_or_else(|| bad("extended speed mask must be 0..=15"))?);
+                out.ext_speed = Some(ext_speed_mask(v).ok_or_else(|| bad("extended speed mask must be 0..=15"))?);
             }
             _ => return Err(bad("unknown option (expected w=, s= or e=)")),
         }
@@ -498,12 +474,7 @@ mod tests {
     fn ibnetdiscover_headers() {
         assert_eq!(
             parse_line("Switch\t8 \"S-0000000000200001\"\t\t# \"Switch2\" base port 0 lid 3 lmc 0"),
-            Ok(Line::Node {
-                kind: NodeKind::Switch,
-                ports: 8,
-                name: "S-0000000000200001",
-                desc: Some("Switch2")
-            })
+            Ok(Line::Node { kind: NodeKind::Switch, ports: 8, name: "S-0000000000200001", desc: Some("Switch2") })
         );
         assert_eq!(
             parse_line("Ca\t2 \"H-0002c9\"\t\t# \"MT23108 InfiniHost\" (scp)"),
@@ -534,10 +505,18 @@ mod tests {
         assert_eq!(parse_line("vendid=0x2c9"), Ok(Line::VendId(0x2c9)));
         assert_eq!(parse_line("devid = 0x5a44"), Ok(Line::DevId(0x5a44)));
         assert_eq!(parse_line("devid=23"), Ok(Line::DevId(23)));
-        assert_eq!(parse_line("sysimgguid=0x5442ba00003000\t\t# Chassis 1"), Ok(Line::SysImgGuid(0x0054_42ba_0000_3000)));
+        assert_eq!(
+            parse_line("sysimgguid=0x5442ba00003000\t\t# Chassis 1"),
+            Ok(Line::SysImgGuid(0x0054_42ba_0000_3000))
+        );
         assert_eq!(
             parse_line("switchguid=0x200001(200001)\t# "),
-            Ok(Line::GuidBase { kind: NodeKind::Switch, value: 0x20_0001, relative: false, port_guid: Some(0x20_0001) })
+            Ok(Line::GuidBase {
+                kind: NodeKind::Switch,
+                value: 0x20_0001,
+                relative: false,
+                port_guid: Some(0x20_0001)
+            })
         );
         assert_eq!(
             parse_line("caguid=0x100009"),
@@ -606,10 +585,7 @@ mod tests {
         p.remote_guid = Some(0x10_0004);
         p.width = Some(3);
         p.speed = Some(1);
-        assert_eq!(
-            parse_line("[1]\t\"H-0000000000100003\"[1](100004) \t\t# \"Hca2\" lid 0 4xSDR"),
-            Ok(Line::Port(p))
-        );
+        assert_eq!(parse_line("[1]\t\"H-0000000000100003\"[1](100004) \t\t# \"Hca2\" lid 0 4xSDR"), Ok(Line::Port(p)));
         let mut p = port(1, "S-0000000000200000", Some(2));
         p.guid = Some(0x10_0007);
         p.width = Some(11);
@@ -623,10 +599,7 @@ mod tests {
         let mut p = port(3, "S-1", Some(6));
         p.width = Some(3);
         p.speed = Some(7);
-        assert_eq!(
-            parse_line("[3][ext 5]\t\"S-1\"[6][ext 2]\t\t# \"sw\" lid 6 4xQDR s=4 w=2 v=4"),
-            Ok(Line::Port(p))
-        );
+        assert_eq!(parse_line("[3][ext 5]\t\"S-1\"[6][ext 2]\t\t# \"sw\" lid 6 4xQDR s=4 w=2 v=4"), Ok(Line::Port(p)));
         let mut p = port(2, "H-2", Some(1));
         p.guid = Some(0x11);
         p.remote_guid = Some(0x21);

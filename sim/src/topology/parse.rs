@@ -66,11 +66,7 @@ impl Topology {
     }
 
     /// Parse `.net` text, resolving `include` lines through `resolver`.
-    pub fn parse_with_includes(
-        text: &str,
-        origin: &str,
-        resolver: &mut Resolver<'_>,
-    ) -> Result<Topology, TopoError> {
+    pub fn parse_with_includes(text: &str, origin: &str, resolver: &mut Resolver<'_>) -> Result<Topology, TopoError> {
         let mut asm = Assembler::default();
         asm.origins.push(origin.to_owned());
         asm.stack.push(origin.to_owned());
@@ -250,8 +246,11 @@ impl Assembler {
             return Err(TopoError::IncludeDepth { at: self.pos(at), max: MAX_INCLUDE_DEPTH });
         }
         let from = self.origins.get(at.origin).cloned().unwrap_or_default();
-        let (origin, text) = resolver(file, &from)
-            .map_err(|reason| TopoError::Include { at: self.pos(at), file: file.to_owned(), reason })?;
+        let (origin, text) = resolver(file, &from).map_err(|reason| TopoError::Include {
+            at: self.pos(at),
+            file: file.to_owned(),
+            reason,
+        })?;
         if self.stack.contains(&origin) {
             return Err(TopoError::IncludeCycle { at: self.pos(at), file: file.to_owned() });
         }
@@ -263,14 +262,7 @@ impl Assembler {
         Ok(())
     }
 
-    fn node(
-        &mut self,
-        kind: NodeKind,
-        ports: u8,
-        name: &str,
-        desc: Option<&str>,
-        at: Loc,
-    ) -> Result<(), TopoError> {
+    fn node(&mut self, kind: NodeKind, ports: u8, name: &str, desc: Option<&str>, at: Loc) -> Result<(), TopoError> {
         if name.is_empty() || name.contains(['#', '@']) {
             return Err(TopoError::BadName { at: self.pos(at), name: name.to_owned() });
         }
@@ -375,15 +367,14 @@ impl Assembler {
                 return Err(TopoError::UnknownNode { at: self.pos(at), name: d.remote.clone() });
             };
             let rnode = &self.nodes[r];
-            let rp = u8::try_from(d.remote_port)
-                .ok()
-                .filter(|&q| q >= 1 && q <= rnode.num_ports)
-                .ok_or_else(|| TopoError::PortOutOfRange {
+            let rp = u8::try_from(d.remote_port).ok().filter(|&q| q >= 1 && q <= rnode.num_ports).ok_or_else(|| {
+                TopoError::PortOutOfRange {
                     at: self.pos(at),
                     node: rnode.name.clone(),
                     port: d.remote_port,
                     num_ports: rnode.num_ports,
-                })?;
+                }
+            })?;
             targets.push((r, rp));
             if (r, rp) == (node, port) {
                 return Err(TopoError::SelfLink { at: self.pos(at), port: self.endpoint(r, rp) });

@@ -138,19 +138,10 @@ fn ibnetdiscover_style() {
 
 #[test]
 fn one_shot_and_sticky_node_values() {
-    let t = parse(
-        "vendid=0x2c9\ndevid=0x1234\nsysimgguid=0x77\nHca 1 \"a\"\nHca 1 \"b\"\nvendid=5\nHca 1 \"c\"\n",
-    );
+    let t = parse("vendid=0x2c9\ndevid=0x1234\nsysimgguid=0x77\nHca 1 \"a\"\nHca 1 \"b\"\nvendid=5\nHca 1 \"c\"\n");
     let v: Vec<_> = t.nodes.iter().map(|n| (n.vendor_id, n.device_id, n.sys_guid)).collect();
     // ibsim: vendid and sysimgguid apply to the next node only; devid sticks.
-    assert_eq!(
-        v,
-        [
-            (0x2c9, 0x1234, Guid(0x77)),
-            (0, 0x1234, Guid(0x10_0002)),
-            (5, 0x1234, Guid(0x10_0004)),
-        ]
-    );
+    assert_eq!(v, [(0x2c9, 0x1234, Guid(0x77)), (0, 0x1234, Guid(0x10_0002)), (5, 0x1234, Guid(0x10_0004)),]);
 }
 
 #[test]
@@ -184,7 +175,9 @@ fn link_options_and_defaults() {
 
 #[test]
 fn comments_blank_lines_crlf_and_do_lines() {
-    let t = parse("# c\r\n\r\n  Switch 2 \"s\"  \r\n  [1] \"s2\"[1]\r\n# inner\r\ndo Unlink \"s\"\r\n\r\nSwitch 2 \"s2\"\r\n");
+    let t = parse(
+        "# c\r\n\r\n  Switch 2 \"s\"  \r\n  [1] \"s2\"[1]\r\n# inner\r\ndo Unlink \"s\"\r\n\r\nSwitch 2 \"s2\"\r\n",
+    );
     assert_eq!(t.link_count(), 1);
     assert_eq!(peer(&t, "s2", 1), Some(("s".into(), 1)));
 }
@@ -254,7 +247,10 @@ fn line_errors_carry_file_and_line() {
         ("Switch 300 \"a\"\n", "fabric.net:1: invalid port count (1..=255) \"300\""),
         ("vendid=0xq\n", "fabric.net:1: invalid vendid \"0xq\""),
         ("[1] \"a\"[1]\n", "fabric.net:1: port line before any node header"),
-        ("Switch 2 \"a\"\n[1] \"b\"[1] w=99\n", "fabric.net:2: invalid link option \"w=99\": width mask must be 1..=31"),
+        (
+            "Switch 2 \"a\"\n[1] \"b\"[1] w=99\n",
+            "fabric.net:2: invalid link option \"w=99\": width mask must be 1..=31",
+        ),
         ("module=\"x\"\n", "fabric.net:1: ibsim's 'module' name prefix is not supported"),
         ("Switch 2 \"a\"\n@[1] \"x\"\n", "fabric.net:2: an ibsim port alias ('@') is not supported"),
     ];

@@ -51,11 +51,7 @@ impl IbsimLimits {
 impl Topology {
     /// The ibsim table sizes this topology needs.
     pub fn ibsim_limits(&self) -> IbsimLimits {
-        let ports = self
-            .nodes
-            .iter()
-            .map(|n| usize::from(n.num_ports) + usize::from(n.kind == NodeKind::Switch))
-            .sum();
+        let ports = self.nodes.iter().map(|n| usize::from(n.num_ports) + usize::from(n.kind == NodeKind::Switch)).sum();
         IbsimLimits { nodes: self.nodes.len(), switches: self.switch_count(), ports }
     }
 

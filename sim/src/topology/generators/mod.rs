@@ -238,10 +238,7 @@ impl GenSpec {
 
 /// Check a node count against [`MAX_NODES`].
 fn check_size(nodes: u64) -> Result<usize, GenError> {
-    usize::try_from(nodes)
-        .ok()
-        .filter(|n| *n <= MAX_NODES)
-        .ok_or(GenError::TooLarge { nodes, max: MAX_NODES })
+    usize::try_from(nodes).ok().filter(|n| *n <= MAX_NODES).ok_or(GenError::TooLarge { nodes, max: MAX_NODES })
 }
 
 /// Accumulates nodes with the naming and GUID conventions of this module.

@@ -93,18 +93,15 @@ fn extra_cables(rem: &mut [usize], mut need: usize, rng: &mut Rng) -> Result<Vec
     let mut out = Vec::with_capacity(need);
     while need > 0 {
         let total = stubs.len();
-        let (fullest, most) = rem.iter().copied().enumerate().max_by_key(|&(i, r)| (r, usize::MAX - i)).unwrap_or((0, 0));
+        let (fullest, most) =
+            rem.iter().copied().enumerate().max_by_key(|&(i, r)| (r, usize::MAX - i)).unwrap_or((0, 0));
         if need > total / 2 || need > total - most {
             return Err(invalid(
                 "links",
                 format!("only {} more cables fit without cabling a switch to itself", asked - need),
             ));
         }
-        let first = if need == total - most {
-            fullest
-        } else {
-            stubs[rng.index(total)]
-        };
+        let first = if need == total - most { fullest } else { stubs[rng.index(total)] };
         let Some(ia) = stubs.iter().position(|&x| x == first) else { break };
         stubs.swap_remove(ia);
         // A random stub of another switch: a few random draws, then a scan from a random start.

@@ -1,0 +1,215 @@
+//! The running SM's control socket, end to end: `ibsm run` (on the simulated fabric, and on
+//! ibsim through umad) as a child process, queried with `ibsm routes dump/check --socket` and with
+//! raw requests. The live tables must be exactly what the offline `routes dump` computes with
+//! the SM's own `guid2lid` and engine chain; garbage must get an error and leave the SM
+//! answering; SIGTERM must end the SM with status 0 and remove the socket.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::ibsim::{Ibsim, require_ibsim};
+
+const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
+/// The SM's default chain, given to the offline dump so both route alike.
+const CHAIN: &str = "ftree,updn,minhop";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn ibsm_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ibsm")
+}
+
+/// `ibsm args...` from the repository root: (exit code, stdout, stderr).
+fn ibsm(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(ibsm_bin()).args(args).current_dir(root()).output().expect("ibsm runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ibsm-control-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// One request line, the raw answer line.
+fn raw(sock: &Path, request: &[u8]) -> String {
+    let mut s = UnixStream::connect(sock).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.write_all(request).expect("writes");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("reads");
+    answer
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Waits until `sock` accepts connections and the SM says the subnet is up.
+fn wait_up(sock: &Path, alive: &mut dyn FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(alive(), "the SM exited before its control socket came up");
+        assert!(Instant::now() < deadline, "no control socket at {}", sock.display());
+        if sock.exists() && json(raw(sock, b"{\"query\":\"status\"}\n").trim())["subnet_up"] == true {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every check that does not depend on where the SM runs.
+fn check_live_sm(sock: &Path, state: &Path) {
+    let s = sock.to_str().expect("utf-8 path");
+    let g2l = state.join("guid2lid");
+    let g2l = g2l.to_str().expect("utf-8 path");
+
+    // The live dump equals the offline one with the SM's LIDs and engine chain, in every format
+    // that has no timings, and for one switch.
+    for extra in
+        [&["--format", "opensm"][..], &["--format", "ibroute"], &["--format", "json"], &["--switch", "spine-1"]]
+    {
+        let mut live_args = vec!["routes", "dump", "--socket", s];
+        live_args.extend_from_slice(extra);
+        let (code, live, err) = ibsm(&live_args);
+        assert_eq!(code, Some(0), "{live_args:?}: {err}");
+        let mut off_args = vec!["routes", "dump", "--topology", FABRIC, "--engine", CHAIN, "--guid2lid", g2l];
+        off_args.extend_from_slice(extra);
+        let (code, offline, err) = ibsm(&off_args);
+        assert_eq!(code, Some(0), "{off_args:?}: {err}");
+        assert!(live.contains("Unicast lids") || live.contains("\"switches\""), "{live}");
+        assert_eq!(live, offline, "live and offline dumps differ for {extra:?}");
+    }
+    let (code, stats, err) = ibsm(&["routes", "dump", "--socket", s, "--format", "stats"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stats.contains("switches 6\n") && stats.contains("ca ports 8\n"), "{stats}");
+
+    // The live tables pass the analysis.
+    let (code, out, err) = ibsm(&["routes", "check", "--socket", s, "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["clean"], true, "{out}");
+    assert_eq!(v["ca_pairs"]["checked"], 56, "{out}");
+    assert_eq!(v["ca_pairs"]["reachable"], 56, "{out}");
+    assert_eq!(v["credit_loops"], "none", "{out}");
+
+    // Status.
+    let st = json(raw(sock, b"{\"query\":\"status\"}\n").trim());
+    assert_eq!((st["state"].as_str(), st["subnet_up"].as_bool()), (Some("master"), Some(true)), "{st}");
+    assert_eq!(st["last_sweep"]["switches"], 6, "{st}");
+
+    // Garbage gets an error, and the SM keeps answering.
+    for bad in [&b"garbage\n"[..], b"{\"query\":\"reboot\"}\n", b"\xff\xfe\n", &[b'x'; 10_000], b""] {
+        let a = raw(sock, bad);
+        assert!(json(a.trim())["error"].is_string(), "{a}");
+    }
+    let st = json(raw(sock, b"{\"query\":\"status\"}\n").trim());
+    assert_eq!(st["subnet_up"], true, "{st}");
+}
+
+/// A child `ibsm run` killed if the test fails half-way.
+struct Sm(Child);
+
+impl Drop for Sm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sigterm(pid: u32) {
+    let st = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().expect("kill runs");
+    assert!(st.success());
+}
+
+#[test]
+fn sim_sm_serves_live_routes_and_status_until_sigterm() {
+    let dir = tmp_dir("sim");
+    let (sock, state) = (dir.join("sock"), dir.join("state"));
+    let child = Command::new(ibsm_bin())
+        .args(["run", "--sim", FABRIC, "--state-dir"])
+        .arg(&state)
+        .arg("--control")
+        .arg(&sock)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).expect("stderr file"))
+        .spawn()
+        .expect("ibsm run starts");
+    let mut sm = Sm(child);
+    wait_up(&sock, &mut || sm.0.try_wait().ok().flatten().is_none());
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).expect("socket").permissions());
+    assert_eq!(mode & 0o777, 0o600);
+
+    check_live_sm(&sock, &state);
+
+    // A second SM cannot take the socket while the first answers there.
+    let (code, _, err) = ibsm(&["run", "--sim", FABRIC, "--once", "--control", sock.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("another SM is listening"), "{err}");
+
+    sigterm(sm.0.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = sm.0.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the SM did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    assert!(!sock.exists(), "socket removed on exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn socket_and_topology_are_exclusive_and_one_is_required() {
+    let (code, _, err) = ibsm(&["routes", "dump", "--socket", "/nonexistent", "--topology", FABRIC]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = ibsm(&["routes", "check", "--json"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = ibsm(&["routes", "check", "--socket", "/nonexistent/sock", "--engine", "updn"]);
+    assert_eq!(code, Some(2), "{err}");
+    // Nobody there: a clear failure, not a panic.
+    let (code, _, err) = ibsm(&["routes", "dump", "--socket", "/nonexistent/sock"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/sock") && err.contains("connecting"), "{err}");
+}
+
+#[test]
+fn umad_sm_under_ibsim_serves_live_routes_until_sigterm() {
+    if !require_ibsim() {
+        return;
+    }
+    let net = root().join(FABRIC);
+    let mut sim = Ibsim::start(&net).expect("ibsim starts");
+    let dir = tmp_dir("ibsim");
+    let (sock, state) = (dir.join("sock"), dir.join("state"));
+    let args = ["run", "--state-dir", state.to_str().expect("utf-8"), "--control", sock.to_str().expect("utf-8")];
+    let mut sm = sim.spawn_at(Some("h0"), ibsm_bin(), &args).expect("ibsm starts under ibsim");
+    wait_up(&sock, &mut || sm.try_wait().ok().flatten().is_none());
+
+    check_live_sm(&sock, &state);
+
+    sm.terminate().expect("SIGTERM");
+    let exit = sm.wait_timeout(Duration::from_secs(10)).expect("wait");
+    assert!(exit.is_some_and(|s| s.success()), "exit {exit:?}:\n{}", sm.stderr());
+    assert!(!sock.exists(), "socket removed on exit");
+    drop(sm);
+    drop(sim);
+    let _ = std::fs::remove_dir_all(&dir);
+}
