@@ -38,7 +38,7 @@ pub struct Source {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid"])]
     socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
-    #[arg(long, default_value = "minhop")]
+    #[arg(long, default_value = "ftree,updn,minhop")]
     engine: String,
     /// LID mask control 0..=7.
     #[arg(long, default_value_t = 0)]
@@ -86,10 +86,11 @@ pub struct CheckArgs {
     /// Skip the shift-permutation analysis (hosts² path walks).
     #[arg(long)]
     no_shifts: bool,
-    /// Whose routes build the channel dependency graph for the credit-loop search: `all`
-    /// (every switch's route to every LID, including switch-to-switch management routes) or
-    /// `ca-to-ca` (the data plane between CA ports).
-    #[arg(long, value_enum, default_value = "all")]
+    /// Whose routes build the channel dependency graph for the credit-loop search:
+    /// `data-plane` (routes towards CA ports, and from CA-attached switches towards switch LIDs:
+    /// the flow-controlled traffic), `all` (also switch-to-switch routes, which carry only VL15
+    /// SMPs) or `ca-to-ca`.
+    #[arg(long, value_enum, default_value = "data-plane")]
     cdg: Cdg,
     /// Print JSON.
     #[arg(long)]
@@ -99,6 +100,8 @@ pub struct CheckArgs {
 /// `--cdg` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Cdg {
+    /// Routes towards CA ports, and from CA-attached switches towards switch LIDs.
+    DataPlane,
     /// Every switch's route to every LID.
     All,
     /// Only routes between CA ports.
@@ -242,6 +245,7 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
         }
     };
     let cdg_traffic = match a.cdg {
+        Cdg::DataPlane => CdgTraffic::DataPlane,
         Cdg::All => CdgTraffic::All,
         Cdg::CaToCa => CdgTraffic::CaToCa,
     };

@@ -48,8 +48,13 @@ pub struct CheckOptions {
 /// Which routes count when building the channel dependency graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CdgTraffic {
-    /// Every switch's route to every LID (switches originate management traffic too).
+    /// The traffic that is flow-controlled in a real fabric: every route towards a CA port (CA
+    /// to CA, and switch agents answering CAs) plus the routes from CA-attached switches towards
+    /// switch LIDs (CAs querying switches). Switch-to-switch routes are left out: only VL15
+    /// SMPs, which have no credits, travel between switch management ports.
     #[default]
+    DataPlane,
+    /// Every switch's route to every LID (switches originate management traffic too).
     All,
     /// Only the routes packets from CA ports to CA ports take: the data plane. (Switch-sourced
     /// and switch-bound management traffic left out.)
@@ -58,7 +63,7 @@ pub enum CdgTraffic {
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { shifts: true, credit_loops: true, cdg_traffic: CdgTraffic::All, max_examples: 10 }
+        CheckOptions { shifts: true, credit_loops: true, cdg_traffic: CdgTraffic::DataPlane, max_examples: 10 }
     }
 }
 

@@ -163,3 +163,24 @@ fn example_fabrics_route_through_the_chain() {
     }
     assert!(seen > 0);
 }
+
+/// The credit-loop search counts the right traffic: on a 3-level fat tree the only cycles of
+/// shortest-path routing run through switch-to-switch routes (VL15 only), which the default
+/// data-plane graph leaves out and `All` keeps; on a mesh min-hop has a real data-plane cycle.
+#[test]
+fn credit_loop_traffic_selection() {
+    let found = |spec: GenSpec, engine: &str, traffic: CdgTraffic| {
+        let v = common::view(&common::generate(&spec), 0);
+        let r = engine_by_name(engine).expect("engine").route(&v).expect("routes");
+        let opts = CheckOptions { shifts: false, cdg_traffic: traffic, ..CheckOptions::default() };
+        matches!(check_with(&v, &r, &opts).credit_loops, CreditLoops::Found(_))
+    };
+    assert_eq!(CheckOptions::default().cdg_traffic, CdgTraffic::DataPlane);
+    for engine in ["ftree", "minhop"] {
+        assert!(found(GenSpec::fat_tree(3, 4), engine, CdgTraffic::All), "{engine}: switch-to-switch cycle");
+        assert!(!found(GenSpec::fat_tree(3, 4), engine, CdgTraffic::DataPlane), "{engine}: data plane clean");
+        assert!(!found(GenSpec::fat_tree(3, 4), engine, CdgTraffic::CaToCa), "{engine}: CA to CA clean");
+    }
+    assert!(found(GenSpec::mesh(&[2, 2, 2], 1), "minhop", CdgTraffic::DataPlane));
+    assert!(!found(GenSpec::mesh(&[2, 2, 2], 1), "updn", CdgTraffic::All));
+}

@@ -28,14 +28,22 @@ pub(super) fn credit_loops(f: &Fabric<'_>, traffic: CdgTraffic) -> CreditLoops {
             continue;
         }
         let Ok(lid) = u16::try_from(lid) else { break };
-        if traffic == CdgTraffic::CaToCa {
-            if !matches!(o, Owner::Port(..)) {
-                continue;
+        let to_ca = matches!(o, Owner::Port(..));
+        let all_sources = match traffic {
+            CdgTraffic::All => true,
+            CdgTraffic::DataPlane => to_ca,
+            CdgTraffic::CaToCa => {
+                if !to_ca {
+                    continue;
+                }
+                false
             }
+        };
+        if !all_sources {
             mark_paths(f, lid, &host_switches, &mut on_path);
         }
         for (s, &on) in on_path.iter().enumerate() {
-            if traffic == CdgTraffic::CaToCa && !on {
+            if !all_sources && !on {
                 continue;
             }
             let Some(p1) = f.port(s, lid) else { continue };
