@@ -1,1 +1,40 @@
-//! placeholder
+//! `ibsm-partitions`: the partition policy of ibsm.
+//!
+//! It owns three things, all pure functions over text and plain data (no paths, no I/O, no
+//! clock, no MADs):
+//!
+//! - the typed policy model ([`Policy`], [`Partition`], [`Member`], [`McastGroup`]);
+//! - two front ends: OpenSM's `partitions.conf` ([`parse_partitions_conf`], written back by
+//!   [`render_partitions_conf`]) and our TOML form ([`policy_from_toml`], [`policy_to_toml`]);
+//! - the resolver ([`resolve`]) from a policy and a list of fabric end ports to each port's
+//!   ordered P_Key table, plus switch-port enforcement tables.
+//!
+//! Guarantees: parsing never panics on any input (property-tested and fuzzed, see
+//! `partitions/fuzz/`); `parse_partitions_conf(render_partitions_conf(p)) == p` and the TOML round
+//! trip hold for every representable policy; resolution is deterministic.
+
+mod conf;
+mod error;
+mod model;
+mod render;
+mod resolve;
+mod toml_form;
+
+#[cfg(test)]
+mod conf_tests;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod resolve_tests;
+
+pub use conf::parse_partitions_conf;
+pub use error::{ParseError, ParseErrorKind, ParseErrors, RenderError, ResolveError, TomlError};
+pub use model::{
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, McastFlags, McastGroup, Member, MemberSpec, Membership, Partition,
+    Policy, ValueError, mtu_bytes,
+};
+pub use render::render_partitions_conf;
+pub use resolve::{
+    EndPort, FabricPorts, NodeKind, PortPkeys, ResolveOptions, ResolveWarning, ResolvedPartition, SwitchPeer, resolve,
+};
+pub use toml_form::{policy_from_toml, policy_to_toml};

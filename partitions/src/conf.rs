@@ -1,0 +1,377 @@
+//! The OpenSM `partitions.conf` parser, built on nom.
+//!
+//! Grammar (in our words): a file is a sequence of statements `definition : properties ;`.
+//! The definition, on one line, is `[name][=pkey][,flag[=value]]*`; a bare leading number is the
+//! P_Key. Properties are port entries `port[=full|limited|both]` separated by `,` or line breaks,
+//! and `mgid=<gid>[,flag=value]*` lines that end at the end of their line. `#` starts a comment
+//! to the end of the line. Statements may span lines up to their `;`, and a line may hold
+//! several statements.
+//!
+//! Semantics kept from OpenSM: a repeated P_Key merges into the first definition (first name
+//! wins, see [`Partition::merge`]); a definition without a P_Key merges into an earlier one of the
+//! same non-empty name; `Default` without a P_Key is the default partition `0x7fff`; bit 15 of a
+//! written P_Key is ignored; `defmember=` sets the membership of this statement's ports written
+//! without one; membership words may be abbreviated (`limi`); `NONE` is an empty port entry.
+//!
+//! Deliberate differences, each an OpenSM pitfall that silently misconfigured fabrics:
+//! unknown flags and membership words are errors (OpenSM ignores them or assumes `limited`);
+//! a number with a leading `0` and no `0x` is an error (OpenSM reads octal); `mtu=4096` and the
+//! like are errors pointing at the IBA enum (`mtu=5` means 4096); keywords must be spelled out
+//! (OpenSM also accepts prefixes such as `AL`); P_Key 0 is an error rather than "generate".
+//!
+//! Errors: every statement is parsed; the first error of a statement is recorded, the parser
+//! skips past that statement's `;` and goes on, so one run reports every broken statement. A
+//! broken statement contributes nothing to the policy. Parsing never panics.
+
+use nom::bytes::complete::{take_till, take_while, take_while1};
+use nom::character::complete::char;
+use nom::combinator::recognize;
+use nom::sequence::preceded;
+use nom::{IResult, Parser};
+
+use crate::error::{ParseError, ParseErrorKind, ParseErrors};
+use crate::model::{
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership,
+    Partition, Policy, is_multicast, parse_mgid, set_flag,
+};
+use ibsm_mad::Guid;
+
+type Res<'a, T> = IResult<&'a str, T>;
+
+/// Flags accepted in a definition, for error messages.
+const HEADER_FLAGS: &str = "indx0, ipoib, defmember, rate, mtu, sl, scope, Q_Key, TClass, FlowLabel";
+/// Flags accepted on an `mgid=` line, for error messages.
+const GROUP_FLAGS: &str = "rate, mtu, sl, scope, Q_Key, TClass, FlowLabel";
+
+/// Parses partitions.conf text into a [`Policy`], or returns every statement's first error.
+pub fn parse_partitions_conf(text: &str) -> Result<Policy, ParseErrors> {
+    let cx = Cx { src: text };
+    let mut policy = Policy::default();
+    let mut errors = Vec::new();
+    let mut rest = skip_space(text);
+    while !rest.is_empty() {
+        match cx.statement(rest) {
+            Ok((r, part)) => {
+                merge_into(&mut policy, part);
+                rest = r;
+            }
+            Err((error, at)) => {
+                errors.push(error);
+                rest = at.find(';').map_or("", |k| &at[k + 1..]);
+            }
+        }
+        rest = skip_space(rest);
+    }
+    if errors.is_empty() { Ok(policy) } else { Err(ParseErrors(errors)) }
+}
+
+/// Adds a parsed statement to the policy, merging by P_Key or, without one, by name.
+fn merge_into(policy: &mut Policy, mut part: Partition) {
+    let mut target = match part.pkey {
+        Some(k) => policy.partitions.iter().position(|p| p.pkey == Some(k)),
+        None if !part.name.is_empty() => policy.partitions.iter().position(|p| p.name == part.name),
+        None => None,
+    };
+    if target.is_none() && part.pkey.is_none() && part.name == DEFAULT_PARTITION_NAME {
+        part.pkey = Some(DEFAULT_PKEY_BASE);
+        target = policy.partitions.iter().position(|p| p.pkey == part.pkey);
+    }
+    match target.and_then(|t| policy.partitions.get_mut(t)) {
+        Some(existing) => existing.merge(part),
+        None => policy.partitions.push(part),
+    }
+}
+
+/// A statement-level failure: the error and the input where it was found.
+type Fail<'a> = (ParseError, &'a str);
+
+/// The whole input, to turn a remaining suffix into a line and column.
+struct Cx<'s> {
+    src: &'s str,
+}
+
+impl Cx<'_> {
+    fn err<'a>(&self, at: &'a str, kind: impl Into<ParseErrorKind>) -> Fail<'a> {
+        let offset = self.src.len().saturating_sub(at.len());
+        let before = self.src.get(..offset).unwrap_or("");
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |k| k + 1);
+        let col = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+        let error = ParseError {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+            kind: kind.into(),
+        };
+        (error, at)
+    }
+
+    /// One statement, from its definition to its `;`.
+    fn statement<'a>(&self, start: &'a str) -> Result<(&'a str, Partition), Fail<'a>> {
+        let mut part = Partition::default();
+        let (mut i, raw_name) = header_name(start).map_err(|_| self.err(start, unexpected(start, "here")))?;
+        let name = raw_name.trim();
+        let name_at = start.trim_start_matches([' ', '\t', '\r']);
+        if let Ok((r, _)) = char::<_, ()>('=').parse(i) {
+            let at = blanks(r);
+            let (r, tok) = word(at).map_err(|_| self.err(at, ParseErrorKind::MissingValue("P_Key".into())))?;
+            part.pkey = Some(pkey(tok).map_err(|k| self.err(at, k))?);
+            name.clone_into(&mut part.name);
+            i = r;
+        } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+            part.pkey = Some(pkey(name).map_err(|k| self.err(name_at, k))?);
+        } else {
+            name.clone_into(&mut part.name);
+        }
+        i = blanks(i);
+        while let Ok((r, _)) = char::<_, ()>(',').parse(i) {
+            i = self.header_flag(blanks(r), &mut part)?;
+            i = blanks(i);
+        }
+        let Ok((i, _)) = char::<_, ()>(':').parse(i) else {
+            return Err(self.err(i, ParseErrorKind::ExpectedColon { found: describe(i) }));
+        };
+        self.properties(start, i, &mut part)
+    }
+
+    /// One `flag[=value]` of a definition; returns the input after it.
+    fn header_flag<'a>(&self, i: &'a str, part: &mut Partition) -> Result<&'a str, Fail<'a>> {
+        let (r, flag) = word(i).map_err(|_| self.err(i, unexpected(i, "where a flag was expected after ','")))?;
+        let (r, value) = self.flag_value(r, flag)?;
+        let lower = flag.to_ascii_lowercase();
+        let no_value = |value: Option<(&'a str, &str)>| match value {
+            Some((at, _)) => Err(self.err(at, ParseErrorKind::UnexpectedValue(flag.to_owned()))),
+            None => Ok(()),
+        };
+        match lower.as_str() {
+            "ipoib" => {
+                no_value(value)?;
+                part.ipoib = true;
+            }
+            "indx0" => {
+                no_value(value)?;
+                part.indx0 = true;
+            }
+            "defmember" => {
+                let (at, v) = value.ok_or_else(|| self.err(r, ParseErrorKind::MissingValue(flag.to_owned())))?;
+                part.defmember = membership(v).map_err(|k| self.err(at, k))?;
+            }
+            _ => {
+                let Some(g) = GroupFlag::from_name(flag) else {
+                    return Err(
+                        self.err(i, ParseErrorKind::UnknownFlag { name: flag.to_owned(), expected: HEADER_FLAGS })
+                    );
+                };
+                self.group_flag(r, g, flag, value, &mut part.flags)?;
+            }
+        }
+        Ok(r)
+    }
+
+    /// `[= value]` after a flag name: the input after it and the value with its position.
+    #[allow(clippy::type_complexity)]
+    fn flag_value<'a>(&self, i: &'a str, flag: &str) -> Result<(&'a str, Option<(&'a str, &'a str)>), Fail<'a>> {
+        let r = blanks(i);
+        let Ok((r, _)) = char::<_, ()>('=').parse(r) else { return Ok((i, None)) };
+        let r = blanks(r);
+        let (after, v) = word(r).map_err(|_| self.err(r, ParseErrorKind::MissingValue(flag.to_owned())))?;
+        Ok((after, Some((r, v))))
+    }
+
+    /// Checks and stores a multicast-group flag.
+    fn group_flag<'a>(
+        &self,
+        end: &'a str,
+        g: GroupFlag,
+        flag: &str,
+        value: Option<(&'a str, &str)>,
+        flags: &mut McastFlags,
+    ) -> Result<(), Fail<'a>> {
+        let (at, v) = value.ok_or_else(|| self.err(end, ParseErrorKind::MissingValue(flag.to_owned())))?;
+        let n = number(v).map_err(|k| self.err(at, k))?;
+        set_flag(flags, g, n).map_err(|e| self.err(at, e))
+    }
+
+    /// The properties after `:`, through the closing `;`.
+    fn properties<'a>(
+        &self,
+        start: &'a str,
+        mut i: &'a str,
+        part: &mut Partition,
+    ) -> Result<(&'a str, Partition), Fail<'a>> {
+        loop {
+            i = skip_space_and_commas(i);
+            if i.is_empty() {
+                return Err(self.err(start.trim_start_matches([' ', '\t', '\r']), ParseErrorKind::Unterminated));
+            }
+            if let Ok((r, _)) = char::<_, ()>(';').parse(i) {
+                return Ok((r, core::mem::take(part)));
+            }
+            let item = i;
+            let (r, tok) =
+                word(i).map_err(|_| self.err(i, unexpected(i, "where a port or an mgid= line was expected")))?;
+            let after_tok = blanks(r);
+            if tok == "mgid" && after_tok.starts_with('=') {
+                i = self.mgid_line(blanks(&after_tok[1..]), part)?;
+                continue;
+            }
+            let (r, value) = self.flag_value(r, tok)?;
+            let membership = match value {
+                Some((at, v)) => membership(v).map_err(|k| self.err(at, k))?,
+                None => part.defmember,
+            };
+            if let Some(who) = port(tok).map_err(|k| self.err(item, k))? {
+                part.members.push(Member { who, membership });
+            }
+            let r = blanks(r);
+            if !(r.is_empty() || r.starts_with([',', ';', '\n'])) {
+                return Err(self.err(r, unexpected(r, "after a port (expected ',', ';' or a new line)")));
+            }
+            i = r;
+        }
+    }
+
+    /// The rest of an `mgid=` line, from the GID to the end of the line.
+    fn mgid_line<'a>(&self, i: &'a str, part: &mut Partition) -> Result<&'a str, Fail<'a>> {
+        let (mut r, text) =
+            take_while1::<_, _, ()>(|c: char| c.is_ascii_hexdigit() || c == ':' || c == '.').parse(i).map_err(
+                |_| self.err(i, ParseErrorKind::BadGid(word(i).map_or_else(|_| describe(i), |(_, w)| w.to_owned()))),
+            )?;
+        let mgid = parse_mgid(text).ok_or_else(|| self.err(i, ParseErrorKind::BadGid(text.to_owned())))?;
+        if !is_multicast(mgid) {
+            return Err(self.err(i, ParseErrorKind::NotMulticast(text.to_owned())));
+        }
+        let mut flags = McastFlags::default();
+        loop {
+            r = blanks(r);
+            let Ok((after, _)) = char::<_, ()>(',').parse(r) else { break };
+            let at = blanks(after);
+            let (after, flag) =
+                word(at).map_err(|_| self.err(at, unexpected(at, "where an mgid= flag was expected after ','")))?;
+            let Some(g) = GroupFlag::from_name(flag) else {
+                return Err(self.err(at, ParseErrorKind::UnknownFlag { name: flag.to_owned(), expected: GROUP_FLAGS }));
+            };
+            let (after, value) = self.flag_value(after, flag)?;
+            self.group_flag(after, g, flag, value, &mut flags)?;
+            r = after;
+        }
+        if !(r.is_empty() || r.starts_with([';', '\n'])) {
+            return Err(self.err(r, unexpected(r, "after an mgid= line (it ends at the end of its line)")));
+        }
+        part.mcast_groups.push(McastGroup { mgid, flags });
+        Ok(r)
+    }
+}
+
+/// Characters of a flag, value or port token.
+fn is_word_char(c: char) -> bool {
+    !matches!(c, '=' | ',' | ':' | ';' | '#' | '\n' | '\r' | ' ' | '\t')
+}
+
+fn word(i: &str) -> Res<'_, &str> {
+    take_while1(is_word_char).parse(i)
+}
+
+/// The name part of a definition: anything up to `=`, `,`, `:`, `;`, `#` or a line break.
+fn header_name(i: &str) -> Res<'_, &str> {
+    take_while(|c: char| !matches!(c, '=' | ',' | ':' | ';' | '#' | '\n')).parse(i)
+}
+
+fn comment(i: &str) -> Res<'_, &str> {
+    recognize(preceded(char('#'), take_till(|c| c == '\n'))).parse(i)
+}
+
+/// Skips blanks and a comment on the current line (never the line break).
+fn blanks(i: &str) -> &str {
+    let r = i.trim_start_matches([' ', '\t', '\r']);
+    comment(r).map_or(r, |(r, _)| r)
+}
+
+/// Skips blanks, comments and line breaks.
+fn skip_space(mut i: &str) -> &str {
+    loop {
+        let r = blanks(i);
+        match r.strip_prefix('\n') {
+            Some(next) => i = next,
+            None => return r,
+        }
+    }
+}
+
+fn skip_space_and_commas(mut i: &str) -> &str {
+    loop {
+        let r = skip_space(i);
+        match r.strip_prefix(',') {
+            Some(next) => i = next,
+            None => return r,
+        }
+    }
+}
+
+fn describe(i: &str) -> String {
+    match i.chars().next() {
+        None => "end of file".to_owned(),
+        Some('\n') => "end of line".to_owned(),
+        Some(c) => format!("{c:?}"),
+    }
+}
+
+fn unexpected(i: &str, context: &'static str) -> ParseErrorKind {
+    ParseErrorKind::Unexpected { found: describe(i), context }
+}
+
+/// A number as OpenSM writes them: `0x` hex or decimal; a leading `0` without `0x` is refused.
+pub(crate) fn number(tok: &str) -> Result<u64, ParseErrorKind> {
+    let nan = || ParseErrorKind::NotANumber(tok.to_owned());
+    if let Some(h) = tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")) {
+        if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(nan());
+        }
+        return u64::from_str_radix(h, 16).map_err(|_| nan());
+    }
+    if tok.is_empty() || !tok.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(nan());
+    }
+    if tok.len() > 1 && tok.starts_with('0') {
+        return Err(ParseErrorKind::Octal(tok.to_owned()));
+    }
+    tok.parse().map_err(|_| nan())
+}
+
+/// A written P_Key: at most 16 bits, bit 15 ignored, base not zero.
+fn pkey(tok: &str) -> Result<u16, ParseErrorKind> {
+    let bad = |reason| ParseErrorKind::BadPkey { text: tok.to_owned(), reason };
+    let v = number(tok)?;
+    let v = u16::try_from(v).map_err(|_| bad("larger than 0xffff"))?;
+    match v & DEFAULT_PKEY_BASE {
+        0 => Err(bad("base 0 is the invalid P_Key (omit the P_Key to have one generated)")),
+        base => Ok(base),
+    }
+}
+
+/// `full`, `limited`, `both`, or a non-empty prefix of one, any case.
+fn membership(v: &str) -> Result<Membership, ParseErrorKind> {
+    let lower = v.to_ascii_lowercase();
+    [Membership::Full, Membership::Limited, Membership::Both]
+        .into_iter()
+        .find(|m| !lower.is_empty() && m.as_str().starts_with(&lower))
+        .ok_or_else(|| ParseErrorKind::BadMembership(v.to_owned()))
+}
+
+/// A port entry: a keyword, `NONE` (no port), or a non-zero GUID.
+fn port(tok: &str) -> Result<Option<MemberSpec>, ParseErrorKind> {
+    Ok(Some(match tok {
+        "ALL" => MemberSpec::All,
+        "ALL_CAS" => MemberSpec::AllCas,
+        "ALL_SWITCHES" => MemberSpec::AllSwitches,
+        "ALL_ROUTERS" => MemberSpec::AllRouters,
+        "SELF" => MemberSpec::SelfPort,
+        "NONE" => return Ok(None),
+        _ => match number(tok) {
+            Ok(0) | Err(ParseErrorKind::NotANumber(_)) => {
+                return Err(ParseErrorKind::BadPort { text: tok.to_owned() });
+            }
+            Ok(g) => MemberSpec::PortGuid(Guid(g)),
+            Err(e) => return Err(e),
+        },
+    }))
+}

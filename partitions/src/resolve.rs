@@ -1,0 +1,332 @@
+//! The resolver: from a [`Policy`] and the fabric's end ports to each port's ordered P_Key
+//! table, and optionally to switch-port enforcement tables.
+//!
+//! Rules, in order:
+//! 1. The default partition (`0x7fff`, "Default") always exists with `ALL=limited, SELF=full`;
+//!    a policy definition of `0x7fff` (or named `Default` without a P_Key) only adds to it, as in
+//!    OpenSM. [`Policy::no_file`] is the policy to pass when there is no file at all.
+//! 2. Repeated P_Keys merge (first name wins); a partition without a P_Key joins an earlier one of
+//!    the same non-empty name, else gets the lowest base `>= 1` that no partition of the policy
+//!    names explicitly (unlike OpenSM, a generated key never collides with a later explicit one).
+//! 3. Members apply in order. Without `allow_both_pkeys` a port that is full anywhere in a
+//!    partition gets the full key, `both` means full. With it, `full` and `limited` replace each
+//!    other and `both` gives two entries.
+//! 4. Table order: the `indx0` partition's key(s) at index 0 (first such partition wins, later
+//!    ones are a [`ResolveWarning::Indx0Conflict`]), else the default partition's; then the rest
+//!    by ascending base, full before limited. Entries past the port's capacity are dropped with a
+//!    [`ResolveWarning::TableOverflow`].
+//! 5. Enforcement (when asked): each switch port whose peer is a CA or router end port gets that
+//!    port's keys (a union if several ports claim it). Over the switch's enforcement capacity the
+//!    table is withheld, i.e. enforcement is off there, with a [`ResolveWarning::EnforcementOverflow`].
+//!
+//! The output depends only on the inputs' order and content: no hashing order, no clock.
+
+use std::collections::BTreeMap;
+
+use ibsm_mad::{Guid, PKey, PortNum};
+
+use crate::error::ResolveError;
+use crate::model::{DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, Member, MemberSpec, Membership, Partition, Policy};
+
+/// Node type of an end port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// Channel adapter.
+    Ca,
+    /// Switch (its end port is port 0).
+    Switch,
+    /// Router.
+    Router,
+}
+
+/// The switch port a CA or router end port is cabled to, for enforcement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwitchPeer {
+    /// Switch node GUID.
+    pub switch: Guid,
+    /// Switch port number.
+    pub port: PortNum,
+    /// The switch's enforcement capacity (SwitchInfo PartitionEnforcementCap).
+    pub enforce_cap: u16,
+}
+
+/// One end port of the fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndPort {
+    /// Port GUID.
+    pub guid: Guid,
+    /// Node type.
+    pub kind: NodeKind,
+    /// Whether this is the SM's own port (`SELF`).
+    pub is_sm: bool,
+    /// P_Key table capacity (NodeInfo PartitionCap).
+    pub pkey_capacity: u16,
+    /// The switch port it is cabled to, if known (CAs and routers).
+    pub peer: Option<SwitchPeer>,
+}
+
+/// The fabric's end ports, a plain list.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FabricPorts {
+    /// End ports, each GUID once.
+    pub ports: Vec<EndPort>,
+}
+
+/// Resolver switches, all off by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResolveOptions {
+    /// Let a port hold both the full and the limited key of one partition (OpenSM `allow_both_pkeys`).
+    pub allow_both_pkeys: bool,
+    /// Compute switch-port enforcement tables.
+    pub enforcement: bool,
+}
+
+/// A partition as resolved: its final name and P_Key base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPartition {
+    /// First name given.
+    pub name: String,
+    /// 15-bit base, explicit or generated.
+    pub base: u16,
+}
+
+/// Something the resolver had to give up on, reported rather than hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveWarning {
+    /// A port needs more keys than its table holds; the tail was dropped.
+    TableOverflow {
+        /// The port.
+        port: Guid,
+        /// Its capacity.
+        capacity: u16,
+        /// The keys left out.
+        dropped: Vec<PKey>,
+    },
+    /// A switch port's enforcement table would exceed the switch's capacity; none is set.
+    EnforcementOverflow {
+        /// Switch node GUID.
+        switch: Guid,
+        /// Switch port.
+        port: PortNum,
+        /// Keys needed.
+        needed: usize,
+        /// Capacity.
+        capacity: u16,
+    },
+    /// A port is a member of several `indx0` partitions; only the first is pinned.
+    Indx0Conflict {
+        /// The port.
+        port: Guid,
+        /// The base pinned at index 0.
+        kept: u16,
+        /// The base that was not.
+        ignored: u16,
+    },
+    /// A member GUID that is not among the fabric's end ports.
+    MemberNotInFabric {
+        /// The partition's base.
+        base: u16,
+        /// The GUID.
+        guid: Guid,
+    },
+}
+
+/// The resolver's output.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortPkeys {
+    /// Partitions in resolution order (the default partition first).
+    pub partitions: Vec<ResolvedPartition>,
+    /// Each end port's P_Key table, index 0 first. Ports in no partition have an empty table.
+    pub ports: BTreeMap<Guid, Vec<PKey>>,
+    /// Enforcement tables by (switch GUID, port), when asked.
+    pub switch_ports: BTreeMap<(Guid, PortNum), Vec<PKey>>,
+    /// Everything that could not be honoured.
+    pub warnings: Vec<ResolveWarning>,
+}
+
+/// Per-port membership flags of one partition.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flags {
+    full: bool,
+    limited: bool,
+}
+
+/// Resolves a policy against the fabric's end ports.
+pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> Result<PortPkeys, ResolveError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &fabric.ports {
+        if !seen.insert(p.guid) {
+            return Err(ResolveError::DuplicatePort(p.guid));
+        }
+    }
+    let effective = effective_partitions(policy)?;
+    let mut out = PortPkeys {
+        partitions: effective.iter().map(|(base, p)| ResolvedPartition { name: p.name.clone(), base: *base }).collect(),
+        ..PortPkeys::default()
+    };
+
+    // Membership per port per base, and the indx0 base per port.
+    let mut member: BTreeMap<Guid, BTreeMap<u16, Flags>> =
+        fabric.ports.iter().map(|p| (p.guid, BTreeMap::new())).collect();
+    let mut indx0: BTreeMap<Guid, u16> = BTreeMap::new();
+    for (base, part) in &effective {
+        for m in &part.members {
+            let matched: Vec<Guid> = fabric.ports.iter().filter(|p| matches(m, p)).map(|p| p.guid).collect();
+            if let (MemberSpec::PortGuid(g), true) = (m.who, matched.is_empty()) {
+                out.warnings.push(ResolveWarning::MemberNotInFabric { base: *base, guid: g });
+            }
+            for guid in matched {
+                let Some(table) = member.get_mut(&guid) else { continue };
+                let f = table.entry(*base).or_default();
+                apply(f, m.membership, opts.allow_both_pkeys);
+                if part.indx0 {
+                    match indx0.get(&guid) {
+                        None => {
+                            indx0.insert(guid, *base);
+                        }
+                        Some(&kept) if kept != *base => {
+                            let w = ResolveWarning::Indx0Conflict { port: guid, kept, ignored: *base };
+                            if !out.warnings.contains(&w) {
+                                out.warnings.push(w);
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    // The SM's port is always a full member of the default partition.
+    for p in fabric.ports.iter().filter(|p| p.is_sm) {
+        if let Some(f) = member.get_mut(&p.guid).map(|t| t.entry(DEFAULT_PKEY_BASE).or_default()) {
+            f.full = true;
+        }
+    }
+
+    for p in &fabric.ports {
+        let flags = member.remove(&p.guid).unwrap_or_default();
+        let first = indx0.get(&p.guid).copied().unwrap_or(DEFAULT_PKEY_BASE);
+        let mut table = Vec::new();
+        let entries = |base: u16, f: Flags, table: &mut Vec<PKey>| {
+            if f.full {
+                table.push(PKey::new(base, true));
+            }
+            if f.limited && (opts.allow_both_pkeys || !f.full) {
+                table.push(PKey::new(base, false));
+            }
+        };
+        if let Some(f) = flags.get(&first) {
+            entries(first, *f, &mut table);
+        }
+        for (base, f) in flags.iter().filter(|(b, _)| **b != first) {
+            entries(*base, *f, &mut table);
+        }
+        let capacity = usize::from(p.pkey_capacity);
+        if table.len() > capacity {
+            let dropped = table.split_off(capacity);
+            out.warnings.push(ResolveWarning::TableOverflow { port: p.guid, capacity: p.pkey_capacity, dropped });
+        }
+        out.ports.insert(p.guid, table);
+    }
+
+    if opts.enforcement {
+        enforcement(fabric, &mut out);
+    }
+    Ok(out)
+}
+
+/// Fills the switch-port enforcement tables from the CA and router ports' tables.
+fn enforcement(fabric: &FabricPorts, out: &mut PortPkeys) {
+    let mut caps: BTreeMap<(Guid, PortNum), u16> = BTreeMap::new();
+    for p in fabric.ports.iter().filter(|p| p.kind != NodeKind::Switch) {
+        let Some(peer) = p.peer else { continue };
+        let key = (peer.switch, peer.port);
+        let cap = caps.entry(key).or_insert(peer.enforce_cap);
+        *cap = (*cap).min(peer.enforce_cap);
+        let table = out.switch_ports.entry(key).or_default();
+        for k in out.ports.get(&p.guid).into_iter().flatten() {
+            if !table.contains(k) {
+                table.push(*k);
+            }
+        }
+    }
+    for (key, cap) in caps {
+        let needed = out.switch_ports.get(&key).map_or(0, Vec::len);
+        if needed > usize::from(cap) {
+            out.switch_ports.remove(&key);
+            out.warnings.push(ResolveWarning::EnforcementOverflow {
+                switch: key.0,
+                port: key.1,
+                needed,
+                capacity: cap,
+            });
+        }
+    }
+}
+
+/// The implicit default partition plus the policy's, merged, each with its base.
+fn effective_partitions(policy: &Policy) -> Result<Vec<(u16, Partition)>, ResolveError> {
+    let explicit: Vec<u16> = policy.partitions.iter().filter_map(|p| p.pkey).collect();
+    let mut out = vec![(
+        DEFAULT_PKEY_BASE,
+        Partition {
+            name: DEFAULT_PARTITION_NAME.to_owned(),
+            pkey: Some(DEFAULT_PKEY_BASE),
+            members: vec![
+                Member { who: MemberSpec::All, membership: Membership::Limited },
+                Member { who: MemberSpec::SelfPort, membership: Membership::Full },
+            ],
+            ..Partition::default()
+        },
+    )];
+    let mut next: u16 = 1;
+    for p in &policy.partitions {
+        let target = match p.pkey {
+            Some(k) if k == 0 || k > DEFAULT_PKEY_BASE => {
+                return Err(ResolveError::BadPkey { name: p.name.clone(), pkey: k });
+            }
+            Some(k) => out.iter().position(|(b, _)| *b == k).ok_or(k),
+            None if !p.name.is_empty() => out.iter().position(|(_, q)| q.name == p.name).ok_or(0),
+            None => Err(0),
+        };
+        match target {
+            Ok(t) => {
+                if let Some((_, existing)) = out.get_mut(t) {
+                    existing.merge(p.clone());
+                }
+            }
+            Err(0) => {
+                while next < DEFAULT_PKEY_BASE && (explicit.contains(&next) || out.iter().any(|(b, _)| *b == next)) {
+                    next += 1;
+                }
+                if next >= DEFAULT_PKEY_BASE {
+                    return Err(ResolveError::PkeysExhausted(p.name.clone()));
+                }
+                out.push((next, p.clone()));
+            }
+            Err(k) => out.push((k, p.clone())),
+        }
+    }
+    Ok(out)
+}
+
+fn matches(m: &Member, p: &EndPort) -> bool {
+    match m.who {
+        MemberSpec::PortGuid(g) => g == p.guid,
+        MemberSpec::All => true,
+        MemberSpec::AllCas => p.kind == NodeKind::Ca,
+        MemberSpec::AllSwitches => p.kind == NodeKind::Switch,
+        MemberSpec::AllRouters => p.kind == NodeKind::Router,
+        MemberSpec::SelfPort => p.is_sm,
+    }
+}
+
+fn apply(f: &mut Flags, m: Membership, allow_both: bool) {
+    match (m, allow_both) {
+        (Membership::Full, true) => *f = Flags { full: true, limited: false },
+        (Membership::Limited, true) => *f = Flags { full: false, limited: true },
+        (Membership::Full | Membership::Both, false) => f.full = true,
+        (Membership::Limited, false) => f.limited = true,
+        (Membership::Both, true) => *f = Flags { full: true, limited: true },
+    }
+}
