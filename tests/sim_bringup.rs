@@ -8,24 +8,21 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use ibsm::core::{Guid2Lid, MadSource, Sm, SmConfig, SmEvent, SubnetReport};
+use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport};
+use ibsm::transport::sim::{SimDriver, first_cabled_ca_port};
 use ibsm_mad::attrs::{LinearForwardingTable, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, ids};
-use ibsm_sim::fabric::{AgentId, Dest, Fabric, Fault, LinkRule, SimConfig, SimTime};
+use ibsm_sim::fabric::{Dest, Fault, LinkRule, SimTime};
 use ibsm_sim::topology::{GenSpec, NodeKind, Topology};
 
-/// One SM attached to one simulated fabric.
+/// One SM attached to one simulated fabric, driven by the crate's own [`SimDriver`].
 struct Harness {
     name: String,
     seed: u64,
     topo: Topology,
-    fabric: Fabric,
-    sm: Sm,
-    agent: AgentId,
-    /// The CA node and port the SM sits on.
-    at: (usize, u8),
+    drv: SimDriver,
     reports: Vec<SubnetReport>,
     smp_failures: usize,
     tid: u32,
@@ -33,79 +30,44 @@ struct Harness {
 
 impl Harness {
     fn new(name: &str, topo: Topology, seed: u64, cfg: SmConfig, table: Guid2Lid, at: (usize, u8)) -> Harness {
-        let mut fabric = Fabric::new(&topo, SimConfig { seed, ..SimConfig::default() });
-        let agent = fabric.attach(at.0, at.1).expect("SM attach point exists");
-        fabric.set_is_sm(agent, true);
-        Harness {
-            name: name.to_owned(),
-            seed,
-            topo,
-            fabric,
-            sm: Sm::new(cfg, table),
-            agent,
-            at,
-            reports: Vec::new(),
-            smp_failures: 0,
-            tid: 0x4000_0000,
-        }
+        let drv = SimDriver::new(&topo, seed, Sm::new(cfg, table), Some(at)).expect("SM attach point exists");
+        Harness { name: name.to_owned(), seed, topo, drv, reports: Vec::new(), smp_failures: 0, tid: 0x4000_0000 }
     }
 
     /// The SM on the first CA port that has a cable.
     fn first_ca_port(topo: &Topology) -> (usize, u8) {
-        topo.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.kind == NodeKind::Ca)
-            .find_map(|(i, n)| (1..=n.num_ports).find(|&p| n.peer(p).is_some()).map(|p| (i, p)))
-            .expect("a cabled CA")
+        first_cabled_ca_port(topo).expect("a cabled CA")
     }
 
     fn ctx(&self) -> String {
         format!("fabric {} seed {}", self.name, self.seed)
     }
 
-    /// Drives SM and fabric until a sweep report satisfies `done` or `limit_ns` virtual time.
+    /// Drives SM and fabric until a sweep report satisfies `done` or `limit_ns` virtual time,
+    /// recording every report and counting SMP failures on the way.
     fn run_until(&mut self, limit_ns: u64, done: impl Fn(&SubnetReport) -> bool) -> Option<SubnetReport> {
-        loop {
-            while let Some(t) = self.sm.poll_transmit() {
-                self.fabric.send(self.agent, &t.bytes, Dest { dlid: t.dest_lid, qpn: t.qpn });
+        let (reports, failures) = (&mut self.reports, &mut self.smp_failures);
+        let ev = self.drv.run_until(limit_ns, |ev| match ev {
+            SmEvent::SubnetUp(r) => {
+                reports.push(r.clone());
+                done(r)
             }
-            while let Some(ev) = self.sm.poll_event() {
-                match ev {
-                    SmEvent::SubnetUp(r) => {
-                        self.reports.push(r.clone());
-                        if done(&r) {
-                            return Some(r);
-                        }
-                    }
-                    SmEvent::SmpFailed { .. } => self.smp_failures += 1,
-                    _ => {}
-                }
+            SmEvent::SmpFailed { .. } => {
+                *failures += 1;
+                false
             }
-            let next = match (self.fabric.next_event(), self.sm.poll_timeout()) {
-                (Some(a), Some(b)) => a.0.min(b),
-                (Some(a), None) => a.0,
-                (None, Some(b)) => b,
-                (None, None) => return None,
-            };
-            if next > limit_ns {
-                return None;
-            }
-            self.fabric.advance_to(SimTime(next));
-            let now = self.fabric.now().0;
-            while let Some(r) = self.fabric.recv(self.agent) {
-                self.sm.handle_mad(r.at.0, &r.mad[..], MadSource { slid: r.slid, sqpn: r.sqpn });
-            }
-            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-                self.sm.handle_timeout(now);
-            }
+            _ => false,
+        });
+        match ev {
+            Some(SmEvent::SubnetUp(r)) => Some(r),
+            _ => None,
         }
     }
 
     /// Starts a sweep and runs it to its first report.
     fn sweep(&mut self) -> SubnetReport {
-        let now = self.fabric.now().0;
-        self.sm.start_sweep(now);
+        let now = self.drv.fabric.now().0;
+        self.drv.sm.start_sweep(now);
         let ctx = self.ctx();
         self.run_until(now + 120_000_000_000, |_| true).unwrap_or_else(|| panic!("{ctx}: no sweep report"))
     }
@@ -115,14 +77,14 @@ impl Harness {
         self.tid += 1;
         let path = DrPath::new(path).ok()?;
         let smp = SmpRepr::get_dr(&path, A::ID, attr_mod, u64::from(self.tid));
-        self.fabric.send(self.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
-        let limit = self.fabric.now().plus(1_000_000_000);
-        while let Some(t) = self.fabric.next_event() {
+        self.drv.fabric.send(self.drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+        let limit = self.drv.fabric.now().plus(1_000_000_000);
+        while let Some(t) = self.drv.fabric.next_event() {
             if t > limit {
                 break;
             }
-            self.fabric.advance_to(t);
-            while let Some(r) = self.fabric.recv(self.agent) {
+            self.drv.fabric.advance_to(t);
+            while let Some(r) = self.drv.fabric.recv(self.drv.agent) {
                 let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
                 if resp.method == Method::GetResp && (resp.tid & 0xffff_ffff) as u32 == self.tid {
                     return (resp.status == ids::status::OK).then(|| A::parse(&resp.data).ok()).flatten();
@@ -170,9 +132,9 @@ fn switch_paths(topo: &Topology, at: (usize, u8), dead: &HashSet<usize>) -> Hash
 
 /// Reads the fabric back and checks ports and LIDs. Panics with context on any violation.
 fn read_back(h: &mut Harness, dead: &HashSet<usize>) -> Readback {
-    h.fabric.inject_fault(Fault::ClearRules);
+    h.drv.fabric.inject_fault(Fault::ClearRules);
     let ctx = h.ctx();
-    let paths = switch_paths(&h.topo, h.at, dead);
+    let paths = switch_paths(&h.topo, h.drv.at, dead);
     let sm_lid = h.dr_get::<PortInfo>(&[], 0).expect("SM port PortInfo").lid;
     assert!(sm_lid.is_unicast(), "{ctx}: SM port has no LID");
     let mut rb = Readback { ca_ports: HashMap::new(), switches: HashMap::new() };
@@ -213,7 +175,7 @@ fn read_back(h: &mut Harness, dead: &HashSet<usize>) -> Readback {
     }
     // The SM's own port is read through the empty route.
     let own = h.dr_get::<PortInfo>(&[], 0).expect("SM port");
-    rb.ca_ports.insert(h.at, own);
+    rb.ca_ports.insert(h.drv.at, own);
     for (&(n, p), pi) in &rb.ca_ports {
         let name = &topo.nodes[n].name;
         assert_eq!(pi.port_state, PortState::Active, "{ctx}: {name}[{p}] not Active");
@@ -328,14 +290,14 @@ fn second_sweep_changes_nothing_and_sends_no_lft_block() {
     let topo = Topology::load(&examples_dir().join("fat-tree-3l-k4.net")).expect("example");
     let mut h = bring_up("fat-tree-3l-k4", topo, 11, SmConfig::default());
     let first = h.reports[0].clone();
-    let lids_before = h.sm.guid2lid().clone();
+    let lids_before = h.drv.sm.guid2lid().clone();
     let second = h.sweep();
     assert!(second.complete);
     assert!(first.lft_blocks_sent > 0);
     assert_eq!(second.lft_blocks_sent, 0, "unchanged LFT blocks were rewritten");
     assert_eq!(second.lft_blocks_unchanged, first.lft_blocks_sent);
     assert_eq!((second.ports_armed, second.ports_activated), (0, 0));
-    assert_eq!(h.sm.guid2lid(), &lids_before, "LIDs moved");
+    assert_eq!(h.drv.sm.guid2lid(), &lids_before, "LIDs moved");
     assert!(second.smps_sent < first.smps_sent);
 }
 
@@ -343,7 +305,7 @@ fn second_sweep_changes_nothing_and_sends_no_lft_block() {
 fn restart_from_guid2lid_keeps_every_lid_and_reads_lfts_instead_of_rewriting() {
     let topo = Topology::load(&examples_dir().join("fat-tree-2l-k4.net")).expect("example");
     let mut a = bring_up("fat-tree-2l-k4 (first SM)", topo.clone(), 5, SmConfig::default());
-    let saved = a.sm.guid2lid().to_string();
+    let saved = a.drv.sm.guid2lid().to_string();
     let table = Guid2Lid::parse(&saved).expect("own output parses");
 
     // A fresh fabric (power-on, no LIDs) and an SM on another CA: without the table it
@@ -356,27 +318,27 @@ fn restart_from_guid2lid_keeps_every_lid_and_reads_lfts_instead_of_rewriting() {
         .find(|(_, n)| n.kind == NodeKind::Ca && n.peer(1).is_some())
         .map(|(i, _)| (i, 1))
         .expect("another CA");
-    assert_ne!(other, a.at);
+    assert_ne!(other, a.drv.at);
     let mut plain = Harness::new("fresh, no table", topo.clone(), 5, SmConfig::default(), Guid2Lid::new(), other);
     assert!(plain.sweep().complete);
-    assert_ne!(plain.sm.guid2lid(), a.sm.guid2lid(), "test is not meaningful: same numbering anyway");
+    assert_ne!(plain.drv.sm.guid2lid(), a.drv.sm.guid2lid(), "test is not meaningful: same numbering anyway");
     let mut b = Harness::new("fresh, with table", topo, 5, SmConfig::default(), table, other);
     assert!(b.sweep().complete);
-    let ga: Vec<(Guid, Lid, Lid)> = a.sm.guid2lid().iter().collect();
-    let gb: Vec<(Guid, Lid, Lid)> = b.sm.guid2lid().iter().collect();
+    let ga: Vec<(Guid, Lid, Lid)> = a.drv.sm.guid2lid().iter().collect();
+    let gb: Vec<(Guid, Lid, Lid)> = b.drv.sm.guid2lid().iter().collect();
     assert_eq!(ga, gb);
     let rb = read_back(&mut b, &HashSet::new());
     check_all_pairs(&b, &rb);
 
     // The first SM restarted on its configured fabric: LFTs are read and nothing is rewritten.
     let table = Guid2Lid::parse(&saved).expect("parses");
-    let at = a.at;
-    a.sm = Sm::new(SmConfig::default(), table);
+    let at = a.drv.at;
+    a.drv.sm = Sm::new(SmConfig::default(), table);
     let r = a.sweep();
     assert!(r.complete);
     assert_eq!(r.lft_blocks_sent, 0);
     assert!(r.lft_blocks_unchanged > 0);
-    assert_eq!(a.at, at);
+    assert_eq!(a.drv.at, at);
 }
 
 #[test]
@@ -387,13 +349,13 @@ fn converges_with_ten_percent_smp_loss() {
         // Up to 10 cable crossings per DR round trip at 10% each: give each SMP enough tries.
         let cfg = SmConfig { smp_retries: 12, smp_timeout_ns: 50_000_000, ..SmConfig::default() };
         let mut h = Harness::new("fat-tree-3l-k4 + 10% loss", topo, seed, cfg, Guid2Lid::new(), at);
-        h.fabric.inject_fault(Fault::AddRule(LinkRule::global_drop(0.1)));
-        h.sm.start_sweep(0);
+        h.drv.fabric.inject_fault(Fault::AddRule(LinkRule::global_drop(0.1)));
+        h.drv.sm.start_sweep(0);
         let ctx = h.ctx();
         let r = h.run_until(600_000_000_000, |r| r.complete);
         let r = r.unwrap_or_else(|| panic!("{ctx}: never converged; reports {:?}", h.reports));
         assert!(r.smps_retried > 0, "{ctx}: loss rule had no effect");
-        assert!(h.fabric.stats().dropped_fault > 0, "{ctx}");
+        assert!(h.drv.fabric.stats().dropped_fault > 0, "{ctx}");
         let rb = read_back(&mut h, &HashSet::new());
         check_all_pairs(&h, &rb);
     }
@@ -407,8 +369,8 @@ fn crashed_nodes_do_not_stop_the_rest() {
     let dead_ca = topo.nodes.iter().enumerate().rposition(|(i, n)| n.kind == NodeKind::Ca && i != at.0).expect("CA");
     let dead_sw = topo.nodes.iter().position(|n| n.kind == NodeKind::Switch).expect("switch");
     let mut h = Harness::new("fat-tree-3l-k4, 2 crashed", topo.clone(), 9, SmConfig::default(), Guid2Lid::new(), at);
-    h.fabric.inject_fault(Fault::Crash(dead_ca));
-    h.fabric.inject_fault(Fault::Crash(dead_sw));
+    h.drv.fabric.inject_fault(Fault::Crash(dead_ca));
+    h.drv.fabric.inject_fault(Fault::Crash(dead_sw));
     let r = h.sweep();
     assert!(r.complete, "{}: {r:?}", h.ctx());
     assert_eq!(r.switches, topo.switch_count() - 1);
@@ -426,8 +388,8 @@ fn a_switch_that_dies_mid_sweep_does_not_stop_the_rest() {
     let mut h =
         Harness::new("fat-tree-2l-k4, spine crash at 10us", topo.clone(), 4, SmConfig::default(), Guid2Lid::new(), at);
     let spine = topo.nodes.iter().rposition(|n| n.kind == NodeKind::Switch).expect("switch");
-    h.fabric.schedule(SimTime::from_micros(10), Fault::Crash(spine));
-    h.sm.start_sweep(0);
+    h.drv.fabric.schedule(SimTime::from_micros(10), Fault::Crash(spine));
+    h.drv.sm.start_sweep(0);
     let ctx = h.ctx();
     // Whatever the crash interrupted makes the sweep incomplete; the next sweep routes around.
     let r = h.run_until(120_000_000_000, |r| r.complete).unwrap_or_else(|| panic!("{ctx}: {:?}", h.reports));
