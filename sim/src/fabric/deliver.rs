@@ -634,14 +634,8 @@ impl Fabric {
         for i in 0..=np {
             let q = (first + PortRef::from(i)) as usize;
             let p = &self.ports[q];
-            let mut fresh = super::state::Port {
-                node: p.node,
-                num: p.num,
-                guid: p.guid,
-                peer: p.peer,
-                cable: p.cable,
-                ..p.clone()
-            };
+            // Identity and cabling survive the restart; everything set by an SM does not.
+            let mut fresh = p.clone();
             fresh.lid = 0;
             fresh.lmc = 0;
             fresh.sm_lid = 0;
