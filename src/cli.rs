@@ -431,6 +431,8 @@ fn run_on_sim(
             return ExitCode::from(2);
         }
     };
+    // Routing and LID assignment take the time they really take, so the phase line is true.
+    drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
     let host = &topo.nodes[drv.at.0].name;
     tracing::info!(topology = %topology.display(), sm_at = %host, port = drv.at.1, "starting on the simulated fabric");
     let mut sweeps = 0u32;
@@ -495,6 +497,20 @@ fn log_event(ev: &SmEvent) {
             tracing::warn!(engine, reason, "routing engine declined; trying the next one");
         }
         SmEvent::SubnetUp(_) => {}
+        SmEvent::RequestUnsupported { class, method, attr_id, from } => tracing::debug!(
+            class = format_args!("{class:#04x}"),
+            method = format_args!("{method:#04x}"),
+            attr = format_args!("{attr_id:#06x}"),
+            from = from.0,
+            "request not supported yet; answered with status 0x000c"
+        ),
+        SmEvent::SmInfoAnswered { from, phase } => {
+            tracing::debug!(from = from.0, phase = phase.name(), "SMInfo answered");
+        }
+        SmEvent::TrapReceived { from, number } => {
+            tracing::info!(from = from.0, trap = ?number, "trap received; acknowledged, sweeping");
+        }
+        SmEvent::MalformedMad { from, len } => tracing::warn!(from = from.0, len, "malformed MAD dropped"),
     }
 }
 

@@ -31,6 +31,31 @@ pub struct ConfigFile {
     pub resweep_interval_s: Option<u64>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
+    /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default
+    /// fe80::/64, as OpenSM). A string because TOML integers are signed 64-bit.
+    pub subnet_prefix: Option<String>,
+}
+
+/// Parses a subnet prefix: `0x` and 16 hex digits, or an IPv6 address whose low 64 bits are 0
+/// (`fe80::`, `fec0:0:0:1::`).
+///
+/// # Errors
+/// A message saying which forms are accepted.
+pub fn parse_subnet_prefix(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || format!("expected 0x followed by 16 hex digits, or an IPv6 prefix such as fe80::, found {t:?}");
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        return u64::from_str_radix(hex, 16).map_err(|_| bad());
+    }
+    let addr: std::net::Ipv6Addr = t.parse().map_err(|_| bad())?;
+    let v = u128::from(addr);
+    if v as u64 != 0 {
+        return Err(format!("{t:?}: the low 64 bits (the interface id) must be zero in a subnet prefix"));
+    }
+    Ok((v >> 64) as u64)
 }
 
 /// `routing-engine = "updn"` or `routing-engine = ["ftree", "updn", "minhop"]`.
@@ -112,6 +137,9 @@ impl ConfigFile {
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
             return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
         }
+        if let Some(p) = &self.subnet_prefix {
+            parse_subnet_prefix(p).map_err(|r| err("subnet-prefix", r))?;
+        }
         if let Some(list) = &self.routing_engine {
             let names = list.names();
             if names.is_empty() {
@@ -143,6 +171,13 @@ impl ConfigFile {
                 Some(0) => None,
                 Some(s) => Some(s.saturating_mul(1_000_000_000)),
             },
+            subnet_prefix: self
+                .subnet_prefix
+                .as_deref()
+                .and_then(|p| parse_subnet_prefix(p).ok())
+                .unwrap_or(d.subnet_prefix),
+            priority: d.priority,
+            sm_key: d.sm_key,
         }
     }
 }
@@ -181,5 +216,20 @@ mod tests {
         let cfg = ConfigFile::parse("lmc = 2\nsmp-timeout-ms = 50\nresweep-interval-s = 0\n", "x").expect("ok");
         let sm = cfg.sm_config();
         assert_eq!((sm.lmc, sm.smp_timeout_ns, sm.resweep_interval_ns), (2, 50_000_000, None));
+    }
+
+    #[test]
+    fn subnet_prefix_forms() {
+        assert_eq!(parse_subnet_prefix("0xfe80000000000000"), Ok(0xfe80_0000_0000_0000));
+        assert_eq!(parse_subnet_prefix("fe80::"), Ok(0xfe80_0000_0000_0000));
+        assert_eq!(parse_subnet_prefix("fec0:0:0:1::"), Ok(0xfec0_0000_0000_0001));
+        assert!(parse_subnet_prefix("fe80::1").unwrap_err().contains("low 64 bits"));
+        assert!(parse_subnet_prefix("0x1fe80000000000000").is_err(), "17 digits");
+        assert!(parse_subnet_prefix("0x").is_err());
+        assert!(parse_subnet_prefix("link-local").is_err());
+        let cfg = ConfigFile::parse("subnet-prefix = \"fec0::\"\n", "p.toml").expect("ok");
+        assert_eq!(cfg.sm_config().subnet_prefix, 0xfec0_0000_0000_0000);
+        let e = ConfigFile::parse("lmc = 0\nsubnet-prefix = \"0xzz\"\n", "q.toml").expect_err("bad prefix");
+        assert!(e.to_string().starts_with("q.toml:2: subnet-prefix: expected 0x"), "{e}");
     }
 }

@@ -317,11 +317,19 @@ impl ControlServer {
     }
 }
 
-/// The next request of `server`, or never when there is no server (for `select!`).
-pub async fn next_request(server: Option<&mut ControlServer>) -> Pending {
-    match server {
-        Some(s) => s.next().await,
-        None => std::future::pending().await,
+impl crate::transport::SideQueries for ControlServer {
+    type Query = Pending;
+    async fn next_query(&mut self) -> Pending {
+        self.next().await
+    }
+}
+
+impl crate::transport::SideQuery for Pending {
+    fn must_wait(&self, sm: &Sm) -> bool {
+        Pending::must_wait(self, sm)
+    }
+    fn answer(self, sm: &Sm) {
+        Pending::answer(self, sm);
     }
 }
 

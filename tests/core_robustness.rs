@@ -59,7 +59,7 @@ proptest! {
         });
         let t = drv.now();
         for (bytes, slid) in &garbage {
-            drv.sm.handle_mad(t, bytes, MadSource { slid: Lid(*slid), sqpn: 0 });
+            drv.sm.handle_mad(t, bytes, MadSource::lid(Lid(*slid), 0));
         }
         if matches!(stopped, Some(SmEvent::SubnetUp(_))) {
             // The sweep had already finished: the garbage lands between sweeps; sweep again.

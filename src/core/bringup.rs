@@ -2,11 +2,12 @@
 //! walk Init → Armed → Active.
 //!
 //! Owns the AssigningLids, ConfiguringPorts, Arming and Activating phases. Every PortInfo Set is
-//! a read-modify-write of the PortInfo discovery read: only LID, LMC, MasterSMLID, SubnetTimeout
-//! (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap and VLCap)
+//! a read-modify-write of the PortInfo discovery read: only LID, LMC, MasterSMLID, SubnetTimeout,
+//! GidPrefix (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap and VLCap)
 //! and PortState change; M_Key fields are sent back as read; PortState and PortPhysicalState are 0
-//! ("no change") except in the arming and activating steps. A Set is sent only when something
-//! differs. Arming happens for every linked port whose far end was discovered, and activation only
+//! ("no change") except in the arming and activating steps; LinkSpeedEnabled and
+//! LinkWidthEnabled are written back as read (a different mask makes ibsim and real ports
+//! retrain the link, as OpenSM avoids too). A Set is sent only when something differs. Arming happens for every linked port whose far end was discovered, and activation only
 //! once every arm has been answered, so both ends of each link are Armed first.
 
 use ibsm_mad::attrs::{LinkDownDefaultState, Mtu, PhysPortState, PortInfo, PortState, SwitchInfo};
@@ -91,6 +92,7 @@ impl Sm {
                     after.lmc = self.cfg.lmc;
                     after.master_sm_lid = sm_lid;
                     after.subnet_timeout = self.cfg.subnet_timeout;
+                    after.gid_prefix = self.cfg.subnet_prefix;
                 }
                 if p > 0
                     && rec.is_linked()

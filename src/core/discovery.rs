@@ -73,6 +73,7 @@ impl Sm {
         self.subnet.nodes.push(Node { info: ni, desc: String::new(), switch_info: None, path, ports });
         if path.hop_count() == 0 {
             self.subnet.local = Some((idx, arrival));
+            self.port_guid = ni.port_guid;
         }
         if let Some(f) = from {
             self.subnet.link(f, (idx, arrival));

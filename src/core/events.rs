@@ -110,4 +110,49 @@ pub enum SmEvent {
     },
     /// The sweep finished; the subnet is up (see [`SubnetReport::complete`]).
     SubnetUp(SubnetReport),
+    /// A request nobody serves yet was answered with status 0x000c.
+    RequestUnsupported {
+        /// Management class.
+        class: u8,
+        /// Method.
+        method: u8,
+        /// Attribute id.
+        attr_id: u16,
+        /// Requester's LID ([`Lid::PERMISSIVE`] for directed route).
+        from: Lid,
+    },
+    /// SubnGet(SMInfo) was answered.
+    SmInfoAnswered {
+        /// Requester's LID ([`Lid::PERMISSIVE`] for directed route).
+        from: Lid,
+        /// The sweep phase at the time (unchanged by the answer).
+        phase: SweepPhase,
+    },
+    /// A trap arrived (and was acknowledged with TrapRepress).
+    TrapReceived {
+        /// Issuer's LID.
+        from: Lid,
+        /// Generic trap number (`None` for a vendor notice or an unparsable one).
+        number: Option<u16>,
+    },
+    /// A MAD whose header could not be read was dropped.
+    MalformedMad {
+        /// Sender's LID as the transport reported it.
+        from: Lid,
+        /// Its length in bytes.
+        len: usize,
+    },
+}
+
+/// Counts of the requests the SM received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestCounters {
+    /// Requests answered with "method/attribute not supported".
+    pub unsupported: u64,
+    /// Traps received.
+    pub traps: u64,
+    /// SMInfo queries answered while master.
+    pub sm_info_answered: u64,
+    /// MADs dropped because their header could not be read.
+    pub malformed: u64,
 }

@@ -15,24 +15,26 @@
 mod bringup;
 mod discovery;
 pub mod events;
+pub mod io;
 pub mod lft;
 pub mod lids;
+mod requests;
 pub mod state;
 mod transactions;
 
 use std::collections::{HashMap, VecDeque};
 
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::header::Method;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 use ibsm_routing::Routes;
 
-pub use events::{PhaseTiming, SmEvent, SmpFailure, SubnetReport};
+pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
+pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
-pub use transactions::Transmit;
 
+use requests::Inbound;
 use transactions::{Outcome, PortStep, Req, Request, Transactions};
 
 /// Tunables of the core. `Default` gives the documented defaults.
@@ -57,6 +59,13 @@ pub struct SmConfig {
     /// After an incomplete sweep, start another one this much later, ns (default 10 s);
     /// `None` never re-sweeps.
     pub resweep_interval_ns: Option<u64>,
+    /// Subnet prefix programmed into every port's PortInfo.GidPrefix (default
+    /// 0xfe80000000000000, the link-local prefix, as OpenSM).
+    pub subnet_prefix: u64,
+    /// SM priority, 0..=15, reported in SMInfo (default 0, as OpenSM).
+    pub priority: u8,
+    /// SM_Key, returned in SMInfo only to requesters that present it (default 0).
+    pub sm_key: u64,
 }
 
 impl Default for SmConfig {
@@ -70,17 +79,24 @@ impl Default for SmConfig {
             switch_life_time: 18,
             routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             resweep_interval_ns: Some(10_000_000_000),
+            subnet_prefix: DEFAULT_SUBNET_PREFIX,
+            priority: 0,
+            sm_key: 0,
         }
     }
 }
 
-/// Where a received MAD came from, as the transport reports it.
+/// The link-local subnet prefix, fe80::/64.
+pub const DEFAULT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// A step of pure computation in a sweep, run by [`Sm::handle_compute`] so that the driver's
+/// clock measures it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MadSource {
-    /// Source LID ([`Lid::PERMISSIVE`] for directed-route SMPs).
-    pub slid: Lid,
-    /// Source QP.
-    pub sqpn: u32,
+pub enum ComputeStep {
+    /// Choosing LIDs for every end port.
+    AssignLids,
+    /// Running the routing engine chain.
+    Route,
 }
 
 /// What this SM knows a switch's LFT holds, by 64-LID block.
@@ -121,9 +137,11 @@ struct SweepStats {
 /// The subnet manager state machine.
 ///
 /// Calling order (as in quinn-proto): create with [`Sm::new`]; call [`Sm::start_sweep`]; then
-/// loop: drain [`Sm::poll_transmit`] and hand each [`Transmit`] to the transport; drain
-/// [`Sm::poll_event`]; wait until a MAD arrives ([`Sm::handle_mad`]) or the deadline of
-/// [`Sm::poll_timeout`] passes ([`Sm::handle_timeout`]). Each `handle_*` takes the current time.
+/// loop: while [`Sm::poll_compute`] says a step is pending, call [`Sm::handle_compute`] with
+/// the driver's clock; drain [`Sm::poll_transmit`] and hand each [`Transmit`] to the transport;
+/// drain [`Sm::poll_event`]; wait until a MAD arrives ([`Sm::handle_mad`]) or the deadline of
+/// [`Sm::poll_timeout`] passes ([`Sm::handle_timeout`]). Each `handle_*` and `poll_transmit`
+/// takes the current time.
 #[derive(Debug)]
 pub struct Sm {
     cfg: SmConfig,
@@ -141,6 +159,16 @@ pub struct Sm {
     sweep: SweepStats,
     resweep_at: Option<u64>,
     last_report: Option<SubnetReport>,
+    /// Answers to requests, sent outside the SMP window.
+    responses: VecDeque<Transmit>,
+    /// Requests seen, by kind.
+    counters: RequestCounters,
+    /// A trap arrived during a sweep: sweep again when it ends.
+    sweep_requested: bool,
+    /// The compute step the sweep waits for.
+    compute: Option<ComputeStep>,
+    /// The SM's own port GUID, once discovery has read it.
+    port_guid: Guid,
 }
 
 impl Sm {
@@ -162,6 +190,11 @@ impl Sm {
             sweep: SweepStats::default(),
             resweep_at: None,
             last_report: None,
+            responses: VecDeque::new(),
+            counters: RequestCounters::default(),
+            sweep_requested: false,
+            compute: None,
+            port_guid: Guid(0),
         }
     }
 
@@ -186,6 +219,19 @@ impl Sm {
     /// The GUID-to-LID table, updated by every LID assignment; persist it after a sweep.
     pub fn guid2lid(&self) -> &Guid2Lid {
         &self.guid2lid
+    }
+    /// The core's current time (the latest `now` it was given, or read from the clock of
+    /// [`Sm::handle_compute`]).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+    /// The SM's own port GUID (0 until discovery has read it).
+    pub fn port_guid(&self) -> Guid {
+        self.port_guid
+    }
+    /// Requests received so far, by kind.
+    pub fn request_counters(&self) -> RequestCounters {
+        self.counters
     }
     /// The report of the last completed sweep.
     pub fn last_report(&self) -> Option<&SubnetReport> {
@@ -229,18 +275,50 @@ impl Sm {
         self.advance();
     }
 
-    /// A MAD arrived at `now`. Anything that is not the answer to an outstanding SMP is ignored.
+    /// A MAD arrived at `now` from `src`. The common header decides: answers to our SMPs go to
+    /// the transactions, requests to their handlers (SMInfo, traps; everything not served yet
+    /// gets status 0x000c), and a MAD whose header cannot be read is counted and dropped.
     pub fn handle_mad(&mut self, now: u64, bytes: &[u8], src: MadSource) {
         self.now = self.now.max(now);
-        let _ = src;
-        let Ok(smp) = SmpRepr::parse(bytes) else { return };
-        if smp.method != Method::GetResp {
-            return;
-        }
-        if let Some((request, outcome)) = self.tx.on_response(&smp) {
-            self.dispatch(&request, &outcome);
+        let (kind, header) = requests::classify(bytes);
+        match (kind, header) {
+            (Inbound::Response, _) => {
+                let Ok(smp) = SmpRepr::parse(bytes) else {
+                    self.counters.malformed += 1;
+                    return;
+                };
+                if let Some((request, outcome)) = self.tx.on_response(&smp) {
+                    self.dispatch(&request, &outcome);
+                }
+            }
+            (Inbound::Malformed, _) | (_, None) => {
+                self.counters.malformed += 1;
+                self.events.push_back(SmEvent::MalformedMad { from: src.slid, len: bytes.len() });
+                return;
+            }
+            (kind, Some(h)) => self.handle_request(kind, &h, bytes, &src),
         }
         self.advance();
+    }
+
+    /// The compute step the sweep waits for, if any: call [`Sm::handle_compute`].
+    pub fn poll_compute(&self) -> Option<ComputeStep> {
+        self.compute
+    }
+
+    /// Runs the pending compute steps (LID assignment, routing). `clock` gives the driver's
+    /// current time on the same timeline as `now`; it is read around each step, so the phase
+    /// durations in the report are measured where the work happens.
+    pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
+        while let Some(step) = self.compute.take() {
+            self.now = self.now.max(clock());
+            match step {
+                ComputeStep::AssignLids => self.assign_lids(),
+                ComputeStep::Route => self.route(),
+            }
+            self.now = self.now.max(clock());
+            self.advance();
+        }
     }
 
     /// A deadline from [`Sm::poll_timeout`] passed: retries or fails the expired SMPs, or
@@ -258,8 +336,13 @@ impl Sm {
 
     // ---- outputs ----
 
-    /// The next MAD to send, if the window allows one.
-    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+    /// The next MAD to send at `now`: answers to requests first (they are outside the SMP
+    /// window), then SMPs as the window allows.
+    pub fn poll_transmit(&mut self, now: u64) -> Option<Transmit> {
+        self.now = self.now.max(now);
+        if let Some(r) = self.responses.pop_front() {
+            return Some(r);
+        }
         self.tx.poll_transmit(self.now)
     }
 
@@ -313,13 +396,14 @@ impl Sm {
         self.events.push_back(SmEvent::PhaseStarted { phase, at: self.now });
     }
 
-    /// Moves to the next phase whenever the current one has nothing left in flight.
+    /// Moves to the next phase whenever the current one has nothing left in flight and no
+    /// compute step is pending.
     fn advance(&mut self) {
-        while self.tx.is_idle() {
+        while self.tx.is_idle() && self.compute.is_none() {
             match self.phase {
                 SweepPhase::Discovering => {
                     self.enter(SweepPhase::AssigningLids);
-                    self.assign_lids();
+                    self.compute = Some(ComputeStep::AssignLids);
                 }
                 SweepPhase::AssigningLids => {
                     self.enter(SweepPhase::ConfiguringPorts);
@@ -327,7 +411,7 @@ impl Sm {
                 }
                 SweepPhase::ConfiguringPorts => {
                     self.enter(SweepPhase::Routing);
-                    self.route();
+                    self.compute = Some(ComputeStep::Route);
                 }
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
@@ -395,6 +479,9 @@ impl Sm {
         self.state = SmState::Master;
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
+        }
+        if std::mem::take(&mut self.sweep_requested) {
+            self.resweep_at = Some(self.now);
         }
         self.last_report = Some(report.clone());
         self.events.push_back(SmEvent::SubnetUp(report));

@@ -14,9 +14,10 @@ use ibsm_mad::attrs::{LinearForwardingTable, PortInfo, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
-use ibsm_mad::{Attribute, DrPath, Lid, MAD_LEN, PortNum, ids};
+use ibsm_mad::{Attribute, DrPath, PortNum, ids};
 
 use super::events::SmpFailure;
+use super::io::{Address, Transmit, TransmitKind};
 use super::state::NodeIdx;
 
 /// What a PortInfo Set is for.
@@ -84,17 +85,6 @@ pub(crate) struct Request {
     pub path: DrPath,
     /// What it asks and why.
     pub req: Req,
-}
-
-/// A MAD for the transport to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transmit {
-    /// The whole 256-byte MAD.
-    pub bytes: [u8; MAD_LEN],
-    /// Destination LID ([`Lid::PERMISSIVE`] for directed-route SMPs).
-    pub dest_lid: Lid,
-    /// Destination QP (0 for SMPs).
-    pub qpn: u32,
 }
 
 /// How a request ended.
@@ -171,7 +161,11 @@ impl Transactions {
         self.counters.sent += 1;
         self.in_flight
             .insert(tid, InFlight { request, attr_id, deadline: now.saturating_add(self.timeout_ns), tries_left });
-        Some(Transmit { bytes, dest_lid: Lid::PERMISSIVE, qpn: 0 })
+        Some(Transmit {
+            bytes: bytes.to_vec(),
+            to: Address::DIRECTED_ROUTE,
+            kind: TransmitKind::Request { timeout_ns: self.timeout_ns },
+        })
     }
 
     /// Earliest deadline of the requests in flight.
@@ -259,7 +253,7 @@ mod tests {
         }
         let sent: Vec<Transmit> = std::iter::from_fn(|| tx.poll_transmit(0)).collect();
         assert_eq!(sent.len(), 4);
-        assert!(sent.iter().all(|t| t.dest_lid == Lid::PERMISSIVE && t.qpn == 0));
+        assert!(sent.iter().all(|t| t.to == Address::DIRECTED_ROUTE && !t.is_response()));
         let (req, out) = tx.on_response(&answer(&sent[2], 0)).unwrap();
         assert_eq!(req, node_info(&[3]));
         assert!(out.failure().is_none());

@@ -4,7 +4,62 @@
 //! - [`sim`]: the in-process simulated fabric of `ibsm-sim`, in virtual time.
 //! - [`umad`]: a real (or ibsim-emulated) port through the kernel's `ib_umad` ABI, and
 //!   [`umad_driver`], the wall-clock loop that runs the core on it.
+//!
+//! Drivers also answer side queries (the control socket's) between two MADs. They know them
+//! only through [`SideQueries`] and [`SideQuery`], defined here, so that the transports import
+//! nothing from the layers above them (the control socket implements the traits).
+
+use crate::core::Sm;
 
 pub mod sim;
 pub mod umad;
 pub mod umad_driver;
+
+/// A source of queries a driver answers from the core between two MADs (the control socket).
+pub trait SideQueries {
+    /// One query waiting for its answer.
+    type Query: SideQuery;
+    /// Waits for the next query.
+    fn next_query(&mut self) -> impl Future<Output = Self::Query>;
+}
+
+/// One query from [`SideQueries`].
+pub trait SideQuery {
+    /// Whether the answer must wait until the running sweep ends (the driver keeps it until
+    /// then).
+    fn must_wait(&self, sm: &Sm) -> bool;
+    /// Answers it from the core's getters.
+    fn answer(self, sm: &Sm);
+}
+
+/// No side queries at all (a driver without a control socket).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoQueries;
+
+/// The query type of [`NoQueries`]: never produced.
+#[derive(Debug, Clone, Copy)]
+pub enum Never {}
+
+impl SideQuery for Never {
+    fn must_wait(&self, _: &Sm) -> bool {
+        match *self {}
+    }
+    fn answer(self, _: &Sm) {
+        match self {}
+    }
+}
+
+impl SideQueries for NoQueries {
+    type Query = Never;
+    async fn next_query(&mut self) -> Never {
+        std::future::pending().await
+    }
+}
+
+/// Waits for the next query of `q`, or forever when there is none.
+pub async fn next_query<Q: SideQueries>(q: Option<&mut Q>) -> Q::Query {
+    match q {
+        Some(q) => q.next_query().await,
+        None => std::future::pending().await,
+    }
+}

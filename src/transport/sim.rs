@@ -7,8 +7,20 @@
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
 use ibsm_sim::topology::{NodeKind, Topology};
 
-use crate::control::{ControlServer, next_request};
-use crate::core::{MadSource, Sm, SmEvent, SubnetReport};
+use super::{SideQueries, SideQuery, next_query};
+use crate::core::{MadSource, Sm, SmEvent, SubnetReport, Transmit};
+
+/// How the time the core spends computing (LID assignment, routing) enters virtual time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeTime {
+    /// Computing takes no virtual time: runs are exactly reproducible from the seed (tests).
+    #[default]
+    Virtual,
+    /// Computing takes the wall-clock time it really took: the fabric's clock moves on by that
+    /// much, as a real fabric would while the SM computes, and the phase timings of the report
+    /// are true (`ibsm run --sim`).
+    Wall,
+}
 
 /// The SM and the simulated fabric it manages.
 #[derive(Debug)]
@@ -21,6 +33,8 @@ pub struct SimDriver {
     pub agent: AgentId,
     /// Where the SM sits: node index and port.
     pub at: (usize, u8),
+    /// Whether compute steps take virtual time.
+    pub compute_time: ComputeTime,
 }
 
 impl SimDriver {
@@ -38,7 +52,7 @@ impl SimDriver {
         let agent =
             fabric.attach(at.0, at.1).ok_or_else(|| format!("cannot attach the SM at node {} port {}", at.0, at.1))?;
         fabric.set_is_sm(agent, true);
-        Ok(SimDriver { sm, fabric, agent, at })
+        Ok(SimDriver { sm, fabric, agent, at, compute_time: ComputeTime::Virtual })
     }
 
     /// Current virtual time, ns.
@@ -50,8 +64,11 @@ impl SimDriver {
     /// time. Every event the SM emits is passed to `stop`. Returns the event that stopped it.
     pub fn run_until(&mut self, limit_ns: u64, mut stop: impl FnMut(&SmEvent) -> bool) -> Option<SmEvent> {
         loop {
-            while let Some(t) = self.sm.poll_transmit() {
-                self.fabric.send(self.agent, &t.bytes, Dest { dlid: t.dest_lid, qpn: t.qpn });
+            if self.sm.poll_compute().is_some() {
+                self.compute();
+            }
+            while let Some(t) = self.sm.poll_transmit(self.now()) {
+                self.send(&t);
             }
             while let Some(ev) = self.sm.poll_event() {
                 if stop(&ev) {
@@ -70,12 +87,39 @@ impl SimDriver {
             self.fabric.advance_to(SimTime(next));
             let now = self.now();
             while let Some(r) = self.fabric.recv(self.agent) {
-                self.sm.handle_mad(r.at.0, &r.mad[..], MadSource { slid: r.slid, sqpn: r.sqpn });
+                let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
+                self.sm.handle_mad(r.at.0, &r.mad[..], src);
             }
             if self.sm.poll_timeout().is_some_and(|t| t <= now) {
                 self.sm.handle_timeout(now);
             }
         }
+    }
+
+    /// Runs the core's pending compute steps, on the virtual clock or on the wall clock (see
+    /// [`ComputeTime`]); in the second case the fabric's clock follows the core's.
+    fn compute(&mut self) {
+        let base = self.now();
+        match self.compute_time {
+            ComputeTime::Virtual => self.sm.handle_compute(&mut || base),
+            ComputeTime::Wall => {
+                let start = std::time::Instant::now();
+                self.sm.handle_compute(&mut || {
+                    base.saturating_add(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+                });
+                self.fabric.advance_to(SimTime(self.sm.now()));
+            }
+        }
+    }
+
+    /// Hands one MAD to the fabric. The simulated fabric carries single 256-byte MADs (no
+    /// RMPP): a longer one is cut to its first MAD, as ibsim does.
+    fn send(&mut self, t: &Transmit) {
+        let mut mad = [0u8; ibsm_mad::MAD_LEN];
+        let n = t.bytes.len().min(mad.len());
+        mad[..n].copy_from_slice(&t.bytes[..n]);
+        let dest = Dest { dlid: t.to.lid, qpn: t.to.qpn };
+        self.fabric.send_pkey(self.agent, &mad, dest, t.to.pkey_index);
     }
 
     /// Starts a sweep and runs to its report (or `limit_ns` of virtual time from now).
@@ -99,7 +143,7 @@ impl SimDriver {
     ///
     /// # Errors
     /// When the runtime or the signal handlers cannot be set up.
-    pub fn serve_until_signal(&self, mut control: Option<&mut ControlServer>) -> std::io::Result<&'static str> {
+    pub fn serve_until_signal<Q: SideQueries>(&self, mut control: Option<&mut Q>) -> std::io::Result<&'static str> {
         use tokio::signal::unix::{SignalKind, signal};
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async {
@@ -109,7 +153,7 @@ impl SimDriver {
                 tokio::select! {
                     _ = sigint.recv() => return Ok("SIGINT"),
                     _ = sigterm.recv() => return Ok("SIGTERM"),
-                    req = next_request(control.as_deref_mut()) => req.answer(&self.sm),
+                    req = next_query(control.as_deref_mut()) => req.answer(&self.sm),
                 }
             }
         })

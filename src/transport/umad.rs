@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use ibsm_mad::ids::{class, method};
-use ibsm_mad::{Lid, MAD_LEN};
+use ibsm_mad::{Gid, Lid, MAD_LEN};
+
+pub use crate::core::io::{Address, GSI_QKEY, Grh};
 
 /// The old `ib_user_mad` header length (no P_Key index): what umad2sim uses unless libibumad's
 /// own `umad_open_port` enabled the new one.
@@ -38,8 +40,6 @@ pub const HEADER_LEN_OLD: usize = 56;
 pub const HEADER_LEN_PKEY: usize = 64;
 /// `ib_user_mad.status` of a send that got no answer or could not be delivered (ETIMEDOUT).
 pub const STATUS_TIMEOUT: u32 = 110;
-/// The well-known GSI Q_Key, used to answer SA requests.
-pub const GSI_QKEY: u32 = 0x8001_0000;
 /// Where umad devices are listed.
 pub const SYSFS_UMAD: &str = "/sys/class/infiniband_mad";
 /// Where CAs and their ports are listed.
@@ -73,6 +73,17 @@ mod hdr {
     pub const QKEY: usize = 24;
     /// Big endian.
     pub const LID: usize = 28;
+    pub const SL: usize = 30;
+    pub const GRH_PRESENT: usize = 32;
+    pub const GID_INDEX: usize = 33;
+    pub const HOP_LIMIT: usize = 34;
+    pub const TRAFFIC_CLASS: usize = 35;
+    /// 16 bytes, network order.
+    pub const GID: usize = 36;
+    /// Big endian.
+    pub const FLOW_LABEL: usize = 52;
+    /// Only in the 64-byte header.
+    pub const PKEY_INDEX: usize = 56;
 }
 
 /// An error of the umad transport. Every variant names the file involved.
@@ -409,30 +420,31 @@ fn be_u16(b: &[u8], at: usize) -> u16 {
     b.get(at..at + 2).and_then(|s| s.try_into().ok()).map_or(0, u16::from_be_bytes)
 }
 
-/// Where a MAD goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Address {
-    /// Destination LID ([`Lid::PERMISSIVE`] for directed-route SMPs).
-    pub lid: Lid,
-    /// Destination QP.
-    pub qpn: u32,
-    /// Q_Key (0 for QP0, [`GSI_QKEY`] for QP1).
-    pub qkey: u32,
-}
-
 /// Encodes an `ib_user_mad` header of `len` bytes (56 or 64) for a send by `agent_id`.
 /// `timeout_ms` > 0 asks the kernel to wait that long for a response (and to report a timeout
-/// with status 110); 0 is for responses.
-pub fn encode_header(len: usize, agent_id: u32, addr: Address, timeout_ms: u32) -> Vec<u8> {
+/// with status 110); 0 is for responses. The P_Key index goes only into the 64-byte header.
+pub fn encode_header(len: usize, agent_id: u32, addr: &Address, mad_len: usize, timeout_ms: u32) -> Vec<u8> {
     let mut h = vec![0u8; len];
     h[hdr::AGENT_ID..hdr::AGENT_ID + 4].copy_from_slice(&agent_id.to_ne_bytes());
     h[hdr::TIMEOUT_MS..hdr::TIMEOUT_MS + 4].copy_from_slice(&timeout_ms.to_ne_bytes());
     h[hdr::RETRIES..hdr::RETRIES + 4].copy_from_slice(&0u32.to_ne_bytes());
-    let total = u32::try_from(len + MAD_LEN).unwrap_or(u32::MAX);
+    let total = u32::try_from(len + mad_len).unwrap_or(u32::MAX);
     h[hdr::LENGTH..hdr::LENGTH + 4].copy_from_slice(&total.to_ne_bytes());
     h[hdr::QPN..hdr::QPN + 4].copy_from_slice(&addr.qpn.to_be_bytes());
     h[hdr::QKEY..hdr::QKEY + 4].copy_from_slice(&addr.qkey.to_be_bytes());
     h[hdr::LID..hdr::LID + 2].copy_from_slice(&addr.lid.0.to_be_bytes());
+    h[hdr::SL] = addr.sl & 0x0f;
+    if let Some(g) = addr.grh {
+        h[hdr::GRH_PRESENT] = 1;
+        h[hdr::GID_INDEX] = g.gid_index;
+        h[hdr::HOP_LIMIT] = g.hop_limit;
+        h[hdr::TRAFFIC_CLASS] = g.traffic_class;
+        g.gid.write(&mut h[hdr::GID..hdr::GID + 16]);
+        h[hdr::FLOW_LABEL..hdr::FLOW_LABEL + 4].copy_from_slice(&(g.flow_label & 0xf_ffff).to_be_bytes());
+    }
+    if len >= hdr::PKEY_INDEX + 2 {
+        h[hdr::PKEY_INDEX..hdr::PKEY_INDEX + 2].copy_from_slice(&addr.pkey_index.to_ne_bytes());
+    }
     h
 }
 
@@ -447,22 +459,45 @@ pub struct Received {
     pub slid: Lid,
     /// Source QP.
     pub sqpn: u32,
-    /// The first 256 bytes of the MAD (zero-padded if shorter).
-    pub mad: [u8; MAD_LEN],
+    /// Service level.
+    pub sl: u8,
+    /// The GRH, when one came with the packet (only trusted from the 64-byte header: umad2sim
+    /// leaves these fields uninitialised in the 56-byte one).
+    pub grh: Option<Grh>,
+    /// P_Key index (64-byte header only; 0 otherwise).
+    pub pkey_index: u16,
+    /// The MAD: 256 bytes (zero-padded if shorter), or a whole reassembled RMPP message.
+    pub mad: Vec<u8>,
 }
 
 /// Decodes a buffer read from the device: an `hdr_len`-byte header and the MAD after it.
 pub fn decode_received(buf: &[u8], hdr_len: usize) -> Received {
-    let mut mad = [0u8; MAD_LEN];
-    if let Some(body) = buf.get(hdr_len..) {
-        let n = body.len().min(MAD_LEN);
-        mad[..n].copy_from_slice(&body[..n]);
+    let body = buf.get(hdr_len..).unwrap_or(&[]);
+    let mut mad = body.to_vec();
+    if mad.len() < MAD_LEN {
+        mad.resize(MAD_LEN, 0);
     }
+    let full = hdr_len >= hdr::PKEY_INDEX + 2 && buf.len() >= hdr_len;
+    let grh = (full && buf.get(hdr::GRH_PRESENT).is_some_and(|&b| b != 0)).then(|| Grh {
+        gid: Gid::from_bytes(buf.get(hdr::GID..hdr::GID + 16).unwrap_or(&[])),
+        gid_index: buf.get(hdr::GID_INDEX).copied().unwrap_or(0),
+        hop_limit: buf.get(hdr::HOP_LIMIT).copied().unwrap_or(0),
+        traffic_class: buf.get(hdr::TRAFFIC_CLASS).copied().unwrap_or(0),
+        flow_label: be_u32(buf, hdr::FLOW_LABEL) & 0xf_ffff,
+    });
+    let pkey_index = if full {
+        buf.get(hdr::PKEY_INDEX..hdr::PKEY_INDEX + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]))
+    } else {
+        0
+    };
     Received {
         agent_id: ne_u32(buf, hdr::AGENT_ID),
         status: ne_u32(buf, hdr::STATUS),
         slid: Lid(be_u16(buf, hdr::LID)),
         sqpn: be_u32(buf, hdr::QPN),
+        sl: if full { buf.get(hdr::SL).map_or(0, |b| b & 0x0f) } else { 0 },
+        grh,
+        pkey_index,
         mad,
     }
 }
@@ -594,16 +629,11 @@ impl UmadPort {
         if fd >= 0 { sys_close(fd, &self.issm_path) } else { Ok(()) }
     }
 
-    /// Sends one 256-byte MAD through `agent`'s agent. `timeout_ms` > 0 for requests that expect
-    /// a response, 0 for responses.
-    pub fn send(
-        &self,
-        agent: AgentClass,
-        mad: &[u8; MAD_LEN],
-        addr: Address,
-        timeout_ms: u32,
-    ) -> Result<(), UmadError> {
-        let mut buf = encode_header(self.hdr_len, self.agent_id(agent), addr, timeout_ms);
+    /// Sends one MAD through `agent`'s agent: 256 bytes, or a longer RMPP message that the
+    /// kernel segments (SA agent). `timeout_ms` > 0 for requests that expect a response, 0 for
+    /// responses.
+    pub fn send(&self, agent: AgentClass, mad: &[u8], addr: &Address, timeout_ms: u32) -> Result<(), UmadError> {
+        let mut buf = encode_header(self.hdr_len, self.agent_id(agent), addr, mad.len(), timeout_ms);
         buf.extend_from_slice(mad);
         loop {
             // SAFETY: `buf` is live and readable for `buf.len()` bytes during the call.
@@ -737,7 +767,8 @@ mod tests {
 
     #[test]
     fn header_encodes_address_in_network_order() {
-        let h = encode_header(HEADER_LEN_OLD, 7, Address { lid: Lid(0x1234), qpn: 1, qkey: GSI_QKEY }, 200);
+        let to = Address { lid: Lid(0x1234), qpn: 1, qkey: GSI_QKEY, pkey_index: 3, sl: 2, grh: None };
+        let h = encode_header(HEADER_LEN_OLD, 7, &to, MAD_LEN, 200);
         assert_eq!(h.len(), 56);
         assert_eq!(&h[0..4], &7u32.to_ne_bytes());
         assert_eq!(&h[8..12], &200u32.to_ne_bytes());
@@ -745,7 +776,20 @@ mod tests {
         assert_eq!(&h[20..24], &[0, 0, 0, 1]);
         assert_eq!(&h[24..28], &[0x80, 0x01, 0x00, 0x00]);
         assert_eq!(&h[28..30], &[0x12, 0x34]);
-        assert_eq!(encode_header(HEADER_LEN_PKEY, 0, Address { lid: Lid(1), qpn: 0, qkey: 0 }, 0).len(), 64);
+        assert_eq!(h[30], 2, "SL");
+        assert_eq!(h[32], 0, "no GRH");
+        let gid = Gid::from_bytes(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 2, 0xc9, 3, 0, 1, 2, 3]);
+        let grh = Grh { gid, gid_index: 0, hop_limit: 64, traffic_class: 5, flow_label: 0x1_2345 };
+        let h = encode_header(HEADER_LEN_PKEY, 0, &Address { grh: Some(grh), ..to }, MAD_LEN, 0);
+        assert_eq!(h.len(), 64);
+        assert_eq!(&h[56..58], &3u16.to_ne_bytes(), "P_Key index in the new header");
+        // What the kernel hands back for such a packet decodes to the same GRH, SL and index.
+        let mut back = h.clone();
+        back.extend_from_slice(&[0u8; MAD_LEN]);
+        let r = decode_received(&back, HEADER_LEN_PKEY);
+        assert_eq!((r.grh, r.sl, r.pkey_index), (Some(grh), 2, 3));
+        let r = decode_received(&back[8..], HEADER_LEN_OLD);
+        assert_eq!((r.grh, r.pkey_index), (None, 0), "the old header's GRH bytes are not trusted");
     }
 
     #[test]
@@ -762,7 +806,7 @@ mod tests {
         assert_eq!((r.mad[0], r.mad[255]), (1, 0xab));
         for len in [0, 3, 30, 56, 57] {
             let r = decode_received(&buf[..len], 64);
-            assert_eq!(r.mad, [0u8; MAD_LEN]);
+            assert_eq!(r.mad, vec![0u8; MAD_LEN]);
         }
     }
 

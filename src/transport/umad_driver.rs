@@ -4,11 +4,18 @@
 //! Owns the process-level plumbing of a running SM: issm (opened at start, closed on every way
 //! out), a dedicated thread blocked in `poll()` on the umad fd that forwards each MAD into a
 //! tokio channel (umad2sim's fake fds cannot go into epoll, so no `AsyncFd`), the monotonic
-//! clock the core's `now` comes from, the periodic re-sweep, SIGINT/SIGTERM, and writing
-//! `guid2lid` after every sweep, and the control socket's queries (answered in the loop from the
-//! core's getters, between two MADs). It answers what the core does not serve yet: SA requests get
-//! status 0x000c (method/attribute not supported) so SA clients see a clean error, and a trap
-//! starts a sweep. It does not interpret SMP contents; that is the core's job.
+//! clock the core's `now` comes from (also handed to the core's compute steps, so their phase
+//! timings are measured), the periodic re-sweep, SIGINT/SIGTERM, writing `guid2lid` after every
+//! sweep, and side queries (the control socket's, through [`SideQueries`]) answered between two
+//! MADs. It carries bytes and addresses only: every received MAD, request or response, goes to
+//! the core, which decides what to answer (SMInfo, TrapRepress, "not supported" for the SA).
+//!
+//! No fixed waits: the loop sleeps until the earliest real deadline (the core's timeout, the
+//! next sweep, the `--once` limit) or an arrival, and the poll thread blocks in `poll()` with no
+//! timeout. Stopping it sends the port a directed-route SubnGet(NodeInfo) addressed to itself
+//! (TID 0, which the core never uses): the local SMA (real, or ibsim's) answers at once, the
+//! answer wakes the thread, and the thread sees the stop flag. That works under umad2sim, whose
+//! `poll()` watches only the first umad fd of its array, where a wake-up eventfd would not.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,24 +23,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ibsm_mad::MAD_LEN;
 use ibsm_mad::header::{Mad, Method};
-use ibsm_mad::ids::{class, method, status};
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{DrPath, ids};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::umad::{Address, AgentClass, GSI_QKEY, Received, UmadError, UmadPort};
-use crate::control::{ControlServer, Pending, next_request};
-use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase};
+use super::umad::{Address, AgentClass, Received, UmadError, UmadPort};
+use super::{SideQueries, SideQuery, next_query};
+use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
 
-/// How long the poll thread blocks in one `poll()` before checking whether it must stop.
-const POLL_SLICE_MS: i32 = 150;
-
-/// Where the SA header ends and the record data begins (bytes 56.. of an SA MAD are zeroed in
-/// an error reply).
-const SA_DATA_START: usize = 56;
-/// The RMPP header of an SA MAD (cleared in a single-MAD reply).
-const RMPP_HEADER: std::ops::Range<usize> = 24..36;
+/// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
+const WAKE_TID: u64 = 0;
+/// How long a stop waits for the poll thread before sending the wake-up again.
+const WAKE_WAIT: Duration = Duration::from_millis(250);
+/// Wake-ups sent before the thread is left to end with the process.
+const WAKE_TRIES: u32 = 4;
 
 /// How the driver runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +48,7 @@ pub struct DriverOptions {
     /// Where to write `guid2lid` after each sweep (`None`: not persisted).
     pub guid2lid: Option<PathBuf>,
     /// Start a new sweep this long after the last one ended (`None`: only traps and the core's
-    /// own retry of an incomplete sweep start one).
+    /// own retry of an incomplete sweep start one; the core decides about those).
     pub sweep_interval: Option<Duration>,
     /// With `once`: give up when no report came within this long.
     pub once_limit: Duration,
@@ -101,10 +106,12 @@ pub enum DriverError {
     PollThreadGone,
 }
 
-/// The poll thread and its stop flag.
+/// The poll thread, its stop flag, and the channel it says goodbye on.
 struct Poller {
+    port: Arc<UmadPort>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    gone: std::sync::mpsc::Receiver<()>,
 }
 
 impl Poller {
@@ -113,33 +120,57 @@ impl Poller {
         tx: mpsc::UnboundedSender<Result<Received, UmadError>>,
     ) -> Result<Poller, DriverError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+        let (bye, gone) = std::sync::mpsc::channel();
+        let (flag, thread_port) = (Arc::clone(&stop), Arc::clone(&port));
         let handle = std::thread::Builder::new()
             .name("umad-poll".to_owned())
             .spawn(move || {
+                // Blocks until a MAD arrives: no slice, no timeout. A stop wakes it (see
+                // `Poller::stop`).
                 while !flag.load(Ordering::Acquire) {
-                    match port.recv(POLL_SLICE_MS) {
+                    match thread_port.recv(-1) {
                         Ok(Some(r)) => {
                             if tx.send(Ok(r)).is_err() {
-                                return;
+                                break;
                             }
                         }
                         Ok(None) => {}
                         Err(e) => {
                             let _ = tx.send(Err(e));
-                            return;
+                            break;
                         }
                     }
                 }
+                let _ = bye.send(());
             })
             .map_err(|err| DriverError::Runtime { what: "spawning the umad poll thread", err })?;
-        Ok(Poller { stop, handle: Some(handle) })
+        Ok(Poller { port, stop, handle: Some(handle), gone })
     }
 
+    /// Stops the thread: sets the flag, wakes the thread with an SMP to our own port, and joins
+    /// it. If no wake-up gets through (a port that answers nothing), the thread is left to end
+    /// with the process rather than blocking the stop.
     fn stop(&mut self) {
+        let Some(handle) = self.handle.take() else { return };
         self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
+        let wake = SmpRepr::get_dr(&DrPath::local(), ids::attr::NODE_INFO, 0, WAKE_TID).to_bytes();
+        // The thread says goodbye on `gone` just before it returns (also when it ended on its
+        // own after an error), so a message there means the join is immediate.
+        let mut done = self.gone.try_recv().is_ok();
+        for _ in 0..WAKE_TRIES {
+            if done {
+                break;
+            }
+            if let Err(e) = self.port.send(AgentClass::SubnDr, &wake, &Address::DIRECTED_ROUTE, 100) {
+                tracing::debug!(error = %e, "could not send the poll thread's wake-up");
+                break;
+            }
+            done = self.gone.recv_timeout(WAKE_WAIT).is_ok();
+        }
+        if done || handle.is_finished() {
+            let _ = handle.join();
+        } else {
+            tracing::warn!("the umad poll thread did not wake up; leaving it to end with the process");
         }
     }
 }
@@ -159,16 +190,16 @@ pub fn run(
     opts: &DriverOptions,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
-    run_with_control(port, sm, opts, None, on_event)
+    run_with_control(port, sm, opts, None::<super::NoQueries>, on_event)
 }
 
 /// [`run`], also answering the queries of `control` from the loop. The control socket is
 /// removed (the server dropped) before this returns.
-pub fn run_with_control(
+pub fn run_with_control<Q: SideQueries>(
     port: UmadPort,
     sm: Sm,
     opts: &DriverOptions,
-    control: Option<ControlServer>,
+    control: Option<Q>,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let port = Arc::new(port);
@@ -182,11 +213,11 @@ pub fn run_with_control(
     Ok(finish)
 }
 
-fn run_with_issm(
+fn run_with_issm<Q: SideQueries>(
     port: &Arc<UmadPort>,
     sm: Sm,
     opts: &DriverOptions,
-    control: Option<ControlServer>,
+    control: Option<Q>,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -220,10 +251,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    async fn run(
+    async fn run<Q: SideQueries>(
         &mut self,
         mut rx: mpsc::UnboundedReceiver<Result<Received, UmadError>>,
-        mut control: Option<ControlServer>,
+        mut control: Option<Q>,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
             signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
@@ -233,8 +264,12 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
         self.sm.start_sweep(self.now());
         // `routes` queries that arrived during a sweep, answered when it reports.
-        let mut deferred: Vec<Pending> = Vec::new();
+        let mut deferred: Vec<Q::Query> = Vec::new();
         loop {
+            if self.sm.poll_compute().is_some() {
+                let start = self.start;
+                self.sm.handle_compute(&mut || u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            }
             self.flush()?;
             if let Some(finish) = self.drain_events()? {
                 return Ok(finish);
@@ -249,30 +284,34 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             if let Some(d) = once_deadline {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
-            // No deadline at all: wake up now and then anyway (cheap, and keeps the loop simple).
-            let wake = wake.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let sleep = async {
+                match wake {
+                    Some(w) => tokio::time::sleep_until(w.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
                 msg = rx.recv() => match msg {
                     Some(Ok(r)) => {
-                        self.on_received(&r)?;
+                        self.on_received(&r);
                         // Take whatever else is already queued before sending again.
                         while let Ok(m) = rx.try_recv() {
-                            self.on_received(&m?)?;
+                            self.on_received(&m?);
                         }
                     }
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err(DriverError::PollThreadGone),
                 },
-                req = next_request(control.as_mut()) => {
+                req = next_query(control.as_mut()) => {
                     if req.must_wait(&self.sm) {
                         deferred.push(req);
                     } else {
                         req.answer(&self.sm);
                     }
                 }
-                () = tokio::time::sleep_until(wake.into()) => {
+                () = sleep => {
                     if once_deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(Finish::NoReport { waited: self.opts.once_limit });
                     }
@@ -287,16 +326,22 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         Finish::Stopped { signal, sweeps: self.sweeps }
     }
 
-    /// Sends everything the core has queued.
+    /// Sends everything the core has queued: responses once, without a timeout; requests with
+    /// the core's timeout, so that the kernel reports an undelivered one.
     fn flush(&mut self) -> Result<(), DriverError> {
-        let timeout_ms = u32::try_from(self.sm.config().smp_timeout_ns / 1_000_000).unwrap_or(u32::MAX).max(1);
-        while let Some(t) = self.sm.poll_transmit() {
-            let Some(agent) = AgentClass::of_class(t.bytes[1]) else {
-                tracing::warn!(class = t.bytes[1], "the core produced a MAD of a class without an agent; dropped");
+        while let Some(t) = self.sm.poll_transmit(self.now()) {
+            let Some(&class) = t.bytes.get(1) else { continue };
+            let Some(agent) = AgentClass::of_class(class) else {
+                tracing::warn!(class, "the core produced a MAD of a class without an agent; dropped");
                 continue;
             };
-            let qkey = if t.qpn == 0 { 0 } else { GSI_QKEY };
-            self.port.send(agent, &t.bytes, Address { lid: t.dest_lid, qpn: t.qpn, qkey }, timeout_ms)?;
+            let timeout_ms = match t.kind {
+                TransmitKind::Response => 0,
+                TransmitKind::Request { timeout_ns } => {
+                    u32::try_from(timeout_ns / 1_000_000).unwrap_or(u32::MAX).max(1)
+                }
+            };
+            self.port.send(agent, &t.bytes, &t.to, timeout_ms)?;
         }
         Ok(())
     }
@@ -346,121 +391,27 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
-    fn on_received(&mut self, r: &Received) -> Result<(), DriverError> {
+    fn on_received(&mut self, r: &Received) {
         let now = self.now();
-        let (mgmt_class, raw_method) = (r.mad[1], r.mad[3]);
         if r.status != 0 {
             // One of our own sends, undelivered (no route, dropped) or unanswered: the core's
             // timer retries it.
             tracing::debug!(
                 status = r.status,
-                class = mgmt_class,
+                class = r.mad[1],
                 tid = Mad::new_unchecked(&r.mad[..]).tid(),
                 "send came back undelivered"
             );
-            return Ok(());
+            return;
         }
-        if raw_method & method::RESPONSE != 0 {
-            self.sm.handle_mad(now, &r.mad, MadSource { slid: r.slid, sqpn: r.sqpn });
-            return Ok(());
+        let mad = Mad::new_unchecked(&r.mad[..]);
+        if mad.tid() & 0xffff_ffff == WAKE_TID
+            && mad.method() == Method::GetResp
+            && mad.attr_id() == ids::attr::NODE_INFO
+        {
+            return; // the answer to a poll-thread wake-up of an earlier stop
         }
-        match (mgmt_class, raw_method) {
-            (class::SUBN_ADM, _) => self.reply_unsupported(r)?,
-            (class::SUBN_LID | class::SUBN_DR, method::TRAP) => {
-                let mad = Mad::new_unchecked(&r.mad[..]);
-                tracing::info!(
-                    from = r.slid.0,
-                    attr = format_args!("{:#06x}", mad.attr_id()),
-                    "trap received; scheduling a sweep"
-                );
-                self.next_sweep = Some(now);
-                if self.sm.phase() == SweepPhase::Up {
-                    self.next_sweep = None;
-                    self.sm.start_sweep(now);
-                }
-            }
-            _ => {
-                let mad = Mad::new_unchecked(&r.mad[..]);
-                tracing::debug!(
-                    class = format_args!("{mgmt_class:#04x}"),
-                    method = format_args!("{raw_method:#04x}"),
-                    attr = format_args!("{:#06x}", mad.attr_id()),
-                    from = r.slid.0,
-                    "request not served yet; ignored"
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// Answers an SA request with status 0x000c (method/attribute not supported).
-    fn reply_unsupported(&self, r: &Received) -> Result<(), DriverError> {
-        let Some(reply) = unsupported_sa_reply(&r.mad) else { return Ok(()) };
-        let attr = Mad::new_unchecked(&r.mad[..]).attr_id();
-        tracing::debug!(
-            from = r.slid.0,
-            qpn = r.sqpn,
-            attr = format_args!("{attr:#06x}"),
-            "SA request answered: not supported"
-        );
-        let to = Address { lid: r.slid, qpn: r.sqpn, qkey: GSI_QKEY };
-        self.port.send(AgentClass::SubnAdm, &reply, to, 0)?;
-        Ok(())
-    }
-}
-
-/// The reply to an SA request that the SM does not serve: the request's header with the
-/// response method, status 0x000c, no RMPP and no data. `None` for methods that have no
-/// response (or that are responses).
-pub fn unsupported_sa_reply(request: &[u8; MAD_LEN]) -> Option<[u8; MAD_LEN]> {
-    let req = Mad::new_unchecked(&request[..]);
-    let resp = Method::from_raw(req.method().raw()).response()?;
-    let mut out = [0u8; MAD_LEN];
-    out[..SA_DATA_START].copy_from_slice(&request[..SA_DATA_START]);
-    out[RMPP_HEADER].fill(0);
-    let mut m = Mad::new_unchecked(&mut out[..]);
-    m.set_method(resp);
-    m.set_status(status::BAD_METHOD_ATTR);
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sa_request(method: u8) -> [u8; MAD_LEN] {
-        let mut m = [0u8; MAD_LEN];
-        m[0] = 1;
-        m[1] = 0x03;
-        m[2] = 2;
-        m[3] = method;
-        m[8..16].copy_from_slice(&0x0102_0304_0506_0708u64.to_be_bytes());
-        m[16..18].copy_from_slice(&0x0035u16.to_be_bytes());
-        m[24] = 1; // RMPP version
-        m[48..56].copy_from_slice(&[0xff; 8]);
-        m[60] = 0x42;
-        m
-    }
-
-    #[test]
-    fn sa_get_table_gets_get_table_resp_with_status_0x000c() {
-        let r = unsupported_sa_reply(&sa_request(0x12)).unwrap();
-        assert_eq!(&r[..4], &[1, 0x03, 2, 0x92]);
-        assert_eq!(&r[4..6], &[0x00, 0x0c]);
-        assert_eq!(&r[8..16], &0x0102_0304_0506_0708u64.to_be_bytes(), "TID unchanged");
-        assert_eq!(&r[16..18], &[0x00, 0x35], "attribute unchanged");
-        assert_eq!(&r[24..36], &[0; 12], "no RMPP");
-        assert_eq!(&r[48..56], &[0xff; 8], "component mask echoed");
-        assert!(r[56..].iter().all(|&b| b == 0), "no data");
-    }
-
-    #[test]
-    fn sa_get_gets_get_resp_and_responses_get_nothing() {
-        assert_eq!(unsupported_sa_reply(&sa_request(0x01)).unwrap()[3], 0x81);
-        assert_eq!(unsupported_sa_reply(&sa_request(0x02)).unwrap()[3], 0x81);
-        assert_eq!(unsupported_sa_reply(&sa_request(0x15)).unwrap()[3], 0x95);
-        assert!(unsupported_sa_reply(&sa_request(0x81)).is_none());
-        assert!(unsupported_sa_reply(&sa_request(0x92)).is_none());
-        assert!(unsupported_sa_reply(&sa_request(0x05)).is_none(), "a trap is not answered with a response");
+        let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: r.sl, grh: r.grh };
+        self.sm.handle_mad(now, &r.mad, src);
     }
 }

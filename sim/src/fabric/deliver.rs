@@ -542,7 +542,19 @@ impl Fabric {
             return;
         };
         self.stats.delivered += 1;
-        let rec = Received { mad: Box::new(pkt.mad), slid: pkt.slid, sqpn: pkt.sqpn, pkey: pkt.pkey, at: self.now };
+        let pkey_index = self.ports.get(p as usize).map_or(0, |port| {
+            let want = pkt.pkey.0 & 0x7fff;
+            let len = port.pkeys.len().max(1);
+            (0..len).find(|&i| port.pkey(i) & 0x7fff == want).map_or(0, |i| i as u16)
+        });
+        let rec = Received {
+            mad: Box::new(pkt.mad),
+            slid: pkt.slid,
+            sqpn: pkt.sqpn,
+            pkey: pkt.pkey,
+            pkey_index,
+            at: self.now,
+        };
         self.agents[i].inbox.push_back(rec);
     }
 

@@ -76,6 +76,9 @@ pub struct Received {
     pub sqpn: u32,
     /// P_Key the packet carried (0xffff for SMPs).
     pub pkey: ibsm_mad::PKey,
+    /// Index of that P_Key (by its low 15 bits) in the receiving port's P_Key table, as the
+    /// kernel reports it to umad clients (0 when the table does not hold it).
+    pub pkey_index: u16,
     /// Virtual time of arrival.
     pub at: SimTime,
 }
