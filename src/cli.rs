@@ -552,6 +552,15 @@ fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
         let _ = write!(s, " {} {},", p.phase.name(), fmt_ns(p.ns));
     }
     let _ = write!(s, " total {} fabric time, {} wall", fmt_ns(r.total_ns), fmt_ns(wall.as_nanos() as u64));
+    if !r.blocked.is_empty() {
+        let names: Vec<String> = r.blocked.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
+        let _ = write!(
+            s,
+            "; {} node(s) did not answer, kept from the last sweep with their LIDs and routes: {}",
+            r.blocked.len(),
+            names.join(", ")
+        );
+    }
     s
 }
 

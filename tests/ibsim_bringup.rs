@@ -367,11 +367,51 @@ fn running_sm_answers_sa_with_unsupported_and_stops_on_sigterm() {
     let sm_lid = found.ca_ports[&(cas[0].1, cas[0].2)];
     assert_ne!(cap_mask(&sim, &other, sm_lid, cas[0].2) & CAP_IS_SM, 0, "IsSM while the SM runs");
 
-    // saquery reaches the SM (MasterSMLID is set) and gets a clean "not supported".
+    // saquery reaches the SM (MasterSMLID is set) and gets a clean "not supported" from the core.
     let out = sim.run_at(Some(&other), "saquery", &["NR"]).unwrap();
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("0x000c") || text.contains("not supported"), "{}", out.describe());
     eprintln!("saquery NR: {}", text.trim());
+
+    // sminfo from another HCA sees the master: our port GUID, state 3, a rising activity count.
+    let sm_port_guid = cas[0].1 + u64::from(cas[0].2);
+    let counts: Vec<u64> = (0..2)
+        .map(|_| {
+            let out = diag(&sim, &other, "sminfo", &[]);
+            let line = out.stdout.trim().to_owned();
+            assert!(line.contains(&format!("sm lid {sm_lid} ")), "{}", out.describe());
+            assert!(line.contains(&format!("sm guid {sm_port_guid:#x}")), "{}", out.describe());
+            assert!(line.contains("state 3 SMINFO_MASTER"), "{}", out.describe());
+            let count = line.split("activity count ").nth(1).and_then(|r| r.split_whitespace().next());
+            count.and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{}", out.describe()))
+        })
+        .collect();
+    assert!(counts[1] > counts[0], "activity count rises: {counts:?}");
+
+    // Every end port carries the subnet prefix (fe80::/64 by default), as OpenSM programs it.
+    for lid in found.all_lids() {
+        let port = found.ca_ports.iter().find(|(_, l)| **l == lid).map_or(0, |((_, p), _)| *p);
+        let out = diag(&sim, &other, "smpquery", &["portinfo", &lid.to_string(), &port.to_string()]);
+        let f: BTreeMap<String, String> = dump_fields(&out.stdout).into_iter().collect();
+        assert_eq!(f.get("GidPrefix").map(String::as_str), Some("0xfe80000000000000"), "LID {lid}: {}", out.describe());
+    }
+
+    // A trap reaches the core through umad like any request: a cable pulled at a leaf makes
+    // ibsim send trap 128, the SM acknowledges it and sweeps again without that host.
+    let pulled = &cas[1].0;
+    let leaf_port = topo.nodes.iter().find(|n| &n.name == pulled).and_then(|n| n.peer(1)).expect("cabled host");
+    let leaf = topo.nodes[leaf_port.node].name.clone();
+    sim.console(&format!("Unlink \"{leaf}\"[{}]", leaf_port.port)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sm.stdout().matches("subnet up: ").count() < 2 {
+        assert!(Instant::now() < deadline, "no sweep after the trap:\n{}\n{}", sm.stdout(), sm.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = sm.stdout().lines().filter(|l| l.starts_with("subnet up: ")).nth(1).unwrap_or_default().to_owned();
+    assert!(
+        second.contains(&format!("{} CAs", topo.nodes.iter().filter(|n| n.kind != NodeKind::Switch).count() - 1)),
+        "{second}"
+    );
 
     let status = Command::new("kill").arg("-TERM").arg(sm.pid().to_string()).status().unwrap();
     assert!(status.success());

@@ -155,6 +155,16 @@ pub enum Decoded {
     /// A valid MAD of a class whose payload this crate does not decode (performance
     /// management).
     Other(MadHeader),
+    /// A MAD with a readable header whose method or attribute this crate has no type for:
+    /// the header (TID, class, method, attribute) is kept so that a responder can still
+    /// answer it, e.g. with status 0x000c.
+    Unsupported {
+        /// The common header.
+        header: MadHeader,
+        /// Why it could not be decoded ([`Error::UnknownAttribute`] or
+        /// [`Error::UnknownMethod`]).
+        error: Error,
+    },
 }
 
 /// Validates and decodes one MAD.
@@ -162,10 +172,20 @@ pub enum Decoded {
 /// # Errors
 /// [`Error::Truncated`]; the header checks of [`MadHeader::validate`]
 /// ([`Error::BadBaseVersion`], [`Error::WrongClass`], [`Error::BadClassVersion`],
-/// [`Error::UnknownMethod`]); the DR checks ([`Error::HopCount`], [`Error::HopPointer`]);
-/// [`Error::UnknownAttribute`]; and the attribute's own parse errors.
+/// [`Error::UnknownMethod`] is not an error but [`Decoded::Unsupported`]); the DR checks
+/// ([`Error::HopCount`], [`Error::HopPointer`]); and the attribute's own parse errors. An
+/// unknown attribute gives [`Decoded::Unsupported`] with the header.
 pub fn decode(buf: &[u8]) -> Result<Decoded> {
     let header = MadHeader::from_bytes(buf)?;
+    match decode_body(buf, header) {
+        Err(error @ (Error::UnknownAttribute { .. } | Error::UnknownMethod { .. })) => {
+            Ok(Decoded::Unsupported { header, error })
+        }
+        other => other,
+    }
+}
+
+fn decode_body(buf: &[u8], header: MadHeader) -> Result<Decoded> {
     header.validate()?;
     let class = header.mgmt_class.raw();
     match header.mgmt_class {
@@ -246,13 +266,18 @@ mod tests {
 
     #[test]
     fn rejections() {
+        let unsupported = |buf: &[u8]| match decode(buf) {
+            Ok(Decoded::Unsupported { header, error }) => Some((header.tid, header.attr_id, error)),
+            _ => None,
+        };
         let mut unknown = SmpRepr::get_lid(0xff90, 0, 1).to_bytes();
-        assert_eq!(decode(&unknown), Err(Error::UnknownAttribute { class: 1, attr: 0xff90 }));
+        assert_eq!(unsupported(&unknown), Some((1, 0xff90, Error::UnknownAttribute { class: 1, attr: 0xff90 })));
         unknown[3] = 0x12; // GetTable is not an SMP method
-        assert_eq!(decode(&unknown), Err(Error::UnknownMethod { class: 1, method: 0x12 }));
+        assert_eq!(unsupported(&unknown), Some((1, 0xff90, Error::UnknownMethod { class: 1, method: 0x12 })));
         let mut sa = hex_dump(NR_RESP);
         sa[17] = 0x39; // TraceRecord: no type for it
-        assert_eq!(decode(&sa), Err(Error::UnknownAttribute { class: 3, attr: 0x39 }));
+        let tid = MadHeader::from_bytes(&sa).unwrap().tid;
+        assert_eq!(unsupported(&sa), Some((tid, 0x39, Error::UnknownAttribute { class: 3, attr: 0x39 })));
         sa[2] = 1;
         assert!(matches!(decode(&sa), Err(Error::BadClassVersion { class: 3, .. })));
         assert!(matches!(decode(&[1, 1, 1]), Err(Error::Truncated { .. })));

@@ -79,7 +79,7 @@ impl Sm {
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();
         let mut sets = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate() {
+        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             let is_switch = n.is_switch();
             for (p, rec) in n.ports.iter().enumerate() {
                 let Some(info) = rec.info else { continue };
@@ -133,7 +133,7 @@ impl Sm {
             _ => (PortState::Armed, PortState::Active),
         };
         let mut sets = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate() {
+        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             for (p, rec) in n.ports.iter().enumerate().skip(1) {
                 let Some(info) = rec.info else { continue };
                 if info.port_state != from || rec.remote.is_none() {

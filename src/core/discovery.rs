@@ -25,14 +25,22 @@ fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
 }
 
 impl Sm {
-    /// Queues the first SMP of a sweep: NodeInfo of the SM's own node.
+    /// Queues the first SMP of a sweep: NodeInfo of the SM's own node. The last sweep's subnet
+    /// is kept aside for the nodes that may not answer this time.
     pub(super) fn start_discovery(&mut self) {
-        self.subnet = super::state::Subnet::default();
+        let last = std::mem::take(&mut self.subnet);
+        if !last.nodes.is_empty() {
+            self.last_subnet = Some(last);
+        }
+        self.unanswered.clear();
         self.tx.push(Request { path: DrPath::local(), req: Req::NodeInfo { from: None } });
     }
 
     pub(super) fn on_node_info(&mut self, request: &Request, from: Option<(NodeIdx, PortNum)>, outcome: &Outcome) {
         let Some(ni) = ok_data(outcome).and_then(|d| NodeInfo::parse(d).ok()) else {
+            if let Some(f) = from {
+                self.unanswered.push(f);
+            }
             self.fail(request, outcome);
             return;
         };
@@ -70,7 +78,7 @@ impl Sm {
             return;
         }
         self.subnet.by_guid.insert(ni.node_guid, idx);
-        self.subnet.nodes.push(Node { info: ni, desc: String::new(), switch_info: None, path, ports });
+        self.subnet.nodes.push(Node { info: ni, desc: String::new(), switch_info: None, path, ports, carried: false });
         if path.hop_count() == 0 {
             self.subnet.local = Some((idx, arrival));
             self.port_guid = ni.port_guid;

@@ -60,8 +60,12 @@ pub struct SubnetReport {
     pub ports_active: usize,
     /// Linked ports that did not reach Active.
     pub ports_not_active: usize,
-    /// `true` when nothing failed: every reachable port is Active and every switch holds its LFT.
+    /// `true` when nothing failed: every reachable port is Active, every switch holds its LFT,
+    /// and no node was left out for not answering.
     pub complete: bool,
+    /// Nodes that did not answer although the port facing them was up: kept as they were in the
+    /// last sweep (LIDs and routes to them stay), not configured; a re-sweep follows.
+    pub blocked: Vec<super::partial::BlockedNode>,
     /// Duration of each phase, in order.
     pub phases: Vec<PhaseTiming>,
     /// Start to end of the sweep, virtual nanoseconds.

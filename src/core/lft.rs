@@ -109,6 +109,9 @@ impl Sm {
         let Some((switch_nodes, routes)) = self.routes.take() else { return };
         for (k, &node) in switch_nodes.iter().enumerate() {
             let (Some(n), Some(table)) = (self.subnet.node(node), routes.tables.get(k)) else { continue };
+            if n.carried {
+                continue; // did not answer: keeps what it holds
+            }
             let held = self.lft_cache.get(&n.info.node_guid);
             let blocks = u32::from(table.top()) / 64 + 1;
             for block in 0..blocks {

@@ -18,6 +18,7 @@ pub mod events;
 pub mod io;
 pub mod lft;
 pub mod lids;
+mod partial;
 mod requests;
 pub mod state;
 mod transactions;
@@ -32,6 +33,7 @@ use ibsm_routing::Routes;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
+pub use partial::BlockedNode;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
 use requests::Inbound;
@@ -132,6 +134,7 @@ struct SweepStats {
     armed: usize,
     activated: usize,
     smps_at_start: transactions::Counters,
+    blocked: Vec<BlockedNode>,
 }
 
 /// The subnet manager state machine.
@@ -169,6 +172,10 @@ pub struct Sm {
     compute: Option<ComputeStep>,
     /// The SM's own port GUID, once discovery has read it.
     port_guid: Guid,
+    /// The subnet of the last sweep, while a new one is being discovered.
+    last_subnet: Option<Subnet>,
+    /// Linked ports whose NodeInfo probe got no answer in this sweep.
+    unanswered: Vec<(NodeIdx, ibsm_mad::PortNum)>,
 }
 
 impl Sm {
@@ -195,6 +202,8 @@ impl Sm {
             sweep_requested: false,
             compute: None,
             port_guid: Guid(0),
+            last_subnet: None,
+            unanswered: Vec::new(),
         }
     }
 
@@ -402,6 +411,7 @@ impl Sm {
         while self.tx.is_idle() && self.compute.is_none() {
             match self.phase {
                 SweepPhase::Discovering => {
+                    self.sweep.blocked = self.carry_over_silent();
                     self.enter(SweepPhase::AssigningLids);
                     self.compute = Some(ComputeStep::AssignLids);
                 }
@@ -443,7 +453,7 @@ impl Sm {
                 if rec.lid != Lid::UNASSIGNED {
                     end_ports += 1;
                 }
-                if p == 0 || !rec.is_linked() {
+                if p == 0 || !rec.is_linked() || n.carried {
                     continue;
                 }
                 match rec.info.map(|i| i.port_state) {
@@ -472,7 +482,8 @@ impl Sm {
             ports_activated: s.activated,
             ports_active: active,
             ports_not_active: not_active,
-            complete: s.failures == 0 && not_active == 0,
+            complete: s.failures == 0 && not_active == 0 && s.blocked.is_empty(),
+            blocked: s.blocked.clone(),
             phases: s.phases.iter().copied().filter(|p| p.phase != SweepPhase::Up).collect(),
             total_ns: self.now.saturating_sub(s.started_at),
         };

@@ -108,6 +108,9 @@ pub struct Node {
     pub path: DrPath,
     /// Ports by number, `0..=NumPorts` (entry 0 of a CA is unused).
     pub ports: Vec<PortRecord>,
+    /// Kept from the last sweep because it did not answer in this one although the port
+    /// facing it is still up: its LIDs and links stay in the routing, nothing is sent to it.
+    pub carried: bool,
 }
 
 impl Node {

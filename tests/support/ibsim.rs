@@ -489,8 +489,10 @@ impl Ibsim {
             let bytes = fs::read(&log_path)?;
             let start = usize::try_from(before).unwrap_or(usize::MAX).min(bytes.len());
             let new = String::from_utf8_lossy(&bytes[start..]);
-            if let Some(reply) = new.strip_suffix(PROMPT) {
-                return Ok(reply.to_owned());
+            // ibsim also prints warnings of its own at any time (e.g. "got trap repress -
+            // dropping" after the prompt): the reply is what precedes the first prompt.
+            if let Some(at) = new.find(PROMPT) {
+                return Ok(new[..at].to_owned());
             }
             if Instant::now() >= deadline {
                 return Err(io::Error::new(

@@ -122,8 +122,11 @@ impl Fabric {
             ids::attr::MFT if is_switch => self.mft(node_idx, attr_mod, set, data),
             ids::attr::SL2VL_TABLE => self.sl2vl(p, attr_mod, set, data),
             ids::attr::VL_ARB_TABLE => self.vlarb(p, attr_mod, set, data),
-            ids::attr::SM_INFO => return Err(true),
-            _ => ids::status::BAD_METHOD_ATTR,
+            // A CA has no switch attributes: its SMA says so itself, as ibsim's does.
+            ids::attr::SWITCH_INFO | ids::attr::LFT | ids::attr::MFT => ids::status::BAD_METHOD_ATTR,
+            // SMInfo, and any attribute the SMA has no handler for, go to the agent at the port
+            // (the SM there answers; with none, the port answers 0x000c), as in ibsim.
+            _ => return Err(true),
         };
         Ok(st)
     }
