@@ -274,3 +274,52 @@ fn routing_time_is_measured_where_the_work_happens() {
     let routing = r.phases.iter().find(|p| p.phase == SweepPhase::Routing).expect("routing phase");
     assert_eq!(routing.ns, 0);
 }
+
+/// Sends a directed-route Set from the SM's own port (the SM is idle) and waits for the answer.
+fn dr_set(s: &mut Setup, path: &[u8], attr: u16, attr_mod: u32, data: [u8; 64]) {
+    let tid = 0xa000 + u64::from(attr);
+    let smp = SmpRepr::set_dr(&DrPath::new(path).expect("path"), attr, attr_mod, tid, data);
+    let sm_agent = s.drv.agent;
+    s.drv.fabric.send(sm_agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    s.drv.fabric.run_until_idle(ibsm_sim::fabric::SimTime(s.drv.now() + 1_000_000_000));
+    while s.drv.fabric.recv(sm_agent).is_some() {}
+}
+
+#[test]
+fn tables_another_sm_may_have_written_are_read_back_not_trusted() {
+    let mut s = setup();
+    let first = s.sweep();
+    assert!(first.complete);
+    let path = vec![s.drv.at.1, 3]; // spine-0, through the leaf's first uplink
+    let lid = first.sm_lid.0;
+    let right = lft_entry(&mut s, &path, lid).expect("spine routes the SM's LID");
+    // Another SM (here: a Set behind the SM's back) writes the spine's table and names itself
+    // master on the spine's port 0; LinearFDBTop stays the same.
+    let mut block = LinearForwardingTable::unrouted();
+    for (i, p) in block.ports.iter_mut().enumerate() {
+        *p = ibsm_mad::PortNum(if i == usize::from(lid % 64) { right % 4 + 1 } else { 0xff });
+    }
+    let mut data = [0u8; 64];
+    block.emit(&mut data);
+    dr_set(&mut s, &path, ids::attr::LFT, u32::from(lid / 64), data);
+    assert_ne!(lft_entry(&mut s, &path, lid), Some(right), "the foreign write took");
+    let smp = SmpRepr::get_dr(&DrPath::new(&path).expect("path"), ids::attr::PORT_INFO, 0, 0xb000);
+    s.drv.fabric.send(s.drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    s.drv.fabric.run_until_idle(ibsm_sim::fabric::SimTime(s.drv.now() + 1_000_000_000));
+    let r = s.drv.fabric.recv(s.drv.agent).expect("PortInfo answer");
+    let mut pi = ibsm_mad::attrs::PortInfo::parse(&SmpRepr::parse(&r.mad[..]).expect("SMP").data).expect("PortInfo");
+    pi.master_sm_lid = Lid(0x99);
+    pi.port_state = ibsm_mad::attrs::PortState::NoChange;
+    pi.port_physical_state = ibsm_mad::attrs::PhysPortState::NoChange;
+    let mut data = [0u8; 64];
+    pi.emit(&mut data);
+    dr_set(&mut s, &path, ids::attr::PORT_INFO, 0, data);
+
+    let second = s.sweep();
+    assert!(second.complete, "{second:?}");
+    assert!(second.lft_blocks_sent >= 1, "the overwritten block is rewritten: {second:?}");
+    assert_eq!(lft_entry(&mut s, &path, lid), Some(right), "the route is right again");
+    // With no other master in sight, the next sweep trusts what it wrote and sends nothing.
+    let third = s.sweep();
+    assert_eq!(third.lft_blocks_sent, 0, "{third:?}");
+}

@@ -113,6 +113,9 @@ impl Sm {
             return;
         };
         let local = self.subnet.local;
+        if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {
+            self.distrust_if_other_master(node, pi.master_sm_lid);
+        }
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
         let is_switch = n.is_switch();
         let path = n.path;
@@ -137,7 +140,6 @@ impl Sm {
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
         n.switch_info = Some(si);
         let guid = n.info.node_guid;
-        let path = n.path;
         // What the switch holds is only known when it says it holds something, and it is the
         // table this SM left there last time (same top) or must be read back.
         let top = si.linear_fdb_top.0;
@@ -146,12 +148,38 @@ impl Sm {
             self.lft_cache.remove(&guid);
         }
         if top > 0 && !cached {
-            let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
-            let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
-            self.lft_cache.insert(guid, super::HeldLft { top, blocks: vec![None; blocks as usize] });
-            for block in 0..blocks {
-                self.tx.push(Request { path, req: Req::GetLft { node, block } });
-            }
+            self.read_back_lft(node);
+        }
+    }
+
+    /// Queues the reads of every LFT block a switch holds (up to LinearFDBTop), forgetting what
+    /// this SM believed it holds.
+    fn read_back_lft(&mut self, node: NodeIdx) {
+        let Some(n) = self.subnet.node(node) else { return };
+        let (guid, path) = (n.info.node_guid, n.path);
+        let Some(si) = n.switch_info else { return };
+        let top = si.linear_fdb_top.0;
+        let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
+        let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
+        self.lft_cache.insert(guid, super::HeldLft { top, blocks: vec![None; blocks as usize] });
+        for block in 0..blocks {
+            self.tx.push(Request { path, req: Req::GetLft { node, block } });
+        }
+    }
+
+    /// A switch whose port 0 names another master SM LID than ours may have had its tables
+    /// written by that SM: what this SM cached about it is not trusted; it is read back.
+    fn distrust_if_other_master(&mut self, node: NodeIdx, master: ibsm_mad::Lid) {
+        let Some(ours) = self.last_subnet.as_ref().map(super::state::Subnet::local_lid) else { return };
+        let Some(n) = self.subnet.node(node) else { return };
+        let guid = n.info.node_guid;
+        if master == ours || !self.lft_cache.contains_key(&guid) {
+            return;
+        }
+        let top = n.switch_info.map_or(0, |s| s.linear_fdb_top.0);
+        self.lft_cache.remove(&guid);
+        if top > 0 {
+            self.read_back_lft(node);
         }
     }
 
