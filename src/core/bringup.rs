@@ -3,12 +3,14 @@
 //!
 //! Owns the AssigningLids, ConfiguringPorts, Arming and Activating phases. Every PortInfo Set is
 //! a read-modify-write of the PortInfo discovery read: only LID, LMC, MasterSMLID, SubnetTimeout,
-//! GidPrefix (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap and VLCap)
-//! and PortState change; M_Key fields are sent back as read; PortState and PortPhysicalState are 0
-//! ("no change") except in the arming and activating steps; LinkSpeedEnabled and
-//! LinkWidthEnabled are written back as read (a different mask makes ibsim and real ports
-//! retrain the link, as OpenSM avoids too). A Set is sent only when something differs. Arming happens for every linked port whose far end was discovered, and activation only
-//! once every arm has been answered, so both ends of each link are Armed first.
+//! GidPrefix (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap
+//! and VLCap) and PortState change; M_Key fields are sent back as read; PortState and
+//! PortPhysicalState are 0 ("no change") except when arming or activating; LinkSpeedEnabled and
+//! LinkWidthEnabled are written back as read (a different mask makes ibsim and real ports retrain
+//! the link, as OpenSM avoids too). A Set is sent only when something differs. Arming happens for
+//! every linked port whose far end was discovered (in the same Set as its configuration when it
+//! needs one: a fresh CA port gets its LID and Armed in one SMP, as OpenSM combines them), and
+//! activation only once every arm has been answered, so both ends of each link are Armed first.
 
 use ibsm_mad::attrs::{LinkDownDefaultState, Mtu, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, Lid, PortNum};
@@ -94,6 +96,7 @@ impl Sm {
                     after.subnet_timeout = self.cfg.subnet_timeout;
                     after.gid_prefix = self.cfg.subnet_prefix;
                 }
+                let mut peer_state = None;
                 if p > 0
                     && rec.is_linked()
                     && let Some((rn, rp)) = rec.remote
@@ -104,11 +107,21 @@ impl Sm {
                     if vls > 0 {
                         after.operational_vls = vls;
                     }
+                    peer_state = Some(peer.port_state);
                 }
                 if after != before {
+                    // A port in Init whose peer's link is up is armed by the same Set, as OpenSM
+                    // does (one SMP instead of two); the arming pass skips it then.
+                    let mut step = PortStep::Configure;
+                    if info.port_state == PortState::Init
+                        && matches!(peer_state, Some(PortState::Init | PortState::Armed | PortState::Active))
+                    {
+                        after.port_state = PortState::Armed;
+                        step = PortStep::Arm;
+                    }
                     sets.push(Request {
                         path: n.path_for(port),
-                        req: Req::SetPortInfo { node: i, port, info: Box::new(after), step: PortStep::Configure },
+                        req: Req::SetPortInfo { node: i, port, info: Box::new(after), step },
                     });
                 }
             }

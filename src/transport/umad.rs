@@ -673,6 +673,20 @@ impl UmadPort {
         self.read_one()
     }
 
+    /// [`UmadPort::recv`], then every further MAD already queued, up to `max` in all: one
+    /// wake-up of the caller per burst instead of one per MAD.
+    pub fn recv_batch(&self, timeout_ms: i32, max: usize) -> Result<Vec<Received>, UmadError> {
+        let Some(first) = self.recv(timeout_ms)? else { return Ok(Vec::new()) };
+        let mut batch = vec![first];
+        while batch.len() < max {
+            match self.read_one()? {
+                Some(r) => batch.push(r),
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
     fn read_one(&self) -> Result<Option<Received>, UmadError> {
         let mut buf = vec![0u8; self.hdr_len + MAD_LEN];
         loop {

@@ -39,6 +39,11 @@ const WAKE_TID: u64 = 0;
 const WAKE_WAIT: Duration = Duration::from_millis(250);
 /// Wake-ups sent before the thread is left to end with the process.
 const WAKE_TRIES: u32 = 4;
+/// At most this many MADs already queued are read and handed over in one go.
+const BATCH: usize = 256;
+
+/// What the poll thread hands to the loop: a burst of MADs, or the error that ended it.
+type Burst = Result<Vec<Received>, UmadError>;
 
 /// How the driver runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,10 +120,7 @@ struct Poller {
 }
 
 impl Poller {
-    fn spawn(
-        port: Arc<UmadPort>,
-        tx: mpsc::UnboundedSender<Result<Received, UmadError>>,
-    ) -> Result<Poller, DriverError> {
+    fn spawn(port: Arc<UmadPort>, tx: mpsc::UnboundedSender<Burst>) -> Result<Poller, DriverError> {
         let stop = Arc::new(AtomicBool::new(false));
         let (bye, gone) = std::sync::mpsc::channel();
         let (flag, thread_port) = (Arc::clone(&stop), Arc::clone(&port));
@@ -128,13 +130,13 @@ impl Poller {
                 // Blocks until a MAD arrives: no slice, no timeout. A stop wakes it (see
                 // `Poller::stop`).
                 while !flag.load(Ordering::Acquire) {
-                    match thread_port.recv(-1) {
-                        Ok(Some(r)) => {
-                            if tx.send(Ok(r)).is_err() {
+                    match thread_port.recv_batch(-1, BATCH) {
+                        Ok(batch) if batch.is_empty() => {}
+                        Ok(batch) => {
+                            if tx.send(Ok(batch)).is_err() {
                                 break;
                             }
                         }
-                        Ok(None) => {}
                         Err(e) => {
                             let _ = tx.send(Err(e));
                             break;
@@ -253,7 +255,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
 
     async fn run<Q: SideQueries>(
         &mut self,
-        mut rx: mpsc::UnboundedReceiver<Result<Received, UmadError>>,
+        mut rx: mpsc::UnboundedReceiver<Burst>,
         mut control: Option<Q>,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
@@ -294,11 +296,15 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
                 msg = rx.recv() => match msg {
-                    Some(Ok(r)) => {
-                        self.on_received(&r);
+                    Some(Ok(batch)) => {
+                        for r in &batch {
+                            self.on_received(r);
+                        }
                         // Take whatever else is already queued before sending again.
                         while let Ok(m) = rx.try_recv() {
-                            self.on_received(&m?);
+                            for r in &m? {
+                                self.on_received(r);
+                            }
                         }
                     }
                     Some(Err(e)) => return Err(e.into()),
