@@ -14,15 +14,18 @@
 //! * the shift permutations `host i -> host (i + s) mod N` for every `s` in `1..N`, hosts being the
 //!   CA ports cabled to a switch in view order (CA order, then port order), base LIDs only: the
 //!   worst number of flows on one switch egress link.
-//! * credit loops: a cycle in the channel dependency graph built from every switch's route to
-//!   every LID (or, with [`CdgTraffic::CaToCa`], only from the routes of CA-to-CA packets),
-//!   with one example cycle.
+//! * credit loops: the strongly connected components of the channel dependency graph
+//!   ([`ChannelDeps`], built from the routes [`CdgTraffic`] selects, searched with petgraph),
+//!   how many are cyclic and how many channels they hold ([`CdgStats`]), with one example cycle.
+//! * connectivity: the connected components of the cabling ([`crate::components`]).
 //!
 //! Guarantees: never panics, whatever the view and tables (tables may be missing, short, point at
 //! ports with no cable, or loop). It changes nothing and has no I/O.
 
 mod cdg;
+mod dfs;
 mod report;
+mod scc;
 mod walk;
 
 use ibsm_mad::{Guid, Lid, PortNum};
@@ -30,7 +33,10 @@ use ibsm_mad::{Guid, Lid, PortNum};
 use crate::graph::Owner;
 use crate::{FabricView, NodeId, Routes};
 
-pub use report::{Channel, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+pub use cdg::ChannelDeps;
+pub use report::{CdgStats, Channel, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+
+use crate::components::ComponentSize;
 
 /// What to compute besides reachability, hops and the edge forwarding index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +110,13 @@ pub struct CheckReport {
     pub shifts: Option<ShiftStats>,
     /// Credit loops, if computed.
     pub credit_loops: CreditLoops,
+    /// Figures of the channel dependency graph, if credit loops were computed.
+    pub cdg: Option<CdgStats>,
+    /// Connected components of the cabling (switches and CAs as nodes): 1 for a connected
+    /// fabric, 0 for an empty one.
+    pub components: usize,
+    /// Size of each component, in order of its first node (switches first, in view order).
+    pub component_sizes: Vec<ComponentSize>,
 }
 
 impl CheckReport {
@@ -128,8 +141,13 @@ pub fn check_with(view: &FabricView, routes: &Routes, opts: &CheckOptions) -> Ch
         report.shifts = Some(walk::shifts(&fabric));
     }
     if opts.credit_loops {
-        report.credit_loops = cdg::credit_loops(&fabric, opts.cdg_traffic);
+        let (loops, stats) = cdg::credit_loops(&fabric, opts.cdg_traffic);
+        report.credit_loops = loops;
+        report.cdg = Some(stats);
     }
+    let components = crate::components::components(view);
+    report.components = components.count();
+    report.component_sizes = components.sizes;
     report
 }
 

@@ -8,12 +8,15 @@
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
 //! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
 //! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`]), the engine
-//! [`chain`] that tries several in order, and the [`check`] analysis (`ibsm routes check`, also
-//! the oracle of the tests). Shared internals: `graph` (validated, indexed view), `spread`
+//! [`chain`] that tries several in order, the [`check`] analysis (`ibsm routes check`, also
+//! the oracle of the tests) and the fabric's [`components`] and DOT rendering. petgraph serves
+//! where a graph algorithm is the point (strongly connected components of the channel dependency
+//! graph, connected components, DOT); the engines' hot loops stay on flat arrays. Shared internals: `graph` (validated, indexed view), `spread`
 //! (the label-and-balance driver of minhop and updn) and `par` (scoped-thread data parallelism).
 
 pub mod chain;
 pub mod check;
+pub mod components;
 pub mod ftree;
 mod graph;
 pub mod minhop;

@@ -5,6 +5,7 @@ use core::fmt;
 use ibsm_mad::{Guid, Lid, PortNum};
 
 use super::CheckReport;
+use crate::components::ComponentSize;
 
 /// A directed link out of a switch port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +121,19 @@ pub enum CreditLoops {
     Found(Vec<Channel>),
 }
 
+/// Figures of the channel dependency graph, from its strongly connected components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CdgStats {
+    /// Channels (directed switch-to-switch links), the graph's nodes.
+    pub channels: usize,
+    /// Dependencies between channels, the graph's edges.
+    pub dependencies: usize,
+    /// Strongly connected components that contain a cycle: independent credit loops.
+    pub cyclic_components: usize,
+    /// Channels in those components: every one of them lies on some credit loop.
+    pub cyclic_channels: usize,
+}
+
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 { 100.0 } else { part as f64 * 100.0 / whole as f64 }
 }
@@ -127,6 +141,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "fabric              {} switches, {} CA ports, LMC {}", self.switches, self.hosts, self.lmc)?;
+        write_components(f, &self.component_sizes)?;
         writeln!(
             f,
             "CA-to-CA routes     {} checked, {} reachable ({:.2}%), {} black holes, {} loops",
@@ -172,9 +187,23 @@ impl fmt::Display for CheckReport {
         }
         match &self.credit_loops {
             CreditLoops::NotChecked => writeln!(f, "credit loops        not computed")?,
-            CreditLoops::None => writeln!(f, "credit loops        none")?,
+            CreditLoops::None => {
+                write!(f, "credit loops        none")?;
+                if let Some(g) = &self.cdg {
+                    write!(f, " ({} channels, {} dependencies)", g.channels, g.dependencies)?;
+                }
+                writeln!(f)?;
+            }
             CreditLoops::Found(cycle) => {
-                writeln!(f, "credit loops        FOUND, a cycle of {} channels:", cycle.len())?;
+                write!(f, "credit loops        FOUND")?;
+                if let Some(g) = &self.cdg {
+                    write!(
+                        f,
+                        " in {} cyclic component(s) holding {} of {} channels",
+                        g.cyclic_components, g.cyclic_channels, g.channels
+                    )?;
+                }
+                writeln!(f, ", a cycle of {} channels:", cycle.len())?;
                 for c in cycle {
                     writeln!(f, "                    {c}")?;
                 }
@@ -188,4 +217,16 @@ impl fmt::Display for CheckReport {
         }
         Ok(())
     }
+}
+
+/// The "components" line: the count, then the sizes of the first few.
+fn write_components(f: &mut fmt::Formatter<'_>, sizes: &[ComponentSize]) -> fmt::Result {
+    const SHOWN: usize = 4;
+    write!(f, "components          {}", sizes.len())?;
+    if sizes.len() > 1 {
+        let list: Vec<String> =
+            sizes.iter().take(SHOWN).map(|c| format!("{} switches + {} CAs", c.switches, c.cas)).collect();
+        write!(f, " ({}{})", list.join(", "), if sizes.len() > SHOWN { ", ..." } else { "" })?;
+    }
+    writeln!(f)
 }

@@ -205,6 +205,91 @@ fn clockwise_ring_has_a_credit_loop() {
     assert_eq!(r.credit_loops, CreditLoops::None);
 }
 
+/// Node numbers of `cycle`'s channels in `deps`, asserting each consecutive pair (and the last
+/// with the first) is a dependency.
+fn assert_real_cycle(deps: &ChannelDeps, cycle: &[Channel]) {
+    assert!(!cycle.is_empty());
+    let nodes: Vec<usize> = cycle
+        .iter()
+        .map(|c| deps.channels().iter().position(|d| d == c).unwrap_or_else(|| panic!("{c} is no channel")))
+        .collect();
+    for (i, &a) in nodes.iter().enumerate() {
+        let b = nodes[(i + 1) % nodes.len()];
+        assert!(deps.depends(a, b), "{} does not depend on {}: {cycle:?}", cycle[i], cycle[(i + 1) % cycle.len()]);
+    }
+}
+
+#[test]
+fn clockwise_ring_cycle_is_a_real_cycle_and_the_only_component() {
+    let (v, routes) = clockwise_ring(4);
+    let r = check(&v, &routes);
+    let CreditLoops::Found(cycle) = &r.credit_loops else { panic!("no cycle: {r}") };
+    let deps = ChannelDeps::new(&v, &routes, CdgTraffic::DataPlane);
+    assert_real_cycle(&deps, cycle);
+    // 4 clockwise and 4 counter-clockwise channels; each clockwise one depends on the next.
+    let stats = r.cdg.unwrap();
+    assert_eq!((stats.channels, stats.dependencies, stats.cyclic_components, stats.cyclic_channels), (8, 4, 1, 4));
+    assert_eq!(r.cdg, Some(deps.credit_loops().1));
+    assert!(r.to_string().contains("FOUND in 1 cyclic component(s) holding 4 of 8 channels"), "{r}");
+    let dfs = deps.first_cycle_dfs().unwrap();
+    assert_eq!(dfs.len(), 4);
+}
+
+/// A ring of `n` switches wired as [`clockwise_ring`], routed by engine `name`.
+fn ring_routed_by(n: usize, name: &str) -> (FabricView, Routes) {
+    let (v, _) = clockwise_ring(n);
+    let routes = crate::engine_by_name(name).unwrap().route(&v).unwrap();
+    (v, routes)
+}
+
+#[test]
+fn minhop_on_a_ring_has_a_credit_loop_and_updn_does_not() {
+    let (v, routes) = ring_routed_by(6, "minhop");
+    let r = check(&v, &routes);
+    assert_eq!(r.reachable, r.pairs);
+    let CreditLoops::Found(cycle) = &r.credit_loops else { panic!("minhop ring without a loop: {r}") };
+    assert_real_cycle(&ChannelDeps::new(&v, &routes, CdgTraffic::DataPlane), cycle);
+    assert!(!r.is_clean());
+
+    let (v, routes) = ring_routed_by(6, "updn");
+    let r = check(&v, &routes);
+    assert_eq!(r.reachable, r.pairs);
+    assert_eq!(r.credit_loops, CreditLoops::None, "{r}");
+    let stats = r.cdg.unwrap();
+    assert_eq!((stats.channels, stats.cyclic_components, stats.cyclic_channels), (12, 0, 0));
+    assert!(stats.dependencies > 0);
+    assert!(r.is_clean(), "{r}");
+    let deps = ChannelDeps::new(&v, &routes, CdgTraffic::All);
+    assert_eq!(deps.first_cycle_dfs(), None);
+}
+
+#[test]
+fn two_level_tree_is_loop_free_and_connected() {
+    let v = two_level();
+    for engine in ["updn", "minhop", "ftree"] {
+        let routes = crate::engine_by_name(engine).unwrap().route(&v).unwrap();
+        let r = check(&v, &routes);
+        assert_eq!(r.credit_loops, CreditLoops::None, "{engine}: {r}");
+        assert_eq!(r.components, 1);
+    }
+    let r = check(&v, &balanced());
+    assert_eq!(r.component_sizes, vec![crate::components::ComponentSize { switches: 4, cas: 4 }]);
+    assert!(r.to_string().contains("components          1\n"), "{r}");
+}
+
+#[test]
+fn components_are_reported_even_without_routes() {
+    let mut v = two_level();
+    // Unplug CA 3 at both ends: a second component of one CA.
+    v.cas[3].ports[0].neighbor = None;
+    v.switches[1].ports[2] = None;
+    let opts = CheckOptions { credit_loops: false, shifts: false, ..CheckOptions::default() };
+    let r = check_with(&v, &Routes::default(), &opts);
+    assert_eq!(r.components, 2);
+    assert_eq!(r.cdg, None);
+    assert!(r.to_string().contains("components          2 (4 switches + 3 CAs, 0 switches + 1 CAs)"), "{r}");
+}
+
 #[test]
 fn credit_loops_from_switch_traffic_only_are_told_apart() {
     // The clockwise 4-ring with CAs on switches 0 and 1 only: CA-to-CA packets use the links

@@ -150,6 +150,9 @@ pub(super) fn walk_all(f: &Fabric<'_>, opts: &CheckOptions) -> CheckReport {
         forwarding_index: LinkLoad::default(),
         shifts: None,
         credit_loops: CreditLoops::NotChecked,
+        cdg: None,
+        components: 0,
+        component_sizes: Vec::new(),
     };
     let mut w = Walker {
         f,
