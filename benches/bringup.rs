@@ -6,7 +6,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{Sm, SmConfig};
 use ibsm::transport::sim::SimDriver;
-use ibsm_sim::topology::{GenSpec, Topology};
+use ibsm_topology::{GenSpec, Topology};
 
 fn bring_up(topo: &Topology) -> ibsm::core::SubnetReport {
     let sm = Sm::new(SmConfig::default(), Guid2Lid::default());

@@ -14,8 +14,8 @@ use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{Sm, SmEvent, SubnetReport};
 use ibsm::transport::sim::SimDriver;
 use ibsm_sim::fabric::{Fabric, SimConfig};
-use ibsm_sim::topology::generators::{Degrade, FatTree, Grid, RailFatTree, RandomGraph};
-use ibsm_sim::topology::{GenSpec, Topology};
+use ibsm_topology::generators::{Degrade, FatTree, Grid, RailFatTree, RandomGraph};
+use ibsm_topology::{GenSpec, Topology};
 
 /// ibsm: an InfiniBand subnet manager.
 #[derive(Debug, Parser)]
@@ -416,7 +416,7 @@ fn run_on_sim(
                 return ExitCode::from(2);
             };
             let n = &topo.nodes[i];
-            let port = if n.kind == ibsm_sim::topology::NodeKind::Switch {
+            let port = if n.kind == ibsm_topology::NodeKind::Switch {
                 0
             } else {
                 (1..=n.num_ports).find(|&p| n.peer(p).is_some()).unwrap_or(1)

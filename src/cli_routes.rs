@@ -16,7 +16,7 @@ use ibsm::routes::{Plan, opensm_dump, plan};
 use ibsm_routing::Routes;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::check::{CdgTraffic, CheckOptions, check_with};
-use ibsm_sim::topology::Topology;
+use ibsm_topology::Topology;
 
 /// `ibsm routes ...`
 #[derive(Debug, Subcommand)]

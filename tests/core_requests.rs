@@ -14,7 +14,7 @@ use ibsm_mad::header::{Mad, Method};
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Lid, MAD_LEN, ids};
 use ibsm_sim::fabric::{AgentId, Dest, Fault, LinkRule, Received};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::{NodeKind, Topology};
 
 const SEED: u64 = 7;
 const LIMIT: u64 = 600_000_000_000;

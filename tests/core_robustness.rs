@@ -5,7 +5,7 @@ use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{MadSource, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::Lid;
-use ibsm_sim::topology::GenSpec;
+use ibsm_topology::GenSpec;
 use proptest::prelude::*;
 
 fn mad_bytes() -> impl Strategy<Value = Vec<u8>> {

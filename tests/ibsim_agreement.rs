@@ -18,7 +18,7 @@
 //! * one probe per switch through its first port that is not LinkUp, which both must fail.
 //!
 //! Independently of our simulator, ibsim's neighbour table must also equal the cabling of the
-//! `.net` file as `ibsm_sim::topology` reads it, with GUIDs mapped through the parsed nodes; that
+//! `.net` file as `ibsm_topology` reads it, with GUIDs mapped through the parsed nodes; that
 //! ties our GUID assignment to ibsim's.
 //!
 //! Discovery goes through a switch's ports whose PortPhysicalState is LinkUp, and through a CA
@@ -46,7 +46,7 @@ use ibsm_mad::attrs::{NodeInfo, PortInfo, SwitchInfo};
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Lid, ids};
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::{NodeKind, Topology};
 use support::ibsim::{Ibsim, IbsimConfig, NET_EXAMPLES_DIR, dump_fields, net_examples, require_ibsim};
 
 /// PortPhysicalState LinkUp: the only state a directed route may leave a switch through.

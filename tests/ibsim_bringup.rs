@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ibsm_sim::topology::{GenSpec, NodeKind, Topology};
+use ibsm_topology::{GenSpec, NodeKind, Topology};
 use support::ibsim::{Ibsim, IbsimConfig, ToolOutput, dump_fields, require_ibsim};
 
 /// PortInfo.CapabilityMask.IsSM.

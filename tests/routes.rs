@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use ibsm::routes::{dump, guid2lid_from_dump, opensm_dump, plan, routes_from_dump};
-use ibsm_sim::topology::Topology;
+use ibsm_topology::Topology;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

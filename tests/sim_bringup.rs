@@ -9,13 +9,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport};
-use ibsm::transport::sim::{SimDriver, first_cabled_ca_port};
+use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::{LinearForwardingTable, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, ids};
 use ibsm_sim::fabric::{Dest, Fault, LinkRule, SimTime};
-use ibsm_sim::topology::{GenSpec, NodeKind, Topology};
+use ibsm_topology::{GenSpec, NodeKind, Topology};
 
 /// One SM attached to one simulated fabric, driven by the crate's own [`SimDriver`].
 struct Harness {
@@ -36,7 +36,7 @@ impl Harness {
 
     /// The SM on the first CA port that has a cable.
     fn first_ca_port(topo: &Topology) -> (usize, u8) {
-        first_cabled_ca_port(topo).expect("a cabled CA")
+        topo.first_cabled_ca_port().expect("a cabled CA")
     }
 
     fn ctx(&self) -> String {

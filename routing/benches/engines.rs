@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ibsm_routing::{ENGINE_NAMES, engine_by_name};
-use ibsm_sim::topology::generators::GenSpec;
+use ibsm_topology::generators::GenSpec;
 
 fn engines(c: &mut Criterion) {
     let mut radices = vec![24u8];

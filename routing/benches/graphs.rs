@@ -20,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ibsm_routing::check::{CdgTraffic, ChannelDeps, CheckOptions, CreditLoops, check_with};
 use ibsm_routing::components::{components, fabric_graph, to_dot};
 use ibsm_routing::{FabricView, Routes, engine_by_name};
-use ibsm_sim::topology::generators::GenSpec;
+use ibsm_topology::generators::GenSpec;
 
 /// The fabrics and routes measured: `(name, view, routes, traffic)`.
 fn cases() -> Vec<(String, FabricView, Routes, CdgTraffic)> {

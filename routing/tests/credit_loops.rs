@@ -8,7 +8,7 @@ mod common;
 use ibsm_routing::check::{CdgTraffic, ChannelDeps, CreditLoops};
 use ibsm_routing::components::components;
 use ibsm_routing::{ENGINE_NAMES, engine_by_name};
-use ibsm_sim::topology::generators::GenSpec;
+use ibsm_topology::generators::GenSpec;
 
 /// Asserts `cycle` (node numbers) is a cycle of `deps`.
 fn assert_cycle(deps: &ChannelDeps, cycle: &[usize], what: &str) {

@@ -7,8 +7,8 @@ mod common;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::check::{CdgTraffic, CheckOptions, CreditLoops, check, check_with};
 use ibsm_routing::{ENGINE_NAMES, engine_by_name};
-use ibsm_sim::topology::Topology;
-use ibsm_sim::topology::generators::{FatTree, GenSpec};
+use ibsm_topology::Topology;
+use ibsm_topology::generators::{FatTree, GenSpec};
 
 fn is_tree(name: &str) -> bool {
     name.starts_with("fat-tree") || name.starts_with("rail")

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use ibsm_routing::check::{CdgTraffic, CheckOptions, CreditLoops, check_with};
 use ibsm_routing::{ENGINE_NAMES, engine_by_name};
-use ibsm_sim::topology::generators::GenSpec;
+use ibsm_topology::generators::GenSpec;
 
 fn time_tree(k: u8, with_check: bool) {
     let t0 = Instant::now();

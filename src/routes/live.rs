@@ -315,7 +315,7 @@ mod tests {
     use super::*;
     use crate::core::{Guid2Lid, SmConfig};
     use crate::transport::sim::SimDriver;
-    use ibsm_sim::topology::Topology;
+    use ibsm_topology::Topology;
 
     const FABRIC: &str = include_str!("../../examples/fabrics/fat-tree-2l-k4.net");
 

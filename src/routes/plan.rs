@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use ibsm_mad::{Guid, Lid, PortNum};
 use ibsm_routing::{CaPortView, CaView, FabricView, Neighbor, NodeId, SwitchView};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::{NodeKind, Topology};
 
 use crate::core::lids::{Guid2Lid, LidRequest, assign};
 
@@ -62,7 +62,7 @@ pub struct Plan {
 /// Builds the plan for `topo` with `lmc`, starting from `table` (empty for a fresh SM). The SM
 /// sits at `at` (node index, port), or on the first cabled CA port.
 pub fn plan(topo: &Topology, lmc: u8, table: Guid2Lid, at: Option<(usize, u8)>) -> Plan {
-    let at = at.or_else(|| crate::transport::sim::first_cabled_ca_port(topo));
+    let at = at.or_else(|| topo.first_cabled_ca_port());
     let order = bfs_order(topo, at.map_or(0, |a| a.0));
     // End ports in discovery order: switch port 0, CA ports with a cable (and the SM's own).
     let mut who: Vec<(usize, u8)> = Vec::new();

@@ -5,7 +5,7 @@
 //! wall clock, answering the control socket, until SIGINT or SIGTERM.
 
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::Topology;
 
 use super::{SideQueries, SideQuery, next_query};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, Transmit};
@@ -46,7 +46,9 @@ impl SimDriver {
     pub fn new(topo: &Topology, seed: u64, sm: Sm, at: Option<(usize, u8)>) -> Result<SimDriver, String> {
         let at = match at {
             Some(a) => a,
-            None => first_cabled_ca_port(topo).ok_or("the topology has no CA port with a cable to attach the SM to")?,
+            None => {
+                topo.first_cabled_ca_port().ok_or("the topology has no CA port with a cable to attach the SM to")?
+            }
         };
         let mut fabric = Fabric::new(topo, SimConfig { seed, ..SimConfig::default() });
         let agent =
@@ -158,13 +160,4 @@ impl SimDriver {
             }
         })
     }
-}
-
-/// The first CA port that has a cable, in topology order.
-pub fn first_cabled_ca_port(topo: &Topology) -> Option<(usize, u8)> {
-    topo.nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind == NodeKind::Ca)
-        .find_map(|(i, n)| (1..=n.num_ports).find(|&p| n.peer(p).is_some()).map(|p| (i, p)))
 }

@@ -6,8 +6,8 @@
 
 use ibsm_mad::{Lid, PortNum};
 use ibsm_routing::{CaPortView, CaView, FabricView, Neighbor, NodeId, SwitchView};
-use ibsm_sim::topology::generators::{Degrade, FatTree, GenSpec, RailFatTree};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::generators::{Degrade, FatTree, GenSpec, RailFatTree};
+use ibsm_topology::{NodeKind, Topology};
 
 /// The view of `t` with sequential LIDs.
 pub fn view(t: &Topology, lmc: u8) -> FabricView {

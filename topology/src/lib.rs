@@ -1,17 +1,23 @@
-//! The fabric description: which nodes exist, their GUIDs and port counts, and which ports are
-//! cabled to which. This is what a `.net` file says and what the generators produce; it holds no
-//! run-time state (port states, LIDs, tables live in the simulated fabric built from it).
+//! `ibsm-topology`: the fabric description, shared by the simulator, the SM's offline planner
+//! (`ibsm routes dump --topology`) and the tests.
+//!
+//! Owns: which nodes exist, their GUIDs and port counts, and which ports are cabled to which.
+//! This is what a `.net` file says and what the generators produce; it holds no run-time state
+//! (port states, LIDs and tables live in the simulated fabric built from it, or in the SM).
 //!
 //! Node indices (`usize` into [`Topology::nodes`]) are stable for the life of a topology.
 //!
-//! Submodules: [`parse`] reads the ibsim / ibnetdiscover `.net` format ([`Topology::parse_str`],
+//! Modules: [`parse`] reads the ibsim / ibnetdiscover `.net` format ([`Topology::parse_str`],
 //! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`generators`] builds standard
-//! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], and [`error`] holds the
-//! parser's error type. Nothing here touches MADs, run-time port state or the clock.
+//! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], [`error`] holds the
+//! parser's error type, and [`rng`] is the seeded generator behind every random choice (the
+//! generators' and the simulator's). Depends on `ibsm-mad` only; nothing here touches MADs,
+//! run-time port state or the clock.
 
 pub mod error;
 pub mod generators;
 pub mod parse;
+pub mod rng;
 pub mod write;
 
 mod lines;
@@ -156,5 +162,28 @@ impl Topology {
     /// Number of cables (each counted once).
     pub fn link_count(&self) -> usize {
         self.nodes.iter().map(|n| n.links.iter().flatten().count()).sum::<usize>() / 2
+    }
+    /// The first CA port that has a cable, in topology order: where the simulator and the
+    /// offline planner put the SM when not told otherwise.
+    pub fn first_cabled_ca_port(&self) -> Option<(usize, u8)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::Ca)
+            .find_map(|(i, n)| (1..=n.num_ports).find(|&p| n.peer(p).is_some()).map(|p| (i, p)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_cabled_ca_port_skips_switches_and_uncabled_ports() {
+        let net = "Switch 2 \"s\"\n[1] \"h1\"[2]\n[2] \"h2\"[1]\n\nHca 2 \"h1\"\n[2] \"s\"[1]\n\nHca 1 \"h2\"\n[1] \"s\"[2]\n";
+        let t = Topology::parse_str(net, "t.net").expect("parses");
+        assert_eq!(t.first_cabled_ca_port(), Some((1, 2)));
+        let lone = Topology::parse_str("Switch 2 \"s\"\n\nHca 1 \"h\"\n", "lone.net").expect("parses");
+        assert_eq!(lone.first_cabled_ca_port(), None);
     }
 }

@@ -1,12 +1,12 @@
 //! The example fabrics in `examples/fabrics/` are generator output: each must parse, describe
 //! the shape its name says, and stay byte-identical to what its generator spec produces now.
 //! Regenerate them after a deliberate format or generator change with
-//! `IBSM_REGEN_EXAMPLES=1 cargo test -p ibsm-sim --test topology_examples`.
+//! `IBSM_REGEN_EXAMPLES=1 cargo test -p ibsm-topology --test example_fabrics`.
 
 use std::path::PathBuf;
 
-use ibsm_sim::topology::Topology;
-use ibsm_sim::topology::generators::{FatTree, GenSpec};
+use ibsm_topology::Topology;
+use ibsm_topology::generators::{FatTree, GenSpec};
 
 /// File name, generator spec, (switches, CAs, links).
 fn examples() -> Vec<(&'static str, GenSpec, (usize, usize, usize))> {

@@ -4,7 +4,7 @@
 use crate::rng::Rng;
 
 use super::{Degrade, GenError, Topology, invalid};
-use crate::topology::NodeKind;
+use crate::NodeKind;
 
 /// Apply a [`Degrade`]: switches first, then links, both from one generator seeded once.
 pub(super) fn apply(mut t: Topology, d: Degrade) -> Result<Topology, GenError> {

@@ -5,11 +5,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use ibsm_mad::Guid;
-use ibsm_sim::topology::generators::{
+use ibsm_topology::generators::{
     CA_GUID_BASE, Degrade, FatTree, GenError, GenSpec, Grid, RailFatTree, RandomGraph, SWITCH_GUID_BASE,
     remove_random_links,
 };
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::{NodeKind, Topology};
 
 /// Invariants every generated topology must hold.
 fn check(t: &Topology) {
@@ -46,7 +46,7 @@ fn counts(t: &Topology) -> (usize, usize, usize) {
     (t.switch_count(), t.ca_count(), t.link_count())
 }
 
-fn node<'a>(t: &'a Topology, name: &str) -> &'a ibsm_sim::topology::TopoNode {
+fn node<'a>(t: &'a Topology, name: &str) -> &'a ibsm_topology::TopoNode {
     &t.nodes[t.find(name).unwrap_or_else(|| panic!("no node {name}"))]
 }
 

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ibsm_sim::topology::generators::{FatTree, GenSpec};
-use ibsm_sim::topology::{NodeKind, Topology};
+use ibsm_topology::generators::{FatTree, GenSpec};
+use ibsm_topology::{NodeKind, Topology};
 
 fn data(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file)

@@ -6,8 +6,8 @@
 use core::fmt::Write as _;
 
 use ibsm_mad::Guid;
-use ibsm_sim::topology::generators::{FatTree, GenSpec, RandomGraph};
-use ibsm_sim::topology::{LinkAttrs, Topology};
+use ibsm_topology::generators::{FatTree, GenSpec, RandomGraph};
+use ibsm_topology::{LinkAttrs, Topology};
 use proptest::prelude::*;
 
 fn spec() -> impl Strategy<Value = GenSpec> {

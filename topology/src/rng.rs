@@ -1,5 +1,6 @@
-//! The simulator's only source of randomness: a small seeded generator (SplitMix64 seeding a
-//! xoshiro256** state, both public-domain algorithms). Same seed, same sequence, on every machine.
+//! The only source of randomness of the generators and the simulator: a small seeded generator
+//! (SplitMix64 seeding a xoshiro256** state, both public-domain algorithms). Same seed, same
+//! sequence, on every machine. Owns no state beyond the generator; never reads the clock.
 
 /// Seeded pseudo-random generator.
 #[derive(Debug, Clone)]
@@ -39,7 +40,7 @@ impl Rng {
         if n == 0 {
             return 0;
         }
-        // Lemire's multiply-shift; the tiny bias is irrelevant for a simulator.
+        // Lemire's multiply-shift; the tiny bias is irrelevant for generators and a simulator.
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 

@@ -35,7 +35,7 @@
 //! [`GenSpec::generate`]:
 //!
 //! ```
-//! use ibsm_sim::topology::generators::{FatTree, GenSpec};
+//! use ibsm_topology::generators::{FatTree, GenSpec};
 //! let spec = GenSpec::FatTree(FatTree::new(3, 4).oversubscribed(1).degraded(2, 1, 7));
 //! let topo = spec.generate().unwrap();
 //! assert_eq!(topo.ca_count(), 16);
