@@ -3,10 +3,15 @@
 //! This library holds the parts of the root package that the `ibsm` binary and the integration
 //! tests share. [`core`] is the sans-IO subnet manager: it is driven by `handle_*` calls and
 //! drained with `poll_*` calls and never touches a device, a file or the clock.
+//!
+//! [`fabric_view`] is the one builder of the routing input, below the core and the commands: the
+//! core and the offline planner in [`routes`] both describe a fabric to it. Fabric descriptions
+//! (`.net` files, generators) come from the `ibsm-topology` crate, not from the simulator.
 
 pub mod config;
 pub mod control;
 pub mod core;
+pub mod fabric_view;
 pub mod routes;
 pub mod state;
 pub mod transport;

@@ -1,65 +1,23 @@
-//! Routing and LFT programming: the discovered subnet as a routing [`FabricView`], the routing
-//! engine call, and the LinearForwardingTable blocks that must be written.
+//! Routing and LFT programming: the routing engine call on the discovered subnet (described by
+//! [`Subnet::describe`](super::state::Subnet::describe) and built into a routing view by
+//! [`crate::fabric_view::build`], as the offline planner's is), and the LinearForwardingTable
+//! blocks that must be written.
 //!
 //! Owns the Routing and ProgrammingLfts phases. The tables come from the `ibsm-routing` engine
 //! named in the configuration; they are cut into blocks of 64 LIDs, and a block is written only
 //! when it differs from what the switch is known to hold (read back during discovery, or written
 //! by this SM in an earlier sweep). Nothing here knows a byte offset.
 
-use std::collections::HashMap;
-
+use ibsm_mad::Attribute;
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::{Attribute, PortNum};
+use ibsm_routing::Lft;
 use ibsm_routing::chain::Chain;
-use ibsm_routing::{CaPortView, CaView, FabricView, Lft, Neighbor, NodeId, SwitchView};
 
 use super::Sm;
 use super::events::SmEvent;
-use super::state::{NodeIdx, Subnet};
+use super::state::NodeIdx;
 use super::transactions::{Outcome, Req, Request};
-
-/// The routing input for `subnet`, and the subnet node index of each view switch.
-pub fn fabric_view(subnet: &Subnet, lmc: u8) -> (FabricView, Vec<NodeIdx>) {
-    let mut ids: HashMap<NodeIdx, NodeId> = HashMap::new();
-    let mut switch_nodes = Vec::new();
-    let mut ca_count = 0;
-    for (i, n) in subnet.nodes.iter().enumerate() {
-        if n.is_switch() {
-            ids.insert(i, NodeId::Switch(switch_nodes.len()));
-            switch_nodes.push(i);
-        } else {
-            ids.insert(i, NodeId::Ca(ca_count));
-            ca_count += 1;
-        }
-    }
-    let neighbor = |remote: Option<(NodeIdx, PortNum)>, linked: bool| -> Option<Neighbor> {
-        let (rn, rp) = remote.filter(|_| linked)?;
-        Some(Neighbor { node: *ids.get(&rn)?, port: rp })
-    };
-    let mut view = FabricView { switches: Vec::new(), cas: Vec::new(), lmc };
-    for n in &subnet.nodes {
-        if n.is_switch() {
-            let ports = n
-                .ports
-                .iter()
-                .enumerate()
-                .map(|(p, r)| if p == 0 { None } else { neighbor(r.remote, r.is_linked()) })
-                .collect();
-            let lid = n.ports.first().map(|r| r.lid).unwrap_or_default();
-            view.switches.push(SwitchView { guid: n.info.node_guid, lid, ports });
-        } else {
-            let ports = n
-                .end_ports()
-                .filter_map(|p| {
-                    let r = n.port(p)?;
-                    Some(CaPortView { num: p, lid: r.lid, neighbor: neighbor(r.remote, r.is_linked()) })
-                })
-                .collect();
-            view.cas.push(CaView { guid: n.info.node_guid, ports });
-        }
-    }
-    (view, switch_nodes)
-}
+use crate::fabric_view::{Built, build};
 
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
 pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
@@ -76,7 +34,7 @@ pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
 impl Sm {
     /// Runs the routing engine; on failure, reports it and leaves the tables alone.
     pub(super) fn route(&mut self) {
-        let (view, switch_nodes) = fabric_view(&self.subnet, self.cfg.lmc);
+        let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
         let chain_name = self.cfg.routing_engine.join(",");
         let chain = match Chain::from_names(&self.cfg.routing_engine) {
             Ok(c) => c,

@@ -2,13 +2,16 @@
 //!
 //! Owns: [`SmState`], [`SweepPhase`], and the discovered subnet ([`Subnet`], [`Node`],
 //! [`PortRecord`]): every node by GUID with the attributes read from it, the directed routes that
-//! reach it, the links between ports, and the LIDs assigned. Holds values only: no MADs are built
-//! here and nothing here sends anything.
+//! reach it, the links between ports, and the LIDs assigned; and [`Subnet::describe`], the subnet
+//! as the neutral description the fabric-view builder ([`crate::fabric_view`]) reads. Holds values
+//! only: no MADs are built here and nothing here sends anything.
 
 use std::collections::HashMap;
 
 use ibsm_mad::attrs::{NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{DrPath, Guid, Lid, PortNum};
+
+use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 /// What the SM as a whole is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -195,5 +198,45 @@ impl Subnet {
                 node.port(p).map(|r| r.lid)
             })
             .unwrap_or(Lid::UNASSIGNED)
+    }
+
+    /// The subnet as the fabric-view builder's description: description node `i` is
+    /// [`Subnet::nodes`]`[i]` (discovery order); a switch lists port 0 and every external port,
+    /// a CA its end ports; a port has a peer where its link is up and both ends were discovered.
+    pub fn describe(&self) -> FabricDesc<'_> {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let peer =
+                    |r: &PortRecord| r.remote.filter(|_| r.is_linked()).map(|(node, port)| PortRef { node, port });
+                let ports = if n.is_switch() {
+                    n.ports
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(p, r)| {
+                            let num = PortNum(u8::try_from(p).ok()?);
+                            let peer = if p == 0 { None } else { peer(r) };
+                            Some(DescPort { num, guid: r.guid.unwrap_or(n.info.port_guid), lid: r.lid, peer })
+                        })
+                        .collect()
+                } else {
+                    n.end_ports()
+                        .filter_map(|num| {
+                            let r = n.port(num)?;
+                            Some(DescPort { num, guid: r.guid?, lid: r.lid, peer: peer(r) })
+                        })
+                        .collect()
+                };
+                DescNode {
+                    kind: n.info.node_type,
+                    guid: n.info.node_guid,
+                    name: &n.desc,
+                    num_ports: n.info.num_ports,
+                    ports,
+                }
+            })
+            .collect();
+        FabricDesc { nodes }
     }
 }

@@ -1,10 +1,11 @@
 //! The routing state of a running SM, as its control socket ships it: the discovered fabric
 //! (switches, CA ports, cables, LIDs, names) and the forwarding table each switch holds.
 //!
-//! [`LiveRoutes::from_sm`] takes the snapshot from the sans-IO core's getters (the transport
-//! calls it; nothing here does I/O), and [`LiveRoutes::to_plan`] turns a received snapshot back
-//! into the [`Plan`] and [`Routes`] that `routes dump` and `routes check` print and analyse, so a
-//! live fabric goes through exactly the same printers as an offline one. The wire form is its
+//! [`LiveRoutes::from_sm`] takes the snapshot from the sans-IO core's getters (its subnet as the
+//! fabric-view builder's description; the transport calls it, nothing here does I/O), and
+//! [`LiveRoutes::to_plan`] turns a received snapshot back into that description, built into the
+//! [`Plan`] and [`Routes`] that `routes dump` and `routes check` print and analyse, so a live
+//! fabric goes through exactly the same builder and printers as an offline one. The wire form is its
 //! own serde types: GUIDs as `0x` + 16 hex digits, cables named by node GUID and port (never by
 //! an index of the SM's), tables as hex text.
 
@@ -13,11 +14,12 @@ use std::fmt::Write as _;
 
 use ibsm_mad::attrs::NodeType;
 use ibsm_mad::{Guid, Lid, PortNum};
-use ibsm_routing::{CaPortView, CaView, FabricView, Lft, Neighbor, NodeId, Routes, SwitchView};
+use ibsm_routing::{Lft, Routes};
 use serde::{Deserialize, Serialize};
 
-use super::plan::{LidOwner, OwnerKind, Plan};
-use crate::core::{Sm, SweepPhase};
+use super::plan::Plan;
+use crate::core::{Guid2Lid, Sm, SweepPhase};
+use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 /// Schema version of [`LiveRoutes`].
 pub const VERSION: u32 = 1;
@@ -124,7 +126,8 @@ fn guid_text(g: Guid) -> String {
 }
 
 impl LiveRoutes {
-    /// Snapshot of what `sm` discovered and what each switch holds.
+    /// Snapshot of what `sm` discovered (its subnet as the fabric-view builder describes it)
+    /// and what each switch holds.
     ///
     /// # Errors
     /// [`LiveError::NoSweepYet`] before the first sweep ends, [`LiveError::SweepRunning`] while
@@ -136,78 +139,57 @@ impl LiveRoutes {
         if sm.phase() != SweepPhase::Up {
             return Err(LiveError::SweepRunning(sm.phase().name()));
         }
-        let subnet = sm.subnet();
-        let lmc = sm.config().lmc;
-        let (view, _) = crate::core::lft::fabric_view(subnet, lmc);
-        let guid_of = |id: NodeId| match id {
-            NodeId::Switch(k) => view.switches.get(k).map(|s| s.guid),
-            NodeId::Ca(k) => view.cas.get(k).map(|c| c.guid),
+        let desc = sm.subnet().describe();
+        let link = |p: &DescPort| {
+            let peer = p.peer?;
+            Some(LiveLink { port: p.num.0, peer: guid_text(desc.nodes.get(peer.node)?.guid), peer_port: peer.port.0 })
         };
-        let link = |port: u8, nb: Option<&Neighbor>| {
-            let nb = nb?;
-            Some(LiveLink { port, peer: guid_text(guid_of(nb.node)?), peer_port: nb.port.0 })
-        };
-        let (switch_nodes, ca_nodes): (Vec<_>, Vec<_>) = subnet.nodes.iter().partition(|n| n.is_switch());
-        let switches = view
-            .switches
-            .iter()
-            .zip(&switch_nodes)
-            .map(|(sw, node)| {
-                let links = sw
-                    .ports
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(p, nb)| link(u8::try_from(p).ok()?, nb.as_ref()))
-                    .collect();
+        let mut switches = Vec::new();
+        let mut cas = Vec::new();
+        for n in &desc.nodes {
+            if n.is_switch() {
+                let port0 = n.port(PortNum(0));
                 let mut lft = String::new();
-                if let Some(t) = sm.programmed_lft(sw.guid) {
+                if let Some(t) = sm.programmed_lft(n.guid) {
                     lft.reserve(t.ports.len() * 2);
                     for p in &t.ports {
                         let _ = write!(lft, "{:02x}", p.0);
                     }
                 }
-                LiveSwitch {
-                    guid: guid_text(sw.guid),
-                    port_guid: guid_text(node.info.port_guid),
-                    lid: sw.lid.0,
-                    name: node.desc.clone(),
-                    num_ports: u8::try_from(sw.ports.len().saturating_sub(1)).unwrap_or(u8::MAX),
-                    links,
+                switches.push(LiveSwitch {
+                    guid: guid_text(n.guid),
+                    port_guid: guid_text(port0.map_or(n.guid, |p| p.guid)),
+                    lid: port0.map_or(0, |p| p.lid.0),
+                    name: n.name.to_owned(),
+                    num_ports: n.num_ports,
+                    links: n.ports.iter().filter(|p| p.num.0 != 0).filter_map(link).collect(),
                     lft,
-                }
-            })
-            .collect();
-        let cas = view
-            .cas
-            .iter()
-            .zip(&ca_nodes)
-            .map(|(ca, node)| LiveCa {
-                guid: guid_text(ca.guid),
-                name: node.desc.clone(),
-                router: node.info.node_type == NodeType::Router,
-                ports: ca
-                    .ports
-                    .iter()
-                    .map(|p| LiveCaPort {
-                        num: p.num.0,
-                        guid: guid_text(node.port(p.num).and_then(|r| r.guid).unwrap_or(node.info.port_guid)),
-                        lid: p.lid.0,
-                        link: link(p.num.0, p.neighbor.as_ref()),
-                    })
-                    .collect(),
-            })
-            .collect();
+                });
+            } else {
+                cas.push(LiveCa {
+                    guid: guid_text(n.guid),
+                    name: n.name.to_owned(),
+                    router: n.kind == NodeType::Router,
+                    ports: n
+                        .ports
+                        .iter()
+                        .map(|p| LiveCaPort { num: p.num.0, guid: guid_text(p.guid), lid: p.lid.0, link: link(p) })
+                        .collect(),
+                });
+            }
+        }
         Ok(LiveRoutes {
             version: VERSION,
             engine: sm.routing_engine_used().unwrap_or("none").to_owned(),
-            lmc,
+            lmc: sm.config().lmc,
             switches,
             cas,
         })
     }
 
-    /// The snapshot as the routing input the SM used, named for the dumps, and the tables the
-    /// switches hold (aligned with the plan's switches).
+    /// The snapshot as the routing input the SM used (described and built as the SM builds
+    /// it), named for the dumps, and the tables the switches hold (aligned with the plan's
+    /// switches).
     ///
     /// # Errors
     /// [`LiveError`] for an unknown version, a malformed GUID or table, or a cable to a node
@@ -220,41 +202,49 @@ impl LiveRoutes {
         let parse = |what: &str, s: &str| {
             s.parse::<Guid>().map_err(|_| LiveError::Field { what: what.to_owned(), value: s.to_owned() })
         };
-        let mut ids: HashMap<Guid, NodeId> = HashMap::new();
+        // Description node indices: the switches, then the CAs, in snapshot order.
+        let mut index: HashMap<Guid, usize> = HashMap::new();
         for (k, s) in self.switches.iter().enumerate() {
-            ids.insert(parse("switch GUID", &s.guid)?, NodeId::Switch(k));
+            index.insert(parse("switch GUID", &s.guid)?, k);
         }
         for (k, c) in self.cas.iter().enumerate() {
-            ids.insert(parse("CA GUID", &c.guid)?, NodeId::Ca(k));
+            index.insert(parse("CA GUID", &c.guid)?, self.switches.len() + k);
         }
-        let neighbor = |l: &LiveLink| -> Result<Neighbor, LiveError> {
+        let peer = |l: &LiveLink| -> Result<PortRef, LiveError> {
             let g = parse("peer GUID", &l.peer)?;
-            let node = *ids.get(&g).ok_or_else(|| LiveError::Field {
+            let node = *index.get(&g).ok_or_else(|| LiveError::Field {
                 what: format!("port {}: cable to a node not in the snapshot", l.port),
                 value: l.peer.clone(),
             })?;
-            Ok(Neighbor { node, port: PortNum(l.peer_port) })
+            Ok(PortRef { node, port: PortNum(l.peer_port) })
         };
-        let mut plan = Plan { view: FabricView { switches: Vec::new(), cas: Vec::new(), lmc }, ..Plan::default() };
-        let mut owned: Vec<(Lid, LidOwner)> = Vec::new();
+        let mut desc = FabricDesc { nodes: Vec::with_capacity(self.switches.len() + self.cas.len()) };
+        let mut guid2lid = Guid2Lid::default();
         let mut routes = Routes::default();
         for s in &self.switches {
             let guid = parse("switch GUID", &s.guid)?;
-            let mut ports = vec![None; usize::from(s.num_ports) + 1];
-            for l in &s.links {
-                let slot = ports.get_mut(usize::from(l.port)).filter(|_| l.port != 0).ok_or_else(|| {
-                    LiveError::Field { what: format!("switch {}: link port", s.guid), value: l.port.to_string() }
-                })?;
-                *slot = Some(neighbor(l)?);
-            }
+            let port_guid = parse("switch port GUID", &s.port_guid)?;
             let lid = Lid(s.lid);
             if lid != Lid::UNASSIGNED {
-                let port_guid = parse("switch port GUID", &s.port_guid)?;
-                owned.push((lid, LidOwner { kind: OwnerKind::Switch, port_guid, name: s.name.clone() }));
-                plan.guid2lid.insert(port_guid, lid, span_end(lid, lmc));
+                guid2lid.insert(port_guid, lid, span_end(lid, lmc));
             }
-            plan.view.switches.push(SwitchView { guid, lid, ports });
-            plan.switch_names.push(s.name.clone());
+            let mut ports = vec![DescPort { num: PortNum(0), guid: port_guid, lid, peer: None }];
+            for l in &s.links {
+                if l.port == 0 || l.port > s.num_ports {
+                    return Err(LiveError::Field {
+                        what: format!("switch {}: link port", s.guid),
+                        value: l.port.to_string(),
+                    });
+                }
+                ports.push(DescPort {
+                    num: PortNum(l.port),
+                    guid: port_guid,
+                    lid: Lid::UNASSIGNED,
+                    peer: Some(peer(l)?),
+                });
+            }
+            let kind = NodeType::Switch;
+            desc.nodes.push(DescNode { kind, guid, name: &s.name, num_ports: s.num_ports, ports });
             routes.tables.push(decode_lft(&s.lft).ok_or_else(|| LiveError::Field {
                 what: format!("switch {}: lft", s.guid),
                 value: s.lft.chars().take(16).collect(),
@@ -262,30 +252,21 @@ impl LiveRoutes {
         }
         for c in &self.cas {
             let guid = parse("CA GUID", &c.guid)?;
-            let kind = if c.router { OwnerKind::Router } else { OwnerKind::Ca };
             let mut ports = Vec::with_capacity(c.ports.len());
             for p in &c.ports {
+                let port_guid = parse("CA port GUID", &p.guid)?;
                 let lid = Lid(p.lid);
                 if lid != Lid::UNASSIGNED {
-                    let port_guid = parse("CA port GUID", &p.guid)?;
-                    owned.push((lid, LidOwner { kind, port_guid, name: c.name.clone() }));
-                    plan.guid2lid.insert(port_guid, lid, span_end(lid, lmc));
+                    guid2lid.insert(port_guid, lid, span_end(lid, lmc));
                 }
-                let neighbor = p.link.as_ref().map(&neighbor).transpose()?;
-                ports.push(CaPortView { num: PortNum(p.num), lid, neighbor });
+                let peer = p.link.as_ref().map(&peer).transpose()?;
+                ports.push(DescPort { num: PortNum(p.num), guid: port_guid, lid, peer });
             }
-            plan.view.cas.push(CaView { guid, ports });
+            let kind = if c.router { NodeType::Router } else { NodeType::Ca };
+            let num_ports = c.ports.iter().map(|p| p.num).max().unwrap_or(0);
+            desc.nodes.push(DescNode { kind, guid, name: &c.name, num_ports, ports });
         }
-        let span = usize::from(plan.view.lids_per_port());
-        plan.owners = vec![None; usize::from(plan.view.max_lid()) + 1];
-        for (lid, owner) in owned {
-            for l in usize::from(lid.0)..usize::from(lid.0) + span {
-                if let Some(slot) = plan.owners.get_mut(l) {
-                    *slot = Some(owner.clone());
-                }
-            }
-        }
-        Ok((plan, routes))
+        Ok((Plan::from_desc(&desc, lmc, guid2lid), routes))
     }
 }
 

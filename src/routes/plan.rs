@@ -7,44 +7,13 @@
 
 use std::collections::VecDeque;
 
-use ibsm_mad::{Guid, Lid, PortNum};
+use ibsm_mad::{Lid, PortNum};
 use ibsm_routing::{CaPortView, CaView, FabricView, Neighbor, NodeId, SwitchView};
 use ibsm_topology::{NodeKind, Topology};
 
 use crate::core::lids::{Guid2Lid, LidRequest, assign};
-
-/// What owns a LID, for the dumps' comments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnerKind {
-    /// A channel adapter port.
-    Ca,
-    /// A switch (its management port 0).
-    Switch,
-    /// A router port.
-    Router,
-}
-
-impl OwnerKind {
-    /// OpenSM's words for the node type.
-    pub fn opensm_name(self) -> &'static str {
-        match self {
-            OwnerKind::Ca => "Channel Adapter",
-            OwnerKind::Switch => "Switch",
-            OwnerKind::Router => "Router",
-        }
-    }
-}
-
-/// The end port behind a LID.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LidOwner {
-    /// Node type.
-    pub kind: OwnerKind,
-    /// Port GUID.
-    pub port_guid: Guid,
-    /// Node description (the `.net` node id unless the file gives a description).
-    pub name: String,
-}
+use crate::fabric_view::{FabricDesc, build};
+pub use crate::fabric_view::{LidOwner, OwnerKind};
 
 /// The routing input plus what the dumps need to name things.
 #[derive(Debug, Clone, Default)]
@@ -57,6 +26,18 @@ pub struct Plan {
     pub owners: Vec<Option<LidOwner>>,
     /// The GUID-to-LID table after assignment (what the SM would persist).
     pub guid2lid: Guid2Lid,
+}
+
+impl Plan {
+    /// The plan of a described fabric: the built view, its switches' names and its LIDs' owners;
+    /// `guid2lid` is kept as given.
+    pub fn from_desc(desc: &FabricDesc<'_>, lmc: u8, guid2lid: Guid2Lid) -> Plan {
+        let built = build(desc, lmc);
+        let switch_names =
+            built.switch_nodes.iter().map(|&i| desc.nodes.get(i).map_or_else(String::new, |n| n.name.to_owned()));
+        let owners = built.owners.iter().map(|o| o.and_then(|at| desc.lid_owner(at))).collect();
+        Plan { view: built.view, switch_names: switch_names.collect(), owners, guid2lid }
+    }
 }
 
 /// Builds the plan for `topo` with `lmc`, starting from `table` (empty for a fresh SM). The SM
