@@ -1,18 +1,27 @@
 //! Offline planning: a topology to the routing input the SM would build after discovering it.
 //!
-//! LIDs are assigned by the SM's own allocator ([`crate::core::lids::assign`]) to end ports in
-//! breadth-first order from the SM's port, ports in ascending order, as a fresh SM's discovery
-//! meets them. A live SM may meet nodes in another order (answers race), so its LIDs can differ;
-//! give the SM's `guid2lid` table to reproduce its numbering exactly.
+//! The planner walks the topology as the core's discovery does (`core::discovery`): from the
+//! SM's port, breadth-first, crossing every port of a switch but, of the SM's own HCA, only the
+//! port the SM sits on (its other ports are entered, if at all, from a switch, like any CA's);
+//! a CA port is known once a walk enters it. Nodes the walk does not reach are not in the plan,
+//! as the SM would not see them. LIDs come from the SM's own allocator
+//! ([`crate::core::lids::assign`]) over the end ports in the core's order: nodes in discovery
+//! order, ports ascending. The result is described ([`FabricDesc`]) and built by the builder the
+//! core uses ([`crate::fabric_view::build`]).
+//!
+//! A live SM meets nodes in the order their answers arrive; on the simulator that is this
+//! breadth-first order, on a real fabric it may differ, and so may the LIDs: give the SM's
+//! `guid2lid` table to reproduce its numbering exactly.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 
+use ibsm_mad::attrs::NodeType;
 use ibsm_mad::{Lid, PortNum};
-use ibsm_routing::{CaPortView, CaView, FabricView, Neighbor, NodeId, SwitchView};
+use ibsm_routing::FabricView;
 use ibsm_topology::{NodeKind, Topology};
 
 use crate::core::lids::{Guid2Lid, LidRequest, assign};
-use crate::fabric_view::{FabricDesc, build};
+use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef, build};
 pub use crate::fabric_view::{LidOwner, OwnerKind};
 
 /// The routing input plus what the dumps need to name things.
@@ -41,120 +50,170 @@ impl Plan {
 }
 
 /// Builds the plan for `topo` with `lmc`, starting from `table` (empty for a fresh SM). The SM
-/// sits at `at` (node index, port), or on the first cabled CA port.
+/// sits at `at` (node index, port), or on the first cabled CA port, or on the first switch.
 pub fn plan(topo: &Topology, lmc: u8, table: Guid2Lid, at: Option<(usize, u8)>) -> Plan {
-    let at = at.or_else(|| topo.first_cabled_ca_port());
-    let order = bfs_order(topo, at.map_or(0, |a| a.0));
-    // End ports in discovery order: switch port 0, CA ports with a cable (and the SM's own).
-    let mut who: Vec<(usize, u8)> = Vec::new();
-    for &i in &order {
-        let n = &topo.nodes[i];
-        if n.kind == NodeKind::Switch {
-            who.push((i, 0));
-        } else {
-            for p in 1..=n.num_ports {
-                if n.peer(p).is_some() || at == Some((i, p)) {
-                    who.push((i, p));
-                }
-            }
-        }
-    }
+    let at = at.or_else(|| topo.first_cabled_ca_port()).or_else(|| {
+        let s = topo.nodes.iter().position(|n| n.kind == NodeKind::Switch)?;
+        Some((s, 0))
+    });
+    let walk = at.map(|at| Walk::from(topo, at)).unwrap_or_default();
+    // End ports in the core's order: nodes as discovered, ports ascending.
+    let who: Vec<(usize, u8)> = walk
+        .order
+        .iter()
+        .flat_map(|&i| walk.known[i].iter().map(move |&p| (i, p)))
+        .filter(|&(i, p)| p == 0 || topo.nodes[i].kind != NodeKind::Switch)
+        .collect();
     let reqs: Vec<LidRequest> =
         who.iter().map(|&(i, p)| LidRequest { guid: topo.nodes[i].port_guid(p), current: Lid::UNASSIGNED }).collect();
     let mut guid2lid = table;
-    let lids = assign(&reqs, lmc, &mut guid2lid);
-    let mut lid_of = vec![Vec::new(); topo.nodes.len()];
-    for (i, n) in topo.nodes.iter().enumerate() {
-        lid_of[i] = vec![Lid::UNASSIGNED; usize::from(n.num_ports) + 1];
-    }
-    for (&(i, p), &lid) in who.iter().zip(&lids) {
-        lid_of[i][usize::from(p)] = lid;
-    }
-    // View ids: switches and CAs numbered in topology order.
-    let mut ids = Vec::with_capacity(topo.nodes.len());
-    let (mut ns, mut nc) = (0usize, 0usize);
-    for n in &topo.nodes {
-        if n.kind == NodeKind::Switch {
-            ids.push(NodeId::Switch(ns));
-            ns += 1;
-        } else {
-            ids.push(NodeId::Ca(nc));
-            nc += 1;
-        }
-    }
-    let neighbor =
-        |i: usize, p: u8| topo.nodes[i].peer(p).map(|peer| Neighbor { node: ids[peer.node], port: PortNum(peer.port) });
-    let mut view = FabricView { switches: Vec::with_capacity(ns), cas: Vec::with_capacity(nc), lmc };
-    let mut switch_names = Vec::with_capacity(ns);
-    let span = 1usize << lmc.min(7);
-    let max = lids.iter().map(|l| usize::from(l.0)).max().unwrap_or(0) + span;
-    let mut owners: Vec<Option<LidOwner>> = vec![None; max];
-    for (i, n) in topo.nodes.iter().enumerate() {
-        let kind = match n.kind {
-            NodeKind::Switch => OwnerKind::Switch,
-            NodeKind::Ca => OwnerKind::Ca,
-            NodeKind::Router => OwnerKind::Router,
-        };
-        let mut own = |lid: Lid, p: u8| {
-            if lid == Lid::UNASSIGNED {
-                return;
-            }
-            for l in usize::from(lid.0)..usize::from(lid.0) + span {
-                if let Some(slot) = owners.get_mut(l) {
-                    *slot = Some(LidOwner { kind, port_guid: n.port_guid(p), name: n.node_desc().to_owned() });
-                }
-            }
-        };
-        if n.kind == NodeKind::Switch {
-            let lid = lid_of[i][0];
-            own(lid, 0);
-            let ports = (0..=n.num_ports).map(|p| if p == 0 { None } else { neighbor(i, p) }).collect();
-            view.switches.push(SwitchView { guid: n.node_guid, lid, ports });
-            switch_names.push(n.node_desc().to_owned());
-        } else {
-            let mut ports = Vec::new();
-            for p in 1..=n.num_ports {
-                let lid = lid_of[i][usize::from(p)];
-                let nb = neighbor(i, p);
-                if nb.is_some() || lid != Lid::UNASSIGNED {
-                    own(lid, p);
-                    ports.push(CaPortView { num: PortNum(p), lid, neighbor: nb });
-                }
-            }
-            view.cas.push(CaView { guid: n.node_guid, ports });
-        }
-    }
-    Plan { view, switch_names, owners, guid2lid }
+    let lids: HashMap<(usize, u8), Lid> = who.into_iter().zip(assign(&reqs, lmc, &mut guid2lid)).collect();
+    let nodes = walk
+        .order
+        .iter()
+        .map(|&i| {
+            let n = &topo.nodes[i];
+            let ports = walk.known[i]
+                .iter()
+                .map(|&p| {
+                    let peer = n.peer(p).and_then(|peer| {
+                        let node = walk.pos[peer.node]?;
+                        walk.known[peer.node].contains(&peer.port).then_some(PortRef { node, port: PortNum(peer.port) })
+                    });
+                    let lid = lids.get(&(i, p)).copied().unwrap_or(Lid::UNASSIGNED);
+                    DescPort { num: PortNum(p), guid: n.port_guid(p), lid, peer }
+                })
+                .collect();
+            let kind = match n.kind {
+                NodeKind::Switch => NodeType::Switch,
+                NodeKind::Ca => NodeType::Ca,
+                NodeKind::Router => NodeType::Router,
+            };
+            DescNode { kind, guid: n.node_guid, name: n.node_desc(), num_ports: n.num_ports, ports }
+        })
+        .collect();
+    Plan::from_desc(&FabricDesc { nodes }, lmc, guid2lid)
 }
 
-/// Node indices in breadth-first order from `start`, neighbours by ascending port number;
-/// nodes not reachable from `start` follow in topology order.
-fn bfs_order(topo: &Topology, start: usize) -> Vec<usize> {
-    let mut seen = vec![false; topo.nodes.len()];
-    let mut order = Vec::with_capacity(topo.nodes.len());
-    let mut q = VecDeque::new();
-    for root in std::iter::once(start).chain(0..topo.nodes.len()) {
-        if root >= topo.nodes.len() || seen[root] {
-            continue;
+/// What the core's discovery reaches from the SM's port.
+#[derive(Debug, Default)]
+struct Walk {
+    /// Topology node indices in the order discovery meets them.
+    order: Vec<usize>,
+    /// Position in `order` of each topology node (`None`: not reached).
+    pos: Vec<Option<usize>>,
+    /// Known ports of each topology node, ascending: every port of a reached switch, the ports
+    /// a walk entered of a CA.
+    known: Vec<Vec<u8>>,
+}
+
+impl Walk {
+    /// Breadth-first from `at`, neighbours by ascending port number. A switch is crossed
+    /// through every cabled port; a CA only through the SM's own port, and only at the start.
+    fn from(topo: &Topology, at: (usize, u8)) -> Walk {
+        let len = topo.nodes.len();
+        let mut w = Walk { order: Vec::new(), pos: vec![None; len], known: vec![Vec::new(); len] };
+        let Some(start) = topo.nodes.get(at.0) else { return w };
+        w.reach(topo, at.0);
+        if start.kind != NodeKind::Switch {
+            w.known[at.0].push(at.1);
         }
-        seen[root] = true;
-        q.push_back(root);
-        while let Some(i) = q.pop_front() {
-            order.push(i);
+        let mut next = 0;
+        while let Some(&i) = w.order.get(next) {
+            next += 1;
             let n = &topo.nodes[i];
-            // A CA does not forward: discovery only crosses CAs at the SM's own node.
-            if n.kind != NodeKind::Switch && i != start {
-                continue;
-            }
-            for p in 1..=n.num_ports {
-                if let Some(peer) = n.peer(p) {
-                    if !seen[peer.node] {
-                        seen[peer.node] = true;
-                        q.push_back(peer.node);
-                    }
+            let crossed: Vec<u8> = if n.kind == NodeKind::Switch {
+                (1..=n.num_ports).collect()
+            } else if i == at.0 {
+                vec![at.1]
+            } else {
+                Vec::new()
+            };
+            for p in crossed {
+                let Some(peer) = n.peer(p).filter(|peer| peer.node < len) else { continue };
+                w.reach(topo, peer.node);
+                let known = &mut w.known[peer.node];
+                if topo.nodes[peer.node].kind != NodeKind::Switch && !known.contains(&peer.port) {
+                    known.push(peer.port);
+                    known.sort_unstable();
                 }
             }
         }
+        w
     }
-    order
+
+    /// Appends node `i` to the discovery order if it is new; a switch knows all its ports.
+    fn reach(&mut self, topo: &Topology, i: usize) {
+        if self.pos[i].is_some() {
+            return;
+        }
+        self.pos[i] = Some(self.order.len());
+        self.order.push(i);
+        if topo.nodes[i].kind == NodeKind::Switch {
+            self.known[i] = (0..=topo.nodes[i].num_ports).collect();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibsm_mad::Guid;
+
+    /// The SM's HCA `sm` has port 1 on `s1` and port 2 on `s2`; `s1` and `s2` are cabled;
+    /// `h` hangs off `s2`; `island` (a switch with host `far`) is cabled only to `h`'s port 2,
+    /// which a CA never forwards through.
+    const NET: &str = "\
+Hca 2 \"sm\"
+[1] \"s1\"[1]
+[2] \"s2\"[1]
+
+Switch 4 \"s1\"
+[2] \"s2\"[2]
+
+Switch 4 \"s2\"
+[3] \"h\"[1]
+
+Hca 2 \"h\"
+[2] \"island\"[1]
+
+Switch 2 \"island\"
+[2] \"far\"[1]
+
+Hca 1 \"far\"
+";
+
+    #[test]
+    fn the_sms_other_hca_ports_and_cas_are_not_crossed() {
+        let t = Topology::parse_str(NET, "t.net").unwrap();
+        let w = Walk::from(&t, (0, 1));
+        let names: Vec<&str> = w.order.iter().map(|&i| t.nodes[i].name.as_str()).collect();
+        // Not sm, s1, s2 (which crossing sm's port 2 would give) and never the island.
+        assert_eq!(names, ["sm", "s1", "s2", "h"]);
+        assert_eq!(w.known[0], [1, 2], "sm's port 2 is entered from s2");
+        assert_eq!(w.known[3], [1], "h's port 2 is not entered");
+        let p = plan(&t, 0, Guid2Lid::default(), Some((0, 1)));
+        assert_eq!(p.switch_names, ["s1", "s2"]);
+        assert_eq!(p.view.cas.len(), 2);
+        assert_eq!(p.view.cas[1].ports.len(), 1);
+        // LIDs: sm's two ports first (node order, then port order), then s1, s2, h.
+        let lid_of = |g: u64| p.guid2lid.get(Guid(g)).map(|(lo, _)| lo.0);
+        let sm = t.nodes[0].node_guid.0;
+        assert_eq!((lid_of(sm + 1), lid_of(sm + 2)), (Some(1), Some(2)));
+        assert_eq!(p.view.switches.iter().map(|s| s.lid.0).collect::<Vec<_>>(), [3, 4]);
+        assert_eq!(p.view.cas[1].ports[0].lid, Lid(5));
+        assert_eq!(p.owners.len(), 6);
+        assert!(p.owners[1..].iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn a_switch_sm_crosses_every_port_and_an_empty_topology_plans_nothing() {
+        let t = Topology::parse_str(NET, "t.net").unwrap();
+        let s1 = t.find("s1").unwrap();
+        let w = Walk::from(&t, (s1, 0));
+        assert_eq!(w.order.iter().map(|&i| t.nodes[i].name.as_str()).collect::<Vec<_>>(), ["s1", "sm", "s2", "h"]);
+        assert_eq!(w.known[0], [1, 2]);
+        let empty = plan(&Topology::default(), 0, Guid2Lid::default(), None);
+        assert!(empty.view.switches.is_empty() && empty.view.cas.is_empty() && empty.owners == [None]);
+    }
 }
