@@ -119,10 +119,7 @@ impl Sm {
                         after.port_state = PortState::Armed;
                         step = PortStep::Arm;
                     }
-                    sets.push(Request {
-                        path: n.path_for(port),
-                        req: Req::SetPortInfo { node: i, port, info: Box::new(after), step },
-                    });
+                    sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(after), step }));
                 }
             }
             if let Some(si) = n.switch_info {
@@ -130,7 +127,7 @@ impl Sm {
                 want.linear_fdb_top = Lid(top);
                 want.life_time_value = self.cfg.switch_life_time;
                 if want != si || si.port_state_change {
-                    sets.push(Request { path: n.path, req: Req::SetSwitchInfo { node: i, info: want } });
+                    sets.push(Request::sweep(n.path, Req::SetSwitchInfo { node: i, info: want }));
                 }
             }
         }
@@ -155,10 +152,7 @@ impl Sm {
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
                 let mut want = as_set(&info);
                 want.port_state = to;
-                sets.push(Request {
-                    path: n.path_for(port),
-                    req: Req::SetPortInfo { node: i, port, info: Box::new(want), step },
-                });
+                sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(want), step }));
             }
         }
         for s in sets {

@@ -33,7 +33,7 @@ impl Sm {
             self.last_subnet = Some(last);
         }
         self.unanswered.clear();
-        self.tx.push(Request { path: DrPath::local(), req: Req::NodeInfo { from: None } });
+        self.tx.push(Request::sweep(DrPath::local(), Req::NodeInfo { from: None }));
     }
 
     pub(super) fn on_node_info(&mut self, request: &Request, from: Option<(NodeIdx, PortNum)>, outcome: &Outcome) {
@@ -58,7 +58,7 @@ impl Sm {
                 // Another port of a known CA: read its PortInfo through this route.
                 port.path = Some(path);
                 port.guid = Some(ni.port_guid);
-                self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: arrival } });
+                self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
             }
             return;
         }
@@ -86,14 +86,14 @@ impl Sm {
         if let Some(f) = from {
             self.subnet.link(f, (idx, arrival));
         }
-        self.tx.push(Request { path, req: Req::NodeDesc { node: idx } });
+        self.tx.push(Request::sweep(path, Req::NodeDesc { node: idx }));
         if is_switch {
-            self.tx.push(Request { path, req: Req::GetSwitchInfo { node: idx } });
+            self.tx.push(Request::sweep(path, Req::GetSwitchInfo { node: idx }));
             for p in 0..=ni.num_ports {
-                self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: PortNum(p) } });
+                self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: PortNum(p) }));
             }
         } else {
-            self.tx.push(Request { path, req: Req::GetPortInfo { node: idx, port: arrival } });
+            self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
         }
     }
 
@@ -128,7 +128,7 @@ impl Sm {
             && rec.remote.is_none()
             && let Ok(next) = path.push(port.0)
         {
-            self.tx.push(Request { path: next, req: Req::NodeInfo { from: Some((node, port)) } });
+            self.tx.push(Request::sweep(next, Req::NodeInfo { from: Some((node, port)) }));
         }
     }
 
@@ -163,7 +163,7 @@ impl Sm {
         let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
         self.lft_cache.insert(guid, super::HeldLft { top, blocks: vec![None; blocks as usize] });
         for block in 0..blocks {
-            self.tx.push(Request { path, req: Req::GetLft { node, block } });
+            self.tx.push(Request::sweep(path, Req::GetLft { node, block }));
         }
     }
 

@@ -79,7 +79,7 @@ impl Sm {
                     continue;
                 }
                 self.sweep.lft_sent += 1;
-                self.tx.push(Request { path: n.path, req: Req::SetLft { node, block, table: Box::new(want) } });
+                self.tx.push(Request::sweep(n.path, Req::SetLft { node, block, table: Box::new(want) }));
             }
         }
         self.routes = Some((switch_nodes, routes));

@@ -37,7 +37,7 @@ pub use partial::BlockedNode;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
 use requests::Inbound;
-use transactions::{Outcome, PortStep, Req, Request, Transactions};
+use transactions::{Op, Outcome, PortStep, Req, Request, Transactions};
 
 /// Tunables of the core. `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -371,6 +371,7 @@ impl Sm {
     // ---- internals ----
 
     fn dispatch(&mut self, request: &Request, outcome: &Outcome) {
+        debug_assert_eq!(request.op, Op::Sweep, "only sweeps send SMPs so far");
         match &request.req {
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
@@ -405,10 +406,10 @@ impl Sm {
         self.events.push_back(SmEvent::PhaseStarted { phase, at: self.now });
     }
 
-    /// Moves to the next phase whenever the current one has nothing left in flight and no
-    /// compute step is pending.
+    /// Moves to the next phase whenever the sweep has none of its own requests left queued or
+    /// in flight (other operations' SMPs do not hold it back) and no compute step is pending.
     fn advance(&mut self) {
-        while self.tx.is_idle() && self.compute.is_none() {
+        while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
             match self.phase {
                 SweepPhase::Discovering => {
                     self.sweep.blocked = self.carry_over_silent();

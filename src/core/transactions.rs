@@ -7,6 +7,12 @@
 //!
 //! Guarantees: at most `window` requests are in flight; a request is retried after its timeout
 //! or a Busy status until its tries run out, then reported exactly once as failed.
+//!
+//! Books per operation: every request belongs to an [`Op`] (a sweep, and the work that runs
+//! beside sweeps as later parts of the SM add it: a standby's SMInfo polls, key and table
+//! updates, trap follow-ups). All operations share one window, but each keeps its own count of
+//! requests queued or in flight, so a sweep's phase advances when *its* requests are done,
+//! whatever else is in flight ([`Transactions::is_idle_for`]).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -78,6 +84,29 @@ impl Req {
     }
 }
 
+/// The operation a request belongs to: its own book of outstanding requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Op {
+    /// The running sweep (discovery, configuration, LFTs, port states).
+    Sweep,
+    /// Stands for work beside a sweep in the tests of this layer (the standby's polls and key
+    /// updates take their own variants as they land).
+    #[cfg(test)]
+    Aside,
+}
+
+impl Op {
+    const COUNT: usize = if cfg!(test) { 2 } else { 1 };
+
+    fn index(self) -> usize {
+        match self {
+            Op::Sweep => 0,
+            #[cfg(test)]
+            Op::Aside => 1,
+        }
+    }
+}
+
 /// A request with its directed route.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {
@@ -85,6 +114,15 @@ pub(crate) struct Request {
     pub path: DrPath,
     /// What it asks and why.
     pub req: Req,
+    /// The operation whose book it is counted in.
+    pub op: Op,
+}
+
+impl Request {
+    /// A request of the running sweep.
+    pub fn sweep(path: DrPath, req: Req) -> Request {
+        Request { path, req, op: Op::Sweep }
+    }
 }
 
 /// How a request ended.
@@ -117,6 +155,8 @@ pub(crate) struct Counters {
 pub(crate) struct Transactions {
     queue: VecDeque<(Request, u32)>,
     in_flight: HashMap<u32, InFlight>,
+    /// Requests queued or in flight, per operation.
+    outstanding: [usize; Op::COUNT],
     next_tid: u32,
     window: usize,
     timeout_ns: u64,
@@ -129,6 +169,7 @@ impl Transactions {
         Transactions {
             queue: VecDeque::new(),
             in_flight: HashMap::new(),
+            outstanding: [0; Op::COUNT],
             next_tid: 1,
             window: window.max(1),
             timeout_ns: timeout_ns.max(1),
@@ -139,12 +180,25 @@ impl Transactions {
 
     /// Queues a request (sent in FIFO order as the window allows).
     pub fn push(&mut self, request: Request) {
+        self.outstanding[request.op.index()] += 1;
         self.queue.push_back((request, self.retries));
     }
 
-    /// Nothing queued and nothing in flight.
+    /// Nothing queued and nothing in flight, of any operation.
+    #[cfg(test)]
     pub fn is_idle(&self) -> bool {
         self.queue.is_empty() && self.in_flight.is_empty()
+    }
+
+    /// Nothing of `op` queued or in flight.
+    pub fn is_idle_for(&self, op: Op) -> bool {
+        self.outstanding[op.index()] == 0
+    }
+
+    /// Closes `request`'s entry in its operation's book.
+    fn settle(&mut self, request: &Request) {
+        let n = &mut self.outstanding[request.op.index()];
+        *n = n.saturating_sub(1);
     }
 
     /// The next SMP to send, if the window has room.
@@ -189,6 +243,7 @@ impl Transactions {
         if smp.status != status::OK {
             self.counters.failed += 1;
         }
+        self.settle(&f.request);
         Some((f.request, Outcome::Reply { status: smp.status, data: smp.data }))
     }
 
@@ -204,6 +259,7 @@ impl Transactions {
                 self.queue.push_front((f.request, f.tries_left - 1));
             } else {
                 self.counters.failed += 1;
+                self.settle(&f.request);
                 failed.push((f.request, Outcome::Timeout));
             }
         }
@@ -233,7 +289,7 @@ mod tests {
     use super::*;
 
     fn node_info(path: &[u8]) -> Request {
-        Request { path: DrPath::new(path).unwrap(), req: Req::NodeInfo { from: None } }
+        Request::sweep(DrPath::new(path).unwrap(), Req::NodeInfo { from: None })
     }
 
     /// The GetResp a node would send for `t`, with `status`.
@@ -308,5 +364,31 @@ mod tests {
         assert!(tx.on_response(&wrong_tid).is_none());
         assert!(!tx.is_idle());
         assert!(tx.on_response(&answer(&t, 0)).is_some());
+    }
+
+    #[test]
+    fn each_operation_keeps_its_own_book() {
+        let mut tx = Transactions::new(2, 100, 1);
+        let aside = Request { op: Op::Aside, ..node_info(&[9]) };
+        tx.push(aside.clone());
+        tx.push(node_info(&[1]));
+        tx.push(node_info(&[2]));
+        assert!(!tx.is_idle_for(Op::Sweep) && !tx.is_idle_for(Op::Aside));
+        let a = tx.poll_transmit(0).unwrap();
+        let s1 = tx.poll_transmit(0).unwrap();
+        assert!(tx.poll_transmit(0).is_none(), "one window for all operations");
+        tx.on_response(&answer(&s1, 0)).unwrap();
+        let s2 = tx.poll_transmit(0).unwrap();
+        tx.on_response(&answer(&s2, 0)).unwrap();
+        assert!(tx.is_idle_for(Op::Sweep), "the sweep's requests are done while another op's is in flight");
+        assert!(!tx.is_idle_for(Op::Aside) && !tx.is_idle());
+        // A timeout retries without closing the book; the final failure closes it.
+        assert!(tx.on_timeout(100).is_empty());
+        assert!(!tx.is_idle_for(Op::Aside));
+        let retry = tx.poll_transmit(100).unwrap();
+        assert_eq!(SmpRepr::parse(&retry.bytes).unwrap().attr_id, SmpRepr::parse(&a.bytes).unwrap().attr_id);
+        let failed = tx.on_timeout(200);
+        assert_eq!(failed, vec![(aside, Outcome::Timeout)]);
+        assert!(tx.is_idle_for(Op::Aside) && tx.is_idle());
     }
 }
