@@ -7,11 +7,16 @@
 //! [`fabric_view`] is the one builder of the routing input, below the core and the commands: the
 //! core and the offline planner in [`routes`] both describe a fabric to it. Fabric descriptions
 //! (`.net` files, generators) come from the `ibsm-topology` crate, not from the simulator.
+//!
+//! [`sa`] answers Subnet Administration queries from an immutable snapshot of the last sweep;
+//! it sits beside the fabric view, below the core, which builds the snapshot and decides when
+//! the SA may answer.
 
 pub mod config;
 pub mod control;
 pub mod core;
 pub mod fabric_view;
 pub mod routes;
+pub mod sa;
 pub mod state;
 pub mod transport;

@@ -146,11 +146,12 @@ fn sm_info_poll_in_the_middle_of_a_sweep_is_answered_and_changes_no_phase() {
 }
 
 #[test]
-fn sa_requests_and_unknown_smps_get_0x000c_from_the_core_and_traps_start_a_sweep() {
+fn unserved_sa_requests_and_unknown_smps_get_0x000c_from_the_core_and_traps_start_a_sweep() {
     let mut s = setup();
     let first = s.sweep();
     assert!(first.complete);
-    // An SA GetTable(NodeRecord), LID-routed to the SM's LID on QP1, as saquery sends it.
+    // An SA GetTable of an attribute the SA does not serve (MCMemberRecord, until multicast
+    // lands), LID-routed to the SM's LID on QP1, as saquery sends it.
     let mut sa = [0u8; MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut sa[..]);
@@ -159,7 +160,7 @@ fn sa_requests_and_unknown_smps_get_0x000c_from_the_core_and_traps_start_a_sweep
         m.set_class_version(2);
         m.set_method(Method::GetTable);
         m.set_tid(0x1234);
-        m.set_attr_id(ids::sa_attr::NODE_RECORD);
+        m.set_attr_id(ids::sa_attr::MC_MEMBER_RECORD);
     }
     s.drv.fabric.send(s.probe, &sa, Dest { dlid: first.sm_lid, qpn: 1 });
     let r = s.until_probe_hears(|_, _| {}).expect("SA answer");

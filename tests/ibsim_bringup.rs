@@ -13,7 +13,7 @@
 //!
 //! The same with the SM on a switch's management port (port 0). More tests: a restart with the same state directory keeps every LID even when the SM sits
 //! elsewhere (with a control run that shows the LIDs would differ without it), and an SM
-//! running without `--once` answers SA queries with "not supported", stops cleanly on SIGTERM
+//! running without `--once` answers SA queries (and "not supported" for what it does not serve), stops cleanly on SIGTERM
 //! and clears IsSM on its port; a bad `--ca`, and a machine without umad devices, give a reason
 //! and exit status 1. Every process is killed in `Drop` (the harness's and
 //! [`support::ibsim::Client`]'s). Skipped with `IBSM_SKIP_IBSIM=1`.
@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_topology::{GenSpec, NodeKind, Topology};
-use support::ibsim::{Ibsim, IbsimConfig, ToolOutput, dump_fields, require_ibsim};
+use support::ibsim::{Ibsim, IbsimConfig, ToolOutput, dump_fields, require_ibsim, saquery_records};
 
 /// PortInfo.CapabilityMask.IsSM.
 const CAP_IS_SM: u32 = 0x2;
@@ -347,7 +347,7 @@ fn cap_mask(sim: &Ibsim, host: &str, lid: u16, port: u8) -> u32 {
 }
 
 #[test]
-fn running_sm_answers_sa_with_unsupported_and_stops_on_sigterm() {
+fn running_sm_answers_sa_and_stops_on_sigterm() {
     if !require_ibsim() {
         return;
     }
@@ -367,11 +367,17 @@ fn running_sm_answers_sa_with_unsupported_and_stops_on_sigterm() {
     let sm_lid = found.ca_ports[&(cas[0].1, cas[0].2)];
     assert_ne!(cap_mask(&sim, &other, sm_lid, cas[0].2) & CAP_IS_SM, 0, "IsSM while the SM runs");
 
-    // saquery reaches the SM (MasterSMLID is set) and gets a clean "not supported" from the core.
-    let out = sim.run_at(Some(&other), "saquery", &["NR"]).unwrap();
+    // saquery reaches the SM (MasterSMLID is set): the SA answers what it serves (the SM's own
+    // NodeRecord here; tests/ibsim_sa.rs checks the SA against OpenSM) and gives a clean "not
+    // supported" for what it does not serve yet.
+    let out = sim.run_at(Some(&other), "saquery", &["NR", &sm_lid.to_string()]).unwrap();
+    assert!(out.success(), "{}", out.describe());
+    let records = saquery_records(&out.stdout);
+    let port_guid = records.first().and_then(|r| r.get("port_guid").cloned());
+    assert_eq!(port_guid, Some(format!("0x{:016x}", cas[0].1 + u64::from(cas[0].2))), "{}", out.describe());
+    let out = sim.run_at(Some(&other), "saquery", &["-g"]).unwrap();
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("0x000c") || text.contains("not supported"), "{}", out.describe());
-    eprintln!("saquery NR: {}", text.trim());
 
     // sminfo from another HCA sees the master: our port GUID, state 3, a rising activity count.
     let sm_port_guid = cas[0].1 + u64::from(cas[0].2);

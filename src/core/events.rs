@@ -159,4 +159,10 @@ pub struct RequestCounters {
     pub sm_info_answered: u64,
     /// MADs dropped because their header could not be read.
     pub malformed: u64,
+    /// SA requests answered (any status).
+    pub sa_answered: u64,
+    /// SA requests left unanswered because no sweep had completed as master yet.
+    pub sa_not_ready: u64,
+    /// SA GetTable answers that had to leave matching records out (single-MAD transports).
+    pub sa_truncated: u64,
 }

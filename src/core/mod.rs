@@ -20,10 +20,12 @@ pub mod lft;
 pub mod lids;
 mod partial;
 mod requests;
+mod snapshot;
 pub mod state;
 mod transactions;
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::smp::SmpRepr;
@@ -176,6 +178,10 @@ pub struct Sm {
     last_subnet: Option<Subnet>,
     /// Linked ports whose NodeInfo probe got no answer in this sweep.
     unanswered: Vec<(NodeIdx, ibsm_mad::PortNum)>,
+    /// What the SA answers from: the fabric as the last completed sweep left it.
+    snapshot: Option<Arc<crate::sa::Snapshot>>,
+    /// How large SA answers may be on this SM's transport.
+    sa_limits: crate::sa::Limits,
 }
 
 impl Sm {
@@ -204,7 +210,15 @@ impl Sm {
             port_guid: Guid(0),
             last_subnet: None,
             unanswered: Vec::new(),
+            snapshot: None,
+            sa_limits: crate::sa::Limits::default(),
         }
+    }
+
+    /// Tells the core how large SA answers may be on its transport (the driver knows whether
+    /// it carries RMPP; the default assumes it does).
+    pub fn set_sa_limits(&mut self, limits: crate::sa::Limits) {
+        self.sa_limits = limits;
     }
 
     // ---- getters ----
@@ -241,6 +255,11 @@ impl Sm {
     /// Requests received so far, by kind.
     pub fn request_counters(&self) -> RequestCounters {
         self.counters
+    }
+    /// The SA's snapshot of the fabric as the last completed sweep left it (`None` before the
+    /// first). Cheap to clone and immutable: readers never wait for a sweep.
+    pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
+        self.snapshot.clone()
     }
     /// The report of the last completed sweep.
     pub fn last_report(&self) -> Option<&SubnetReport> {
@@ -489,6 +508,7 @@ impl Sm {
             total_ns: self.now.saturating_sub(s.started_at),
         };
         self.state = SmState::Master;
+        self.snapshot = Some(Arc::new(self.build_snapshot()));
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }

@@ -39,6 +39,8 @@ pub(super) enum Inbound {
     GetSmInfo,
     /// A trap (SubnTrap(Notice)).
     Trap,
+    /// A Subnet Administration request (class 0x03).
+    Sa,
     /// A TrapRepress, or a method that has no response (Send): nothing to answer.
     NoAnswer,
     /// A request nobody serves yet: answered with status 0x000c.
@@ -60,6 +62,7 @@ pub(super) fn classify(bytes: &[u8]) -> (Inbound, Option<MadHeader>) {
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Get, attr::SM_INFO) => Inbound::GetSmInfo,
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Trap, _) => Inbound::Trap,
             (MgmtClass::SubnDr, _, _) if DrSmp::new_checked(bytes).is_err() => Inbound::Malformed,
+            (MgmtClass::SubnAdm, m, _) if m.response().is_some() => Inbound::Sa,
             (_, m, _) if m.response().is_none() => Inbound::NoAnswer,
             _ => Inbound::Unsupported,
         }
@@ -112,14 +115,9 @@ impl Sm {
         match kind {
             Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
             Inbound::Trap => self.on_trap(h, bytes, src),
+            Inbound::Sa => self.answer_sa(h, bytes, src),
             Inbound::Unsupported => {
-                self.counters.unsupported += 1;
-                self.events.push_back(SmEvent::RequestUnsupported {
-                    class: h.mgmt_class.raw(),
-                    method: h.method.raw(),
-                    attr_id: h.attr_id,
-                    from: src.slid,
-                });
+                self.note_unsupported(h, src);
                 if let Some(reply) = response_to(bytes, status::BAD_METHOD_ATTR, None) {
                     self.respond(reply, reply_to(h, src));
                 }
@@ -192,6 +190,43 @@ impl Sm {
         }
     }
 
+    /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is
+    /// master with a sweep done, the request gets no answer (clients retry), as the spec has it.
+    fn answer_sa(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        let Some(snap) = self.snapshot.clone().filter(|_| self.state == SmState::Master) else {
+            self.counters.sa_not_ready += 1;
+            return;
+        };
+        let live = crate::sa::Live { sm_info: self.sm_info(false) };
+        match crate::sa::serve(&snap, &live, bytes, src.slid, &self.sa_limits) {
+            Ok(answer) => {
+                self.counters.sa_answered += 1;
+                if answer.truncated {
+                    self.counters.sa_truncated += 1;
+                }
+                if answer.status == status::BAD_METHOD_ATTR {
+                    self.note_unsupported(h, src);
+                }
+                self.respond(answer.bytes, src.reply_address());
+            }
+            Err(crate::sa::Dropped::Malformed) => {
+                self.counters.malformed += 1;
+                self.events.push_back(SmEvent::MalformedMad { from: src.slid, len: bytes.len() });
+            }
+        }
+    }
+
+    /// Counts and reports a request answered with "method/attribute not supported".
+    fn note_unsupported(&mut self, h: &MadHeader, src: &MadSource) {
+        self.counters.unsupported += 1;
+        self.events.push_back(SmEvent::RequestUnsupported {
+            class: h.mgmt_class.raw(),
+            method: h.method.raw(),
+            attr_id: h.attr_id,
+            from: src.slid,
+        });
+    }
+
     /// Queues a response (outside the SMP window: no timeout, no retry).
     pub(super) fn respond(&mut self, bytes: Vec<u8>, to: Address) {
         self.responses.push_back(Transmit { bytes, to, kind: TransmitKind::Response });
@@ -219,9 +254,9 @@ mod tests {
     }
 
     #[test]
-    fn sa_requests_get_0x000c_with_tid_attribute_and_mask_kept() {
+    fn sa_requests_go_to_the_sa_and_a_0x000c_keeps_tid_attribute_and_mask() {
         let req = sa_request(0x12);
-        assert_eq!(classify(&req).0, Inbound::Unsupported);
+        assert_eq!(classify(&req).0, Inbound::Sa, "SA requests go to the SA");
         let r = response_to(&req, status::BAD_METHOD_ATTR, None).unwrap();
         assert_eq!(&r[..4], &[1, 0x03, 2, 0x92]);
         assert_eq!(&r[4..6], &[0x00, 0x0c]);

@@ -54,6 +54,9 @@ impl SimDriver {
         let agent =
             fabric.attach(at.0, at.1).ok_or_else(|| format!("cannot attach the SM at node {} port {}", at.0, at.1))?;
         fabric.set_is_sm(agent, true);
+        let mut sm = sm;
+        // The simulated fabric carries single MADs, as ibsim does.
+        sm.set_sa_limits(crate::sa::Limits::SIM);
         Ok(SimDriver { sm, fabric, agent, at, compute_time: ComputeTime::Virtual })
     }
 

@@ -306,6 +306,12 @@ fn libibumad_header_len() -> Option<usize> {
     Some(f())
 }
 
+/// Whether this process runs under ibsim's umad2sim shim (`ibsim-run`, `LD_PRELOAD`), which
+/// carries single MADs without RMPP.
+pub fn under_umad2sim() -> bool {
+    std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("umad2sim"))
+}
+
 /// Which management classes the SM registers an agent for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AgentClass {

@@ -264,6 +264,11 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             signal(SignalKind::terminate()).map_err(|err| DriverError::Runtime { what: "installing SIGTERM", err })?;
         let once_deadline = self.opts.once.then(|| self.start + self.opts.once_limit);
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
+        // umad2sim carries single MADs only (no RMPP) and copies the last bytes of an answer
+        // from past its buffer: answer GetTable within what it carries intact.
+        if crate::transport::umad::under_umad2sim() {
+            self.sm.set_sa_limits(crate::sa::Limits::UMAD2SIM);
+        }
         self.sm.start_sweep(self.now());
         // `routes` queries that arrived during a sweep, answered when it reports.
         let mut deferred: Vec<Q::Query> = Vec::new();

@@ -153,6 +153,35 @@ pub fn dump_fields(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Parses `saquery`'s record dumps (`NodeRecord dump:` ... with tab-indented `name....value`
+/// or `Name:....value` lines) into one map per record; nested dumps (`PortInfo dump:`) are
+/// folded into their record. A field that repeats keeps its first value.
+pub fn saquery_records(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut out: Vec<std::collections::BTreeMap<String, String>> = Vec::new();
+    for line in text.lines() {
+        if !line.starts_with(char::is_whitespace) {
+            if line.trim_end().ends_with("dump:") || line.starts_with("SA ClassPortInfo") {
+                out.push(std::collections::BTreeMap::new());
+            }
+            continue;
+        }
+        let l = line.trim();
+        let cut = match (l.find(".."), l.find(':')) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => continue,
+        };
+        let name = l[..cut].trim();
+        let value = l[cut..].trim_start_matches(['.', ':']).trim();
+        if let Some(rec) = out.last_mut()
+            && !name.is_empty()
+        {
+            rec.entry(name.to_owned()).or_insert_with(|| value.to_owned());
+        }
+    }
+    out
+}
+
 /// How to start ibsim.
 #[derive(Debug, Clone)]
 pub struct IbsimConfig {

@@ -19,6 +19,7 @@
 #![allow(clippy::doc_markdown)]
 
 mod class_port_info;
+pub mod components;
 mod forwarding_records;
 mod guid_info_record;
 mod inform_info;

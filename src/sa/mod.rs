@@ -1,0 +1,117 @@
+//! Subnet Administration: answers to SA queries (class 0x03) from a snapshot of the fabric.
+//!
+//! Owns: the dispatch of an SA request on (method, attribute) to one handler per attribute,
+//! each in its own file; ComponentMask selection and the spec's statuses ([`answer`]); the
+//! snapshot the answers come from ([`snapshot`]). [`serve`] is a pure function from a request's
+//! bytes and a snapshot to the response bytes: it does no I/O, keeps no state and never panics
+//! on what a client sends. The core decides whether the SA answers at all (only as master,
+//! once a sweep is done) and where the answer goes.
+//!
+//! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
+//! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
+//! GetTable). Everything else gets status 0x000c (method/attribute not supported).
+
+pub mod answer;
+mod class_port_info;
+mod forwarding;
+mod link_record;
+mod node_record;
+mod path_record;
+mod port_info_record;
+pub mod snapshot;
+mod sm_info_record;
+mod switch_info_record;
+
+use ibsm_mad::attrs::SmInfo;
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::{sa_attr, status};
+use ibsm_mad::sa::{SA_DATA_LEN, SA_HEADER_LEN, SaHeader};
+use ibsm_mad::{Lid, MAD_LEN};
+
+pub use answer::Answer;
+pub use snapshot::Snapshot;
+
+/// How large an answer may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `Some(n)`: the transport carries single MADs only (ibsim's umad2sim, the in-process
+    /// simulator), and only its first `n` bytes intact; a GetTable answer keeps the records
+    /// that end within them. `None`: answers go out as one RMPP payload of any length.
+    pub single_mad_bytes: Option<usize>,
+    /// Most bytes of records in one RMPP answer (default 16 MiB); more are cut and counted.
+    pub max_payload: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { single_mad_bytes: None, max_payload: 16 << 20 }
+    }
+}
+
+impl Limits {
+    /// Bytes umad2sim copies intact from an answer (it over-reads its 256-byte buffer by the
+    /// size of its own header, so the last 32 bytes of a libibumad client's MAD are garbage).
+    pub const UMAD2SIM: Limits = Limits { single_mad_bytes: Some(224), max_payload: 16 << 20 };
+    /// The in-process simulator: single 256-byte MADs, all intact.
+    pub const SIM: Limits = Limits { single_mad_bytes: Some(MAD_LEN), max_payload: 16 << 20 };
+
+    /// Most records of `stride` bytes one GetTable answer carries.
+    pub fn max_records(&self, stride: usize) -> usize {
+        let bytes = match self.single_mad_bytes {
+            Some(n) => n.min(MAD_LEN).saturating_sub(SA_HEADER_LEN),
+            None => self.max_payload,
+        };
+        bytes / stride.max(1)
+    }
+}
+
+/// One SA request, parsed.
+#[derive(Debug)]
+pub struct Query<'a> {
+    /// The SA header.
+    pub header: SaHeader,
+    /// The record template: the request's data area (200 bytes).
+    pub template: &'a [u8],
+    /// LID of the requesting port.
+    pub requester: Lid,
+}
+
+/// What the SA answers with besides the snapshot: the SM's live SMInfo (its ActCount moves).
+#[derive(Debug, Clone, Copy)]
+pub struct Live {
+    /// The SM's SMInfo (SM_Key zero unless the requester proved it).
+    pub sm_info: SmInfo,
+}
+
+/// Why a request got no answer at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// Not an SA request we can answer: short, wrong class version, or a response.
+    Malformed,
+}
+
+/// Answers the SA request in `bytes` from `requester` with `snap`.
+pub fn serve(snap: &Snapshot, live: &Live, bytes: &[u8], requester: Lid, limits: &Limits) -> Result<Answer, Dropped> {
+    if bytes.len() < MAD_LEN {
+        return Err(Dropped::Malformed);
+    }
+    let header = SaHeader::from_bytes(bytes).map_err(|_| Dropped::Malformed)?;
+    if header.method.is_response() {
+        return Err(Dropped::Malformed);
+    }
+    let template = bytes.get(SA_HEADER_LEN..SA_HEADER_LEN + SA_DATA_LEN).ok_or(Dropped::Malformed)?;
+    let q = Query { header, template, requester };
+    let h = &q.header;
+    let answer = match (h.method, h.attr_id) {
+        (Method::Get, sa_attr::CLASS_PORT_INFO) => class_port_info::get(&q),
+        (Method::Get | Method::GetTable, sa_attr::NODE_RECORD) => node_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::PORT_INFO_RECORD) => port_info_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::SWITCH_INFO_RECORD) => switch_info_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::LINK_RECORD) => link_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::LFT_RECORD) => forwarding::lft_query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
+        _ => Answer::error(h, status::BAD_METHOD_ATTR),
+    };
+    Ok(answer)
+}

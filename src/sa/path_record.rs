@@ -1,0 +1,212 @@
+//! PathRecord (Get, GetTable): the path between two end ports as the forwarding tables route
+//! it.
+//!
+//! Source and destination are named by GID or LID (or left open in a GetTable: every end
+//! port). MTU and rate are the minimum along the path the switches' LFTs actually take, not the
+//! shortest one. PacketLifeTime is the switches' LifeTimeValue plus log2 of the switches
+//! crossed, rounded up (OpenSM reports its configured value for every path, however long);
+//! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
+//! ways), on SL 0 and in the default partition: P_Key 0xFFFF unless the request names another
+//! form of the default P_Key; a request for any other P_Key gets no records until partitions
+//! are in force. With LMC > 0, GetTable returns every source LID × destination LID pair (at most
+//! NumbPath per port pair when NumbPath is given). Requested FlowLabel, HopLimit, TClass and
+//! ServiceID are echoed.
+//!
+//! Statuses: a DGID and DLID (or SGID and SLID) naming different ports is REQ_INVALID; an
+//! unknown GID is INVALID_GID; a Get that names no source or no destination is
+//! INSUFFICIENT_COMPONENTS.
+
+use ibsm_mad::ids::status;
+use ibsm_mad::records::{Mtu as RecMtu, PathRecord, Selector};
+use ibsm_mad::{Attribute, Gid, Lid, PKey};
+
+use super::answer::Table;
+use super::snapshot::{PortAt, Snapshot, Walk, rate_code};
+use super::{Answer, Limits, Query};
+use ibsm_mad::header::Method;
+
+/// One end of the requested paths: a port, and one of its LIDs or all of them.
+#[derive(Debug, Clone, Copy)]
+struct End {
+    port: PortAt,
+    lid: Option<Lid>,
+}
+
+/// Why an end could not be resolved.
+enum Bad {
+    /// The answer is this status.
+    Status(u16),
+    /// Nothing can match (an unknown LID): no records.
+    Nothing,
+}
+
+/// The end named by `gid` and/or `lid` (each `Some` when its component is in the mask);
+/// `None` when neither is.
+fn resolve(snap: &Snapshot, gid: Option<Gid>, lid: Option<Lid>) -> Result<Option<End>, Bad> {
+    let by_gid = match gid {
+        Some(g) => {
+            if g.prefix != snap.subnet_prefix {
+                return Err(Bad::Status(status::SA_INVALID_GID));
+            }
+            Some(snap.by_guid(g.guid).ok_or(Bad::Status(status::SA_INVALID_GID))?)
+        }
+        None => None,
+    };
+    let by_lid = match lid {
+        Some(l) => Some(snap.by_lid(l).ok_or(Bad::Nothing)?),
+        None => None,
+    };
+    match (by_gid, by_lid) {
+        (Some(a), Some(b)) if a != b => Err(Bad::Status(status::SA_REQ_INVALID)),
+        (Some(p), _) | (None, Some(p)) => Ok(Some(End { port: p, lid })),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Whether `have` satisfies `want` under `sel` (for lifetimes, `Largest` means "smallest",
+/// which any value satisfies as well).
+fn selected(sel: Selector, have: u32, want: u32) -> bool {
+    match sel {
+        Selector::GreaterThan => have > want,
+        Selector::LessThan => have < want,
+        Selector::Exactly => have == want,
+        Selector::Largest => true,
+    }
+}
+
+/// PacketLifeTime for a walk: `base` plus log2 of the switches crossed, rounded up.
+fn life_time(base: u8, w: &Walk) -> u8 {
+    if w.switches == 0 {
+        return 0;
+    }
+    let extra = u32::BITS - (w.switches - 1).leading_zeros();
+    (u32::from(base) + extra).min(63) as u8
+}
+
+/// Get/GetTable(PathRecord).
+pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+    let header = &q.header;
+    let Ok(req) = PathRecord::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
+    let mask = header.comp_mask;
+    let has = |c: u64| mask & c != 0;
+    let src = resolve(snap, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
+    let dst = resolve(snap, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
+    let mut table = Table::new::<PathRecord>(q, limits);
+    let (src, dst) = match (src, dst) {
+        (Err(Bad::Status(st)), _) | (_, Err(Bad::Status(st))) => return Answer::error(header, st),
+        (Err(Bad::Nothing), _) | (_, Err(Bad::Nothing)) => return table.answer(q, limits),
+        (Ok(from), Ok(to)) => (from, to),
+    };
+    if header.method == Method::Get && (src.is_none() || dst.is_none()) {
+        return Answer::error(header, status::SA_INSUFFICIENT_COMPONENTS);
+    }
+    // Only the default partition exists until partitions are in force, and only SL 0.
+    let other_partition = has(PathRecord::COMP_PKEY) && req.pkey.0 & 0x7fff != 0x7fff;
+    if other_partition || (has(PathRecord::COMP_SL) && req.sl != 0) {
+        return table.answer(q, limits);
+    }
+    let template = template(&req, mask);
+    let per_pair = if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 { usize::from(req.numb_path) } else { usize::MAX };
+    let (src_port, dst_port) = (src.map(|e| e.port), dst.map(|e| e.port));
+    let all: Vec<PortAt> =
+        if src_port.is_none() || dst_port.is_none() { snap.end_ports().collect() } else { Vec::new() };
+    let sources = src_port.as_ref().map_or(all.as_slice(), std::slice::from_ref);
+    let dests = dst_port.as_ref().map_or(all.as_slice(), std::slice::from_ref);
+    'pairs: for &sp in sources {
+        let slids: Vec<Lid> = src.and_then(|e| e.lid).map_or_else(|| snap.lids_of(sp).collect(), |l| vec![l]);
+        for &dp in dests {
+            let dlids: Vec<Lid> = dst.and_then(|e| e.lid).map_or_else(|| snap.lids_of(dp).collect(), |l| vec![l]);
+            let mut found = 0;
+            for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
+                if found >= per_pair {
+                    break;
+                }
+                let Some(walk) = snap.walk(sp, dlid) else { continue };
+                let Some(rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                if !wanted(&req, mask, &rec) {
+                    continue;
+                }
+                if !table.push(&rec) {
+                    break 'pairs;
+                }
+                found += 1;
+            }
+        }
+    }
+    table.answer(q, limits)
+}
+
+/// The fields every answer to `req` shares: the echoed ones and the fixed ones.
+fn template(req: &PathRecord, mask: u64) -> PathRecord {
+    let has = |c: u64| mask & c != 0;
+    PathRecord {
+        service_id: if has(PathRecord::COMP_SERVICE_ID) { req.service_id } else { 0 },
+        flow_label: if has(PathRecord::COMP_FLOW_LABEL) { req.flow_label } else { 0 },
+        hop_limit: if has(PathRecord::COMP_HOP_LIMIT) { req.hop_limit } else { 0 },
+        tclass: if has(PathRecord::COMP_TCLASS) { req.tclass } else { 0 },
+        reversible: true,
+        pkey: if has(PathRecord::COMP_PKEY) { req.pkey } else { PKey(0xffff) },
+        mtu_selector: Selector::Exactly,
+        rate_selector: Selector::Exactly,
+        packet_life_time_selector: Selector::Exactly,
+        ..PathRecord::default()
+    }
+}
+
+/// The record for the path `src` → `dst` (each a port and the LID used) found by `w`.
+fn record(snap: &Snapshot, template: &PathRecord, src: (PortAt, Lid), dst: (PortAt, Lid), w: &Walk) -> Option<PathRecord> {
+    let sguid = snap.port(src.0)?.guid;
+    let dguid = snap.port(dst.0)?.guid;
+    Some(PathRecord {
+        sgid: Gid { prefix: snap.subnet_prefix, guid: sguid },
+        dgid: Gid { prefix: snap.subnet_prefix, guid: dguid },
+        slid: src.1,
+        dlid: dst.1,
+        mtu: RecMtu::from_raw(w.mtu.raw()),
+        rate: rate_code(w.rate_mbps),
+        packet_life_time: life_time(snap.packet_life, w),
+        ..*template
+    })
+}
+
+/// Whether `rec` meets the request's MTU, rate and lifetime selectors.
+fn wanted(req: &PathRecord, mask: u64, rec: &PathRecord) -> bool {
+    let has = |c: u64| mask & c != 0;
+    if has(PathRecord::COMP_MTU) && has(PathRecord::COMP_MTU_SELECTOR) {
+        let (have, want) = (rec.mtu.raw(), req.mtu.raw());
+        if !selected(req.mtu_selector, u32::from(have), u32::from(want)) {
+            return false;
+        }
+    }
+    if has(PathRecord::COMP_RATE) && has(PathRecord::COMP_RATE_SELECTOR) {
+        let have = rec.rate.mbps().unwrap_or(0);
+        let want = req.rate.mbps().unwrap_or(0);
+        if !selected(req.rate_selector, have, want) {
+            return false;
+        }
+    }
+    if has(PathRecord::COMP_PACKET_LIFE_TIME) && has(PathRecord::COMP_PACKET_LIFE_TIME_SELECTOR) {
+        let sel = req.packet_life_time_selector;
+        if !selected(sel, u32::from(rec.packet_life_time), u32::from(req.packet_life_time)) {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn life_time_grows_with_log2_of_the_switches() {
+        let w = |switches| Walk { switches, mtu: ibsm_mad::attrs::Mtu::M2048, rate_mbps: 10_000, dest: (0, 0) };
+        assert_eq!(life_time(18, &w(0)), 0);
+        assert_eq!(life_time(18, &w(1)), 18);
+        assert_eq!(life_time(18, &w(2)), 19);
+        assert_eq!(life_time(18, &w(3)), 20);
+        assert_eq!(life_time(18, &w(4)), 20);
+        assert_eq!(life_time(18, &w(5)), 21);
+        assert_eq!(life_time(62, &w(64)), 63);
+    }
+}

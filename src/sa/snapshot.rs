@@ -1,0 +1,291 @@
+//! The SA's view of the fabric: an immutable snapshot of the last completed sweep, with the
+//! indexes every lookup needs built once.
+//!
+//! Owns: [`Snapshot`] (nodes with the NodeInfo, NodeDescription, SwitchInfo and per-port
+//! PortInfo the SM last read or wrote, cables, LIDs, the forwarding tables the switches hold),
+//! the LID and port-GUID indexes, and the walk of a LID-routed path through the forwarding
+//! tables ([`Snapshot::walk`]). Built by the core when a sweep completes and shared behind an
+//! `Arc`, so a query never waits for a sweep and never sees half of one. Knows nothing of MADs.
+
+use std::collections::HashMap;
+
+use ibsm_mad::attrs::{LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeInfo, NodeType, PortInfo, SwitchInfo};
+use ibsm_mad::records::Rate;
+use ibsm_mad::{Guid, Lid, PortNum};
+
+/// A port as `(node index, port number)`.
+pub type PortAt = (u32, u8);
+
+/// One port of a snapshot node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapPort {
+    /// PortInfo as last read or written (None: never read).
+    pub info: Option<PortInfo>,
+    /// Port GUID (a switch's one port GUID on every port; 0 if unknown).
+    pub guid: Guid,
+    /// Base LID of an end port (a switch's on port 0); [`Lid::UNASSIGNED`] otherwise.
+    pub lid: Lid,
+    /// The port at the other end of the cable, when the link is up and both ends are known.
+    pub remote: Option<PortAt>,
+}
+
+/// One node of a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapNode {
+    /// NodeInfo as read (PortGUID and LocalPortNum are those of the port it was read through;
+    /// records give each port its own).
+    pub info: NodeInfo,
+    /// NodeDescription text.
+    pub desc: String,
+    /// SwitchInfo (switches), as last read or written.
+    pub switch_info: Option<SwitchInfo>,
+    /// Ports by number, `0..=NumPorts` (entry 0 of a CA unused).
+    pub ports: Vec<SnapPort>,
+    /// Switches: the egress port for each LID as the switch holds it (0xff: unrouted).
+    pub lft: Vec<u8>,
+}
+
+impl SnapNode {
+    /// Whether the node is a switch.
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::Switch
+    }
+
+    /// The node's end ports: port 0 of a switch, or every CA port with a LID.
+    pub fn end_ports(&self) -> impl Iterator<Item = u8> + '_ {
+        let switch = self.is_switch();
+        self.ports.iter().enumerate().filter_map(move |(i, p)| {
+            let end = if switch { i == 0 } else { i > 0 && p.lid != Lid::UNASSIGNED };
+            end.then(|| u8::try_from(i).ok()).flatten()
+        })
+    }
+
+    /// The NodeInfo a record shows for `port`: PortGUID and LocalPortNum of that port (port 0
+    /// for a switch, whichever port discovery read it through, as OpenSM shows it).
+    pub fn info_for(&self, port: u8) -> NodeInfo {
+        let mut info = self.info;
+        if let Some(p) = self.ports.get(usize::from(port)) {
+            if !self.is_switch() {
+                info.port_guid = p.guid;
+            }
+            info.local_port_num = PortNum(port);
+        }
+        info
+    }
+}
+
+/// The SM's own identity, as SMInfo reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SmPort {
+    /// The SM's port GUID.
+    pub guid: Guid,
+    /// The SM's base LID.
+    pub lid: Lid,
+}
+
+/// An immutable view of the fabric for the SA.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Subnet prefix of every port GID.
+    pub subnet_prefix: u64,
+    /// LMC of every end port.
+    pub lmc: u8,
+    /// Nodes in discovery order.
+    pub nodes: Vec<SnapNode>,
+    /// The SM's own port.
+    pub sm: SmPort,
+    /// The switches' LifeTimeValue: the PacketLifeTime of a path through one switch.
+    pub packet_life: u8,
+    /// For each LID, the end port owning it (index = LID).
+    by_lid: Vec<Option<PortAt>>,
+    /// Port GUID to end port.
+    by_guid: HashMap<Guid, PortAt>,
+}
+
+/// What a walk through the forwarding tables found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walk {
+    /// Switches the packet crosses (0 for a port to itself).
+    pub switches: u32,
+    /// The smallest MTU along the path.
+    pub mtu: Mtu,
+    /// The lowest link rate along the path, Mb/s.
+    pub rate_mbps: u32,
+    /// The destination end port.
+    pub dest: PortAt,
+}
+
+/// The most switches a path may cross before the walk calls it a loop.
+const MAX_HOPS: u32 = 64;
+
+impl Snapshot {
+    /// A snapshot of `nodes`, indexes built. `packet_life` is the switches' LifeTimeValue.
+    pub fn new(subnet_prefix: u64, lmc: u8, packet_life: u8, nodes: Vec<SnapNode>, sm: SmPort) -> Snapshot {
+        let span = 1usize << lmc.min(7);
+        let mut by_lid: Vec<Option<PortAt>> = Vec::new();
+        let mut by_guid = HashMap::new();
+        for (n, node) in nodes.iter().enumerate() {
+            let Ok(n) = u32::try_from(n) else { break };
+            for p in node.end_ports() {
+                let Some(port) = node.ports.get(usize::from(p)) else { continue };
+                by_guid.insert(port.guid, (n, p));
+                let base = usize::from(port.lid.0);
+                if base == 0 {
+                    continue;
+                }
+                let top = (base + span).min(usize::from(u16::MAX));
+                if by_lid.len() < top {
+                    by_lid.resize(top, None);
+                }
+                for slot in &mut by_lid[base..top] {
+                    *slot = Some((n, p));
+                }
+            }
+        }
+        Snapshot { subnet_prefix, lmc, nodes, sm, packet_life, by_lid, by_guid }
+    }
+
+    /// The node at `n`.
+    pub fn node(&self, n: u32) -> Option<&SnapNode> {
+        self.nodes.get(n as usize)
+    }
+
+    /// The port at `at`.
+    pub fn port(&self, at: PortAt) -> Option<&SnapPort> {
+        self.node(at.0)?.ports.get(usize::from(at.1))
+    }
+
+    /// The end port owning `lid` (any LID of its LMC range).
+    pub fn by_lid(&self, lid: Lid) -> Option<PortAt> {
+        self.by_lid.get(usize::from(lid.0)).copied().flatten()
+    }
+
+    /// The end port with port GUID `guid`.
+    pub fn by_guid(&self, guid: Guid) -> Option<PortAt> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    /// The LIDs `at` owns (its LMC range), empty for a port without a LID.
+    pub fn lids_of(&self, at: PortAt) -> impl Iterator<Item = Lid> + use<> {
+        let base = self.port(at).map_or(0, |p| p.lid.0);
+        let span = if base == 0 { 0 } else { 1u32 << self.lmc.min(7) };
+        (0..span).filter_map(move |i| u16::try_from(u32::from(base) + i).ok().map(Lid))
+    }
+
+    /// The end ports in node order (every LID owner once).
+    pub fn end_ports(&self) -> impl Iterator<Item = PortAt> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(n, node)| u32::try_from(n).ok().map(|n| (n, node)))
+            .flat_map(|(n, node)| node.end_ports().map(move |p| (n, p)))
+    }
+
+    /// Follows the forwarding tables from end port `src` to `dlid`: the switches crossed, the
+    /// smallest MTU and lowest rate on the way. `None` when a table has no route, a link is
+    /// missing, or the walk loops.
+    pub fn walk(&self, src: PortAt, dlid: Lid) -> Option<Walk> {
+        let dest = self.by_lid(dlid)?;
+        let src_node = self.node(src.0)?;
+        let src_port = self.port(src)?;
+        let mut mtu = src_port.info.map_or(Mtu::M256, |i| if src_node.is_switch() { i.mtu_cap } else { i.neighbor_mtu });
+        let mut rate = src_port.info.and_then(|i| link_mbps(&i)).unwrap_or(2_500);
+        if dest == src {
+            return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
+        }
+        // The switch the packet is in.
+        let mut at = if src_node.is_switch() {
+            src.0
+        } else {
+            let (s, _) = src_port.remote?;
+            if !self.node(s)?.is_switch() {
+                return None;
+            }
+            s
+        };
+        let mut switches = 1;
+        loop {
+            let sw = self.node(at)?;
+            if (at, 0) == dest {
+                let cap = sw.ports.first().and_then(|p| p.info).map_or(mtu, |i| i.mtu_cap);
+                return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
+            }
+            let out = *sw.lft.get(usize::from(dlid.0))?;
+            if out == 0 || out == 0xff {
+                return None;
+            }
+            let port = sw.ports.get(usize::from(out))?;
+            let info = port.info?;
+            mtu = min_mtu(mtu, info.neighbor_mtu);
+            rate = rate.min(link_mbps(&info).unwrap_or(rate));
+            let (next, in_port) = port.remote?;
+            let node = self.node(next)?;
+            if !node.is_switch() {
+                return ((next, in_port) == dest).then_some(Walk { switches, mtu, rate_mbps: rate, dest });
+            }
+            switches += 1;
+            if switches > MAX_HOPS {
+                return None;
+            }
+            at = next;
+        }
+    }
+}
+
+fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
+    match (a.bytes(), b.bytes()) {
+        (Some(x), Some(y)) if y < x => b,
+        (None, Some(_)) => b,
+        _ => a,
+    }
+}
+
+/// The data rate of a port's link in Mb/s: lanes × lane rate.
+pub fn link_mbps(info: &PortInfo) -> Option<u32> {
+    let lanes = match info.link_width_active {
+        LinkWidth::X1 => 1,
+        LinkWidth::X2 => 2,
+        LinkWidth::X4 => 4,
+        LinkWidth::X8 => 8,
+        LinkWidth::X12 => 12,
+        LinkWidth::Unknown(_) => return None,
+    };
+    let lane = match info.link_speed_ext_active {
+        LinkSpeedExt::Fdr => 14_000,
+        LinkSpeedExt::Edr => 25_000,
+        LinkSpeedExt::Hdr => 50_000,
+        LinkSpeedExt::Ndr => 100_000,
+        LinkSpeedExt::None | LinkSpeedExt::Unknown(_) => match info.link_speed_active {
+            LinkSpeed::Sdr => 2_500,
+            LinkSpeed::Ddr => 5_000,
+            LinkSpeed::Qdr => 10_000,
+            LinkSpeed::None | LinkSpeed::Unknown(_) => return None,
+        },
+    };
+    Some(lanes * lane)
+}
+
+/// The rate code for `mbps`: the fastest defined rate not above it (2.5 Gb/s at least).
+pub fn rate_code(mbps: u32) -> Rate {
+    (2..=22)
+        .map(Rate::from_raw)
+        .filter_map(|r| r.mbps().map(|m| (m, r)))
+        .filter(|&(m, _)| m <= mbps)
+        .max_by_key(|&(m, _)| m)
+        .map_or(Rate::from_raw(2), |(_, r)| r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_map_to_their_codes() {
+        assert_eq!(rate_code(10_000).raw(), 3, "4x SDR");
+        assert_eq!(rate_code(40_000).raw(), 7, "4x QDR");
+        assert_eq!(rate_code(56_000).raw(), 12, "4x FDR");
+        assert_eq!(rate_code(100_000).raw(), 16, "4x EDR");
+        assert_eq!(rate_code(200_000).raw(), 17, "4x HDR");
+        assert_eq!(rate_code(1).raw(), 2, "floor");
+    }
+}

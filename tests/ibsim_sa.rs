@@ -1,0 +1,220 @@
+//! The SA judged against OpenSM on the same fabric, with `saquery` as the client.
+//!
+//! One fabric (`examples/fabrics/fat-tree-2l-k4.net`), two runs on fresh ibsim instances: OpenSM
+//! 3.3.23 as master on the first host, then ibsm on the same host. From the last host `saquery`
+//! asks each SA the same questions: NodeRecord of every LID, PortInfoRecord of every HCA port,
+//! SwitchInfoRecord of every switch, PathRecord (`--src-to-dst`) between every pair of HCAs,
+//! SMInfoRecord and ClassPortInfo. Answers are compared field by field after mapping LIDs to
+//! the port GUIDs they name (both SMs number the fabric their own way).
+//!
+//! Deliberate differences, also stated in the README: PacketLifeTime grows with the switches a
+//! path crosses (OpenSM reports its configured value for every path), ClassPortInfo's
+//! CapabilityMask lists only what ibsm serves, ActCount is each SM's own. Skipped with
+//! `IBSM_SKIP_IBSIM=1` or without ibsim, OpenSM and saquery.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use ibsm_topology::{NodeKind, Topology};
+use support::ibsim::{Ibsim, require_ibsim, require_tools, saquery_records};
+
+type Rec = BTreeMap<String, String>;
+
+/// What one SA answered.
+#[derive(Debug, Default)]
+struct Answers {
+    /// NodeRecord by port GUID.
+    nr: BTreeMap<String, Rec>,
+    /// LID to port GUID, from the NodeRecords.
+    guid_of: BTreeMap<u16, String>,
+    /// PortInfoRecord by port GUID (HCA ports).
+    pir: BTreeMap<String, Rec>,
+    /// SwitchInfoRecord by port GUID.
+    swir: BTreeMap<String, Rec>,
+    /// PathRecord by (source, destination) port GUID.
+    pr: BTreeMap<(String, String), Rec>,
+    smir: Rec,
+    cpi: Rec,
+}
+
+fn saquery(sim: &Ibsim, client: &str, args: &[&str]) -> Vec<Rec> {
+    let out = sim.run_at(Some(client), "saquery", args).expect("saquery runs");
+    assert!(out.success(), "{}", out.describe());
+    saquery_records(&out.stdout)
+}
+
+fn one(sim: &Ibsim, client: &str, args: &[&str]) -> Rec {
+    let mut r = saquery(sim, client, args);
+    assert_eq!(r.len(), 1, "saquery {args:?}: {r:?}");
+    r.remove(0)
+}
+
+/// Asks the SA of the running SM everything this test compares.
+fn collect(sim: &Ibsim, client: &str, topo: &Topology) -> Answers {
+    let end_ports = topo
+        .nodes
+        .iter()
+        .map(|n| if n.kind == NodeKind::Switch { 1 } else { (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count() })
+        .sum::<usize>();
+    let mut a = Answers::default();
+    for lid in 1..=u16::try_from(end_ports + 8).unwrap() {
+        let recs = saquery(sim, client, &["NR", &lid.to_string()]);
+        assert!(recs.len() <= 1, "NR {lid}: {recs:?}");
+        if let Some(r) = recs.into_iter().next() {
+            let guid = r["port_guid"].clone();
+            a.guid_of.insert(lid, guid.clone());
+            a.nr.insert(guid, r);
+        }
+    }
+    assert_eq!(a.nr.len(), end_ports, "every end port has a NodeRecord: {:?}", a.guid_of);
+    let mut cas = Vec::new();
+    for (&lid, guid) in &a.guid_of {
+        if a.nr[guid]["node_type"] == "Switch" {
+            a.swir.insert(guid.clone(), one(sim, client, &["SWIR", &lid.to_string()]));
+        } else {
+            a.pir.insert(guid.clone(), one(sim, client, &["PIR", &lid.to_string()]));
+            cas.push((lid, guid.clone()));
+        }
+    }
+    for (sl, sg) in &cas {
+        for (dl, dg) in &cas {
+            let r = one(sim, client, &["PR", "--src-to-dst", &format!("{sl}:{dl}")]);
+            a.pr.insert((sg.clone(), dg.clone()), r);
+        }
+    }
+    a.smir = one(sim, client, &["SMIR"]);
+    a.cpi = one(sim, client, &["-c"]);
+    a
+}
+
+/// The GUID a LID field names in `a`.
+fn guid(a: &Answers, lid: &str) -> String {
+    lid.parse::<u16>().ok().and_then(|l| a.guid_of.get(&l).cloned()).unwrap_or_else(|| format!("LID {lid}?"))
+}
+
+fn same(what: &str, fields: &[&str], ours: &Rec, theirs: &Rec) {
+    for f in fields {
+        assert_eq!(ours.get(*f), theirs.get(*f), "{what}: field {f}\n ibsm:   {ours:?}\n OpenSM: {theirs:?}");
+    }
+}
+
+fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !done() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
+    if !require_ibsim() || !require_tools(&["opensm", "saquery"]) {
+        return;
+    }
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let (sm_host, client) = (hosts[0], hosts[hosts.len() - 1]);
+
+    // OpenSM, with its own cache and dump directories (a guid2lid from other runs would change
+    // its numbering).
+    let theirs = {
+        let sim = Ibsim::start(&net).expect("ibsim");
+        let dir = sim.dir().join("opensm");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("opensm.log");
+        let mut osm = sim
+            .command(Some(sm_host), "opensm")
+            .args(["-f", &log.to_string_lossy()])
+            .env("OSM_CACHE_DIR", &dir)
+            .env("OSM_TMP_DIR", &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("opensm starts");
+        // OpenSM buffers its log; the subnet list it writes when a sweep is done shows every
+        // link end ACT once the subnet is up.
+        let link_ends: usize =
+            topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
+        let lst = dir.join("opensm-subnet.lst");
+        wait_for("OpenSM's subnet up (every link end ACT in opensm-subnet.lst)", Duration::from_secs(60), || {
+            std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
+        });
+        let answers = collect(&sim, client, &topo);
+        let _ = osm.kill();
+        let _ = osm.wait();
+        answers
+    };
+    let ours = {
+        let mut sim = Ibsim::start(&net).expect("ibsim");
+        let sm = sim.spawn_at(Some(sm_host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
+        wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
+        collect(&sim, client, &topo)
+    };
+
+    eprintln!(
+        "compared with OpenSM: {} NodeRecords, {} PortInfoRecords, {} SwitchInfoRecords, {} PathRecords, SMInfoRecord, ClassPortInfo",
+        ours.nr.len(),
+        ours.pir.len(),
+        ours.swir.len(),
+        ours.pr.len()
+    );
+    // NodeRecords: the same ports with the same NodeInfo and NodeDescription.
+    assert_eq!(ours.nr.keys().collect::<Vec<_>>(), theirs.nr.keys().collect::<Vec<_>>());
+    let nr_fields = [
+        "base_version", "class_version", "node_type", "num_ports", "sys_guid", "node_guid", "port_guid",
+        "partition_cap", "device_id", "revision", "port_num", "vendor_id", "NodeDescription",
+    ];
+    for (g, r) in &ours.nr {
+        same(&format!("NodeRecord of {g}"), &nr_fields, r, &theirs.nr[g]);
+    }
+    // PortInfoRecords of the HCA ports: the state both SMs left them in.
+    let pir_fields = [
+        "PortNum", "GidPrefix", "CapMask", "LocalPort", "LinkWidthEnabled", "LinkWidthActive", "LinkSpeedActive",
+        "LinkState", "PhysLinkState", "LMC", "NeighborMTU", "MtuCap", "VLCap", "OperVLs", "GuidCap",
+    ];
+    for (g, r) in &ours.pir {
+        let t = &theirs.pir[g];
+        same(&format!("PortInfoRecord of {g}"), &pir_fields, r, t);
+        assert_eq!(guid(&ours, &r["EndPortLid"]), *g);
+        assert_eq!(guid(&theirs, &t["EndPortLid"]), *g);
+        assert_eq!(guid(&ours, &r["SMLid"]), guid(&theirs, &t["SMLid"]), "MasterSMLID names the same port");
+    }
+    // SwitchInfoRecords.
+    let swir_fields = [
+        "LinearFDBCap", "RandomFDBCap", "MulticastFDBCap", "LinearFDBTop", "DefaultPort",
+        "LifeTimeValue/PortStateChange/OpSL2VL", "LIDsPerPort", "PartitionEnforcementCap", "flags",
+    ];
+    assert_eq!(ours.swir.len(), theirs.swir.len());
+    for (g, r) in &ours.swir {
+        same(&format!("SwitchInfoRecord of {g}"), &swir_fields, r, &theirs.swir[g]);
+    }
+    // PathRecords between every pair of HCAs.
+    let pr_fields = [
+        "service_id", "dgid", "sgid", "hop_flow_raw", "tclass", "num_path_revers", "pkey", "qos_class", "sl", "mtu",
+        "rate", "preference",
+    ];
+    assert_eq!(ours.pr.len(), hosts.len() * hosts.len());
+    for ((s, d), r) in &ours.pr {
+        let t = &theirs.pr[&(s.clone(), d.clone())];
+        same(&format!("PathRecord {s} -> {d}"), &pr_fields, r, t);
+        assert_eq!((guid(&ours, &r["slid"]), guid(&ours, &r["dlid"])), (s.clone(), d.clone()));
+        // Same selector (exactly); ibsm's lifetime is never shorter than OpenSM's constant.
+        let life = |v: &str| u8::from_str_radix(v.trim_start_matches("0x"), 16).expect("pkt_life");
+        let (ol, tl) = (life(&r["pkt_life"]), life(&t["pkt_life"]));
+        assert_eq!(ol & 0xc0, tl & 0xc0, "{s} -> {d}: lifetime selector");
+        assert!(ol & 0x3f >= tl & 0x3f, "{s} -> {d}: lifetime {ol:#x} vs OpenSM {tl:#x}");
+    }
+    // SMInfoRecord: the same SM port, master, priority 0.
+    same("SMInfoRecord", &["GUID", "SM_Key", "Priority", "SMState"], &ours.smir, &theirs.smir);
+    assert_eq!(ours.smir["SMState"], "3");
+    assert_ne!(ours.smir["ActCount"], "0");
+    // ClassPortInfo: versions, response time and where to send (QP1, the GSI Q_Key).
+    let cpi_fields =
+        ["Base version", "Class version", "Response time value", "Redirect LID", "Redirect QP", "Redirect QKey", "Trap QKey"];
+    same("ClassPortInfo", &cpi_fields, &ours.cpi, &theirs.cpi);
+}

@@ -1,0 +1,507 @@
+//! The SA end to end on the simulated fabric.
+//!
+//! The SM sweeps a generated or example fabric; then queries go to [`ibsm::sa::serve`] with
+//! the snapshot the core built (RMPP limits, so a GetTable carries every record) and, for the
+//! wiring, through the fabric from a probe port as `saquery` would send them (single MADs, as
+//! the simulator and ibsim carry). Expected answers come from the topology and from forwarding
+//! tables read back from the simulated switches with directed-route SMPs, not from the SM.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::Path;
+
+use ibsm::core::{Guid2Lid, Sm, SmConfig};
+use ibsm::sa::{self, Answer, Limits, Live, Snapshot};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::{LinearForwardingTable, NodeType, PortState, SmState};
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::status;
+use ibsm_mad::records::{
+    LftRecord, LinkRecord, NodeRecord, PathRecord, PortInfoRecord, Selector, SmInfoRecord, SwitchInfoRecord, stride,
+};
+use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{Attribute, DrPath, Gid, Guid, Lid, MAD_LEN, PKey, ids};
+use ibsm_sim::fabric::{Dest, SimTime};
+use ibsm_topology::{GenSpec, NodeKind, Topology};
+
+const LIMIT: u64 = 600_000_000_000;
+const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// A swept fabric and the SA's snapshot of it.
+struct Swept {
+    topo: Topology,
+    drv: SimDriver,
+    snap: std::sync::Arc<Snapshot>,
+}
+
+fn sweep(topo: Topology, lmc: u8) -> Swept {
+    let cfg = SmConfig { lmc, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 11, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("sweep report");
+    assert!(report.complete, "{report:?}");
+    let snap = drv.sm.snapshot().expect("a snapshot after the sweep");
+    Swept { topo, drv, snap }
+}
+
+fn example(name: &str) -> Topology {
+    Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics").join(name)).expect("example")
+}
+
+/// Records of an answer, split at the stride of `A`.
+fn records<A: Attribute>(a: &Answer) -> Vec<A> {
+    let data = a.bytes.get(SA_HEADER_LEN..).unwrap_or(&[]);
+    let s = stride::<A>();
+    data.chunks(s).take(a.records).map(|c| A::parse(c).expect("record parses")).collect()
+}
+
+impl Swept {
+    fn ask<A: Attribute>(&self, method: Method, mask: u64, rec: &A) -> Answer {
+        let live = Live { sm_info: self.drv.sm.sm_info(false) };
+        let bytes = request(method, mask, 0x42, rec).expect("request");
+        let a = sa::serve(&self.snap, &live, &bytes, Lid(1), &Limits::default()).expect("answered");
+        let h = SaHeader::from_bytes(&a.bytes).expect("answer header");
+        assert_eq!(h.tid, 0x42);
+        assert_eq!(h.status, a.status);
+        a
+    }
+
+    /// Every end port as (topology node, port) with its port GUID.
+    fn end_ports(&self) -> Vec<(usize, u8, Guid)> {
+        let mut out = Vec::new();
+        for (i, n) in self.topo.nodes.iter().enumerate() {
+            if n.kind == NodeKind::Switch {
+                out.push((i, 0, n.port_guid(0)));
+            } else {
+                for p in 1..=n.num_ports {
+                    if n.peer(p).is_some() {
+                        out.push((i, p, n.port_guid(p)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn lid_of(&self, guid: Guid) -> Lid {
+        self.drv.sm.guid2lid().get(guid).map(|(lo, _)| lo).expect("port has a LID")
+    }
+}
+
+#[test]
+fn node_records_one_per_end_port_selected_by_any_component() {
+    let s = sweep(example("fat-tree-3l-k4.net"), 0);
+    let ends = s.end_ports();
+    let all = s.ask(Method::GetTable, 0, &NodeRecord::parse(&[0; 108]).unwrap());
+    assert_eq!(all.status, status::OK);
+    let recs: Vec<NodeRecord> = records(&all);
+    assert_eq!(recs.len(), ends.len(), "one NodeRecord per end port");
+    let guids: HashSet<Guid> = recs.iter().map(|r| r.node_info.port_guid).collect();
+    assert_eq!(guids, ends.iter().map(|e| e.2).collect(), "every end port once");
+    for r in &recs {
+        assert_eq!(r.lid, s.lid_of(r.node_info.port_guid));
+        let node = s.topo.nodes.iter().find(|n| n.node_guid == r.node_info.node_guid).expect("known node");
+        assert_eq!(r.node_description.text(), node.node_desc());
+        if node.kind == NodeKind::Switch {
+            assert_eq!(r.node_info.local_port_num.0, 0);
+        } else {
+            assert_eq!(node.port_guid(r.node_info.local_port_num.0), r.node_info.port_guid);
+        }
+    }
+    // Get by LID: exactly that port.
+    let pick = &recs[recs.len() / 2];
+    let q = NodeRecord { lid: pick.lid, ..recs[0] };
+    let one = s.ask(Method::Get, NodeRecord::COMP_LID, &q);
+    assert_eq!((one.status, records::<NodeRecord>(&one)), (status::OK, vec![*pick]));
+    // Get with nothing selected: too many; an unknown LID: none.
+    assert_eq!(s.ask(Method::Get, 0, &q).status, status::SA_TOO_MANY_RECORDS);
+    let nobody = NodeRecord { lid: Lid(0xbfff), ..q };
+    assert_eq!(s.ask(Method::Get, NodeRecord::COMP_LID, &nobody).status, status::SA_NO_RECORDS);
+    let empty = s.ask(Method::GetTable, NodeRecord::COMP_LID, &nobody);
+    assert_eq!((empty.status, empty.records), (status::OK, 0), "an empty table is a success");
+    // By node type, and by NodeDescription.
+    let mut sw = q;
+    sw.node_info.node_type = NodeType::Switch;
+    let switches = s.ask(Method::GetTable, NodeRecord::COMP_NODE_TYPE, &sw);
+    assert_eq!(switches.records, s.topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch).count());
+    let by_desc = s.ask(Method::GetTable, NodeRecord::COMP_NODE_DESCRIPTION, pick);
+    assert_eq!(records::<NodeRecord>(&by_desc), vec![*pick]);
+}
+
+#[test]
+fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
+    let mut s = sweep(example("fat-tree-2l-k4.net"), 0);
+    let topo = s.topo.clone();
+    let topo = &topo;
+    let switches: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).collect();
+    let zero_pir = PortInfoRecord::parse(&[0; 68]).unwrap();
+
+    // PortInfoRecord: a switch's LID gives all its ports, a CA's its one port; M_Key hidden.
+    let sw = switches[0];
+    let sw_lid = s.lid_of(topo.nodes[sw].port_guid(0));
+    let q = PortInfoRecord { endport_lid: sw_lid, ..zero_pir };
+    let pirs: Vec<PortInfoRecord> = records(&s.ask(Method::GetTable, PortInfoRecord::COMP_ENDPORT_LID, &q));
+    assert_eq!(pirs.len(), usize::from(topo.nodes[sw].num_ports) + 1);
+    for r in &pirs {
+        assert_eq!(r.port_info.m_key.0, 0, "M_Key is never shown");
+        let p = r.port_num.0;
+        let cabled = p > 0 && topo.nodes[sw].peer(p).is_some();
+        assert_eq!(r.port_info.port_state == PortState::Active, cabled || p == 0, "port {p}");
+    }
+    // Selecting by PortState Active on top gives the cabled ports and port 0.
+    let mut active = q;
+    active.port_info.port_state = PortState::Active;
+    let n_active = s.ask(Method::GetTable, PortInfoRecord::COMP_ENDPORT_LID | PortInfoRecord::COMP_PORT_STATE, &active);
+    assert_eq!(n_active.records, pirs.iter().filter(|r| r.port_info.port_state == PortState::Active).count());
+    let ca = (0..topo.nodes.len()).find(|&i| topo.nodes[i].kind == NodeKind::Ca).unwrap();
+    let ca_lid = s.lid_of(topo.nodes[ca].port_guid(1));
+    let ca_pir: Vec<PortInfoRecord> =
+        records(&s.ask(Method::GetTable, PortInfoRecord::COMP_ENDPORT_LID, &PortInfoRecord { endport_lid: ca_lid, ..q }));
+    assert_eq!(ca_pir.len(), 1);
+    assert_eq!((ca_pir[0].port_num.0, ca_pir[0].port_info.lid), (1, ca_lid));
+    assert_eq!(ca_pir[0].port_info.gid_prefix, PREFIX);
+
+    // SwitchInfoRecord: one per switch, LinearFDBTop covering every LID.
+    let max_lid = s.end_ports().iter().map(|e| s.lid_of(e.2).0).max().unwrap();
+    let swir: Vec<SwitchInfoRecord> = records(&s.ask(Method::GetTable, 0, &SwitchInfoRecord::default()));
+    assert_eq!(swir.len(), switches.len());
+    assert!(swir.iter().all(|r| r.switch_info.linear_fdb_top.0 == max_lid));
+
+    // LinkRecord: every cable twice, once from each end.
+    let links: Vec<LinkRecord> = records(&s.ask(Method::GetTable, 0, &LinkRecord::default()));
+    let cables = topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum::<usize>();
+    assert_eq!(links.len(), cables);
+    let set: HashSet<(u16, u8, u8, u16)> = links.iter().map(|l| (l.from_lid.0, l.from_port.0, l.to_port.0, l.to_lid.0)).collect();
+    assert!(set.iter().all(|&(a, pa, pb, b)| set.contains(&(b, pb, pa, a))), "both directions");
+    let from_sw = s.ask(Method::GetTable, LinkRecord::COMP_FROM_LID, &LinkRecord { from_lid: sw_lid, ..LinkRecord::default() });
+    assert_eq!(from_sw.records, (1..=topo.nodes[sw].num_ports).filter(|&p| topo.nodes[sw].peer(p).is_some()).count());
+
+    // LFTRecord: block 0 of a switch equals what the switch itself holds (read back by SMP).
+    let mut held = Oracle::new(&s);
+    let q = LftRecord { lid: sw_lid, block_num: 0, lft: LinearForwardingTable::default() };
+    let lft: Vec<LftRecord> = records(&s.ask(Method::Get, LftRecord::COMP_LID | LftRecord::COMP_BLOCK_NUM, &q));
+    assert_eq!(lft.len(), 1);
+    for lid in 1..=max_lid.min(63) {
+        assert_eq!(Some(lft[0].lft.ports[usize::from(lid)].0), held.entry(&mut s.drv, sw, lid), "LID {lid}");
+    }
+
+    // SMInfoRecord: this SM, master.
+    let smir: Vec<SmInfoRecord> = records(&s.ask(Method::GetTable, 0, &SmInfoRecord::default()));
+    assert_eq!(smir.len(), 1);
+    assert_eq!((smir[0].sm_info.guid, smir[0].sm_info.sm_state), (s.drv.sm.port_guid(), SmState::Master));
+    assert_eq!(smir[0].lid, s.lid_of(s.drv.sm.port_guid()));
+
+    // ClassPortInfo, and the statuses for what is not served.
+    let cpi = s.ask(Method::Get, 0, &ibsm_mad::records::ClassPortInfo::default());
+    assert_eq!(cpi.status, status::OK);
+    let cpi = ibsm_mad::records::ClassPortInfo::parse(&cpi.bytes[SA_HEADER_LEN..]).unwrap();
+    assert_eq!((cpi.base_version, cpi.class_version, cpi.redirect_qkey), (1, 2, 0x8001_0000));
+    assert_eq!(s.ask(Method::Set, 0, &NodeRecord::parse(&[0; 108]).unwrap()).status, status::BAD_METHOD_ATTR);
+    assert_eq!(s.ask(Method::GetTable, 0, &ibsm_mad::records::ServiceRecord::default()).status, status::BAD_METHOD_ATTR);
+}
+
+/// Forwarding entries read from the simulated switches by directed route from the SM's port.
+struct Oracle {
+    routes: HashMap<usize, Vec<u8>>,
+    blocks: HashMap<(usize, u16), LinearForwardingTable>,
+}
+
+impl Oracle {
+    fn new(s: &Swept) -> Oracle {
+        // Breadth-first directed routes from the SM's port to every switch.
+        let (start, port) = s.drv.at;
+        let mut routes = HashMap::new();
+        let mut q = VecDeque::new();
+        if let Some(peer) = s.topo.nodes[start].peer(port) {
+            routes.insert(peer.node, vec![port]);
+            q.push_back(peer.node);
+        }
+        while let Some(i) = q.pop_front() {
+            let n = &s.topo.nodes[i];
+            for p in 1..=n.num_ports {
+                let Some(peer) = n.peer(p) else { continue };
+                if s.topo.nodes[peer.node].kind == NodeKind::Switch && !routes.contains_key(&peer.node) {
+                    let mut r = routes[&i].clone();
+                    r.push(p);
+                    routes.insert(peer.node, r);
+                    q.push_back(peer.node);
+                }
+            }
+        }
+        Oracle { routes, blocks: HashMap::new() }
+    }
+
+    /// The egress port switch `sw` holds for `lid`, read with an SMP from the SM's port (the SM
+    /// is idle between sweeps; the test drains the answer itself).
+    fn entry(&mut self, drv: &mut SimDriver, sw: usize, lid: u16) -> Option<u8> {
+        let block = lid / 64;
+        if !self.blocks.contains_key(&(sw, block)) {
+            let path = DrPath::new(self.routes.get(&sw)?).ok()?;
+            let tid = 0x7000_0000 + (sw as u64) * 4096 + u64::from(block);
+            let smp = SmpRepr::get_dr(&path, ids::attr::LFT, u32::from(block), tid);
+            drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+            let t = drv.fabric.now().0 + 1_000_000_000;
+            drv.fabric.run_until_idle(SimTime(t));
+            while let Some(r) = drv.fabric.recv(drv.agent) {
+                let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
+                if resp.tid & 0xffff_ffff == tid & 0xffff_ffff {
+                    self.blocks.insert((sw, block), LinearForwardingTable::parse(&resp.data).ok()?);
+                }
+            }
+        }
+        self.blocks.get(&(sw, block)).map(|t| t.ports[usize::from(lid % 64)].0)
+    }
+
+    /// Switches a packet crosses from end port `src` to `dlid` (owned by `dest`), following the
+    /// switches' own tables over the topology's cables; `None` if it never arrives.
+    fn switches_crossed(&mut self, drv: &mut SimDriver, topo: &Topology, src: (usize, u8), dlid: u16, dest: (usize, u8)) -> Option<u32> {
+        if src == dest {
+            return Some(0);
+        }
+        let mut at = if topo.nodes[src.0].kind == NodeKind::Switch {
+            src.0
+        } else {
+            topo.nodes[src.0].peer(src.1)?.node
+        };
+        let mut crossed = 1;
+        loop {
+            if (at, 0) == dest {
+                return Some(crossed);
+            }
+            let out = self.entry(drv, at, dlid)?;
+            let peer = topo.nodes[at].peer(out)?;
+            if topo.nodes[peer.node].kind != NodeKind::Switch {
+                return ((peer.node, peer.port) == dest).then_some(crossed);
+            }
+            at = peer.node;
+            crossed += 1;
+            if crossed > 64 {
+                return None;
+            }
+        }
+    }
+}
+
+fn path_query(slid: Option<Lid>, dlid: Option<Lid>, sgid: Option<Guid>, dgid: Option<Guid>) -> (u64, PathRecord) {
+    let mut m = 0;
+    let mut r = PathRecord::default();
+    if let Some(l) = slid {
+        m |= PathRecord::COMP_SLID;
+        r.slid = l;
+    }
+    if let Some(l) = dlid {
+        m |= PathRecord::COMP_DLID;
+        r.dlid = l;
+    }
+    if let Some(g) = sgid {
+        m |= PathRecord::COMP_SGID;
+        r.sgid = Gid { prefix: PREFIX, guid: g };
+    }
+    if let Some(g) = dgid {
+        m |= PathRecord::COMP_DGID;
+        r.dgid = Gid { prefix: PREFIX, guid: g };
+    }
+    (m, r)
+}
+
+/// PacketLifeTime as the README states it: LifeTimeValue 18 plus log2 of the switches crossed.
+fn expected_life(switches: u32) -> u8 {
+    if switches == 0 { 0 } else { 18 + (u32::BITS - (switches - 1).leading_zeros()) as u8 }
+}
+
+#[test]
+fn path_records_follow_the_tables_the_switches_hold() {
+    let mut fab = sweep(example("fat-tree-3l-k4.net"), 0);
+    let topo = fab.topo.clone();
+    let mut oracle = Oracle::new(&fab);
+    let ends = fab.end_ports();
+    let mut checked = 0;
+    let mut lifetimes = HashSet::new();
+    for &(si, sp, sg) in &ends {
+        for &(di, dp, dg) in &ends {
+            let (slid, dlid) = (fab.lid_of(sg), fab.lid_of(dg));
+            let (mask, q) = path_query(Some(slid), Some(dlid), None, None);
+            let a = fab.ask(Method::Get, mask, &q);
+            assert_eq!(a.status, status::OK, "{slid:?} -> {dlid:?}");
+            let r = records::<PathRecord>(&a)[0];
+            assert_eq!((r.slid, r.dlid), (slid, dlid));
+            assert_eq!((r.sgid, r.dgid), (Gid { prefix: PREFIX, guid: sg }, Gid { prefix: PREFIX, guid: dg }));
+            assert!(r.reversible);
+            assert_eq!((r.pkey, r.sl, r.hop_limit), (PKey(0xffff), 0, 0));
+            assert_eq!((r.mtu_selector, r.rate_selector, r.packet_life_time_selector), (Selector::Exactly, Selector::Exactly, Selector::Exactly));
+            assert!(r.mtu.raw() >= 1 && r.rate.mbps().is_some());
+            let crossed = oracle
+                .switches_crossed(&mut fab.drv, &topo, (si, sp), dlid.0, (di, dp))
+                .unwrap_or_else(|| panic!("the switches do not deliver {slid:?} -> {dlid:?}"));
+            assert_eq!(r.packet_life_time, expected_life(crossed), "{slid:?} -> {dlid:?} crosses {crossed}");
+            lifetimes.insert(r.packet_life_time);
+            // The same path by GIDs.
+            let (mask, q) = path_query(None, None, Some(sg), Some(dg));
+            assert_eq!(records::<PathRecord>(&fab.ask(Method::Get, mask, &q)), vec![r]);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, ends.len() * ends.len());
+    assert!(lifetimes.len() >= 3, "paths of several lengths: {lifetimes:?}");
+
+    // From one source to every end port.
+    let src = ends[0].2;
+    let (mask, q) = path_query(Some(fab.lid_of(src)), None, None, None);
+    let from_one: Vec<PathRecord> = records(&fab.ask(Method::GetTable, mask, &q));
+    assert_eq!(from_one.len(), ends.len());
+    assert!(from_one.iter().all(|r| r.slid == fab.lid_of(src)));
+
+    // Statuses.
+    let (a, b) = (ends[1].2, ends[2].2);
+    let (mask, q) = path_query(None, None, Some(Guid(0xdead)), Some(b));
+    assert_eq!(fab.ask(Method::Get, mask, &q).status, status::SA_INVALID_GID);
+    let (mask, q) = path_query(Some(fab.lid_of(a)), Some(fab.lid_of(a)), None, Some(b));
+    assert_eq!(fab.ask(Method::Get, mask, &q).status, status::SA_REQ_INVALID, "DGID and DLID name different ports");
+    let (mask, q) = path_query(None, Some(fab.lid_of(b)), None, None);
+    assert_eq!(fab.ask(Method::Get, mask, &q).status, status::SA_INSUFFICIENT_COMPONENTS);
+    let (mask, mut q) = path_query(Some(fab.lid_of(a)), Some(fab.lid_of(b)), None, None);
+    q.pkey = PKey(0x8001);
+    assert_eq!(fab.ask(Method::Get, mask | PathRecord::COMP_PKEY, &q).status, status::SA_NO_RECORDS, "no such partition");
+    q.pkey = PKey(0x7fff);
+    let limited = records::<PathRecord>(&fab.ask(Method::Get, mask | PathRecord::COMP_PKEY, &q));
+    assert_eq!(limited[0].pkey, PKey(0x7fff), "the default P_Key as asked");
+    q.pkey = PKey(0);
+    q.sl = 1;
+    assert_eq!(fab.ask(Method::Get, mask | PathRecord::COMP_SL, &q).status, status::SA_NO_RECORDS);
+    // Selectors: the path's MTU exactly, more than it, less than one above it.
+    let base = records::<PathRecord>(&fab.ask(Method::Get, mask, &q))[0];
+    let sel = mask | PathRecord::COMP_MTU | PathRecord::COMP_MTU_SELECTOR;
+    q.mtu = base.mtu;
+    q.mtu_selector = Selector::Exactly;
+    assert_eq!(fab.ask(Method::Get, sel, &q).status, status::OK);
+    q.mtu_selector = Selector::GreaterThan;
+    assert_eq!(fab.ask(Method::Get, sel, &q).status, status::SA_NO_RECORDS);
+    q.mtu = ibsm_mad::records::Mtu::from_raw(base.mtu.raw() + 1);
+    q.mtu_selector = Selector::LessThan;
+    assert_eq!(fab.ask(Method::Get, sel, &q).status, status::OK);
+    q.rate = base.rate;
+    q.rate_selector = Selector::Exactly;
+    assert_eq!(fab.ask(Method::Get, mask | PathRecord::COMP_RATE | PathRecord::COMP_RATE_SELECTOR, &q).status, status::OK);
+}
+
+#[test]
+fn with_lmc_every_lid_pair_is_a_path_and_numb_path_limits_them() {
+    let fab = sweep(example("fat-tree-2l-k4.net"), 1);
+    let ends = fab.end_ports();
+    let cas: Vec<Guid> = ends.iter().filter(|e| e.1 > 0).map(|e| e.2).collect();
+    let (a, b) = (cas[0], cas[cas.len() - 1]);
+    let (mask, q) = path_query(None, None, Some(a), Some(b));
+    let all: Vec<PathRecord> = records(&fab.ask(Method::GetTable, mask, &q));
+    let pairs: HashSet<(u16, u16)> = all.iter().map(|r| (r.slid.0, r.dlid.0)).collect();
+    let (la, lb) = (fab.lid_of(a).0, fab.lid_of(b).0);
+    assert_eq!(pairs, HashSet::from([(la, lb), (la, lb + 1), (la + 1, lb), (la + 1, lb + 1)]));
+    let mut q1 = q;
+    q1.numb_path = 1;
+    assert_eq!(fab.ask(Method::GetTable, mask | PathRecord::COMP_NUMB_PATH, &q1).records, 1);
+    // Every LID of a port names it.
+    let (mask, q) = path_query(Some(Lid(la + 1)), Some(Lid(lb + 1)), None, None);
+    let r = records::<PathRecord>(&fab.ask(Method::Get, mask, &q));
+    assert_eq!((r[0].sgid.guid, r[0].dgid.guid), (a, b));
+}
+
+#[test]
+fn saquery_style_requests_through_the_fabric() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 5, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    let (sm_node, _) = drv.at;
+    let (pn, pp) = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|&(i, n)| n.kind == NodeKind::Ca && i != sm_node)
+        .find_map(|(i, n)| n.peer(1).map(|_| (i, 1u8)))
+        .expect("another host");
+    let probe = drv.fabric.attach(pn, pp).expect("probe");
+    let nr = request(Method::GetTable, 0, 0x51, &NodeRecord::parse(&[0; 108]).unwrap()).unwrap();
+    // Before any sweep there is no master: no answer (the fabric could not carry one yet
+    // anyway, so the request goes straight into the core).
+    drv.sm.handle_mad(0, &nr, ibsm::core::MadSource::lid(Lid(5), 1));
+    assert!(drv.sm.poll_transmit(0).is_none(), "no answer before the first sweep");
+    assert_eq!(drv.sm.request_counters().sa_not_ready, 1);
+
+    let report = drv.sweep(LIMIT, |_| {}).expect("sweep");
+    drv.fabric.send(probe, &nr, Dest { dlid: report.sm_lid, qpn: 1 });
+    let heard = listen(&mut drv, probe).expect("answer");
+    let h = SaHeader::from_bytes(&heard.mad[..]).expect("SA header");
+    assert_eq!((h.method, h.status, h.tid & 0xffff_ffff), (Method::GetTableResp, 0, 0x51));
+    assert_eq!(heard.sqpn, 1);
+    assert!(h.rmpp.flags.active && h.rmpp.flags.first && h.rmpp.flags.last);
+    let stride = stride::<NodeRecord>();
+    assert_eq!(h.attr_offset as usize * 8, stride);
+    let payload = h.rmpp.data2 as usize - 20;
+    assert_eq!(payload, stride, "one NodeRecord fits a single MAD");
+    let rec = NodeRecord::parse(&heard.mad[SA_HEADER_LEN..]).unwrap();
+    assert_eq!(rec.lid, drv.sm.guid2lid().get(rec.node_info.port_guid).unwrap().0);
+
+    // A PathRecord Get from the probe to the SM, by LIDs.
+    let probe_lid = drv.sm.guid2lid().get(topo.nodes[pn].port_guid(pp)).unwrap().0;
+    let (m, q) = path_query(Some(probe_lid), Some(report.sm_lid), None, None);
+    let pr = request(Method::Get, m, 0x52, &q).unwrap();
+    drv.fabric.send(probe, &pr, Dest { dlid: report.sm_lid, qpn: 1 });
+    let heard = listen(&mut drv, probe).expect("answer");
+    let h = SaHeader::from_bytes(&heard.mad[..]).unwrap();
+    assert_eq!((h.method, h.status), (Method::GetResp, 0));
+    let r = PathRecord::parse(&heard.mad[SA_HEADER_LEN..]).unwrap();
+    assert_eq!((r.slid, r.dlid, r.packet_life_time), (probe_lid, report.sm_lid, 18), "same leaf: one switch");
+    assert!(drv.sm.request_counters().sa_answered >= 2);
+}
+
+fn listen(drv: &mut SimDriver, probe: ibsm_sim::fabric::AgentId) -> Option<ibsm_sim::fabric::Received> {
+    for _ in 0..1000 {
+        if let Some(r) = drv.fabric.recv(probe) {
+            return Some(r);
+        }
+        let step = drv.now() + 1_000_000;
+        if drv.run_until(step, |_| false).is_none() && drv.fabric.next_event().is_none() {
+            drv.fabric.advance_to(SimTime(step));
+        }
+    }
+    None
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    /// Whatever a client sends, the SA answers or drops it without panicking, with a response
+    /// method, the request's TID, and never more than one MAD in single-MAD mode.
+    #[test]
+    fn any_request_is_answered_or_dropped_without_panic(
+        method in proptest::sample::select(vec![0x01u8, 0x02, 0x12, 0x14, 0x15, 0x13, 0x81, 0x7f]),
+        attr in proptest::sample::select(vec![0x01u16, 0x11, 0x12, 0x14, 0x15, 0x18, 0x20, 0x35, 0x31, 0x38, 0xffff]),
+        mask in proptest::prelude::any::<u64>(),
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 200),
+        len in 0usize..300,
+    ) {
+        let s = shared();
+        let mut mad = vec![0u8; MAD_LEN];
+        mad[0] = 1;
+        mad[1] = 3;
+        mad[2] = 2;
+        mad[3] = method;
+        mad[8..16].copy_from_slice(&0x99u64.to_be_bytes());
+        mad[16..18].copy_from_slice(&attr.to_be_bytes());
+        mad[48..56].copy_from_slice(&mask.to_be_bytes());
+        mad[56..].copy_from_slice(&data);
+        mad.truncate(len.max(1));
+        let live = Live { sm_info: ibsm_mad::attrs::SmInfo::default() };
+        for limits in [Limits::default(), Limits::UMAD2SIM] {
+            if let Ok(a) = sa::serve(s, &live, &mad, Lid(3), &limits) {
+                let h = SaHeader::from_bytes(&a.bytes).expect("answer parses");
+                proptest::prop_assert!(h.method.is_response());
+                proptest::prop_assert_eq!(h.tid, 0x99);
+                if limits.single_mad_bytes.is_some() {
+                    proptest::prop_assert!(a.bytes.len() <= MAD_LEN);
+                }
+            }
+        }
+    }
+}
+
+/// One swept fabric shared by the property test's cases.
+fn shared() -> &'static Snapshot {
+    static SNAP: std::sync::OnceLock<std::sync::Arc<Snapshot>> = std::sync::OnceLock::new();
+    SNAP.get_or_init(|| sweep(GenSpec::fat_tree(2, 4).generate().expect("generates"), 1).snap)
+}
