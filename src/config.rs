@@ -34,6 +34,9 @@ pub struct ConfigFile {
     /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default
     /// fe80::/64, as OpenSM). A string because TOML integers are signed 64-bit.
     pub subnet_prefix: Option<String>,
+    /// SA requests per second each requesting port may send before it gets BUSY; 0 = no
+    /// limit (default 50000).
+    pub sa_rate_limit: Option<u32>,
 }
 
 /// Parses a subnet prefix: `0x` and 16 hex digits, or an IPv6 address whose low 64 bits are 0
@@ -178,6 +181,7 @@ impl ConfigFile {
                 .unwrap_or(d.subnet_prefix),
             priority: d.priority,
             sm_key: d.sm_key,
+            sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
         }
     }
 }

@@ -505,3 +505,51 @@ fn shared() -> &'static Snapshot {
     static SNAP: std::sync::OnceLock<std::sync::Arc<Snapshot>> = std::sync::OnceLock::new();
     SNAP.get_or_init(|| sweep(GenSpec::fat_tree(2, 4).generate().expect("generates"), 1).snap)
 }
+
+#[test]
+fn a_burst_of_requests_is_answered_or_refused_with_bounded_memory() {
+    let mut fab = sweep(example("fat-tree-2l-k4.net"), 0);
+    let ends = fab.end_ports();
+    let (a, b) = (fab.lid_of(ends[0].2), fab.lid_of(ends[1].2));
+    let (mask, q) = path_query(Some(a), Some(b), None, None);
+    let req = request(Method::Get, mask, 7, &q).unwrap();
+    let now = fab.drv.now();
+    // 100,000 requests from one port, nothing sent meanwhile.
+    for _ in 0..100_000 {
+        fab.drv.sm.handle_mad(now, &req, ibsm::core::MadSource::lid(a, 1));
+    }
+    let c = fab.drv.sm.request_counters();
+    let mut queued = 0;
+    let (mut ok, mut busy) = (0, 0);
+    while let Some(t) = fab.drv.sm.poll_transmit(now) {
+        queued += 1;
+        match SaHeader::from_bytes(&t.bytes).unwrap().status {
+            status::OK => ok += 1,
+            status::BUSY => busy += 1,
+            other => panic!("status {other:#x}"),
+        }
+    }
+    assert!(queued <= 16_384, "{queued} answers queued");
+    assert_eq!(c.sa_answered + c.sa_busy + c.sa_dropped, 100_000, "{c:?}");
+    assert_eq!((ok, busy), (c.sa_answered, c.sa_busy));
+    assert!(c.sa_dropped > 0 && ok > 0);
+
+    // Past its rate a requester gets BUSY; another is still served; time restores the first.
+    let cfg = SmConfig { sa_rate_limit: 100, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&fab.topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let now = drv.now();
+    let statuses = |drv: &mut SimDriver, from: Lid, n: usize, at: u64| -> Vec<u16> {
+        (0..n)
+            .map(|_| {
+                drv.sm.handle_mad(at, &req, ibsm::core::MadSource::lid(from, 1));
+                SaHeader::from_bytes(&drv.sm.poll_transmit(at).expect("answer").bytes).unwrap().status
+            })
+            .collect()
+    };
+    let first = statuses(&mut drv, a, 150, now);
+    assert_eq!(first.iter().filter(|&&st| st == status::OK).count(), 100);
+    assert_eq!(first.iter().filter(|&&st| st == status::BUSY).count(), 50);
+    assert_eq!(statuses(&mut drv, b, 1, now), vec![status::OK], "another requester is served");
+    assert_eq!(statuses(&mut drv, a, 1, now + 1_000_000_000), vec![status::OK], "a second later");
+}

@@ -165,4 +165,8 @@ pub struct RequestCounters {
     pub sa_not_ready: u64,
     /// SA GetTable answers that had to leave matching records out (single-MAD transports).
     pub sa_truncated: u64,
+    /// SA requests answered BUSY: their requester was over its rate.
+    pub sa_busy: u64,
+    /// SA requests dropped unanswered because too many answers were waiting to be sent.
+    pub sa_dropped: u64,
 }

@@ -70,6 +70,9 @@ pub struct SmConfig {
     pub priority: u8,
     /// SM_Key, returned in SMInfo only to requesters that present it (default 0).
     pub sm_key: u64,
+    /// SA requests per second each requesting port may send before it gets BUSY (default
+    /// 50,000; 0: no limit).
+    pub sa_rate_limit: u32,
 }
 
 impl Default for SmConfig {
@@ -86,6 +89,7 @@ impl Default for SmConfig {
             subnet_prefix: DEFAULT_SUBNET_PREFIX,
             priority: 0,
             sm_key: 0,
+            sa_rate_limit: 50_000,
         }
     }
 }
@@ -182,12 +186,15 @@ pub struct Sm {
     snapshot: Option<Arc<crate::sa::Snapshot>>,
     /// How large SA answers may be on this SM's transport.
     sa_limits: crate::sa::Limits,
+    /// Per-requester SA rate limits.
+    sa_admission: crate::sa::admission::Admission,
 }
 
 impl Sm {
     /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
         let tx = Transactions::new(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries);
+        let sa_admission = crate::sa::admission::Admission::new(cfg.sa_rate_limit);
         Sm {
             cfg,
             state: SmState::NotActive,
@@ -212,6 +219,7 @@ impl Sm {
             unanswered: Vec::new(),
             snapshot: None,
             sa_limits: crate::sa::Limits::default(),
+            sa_admission,
         }
     }
 

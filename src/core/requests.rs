@@ -19,6 +19,7 @@ use ibsm_mad::smp::{DrSmp, SMP_DATA_LEN};
 use ibsm_mad::{Attribute, MAD_LEN};
 
 use super::Sm;
+use crate::sa::admission::Admit;
 use super::events::SmEvent;
 use super::io::{Address, MadSource, Transmit, TransmitKind};
 use super::state::{SmState, SweepPhase};
@@ -29,6 +30,9 @@ const SMP_DATA: usize = 64;
 const SA_DATA: usize = 56;
 /// The RMPP header of a GS MAD (cleared in a single-MAD reply).
 const RMPP_HEADER: std::ops::Range<usize> = 24..36;
+
+/// Most answers waiting to be sent; SA requests past it are dropped.
+const MAX_QUEUED_ANSWERS: usize = 16_384;
 
 /// What a received MAD is, from its common header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +201,19 @@ impl Sm {
             self.counters.sa_not_ready += 1;
             return;
         };
+        // Answers wait in a bounded queue: past it, requests are dropped (clients retry) and
+        // memory stays bounded whatever arrives.
+        if self.responses.len() >= MAX_QUEUED_ANSWERS {
+            self.counters.sa_dropped += 1;
+            return;
+        }
+        if self.sa_admission.admit(src.slid, self.now) == Admit::Busy {
+            self.counters.sa_busy += 1;
+            if let Some(reply) = response_to(bytes, status::BUSY, None) {
+                self.respond(reply, src.reply_address());
+            }
+            return;
+        }
         let live = crate::sa::Live { sm_info: self.sm_info(false) };
         match crate::sa::serve(&snap, &live, bytes, src.slid, &self.sa_limits) {
             Ok(answer) => {

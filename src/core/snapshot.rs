@@ -10,8 +10,9 @@ use super::Sm;
 use crate::sa::snapshot::{SmPort, SnapNode, SnapPort, Snapshot};
 
 impl Sm {
-    /// A snapshot of the subnet as it stands.
-    pub(super) fn build_snapshot(&self) -> Snapshot {
+    /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
+    /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
+    pub fn build_snapshot(&self) -> Snapshot {
         let nodes = self
             .subnet
             .nodes

@@ -11,12 +11,13 @@
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
 //! GetTable). Everything else gets status 0x000c (method/attribute not supported).
 
+pub mod admission;
 pub mod answer;
 mod class_port_info;
 mod forwarding;
 mod link_record;
 mod node_record;
-mod path_record;
+pub mod path_record;
 mod port_info_record;
 pub mod snapshot;
 mod sm_info_record;
@@ -29,6 +30,7 @@ use ibsm_mad::sa::{SA_DATA_LEN, SA_HEADER_LEN, SaHeader};
 use ibsm_mad::{Lid, MAD_LEN};
 
 pub use answer::Answer;
+pub use path_record::between as path_between;
 pub use snapshot::Snapshot;
 
 /// How large an answer may be.

@@ -153,6 +153,14 @@ fn template(req: &PathRecord, mask: u64) -> PathRecord {
     }
 }
 
+/// The PathRecord from `slid` to `dlid` as a GetTable by LIDs answers it (default partition,
+/// nothing echoed): the SA's hot path. Allocates nothing.
+pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
+    let src = snap.by_lid(slid)?;
+    let walk = snap.walk(src, dlid)?;
+    record(snap, &template(&PathRecord::default(), 0), (src, slid), (walk.dest, dlid), &walk)
+}
+
 /// The record for the path `src` → `dst` (each a port and the LID used) found by `w`.
 fn record(snap: &Snapshot, template: &PathRecord, src: (PortAt, Lid), dst: (PortAt, Lid), w: &Walk) -> Option<PathRecord> {
     let sguid = snap.port(src.0)?.guid;

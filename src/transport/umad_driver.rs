@@ -41,6 +41,9 @@ const WAKE_WAIT: Duration = Duration::from_millis(250);
 const WAKE_TRIES: u32 = 4;
 /// At most this many MADs already queued are read and handed over in one go.
 const BATCH: usize = 256;
+/// Bursts the poll thread may have waiting for the loop (at most `RX_BURSTS * BATCH` MADs);
+/// past that it waits, and the kernel's queue takes the overflow.
+const RX_BURSTS: usize = 64;
 
 /// What the poll thread hands to the loop: a burst of MADs, or the error that ended it.
 type Burst = Result<Vec<Received>, UmadError>;
@@ -120,7 +123,7 @@ struct Poller {
 }
 
 impl Poller {
-    fn spawn(port: Arc<UmadPort>, tx: mpsc::UnboundedSender<Burst>) -> Result<Poller, DriverError> {
+    fn spawn(port: Arc<UmadPort>, tx: mpsc::Sender<Burst>) -> Result<Poller, DriverError> {
         let stop = Arc::new(AtomicBool::new(false));
         let (bye, gone) = std::sync::mpsc::channel();
         let (flag, thread_port) = (Arc::clone(&stop), Arc::clone(&port));
@@ -132,13 +135,15 @@ impl Poller {
                 while !flag.load(Ordering::Acquire) {
                     match thread_port.recv_batch(-1, BATCH) {
                         Ok(batch) if batch.is_empty() => {}
+                        // A full channel blocks the thread: MADs then wait in the kernel's
+                        // queue (which drops past its limit) instead of in our memory.
                         Ok(batch) => {
-                            if tx.send(Ok(batch)).is_err() {
+                            if tx.blocking_send(Ok(batch)).is_err() {
                                 break;
                             }
                         }
                         Err(e) => {
-                            let _ = tx.send(Err(e));
+                            let _ = tx.blocking_send(Err(e));
                             break;
                         }
                     }
@@ -226,10 +231,11 @@ fn run_with_issm<Q: SideQueries>(
         .enable_all()
         .build()
         .map_err(|err| DriverError::Runtime { what: "starting the tokio runtime", err })?;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(RX_BURSTS);
     let mut poller = Poller::spawn(Arc::clone(port), tx)?;
     let result = rt.block_on(async {
-        let mut lp = Loop { port, sm, opts, on_event, start: Instant::now(), sweeps: 0, next_sweep: None };
+        let mut lp =
+            Loop { port, sm, opts, on_event, start: Instant::now(), sweeps: 0, next_sweep: None, answers_failed: 0 };
         lp.run(rx, control).await
     });
     poller.stop();
@@ -246,6 +252,8 @@ struct Loop<'a, F> {
     sweeps: u32,
     /// When the next periodic (or trap-triggered) sweep starts, as `now` nanoseconds.
     next_sweep: Option<u64>,
+    /// Answers the port refused to send.
+    answers_failed: u64,
 }
 
 impl<F: FnMut(&SmEvent)> Loop<'_, F> {
@@ -255,7 +263,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
 
     async fn run<Q: SideQueries>(
         &mut self,
-        mut rx: mpsc::UnboundedReceiver<Burst>,
+        mut rx: mpsc::Receiver<Burst>,
         mut control: Option<Q>,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
@@ -352,7 +360,16 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     u32::try_from(timeout_ns / 1_000_000).unwrap_or(u32::MAX).max(1)
                 }
             };
-            self.port.send(agent, &t.bytes, &t.to, timeout_ms)?;
+            match self.port.send(agent, &t.bytes, &t.to, timeout_ms) {
+                Ok(()) => {}
+                // An answer that cannot be sent is the requester's loss, not the SM's: it
+                // retries. Only failing to send our own SMPs stops the SM.
+                Err(e) if t.kind == TransmitKind::Response => {
+                    self.answers_failed += 1;
+                    tracing::warn!(error = %e, to = t.to.lid.0, class, "could not send an answer; dropped");
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }
