@@ -7,7 +7,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{MadSource, Sm, SmConfig};
-use ibsm::sa::{self, Limits, Live};
+use ibsm::sa::{self, Limits, Live, SaState};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
@@ -62,11 +62,12 @@ fn sa(c: &mut Criterion) {
             ibsm_mad::sa::request(Method::Get, mask, i as u64, &q).expect("request")
         })
         .collect();
-    let live = Live { sm_info: sm.sm_info(false) };
+    let live = Live::new(sm.sm_info(false));
+    let mut state = SaState::default();
     g.bench_function(format!("serve_path_get/{name}"), |b| {
         b.iter(|| {
             for r in &requests {
-                let a = sa::serve(&snap, &live, r, Lid(1), &Limits::default()).expect("answer");
+                let a = sa::serve(&snap, &mut state, &live, r, Lid(1), &Limits::default()).expect("answer");
                 assert_eq!(a.records, 1);
             }
         });

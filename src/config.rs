@@ -37,6 +37,19 @@ pub struct ConfigFile {
     /// SA requests per second each requesting port may send before it gets BUSY; 0 = no
     /// limit (default 50000).
     pub sa_rate_limit: Option<u32>,
+    /// SA key: requests carrying it are trusted. A string (`"0x..."` or decimal), since TOML
+    /// integers are signed (default 1, as OpenSM).
+    pub sa_key: Option<String>,
+}
+
+/// Parses a 64-bit key: `0x` and up to 16 hex digits, or a decimal number.
+pub fn parse_key(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not a 64-bit key (\"0x\" and up to 16 hex digits, or decimal)"))
 }
 
 /// Parses a subnet prefix: `0x` and 16 hex digits, or an IPv6 address whose low 64 bits are 0
@@ -140,6 +153,9 @@ impl ConfigFile {
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
             return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
         }
+        if let Some(k) = &self.sa_key {
+            parse_key(k).map_err(|r| err("sa-key", r))?;
+        }
         if let Some(p) = &self.subnet_prefix {
             parse_subnet_prefix(p).map_err(|r| err("subnet-prefix", r))?;
         }
@@ -182,6 +198,7 @@ impl ConfigFile {
             priority: d.priority,
             sm_key: d.sm_key,
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
+            sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
         }
     }
 }

@@ -10,13 +10,14 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use ibsm::core::{Guid2Lid, Sm, SmConfig};
-use ibsm::sa::{self, Answer, Limits, Live, Snapshot};
+use ibsm::sa::{self, Answer, Limits, Live, SaState, Snapshot};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::{LinearForwardingTable, NodeType, PortState, SmState};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::{
-    LftRecord, LinkRecord, NodeRecord, PathRecord, PortInfoRecord, Selector, SmInfoRecord, SwitchInfoRecord, stride,
+    LftRecord, LinkRecord, NodeRecord, PathRecord, PortInfoRecord, Selector, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    stride,
 };
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
 use ibsm_mad::smp::SmpRepr;
@@ -56,9 +57,9 @@ fn records<A: Attribute>(a: &Answer) -> Vec<A> {
 
 impl Swept {
     fn ask<A: Attribute>(&self, method: Method, mask: u64, rec: &A) -> Answer {
-        let live = Live { sm_info: self.drv.sm.sm_info(false) };
+        let live = Live::new(self.drv.sm.sm_info(false));
         let bytes = request(method, mask, 0x42, rec).expect("request");
-        let a = sa::serve(&self.snap, &live, &bytes, Lid(1), &Limits::default()).expect("answered");
+        let a = sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, Lid(1), &Limits::default()).expect("answered");
         let h = SaHeader::from_bytes(&a.bytes).expect("answer header");
         assert_eq!(h.tid, 0x42);
         assert_eq!(h.status, a.status);
@@ -196,7 +197,7 @@ fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
     let cpi = ibsm_mad::records::ClassPortInfo::parse(&cpi.bytes[SA_HEADER_LEN..]).unwrap();
     assert_eq!((cpi.base_version, cpi.class_version, cpi.redirect_qkey), (1, 2, 0x8001_0000));
     assert_eq!(s.ask(Method::Set, 0, &NodeRecord::parse(&[0; 108]).unwrap()).status, status::BAD_METHOD_ATTR);
-    assert_eq!(s.ask(Method::GetTable, 0, &ibsm_mad::records::ServiceRecord::default()).status, status::BAD_METHOD_ATTR);
+    assert_eq!(s.ask(Method::GetTable, 0, &ibsm_mad::records::McMemberRecord::default()).status, status::BAD_METHOD_ATTR);
 }
 
 /// Forwarding entries read from the simulated switches by directed route from the SM's port.
@@ -486,9 +487,10 @@ proptest::proptest! {
         mad[48..56].copy_from_slice(&mask.to_be_bytes());
         mad[56..].copy_from_slice(&data);
         mad.truncate(len.max(1));
-        let live = Live { sm_info: ibsm_mad::attrs::SmInfo::default() };
+        let live = Live::new(ibsm_mad::attrs::SmInfo::default());
+        let mut state = SaState::default();
         for limits in [Limits::default(), Limits::UMAD2SIM] {
-            if let Ok(a) = sa::serve(s, &live, &mad, Lid(3), &limits) {
+            if let Ok(a) = sa::serve(s, &mut state, &live, &mad, Lid(3), &limits) {
                 let h = SaHeader::from_bytes(&a.bytes).expect("answer parses");
                 proptest::prop_assert!(h.method.is_response());
                 proptest::prop_assert_eq!(h.tid, 0x99);
@@ -552,4 +554,90 @@ fn a_burst_of_requests_is_answered_or_refused_with_bounded_memory() {
     assert_eq!(first.iter().filter(|&&st| st == status::BUSY).count(), 50);
     assert_eq!(statuses(&mut drv, b, 1, now), vec![status::OK], "another requester is served");
     assert_eq!(statuses(&mut drv, a, 1, now + 1_000_000_000), vec![status::OK], "a second later");
+}
+
+/// Sends `rec` with `method` and `mask` to the SA through the core at `now` from `from`, with
+/// `sm_key` in the SA header, and returns the answer's status and data.
+fn through_core<A: Attribute>(
+    drv: &mut SimDriver,
+    at: u64,
+    from: Lid,
+    (method, mask, sm_key): (Method, u64, u64),
+    rec: &A,
+) -> (u16, Vec<u8>) {
+    let mut bytes = request(method, mask, 0x77, rec).expect("request");
+    bytes[36..44].copy_from_slice(&sm_key.to_be_bytes());
+    drv.sm.handle_mad(at, &bytes, ibsm::core::MadSource::lid(from, 1));
+    let t = drv.sm.poll_transmit(at).expect("an answer");
+    let h = SaHeader::from_bytes(&t.bytes).expect("header");
+    (h.status, t.bytes[SA_HEADER_LEN..].to_vec())
+}
+
+#[test]
+fn services_are_registered_found_replaced_deleted_and_expire() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 9, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let port = topo.nodes.iter().find(|n| n.kind == NodeKind::Ca).expect("a host").port_guid(1);
+    let me = drv.sm.guid2lid().get(port).expect("LID").0;
+    let t0 = drv.now();
+    let mut web = ServiceRecord {
+        service_id: 0x1000_0000_0000_0001,
+        service_gid: Gid { prefix: PREFIX, guid: port },
+        service_pkey: PKey(0xffff),
+        service_lease: 60,
+        ..ServiceRecord::default()
+    };
+    web.set_name("ibsm-test-web");
+    let mut db = ServiceRecord { service_id: 0x1000_0000_0000_0002, service_lease: ServiceRecord::INFINITE_LEASE, ..web };
+    db.set_name("ibsm-test-db");
+    let key = ServiceRecord::COMP_SERVICE_ID | ServiceRecord::COMP_SERVICE_GID | ServiceRecord::COMP_SERVICE_PKEY;
+    let set = |drv: &mut SimDriver, at, rec: &ServiceRecord, mask| through_core(drv, at, me, (Method::Set, mask, 0), rec);
+    let (st, data) = set(&mut drv, t0, &web, key);
+    assert_eq!(st, status::OK);
+    assert_eq!(ServiceRecord::parse(&data).unwrap(), web, "the Set is answered with the record");
+    assert_eq!(set(&mut drv, t0, &db, key).0, status::OK);
+    assert_eq!(set(&mut drv, t0, &db, ServiceRecord::COMP_SERVICE_ID).0, status::SA_INSUFFICIENT_COMPONENTS);
+    let stranger = ServiceRecord { service_gid: Gid { prefix: PREFIX, guid: Guid(0xdead) }, ..db };
+    assert_eq!(set(&mut drv, t0, &stranger, key).0, status::SA_INVALID_GID);
+
+    // Found by name; GetTable lists both; a Set with the same key replaces.
+    let ask = |drv: &mut SimDriver, at, method, mask, rec: &ServiceRecord| through_core(drv, at, me, (method, mask, 0), rec);
+    let (st, data) = ask(&mut drv, t0, Method::Get, ServiceRecord::COMP_SERVICE_NAME, &db);
+    assert_eq!((st, ServiceRecord::parse(&data).unwrap()), (status::OK, db));
+    let mut web2 = web;
+    web2.data32[0] = 7;
+    assert_eq!(set(&mut drv, t0, &web2, key).0, status::OK);
+    let (st, data) = ask(&mut drv, t0, Method::Get, ServiceRecord::COMP_SERVICE_NAME, &web);
+    assert_eq!((st, ServiceRecord::parse(&data).unwrap().data32[0]), (status::OK, 7), "replaced, not added");
+    let by_data = ask(&mut drv, t0, Method::Get, ServiceRecord::COMP_DATA32_0, &web2);
+    assert_eq!(by_data.0, status::OK);
+    assert_eq!(ask(&mut drv, t0, Method::Get, 0, &web).0, status::SA_TOO_MANY_RECORDS, "two are registered");
+
+    // The 60 s lease ends; the infinite one stays.
+    let later = t0 + 61_000_000_000;
+    assert_eq!(ask(&mut drv, later, Method::Get, ServiceRecord::COMP_SERVICE_NAME, &web).0, status::SA_NO_RECORDS);
+    assert_eq!(ask(&mut drv, later, Method::Get, 0, &web).0, status::OK, "only db is left");
+    // Delete by ServiceID answers with the record; a second Delete finds nothing.
+    let (st, data) = ask(&mut drv, later, Method::Delete, ServiceRecord::COMP_SERVICE_ID, &db);
+    assert_eq!((st, ServiceRecord::parse(&data).unwrap()), (status::OK, db));
+    assert_eq!(ask(&mut drv, later, Method::Delete, ServiceRecord::COMP_SERVICE_ID, &db).0, status::SA_NO_RECORDS);
+    assert_eq!(ask(&mut drv, later, Method::Get, 0, &db).0, status::SA_NO_RECORDS);
+}
+
+#[test]
+fn the_sm_key_is_shown_only_to_requests_carrying_the_sa_key() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cfg = SmConfig { sm_key: 0xabcd, sa_key: 0x55, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 9, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let now = drv.now();
+    let key_seen = |drv: &mut SimDriver, sa_key| {
+        let (st, data) = through_core(drv, now, Lid(3), (Method::GetTable, 0, sa_key), &SmInfoRecord::default());
+        assert_eq!(st, status::OK);
+        SmInfoRecord::parse(&data).unwrap().sm_info.sm_key
+    };
+    assert_eq!(key_seen(&mut drv, 0x55), 0xabcd, "trusted");
+    assert_eq!(key_seen(&mut drv, 0), 0, "untrusted");
+    assert_eq!(key_seen(&mut drv, 1), 0, "OpenSM's default is not this SA's key");
 }

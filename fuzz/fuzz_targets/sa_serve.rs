@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{Sm, SmConfig};
-use ibsm::sa::{self, Limits, Live, Snapshot};
+use ibsm::sa::{self, Limits, Live, SaState, Snapshot};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::sa::SaHeader;
 use ibsm_mad::{Lid, MAD_LEN};
@@ -23,15 +23,16 @@ fn snapshot() -> &'static (Arc<Snapshot>, Live) {
         let cfg = SmConfig { lmc: 1, ..SmConfig::default() };
         let mut drv = SimDriver::new(&topo, 1, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
         drv.sweep(600_000_000_000, |_| {}).expect("subnet up");
-        let live = Live { sm_info: drv.sm.sm_info(false) };
+        let live = Live::new(drv.sm.sm_info(false));
         (drv.sm.snapshot().expect("snapshot"), live)
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     let (snap, live) = snapshot();
+    let mut state = SaState::default();
     for limits in [Limits::default(), Limits::UMAD2SIM] {
-        if let Ok(answer) = sa::serve(snap, live, data, Lid(2), &limits) {
+        if let Ok(answer) = sa::serve(snap, &mut state, live, data, Lid(2), &limits) {
             let h = SaHeader::from_bytes(&answer.bytes).expect("answers parse");
             assert!(h.method.is_response());
             assert_eq!(Some(h.tid), SaHeader::from_bytes(data).ok().map(|r| r.tid));

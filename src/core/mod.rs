@@ -73,6 +73,9 @@ pub struct SmConfig {
     /// SA requests per second each requesting port may send before it gets BUSY (default
     /// 50,000; 0: no limit).
     pub sa_rate_limit: u32,
+    /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
+    /// `saquery` and OpenSM's clients send).
+    pub sa_key: u64,
 }
 
 impl Default for SmConfig {
@@ -90,6 +93,7 @@ impl Default for SmConfig {
             priority: 0,
             sm_key: 0,
             sa_rate_limit: 50_000,
+            sa_key: crate::sa::DEFAULT_SA_KEY,
         }
     }
 }
@@ -188,6 +192,8 @@ pub struct Sm {
     sa_limits: crate::sa::Limits,
     /// Per-requester SA rate limits.
     sa_admission: crate::sa::admission::Admission,
+    /// What the SA keeps between requests (registered services).
+    sa_state: crate::sa::SaState,
 }
 
 impl Sm {
@@ -220,6 +226,7 @@ impl Sm {
             snapshot: None,
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
+            sa_state: crate::sa::SaState::default(),
         }
     }
 

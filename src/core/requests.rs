@@ -214,8 +214,9 @@ impl Sm {
             }
             return;
         }
-        let live = crate::sa::Live { sm_info: self.sm_info(false) };
-        match crate::sa::serve(&snap, &live, bytes, src.slid, &self.sa_limits) {
+        let live =
+            crate::sa::Live { sm_info: self.sm_info(false), sm_key: self.cfg.sm_key, sa_key: self.cfg.sa_key, now: self.now };
+        match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
             Ok(answer) => {
                 self.counters.sa_answered += 1;
                 if answer.truncated {

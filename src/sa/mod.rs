@@ -9,7 +9,11 @@
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
-//! GetTable). Everything else gets status 0x000c (method/attribute not supported).
+//! GetTable); ServiceRecord (Set, Get, GetTable, Delete). Everything else gets status 0x000c
+//! (method/attribute not supported).
+//!
+//! What the SA keeps between requests (registered services) is [`SaState`], owned by the core
+//! and passed in; everything else comes from the snapshot.
 
 pub mod admission;
 pub mod answer;
@@ -19,6 +23,7 @@ mod link_record;
 mod node_record;
 pub mod path_record;
 mod port_info_record;
+pub mod service_record;
 pub mod snapshot;
 mod sm_info_record;
 mod switch_info_record;
@@ -76,13 +81,39 @@ pub struct Query<'a> {
     pub template: &'a [u8],
     /// LID of the requesting port.
     pub requester: Lid,
+    /// The request carried the SA key.
+    pub trusted: bool,
 }
 
-/// What the SA answers with besides the snapshot: the SM's live SMInfo (its ActCount moves).
+/// What the SA answers with besides the snapshot: the SM's live SMInfo (its ActCount moves),
+/// the keys that decide trust, and the time.
 #[derive(Debug, Clone, Copy)]
 pub struct Live {
-    /// The SM's SMInfo (SM_Key zero unless the requester proved it).
+    /// The SM's SMInfo with SM_Key zero (a trusted requester gets [`Live::sm_key`] filled in).
     pub sm_info: SmInfo,
+    /// The SM_Key, shown only to trusted requesters.
+    pub sm_key: u64,
+    /// The SA key: a request carrying it in its SM_Key field is trusted (default 1, as OpenSM).
+    pub sa_key: u64,
+    /// Now, ns on the core's timeline (service leases).
+    pub now: u64,
+}
+
+impl Live {
+    /// A `Live` for `sm_info` with the default keys at time 0.
+    pub fn new(sm_info: SmInfo) -> Live {
+        Live { sm_info, sm_key: 0, sa_key: DEFAULT_SA_KEY, now: 0 }
+    }
+}
+
+/// OpenSM's default SA key, which its clients (and `saquery`) send as trusted.
+pub const DEFAULT_SA_KEY: u64 = 1;
+
+/// What the SA keeps between requests.
+#[derive(Debug, Clone, Default)]
+pub struct SaState {
+    /// Registered services.
+    pub services: service_record::Services,
 }
 
 /// Why a request got no answer at all.
@@ -92,8 +123,15 @@ pub enum Dropped {
     Malformed,
 }
 
-/// Answers the SA request in `bytes` from `requester` with `snap`.
-pub fn serve(snap: &Snapshot, live: &Live, bytes: &[u8], requester: Lid, limits: &Limits) -> Result<Answer, Dropped> {
+/// Answers the SA request in `bytes` from `requester` with `snap` and `state`.
+pub fn serve(
+    snap: &Snapshot,
+    state: &mut SaState,
+    live: &Live,
+    bytes: &[u8],
+    requester: Lid,
+    limits: &Limits,
+) -> Result<Answer, Dropped> {
     if bytes.len() < MAD_LEN {
         return Err(Dropped::Malformed);
     }
@@ -102,7 +140,8 @@ pub fn serve(snap: &Snapshot, live: &Live, bytes: &[u8], requester: Lid, limits:
         return Err(Dropped::Malformed);
     }
     let template = bytes.get(SA_HEADER_LEN..SA_HEADER_LEN + SA_DATA_LEN).ok_or(Dropped::Malformed)?;
-    let q = Query { header, template, requester };
+    let trusted = header.sm_key == live.sa_key;
+    let q = Query { header, template, requester, trusted };
     let h = &q.header;
     let answer = match (h.method, h.attr_id) {
         (Method::Get, sa_attr::CLASS_PORT_INFO) => class_port_info::get(&q),
@@ -113,6 +152,9 @@ pub fn serve(snap: &Snapshot, live: &Live, bytes: &[u8], requester: Lid, limits:
         (Method::Get | Method::GetTable, sa_attr::LFT_RECORD) => forwarding::lft_query(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
+            state.services.query(snap, &q, limits, live.now)
+        }
         _ => Answer::error(h, status::BAD_METHOD_ATTR),
     };
     Ok(answer)

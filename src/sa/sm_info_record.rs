@@ -1,6 +1,6 @@
 //! SMInfoRecord (Get, GetTable): the SMs this SA knows, keyed by LID. Today that is this SM
-//! itself, with its live SMInfo (SM_Key shown only to a requester that proved it; the core
-//! decides). Standby SMs join the table with the failover work.
+//! itself, with its live SMInfo (SM_Key shown only to a trusted requester, one that sent the SA
+//! key). Standby SMs join the table with the failover work.
 
 use ibsm_mad::records::SmInfoRecord;
 
@@ -11,6 +11,8 @@ use super::{Answer, Limits, Live, Query};
 /// Get/GetTable(SMInfoRecord).
 pub(super) fn query(snap: &Snapshot, live: &Live, q: &Query<'_>, limits: &Limits) -> Answer {
     let mut t = Table::new::<SmInfoRecord>(q, limits);
-    t.offer(q, &SmInfoRecord { lid: snap.sm.lid, sm_info: live.sm_info });
+    let mut sm_info = live.sm_info;
+    sm_info.sm_key = if q.trusted { live.sm_key } else { 0 };
+    t.offer(q, &SmInfoRecord { lid: snap.sm.lid, sm_info });
     t.answer(q, limits)
 }

@@ -11,7 +11,9 @@
 //! and GIDs that name ports rather than compare as bytes; the SA matches those by meaning.
 
 use crate::bits;
-use crate::records::{LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, SmInfoRecord, SwitchInfoRecord};
+use crate::records::{
+    LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+};
 use crate::Attribute;
 
 /// A record type whose components are plain bit ranges.
@@ -134,6 +136,40 @@ impl Components for PKeyTableRecord {
     const STARTS: &'static [u16] = &[0, 16, 32, 40, 64];
 }
 
+const SERVICE_RECORD: [u16; 37] = {
+    // ServiceID, ServiceGID, ServiceP_Key, reserved, ServiceLease, ServiceKey, ServiceName,
+    // then ServiceData8[0..16], ServiceData16[0..8], ServiceData32[0..4], ServiceData64[0..2].
+    let mut s = [0u16; 37];
+    let head = [0, 64, 192, 208, 224, 256, 384];
+    let mut i = 0;
+    while i < 7 {
+        s[i] = head[i];
+        i += 1;
+    }
+    let mut k = 0;
+    while k < 16 {
+        s[7 + k] = 896 + 8 * k as u16;
+        k += 1;
+    }
+    k = 0;
+    while k < 8 {
+        s[23 + k] = 1024 + 16 * k as u16;
+        k += 1;
+    }
+    k = 0;
+    while k < 4 {
+        s[31 + k] = 1152 + 32 * k as u16;
+        k += 1;
+    }
+    s[35] = 1280;
+    s[36] = 1344;
+    s
+};
+
+impl Components for ServiceRecord {
+    const STARTS: &'static [u16] = &SERVICE_RECORD;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +192,17 @@ mod tests {
         starts_tile::<LinkRecord>();
         starts_tile::<LftRecord>();
         starts_tile::<PKeyTableRecord>();
+        starts_tile::<ServiceRecord>();
+        assert_eq!(ServiceRecord::STARTS.len(), ServiceRecord::COMP_DATA64_0.trailing_zeros() as usize + 2);
+        let mut a = ServiceRecord::default();
+        let b = a;
+        a.data64[1] = 9;
+        assert!(!matches::<ServiceRecord>(1 << 36, &a.to_vec(), &b.to_vec()));
+        assert!(matches::<ServiceRecord>(!(1u64 << 36), &a.to_vec(), &b.to_vec()));
+        a = b;
+        a.data16[3] = 1;
+        assert!(!matches::<ServiceRecord>(1 << 26, &a.to_vec(), &b.to_vec()));
+        assert!(matches::<ServiceRecord>(!(1u64 << 26), &a.to_vec(), &b.to_vec()));
         assert_eq!(NodeRecord::STARTS.len(), NodeRecord::COMP_NODE_DESCRIPTION.trailing_zeros() as usize + 1);
         assert_eq!(PortInfoRecord::STARTS.len(), PortInfoRecord::COMP_LINK_SPEED_EXT_ENABLED.trailing_zeros() as usize + 1);
         assert_eq!(SwitchInfoRecord::STARTS.len(), SwitchInfoRecord::COMP_MULTICAST_FDB_TOP.trailing_zeros() as usize + 1);

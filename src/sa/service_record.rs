@@ -1,0 +1,113 @@
+//! ServiceRecord (Set, Get, GetTable, Delete): services registered with the SA, with leases.
+//!
+//! Owns the registry: records keyed by (ServiceID, ServiceGID, ServiceP_Key), each with the time
+//! its lease ends (ServiceLease seconds after the Set; 0xFFFFFFFF never). Expired records are
+//! dropped before every access. A Set must name ServiceID and ServiceGID and the GID must be a
+//! port of the subnet; it replaces a record with the same key. The registry holds at most
+//! [`MAX_SERVICES`] records; a Set past that gets NO_RESOURCES. Get, GetTable and Delete select
+//! by ComponentMask; Delete answers with the record it removed (NO_RECORDS when none matched).
+
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::status;
+use ibsm_mad::records::ServiceRecord;
+use ibsm_mad::records::components::matches;
+use ibsm_mad::Attribute;
+
+use super::answer::Table;
+use super::snapshot::Snapshot;
+use super::{Answer, Limits, Query};
+
+/// Most services the registry holds.
+pub const MAX_SERVICES: usize = 65_536;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    rec: ServiceRecord,
+    /// When the lease ends, ns (`None`: never).
+    expires: Option<u64>,
+}
+
+/// The registered services.
+#[derive(Debug, Clone, Default)]
+pub struct Services {
+    entries: Vec<Entry>,
+}
+
+impl Services {
+    /// Services registered and not expired at the last access.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no service is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn expire(&mut self, now: u64) {
+        self.entries.retain(|e| e.expires.is_none_or(|t| t > now));
+    }
+
+    /// Answers a ServiceRecord request at `now`.
+    pub(super) fn query(&mut self, snap: &Snapshot, q: &Query<'_>, limits: &Limits, now: u64) -> Answer {
+        self.expire(now);
+        let h = &q.header;
+        match h.method {
+            Method::Set => self.set(snap, q, now),
+            Method::Delete => self.delete(q),
+            _ => {
+                let mut t = Table::new::<ServiceRecord>(q, limits);
+                for e in &self.entries {
+                    if !t.offer(q, &e.rec) {
+                        break;
+                    }
+                }
+                t.answer(q, limits)
+            }
+        }
+    }
+
+    fn set(&mut self, snap: &Snapshot, q: &Query<'_>, now: u64) -> Answer {
+        let h = &q.header;
+        let need = ServiceRecord::COMP_SERVICE_ID | ServiceRecord::COMP_SERVICE_GID;
+        if h.comp_mask & need != need {
+            return Answer::error(h, status::SA_INSUFFICIENT_COMPONENTS);
+        }
+        let Ok(rec) = ServiceRecord::parse(q.template) else { return Answer::error(h, status::SA_REQ_INVALID) };
+        let gid = rec.service_gid;
+        if gid.prefix != snap.subnet_prefix || snap.by_guid(gid.guid).is_none() {
+            return Answer::error(h, status::SA_INVALID_GID);
+        }
+        let expires = (rec.service_lease != ServiceRecord::INFINITE_LEASE)
+            .then(|| now.saturating_add(u64::from(rec.service_lease).saturating_mul(1_000_000_000)));
+        let key = |r: &ServiceRecord| (r.service_id, r.service_gid, r.service_pkey);
+        if let Some(e) = self.entries.iter_mut().find(|e| key(&e.rec) == key(&rec)) {
+            *e = Entry { rec, expires };
+        } else if self.entries.len() >= MAX_SERVICES {
+            return Answer::error(h, status::SA_NO_RESOURCES);
+        } else {
+            self.entries.push(Entry { rec, expires });
+        }
+        let offset = (ibsm_mad::records::stride::<ServiceRecord>() / 8) as u16;
+        Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
+    }
+
+    fn delete(&mut self, q: &Query<'_>) -> Answer {
+        let h = &q.header;
+        let mut removed = None;
+        self.entries.retain(|e| {
+            let hit = matches::<ServiceRecord>(h.comp_mask, q.template, &e.rec.to_vec());
+            if hit && removed.is_none() {
+                removed = Some(e.rec);
+            }
+            !hit
+        });
+        match removed {
+            Some(rec) => {
+                let offset = (ibsm_mad::records::stride::<ServiceRecord>() / 8) as u16;
+                Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
+            }
+            None => Answer::error(h, status::SA_NO_RECORDS),
+        }
+    }
+}
