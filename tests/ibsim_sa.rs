@@ -4,7 +4,7 @@
 //! 3.3.23 as master on the first host, then ibsm on the same host. From the last host `saquery`
 //! asks each SA the same questions: NodeRecord of every LID, PortInfoRecord of every HCA port,
 //! SwitchInfoRecord of every switch, PathRecord (`--src-to-dst`) between every pair of HCAs,
-//! SMInfoRecord and ClassPortInfo. Answers are compared field by field after mapping LIDs to
+//! SMInfoRecord, ClassPortInfo, and the (empty) service and subscription tables. Answers are compared field by field after mapping LIDs to
 //! the port GUIDs they name (both SMs number the fabric their own way).
 //!
 //! Deliberate differences, also stated in the README: PacketLifeTime grows with the switches a
@@ -39,6 +39,9 @@ struct Answers {
     pr: BTreeMap<(String, String), Rec>,
     smir: Rec,
     cpi: Rec,
+    /// ServiceRecords and InformInfoRecords listed (`saquery -S`, `-I`).
+    services: usize,
+    informs: usize,
 }
 
 fn saquery(sim: &Ibsim, client: &str, args: &[&str]) -> Vec<Rec> {
@@ -88,6 +91,8 @@ fn collect(sim: &Ibsim, client: &str, topo: &Topology) -> Answers {
     }
     a.smir = one(sim, client, &["SMIR"]);
     a.cpi = one(sim, client, &["-c"]);
+    a.services = saquery(sim, client, &["-S"]).len();
+    a.informs = saquery(sim, client, &["-I"]).len();
     a
 }
 
@@ -217,4 +222,6 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     let cpi_fields =
         ["Base version", "Class version", "Response time value", "Redirect LID", "Redirect QP", "Redirect QKey", "Trap QKey"];
     same("ClassPortInfo", &cpi_fields, &ours.cpi, &theirs.cpi);
+    // No services registered and no subscriptions on a fresh fabric, as OpenSM says too.
+    assert_eq!((ours.services, ours.informs), (theirs.services, theirs.informs));
 }

@@ -641,3 +641,113 @@ fn the_sm_key_is_shown_only_to_requests_carrying_the_sa_key() {
     assert_eq!(key_seen(&mut drv, 0), 0, "untrusted");
     assert_eq!(key_seen(&mut drv, 1), 0, "OpenSM's default is not this SA's key");
 }
+
+/// Everything the probe receives while the SM and fabric run for `ns` of virtual time.
+fn hear_for(drv: &mut SimDriver, probe: ibsm_sim::fabric::AgentId, ns: u64) -> Vec<ibsm_sim::fabric::Received> {
+    let end = drv.now() + ns;
+    let mut heard = Vec::new();
+    while drv.now() < end {
+        let step = (drv.now() + 1_000_000).min(end);
+        drv.run_until(step, |_| false);
+        if drv.now() < step {
+            drv.fabric.advance_to(SimTime(step));
+        }
+        while let Some(r) = drv.fabric.recv(probe) {
+            heard.push(r);
+        }
+    }
+    heard
+}
+
+#[test]
+fn subscribers_get_reports_of_traps_and_of_ports_leaving_until_they_acknowledge() {
+    use ibsm_mad::attrs::{Notice, NoticeDetails};
+    use ibsm_mad::records::{InformInfo, InformInfoRecord};
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 4, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("up");
+    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca && i != drv.at.0).collect();
+    let (probe_node, victim) = (hosts[0], hosts[hosts.len() - 1]);
+    let probe = drv.fabric.attach(probe_node, 1).expect("probe");
+    let probe_guid = topo.nodes[probe_node].port_guid(1);
+    let sm = report.sm_lid;
+    let send = |drv: &mut SimDriver, bytes: &[u8; MAD_LEN]| drv.fabric.send(probe, bytes, Dest { dlid: sm, qpn: 1 });
+
+    // Subscribe to everything, from the probe's own port (GID left zero), Reports to QP 1.
+    let all = InformInfo {
+        gid: Gid::default(),
+        lid_range_begin: InformInfo::ALL_LIDS,
+        lid_range_end: Lid(0),
+        is_generic: true,
+        subscribe: true,
+        trap_type: InformInfo::ALL_TYPES,
+        trap_number_or_device_id: 0xffff,
+        qpn: 1,
+        resp_time_value: 18,
+        producer_type_or_vendor_id: InformInfo::ALL_PRODUCERS,
+    };
+    send(&mut drv, &request(Method::Set, 0, 0x61, &all).unwrap());
+    let r = listen(&mut drv, probe).expect("answer");
+    assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::OK);
+    // An untrusted subscription to a security trap by number is refused.
+    let security = InformInfo { trap_number_or_device_id: 256, ..all };
+    send(&mut drv, &request(Method::Set, 0, 0x62, &security).unwrap());
+    let r = listen(&mut drv, probe).expect("answer");
+    assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::SA_REQ_DENIED);
+    // The probe sees its subscription.
+    send(&mut drv, &request(Method::GetTable, 0, 0x63, &InformInfoRecord::parse(&[0; 60]).unwrap()).unwrap());
+    let r = listen(&mut drv, probe).expect("answer");
+    let rec = InformInfoRecord::parse(&r.mad[SA_HEADER_LEN..]).unwrap();
+    assert_eq!(rec.subscriber_gid, Gid { prefix: PREFIX, guid: probe_guid });
+    assert_eq!(rec.inform_info.trap_number_or_device_id, 0xffff);
+
+    // The victim's cable is pulled at its leaf: the leaf traps (128), the SM forwards that and
+    // sweeps; the victim's port is gone (65).
+    let leaf = topo.nodes[victim].peer(1).expect("cabled");
+    drv.fabric.inject_fault(ibsm_sim::fabric::Fault::LinkDown { node: leaf.node, port: leaf.port });
+    let heard = hear_for(&mut drv, probe, 5_000_000_000);
+    let reports: Vec<(u64, Notice)> = heard
+        .iter()
+        .filter_map(|r| {
+            let h = SaHeader::from_bytes(&r.mad[..]).ok()?;
+            (h.method == Method::Report).then(|| (h.tid, Notice::parse(&r.mad[SA_HEADER_LEN..]).expect("notice")))
+        })
+        .collect();
+    let of = |n: u16| reports.iter().filter(|(_, r)| r.trap_number() == Some(n)).count();
+    assert!(of(128) >= 1, "trap 128 forwarded: {reports:?}");
+    let gone = Gid { prefix: PREFIX, guid: topo.nodes[victim].port_guid(1) };
+    let lost: Vec<&(u64, Notice)> = reports.iter().filter(|(_, r)| r.trap_number() == Some(65)).collect();
+    assert!(!lost.is_empty(), "65 for the lost port");
+    assert!(lost.iter().all(|(_, n)| n.details == NoticeDetails::Trap65 { gid: gone }));
+    // Nothing was acknowledged: every Report went out four times (first try and three retries).
+    let tids: HashSet<u64> = reports.iter().map(|(t, _)| *t).collect();
+    assert_eq!(reports.len(), tids.len() * 4, "{} reports, {} distinct", reports.len(), tids.len());
+    let c = drv.sm.sa_report_counters();
+    assert_eq!((c.expired, c.acknowledged), (tids.len() as u64, 0));
+
+    // The cable comes back: the port returns (64); this time the probe acknowledges.
+    drv.fabric.inject_fault(ibsm_sim::fabric::Fault::LinkUp { node: leaf.node, port: leaf.port });
+    let mut acked = 0;
+    let mut back = 0;
+    let end = drv.now() + 5_000_000_000;
+    while drv.now() < end {
+        for r in hear_for(&mut drv, probe, 1_000_000) {
+            let Ok(h) = SaHeader::from_bytes(&r.mad[..]) else { continue };
+            if h.method != Method::Report {
+                continue;
+            }
+            let n = Notice::parse(&r.mad[SA_HEADER_LEN..]).unwrap();
+            if n.details == (NoticeDetails::Trap64 { gid: gone }) {
+                back += 1;
+            }
+            let mut resp = r.mad;
+            resp[3] = 0x86; // ReportResp
+            send(&mut drv, &resp);
+            acked += 1;
+        }
+    }
+    assert_eq!(back, 1, "64 for the returning port, once: acknowledged, so not retried");
+    let c2 = drv.sm.sa_report_counters();
+    assert_eq!(c2.acknowledged, acked);
+    assert_eq!(c2.expired, c.expired, "nothing more given up");
+}

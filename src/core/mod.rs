@@ -276,6 +276,10 @@ impl Sm {
     pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
         self.snapshot.clone()
     }
+    /// Counters of the SA's Reports to subscribers.
+    pub fn sa_report_counters(&self) -> crate::sa::inform::ReportCounters {
+        self.sa_state.informs.counters
+    }
     /// The report of the last completed sweep.
     pub fn last_report(&self) -> Option<&SubnetReport> {
         self.last_report.as_ref()
@@ -325,6 +329,10 @@ impl Sm {
         self.now = self.now.max(now);
         let (kind, header) = requests::classify(bytes);
         match (kind, header) {
+            (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::SubnAdm => {
+                // A ReportResp from a subscriber (the SA sends no other requests).
+                self.sa_state.informs.on_report_resp(h.tid);
+            }
             (Inbound::Response, _) => {
                 let Ok(smp) = SmpRepr::parse(bytes) else {
                     self.counters.malformed += 1;
@@ -371,6 +379,7 @@ impl Sm {
         for (request, outcome) in self.tx.on_timeout(self.now) {
             self.dispatch(&request, &outcome);
         }
+        self.sa_state.informs.on_timeout(self.now);
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         }
@@ -386,15 +395,17 @@ impl Sm {
         if let Some(r) = self.responses.pop_front() {
             return Some(r);
         }
+        if let Some(r) = self.sa_state.informs.poll_transmit(self.now) {
+            let to = Address { lid: r.lid, qpn: r.qpn, qkey: io::GSI_QKEY, pkey_index: 0, sl: 0, grh: None };
+            let timeout_ns = crate::sa::inform::REPORT_TIMEOUT_NS;
+            return Some(Transmit { bytes: r.bytes, to, kind: TransmitKind::Request { timeout_ns } });
+        }
         self.tx.poll_transmit(self.now)
     }
 
     /// The next time [`Sm::handle_timeout`] must be called, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
-        match (self.tx.poll_timeout(), self.resweep_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout()].into_iter().flatten().min()
     }
 
     /// The next event for logs and metrics.
@@ -523,7 +534,9 @@ impl Sm {
             total_ns: self.now.saturating_sub(s.started_at),
         };
         self.state = SmState::Master;
-        self.snapshot = Some(Arc::new(self.build_snapshot()));
+        let snapshot = Arc::new(self.build_snapshot());
+        let old = self.snapshot.replace(Arc::clone(&snapshot));
+        self.announce_changes(old.as_deref(), &snapshot);
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }

@@ -66,6 +66,9 @@ pub(super) fn classify(bytes: &[u8]) -> (Inbound, Option<MadHeader>) {
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Get, attr::SM_INFO) => Inbound::GetSmInfo,
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Trap, _) => Inbound::Trap,
             (MgmtClass::SubnDr, _, _) if DrSmp::new_checked(bytes).is_err() => Inbound::Malformed,
+            // Reports go from the SA to subscribers, never to the SA: one arriving here is our
+            // own, returned by the transport (a send that timed out), or a stray.
+            (MgmtClass::SubnAdm, Method::Report, _) => Inbound::NoAnswer,
             (MgmtClass::SubnAdm, m, _) if m.response().is_some() => Inbound::Sa,
             (_, m, _) if m.response().is_none() => Inbound::NoAnswer,
             _ => Inbound::Unsupported,
@@ -184,6 +187,10 @@ impl Sm {
             self.respond(repress, reply_to(h, src));
         }
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number });
+        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers).
+        if let Some(notice) = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok()) {
+            self.sa_state.informs.notify(&notice, notice.issuer_lid, self.now);
+        }
         // Any trap may mean the fabric changed: sweep now, or right after the running sweep.
         if self.state != SmState::NotActive {
             if self.phase == SweepPhase::Up {

@@ -2,9 +2,13 @@
 //! last read or written, and the forwarding tables the switches hold, copied into the SA's
 //! immutable [`Snapshot`] (which builds its own indexes).
 //!
-//! Owns only the copy; when to take it (at the end of every sweep) is `Sm::finish_sweep`'s call.
+//! Owns the copy, and what changed between two snapshots for the SA's subscribers (ports in and
+//! out of service: notices 64 and 65); when to take it (at the end of every sweep) is
+//! `Sm::finish_sweep`'s call.
 
-use ibsm_mad::{Guid, PortNum};
+use std::collections::HashSet;
+
+use ibsm_mad::{Gid, Guid, PortNum};
 
 use super::Sm;
 use crate::sa::snapshot::{SmPort, SnapNode, SnapPort, Snapshot};
@@ -42,5 +46,30 @@ impl Sm {
             .collect();
         let sm = SmPort { guid: self.port_guid, lid: self.subnet.local_lid() };
         Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.switch_life_time, nodes, sm)
+    }
+
+    /// Tells subscribers which ports came into service (64) or went out of it (65) between the
+    /// `old` snapshot and the `new` one, and ends the subscriptions of ports that are gone.
+    pub(super) fn announce_changes(&mut self, old: Option<&Snapshot>, new: &Snapshot) {
+        let Some(old) = old else { return };
+        let guids = |s: &Snapshot| -> HashSet<Guid> {
+            s.end_ports().filter_map(|at| s.port(at).map(|p| p.guid)).collect()
+        };
+        let (before, after) = (guids(old), guids(new));
+        let sm_gid = Gid { prefix: new.subnet_prefix, guid: new.sm.guid };
+        let lid_of = |s: &Snapshot, g: Guid| s.by_guid(g).and_then(|at| s.port(at)).map_or(ibsm_mad::Lid(0), |p| p.lid);
+        let mut changes: Vec<(bool, Guid, ibsm_mad::Lid)> = after
+            .difference(&before)
+            .map(|&g| (true, g, lid_of(new, g)))
+            .chain(before.difference(&after).map(|&g| (false, g, lid_of(old, g))))
+            .collect();
+        changes.sort_unstable();
+        for (in_service, guid, lid) in changes {
+            let gid = Gid { prefix: new.subnet_prefix, guid };
+            if let Some(n) = crate::sa::inform::gid_notice(in_service, gid, new.sm.lid, sm_gid) {
+                self.sa_state.informs.notify(&n, lid, self.now);
+            }
+        }
+        self.sa_state.informs.retain_present(new);
     }
 }

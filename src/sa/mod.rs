@@ -9,16 +9,19 @@
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
-//! GetTable); ServiceRecord (Set, Get, GetTable, Delete). Everything else gets status 0x000c
-//! (method/attribute not supported).
+//! GetTable); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
+//! InformInfoRecord (Get, GetTable). Everything else gets status 0x000c (method/attribute not
+//! supported).
 //!
-//! What the SA keeps between requests (registered services) is [`SaState`], owned by the core
-//! and passed in; everything else comes from the snapshot.
+//! What the SA keeps between requests (registered services, subscriptions and the Reports in
+//! flight) is [`SaState`], owned by the core and passed in; everything else comes from the
+//! snapshot.
 
 pub mod admission;
 pub mod answer;
 mod class_port_info;
 mod forwarding;
+pub mod inform;
 mod link_record;
 mod node_record;
 pub mod path_record;
@@ -114,6 +117,8 @@ pub const DEFAULT_SA_KEY: u64 = 1;
 pub struct SaState {
     /// Registered services.
     pub services: service_record::Services,
+    /// Event subscriptions and the Reports in flight.
+    pub informs: inform::Informs,
 }
 
 /// Why a request got no answer at all.
@@ -155,6 +160,8 @@ pub fn serve(
         (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
             state.services.query(snap, &q, limits, live.now)
         }
+        (Method::Set, sa_attr::INFORM_INFO) => state.informs.set(snap, &q),
+        (Method::Get | Method::GetTable, sa_attr::INFORM_INFO_RECORD) => state.informs.records(snap, &q, limits),
         _ => Answer::error(h, status::BAD_METHOD_ATTR),
     };
     Ok(answer)

@@ -12,7 +12,8 @@
 
 use crate::bits;
 use crate::records::{
-    LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    InformInfoRecord, LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord,
 };
 use crate::Attribute;
 
@@ -170,6 +171,14 @@ impl Components for ServiceRecord {
     const STARTS: &'static [u16] = &SERVICE_RECORD;
 }
 
+impl Components for InformInfoRecord {
+    // SubscriberGID, Enum, reserved, then InformInfo from bit 192: GID, LIDRangeBegin,
+    // LIDRangeEnd, reserved, IsGeneric, Subscribe, Type, TrapNumber/DeviceID, QPN, reserved,
+    // RespTimeValue, reserved, ProducerType/VendorID.
+    const STARTS: &'static [u16] =
+        &[0, 128, 144, 192, 320, 336, 352, 368, 376, 384, 400, 416, 440, 443, 448, 456];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +202,11 @@ mod tests {
         starts_tile::<LftRecord>();
         starts_tile::<PKeyTableRecord>();
         starts_tile::<ServiceRecord>();
+        starts_tile::<InformInfoRecord>();
+        assert_eq!(
+            InformInfoRecord::STARTS.len(),
+            InformInfoRecord::COMP_PRODUCER_TYPE_VENDOR_ID.trailing_zeros() as usize + 1
+        );
         assert_eq!(ServiceRecord::STARTS.len(), ServiceRecord::COMP_DATA64_0.trailing_zeros() as usize + 2);
         let mut a = ServiceRecord::default();
         let b = a;
