@@ -375,7 +375,12 @@ fn running_sm_answers_sa_and_stops_on_sigterm() {
     let records = saquery_records(&out.stdout);
     let port_guid = records.first().and_then(|r| r.get("port_guid").cloned());
     assert_eq!(port_guid, Some(format!("0x{:016x}", cas[0].1 + u64::from(cas[0].2))), "{}", out.describe());
+    // The IPoIB broadcast group of the default partition exists from the first sweep.
     let out = sim.run_at(Some(&other), "saquery", &["-g"]).unwrap();
+    let groups = saquery_records(&out.stdout);
+    let ipoib = groups.iter().find(|g| g.get("MGID").is_some_and(|m| m == "ff12:401b:ffff::ffff:ffff"));
+    assert_eq!(ipoib.and_then(|g| g.get("Mlid")).map(String::as_str), Some("0xC000"), "{}", out.describe());
+    let out = sim.run_at(Some(&other), "saquery", &["GIR"]).unwrap();
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("0x000c") || text.contains("not supported"), "{}", out.describe());
 

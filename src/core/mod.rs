@@ -18,6 +18,7 @@ pub mod events;
 pub mod io;
 pub mod lft;
 pub mod lids;
+mod mcast;
 mod partial;
 mod requests;
 mod snapshot;
@@ -192,8 +193,12 @@ pub struct Sm {
     sa_limits: crate::sa::Limits,
     /// Per-requester SA rate limits.
     sa_admission: crate::sa::admission::Admission,
-    /// What the SA keeps between requests (registered services).
+    /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
+    /// MFT blocks the switches hold, as this SM wrote them (by switch GUID).
+    mft_held: HashMap<Guid, mcast::Blocks>,
+    /// MFT blocks written.
+    mft_blocks_sent: u64,
 }
 
 impl Sm {
@@ -227,6 +232,8 @@ impl Sm {
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_state: crate::sa::SaState::default(),
+            mft_held: HashMap::new(),
+            mft_blocks_sent: 0,
         }
     }
 
@@ -275,6 +282,20 @@ impl Sm {
     /// first). Cheap to clone and immutable: readers never wait for a sweep.
     pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
         self.snapshot.clone()
+    }
+    /// MFT blocks written for multicast groups so far.
+    pub fn mft_blocks_sent(&self) -> u64 {
+        self.mft_blocks_sent
+    }
+    /// What this SM believes `switch`'s multicast table holds for `mlid`: the ports set, or
+    /// `None` when it wrote nothing there.
+    pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
+        let (block, entry) = ibsm_mad::attrs::MulticastForwardingTable::locate(mlid)?;
+        let held = self.mft_held.get(&switch)?;
+        let mut ports: Vec<u8> =
+            held.range((block, 0)..=(block, 15)).flat_map(|(&(_, pos), t)| t.masks[entry].ports(pos).map(|p| p.0)).collect();
+        ports.sort_unstable();
+        Some(ports)
     }
     /// Counters of the SA's Reports to subscribers.
     pub fn sa_report_counters(&self) -> crate::sa::inform::ReportCounters {
@@ -416,8 +437,10 @@ impl Sm {
     // ---- internals ----
 
     fn dispatch(&mut self, request: &Request, outcome: &Outcome) {
-        debug_assert_eq!(request.op, Op::Sweep, "only sweeps send SMPs so far");
         match &request.req {
+            Req::SetMft { switch, block, position, .. } => {
+                self.on_set_mft(request, *switch, (*block, *position), outcome);
+            }
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
@@ -537,6 +560,10 @@ impl Sm {
         let snapshot = Arc::new(self.build_snapshot());
         let old = self.snapshot.replace(Arc::clone(&snapshot));
         self.announce_changes(old.as_deref(), &snapshot);
+        self.sa_state.mcast.ensure_defaults(&snapshot);
+        self.sa_state.mcast.retain_present(&snapshot);
+        self.sa_state.mcast.take_dirty();
+        self.program_multicast();
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }

@@ -233,6 +233,10 @@ impl Sm {
                     self.note_unsupported(h, src);
                 }
                 self.respond(answer.bytes, src.reply_address());
+                // Group changes reach the switches now, or at the end of the running sweep.
+                if self.sa_state.mcast.take_dirty() {
+                    self.program_multicast();
+                }
             }
             Err(crate::sa::Dropped::Malformed) => {
                 self.counters.malformed += 1;

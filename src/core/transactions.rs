@@ -16,11 +16,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ibsm_mad::attrs::{LinearForwardingTable, PortInfo, SwitchInfo};
+use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PortInfo, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
-use ibsm_mad::{Attribute, DrPath, PortNum, ids};
+use ibsm_mad::{Attribute, DrPath, Guid, PortNum, ids};
 
 use super::events::SmpFailure;
 use super::io::{Address, Transmit, TransmitKind};
@@ -56,6 +56,8 @@ pub(crate) enum Req {
     SetSwitchInfo { node: NodeIdx, info: SwitchInfo },
     /// One LFT block write.
     SetLft { node: NodeIdx, block: u32, table: Box<LinearForwardingTable> },
+    /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
+    SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
 }
 
 impl Req {
@@ -80,6 +82,10 @@ impl Req {
                 table.emit(&mut data);
                 (ids::attr::LFT, *block, Method::Set, data)
             }
+            Req::SetMft { block, position, table, .. } => {
+                table.emit(&mut data);
+                (ids::attr::MFT, MulticastForwardingTable::attr_mod(*block, *position), Method::Set, data)
+            }
         }
     }
 }
@@ -89,20 +95,23 @@ impl Req {
 pub(crate) enum Op {
     /// The running sweep (discovery, configuration, LFTs, port states).
     Sweep,
-    /// Stands for work beside a sweep in the tests of this layer (the standby's polls and key
-    /// updates take their own variants as they land).
+    /// Multicast table programming after the SA's groups changed.
+    Multicast,
+    /// Stands for other work beside a sweep in the tests of this layer (the standby's polls and
+    /// key updates take their own variants as they land).
     #[cfg(test)]
     Aside,
 }
 
 impl Op {
-    const COUNT: usize = if cfg!(test) { 2 } else { 1 };
+    const COUNT: usize = if cfg!(test) { 3 } else { 2 };
 
     fn index(self) -> usize {
         match self {
             Op::Sweep => 0,
+            Op::Multicast => 1,
             #[cfg(test)]
-            Op::Aside => 1,
+            Op::Aside => 2,
         }
     }
 }

@@ -10,11 +10,11 @@
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
 //! GetTable); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
-//! InformInfoRecord (Get, GetTable). Everything else gets status 0x000c (method/attribute not
+//! InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete, Get, GetTable). Everything else gets status 0x000c (method/attribute not
 //! supported).
 //!
 //! What the SA keeps between requests (registered services, subscriptions and the Reports in
-//! flight) is [`SaState`], owned by the core and passed in; everything else comes from the
+//! flight, multicast groups) is [`SaState`], owned by the core and passed in; everything else comes from the
 //! snapshot.
 
 pub mod admission;
@@ -23,6 +23,7 @@ mod class_port_info;
 mod forwarding;
 pub mod inform;
 mod link_record;
+pub mod multicast;
 mod node_record;
 pub mod path_record;
 mod port_info_record;
@@ -119,6 +120,8 @@ pub struct SaState {
     pub services: service_record::Services,
     /// Event subscriptions and the Reports in flight.
     pub informs: inform::Informs,
+    /// Multicast groups.
+    pub mcast: multicast::Groups,
 }
 
 /// Why a request got no answer at all.
@@ -161,6 +164,9 @@ pub fn serve(
             state.services.query(snap, &q, limits, live.now)
         }
         (Method::Set, sa_attr::INFORM_INFO) => state.informs.set(snap, &q),
+        (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::MC_MEMBER_RECORD) => {
+            state.mcast.query(snap, &q, limits)
+        }
         (Method::Get | Method::GetTable, sa_attr::INFORM_INFO_RECORD) => state.informs.records(snap, &q, limits),
         _ => Answer::error(h, status::BAD_METHOD_ATTR),
     };

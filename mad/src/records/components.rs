@@ -12,7 +12,7 @@
 
 use crate::bits;
 use crate::records::{
-    InformInfoRecord, LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord,
+    InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord,
     SwitchInfoRecord,
 };
 use crate::Attribute;
@@ -179,6 +179,14 @@ impl Components for InformInfoRecord {
         &[0, 128, 144, 192, 320, 336, 352, 368, 376, 384, 400, 416, 440, 443, 448, 456];
 }
 
+impl Components for McMemberRecord {
+    // MGID, PortGID, Q_Key, MLID, MTUSelector, MTU, TClass, P_Key, RateSelector, Rate,
+    // PacketLifeTimeSelector, PacketLifeTime, SL, FlowLabel, HopLimit, Scope, JoinState,
+    // ProxyJoin, reserved.
+    const STARTS: &'static [u16] =
+        &[0, 128, 256, 288, 304, 306, 312, 320, 336, 338, 344, 346, 352, 356, 376, 384, 388, 392, 393];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +211,12 @@ mod tests {
         starts_tile::<PKeyTableRecord>();
         starts_tile::<ServiceRecord>();
         starts_tile::<InformInfoRecord>();
+        starts_tile::<McMemberRecord>();
+        assert_eq!(McMemberRecord::STARTS.len(), McMemberRecord::COMP_RESERVED1.trailing_zeros() as usize + 1);
+        let a = McMemberRecord { join_state: crate::records::JoinState(1), ..McMemberRecord::default() };
+        let b = McMemberRecord { join_state: crate::records::JoinState(2), ..a };
+        assert!(!matches::<McMemberRecord>(McMemberRecord::COMP_JOIN_STATE, &a.to_vec(), &b.to_vec()));
+        assert!(matches::<McMemberRecord>(!McMemberRecord::COMP_JOIN_STATE, &a.to_vec(), &b.to_vec()));
         assert_eq!(
             InformInfoRecord::STARTS.len(),
             InformInfoRecord::COMP_PRODUCER_TYPE_VENDOR_ID.trailing_zeros() as usize + 1

@@ -1,0 +1,158 @@
+//! Multicast forwarding: the MulticastForwardingTable blocks the switches need for the SA's
+//! groups, and their programming as an operation of its own beside sweeps.
+//!
+//! Owns the tree computation ([`tables`]: for each group, a tree over the switches from a root
+//! switch, breadth-first over the links discovery found; a switch's mask for the group's MLID
+//! holds the ports toward members that receive and the tree links that connect every member,
+//! senders included) and what the SM believes each switch holds, so that only blocks that
+//! change are written. Programming runs between sweeps (node indexes are stable then); its SMPs
+//! belong to [`Op::Multicast`], so a sweep starting meanwhile is not held up by them.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use ibsm_mad::attrs::MulticastForwardingTable;
+use ibsm_mad::records::JoinState;
+use ibsm_mad::{Guid, Lid};
+
+use super::Sm;
+use super::state::SweepPhase;
+use super::transactions::{Op, Outcome, Req, Request};
+use crate::sa::Snapshot;
+
+/// Blocks of one switch's MFT: (block, position) to table.
+pub(super) type Blocks = BTreeMap<(u16, u8), MulticastForwardingTable>;
+
+/// The MFT blocks every switch needs (by snapshot node index) for `groups`: each an MLID and
+/// its members with their JoinState.
+pub(super) fn tables<'a>(
+    snap: &Snapshot,
+    groups: impl Iterator<Item = (Lid, &'a BTreeMap<Guid, JoinState>)>,
+) -> HashMap<u32, Blocks> {
+    let mut out: HashMap<u32, Blocks> = HashMap::new();
+    for (mlid, members) in groups {
+        let Some((block, entry)) = MulticastForwardingTable::locate(mlid) else { continue };
+        // Where each member attaches: (switch, port on it, receives).
+        let mut attach: Vec<(u32, u8, bool)> = Vec::new();
+        for (&guid, &state) in members {
+            let receives = state.0 & (JoinState::FULL_MEMBER.0 | JoinState::NON_MEMBER.0) != 0;
+            let Some((n, p)) = snap.by_guid(guid) else { continue };
+            let Some(node) = snap.node(n) else { continue };
+            if node.is_switch() {
+                attach.push((n, 0, receives));
+            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote) {
+                if snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch) {
+                    attach.push((s, q, receives));
+                }
+            }
+        }
+        let Some(root) = attach.iter().map(|a| a.0).min() else { continue };
+        let parent = tree(snap, root);
+        let mut ports: HashMap<u32, Vec<u8>> = HashMap::new();
+        let set = |s: u32, p: u8, ports: &mut HashMap<u32, Vec<u8>>| {
+            let v = ports.entry(s).or_default();
+            if !v.contains(&p) {
+                v.push(p);
+            }
+        };
+        for &(s, p, receives) in &attach {
+            if receives {
+                set(s, p, &mut ports);
+            }
+            let mut c = s;
+            while c != root {
+                let Some(&(par, up, down)) = parent.get(&c) else { break };
+                if ports.get(&c).is_some_and(|v| v.contains(&up)) {
+                    break;
+                }
+                set(c, up, &mut ports);
+                set(par, down, &mut ports);
+                c = par;
+            }
+        }
+        for (s, list) in ports {
+            let blocks = out.entry(s).or_default();
+            for p in list {
+                let (position, bit) = (p / 16, p % 16);
+                let t = blocks.entry((block, position)).or_default();
+                t.masks[entry] = t.masks[entry].with(bit);
+            }
+        }
+    }
+    out
+}
+
+/// Breadth-first tree over the switches from `root`: for each other switch reached, its parent,
+/// the port toward the parent, and the parent's port toward it.
+fn tree(snap: &Snapshot, root: u32) -> HashMap<u32, (u32, u8, u8)> {
+    let mut parent = HashMap::new();
+    let mut seen = std::collections::HashSet::from([root]);
+    let mut q = VecDeque::from([root]);
+    while let Some(s) = q.pop_front() {
+        let Some(node) = snap.node(s) else { continue };
+        for (p, port) in node.ports.iter().enumerate().skip(1) {
+            let Some((n, np)) = port.remote else { continue };
+            if !snap.node(n).is_some_and(crate::sa::snapshot::SnapNode::is_switch) || !seen.insert(n) {
+                continue;
+            }
+            let Ok(p) = u8::try_from(p) else { continue };
+            parent.insert(n, (s, np, p));
+            q.push_back(n);
+        }
+    }
+    parent
+}
+
+impl Sm {
+    /// Writes the MFT blocks that differ from what the switches hold for the SA's groups. Only
+    /// between sweeps; a sweep's end calls it again.
+    pub(super) fn program_multicast(&mut self) {
+        if self.phase != SweepPhase::Up {
+            return;
+        }
+        let Some(snap) = self.snapshot.clone() else { return };
+        let want = tables(&snap, self.sa_state.mcast.iter().map(|g| (g.params.mlid, &g.members)));
+        let empty = Blocks::new();
+        for (n, node) in snap.nodes.iter().enumerate() {
+            if !node.is_switch() {
+                continue;
+            }
+            let Ok(idx) = u32::try_from(n) else { break };
+            let guid = node.info.node_guid;
+            let Some(path) = self.subnet.nodes.get(n).filter(|s| s.info.node_guid == guid).map(|s| s.path) else {
+                continue;
+            };
+            let wanted = want.get(&idx).unwrap_or(&empty);
+            let held = self.mft_held.entry(guid).or_default();
+            let keys: Vec<(u16, u8)> = wanted.keys().chain(held.keys()).copied().collect();
+            let mut sets = Vec::new();
+            for key in keys {
+                let w = wanted.get(&key).copied().unwrap_or_default();
+                if held.get(&key) == Some(&w) {
+                    continue;
+                }
+                // Optimistic: a failed write forgets the block again (see `on_set_mft`).
+                held.insert(key, w);
+                sets.push(Request {
+                    path,
+                    req: Req::SetMft { switch: guid, block: key.0, position: key.1, table: Box::new(w) },
+                    op: Op::Multicast,
+                });
+            }
+            for s in sets {
+                self.tx.push(s);
+            }
+        }
+    }
+
+    /// A MulticastForwardingTable Set ended.
+    pub(super) fn on_set_mft(&mut self, request: &Request, switch: Guid, key: (u16, u8), outcome: &Outcome) {
+        if outcome.failure().is_some() {
+            if let Some(held) = self.mft_held.get_mut(&switch) {
+                held.remove(&key);
+            }
+            self.fail(request, outcome);
+        } else {
+            self.mft_blocks_sent += 1;
+        }
+    }
+}

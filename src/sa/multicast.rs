@@ -1,0 +1,370 @@
+//! Multicast groups: MCMemberRecord Set (create, join), Delete (leave) and Get/GetTable.
+//!
+//! Owns the groups: MGID, MLID, the group-wide parameters (Q_Key, P_Key, MTU, rate, SL,
+//! FlowLabel, HopLimit, TClass, scope, packet lifetime) and the members, each a port GUID with
+//! its JoinState bits (full member, non-member, send-only non-member, send-only full member).
+//! MLIDs come from 0xC000 up, lowest free first; 0xC000 is the IPoIB broadcast group of the
+//! default partition, created when the SA starts answering and never deleted. A group ends, and
+//! its MLID is free again, when its last full member leaves (send-only memberships end with it;
+//! OpenSM keeps such a group, and a join as 0x9 followed by a leave as 0x1 leaks its MLID), or,
+//! for a group without full members, when its last member leaves. Every change marks the groups dirty so
+//! that the core reprograms the switches' multicast tables ([`Groups::take_dirty`]).
+//!
+//! Rules (IBTA 15.2.5.17 and the o15-0.1 compliance statements, as OpenSM applies them):
+//! - A Set or Delete must name PortGID and JoinState (MGID too, except a create with MGID 0),
+//!   else INSUFFICIENT_COMPONENTS. Creating a group also needs Q_Key, P_Key, SL, FlowLabel and
+//!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member JoinState.
+//! - A requested MTU or rate with its selector must be satisfiable (not "greater than" the
+//!   largest, "less than" the smallest or an undefined code), else REQ_INVALID.
+//! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
+//!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
+//!   MGID 0 asks the SA for a fresh one: ff1<scope>:a01b:<subnet prefix>:<counter>.
+//! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
+//!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
+//! - PortGID must be a port of the subnet (else REQ_INVALID) and the requester's own port unless
+//!   the request is trusted (proxy join).
+//! - Delete removes the JoinState bits given; a port that is not a member, or a group that does
+//!   not exist, is REQ_INVALID.
+//! - Untrusted queries see every group but PortGID and JoinState only of their own port.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::status;
+use ibsm_mad::records::{JoinState, McMemberRecord, Mtu, Rate, Selector};
+use ibsm_mad::{Attribute, Gid, Guid, Lid, PKey};
+
+use super::answer::Table;
+use super::snapshot::Snapshot;
+use super::{Answer, Limits, Query};
+
+/// The first multicast LID; the IPoIB broadcast group's.
+pub const MLID_BASE: u16 = 0xc000;
+/// Multicast LIDs the SA hands out (0xC000..0xC000 + this).
+pub const MLID_COUNT: u16 = 1024;
+/// MGID of the IPv4-over-IB broadcast group of the default partition (link-local scope).
+pub const IPOIB_BROADCAST: Gid = Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0x0000_0000_ffff_ffff) };
+/// Q_Key of the IPoIB broadcast group (RFC 4391).
+pub const IPOIB_QKEY: u32 = 0x0000_0b1b;
+
+/// A multicast group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Group-wide parameters as a record (MGID, MLID, Q_Key, P_Key, MTU, rate, lifetime, SL,
+    /// FlowLabel, HopLimit, TClass, scope); PortGID, JoinState and ProxyJoin unused.
+    pub params: McMemberRecord,
+    /// Members: port GUID and JoinState bits.
+    pub members: BTreeMap<Guid, JoinState>,
+    /// Never deleted (the IPoIB broadcast group).
+    pub persistent: bool,
+}
+
+/// The multicast groups.
+#[derive(Debug, Clone, Default)]
+pub struct Groups {
+    by_mgid: BTreeMap<Gid, Group>,
+    next_mgid: u32,
+    dirty: bool,
+}
+
+fn mtu_bytes(m: Mtu) -> Option<u32> {
+    match m.raw() {
+        1..=5 => Some(128 << m.raw()),
+        _ => None,
+    }
+}
+
+/// Whether a requested `value` with `sel` can be met by some defined value in `all`.
+fn satisfiable(sel: Selector, value: Option<u32>, all: &[u32]) -> bool {
+    let Some(v) = value else { return sel == Selector::Largest };
+    match sel {
+        Selector::GreaterThan => all.iter().any(|&x| x > v),
+        Selector::LessThan => all.iter().any(|&x| x < v),
+        Selector::Exactly | Selector::Largest => true,
+    }
+}
+
+/// Whether the group value `have` meets the request `want` under `sel`.
+fn meets(sel: Selector, have: u32, want: u32) -> bool {
+    match sel {
+        Selector::GreaterThan => have > want,
+        Selector::LessThan => have < want,
+        Selector::Exactly => have == want,
+        Selector::Largest => true,
+    }
+}
+
+const ALL_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+fn all_rates() -> Vec<u32> {
+    (2..=22).filter_map(|c| Rate::from_raw(c).mbps()).collect()
+}
+
+impl Groups {
+    /// The groups, by MGID.
+    pub fn iter(&self) -> impl Iterator<Item = &Group> {
+        self.by_mgid.values()
+    }
+
+    /// Whether the groups changed since the last call (the switches need new tables).
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Creates the IPoIB broadcast group of the default partition if it does not exist: MTU 2048,
+    /// 10 Gb/s, Q_Key 0x0B1B, P_Key 0xFFFF, link-local scope, no members yet.
+    pub fn ensure_defaults(&mut self, snap: &Snapshot) {
+        if self.by_mgid.contains_key(&IPOIB_BROADCAST) {
+            return;
+        }
+        let params = McMemberRecord {
+            mgid: IPOIB_BROADCAST,
+            qkey: IPOIB_QKEY,
+            mlid: Lid(MLID_BASE),
+            mtu_selector: Selector::Exactly,
+            mtu: Mtu::from_raw(4),
+            pkey: PKey(0xffff),
+            rate_selector: Selector::Exactly,
+            rate: Rate::from_raw(3),
+            packet_life_time_selector: Selector::Exactly,
+            packet_life_time: snap.packet_life,
+            scope: 2,
+            ..McMemberRecord::default()
+        };
+        self.by_mgid.insert(IPOIB_BROADCAST, Group { params, members: BTreeMap::new(), persistent: true });
+        self.dirty = true;
+    }
+
+    /// Drops members whose ports are no longer in `snap` (and groups left without members).
+    pub fn retain_present(&mut self, snap: &Snapshot) {
+        let mut changed = false;
+        for g in self.by_mgid.values_mut() {
+            let before = g.members.len();
+            g.members.retain(|guid, _| snap.by_guid(*guid).is_some());
+            changed |= g.members.len() != before;
+        }
+        let before = self.by_mgid.len();
+        self.by_mgid.retain(|_, g| g.persistent || !g.members.is_empty());
+        self.dirty |= changed || self.by_mgid.len() != before;
+    }
+
+    fn free_mlid(&self) -> Option<Lid> {
+        let used: BTreeSet<u16> = self.by_mgid.values().map(|g| g.params.mlid.0).collect();
+        (MLID_BASE + 1..MLID_BASE + MLID_COUNT).find(|m| !used.contains(m)).map(Lid)
+    }
+
+    /// Answers an MCMemberRecord request.
+    pub(super) fn query(&mut self, snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+        let Ok(req) = McMemberRecord::parse(q.template) else { return Answer::error(&q.header, status::SA_REQ_INVALID) };
+        match q.header.method {
+            Method::Set => self.join(snap, q, &req),
+            Method::Delete => self.leave(snap, q, &req),
+            _ => self.records(snap, q, limits),
+        }
+    }
+
+    /// The checks Set and Delete share: components, MTU and rate sanity, PortGID.
+    fn check_request(snap: &Snapshot, q: &Query<'_>, req: &McMemberRecord) -> Result<Guid, u16> {
+        let mask = q.header.comp_mask;
+        let need = McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
+        if mask & need != need {
+            return Err(status::SA_INSUFFICIENT_COMPONENTS);
+        }
+        let both = |a: u64, b: u64| mask & a != 0 && mask & b != 0;
+        if both(McMemberRecord::COMP_RATE, McMemberRecord::COMP_RATE_SELECTOR)
+            && !satisfiable(req.rate_selector, req.rate.mbps(), &all_rates())
+        {
+            return Err(status::SA_REQ_INVALID);
+        }
+        if both(McMemberRecord::COMP_MTU, McMemberRecord::COMP_MTU_SELECTOR)
+            && !satisfiable(req.mtu_selector, mtu_bytes(req.mtu), &ALL_MTUS)
+        {
+            return Err(status::SA_REQ_INVALID);
+        }
+        let port = req.port_gid;
+        if port.prefix != snap.subnet_prefix || snap.by_guid(port.guid).is_none() {
+            return Err(status::SA_REQ_INVALID);
+        }
+        let own = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
+        if !q.trusted && own != Some(port.guid) {
+            return Err(status::SA_REQ_DENIED);
+        }
+        Ok(port.guid)
+    }
+
+    /// Whether a requested MGID is acceptable for a new group.
+    fn valid_mgid(mgid: Gid) -> bool {
+        let b = mgid.prefix.to_be_bytes();
+        if b[0] != 0xff {
+            return false;
+        }
+        let signature = u16::from_be_bytes([b[2], b[3]]);
+        if signature == 0x401b || signature == 0x601b {
+            return true;
+        }
+        if b[1] & 0xe0 != 0 {
+            return false;
+        }
+        !(signature == 0xa01b && b[1] & 0x0f == 2)
+    }
+
+    fn join(&mut self, snap: &Snapshot, q: &Query<'_>, req: &McMemberRecord) -> Answer {
+        let h = &q.header;
+        let guid = match Self::check_request(snap, q, req) {
+            Ok(g) => g,
+            Err(s) => return Answer::error(h, s),
+        };
+        let mask = h.comp_mask;
+        let has = |c: u64| mask & c != 0;
+        if req.join_state.is_empty() {
+            return Answer::error(h, status::SA_REQ_INVALID);
+        }
+        let mgid_given = has(McMemberRecord::COMP_MGID) && req.mgid != Gid::default();
+        if let Some(g) = mgid_given.then(|| self.by_mgid.get_mut(&req.mgid)).flatten() {
+            let p = &g.params;
+            let mismatch = (has(McMemberRecord::COMP_QKEY) && req.qkey != p.qkey)
+                || (has(McMemberRecord::COMP_PKEY) && req.pkey.0 & 0x7fff != p.pkey.0 & 0x7fff)
+                || (has(McMemberRecord::COMP_SL) && req.sl != p.sl)
+                || (has(McMemberRecord::COMP_FLOW_LABEL) && req.flow_label != p.flow_label)
+                || (has(McMemberRecord::COMP_HOP_LIMIT) && req.hop_limit != p.hop_limit)
+                || (has(McMemberRecord::COMP_TCLASS) && req.tclass != p.tclass)
+                || (has(McMemberRecord::COMP_MTU)
+                    && has(McMemberRecord::COMP_MTU_SELECTOR)
+                    && !meets(req.mtu_selector, mtu_bytes(p.mtu).unwrap_or(0), mtu_bytes(req.mtu).unwrap_or(0)))
+                || (has(McMemberRecord::COMP_RATE)
+                    && has(McMemberRecord::COMP_RATE_SELECTOR)
+                    && !meets(req.rate_selector, p.rate.mbps().unwrap_or(0), req.rate.mbps().unwrap_or(0)));
+            if mismatch {
+                return Answer::error(h, status::SA_REQ_INVALID);
+            }
+            let state = g.members.entry(guid).or_default();
+            let joined = state.union(req.join_state);
+            *state = joined;
+            let rec = McMemberRecord { port_gid: req.port_gid, join_state: joined, proxy_join: req.proxy_join, ..g.params };
+            self.dirty = true;
+            return Self::single(h, &rec);
+        }
+        // A new group.
+        let create = McMemberRecord::COMP_QKEY
+            | McMemberRecord::COMP_PKEY
+            | McMemberRecord::COMP_SL
+            | McMemberRecord::COMP_FLOW_LABEL
+            | McMemberRecord::COMP_TCLASS;
+        if mask & create != create {
+            return Answer::error(h, status::SA_INSUFFICIENT_COMPONENTS);
+        }
+        if !req.join_state.contains(JoinState::FULL_MEMBER) {
+            return Answer::error(h, status::SA_REQ_INVALID);
+        }
+        let mgid = if mgid_given {
+            if !Self::valid_mgid(req.mgid) {
+                return Answer::error(h, status::SA_REQ_INVALID);
+            }
+            req.mgid
+        } else {
+            self.fresh_mgid(snap, req.scope)
+        };
+        let Some(mlid) = self.free_mlid() else { return Answer::error(h, status::SA_NO_RESOURCES) };
+        let mtu = if has(McMemberRecord::COMP_MTU) && req.mtu_selector == Selector::Exactly {
+            req.mtu
+        } else {
+            Mtu::from_raw(4)
+        };
+        let rate = if has(McMemberRecord::COMP_RATE) && req.rate_selector == Selector::Exactly {
+            req.rate
+        } else {
+            Rate::from_raw(3)
+        };
+        let params = McMemberRecord {
+            mgid,
+            port_gid: Gid::default(),
+            mlid,
+            mtu_selector: Selector::Exactly,
+            mtu,
+            rate_selector: Selector::Exactly,
+            rate,
+            packet_life_time_selector: Selector::Exactly,
+            packet_life_time: if has(McMemberRecord::COMP_PACKET_LIFE_TIME) { req.packet_life_time } else { snap.packet_life },
+            hop_limit: if has(McMemberRecord::COMP_HOP_LIMIT) { req.hop_limit } else { 0 },
+            scope: if mgid_given { (mgid.prefix >> 48) as u8 & 0x0f } else { req.scope },
+            join_state: JoinState::default(),
+            proxy_join: false,
+            ..*req
+        };
+        let mut members = BTreeMap::new();
+        members.insert(guid, req.join_state);
+        self.by_mgid.insert(mgid, Group { params, members, persistent: false });
+        self.dirty = true;
+        let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
+        Self::single(h, &rec)
+    }
+
+    /// A fresh SA-assigned MGID: ff1<scope>:a01b, the subnet prefix's upper 32 bits, a counter.
+    fn fresh_mgid(&mut self, snap: &Snapshot, scope: u8) -> Gid {
+        loop {
+            self.next_mgid = self.next_mgid.wrapping_add(1);
+            let scope = if scope == 0 { 2 } else { scope & 0x0f };
+            let prefix = (0xff10_a01b_u64 | u64::from(scope) << 16) << 32 | (snap.subnet_prefix >> 32);
+            let mgid = Gid { prefix, guid: Guid(u64::from(self.next_mgid) << 32) };
+            if !self.by_mgid.contains_key(&mgid) {
+                return mgid;
+            }
+        }
+    }
+
+    fn leave(&mut self, snap: &Snapshot, q: &Query<'_>, req: &McMemberRecord) -> Answer {
+        let h = &q.header;
+        let guid = match Self::check_request(snap, q, req) {
+            Ok(g) => g,
+            Err(s) => return Answer::error(h, s),
+        };
+        let Some(g) = self.by_mgid.get_mut(&req.mgid) else { return Answer::error(h, status::SA_REQ_INVALID) };
+        let Some(state) = g.members.get_mut(&guid) else { return Answer::error(h, status::SA_REQ_INVALID) };
+        let was_full = state.contains(JoinState::FULL_MEMBER);
+        let left = state.without(req.join_state);
+        let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, ..g.params };
+        if left.is_empty() {
+            g.members.remove(&guid);
+        } else {
+            *state = left;
+        }
+        // The group ends with its last full member (send-only memberships end with it), or,
+        // for a group that has no full member, with its last member.
+        let full_left = g.members.values().any(|s| s.contains(JoinState::FULL_MEMBER));
+        let gone = !g.persistent && (g.members.is_empty() || (was_full && !full_left));
+        if gone {
+            self.by_mgid.remove(&req.mgid);
+        }
+        self.dirty = true;
+        Self::single(h, &rec)
+    }
+
+    fn records(&self, snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+        let own = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
+        let mut t = Table::new::<McMemberRecord>(q, limits);
+        'groups: for g in self.by_mgid.values() {
+            let members: Vec<(Guid, JoinState)> = if g.members.is_empty() {
+                vec![(Guid(0), JoinState::default())]
+            } else {
+                g.members.iter().map(|(&k, &v)| (k, v)).collect()
+            };
+            for (guid, state) in members {
+                let visible = q.trusted || Some(guid) == own;
+                let rec = McMemberRecord {
+                    port_gid: if visible && guid != Guid(0) { Gid { prefix: snap.subnet_prefix, guid } } else { Gid::default() },
+                    join_state: if visible { state } else { JoinState::default() },
+                    ..g.params
+                };
+                if !t.offer(q, &rec) {
+                    break 'groups;
+                }
+            }
+        }
+        t.answer(q, limits)
+    }
+
+    fn single(h: &ibsm_mad::sa::SaHeader, rec: &McMemberRecord) -> Answer {
+        let offset = (ibsm_mad::records::stride::<McMemberRecord>() / 8) as u16;
+        Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
+    }
+}
