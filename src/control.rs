@@ -11,7 +11,8 @@
 //! file from a dead SM replaced, removed when the [`ControlServer`] is dropped) and a std thread
 //! that accepts connections and reads requests. That thread never touches the SM: a valid query
 //! goes through a tokio channel to the transport's loop, which answers it from the sans-IO
-//! core's getters ([`Pending::answer`]) between two events, so a malformed request or a stuck
+//! core's getters and its last sweep's snapshot ([`Pending::answer`]) between two events, at
+//! once even while a sweep runs, so a malformed request or a stuck
 //! client can never disturb the SM. A std thread rather than a tokio listener because the
 //! workspace's tokio has no `net` feature and the accept loop must also serve the simulated SM,
 //! whose sweeps are synchronous.
@@ -193,13 +194,6 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Whether the answer should wait for the running sweep to end: `routes` during a sweep
-    /// (the fabric model is being rebuilt). The transport keeps such requests and answers them
-    /// when the sweep reports, so a client never sees a half-discovered fabric.
-    pub fn must_wait(&self, sm: &Sm) -> bool {
-        self.query == Query::Routes && sm.phase() != crate::core::SweepPhase::Up
-    }
-
     /// Answers from `sm`'s getters (the client may have gone; that is not an error).
     pub fn answer(self, sm: &Sm) {
         let _ = self.reply.send(respond(sm, self.query));
@@ -325,9 +319,6 @@ impl crate::transport::SideQueries for ControlServer {
 }
 
 impl crate::transport::SideQuery for Pending {
-    fn must_wait(&self, sm: &Sm) -> bool {
-        Pending::must_wait(self, sm)
-    }
     fn answer(self, sm: &Sm) {
         Pending::answer(self, sm);
     }

@@ -910,3 +910,27 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
     let (st, data) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
     assert_eq!((st, McMemberRecord::parse(&data).unwrap().mlid), (status::OK, Lid(0xc001)), "the lowest MLID is free");
 }
+
+#[test]
+fn readers_of_the_snapshot_do_not_wait_for_a_running_sweep() {
+    use ibsm::core::{SmEvent, SweepPhase};
+    use ibsm::routes::live::LiveRoutes;
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 6, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    assert!(LiveRoutes::from_sm(&drv.sm).is_err(), "nothing before the first sweep");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let before = LiveRoutes::from_sm(&drv.sm).expect("routes after the sweep");
+    let snap = drv.sm.snapshot().expect("snapshot");
+    // A second sweep, stopped in the middle (the subnet model is being rebuilt).
+    drv.sm.start_sweep(drv.now());
+    let ev = drv.run_until(drv.now() + LIMIT, |ev| matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. }));
+    assert!(ev.is_some() && drv.sm.phase() != SweepPhase::Up);
+    let during = LiveRoutes::from_sm(&drv.sm).expect("answered during the sweep");
+    assert_eq!(serde_json::to_string(&during).unwrap(), serde_json::to_string(&before).unwrap());
+    assert!(std::sync::Arc::ptr_eq(&snap, &drv.sm.snapshot().unwrap()), "the last sweep's snapshot, not a new one");
+    // The SA answers from it too.
+    let (a, b) = (snap.end_ports().next().unwrap(), snap.end_ports().last().unwrap());
+    let (la, lb) = (snap.port(a).unwrap().lid, snap.port(b).unwrap().lid);
+    let (st, _) = through_core(&mut drv, 0, la, (Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 0), &PathRecord { slid: la, dlid: lb, ..PathRecord::default() });
+    assert_eq!(st, status::OK);
+}

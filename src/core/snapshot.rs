@@ -45,7 +45,9 @@ impl Sm {
             })
             .collect();
         let sm = SmPort { guid: self.port_guid, lid: self.subnet.local_lid() };
-        Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.switch_life_time, nodes, sm)
+        let mut snap = Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.switch_life_time, nodes, sm);
+        snap.routing_engine.clone_from(&self.engine_used);
+        snap
     }
 
     /// Tells subscribers which ports came into service (64) or went out of it (65) between the

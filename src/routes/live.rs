@@ -18,7 +18,8 @@ use ibsm_routing::{Lft, Routes};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
-use crate::core::{Guid2Lid, Sm, SweepPhase};
+use crate::core::{Guid2Lid, Sm};
+use crate::sa::Snapshot;
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 /// Schema version of [`LiveRoutes`].
@@ -102,9 +103,6 @@ pub enum LiveError {
     /// The SM has not finished a sweep yet.
     #[error("the SM has not completed a sweep yet; ask again when the subnet is up")]
     NoSweepYet,
-    /// A sweep is running: the fabric model is being rebuilt.
-    #[error("a sweep is running (phase {0}); ask again when it is over")]
-    SweepRunning(&'static str),
     /// The snapshot is of a schema this program does not read.
     #[error("routes snapshot version {found}, expected {VERSION}")]
     Version {
@@ -126,20 +124,20 @@ fn guid_text(g: Guid) -> String {
 }
 
 impl LiveRoutes {
-    /// Snapshot of what `sm` discovered (its subnet as the fabric-view builder describes it)
-    /// and what each switch holds.
+    /// What `sm` discovered and what each switch holds, as of its last completed sweep (the
+    /// SA's snapshot: a running sweep does not hold the answer up, and it never shows a half
+    /// discovered fabric).
     ///
     /// # Errors
-    /// [`LiveError::NoSweepYet`] before the first sweep ends, [`LiveError::SweepRunning`] while
-    /// one runs.
+    /// [`LiveError::NoSweepYet`] before the first sweep ends.
     pub fn from_sm(sm: &Sm) -> Result<LiveRoutes, LiveError> {
-        if sm.last_report().is_none() {
-            return Err(LiveError::NoSweepYet);
-        }
-        if sm.phase() != SweepPhase::Up {
-            return Err(LiveError::SweepRunning(sm.phase().name()));
-        }
-        let desc = sm.subnet().describe();
+        let snap = sm.snapshot().ok_or(LiveError::NoSweepYet)?;
+        Ok(LiveRoutes::from_snapshot(&snap))
+    }
+
+    /// The routes snapshot of an SA snapshot.
+    pub fn from_snapshot(snap: &Snapshot) -> LiveRoutes {
+        let desc = snap.describe();
         let link = |p: &DescPort| {
             let peer = p.peer?;
             Some(LiveLink { port: p.num.0, peer: guid_text(desc.nodes.get(peer.node)?.guid), peer_port: peer.port.0 })
@@ -150,10 +148,10 @@ impl LiveRoutes {
             if n.is_switch() {
                 let port0 = n.port(PortNum(0));
                 let mut lft = String::new();
-                if let Some(t) = sm.programmed_lft(n.guid) {
-                    lft.reserve(t.ports.len() * 2);
-                    for p in &t.ports {
-                        let _ = write!(lft, "{:02x}", p.0);
+                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(|s| &s.lft) {
+                    lft.reserve(t.len() * 2);
+                    for p in t {
+                        let _ = write!(lft, "{p:02x}");
                     }
                 }
                 switches.push(LiveSwitch {
@@ -178,13 +176,8 @@ impl LiveRoutes {
                 });
             }
         }
-        Ok(LiveRoutes {
-            version: VERSION,
-            engine: sm.routing_engine_used().unwrap_or("none").to_owned(),
-            lmc: sm.config().lmc,
-            switches,
-            cas,
-        })
+        let engine = if snap.routing_engine.is_empty() { "none" } else { snap.routing_engine.as_str() };
+        LiveRoutes { version: VERSION, engine: engine.to_owned(), lmc: snap.lmc, switches, cas }
     }
 
     /// The snapshot as the routing input the SM used (described and built as the SM builds

@@ -13,6 +13,8 @@ use ibsm_mad::attrs::{LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeInfo, NodeTyp
 use ibsm_mad::records::Rate;
 use ibsm_mad::{Guid, Lid, PortNum};
 
+use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
+
 /// A port as `(node index, port number)`.
 pub type PortAt = (u32, u8);
 
@@ -96,6 +98,8 @@ pub struct Snapshot {
     pub sm: SmPort,
     /// The switches' LifeTimeValue: the PacketLifeTime of a path through one switch.
     pub packet_life: u8,
+    /// The routing engine that computed the forwarding tables (empty: none).
+    pub routing_engine: String,
     /// For each LID, the end port owning it (index = LID).
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
@@ -142,7 +146,7 @@ impl Snapshot {
                 }
             }
         }
-        Snapshot { subnet_prefix, lmc, nodes, sm, packet_life, by_lid, by_guid }
+        Snapshot { subnet_prefix, lmc, nodes, sm, packet_life, routing_engine: String::new(), by_lid, by_guid }
     }
 
     /// The node at `n`.
@@ -179,6 +183,36 @@ impl Snapshot {
             .enumerate()
             .filter_map(|(n, node)| u32::try_from(n).ok().map(|n| (n, node)))
             .flat_map(|(n, node)| node.end_ports().map(move |p| (n, p)))
+    }
+
+    /// The fabric as the fabric-view builder's description (as `core::Subnet::describe` gives
+    /// it for the live subnet): node `i` is [`Snapshot::nodes`]`[i]`; a switch lists port 0 and
+    /// its external ports, a CA the ports whose GUID is known; a port has a peer where its link
+    /// was up.
+    pub fn describe(&self) -> FabricDesc<'_> {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let switch = n.is_switch();
+                let ports = n
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .filter(|&(p, r)| if switch { true } else { p > 0 && r.guid != Guid(0) && r.info.is_some() })
+                    .filter_map(|(p, r)| {
+                        let num = PortNum(u8::try_from(p).ok()?);
+                        let peer = r
+                            .remote
+                            .filter(|_| p > 0)
+                            .and_then(|(node, port)| Some(PortRef { node: usize::try_from(node).ok()?, port: PortNum(port) }));
+                        Some(DescPort { num, guid: r.guid, lid: r.lid, peer })
+                    })
+                    .collect();
+                DescNode { kind: n.info.node_type, guid: n.info.node_guid, name: &n.desc, num_ports: n.info.num_ports, ports }
+            })
+            .collect();
+        FabricDesc { nodes }
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`: the switches crossed, the

@@ -25,9 +25,6 @@ pub trait SideQueries {
 
 /// One query from [`SideQueries`].
 pub trait SideQuery {
-    /// Whether the answer must wait until the running sweep ends (the driver keeps it until
-    /// then).
-    fn must_wait(&self, sm: &Sm) -> bool;
     /// Answers it from the core's getters.
     fn answer(self, sm: &Sm);
 }
@@ -41,9 +38,6 @@ pub struct NoQueries;
 pub enum Never {}
 
 impl SideQuery for Never {
-    fn must_wait(&self, _: &Sm) -> bool {
-        match *self {}
-    }
     fn answer(self, _: &Sm) {
         match self {}
     }

@@ -278,8 +278,6 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             self.sm.set_sa_limits(crate::sa::Limits::UMAD2SIM);
         }
         self.sm.start_sweep(self.now());
-        // `routes` queries that arrived during a sweep, answered when it reports.
-        let mut deferred: Vec<Q::Query> = Vec::new();
         loop {
             if self.sm.poll_compute().is_some() {
                 let start = self.start;
@@ -288,11 +286,6 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             self.flush()?;
             if let Some(finish) = self.drain_events()? {
                 return Ok(finish);
-            }
-            if self.sm.phase() == SweepPhase::Up {
-                for p in deferred.drain(..) {
-                    p.answer(&self.sm);
-                }
             }
             let deadline_ns = [self.sm.poll_timeout(), self.next_sweep].into_iter().flatten().min();
             let mut wake = deadline_ns.map(|ns| self.start + Duration::from_nanos(ns));
@@ -323,13 +316,9 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err(DriverError::PollThreadGone),
                 },
-                req = next_query(control.as_mut()) => {
-                    if req.must_wait(&self.sm) {
-                        deferred.push(req);
-                    } else {
-                        req.answer(&self.sm);
-                    }
-                }
+                // Answered at once, also during a sweep: `routes` comes from the last sweep's
+                // snapshot.
+                req = next_query(control.as_mut()) => req.answer(&self.sm),
                 () = sleep => {
                     if once_deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(Finish::NoReport { waited: self.opts.once_limit });
