@@ -934,3 +934,25 @@ fn readers_of_the_snapshot_do_not_wait_for_a_running_sweep() {
     let (st, _) = through_core(&mut drv, 0, la, (Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 0), &PathRecord { slid: la, dlid: lb, ..PathRecord::default() });
     assert_eq!(st, status::OK);
 }
+
+#[test]
+fn multi_path_records_give_every_source_destination_pair() {
+    use ibsm_mad::records::MultiPathRecord;
+    let fab = sweep(example("fat-tree-3l-k4.net"), 0);
+    let ends = fab.end_ports();
+    let cas: Vec<Guid> = ends.iter().filter(|e| e.1 > 0).map(|e| e.2).collect();
+    let g = |guid: Guid| Gid { prefix: PREFIX, guid };
+    let req = MultiPathRecord { sgids: vec![g(cas[0]), g(cas[1])], dgids: vec![g(cas[2]), g(cas[5]), g(cas[9])], ..MultiPathRecord::default() };
+    let a = fab.ask(Method::GetMulti, MultiPathRecord::COMP_SGID_COUNT | MultiPathRecord::COMP_DGID_COUNT, &req);
+    assert_eq!(a.status, status::OK);
+    let got: Vec<PathRecord> = records(&a);
+    assert_eq!(got.len(), 6, "two sources by three destinations");
+    for r in &got {
+        let (mask, q) = path_query(None, None, Some(r.sgid.guid), Some(r.dgid.guid));
+        assert_eq!(records::<PathRecord>(&fab.ask(Method::Get, mask, &q)), vec![*r], "as PathRecord answers it");
+    }
+    let stranger = MultiPathRecord { dgids: vec![g(Guid(0xdead))], ..req.clone() };
+    assert_eq!(fab.ask(Method::GetMulti, 0, &stranger).status, status::SA_INVALID_GID);
+    let none = MultiPathRecord { dgids: Vec::new(), ..req };
+    assert_eq!(fab.ask(Method::GetMulti, 0, &none).status, status::SA_REQ_INVALID);
+}

@@ -9,7 +9,7 @@
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
-//! GetTable); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
+//! GetTable); MultiPathRecord (GetMulti); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
 //! InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete, Get, GetTable). Everything else gets status 0x000c (method/attribute not
 //! supported).
 //!
@@ -160,6 +160,7 @@ pub fn serve(
         (Method::Get | Method::GetTable, sa_attr::LFT_RECORD) => forwarding::lft_query(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
+        (Method::GetMulti, sa_attr::MULTI_PATH_RECORD) => path_record::multi(snap, &q, limits),
         (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
             state.services.query(snap, &q, limits, live.now)
         }

@@ -153,6 +153,87 @@ fn template(req: &PathRecord, mask: u64) -> PathRecord {
     }
 }
 
+/// GetMulti(MultiPathRecord): PathRecords between every source GID and every destination GID
+/// of the request (both counts at least one, else REQ_INVALID; an unknown GID is INVALID_GID),
+/// NumbPath per pair (one when zero), filtered by P_Key, SL and the MTU, rate and lifetime
+/// selectors as PathRecord requests are. The answer carries PathRecords.
+pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+    use ibsm_mad::records::MultiPathRecord as Mpr;
+    let header = &q.header;
+    let Ok(req) = Mpr::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
+    if req.sgids.is_empty() || req.dgids.is_empty() {
+        return Answer::error(header, status::SA_REQ_INVALID);
+    }
+    let resolve_all = |gids: &[Gid]| -> Result<Vec<PortAt>, u16> {
+        gids.iter()
+            .map(|g| {
+                (g.prefix == snap.subnet_prefix).then(|| snap.by_guid(g.guid)).flatten().ok_or(status::SA_INVALID_GID)
+            })
+            .collect()
+    };
+    let (sources, dests) = match (resolve_all(&req.sgids), resolve_all(&req.dgids)) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(st), _) | (_, Err(st)) => return Answer::error(header, st),
+    };
+    let mask = header.comp_mask;
+    let has = |c: u64| mask & c != 0;
+    let mut table = Table::new::<PathRecord>(q, limits);
+    if (has(Mpr::COMP_PKEY) && req.pkey.0 & 0x7fff != 0x7fff) || (has(Mpr::COMP_SL) && req.sl != 0) {
+        return table.answer(q, limits);
+    }
+    // The same request as a PathRecord's template and selectors.
+    let as_pr = PathRecord {
+        service_id: req.service_id,
+        flow_label: req.flow_label,
+        hop_limit: req.hop_limit,
+        tclass: req.tclass,
+        pkey: req.pkey,
+        mtu_selector: req.mtu_selector,
+        mtu: req.mtu,
+        rate_selector: req.rate_selector,
+        rate: req.rate,
+        packet_life_time_selector: req.packet_life_time_selector,
+        packet_life_time: req.packet_life_time,
+        ..PathRecord::default()
+    };
+    let map = [
+        (Mpr::COMP_SERVICE_ID, PathRecord::COMP_SERVICE_ID),
+        (Mpr::COMP_FLOW_LABEL, PathRecord::COMP_FLOW_LABEL),
+        (Mpr::COMP_HOP_LIMIT, PathRecord::COMP_HOP_LIMIT),
+        (Mpr::COMP_TCLASS, PathRecord::COMP_TCLASS),
+        (Mpr::COMP_PKEY, PathRecord::COMP_PKEY),
+        (Mpr::COMP_MTU_SELECTOR, PathRecord::COMP_MTU_SELECTOR),
+        (Mpr::COMP_MTU, PathRecord::COMP_MTU),
+        (Mpr::COMP_RATE_SELECTOR, PathRecord::COMP_RATE_SELECTOR),
+        (Mpr::COMP_RATE, PathRecord::COMP_RATE),
+        (Mpr::COMP_PACKET_LIFE_TIME_SELECTOR, PathRecord::COMP_PACKET_LIFE_TIME_SELECTOR),
+        (Mpr::COMP_PACKET_LIFE_TIME, PathRecord::COMP_PACKET_LIFE_TIME),
+    ];
+    let pr_mask = map.iter().filter(|(m, _)| mask & m == *m).fold(0, |acc, (_, p)| acc | p);
+    let template = template(&as_pr, pr_mask);
+    let per_pair = usize::from(req.numb_path.max(1));
+    'pairs: for &sp in &sources {
+        for &dp in &dests {
+            let mut found = 0;
+            for (slid, dlid) in snap.lids_of(sp).flat_map(|s| snap.lids_of(dp).map(move |d| (s, d))) {
+                if found >= per_pair {
+                    break;
+                }
+                let Some(walk) = snap.walk(sp, dlid) else { continue };
+                let Some(rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                if !wanted(&as_pr, pr_mask, &rec) {
+                    continue;
+                }
+                if !table.push(&rec) {
+                    break 'pairs;
+                }
+                found += 1;
+            }
+        }
+    }
+    table.answer(q, limits)
+}
+
 /// The PathRecord from `slid` to `dlid` as a GetTable by LIDs answers it (default partition,
 /// nothing echoed): the SA's hot path. Allocates nothing.
 pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
