@@ -7,6 +7,12 @@
 //! SMInfoRecord, ClassPortInfo, and the (empty) service and subscription tables. Answers are compared field by field after mapping LIDs to
 //! the port GUIDs they name (both SMs number the fabric their own way).
 //!
+//! A second test runs OpenSM's own client, `osmtest -f m` (its multicast flow: about 40 checks
+//! of the IBTA's o15-0.1/0.2 rules on joins, leaves, creates and errors), against each SM and
+//! compares the steps and their outcomes one by one, SA-assigned MGIDs aside; then, under ibsm,
+//! it checks with `ibroute -M` that the leaf switch of every member of the groups osmtest left
+//! behind forwards the group's MLID to that member.
+//!
 //! Deliberate differences, also stated in the README: PacketLifeTime grows with the switches a
 //! path crosses (OpenSM reports its configured value for every path), ClassPortInfo's
 //! CapabilityMask lists only what ibsm serves, ActCount is each SM's own. Skipped with
@@ -224,4 +230,125 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     same("ClassPortInfo", &cpi_fields, &ours.cpi, &theirs.cpi);
     // No services registered and no subscriptions on a fresh fabric, as OpenSM says too.
     assert_eq!((ours.services, ours.informs), (theirs.services, theirs.informs));
+}
+
+/// The steps of an `osmtest -f m` log and their outcomes: its "Checking ..." and other flow
+/// lines, the remote errors it saw, its own ERR lines (the generic per-query error lines
+/// dropped), with SA-assigned MGIDs (`ff12:a01b:...`, numbered by each SM its own way) and
+/// times removed.
+fn osmtest_steps(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|l| l.split_once(" -> ").map(|(_, rest)| rest))
+        .filter(|l| {
+            (l.starts_with("osmt_run_mcast_flow:") || l.contains("Remote error =") || l.contains("ERR 0"))
+                && !l.contains("Expecting Errors")
+                && !["ERR 5501", "ERR 0003", "ERR 0224"].iter().any(|e| l.contains(e))
+        })
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| if w.contains("ff12:a01b:") { "<sa-mgid>" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// Runs `osmtest -f m` from `client`: its steps, and whether it said PASS.
+fn osmtest_multicast(sim: &Ibsim, client: &str) -> (Vec<String>, bool) {
+    let out = sim
+        .run_timeout(Some(client), "osmtest", &["-f", "m"], Duration::from_secs(120))
+        .expect("osmtest runs");
+    let text = format!("{}{}", out.stdout, out.stderr);
+    let steps = osmtest_steps(&text);
+    assert!(steps.len() > 40, "osmtest ran its flow:\n{}", out.describe());
+    (steps, text.contains("TEST \"Multicast\" PASS"))
+}
+
+/// The ports `ibroute -M` shows switch `lid` forwarding `mlid` (e.g. "0xc002") to: the columns
+/// of the row's `x` marks under the header's port numbers.
+fn mft_ports(sim: &Ibsim, client: &str, lid: u16, mlid: &str) -> Vec<u8> {
+    let out = sim.run_at(Some(client), "ibroute", &["-M", &lid.to_string()]).expect("ibroute");
+    let Some(header) = out.stdout.lines().find(|l| l.trim_start().starts_with("Ports:")) else { return Vec::new() };
+    let columns: Vec<(usize, u8)> = header
+        .char_indices()
+        .filter(|&(i, c)| c.is_ascii_digit() && !header[..i].ends_with(|p: char| p.is_ascii_digit()))
+        .filter_map(|(i, _)| {
+            let n: String = header[i..].chars().take_while(char::is_ascii_digit).collect();
+            Some((i, n.parse().ok()?))
+        })
+        .collect();
+    let Some(row) = out.stdout.lines().find(|l| l.to_lowercase().starts_with(&mlid.to_lowercase())) else { return Vec::new() };
+    columns.iter().filter(|&&(i, _)| row.as_bytes().get(i) == Some(&b'x')).map(|&(_, p)| p).collect()
+}
+
+#[test]
+fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
+    if !require_ibsim() || !require_tools(&["opensm", "osmtest", "ibroute"]) {
+        return;
+    }
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let (sm_host, client) = (hosts[0], hosts[hosts.len() - 1]);
+    let theirs = {
+        let sim = Ibsim::start(&net).expect("ibsim");
+        let dir = sim.dir().join("opensm");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let link_ends: usize =
+            topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
+        let mut osm = sim
+            .command(Some(sm_host), "opensm")
+            .args(["-f", &dir.join("opensm.log").to_string_lossy()])
+            .env("OSM_CACHE_DIR", &dir)
+            .env("OSM_TMP_DIR", &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("opensm starts");
+        let lst = dir.join("opensm-subnet.lst");
+        wait_for("OpenSM's subnet up", Duration::from_secs(60), || {
+            std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
+        });
+        let r = osmtest_multicast(&sim, client);
+        let _ = osm.kill();
+        let _ = osm.wait();
+        r
+    };
+    let ours = {
+        let mut sim = Ibsim::start(&net).expect("ibsim");
+        let sm = sim.spawn_at(Some(sm_host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
+        wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
+        let r = osmtest_multicast(&sim, client);
+        // The groups osmtest leaves behind, with their members (as a trusted client sees them):
+        // each member's leaf switch forwards the group's MLID to the member's port.
+        let members: Vec<(String, String)> = saquery(&sim, client, &["--smkey", "1", "-m"])
+            .into_iter()
+            .filter_map(|m| Some((m.get("Mlid")?.clone(), m.get("PortGid")?.clone())))
+            .filter(|(_, gid)| gid != "::")
+            .collect();
+        assert!(!members.is_empty(), "osmtest leaves groups with members behind");
+        for (mlid, gid) in &members {
+            let guid = gid.parse::<std::net::Ipv6Addr>().map(|a| u128::from(a) as u64).expect("a GID");
+            let host = topo
+                .nodes
+                .iter()
+                .position(|n| n.kind == NodeKind::Ca && n.port_guid(1).0 == guid)
+                .expect("a member host");
+            let peer = topo.nodes[host].peer(1).expect("cabled");
+            let leaf_guid = format!("0x{:016x}", topo.nodes[peer.node].node_guid.0);
+            let leaf_lid = (1..=40u16)
+                .find(|l| saquery(&sim, client, &["NR", &l.to_string()]).first().is_some_and(|r| r["node_guid"] == leaf_guid))
+                .expect("the leaf's LID");
+            let ports = mft_ports(&sim, client, leaf_lid, mlid);
+            assert!(ports.contains(&peer.port), "{mlid}: leaf {leaf_guid} forwards to {ports:?}, member {gid} is on port {}", peer.port);
+        }
+        eprintln!("ibroute -M: {} memberships forwarded by their leaves", members.len());
+        r
+    };
+    eprintln!("osmtest -f m: {} steps; OpenSM passed: {}, ibsm passed: {}", ours.0.len(), theirs.1, ours.1);
+    for (i, (o, t)) in ours.0.iter().zip(&theirs.0).enumerate() {
+        assert_eq!(o, t, "step {i} differs (ibsm, OpenSM)");
+    }
+    assert_eq!(ours.0.len(), theirs.0.len(), "same number of steps");
+    assert_eq!(ours.1, theirs.1, "same verdict");
 }

@@ -853,7 +853,8 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
     assert_eq!(through_core(&mut drv, now, lid(first), (Method::Set, create | rate, 0), &fast).0, status::SA_REQ_INVALID);
     let bad_mgid = McMemberRecord { mgid: Gid { prefix: 0xfa12_a01c_0000_0000, guid: Guid(1) }, ..req };
     assert_eq!(through_core(&mut drv, now, lid(first), (Method::Set, create, 0), &bad_mgid).0, status::SA_REQ_INVALID);
-    assert_eq!(through_core(&mut drv, now, lid(hosts[1]), (Method::Set, create, 0), &other).0, status::SA_REQ_DENIED, "someone else's port, untrusted");
+    let stranger = McMemberRecord { port_gid: Gid { prefix: PREFIX, guid: Guid(0xdead) }, ..other };
+    assert_eq!(through_core(&mut drv, now, lid(hosts[1]), (Method::Set, create, 0), &stranger).0, status::SA_REQ_INVALID, "not a port of the subnet");
 
     // Three more hosts join (one send-only); a join with another Q_Key is refused.
     let join = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;

@@ -14,17 +14,19 @@
 //! - A Set or Delete must name PortGID and JoinState (MGID too, except a create with MGID 0),
 //!   else INSUFFICIENT_COMPONENTS. Creating a group also needs Q_Key, P_Key, SL, FlowLabel and
 //!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member JoinState.
-//! - A requested MTU or rate with its selector must be satisfiable (not "greater than" the
-//!   largest, "less than" the smallest or an undefined code), else REQ_INVALID.
+//! - A requested MTU or rate with its selector must be one the requesting port's link can carry
+//!   (not "greater than" its own, "less than" the smallest, an undefined code), else
+//!   REQ_INVALID. A new group takes what the request selects among those, else the port's.
 //! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
 //!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
 //!   MGID 0 asks the SA for a fresh one: ff1<scope>:a01b:<subnet prefix>:<counter>.
 //! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
 //!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
-//! - PortGID must be a port of the subnet (else REQ_INVALID) and the requester's own port unless
-//!   the request is trusted (proxy join).
-//! - Delete removes the JoinState bits given; a port that is not a member, or a group that does
-//!   not exist, is REQ_INVALID.
+//! - PortGID must be a port of the subnet (else REQ_INVALID). A port may join or leave on behalf
+//!   of another (proxy join), as OpenSM allows between ports of the default partition; partition
+//!   checks come with partitions.
+//! - Delete removes the JoinState bits given, which must all be held; a port that is not a
+//!   member, a bit it does not hold, or a group that does not exist, is REQ_INVALID.
 //! - Untrusted queries see every group but PortGID and JoinState only of their own port.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,14 +76,41 @@ fn mtu_bytes(m: Mtu) -> Option<u32> {
     }
 }
 
-/// Whether a requested `value` with `sel` can be met by some defined value in `all`.
-fn satisfiable(sel: Selector, value: Option<u32>, all: &[u32]) -> bool {
-    let Some(v) = value else { return sel == Selector::Largest };
-    match sel {
-        Selector::GreaterThan => all.iter().any(|&x| x > v),
-        Selector::LessThan => all.iter().any(|&x| x < v),
-        Selector::Exactly | Selector::Largest => true,
+/// The value that meets `value` under `sel` among `all` (ascending, defined values the port can
+/// carry): the largest that qualifies; `None` when none does (or the code is undefined).
+fn pick(sel: Selector, value: Option<u32>, all: &[u32]) -> Option<u32> {
+    match (sel, value) {
+        (Selector::Largest, _) => all.last().copied(),
+        (_, None) => None,
+        (Selector::GreaterThan, Some(v)) => all.iter().rev().copied().find(|&x| x > v),
+        (Selector::LessThan, Some(v)) => all.iter().rev().copied().find(|&x| x < v),
+        (Selector::Exactly, Some(v)) => all.iter().copied().find(|&x| x == v),
     }
+}
+
+/// What the requesting port can carry: the MTUs and rates (Mb/s) up to its link's, ascending.
+fn port_caps(snap: &Snapshot, port: Guid) -> (Vec<u32>, Vec<u32>) {
+    let info = snap.by_guid(port).and_then(|at| snap.port(at)).and_then(|p| p.info);
+    let mtu = info.and_then(|i| mtu_bytes(Mtu::from_raw(i.mtu_cap.raw()))).unwrap_or(2048);
+    let rate = info.and_then(|i| super::snapshot::link_mbps(&i)).unwrap_or(10_000);
+    let mut rates: Vec<u32> = all_rates().into_iter().filter(|&r| r <= rate).collect();
+    rates.sort_unstable();
+    rates.dedup();
+    (ALL_MTUS.iter().copied().filter(|&m| m <= mtu).collect(), rates)
+}
+
+fn mtu_code(bytes: u32) -> Mtu {
+    Mtu::from_raw(match bytes {
+        256 => 1,
+        512 => 2,
+        1024 => 3,
+        2048 => 4,
+        _ => 5,
+    })
+}
+
+fn rate_code(mbps: u32) -> Rate {
+    super::snapshot::rate_code(mbps)
 }
 
 /// Whether the group value `have` meets the request `want` under `sel`.
@@ -170,24 +199,22 @@ impl Groups {
         if mask & need != need {
             return Err(status::SA_INSUFFICIENT_COMPONENTS);
         }
-        let both = |a: u64, b: u64| mask & a != 0 && mask & b != 0;
-        if both(McMemberRecord::COMP_RATE, McMemberRecord::COMP_RATE_SELECTOR)
-            && !satisfiable(req.rate_selector, req.rate.mbps(), &all_rates())
-        {
-            return Err(status::SA_REQ_INVALID);
-        }
-        if both(McMemberRecord::COMP_MTU, McMemberRecord::COMP_MTU_SELECTOR)
-            && !satisfiable(req.mtu_selector, mtu_bytes(req.mtu), &ALL_MTUS)
-        {
-            return Err(status::SA_REQ_INVALID);
-        }
         let port = req.port_gid;
         if port.prefix != snap.subnet_prefix || snap.by_guid(port.guid).is_none() {
             return Err(status::SA_REQ_INVALID);
         }
-        let own = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
-        if !q.trusted && own != Some(port.guid) {
-            return Err(status::SA_REQ_DENIED);
+        // A requested MTU or rate must be one the port can carry under its selector.
+        let (mtus, rates) = port_caps(snap, port.guid);
+        let both = |a: u64, b: u64| mask & a != 0 && mask & b != 0;
+        if both(McMemberRecord::COMP_RATE, McMemberRecord::COMP_RATE_SELECTOR)
+            && pick(req.rate_selector, req.rate.mbps(), &rates).is_none()
+        {
+            return Err(status::SA_REQ_INVALID);
+        }
+        if both(McMemberRecord::COMP_MTU, McMemberRecord::COMP_MTU_SELECTOR)
+            && pick(req.mtu_selector, mtu_bytes(req.mtu), &mtus).is_none()
+        {
+            return Err(status::SA_REQ_INVALID);
         }
         Ok(port.guid)
     }
@@ -265,16 +292,20 @@ impl Groups {
             self.fresh_mgid(snap, req.scope)
         };
         let Some(mlid) = self.free_mlid() else { return Answer::error(h, status::SA_NO_RESOURCES) };
-        let mtu = if has(McMemberRecord::COMP_MTU) && req.mtu_selector == Selector::Exactly {
-            req.mtu
-        } else {
-            Mtu::from_raw(4)
-        };
-        let rate = if has(McMemberRecord::COMP_RATE) && req.rate_selector == Selector::Exactly {
-            req.rate
-        } else {
-            Rate::from_raw(3)
-        };
+        // MTU and rate: what the request selects among what the creator's port carries, else
+        // the port's own.
+        let (mtus, rates) = port_caps(snap, guid);
+        let both = |a: u64, b: u64| has(a) && has(b);
+        let mtu = both(McMemberRecord::COMP_MTU, McMemberRecord::COMP_MTU_SELECTOR)
+            .then(|| pick(req.mtu_selector, mtu_bytes(req.mtu), &mtus))
+            .flatten()
+            .or(mtus.last().copied())
+            .map_or(Mtu::from_raw(4), mtu_code);
+        let rate = both(McMemberRecord::COMP_RATE, McMemberRecord::COMP_RATE_SELECTOR)
+            .then(|| pick(req.rate_selector, req.rate.mbps(), &rates))
+            .flatten()
+            .or(rates.last().copied())
+            .map_or(Rate::from_raw(3), rate_code);
         let params = McMemberRecord {
             mgid,
             port_gid: Gid::default(),
@@ -320,9 +351,14 @@ impl Groups {
         };
         let Some(g) = self.by_mgid.get_mut(&req.mgid) else { return Answer::error(h, status::SA_REQ_INVALID) };
         let Some(state) = g.members.get_mut(&guid) else { return Answer::error(h, status::SA_REQ_INVALID) };
+        // Only bits the member holds can be left (o15-0.1.14).
+        if req.join_state.0 & !state.0 & 0x0f != 0 || req.join_state.is_empty() {
+            return Answer::error(h, status::SA_REQ_INVALID);
+        }
         let was_full = state.contains(JoinState::FULL_MEMBER);
         let left = state.without(req.join_state);
-        let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, ..g.params };
+        // The answer shows what the port still holds.
+        let rec = McMemberRecord { port_gid: req.port_gid, join_state: left, ..g.params };
         if left.is_empty() {
             g.members.remove(&guid);
         } else {
