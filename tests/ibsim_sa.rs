@@ -121,52 +121,73 @@ fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// The fabric both tests use, its hosts, and where the SMs and the client sit.
+struct Fabric {
+    net: std::path::PathBuf,
+    topo: Topology,
+    sm_host: String,
+    client: String,
+}
+
+fn fabric() -> Fabric {
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    let hosts: Vec<String> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.clone()).collect();
+    let (sm_host, client) = (hosts[0].clone(), hosts[hosts.len() - 1].clone());
+    Fabric { net, topo, sm_host, client }
+}
+
+/// Starts OpenSM at `host`, with its own cache and dump directories (a guid2lid from other runs
+/// would change its numbering), and waits until the subnet is up: OpenSM buffers its log, but
+/// the subnet list it writes when a sweep is done shows every link end ACT by then.
+fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> std::process::Child {
+    let dir = sim.dir().join("opensm");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let osm = sim
+        .command(Some(host), "opensm")
+        .args(["-f", &dir.join("opensm.log").to_string_lossy()])
+        .env("OSM_CACHE_DIR", &dir)
+        .env("OSM_TMP_DIR", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("opensm starts");
+    let link_ends: usize = topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
+    let lst = dir.join("opensm-subnet.lst");
+    wait_for("OpenSM's subnet up (every link end ACT in opensm-subnet.lst)", Duration::from_secs(60), || {
+        std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
+    });
+    osm
+}
+
+/// Starts ibsm at `host` and waits for its subnet-up line.
+fn start_ibsm(sim: &mut Ibsim, host: &str) -> support::ibsim::Client {
+    let sm = sim.spawn_at(Some(host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
+    wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
+    sm
+}
+
 #[test]
 fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     if !require_ibsim() || !require_tools(&["opensm", "saquery"]) {
         return;
     }
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
-    let topo = Topology::load(&net).expect("fabric");
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let (sm_host, client) = (hosts[0], hosts[hosts.len() - 1]);
-
-    // OpenSM, with its own cache and dump directories (a guid2lid from other runs would change
-    // its numbering).
+    let f = fabric();
+    let (topo, client) = (&f.topo, f.client.as_str());
+    let hosts = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count();
     let theirs = {
-        let sim = Ibsim::start(&net).expect("ibsim");
-        let dir = sim.dir().join("opensm");
-        std::fs::create_dir_all(&dir).expect("dir");
-        let log = dir.join("opensm.log");
-        let mut osm = sim
-            .command(Some(sm_host), "opensm")
-            .args(["-f", &log.to_string_lossy()])
-            .env("OSM_CACHE_DIR", &dir)
-            .env("OSM_TMP_DIR", &dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("opensm starts");
-        // OpenSM buffers its log; the subnet list it writes when a sweep is done shows every
-        // link end ACT once the subnet is up.
-        let link_ends: usize =
-            topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
-        let lst = dir.join("opensm-subnet.lst");
-        wait_for("OpenSM's subnet up (every link end ACT in opensm-subnet.lst)", Duration::from_secs(60), || {
-            std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
-        });
-        let answers = collect(&sim, client, &topo);
+        let sim = Ibsim::start(&f.net).expect("ibsim");
+        let mut osm = start_opensm(&sim, &f.sm_host, topo);
+        let answers = collect(&sim, client, topo);
         let _ = osm.kill();
         let _ = osm.wait();
         answers
     };
     let ours = {
-        let mut sim = Ibsim::start(&net).expect("ibsim");
-        let sm = sim.spawn_at(Some(sm_host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
-        wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
-        collect(&sim, client, &topo)
+        let mut sim = Ibsim::start(&f.net).expect("ibsim");
+        let _sm = start_ibsm(&mut sim, &f.sm_host);
+        collect(&sim, client, topo)
     };
-
     eprintln!(
         "compared with OpenSM: {} NodeRecords, {} PortInfoRecords, {} SwitchInfoRecords, {} PathRecords, SMInfoRecord, ClassPortInfo",
         ours.nr.len(),
@@ -209,7 +230,7 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
         "service_id", "dgid", "sgid", "hop_flow_raw", "tclass", "num_path_revers", "pkey", "qos_class", "sl", "mtu",
         "rate", "preference",
     ];
-    assert_eq!(ours.pr.len(), hosts.len() * hosts.len());
+    assert_eq!(ours.pr.len(), hosts * hosts);
     for ((s, d), r) in &ours.pr {
         let t = &theirs.pr[&(s.clone(), d.clone())];
         same(&format!("PathRecord {s} -> {d}"), &pr_fields, r, t);
@@ -286,38 +307,19 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
     if !require_ibsim() || !require_tools(&["opensm", "osmtest", "ibroute"]) {
         return;
     }
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
-    let topo = Topology::load(&net).expect("fabric");
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let (sm_host, client) = (hosts[0], hosts[hosts.len() - 1]);
+    let f = fabric();
+    let (topo, client) = (&f.topo, f.client.as_str());
     let theirs = {
-        let sim = Ibsim::start(&net).expect("ibsim");
-        let dir = sim.dir().join("opensm");
-        std::fs::create_dir_all(&dir).expect("dir");
-        let link_ends: usize =
-            topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
-        let mut osm = sim
-            .command(Some(sm_host), "opensm")
-            .args(["-f", &dir.join("opensm.log").to_string_lossy()])
-            .env("OSM_CACHE_DIR", &dir)
-            .env("OSM_TMP_DIR", &dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("opensm starts");
-        let lst = dir.join("opensm-subnet.lst");
-        wait_for("OpenSM's subnet up", Duration::from_secs(60), || {
-            std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
-        });
+        let sim = Ibsim::start(&f.net).expect("ibsim");
+        let mut osm = start_opensm(&sim, &f.sm_host, topo);
         let r = osmtest_multicast(&sim, client);
         let _ = osm.kill();
         let _ = osm.wait();
         r
     };
     let ours = {
-        let mut sim = Ibsim::start(&net).expect("ibsim");
-        let sm = sim.spawn_at(Some(sm_host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
-        wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
+        let mut sim = Ibsim::start(&f.net).expect("ibsim");
+        let _sm = start_ibsm(&mut sim, &f.sm_host);
         let r = osmtest_multicast(&sim, client);
         // The groups osmtest leaves behind, with their members (as a trusted client sees them):
         // each member's leaf switch forwards the group's MLID to the member's port.
