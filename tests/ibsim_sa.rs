@@ -137,10 +137,20 @@ fn fabric() -> Fabric {
     Fabric { net, topo, sm_host, client }
 }
 
+/// A process killed when dropped (also when a test fails while it runs).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts OpenSM at `host`, with its own cache and dump directories (a guid2lid from other runs
 /// would change its numbering), and waits until the subnet is up: OpenSM buffers its log, but
 /// the subnet list it writes when a sweep is done shows every link end ACT by then.
-fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> std::process::Child {
+fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> KillOnDrop {
     let dir = sim.dir().join("opensm");
     std::fs::create_dir_all(&dir).expect("dir");
     let osm = sim
@@ -151,6 +161,7 @@ fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> std::process::Child
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
+        .map(KillOnDrop)
         .expect("opensm starts");
     let link_ends: usize = topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
     let lst = dir.join("opensm-subnet.lst");
@@ -177,11 +188,8 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     let hosts = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count();
     let theirs = {
         let sim = Ibsim::start(&f.net).expect("ibsim");
-        let mut osm = start_opensm(&sim, &f.sm_host, topo);
-        let answers = collect(&sim, client, topo);
-        let _ = osm.kill();
-        let _ = osm.wait();
-        answers
+        let _osm = start_opensm(&sim, &f.sm_host, topo);
+        collect(&sim, client, topo)
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
@@ -311,11 +319,8 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
     let (topo, client) = (&f.topo, f.client.as_str());
     let theirs = {
         let sim = Ibsim::start(&f.net).expect("ibsim");
-        let mut osm = start_opensm(&sim, &f.sm_host, topo);
-        let r = osmtest_multicast(&sim, client);
-        let _ = osm.kill();
-        let _ = osm.wait();
-        r
+        let _osm = start_opensm(&sim, &f.sm_host, topo);
+        osmtest_multicast(&sim, client)
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");

@@ -668,31 +668,10 @@ fn subscribers_get_reports_of_traps_and_of_ports_leaving_until_they_acknowledge(
     use ibsm_mad::attrs::{Notice, NoticeDetails};
     use ibsm_mad::records::{InformInfo, InformInfoRecord};
     let topo = example("fat-tree-2l-k4.net");
-    let mut drv = SimDriver::new(&topo, 4, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
-    let report = drv.sweep(LIMIT, |_| {}).expect("up");
-    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca && i != drv.at.0).collect();
-    let (probe_node, victim) = (hosts[0], hosts[hosts.len() - 1]);
-    let probe = drv.fabric.attach(probe_node, 1).expect("probe");
-    let probe_guid = topo.nodes[probe_node].port_guid(1);
-    let sm = report.sm_lid;
+    let (mut drv, probe, probe_guid, sm) = subscribed_probe(&topo);
+    let victim = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("a host");
     let send = |drv: &mut SimDriver, bytes: &[u8; MAD_LEN]| drv.fabric.send(probe, bytes, Dest { dlid: sm, qpn: 1 });
-
-    // Subscribe to everything, from the probe's own port (GID left zero), Reports to QP 1.
-    let all = InformInfo {
-        gid: Gid::default(),
-        lid_range_begin: InformInfo::ALL_LIDS,
-        lid_range_end: Lid(0),
-        is_generic: true,
-        subscribe: true,
-        trap_type: InformInfo::ALL_TYPES,
-        trap_number_or_device_id: 0xffff,
-        qpn: 1,
-        resp_time_value: 18,
-        producer_type_or_vendor_id: InformInfo::ALL_PRODUCERS,
-    };
-    send(&mut drv, &request(Method::Set, 0, 0x61, &all).unwrap());
-    let r = listen(&mut drv, probe).expect("answer");
-    assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::OK);
+    let all = inform_all();
     // An untrusted subscription to a security trap by number is refused.
     let security = InformInfo { trap_number_or_device_id: 256, ..all };
     send(&mut drv, &request(Method::Set, 0, 0x62, &security).unwrap());
@@ -827,14 +806,7 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
     assert_eq!((ipoib.mgid, ipoib.mlid, ipoib.qkey), (ibsm::sa::multicast::IPOIB_BROADCAST, Lid(0xc000), 0x0b1b));
 
     // Create a group with MGID 0 as a full member (all creation components given).
-    let create = McMemberRecord::COMP_MGID
-        | McMemberRecord::COMP_PORT_GID
-        | McMemberRecord::COMP_QKEY
-        | McMemberRecord::COMP_PKEY
-        | McMemberRecord::COMP_SL
-        | McMemberRecord::COMP_FLOW_LABEL
-        | McMemberRecord::COMP_TCLASS
-        | McMemberRecord::COMP_JOIN_STATE;
+    let create = MC_CREATE;
     let first = hosts[0];
     let req = McMemberRecord { port_gid: gid(first), qkey: 0x1234, pkey: PKey(0xffff), join_state: JoinState::FULL_MEMBER, ..McMemberRecord::default() };
     let (st, data) = through_core(&mut drv, now, lid(first), (Method::Set, create, 0), &req);
@@ -956,4 +928,85 @@ fn multi_path_records_give_every_source_destination_pair() {
     assert_eq!(fab.ask(Method::GetMulti, 0, &stranger).status, status::SA_INVALID_GID);
     let none = MultiPathRecord { dgids: Vec::new(), ..req };
     assert_eq!(fab.ask(Method::GetMulti, 0, &none).status, status::SA_REQ_INVALID);
+}
+
+
+/// The components a group creation names (everything the SA requires).
+const MC_CREATE: u64 = {
+    use ibsm_mad::records::McMemberRecord;
+    McMemberRecord::COMP_MGID
+        | McMemberRecord::COMP_PORT_GID
+        | McMemberRecord::COMP_QKEY
+        | McMemberRecord::COMP_PKEY
+        | McMemberRecord::COMP_SL
+        | McMemberRecord::COMP_FLOW_LABEL
+        | McMemberRecord::COMP_TCLASS
+        | McMemberRecord::COMP_JOIN_STATE
+};
+
+/// A generic subscription to every notice, Reports to QP 1, for the subscriber's own port.
+fn inform_all() -> ibsm_mad::records::InformInfo {
+    use ibsm_mad::records::InformInfo;
+    InformInfo {
+        gid: Gid::default(),
+        lid_range_begin: InformInfo::ALL_LIDS,
+        lid_range_end: Lid(0),
+        is_generic: true,
+        subscribe: true,
+        trap_type: InformInfo::ALL_TYPES,
+        trap_number_or_device_id: 0xffff,
+        qpn: 1,
+        resp_time_value: 18,
+        producer_type_or_vendor_id: InformInfo::ALL_PRODUCERS,
+    }
+}
+
+/// A SimDriver swept on `topo`, a probe on another host subscribed to every notice, its port
+/// GUID, and the SM's LID.
+fn subscribed_probe(topo: &Topology) -> (SimDriver, ibsm_sim::fabric::AgentId, Guid, Lid) {
+    let mut drv = SimDriver::new(topo, 4, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("up");
+    let host = (0..topo.nodes.len()).find(|&i| topo.nodes[i].kind == NodeKind::Ca && i != drv.at.0).expect("host");
+    let probe = drv.fabric.attach(host, 1).expect("probe");
+    let all = inform_all();
+    drv.fabric.send(probe, &request(Method::Set, 0, 0x61, &all).unwrap(), Dest { dlid: report.sm_lid, qpn: 1 });
+    let r = listen(&mut drv, probe).expect("answer");
+    assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::OK);
+    (drv, probe, topo.nodes[host].port_guid(1), report.sm_lid)
+}
+
+#[test]
+fn subscribers_hear_of_multicast_groups_created_and_deleted() {
+    use ibsm_mad::attrs::{Notice, NoticeDetails};
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut drv, probe, probe_guid, sm) = subscribed_probe(&topo);
+    let send = |drv: &mut SimDriver, bytes: &[u8; MAD_LEN]| drv.fabric.send(probe, bytes, Dest { dlid: sm, qpn: 1 });
+    // A group created and deleted by the probe: 66, then 67, with its MGID.
+    let mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(0x66) };
+    let me = McMemberRecord {
+        mgid,
+        port_gid: Gid { prefix: PREFIX, guid: probe_guid },
+        qkey: 5,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let create = MC_CREATE;
+    let mut group_notices = Vec::new();
+    for (method, mask) in [(Method::Set, create), (Method::Delete, McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE)] {
+        send(&mut drv, &request(method, mask, 0x70, &me).unwrap());
+        for r in hear_for(&mut drv, probe, 100_000_000) {
+            let Ok(h) = SaHeader::from_bytes(&r.mad[..]) else { continue };
+            if h.method == Method::Report {
+                group_notices.push(Notice::parse(&r.mad[SA_HEADER_LEN..]).unwrap().details);
+                let mut resp = r.mad;
+                resp[3] = 0x86;
+                send(&mut drv, &resp);
+            } else {
+                assert_eq!(h.status, status::OK, "{method:?}");
+            }
+        }
+    }
+    assert_eq!(group_notices, vec![NoticeDetails::Trap66 { mgid }, NoticeDetails::Trap67 { mgid }]);
 }

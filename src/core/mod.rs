@@ -563,6 +563,7 @@ impl Sm {
         self.sa_state.mcast.ensure_defaults(&snapshot);
         self.sa_state.mcast.retain_present(&snapshot);
         self.sa_state.mcast.take_dirty();
+        self.announce_groups(&snapshot);
         self.program_multicast();
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));

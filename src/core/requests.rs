@@ -233,10 +233,12 @@ impl Sm {
                     self.note_unsupported(h, src);
                 }
                 self.respond(answer.bytes, src.reply_address());
-                // Group changes reach the switches now, or at the end of the running sweep.
+                // Group changes reach the switches now, or at the end of the running sweep, and
+                // subscribers hear of created and deleted groups (66, 67).
                 if self.sa_state.mcast.take_dirty() {
                     self.program_multicast();
                 }
+                self.announce_groups(&snap);
             }
             Err(crate::sa::Dropped::Malformed) => {
                 self.counters.malformed += 1;

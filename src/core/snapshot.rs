@@ -74,4 +74,15 @@ impl Sm {
         }
         self.sa_state.informs.retain_present(new);
     }
+
+    /// Tells subscribers which multicast groups were created (66) or deleted (67) since the last
+    /// call.
+    pub(super) fn announce_groups(&mut self, snap: &Snapshot) {
+        let sm_gid = Gid { prefix: snap.subnet_prefix, guid: snap.sm.guid };
+        for (created, mgid) in self.sa_state.mcast.take_events() {
+            if let Some(n) = crate::sa::inform::group_notice(created, mgid, snap.sm.lid, sm_gid) {
+                self.sa_state.informs.notify(&n, snap.sm.lid, self.now);
+            }
+        }
+    }
 }

@@ -268,6 +268,16 @@ impl Informs {
 /// issued by the SM at `sm_lid`/`sm_gid`.
 pub fn gid_notice(in_service: bool, gid: Gid, sm_lid: Lid, sm_gid: Gid) -> Option<Notice> {
     let details = if in_service { NoticeDetails::Trap64 { gid } } else { NoticeDetails::Trap65 { gid } };
+    sa_notice(details, sm_lid, sm_gid)
+}
+
+/// The SA's own notice that the multicast group `mgid` was created (66) or deleted (67).
+pub fn group_notice(created: bool, mgid: Gid, sm_lid: Lid, sm_gid: Gid) -> Option<Notice> {
+    let details = if created { NoticeDetails::Trap66 { mgid } } else { NoticeDetails::Trap67 { mgid } };
+    sa_notice(details, sm_lid, sm_gid)
+}
+
+fn sa_notice(details: NoticeDetails, sm_lid: Lid, sm_gid: Gid) -> Option<Notice> {
     let mut n = Notice::generic(NoticeType::SubnetManagement, ProducerType::ClassManager, sm_lid, details)?;
     n.issuer_gid = sm_gid;
     Some(n)

@@ -67,6 +67,9 @@ pub struct Groups {
     by_mgid: BTreeMap<Gid, Group>,
     next_mgid: u32,
     dirty: bool,
+    /// Groups created (`true`) and deleted since the last [`Groups::take_events`], for the
+    /// notices 66 and 67.
+    events: Vec<(bool, Gid)>,
 }
 
 fn mtu_bytes(m: Mtu) -> Option<u32> {
@@ -135,6 +138,11 @@ impl Groups {
         self.by_mgid.values()
     }
 
+    /// Groups created (`true`) or deleted since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<(bool, Gid)> {
+        std::mem::take(&mut self.events)
+    }
+
     /// Whether the groups changed since the last call (the switches need new tables).
     pub fn take_dirty(&mut self) -> bool {
         std::mem::take(&mut self.dirty)
@@ -173,7 +181,14 @@ impl Groups {
             changed |= g.members.len() != before;
         }
         let before = self.by_mgid.len();
-        self.by_mgid.retain(|_, g| g.persistent || !g.members.is_empty());
+        let events = &mut self.events;
+        self.by_mgid.retain(|mgid, g| {
+            let keep = g.persistent || !g.members.is_empty();
+            if !keep {
+                events.push((false, *mgid));
+            }
+            keep
+        });
         self.dirty |= changed || self.by_mgid.len() != before;
     }
 
@@ -325,6 +340,7 @@ impl Groups {
         let mut members = BTreeMap::new();
         members.insert(guid, req.join_state);
         self.by_mgid.insert(mgid, Group { params, members, persistent: false });
+        self.events.push((true, mgid));
         self.dirty = true;
         let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
         Self::single(h, &rec)
@@ -370,6 +386,7 @@ impl Groups {
         let gone = !g.persistent && (g.members.is_empty() || (was_full && !full_left));
         if gone {
             self.by_mgid.remove(&req.mgid);
+            self.events.push((false, req.mgid));
         }
         self.dirty = true;
         Self::single(h, &rec)

@@ -26,6 +26,16 @@ pub enum NoticeDetails {
         /// The GID now out of service.
         gid: Gid,
     },
+    /// Trap 66: a multicast group was created.
+    Trap66 {
+        /// The group's MGID.
+        mgid: Gid,
+    },
+    /// Trap 67: a multicast group was deleted.
+    Trap67 {
+        /// The group's MGID.
+        mgid: Gid,
+    },
     /// Trap 128: a switch saw a link state change on one of its ports; the SM should resweep.
     Trap128 {
         /// LID of the switch that reports it.
@@ -181,6 +191,8 @@ impl NoticeDetails {
         match trap_number {
             64 => NoticeDetails::Trap64 { gid: gid_at(d, 6) },
             65 => NoticeDetails::Trap65 { gid: gid_at(d, 6) },
+            66 => NoticeDetails::Trap66 { mgid: gid_at(d, 6) },
+            67 => NoticeDetails::Trap67 { mgid: gid_at(d, 6) },
             128 => NoticeDetails::Trap128 { lid: Lid(bits::u16_at(d, 0)) },
             144 => {
                 let flags = bits::u16_at(d, 10);
@@ -244,6 +256,8 @@ impl NoticeDetails {
         match self {
             NoticeDetails::Trap64 { .. } => Some(64),
             NoticeDetails::Trap65 { .. } => Some(65),
+            NoticeDetails::Trap66 { .. } => Some(66),
+            NoticeDetails::Trap67 { .. } => Some(67),
             NoticeDetails::Trap128 { .. } => Some(128),
             NoticeDetails::Trap144 { .. } => Some(144),
             NoticeDetails::Trap256 { .. } => Some(256),
@@ -259,7 +273,10 @@ impl NoticeDetails {
         let d = &mut d[..LEN];
         d.fill(0);
         match self {
-            NoticeDetails::Trap64 { gid } | NoticeDetails::Trap65 { gid } => {
+            NoticeDetails::Trap64 { gid }
+            | NoticeDetails::Trap65 { gid }
+            | NoticeDetails::Trap66 { mgid: gid }
+            | NoticeDetails::Trap67 { mgid: gid } => {
                 gid.write(&mut d[6..22]);
             }
             NoticeDetails::Trap128 { lid } => bits::put_u16(d, 0, lid.0),
