@@ -34,6 +34,11 @@ enum Command {
         #[command(subcommand)]
         command: crate::cli_routes::RoutesCommand,
     },
+    /// Partition policies: print one as it resolves, convert between partitions.conf and TOML.
+    Partitions {
+        #[command(subcommand)]
+        command: crate::cli_partitions::PartitionsCommand,
+    },
     /// The simulated fabric: generate topologies, load and inspect them.
     Sim {
         #[command(subcommand)]
@@ -162,6 +167,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
+        Command::Partitions { command } => crate::cli_partitions::run(&command),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
     }

@@ -1,6 +1,7 @@
 //! The `ibsm` binary: parses the command line and hands over to [`cli::run`].
 
 mod cli;
+mod cli_partitions;
 mod cli_routes;
 
 fn main() -> std::process::ExitCode {

@@ -133,3 +133,43 @@ fn sim_gen_writes_a_fabric_that_sim_info_and_run_accept() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn partitions_show_convert_and_reject_with_file_line_and_column() {
+    let d = tmpdir("partitions");
+    let conf = d.join("partitions.conf");
+    std::fs::write(
+        &conf,
+        "Default=0x7fff, ipoib, mtu=4, rate=7 : ALL=full ;\nstorage : 0x0002000000000001=full, ALL=limited ;\n",
+    )
+    .expect("write");
+    let out = ibsm().args(["partitions", "show"]).arg(&conf).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("0x7fff \"Default\" ipoib mtu=4 (2048 bytes) rate=7 (40 Gb/s)"), "{text}");
+    assert!(text.contains("0x0001 \"storage\""), "the generated P_Key is shown: {text}");
+    // partitions.conf -> TOML -> partitions.conf gives the same policy.
+    let toml = ibsm().args(["partitions", "convert"]).arg(&conf).output().expect("runs");
+    assert!(toml.status.success());
+    let toml_path = d.join("policy.toml");
+    std::fs::write(&toml_path, &toml.stdout).expect("write");
+    let back = ibsm().args(["partitions", "convert"]).arg(&toml_path).output().expect("runs");
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    let again = ibsm().args(["partitions", "show"]).arg(&toml_path).output().expect("runs");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text, "the TOML form shows the same policy");
+    let conf2 = d.join("back.conf");
+    std::fs::write(&conf2, &back.stdout).expect("write");
+    let shown = ibsm().args(["partitions", "show"]).arg(&conf2).output().expect("runs");
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), text);
+    // Every error of a bad file, each as FILE:LINE:COL: reason, and exit status 2.
+    let bad = d.join("bad.conf");
+    std::fs::write(&bad, "Default=0x7fff : ALL=full ;\nbad=0x12 mtu=4096 : ALL ;\nx : 0xzz ;\n").expect("write");
+    let out = ibsm().args(["partitions", "show"]).arg(&bad).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with(&format!("{}:2:10: ", bad.display())), "{err}");
+    assert!(lines[1].starts_with(&format!("{}:3:5: ", bad.display())), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,0 +1,184 @@
+//! `ibsm partitions show` and `ibsm partitions convert`: read a partition policy (OpenSM's
+//! `partitions.conf` grammar or ibsm's TOML form), print it resolved, or write it in the other
+//! form.
+//!
+//! Owns reading a policy file ([`load`]: the form is chosen by extension, `.toml` or `.conf`, else
+//! by content; every error is `FILE:LINE:COL: reason`, all errors of a file at once) and the two
+//! commands. Parsing and resolution are the `ibsm-partitions` crate's.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+use ibsm_mad::records::Rate;
+use ibsm_partitions::{
+    FabricPorts, MemberSpec, Policy, ResolveOptions, mtu_bytes, parse_partitions_conf, policy_from_toml,
+    policy_to_toml, render_partitions_conf, resolve,
+};
+
+/// The two forms of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Form {
+    /// OpenSM's partitions.conf grammar.
+    Conf,
+    /// ibsm's TOML form.
+    Toml,
+}
+
+/// `ibsm partitions ...`.
+#[derive(Debug, Subcommand)]
+pub enum PartitionsCommand {
+    /// Print a policy as it resolves: each partition's P_Key (generated ones included), flags
+    /// with their meaning, members, and multicast groups.
+    Show {
+        /// The policy file (partitions.conf grammar, or TOML for a `.toml` file).
+        file: PathBuf,
+    },
+    /// Write a policy in the other form (partitions.conf to TOML, TOML to partitions.conf).
+    Convert {
+        /// The policy file.
+        file: PathBuf,
+        /// The form to write (default: the one the file is not in).
+        #[arg(long, value_enum)]
+        to: Option<Form>,
+    },
+}
+
+/// Which form `path` holds: its extension, else its content (a `[[partition]]` table is TOML).
+pub fn form_of(path: &Path, text: &str) -> Form {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("toml") => Form::Toml,
+        Some("conf") => Form::Conf,
+        _ if text.lines().any(|l| l.trim_start().starts_with("[[")) => Form::Toml,
+        _ => Form::Conf,
+    }
+}
+
+/// Reads and parses a policy file. The error names the file, and for partitions.conf the line
+/// and column of every error.
+pub fn load(path: &Path) -> Result<(Policy, Form), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let form = form_of(path, &text);
+    let policy = match form {
+        Form::Conf => parse_partitions_conf(&text).map_err(|errs| {
+            errs.0.iter().map(|e| format!("{}:{e}", path.display())).collect::<Vec<_>>().join("\n")
+        })?,
+        Form::Toml => policy_from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+    };
+    Ok((policy, form))
+}
+
+/// Runs a `partitions` subcommand.
+pub fn run(command: &PartitionsCommand) -> ExitCode {
+    let result = match command {
+        PartitionsCommand::Show { file } => load(file).map(|(p, _)| show(&p)),
+        PartitionsCommand::Convert { file, to } => load(file).and_then(|(p, form)| {
+            let to = to.unwrap_or(if form == Form::Conf { Form::Toml } else { Form::Conf });
+            match to {
+                Form::Conf => render_partitions_conf(&p).map_err(|e| format!("{}: {e}", file.display())),
+                Form::Toml => policy_to_toml(&p).map_err(|e| format!("{}: {e}", file.display())),
+            }
+        }),
+    };
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn rate_name(code: u8) -> String {
+    Rate::from_raw(code).mbps().map_or_else(|| "unknown".to_owned(), |m| format!("{} Gb/s", f64::from(m) / 1000.0))
+}
+
+fn who(m: MemberSpec) -> String {
+    match m {
+        MemberSpec::PortGuid(g) => format!("0x{:016x}", g.0),
+        MemberSpec::All => "ALL".to_owned(),
+        MemberSpec::AllCas => "ALL_CAS".to_owned(),
+        MemberSpec::AllSwitches => "ALL_SWITCHES".to_owned(),
+        MemberSpec::AllRouters => "ALL_ROUTERS".to_owned(),
+        MemberSpec::SelfPort => "SELF".to_owned(),
+    }
+}
+
+/// The policy as it resolves (P_Keys generated where the file gives none), one partition per
+/// block: P_Key, name, flags with OpenSM's numeric codes and their meaning, members, groups.
+pub fn show(policy: &Policy) -> String {
+    // Resolving against no ports gives every partition's final name and base.
+    let resolved = resolve(policy, &FabricPorts::default(), ResolveOptions::default()).map(|r| r.partitions);
+    let mut out = String::new();
+    let resolved = resolved.unwrap_or_default();
+    let _ = writeln!(out, "{} partition(s)", resolved.len());
+    for r in &resolved {
+        let p = policy.by_pkey(r.base).or_else(|| policy.partitions.iter().find(|p| p.name == r.name));
+        let _ = write!(out, "0x{:04x} {:?}", r.base, r.name);
+        let Some(p) = p else {
+            let _ = writeln!(out, " (implicit: ALL=limited, SELF=full)");
+            continue;
+        };
+        let mut flags = Vec::new();
+        if p.ipoib {
+            flags.push("ipoib".to_owned());
+        }
+        if p.indx0 {
+            flags.push("indx0".to_owned());
+        }
+        let f = &p.flags;
+        if let Some(m) = f.mtu {
+            flags.push(format!("mtu={m} ({} bytes)", mtu_bytes(m).map_or_else(|| "unknown".to_owned(), |b| b.to_string())));
+        }
+        if let Some(r) = f.rate {
+            flags.push(format!("rate={r} ({})", rate_name(r)));
+        }
+        if let Some(sl) = f.sl {
+            flags.push(format!("sl={sl}"));
+        }
+        for s in &f.scope {
+            flags.push(format!("scope={s}"));
+        }
+        if let Some(q) = f.qkey {
+            flags.push(format!("qkey=0x{q:08x}"));
+        }
+        let _ = writeln!(out, "{}{}", if flags.is_empty() { "" } else { " " }, flags.join(" "));
+        let _ = writeln!(out, "  defmember={}", p.defmember);
+        for m in &p.members {
+            let _ = writeln!(out, "  {}={}", who(m.who), m.membership);
+        }
+        for g in &p.mcast_groups {
+            let _ = writeln!(out, "  mgid=0x{:016x}{:016x}", g.mgid.prefix, g.mgid.guid.0);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_by_extension_then_content() {
+        assert_eq!(form_of(Path::new("p.toml"), ""), Form::Toml);
+        assert_eq!(form_of(Path::new("p.conf"), "[[partition]]"), Form::Conf);
+        assert_eq!(form_of(Path::new("policy"), "[[partition]]\nname = \"x\""), Form::Toml);
+        assert_eq!(form_of(Path::new("policy"), "Default=0x7fff : ALL=full ;"), Form::Conf);
+    }
+
+    #[test]
+    fn show_names_generated_keys_flags_and_members() {
+        let p = parse_partitions_conf(
+            "Default=0x7fff, ipoib, mtu=4, rate=7 : ALL=full ;\nstorage : 0x0002000000000001=full, ALL=limited ;\n",
+        )
+        .unwrap();
+        let text = show(&p);
+        assert!(text.contains("0x7fff \"Default\" ipoib mtu=4 (2048 bytes) rate=7 (40 Gb/s)"), "{text}");
+        assert!(text.contains("0x0001 \"storage\""), "a generated P_Key: {text}");
+        assert!(text.contains("  0x0002000000000001=full") && text.contains("  ALL=limited"), "{text}");
+    }
+}
