@@ -102,6 +102,10 @@ struct RunArgs {
     /// Exit after the first sweep: status 0 when the subnet is up, 1 otherwise.
     #[arg(long)]
     once: bool,
+    /// Partition policy: OpenSM's partitions.conf grammar or ibsm's TOML form [default: from
+    /// the config file, else the default partition 0x7FFF with every port a full member].
+    #[arg(long, value_name = "FILE")]
+    partitions: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -294,6 +298,15 @@ fn run_sm(a: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
         cfg.routing_engine = names;
+    }
+    if let Some(path) = a.partitions.as_ref().or(file.partitions.as_ref()) {
+        match crate::cli_partitions::load(path) {
+            Ok((policy, _)) => cfg.partitions = policy,
+            Err(e) => {
+                eprintln!("ibsm run: partition policy refused, nothing applied:\n{e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     let state_dir = a.state_dir.clone().or(file.state_dir);
     let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::state::GUID2LID));
@@ -498,6 +511,7 @@ fn log_event(ev: &SmEvent) {
             tracing::warn!(attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, ?failure, "SMP failed");
         }
         SmEvent::LidSpaceExhausted { ports } => tracing::error!(ports, "LID space exhausted"),
+        SmEvent::PartitionWarning(what) => tracing::warn!(what, "partition policy not honoured in full"),
         SmEvent::RoutingFailed { engine, reason } => tracing::error!(engine, reason, "routing failed"),
         SmEvent::EngineDeclined { engine, reason } => {
             tracing::warn!(engine, reason, "routing engine declined; trying the next one");

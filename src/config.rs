@@ -40,6 +40,9 @@ pub struct ConfigFile {
     /// SA key: requests carrying it are trusted. A string (`"0x..."` or decimal), since TOML
     /// integers are signed (default 1, as OpenSM).
     pub sa_key: Option<String>,
+    /// Partition policy file (partitions.conf grammar or TOML); default: the default partition
+    /// with every port a full member.
+    pub partitions: Option<PathBuf>,
 }
 
 /// Parses a 64-bit key: `0x` and up to 16 hex digits, or a decimal number.
@@ -199,6 +202,7 @@ impl ConfigFile {
             sm_key: d.sm_key,
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
+            partitions: d.partitions,
         }
     }
 }

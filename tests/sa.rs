@@ -59,7 +59,7 @@ impl Swept {
     fn ask<A: Attribute>(&self, method: Method, mask: u64, rec: &A) -> Answer {
         let live = Live::new(self.drv.sm.sm_info(false));
         let bytes = request(method, mask, 0x42, rec).expect("request");
-        let a = sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, Lid(1), &Limits::default()).expect("answered");
+        let a = sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, self.snap.sm.lid, &Limits::default()).expect("answered");
         let h = SaHeader::from_bytes(&a.bytes).expect("answer header");
         assert_eq!(h.tid, 0x42);
         assert_eq!(h.status, a.status);

@@ -2,7 +2,8 @@
 //! table, and optionally to switch-port enforcement tables.
 //!
 //! Rules, in order:
-//! 1. The default partition (`0x7fff`, "Default") always exists with `ALL=limited, SELF=full`;
+//! 1. The default partition (`0x7fff`, "Default") always exists with `ALL=limited, SELF=full`,
+//!    and the SM's own port (`SELF`) is a full member of every partition;
 //!    a policy definition of `0x7fff` (or named `Default` without a P_Key) only adds to it, as in
 //!    OpenSM. [`Policy::no_file`] is the policy to pass when there is no file at all.
 //! 2. Repeated P_Keys merge (first name wins); a partition without a P_Key joins an earlier one of
@@ -196,10 +197,12 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
             }
         }
     }
-    // The SM's port is always a full member of the default partition.
+    // The SM's port is a full member of every partition (the default one included): it must
+    // reach every port, and the SA answers for every partition.
     for p in fabric.ports.iter().filter(|p| p.is_sm) {
-        if let Some(f) = member.get_mut(&p.guid).map(|t| t.entry(DEFAULT_PKEY_BASE).or_default()) {
-            f.full = true;
+        let Some(table) = member.get_mut(&p.guid) else { continue };
+        for base in effective.iter().map(|(b, _)| *b).chain(std::iter::once(DEFAULT_PKEY_BASE)) {
+            table.entry(base).or_default().full = true;
         }
     }
 

@@ -135,9 +135,14 @@ fn enforcement_copies_ca_and_router_keys_within_capacity() {
     assert_eq!(out.switch_ports[&(SW, PortNum(4))], keys(&[0x7fff, 0x8005]));
     assert!(!out.switch_ports.contains_key(&(SW, PortNum(2))), "5 keys exceed the cap of 4");
     assert!(!out.switch_ports.contains_key(&(SW, PortNum(0))), "switch end ports are not enforced");
+    // The SM's port (on switch port 1) is a full member of all five partitions and the default.
+    assert!(!out.switch_ports.contains_key(&(SW, PortNum(1))), "6 keys exceed the cap of 4");
     assert_eq!(
         out.warnings,
-        vec![ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(2), needed: 5, capacity: 4 }]
+        vec![
+            ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(1), needed: 6, capacity: 4 },
+            ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(2), needed: 5, capacity: 4 },
+        ]
     );
     let off = resolve(&policy(text), &fabric(), ResolveOptions::default()).expect("resolves");
     assert!(off.switch_ports.is_empty());

@@ -131,6 +131,7 @@ impl Sm {
                 }
             }
         }
+        sets.extend(self.pkey_sets());
         for s in sets {
             self.tx.push(s);
         }

@@ -75,6 +75,9 @@ pub struct SubnetReport {
 /// Something the core wants the outside world to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SmEvent {
+    /// The partition policy could not be honoured in full for this fabric (a table overflow,
+    /// a member not in the fabric, ...), or not at all.
+    PartitionWarning(String),
     /// A sweep phase began at virtual time `at`.
     PhaseStarted {
         /// The phase.

@@ -20,6 +20,7 @@ pub mod lft;
 pub mod lids;
 mod mcast;
 mod partial;
+mod pkeys;
 mod requests;
 mod snapshot;
 pub mod state;
@@ -77,6 +78,9 @@ pub struct SmConfig {
     /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
     /// `saquery` and OpenSM's clients send).
     pub sa_key: u64,
+    /// Partition policy (default: OpenSM's policy without a file, the default partition 0x7FFF
+    /// with every port a full member).
+    pub partitions: ibsm_partitions::Policy,
 }
 
 impl Default for SmConfig {
@@ -95,6 +99,7 @@ impl Default for SmConfig {
             sm_key: 0,
             sa_rate_limit: 50_000,
             sa_key: crate::sa::DEFAULT_SA_KEY,
+            partitions: ibsm_partitions::Policy::no_file(),
         }
     }
 }
@@ -199,6 +204,12 @@ pub struct Sm {
     mft_held: HashMap<Guid, mcast::Blocks>,
     /// MFT blocks written.
     mft_blocks_sent: u64,
+    /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
+    pkeys: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
+    /// P_KeyTable blocks this SM wrote, by port GUID.
+    pkey_held: HashMap<Guid, Vec<Option<ibsm_mad::attrs::PKeyTable>>>,
+    /// P_KeyTable blocks written.
+    pkey_blocks_sent: u64,
 }
 
 impl Sm {
@@ -234,6 +245,9 @@ impl Sm {
             sa_state: crate::sa::SaState::default(),
             mft_held: HashMap::new(),
             mft_blocks_sent: 0,
+            pkeys: std::collections::BTreeMap::new(),
+            pkey_held: HashMap::new(),
+            pkey_blocks_sent: 0,
         }
     }
 
@@ -441,6 +455,7 @@ impl Sm {
             Req::SetMft { switch, block, position, .. } => {
                 self.on_set_mft(request, *switch, (*block, *position), outcome);
             }
+            Req::SetPKeys { guid, block, table, .. } => self.on_set_pkeys(request, *guid, *block, table, outcome),
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),

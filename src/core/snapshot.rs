@@ -27,6 +27,12 @@ impl Sm {
                     .ports
                     .iter()
                     .map(|r| SnapPort {
+                        pkeys: r
+                            .guid
+                            .or(switch.then_some(n.info.port_guid))
+                            .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
+                            .and_then(|g| self.pkeys.get(&g).cloned())
+                            .unwrap_or_default(),
                         info: r.info,
                         guid: r.guid.unwrap_or(if switch { n.info.port_guid } else { Guid(0) }),
                         lid: r.lid,

@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PortInfo, SwitchInfo};
+use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
@@ -56,6 +56,8 @@ pub(crate) enum Req {
     SetSwitchInfo { node: NodeIdx, info: SwitchInfo },
     /// One LFT block write.
     SetLft { node: NodeIdx, block: u32, table: Box<LinearForwardingTable> },
+    /// One P_KeyTable block write of an end port (`guid`: the port's GUID).
+    SetPKeys { node: NodeIdx, port: PortNum, guid: Guid, block: u16, table: Box<PKeyTable> },
     /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
     SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
 }
@@ -81,6 +83,10 @@ impl Req {
             Req::SetLft { block, table, .. } => {
                 table.emit(&mut data);
                 (ids::attr::LFT, *block, Method::Set, data)
+            }
+            Req::SetPKeys { port, block, table, .. } => {
+                table.emit(&mut data);
+                (ids::attr::PKEY_TABLE, PKeyTable::attr_mod(*port, *block), Method::Set, data)
             }
             Req::SetMft { block, position, table, .. } => {
                 table.emit(&mut data);

@@ -9,7 +9,7 @@
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
-//! GetTable); MultiPathRecord (GetMulti); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
+//! GetTable); MultiPathRecord (GetMulti); P_KeyTableRecord (Get, GetTable); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
 //! InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete, Get, GetTable). Everything else gets status 0x000c (method/attribute not
 //! supported).
 //!
@@ -26,6 +26,7 @@ mod link_record;
 pub mod multicast;
 mod node_record;
 pub mod path_record;
+mod pkey_table_record;
 mod port_info_record;
 pub mod service_record;
 pub mod snapshot;
@@ -161,6 +162,7 @@ pub fn serve(
         (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
         (Method::GetMulti, sa_attr::MULTI_PATH_RECORD) => path_record::multi(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::PKEY_TABLE_RECORD) => pkey_table_record::query(snap, &q, limits),
         (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
             state.services.query(snap, &q, limits, live.now)
         }

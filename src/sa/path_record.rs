@@ -6,9 +6,9 @@
 //! shortest one. PacketLifeTime is the switches' LifeTimeValue plus log2 of the switches
 //! crossed, rounded up (OpenSM reports its configured value for every path, however long);
 //! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
-//! ways), on SL 0 and in the default partition: P_Key 0xFFFF unless the request names another
-//! form of the default P_Key; a request for any other P_Key gets no records until partitions
-//! are in force. With LMC > 0, GetTable returns every source LID × destination LID pair (at most
+//! ways) and on SL 0. A pair gets a record only under a P_Key that both ports and the requester
+//! hold, with one of the two a full member (two limited members cannot talk); the record's
+//! P_Key is the source port's entry (or the one asked for). With LMC > 0, GetTable returns every source LID × destination LID pair (at most
 //! NumbPath per port pair when NumbPath is given). Requested FlowLabel, HopLimit, TClass and
 //! ServiceID are echoed.
 //!
@@ -100,11 +100,12 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     if header.method == Method::Get && (src.is_none() || dst.is_none()) {
         return Answer::error(header, status::SA_INSUFFICIENT_COMPONENTS);
     }
-    // Only the default partition exists until partitions are in force, and only SL 0.
-    let other_partition = has(PathRecord::COMP_PKEY) && req.pkey.0 & 0x7fff != 0x7fff;
-    if other_partition || (has(PathRecord::COMP_SL) && req.sl != 0) {
+    // Only SL 0 is in use.
+    if has(PathRecord::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
+    let requester = snap.by_lid(q.requester);
+    let want = has(PathRecord::COMP_PKEY).then_some(req.pkey);
     let template = template(&req, mask);
     let per_pair = if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 { usize::from(req.numb_path) } else { usize::MAX };
     let (src_port, dst_port) = (src.map(|e| e.port), dst.map(|e| e.port));
@@ -121,8 +122,10 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
                 if found >= per_pair {
                     break;
                 }
+                let Some(pkey) = snap.shared_pkey(sp, dp, requester, want) else { continue };
                 let Some(walk) = snap.walk(sp, dlid) else { continue };
-                let Some(rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                let Some(mut rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                rec.pkey = pkey;
                 if !wanted(&req, mask, &rec) {
                     continue;
                 }
@@ -178,9 +181,11 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
     let mut table = Table::new::<PathRecord>(q, limits);
-    if (has(Mpr::COMP_PKEY) && req.pkey.0 & 0x7fff != 0x7fff) || (has(Mpr::COMP_SL) && req.sl != 0) {
+    if has(Mpr::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
+    let requester = snap.by_lid(q.requester);
+    let want = has(Mpr::COMP_PKEY).then_some(req.pkey);
     // The same request as a PathRecord's template and selectors.
     let as_pr = PathRecord {
         service_id: req.service_id,
@@ -219,8 +224,10 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
                 if found >= per_pair {
                     break;
                 }
+                let Some(pkey) = snap.shared_pkey(sp, dp, requester, want) else { continue };
                 let Some(walk) = snap.walk(sp, dlid) else { continue };
-                let Some(rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                let Some(mut rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
+                rec.pkey = pkey;
                 if !wanted(&as_pr, pr_mask, &rec) {
                     continue;
                 }
@@ -239,7 +246,10 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
 pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
     let src = snap.by_lid(slid)?;
     let walk = snap.walk(src, dlid)?;
-    record(snap, &template(&PathRecord::default(), 0), (src, slid), (walk.dest, dlid), &walk)
+    let pkey = snap.shared_pkey(src, walk.dest, Some(src), None)?;
+    let mut rec = record(snap, &template(&PathRecord::default(), 0), (src, slid), (walk.dest, dlid), &walk)?;
+    rec.pkey = pkey;
+    Some(rec)
 }
 
 /// The record for the path `src` → `dst` (each a port and the LID used) found by `w`.

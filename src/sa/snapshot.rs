@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use ibsm_mad::attrs::{LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use ibsm_mad::records::Rate;
-use ibsm_mad::{Guid, Lid, PortNum};
+use ibsm_mad::{Guid, Lid, PKey, PortNum};
 
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
@@ -29,6 +29,8 @@ pub struct SnapPort {
     pub lid: Lid,
     /// The port at the other end of the cable, when the link is up and both ends are known.
     pub remote: Option<PortAt>,
+    /// An end port's P_Key table as the SM programmed it (empty: no partition, or unknown).
+    pub pkeys: Vec<PKey>,
 }
 
 /// One node of a snapshot.
@@ -213,6 +215,24 @@ impl Snapshot {
             })
             .collect();
         FabricDesc { nodes }
+    }
+
+    /// The P_Key under which end ports `a` and `b` may talk, as a requester at `by` sees it: a
+    /// partition all three are members of, with `a` or `b` a full member (two limited members
+    /// cannot talk). `want` restricts it to that partition. The key is `a`'s table entry (or
+    /// `want` as given). `None` when they share no such partition.
+    pub fn shared_pkey(&self, a: PortAt, b: PortAt, by: Option<PortAt>, want: Option<PKey>) -> Option<PKey> {
+        let (ka, kb) = (&self.port(a)?.pkeys, &self.port(b)?.pkeys);
+        let kr = &self.port(by?)?.pkeys;
+        let find = |t: &[PKey], base: u16| t.iter().copied().find(|k| k.base() == base);
+        ka.iter().copied().find_map(|k| {
+            if want.is_some_and(|w| w.base() != k.base()) {
+                return None;
+            }
+            let other = find(kb, k.base())?;
+            find(kr, k.base())?;
+            (k.is_full() || other.is_full()).then_some(want.unwrap_or(k))
+        })
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`: the switches crossed, the

@@ -1,0 +1,150 @@
+//! Partitions on the simulated fabric: the policy resolved for the discovered subnet, written into
+//! every end port's P_Key table (read back from the simulated ports with SMPs), written only
+//! where it changes on the next sweep, and the SA's PathRecord and P_KeyTableRecord answers
+//! limited by it: a pair gets a path only under a P_Key that both ports and the requester hold,
+//! and two limited members never do.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+
+use ibsm::core::{Guid2Lid, Sm, SmConfig};
+use ibsm::sa::{self, Limits, Live, SaState};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::PKeyTable;
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::{attr, status};
+use ibsm_mad::records::{PKeyTableRecord, PathRecord, stride};
+use ibsm_mad::sa::{SA_HEADER_LEN, request};
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, PKey, PortNum};
+use ibsm_sim::fabric::{Dest, SimTime};
+use ibsm_topology::{NodeKind, Topology};
+
+const LIMIT: u64 = 600_000_000_000;
+
+fn topo() -> Topology {
+    Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net")).expect("fabric")
+}
+
+/// The P_Key table of CA `node`'s port 1, read from the simulated port over a directed route
+/// from the SM's port (breadth-first through the switches).
+fn read_pkeys(drv: &mut SimDriver, topo: &Topology, node: usize) -> Vec<u16> {
+    let (start, port) = drv.at;
+    let mut routes: HashMap<usize, Vec<u8>> = HashMap::new();
+    let mut q = VecDeque::new();
+    let first = topo.nodes[start].peer(port).expect("SM cabled");
+    routes.insert(first.node, vec![port]);
+    q.push_back(first.node);
+    while let Some(i) = q.pop_front() {
+        for p in 1..=topo.nodes[i].num_ports {
+            let Some(peer) = topo.nodes[i].peer(p) else { continue };
+            if routes.contains_key(&peer.node) || (topo.nodes[peer.node].kind != NodeKind::Switch && peer.node != node) {
+                continue;
+            }
+            let mut r = routes[&i].clone();
+            r.push(p);
+            routes.insert(peer.node, r);
+            q.push_back(peer.node);
+        }
+    }
+    let path = DrPath::new(&routes[&node]).expect("route");
+    let smp = SmpRepr::get_dr(&path, attr::PKEY_TABLE, PKeyTable::attr_mod(PortNum(0), 0), 0x5151);
+    drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let t = drv.fabric.now().0 + 1_000_000_000;
+    drv.fabric.run_until_idle(SimTime(t));
+    while let Some(r) = drv.fabric.recv(drv.agent) {
+        let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
+        if resp.tid & 0xffff_ffff == 0x5151 {
+            let table = PKeyTable::parse(&resp.data).expect("table");
+            return table.keys.iter().map(|k| k.0).filter(|&k| k != 0).collect();
+        }
+    }
+    panic!("no P_KeyTable answer from node {node}");
+}
+
+#[test]
+fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
+    let topo = topo();
+    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
+    let guid = |i: usize| topo.nodes[i].port_guid(1);
+    // hosts[0] carries the SM. alpha: h1, h2 full. beta: h3 full, h4 and h5 limited. Every port
+    // is a limited member of the default partition (the resolver's rule, as OpenSM's), the SM a
+    // full member of every partition.
+    let (h1, h2, h3, h4, h5, h6) = (hosts[1], hosts[2], hosts[3], hosts[4], hosts[5], hosts[6]);
+    let text = format!(
+        "Default=0x7fff : SELF=full ;\nalpha=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\nbeta=0x0002 : 0x{:016x}=full, 0x{:016x}=limited, 0x{:016x}=limited ;\n",
+        guid(h1).0,
+        guid(h2).0,
+        guid(h3).0,
+        guid(h4).0,
+        guid(h5).0
+    );
+    let policy = ibsm_partitions::parse_partitions_conf(&text).expect("policy");
+    let cfg = SmConfig { partitions: policy, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("up");
+    assert!(report.complete, "{report:?}");
+
+    // What every port holds, read from the simulated ports.
+    let expect: [(usize, &[u16]); 7] = [
+        (hosts[0], &[0xffff, 0x8001, 0x8002]),
+        (h1, &[0x7fff, 0x8001]),
+        (h2, &[0x7fff, 0x8001]),
+        (h3, &[0x7fff, 0x8002]),
+        (h4, &[0x7fff, 0x0002]),
+        (h5, &[0x7fff, 0x0002]),
+        (h6, &[0x7fff]),
+    ];
+    for (h, want) in expect {
+        assert_eq!(read_pkeys(&mut drv, &topo, h), want, "{}", topo.nodes[h].name);
+        let table: Vec<u16> = drv.sm.port_pkeys()[&guid(h)].iter().map(|k| k.0).collect();
+        assert_eq!(table, want, "the SM's record of {}", topo.nodes[h].name);
+    }
+
+    // A second sweep writes no P_Key block: nothing changed.
+    let sent = drv.sm.pkey_blocks_sent();
+    drv.sweep(LIMIT, |_| {}).expect("up again");
+    assert_eq!(drv.sm.pkey_blocks_sent(), sent, "unchanged tables are not rewritten");
+
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let lid = |i: usize| drv.sm.guid2lid().get(guid(i)).expect("LID").0;
+    let live = Live::new(drv.sm.sm_info(false));
+    let path = |from: usize, a: usize, b: usize| -> (u16, Option<PKey>) {
+        let q = PathRecord { slid: lid(a), dlid: lid(b), ..PathRecord::default() };
+        let bytes = request(Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 1, &q).unwrap();
+        let ans = sa::serve(&snap, &mut SaState::default(), &live, &bytes, lid(from), &Limits::default()).unwrap();
+        let rec = (ans.status == status::OK).then(|| PathRecord::parse(&ans.bytes[SA_HEADER_LEN..]).unwrap().pkey);
+        (ans.status, rec)
+    };
+    assert_eq!(path(h1, h1, h2), (status::OK, Some(PKey(0x8001))), "alpha, full and full");
+    assert_eq!(path(h3, h3, h4), (status::OK, Some(PKey(0x8002))), "beta, full and limited");
+    assert_eq!(path(h4, h4, h3), (status::OK, Some(PKey(0x0002))), "the source's own entry");
+    assert_eq!(path(h4, h4, h5).0, status::SA_NO_RECORDS, "two limited members");
+    assert_eq!(path(h1, h1, h3).0, status::SA_NO_RECORDS, "only the default partition, both limited");
+    assert_eq!(path(h6, h1, h2).0, status::SA_NO_RECORDS, "the requester is not in alpha");
+    assert_eq!(path(hosts[0], h1, h2), (status::OK, Some(PKey(0x8001))), "the SM is in every partition");
+    assert_eq!(path(h6, h6, hosts[0]), (status::OK, Some(PKey(0x7fff))), "h6 reaches the SM, a full member");
+
+    // P_KeyTableRecords: an untrusted requester sees the ports it shares a partition with.
+    let pktr = |from: usize, sm_key: u64| -> Vec<(u16, Vec<u16>)> {
+        let mut bytes = request(Method::GetTable, 0, 2, &PKeyTableRecord::parse(&[0; 72]).unwrap()).unwrap();
+        bytes[36..44].copy_from_slice(&sm_key.to_be_bytes());
+        let ans = sa::serve(&snap, &mut SaState::default(), &live, &bytes, lid(from), &Limits::default()).unwrap();
+        assert_eq!(ans.status, status::OK);
+        ans.bytes[SA_HEADER_LEN..]
+            .chunks(stride::<PKeyTableRecord>())
+            .take(ans.records)
+            .map(|c| PKeyTableRecord::parse(c).unwrap())
+            .map(|r| (r.lid.0, r.pkey_table.keys.iter().map(|k| k.0).filter(|&k| k != 0).collect()))
+            .collect()
+    };
+    let seen: Vec<u16> = pktr(h1, 0).into_iter().map(|(l, _)| l).collect();
+    let mut want = vec![lid(hosts[0]).0, lid(h1).0, lid(h2).0];
+    want.sort_unstable();
+    let mut seen_sorted = seen.clone();
+    seen_sorted.sort_unstable();
+    assert_eq!(seen_sorted, want, "h1 sees the SM, itself and h2");
+    let all = pktr(h1, 1);
+    assert!(all.iter().any(|(l, keys)| *l == lid(h4).0 && keys == &[0x7fff, 0x0002]), "trusted: every port, {all:?}");
+    let _ = Guid(0);
+}
