@@ -330,7 +330,16 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     }
 
     fn stopped(&self, signal: &'static str) -> Finish {
-        tracing::info!(signal, sweeps = self.sweeps, "stopping the SM");
+        let c = self.sm.request_counters();
+        tracing::info!(
+            signal,
+            sweeps = self.sweeps,
+            sa_answered = c.sa_answered,
+            sa_busy = c.sa_busy,
+            sa_dropped = c.sa_dropped,
+            answers_not_sent = self.answers_failed,
+            "stopping the SM"
+        );
         Finish::Stopped { signal, sweeps: self.sweeps }
     }
 
