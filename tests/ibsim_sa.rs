@@ -150,12 +150,13 @@ impl Drop for KillOnDrop {
 /// Starts OpenSM at `host`, with its own cache and dump directories (a guid2lid from other runs
 /// would change its numbering), and waits until the subnet is up: OpenSM buffers its log, but
 /// the subnet list it writes when a sweep is done shows every link end ACT by then.
-fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> KillOnDrop {
+fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology, extra: &[&str]) -> KillOnDrop {
     let dir = sim.dir().join("opensm");
     std::fs::create_dir_all(&dir).expect("dir");
     let osm = sim
         .command(Some(host), "opensm")
         .args(["-f", &dir.join("opensm.log").to_string_lossy()])
+        .args(extra)
         .env("OSM_CACHE_DIR", &dir)
         .env("OSM_TMP_DIR", &dir)
         .stdout(Stdio::null())
@@ -172,8 +173,9 @@ fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology) -> KillOnDrop {
 }
 
 /// Starts ibsm at `host` and waits for its subnet-up line.
-fn start_ibsm(sim: &mut Ibsim, host: &str) -> support::ibsim::Client {
-    let sm = sim.spawn_at(Some(host), env!("CARGO_BIN_EXE_ibsm"), &["run"]).expect("ibsm starts");
+fn start_ibsm(sim: &mut Ibsim, host: &str, extra: &[&str]) -> support::ibsim::Client {
+    let args: Vec<&str> = std::iter::once("run").chain(extra.iter().copied()).collect();
+    let sm = sim.spawn_at(Some(host), env!("CARGO_BIN_EXE_ibsm"), &args).expect("ibsm starts");
     wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
     sm
 }
@@ -188,12 +190,12 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     let hosts = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count();
     let theirs = {
         let sim = Ibsim::start(&f.net).expect("ibsim");
-        let _osm = start_opensm(&sim, &f.sm_host, topo);
+        let _osm = start_opensm(&sim, &f.sm_host, topo, &[]);
         collect(&sim, client, topo)
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
-        let _sm = start_ibsm(&mut sim, &f.sm_host);
+        let _sm = start_ibsm(&mut sim, &f.sm_host, &[]);
         collect(&sim, client, topo)
     };
     eprintln!(
@@ -319,12 +321,12 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
     let (topo, client) = (&f.topo, f.client.as_str());
     let theirs = {
         let sim = Ibsim::start(&f.net).expect("ibsim");
-        let _osm = start_opensm(&sim, &f.sm_host, topo);
+        let _osm = start_opensm(&sim, &f.sm_host, topo, &[]);
         osmtest_multicast(&sim, client)
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
-        let _sm = start_ibsm(&mut sim, &f.sm_host);
+        let _sm = start_ibsm(&mut sim, &f.sm_host, &[]);
         let r = osmtest_multicast(&sim, client);
         // The groups osmtest leaves behind, with their members (as a trusted client sees them):
         // each member's leaf switch forwards the group's MLID to the member's port.
@@ -358,4 +360,84 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
     }
     assert_eq!(ours.0.len(), theirs.0.len(), "same number of steps");
     assert_eq!(ours.1, theirs.1, "same verdict");
+}
+
+/// Every end port's P_Key table as `smpquery pkeys` reads it (non-zero entries in order), by
+/// port GUID (from each LID's NodeInfo).
+fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for lid in 1..=end_ports + 8 {
+        // The port behind the LID from its own NodeInfo (an SMP, not the SA: OpenSM's SA hides
+        // ports outside the client's partitions).
+        let ni = sim.run_at(Some(client), "smpquery", &["nodeinfo", &lid.to_string()]).expect("smpquery");
+        if !ni.success() {
+            continue;
+        }
+        let Some(port_guid) = support::ibsim::dump_fields(&ni.stdout).into_iter().find(|(k, _)| k == "PortGuid").map(|(_, v)| v)
+        else {
+            continue;
+        };
+        let q = sim.run_at(Some(client), "smpquery", &["pkeys", &lid.to_string()]).expect("smpquery");
+        assert!(q.success(), "{}", q.describe());
+        let keys: Vec<String> = q
+            .stdout
+            .lines()
+            .filter(|l| !l.contains("capacity"))
+            .flat_map(|l| l.split_whitespace().filter(|w| w.starts_with("0x") && *w != "0x0000").map(str::to_owned))
+            .collect();
+        out.insert(port_guid, keys);
+    }
+    out
+}
+
+#[test]
+fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
+    if !require_ibsim() || !require_tools(&["opensm", "saquery", "smpquery"]) {
+        return;
+    }
+    let f = fabric();
+    let (topo, client) = (&f.topo, f.client.as_str());
+    let port = |name: &str| format!("0x{:016x}", topo.nodes[topo.find(name).expect("host")].port_guid(1).0);
+    // Full and limited members, a member without a membership (defmember), ipoib, ALL_SWITCHES.
+    let conf = format!(
+        "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n\
+         alpha=0x0001, ipoib : {}=full, {}=full ;\n\
+         beta=0x0002, defmember=limited : {}=full, {}, {}=limited ;\n\
+         switches=0x0003 : ALL_SWITCHES=full ;\n",
+        port("h1"),
+        port("h2"),
+        port("h3"),
+        port("h4"),
+        port("h5")
+    );
+    let end_ports = u16::try_from(topo.nodes.len()).expect("small fabric");
+    let theirs = {
+        let sim = Ibsim::start(&f.net).expect("ibsim");
+        let file = sim.dir().join("partitions.conf");
+        std::fs::write(&file, &conf).expect("write");
+        let _osm = start_opensm(&sim, &f.sm_host, topo, &["-P", &file.to_string_lossy()]);
+        pkey_tables(&sim, client, end_ports)
+    };
+    let ours = {
+        let mut sim = Ibsim::start(&f.net).expect("ibsim");
+        let file = sim.dir().join("partitions.conf");
+        std::fs::write(&file, &conf).expect("write");
+        let _sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
+        pkey_tables(&sim, client, end_ports)
+    };
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same end ports");
+    let sm_port = port(&f.sm_host);
+    let mut compared = 0;
+    for (guid, keys) in &ours {
+        if *guid == sm_port {
+            // Deliberate: ibsm makes the SM's port a full member of every partition; OpenSM only
+            // of the default one.
+            assert_eq!(theirs[guid], ["0xffff"], "OpenSM's SM port");
+            assert_eq!(keys, &["0xffff", "0x8001", "0x8002", "0x8003"], "ibsm's SM port");
+            continue;
+        }
+        assert_eq!(keys, &theirs[guid], "P_Key table of {guid} (ibsm, OpenSM)");
+        compared += 1;
+    }
+    eprintln!("P_Key tables equal to OpenSM's on {compared} end ports");
 }

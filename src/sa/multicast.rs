@@ -27,7 +27,8 @@
 //!   checks come with partitions.
 //! - Delete removes the JoinState bits given, which must all be held; a port that is not a
 //!   member, a bit it does not hold, or a group that does not exist, is REQ_INVALID.
-//! - Untrusted queries see every group but PortGID and JoinState only of their own port.
+//! - An untrusted query gets one record per group, without PortGID, JoinState and ProxyJoin; a
+//!   trusted one (the SA key) a record per member.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -393,19 +394,20 @@ impl Groups {
     }
 
     fn records(&self, snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
-        let own = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
         let mut t = Table::new::<McMemberRecord>(q, limits);
         'groups: for g in self.by_mgid.values() {
-            let members: Vec<(Guid, JoinState)> = if g.members.is_empty() {
+            // An untrusted requester gets one record per group, without PortGID, JoinState and
+            // ProxyJoin (as OpenSM answers); a trusted one a record per member.
+            let members: Vec<(Guid, JoinState)> = if !q.trusted || g.members.is_empty() {
                 vec![(Guid(0), JoinState::default())]
             } else {
                 g.members.iter().map(|(&k, &v)| (k, v)).collect()
             };
             for (guid, state) in members {
-                let visible = q.trusted || Some(guid) == own;
                 let rec = McMemberRecord {
-                    port_gid: if visible && guid != Guid(0) { Gid { prefix: snap.subnet_prefix, guid } } else { Gid::default() },
-                    join_state: if visible { state } else { JoinState::default() },
+                    port_gid: if guid == Guid(0) { Gid::default() } else { Gid { prefix: snap.subnet_prefix, guid } },
+                    join_state: state,
+                    proxy_join: false,
                     ..g.params
                 };
                 if !t.offer(q, &rec) {
