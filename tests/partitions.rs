@@ -62,28 +62,34 @@ fn read_pkeys(drv: &mut SimDriver, topo: &Topology, node: usize) -> Vec<u16> {
     panic!("no P_KeyTable answer from node {node}");
 }
 
-#[test]
-fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
+/// The fabric swept with a policy: hosts[0] carries the SM; alpha: h1, h2 full; beta: h3 full,
+/// h4 and h5 limited. Every port is a limited member of the default partition (the resolver's
+/// rule, as OpenSM's), the SM a full member of every partition.
+fn setup() -> (Topology, SimDriver, Vec<usize>) {
     let topo = topo();
     let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
     let guid = |i: usize| topo.nodes[i].port_guid(1);
-    // hosts[0] carries the SM. alpha: h1, h2 full. beta: h3 full, h4 and h5 limited. Every port
-    // is a limited member of the default partition (the resolver's rule, as OpenSM's), the SM a
-    // full member of every partition.
-    let (h1, h2, h3, h4, h5, h6) = (hosts[1], hosts[2], hosts[3], hosts[4], hosts[5], hosts[6]);
     let text = format!(
         "Default=0x7fff : SELF=full ;\nalpha=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\nbeta=0x0002 : 0x{:016x}=full, 0x{:016x}=limited, 0x{:016x}=limited ;\n",
-        guid(h1).0,
-        guid(h2).0,
-        guid(h3).0,
-        guid(h4).0,
-        guid(h5).0
+        guid(hosts[1]).0,
+        guid(hosts[2]).0,
+        guid(hosts[3]).0,
+        guid(hosts[4]).0,
+        guid(hosts[5]).0
     );
     let policy = ibsm_partitions::parse_partitions_conf(&text).expect("policy");
     let cfg = SmConfig { partitions: policy, ..SmConfig::default() };
     let mut drv = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     let report = drv.sweep(LIMIT, |_| {}).expect("up");
     assert!(report.complete, "{report:?}");
+    (topo, drv, hosts)
+}
+
+#[test]
+fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
+    let (topo, mut drv, hosts) = setup();
+    let guid = |i: usize| topo.nodes[i].port_guid(1);
+    let (h1, h2, h3, h4, h5, h6) = (hosts[1], hosts[2], hosts[3], hosts[4], hosts[5], hosts[6]);
 
     // What every port holds, read from the simulated ports.
     let expect: [(usize, &[u16]); 7] = [
@@ -147,4 +153,43 @@ fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
     let all = pktr(h1, 1);
     assert!(all.iter().any(|(l, keys)| *l == lid(h4).0 && keys == &[0x7fff, 0x0002]), "trusted: every port, {all:?}");
     let _ = Guid(0);
+}
+
+#[test]
+fn multicast_members_must_hold_the_groups_partition() {
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let (topo, drv, hosts) = setup();
+    let guid = |i: usize| topo.nodes[i].port_guid(1);
+    let (h1, h2, h3, h6) = (hosts[1], hosts[2], hosts[3], hosts[6]);
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let lid = |i: usize| drv.sm.guid2lid().get(guid(i)).expect("LID").0;
+    let live = Live::new(drv.sm.sm_info(false));
+    let mut state = SaState::default();
+    let mgid = ibsm_mad::Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(0xa1) };
+    let create = McMemberRecord::COMP_MGID
+        | McMemberRecord::COMP_PORT_GID
+        | McMemberRecord::COMP_QKEY
+        | McMemberRecord::COMP_PKEY
+        | McMemberRecord::COMP_SL
+        | McMemberRecord::COMP_FLOW_LABEL
+        | McMemberRecord::COMP_TCLASS
+        | McMemberRecord::COMP_JOIN_STATE;
+    let mut join = |who: usize, mask: u64| {
+        let r = McMemberRecord {
+            mgid,
+            port_gid: ibsm_mad::Gid { prefix: 0xfe80_0000_0000_0000, guid: guid(who) },
+            qkey: 7,
+            pkey: PKey(0x8001),
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let bytes = request(Method::Set, mask, 3, &r).unwrap();
+        sa::serve(&snap, &mut state, &live, &bytes, lid(who), &Limits::default()).unwrap().status
+    };
+    assert_eq!(join(h6, create), status::SA_REQ_INVALID, "h6 cannot create a group in alpha");
+    assert_eq!(join(h1, create), status::OK);
+    let plain = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
+    assert_eq!(join(h2, plain), status::OK, "h2 is in alpha");
+    assert_eq!(join(h3, plain), status::SA_REQ_INVALID, "h3 is not");
+
 }

@@ -11,8 +11,8 @@
 //! that the core reprograms the switches' multicast tables ([`Groups::take_dirty`]).
 //!
 //! Rules (IBTA 15.2.5.17 and the o15-0.1 compliance statements, as OpenSM applies them):
-//! - A Set or Delete must name PortGID and JoinState (MGID too, except a create with MGID 0),
-//!   else INSUFFICIENT_COMPONENTS. Creating a group also needs Q_Key, P_Key, SL, FlowLabel and
+//! - A Set or Delete must name MGID (zero asks the SA for one on a create), PortGID and
+//!   JoinState, else INSUFFICIENT_COMPONENTS; a PortGID of another subnet prefix is INVALID_GID. Creating a group also needs Q_Key, P_Key, SL, FlowLabel and
 //!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member JoinState.
 //! - A requested MTU or rate with its selector must be one the requesting port's link can carry
 //!   (not "greater than" its own, "less than" the smallest, an undefined code), else
@@ -23,8 +23,8 @@
 //! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
 //!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
 //! - PortGID must be a port of the subnet (else REQ_INVALID). A port may join or leave on behalf
-//!   of another (proxy join), as OpenSM allows between ports of the default partition; partition
-//!   checks come with partitions.
+//!   of another (proxy join) when the two share a partition, as OpenSM allows; the member's P_Key
+//!   table must hold the group's partition (else REQ_INVALID).
 //! - Delete removes the JoinState bits given, which must all be held; a port that is not a
 //!   member, a bit it does not hold, or a group that does not exist, is REQ_INVALID.
 //! - An untrusted query gets one record per group, without PortGID, JoinState and ProxyJoin; a
@@ -211,12 +211,25 @@ impl Groups {
     /// The checks Set and Delete share: components, MTU and rate sanity, PortGID.
     fn check_request(snap: &Snapshot, q: &Query<'_>, req: &McMemberRecord) -> Result<Guid, u16> {
         let mask = q.header.comp_mask;
-        let need = McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
+        let need = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
         if mask & need != need {
             return Err(status::SA_INSUFFICIENT_COMPONENTS);
         }
         let port = req.port_gid;
-        if port.prefix != snap.subnet_prefix || snap.by_guid(port.guid).is_none() {
+        if port.prefix != snap.subnet_prefix {
+            return Err(status::SA_INVALID_GID);
+        }
+        let Some(target) = snap.by_guid(port.guid) else { return Err(status::SA_REQ_INVALID) };
+        // Joining or leaving for another port (proxy) needs a partition in common with it.
+        let requester = snap.by_lid(q.requester);
+        if requester != Some(target) {
+            let keys = |at: Option<super::snapshot::PortAt>| at.and_then(|a| snap.port(a)).map(|p| p.pkeys.clone()).unwrap_or_default();
+            let (mine, theirs) = (keys(requester), keys(Some(target)));
+            if !mine.iter().any(|m| theirs.iter().any(|t| t.base() == m.base())) {
+                return Err(status::SA_REQ_INVALID);
+            }
+        }
+        if mask & McMemberRecord::COMP_PKEY != 0 && req.pkey.base() == 0 {
             return Err(status::SA_REQ_INVALID);
         }
         // A requested MTU or rate must be one the port can carry under its selector.
@@ -280,6 +293,9 @@ impl Groups {
             if mismatch {
                 return Answer::error(h, status::SA_REQ_INVALID);
             }
+            if !Self::holds(snap, guid, g.params.pkey) {
+                return Answer::error(h, status::SA_REQ_INVALID);
+            }
             let state = g.members.entry(guid).or_default();
             let joined = state.union(req.join_state);
             *state = joined;
@@ -338,6 +354,9 @@ impl Groups {
             proxy_join: false,
             ..*req
         };
+        if !Self::holds(snap, guid, params.pkey) {
+            return Answer::error(h, status::SA_REQ_INVALID);
+        }
         let mut members = BTreeMap::new();
         members.insert(guid, req.join_state);
         self.by_mgid.insert(mgid, Group { params, members, persistent: false });
@@ -345,6 +364,12 @@ impl Groups {
         self.dirty = true;
         let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
         Self::single(h, &rec)
+    }
+
+    /// Whether port `guid`'s P_Key table holds the partition of `pkey` (a member must be in the
+    /// group's partition).
+    fn holds(snap: &Snapshot, guid: Guid, pkey: PKey) -> bool {
+        snap.by_guid(guid).and_then(|at| snap.port(at)).is_some_and(|p| p.pkeys.iter().any(|k| k.base() == pkey.base()))
     }
 
     /// A fresh SA-assigned MGID: ff1<scope>:a01b, the subnet prefix's upper 32 bits, a counter.
