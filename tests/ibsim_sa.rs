@@ -363,10 +363,15 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
 }
 
 /// Every end port's P_Key table as `smpquery pkeys` reads it (non-zero entries in order), by
-/// port GUID (from each LID's NodeInfo).
-fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> BTreeMap<String, Vec<String>> {
+/// port GUID (from each LID's NodeInfo); and the port GUIDs whose NodeRecord the (untrusted)
+/// client gets from the SA.
+fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
     let mut out = BTreeMap::new();
+    let mut visible = Vec::new();
     for lid in 1..=end_ports + 8 {
+        if let Some(nr) = saquery(sim, client, &["NR", &lid.to_string()]).into_iter().next() {
+            visible.push(nr["port_guid"].clone());
+        }
         // The port behind the LID from its own NodeInfo (an SMP, not the SA: OpenSM's SA hides
         // ports outside the client's partitions).
         let ni = sim.run_at(Some(client), "smpquery", &["nodeinfo", &lid.to_string()]).expect("smpquery");
@@ -387,7 +392,8 @@ fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> BTreeMap<String, Ve
             .collect();
         out.insert(port_guid, keys);
     }
-    out
+    visible.sort();
+    (out, visible)
 }
 
 #[test]
@@ -425,7 +431,11 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         let _sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
         pkey_tables(&sim, client, end_ports)
     };
+    let ((ours, ours_visible), (theirs, theirs_visible)) = (ours, theirs);
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same end ports");
+    // An untrusted client sees the NodeRecords of the ports it can talk to, under both SMs.
+    assert_eq!(ours_visible, theirs_visible, "NodeRecords visible to {client}");
+    assert!(ours_visible.len() < ours.len(), "some ports are hidden from {client}");
     let sm_port = port(&f.sm_host);
     let mut compared = 0;
     for (guid, keys) in &ours {
@@ -439,5 +449,9 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         assert_eq!(keys, &theirs[guid], "P_Key table of {guid} (ibsm, OpenSM)");
         compared += 1;
     }
-    eprintln!("P_Key tables equal to OpenSM's on {compared} end ports");
+    eprintln!(
+        "P_Key tables equal to OpenSM's on {compared} end ports; {} of {} NodeRecords visible to {client} under both",
+        ours_visible.len(),
+        ours.len()
+    );
 }

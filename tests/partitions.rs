@@ -150,6 +150,16 @@ fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
     let mut seen_sorted = seen.clone();
     seen_sorted.sort_unstable();
     assert_eq!(seen_sorted, want, "h1 sees the SM, itself and h2");
+    // NodeRecords likewise: h6, a limited member of the default partition only, sees itself and
+    // the SM (a full member); trusted, every end port.
+    let nodes = |from: usize, sm_key: u64| -> usize {
+        let mut bytes = request(Method::GetTable, 0, 4, &ibsm_mad::records::NodeRecord::parse(&[0; 108]).unwrap()).unwrap();
+        bytes[36..44].copy_from_slice(&sm_key.to_be_bytes());
+        sa::serve(&snap, &mut SaState::default(), &live, &bytes, lid(from), &Limits::default()).unwrap().records
+    };
+    assert_eq!(nodes(h6, 0), 2, "itself and the SM");
+    assert_eq!(nodes(h6, 1), snap.end_ports().count(), "trusted: every end port");
+
     let all = pktr(h1, 1);
     assert!(all.iter().any(|(l, keys)| *l == lid(h4).0 && keys == &[0x7fff, 0x0002]), "trusted: every port, {all:?}");
     let _ = Guid(0);

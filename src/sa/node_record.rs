@@ -30,18 +30,23 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
 }
 
 /// The end ports a query can match: the one owning the template's LID (read at byte
-/// `lid_at`) when `lid_comp` is in the mask, otherwise all.
+/// `lid_at`) when `lid_comp` is in the mask, otherwise all; for an untrusted requester only
+/// itself and the ports it can talk to (a partition in common where one of the two is a full
+/// member), as OpenSM hides the others.
 pub(super) fn candidates<'a>(
     snap: &'a Snapshot,
     q: &Query<'_>,
     lid_comp: u64,
     lid_at: usize,
 ) -> Box<dyn Iterator<Item = PortAt> + 'a> {
+    let requester = snap.by_lid(q.requester);
+    let trusted = q.trusted;
+    let visible = move |at: &PortAt| trusted || Some(*at) == requester || snap.can_talk(requester, *at);
     if q.header.comp_mask & lid_comp != 0 {
         let lid = Lid(bits::u16_at(q.template, lid_at));
         // Only the base LID names a port in a record.
         let at = snap.by_lid(lid).filter(|&at| snap.port(at).is_some_and(|p| p.lid == lid));
-        return Box::new(at.into_iter());
+        return Box::new(at.into_iter().filter(visible));
     }
-    Box::new(snap.end_ports())
+    Box::new(snap.end_ports().filter(visible))
 }

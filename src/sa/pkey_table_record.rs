@@ -5,7 +5,7 @@
 
 use ibsm_mad::attrs::PKeyTable;
 use ibsm_mad::records::PKeyTableRecord;
-use ibsm_mad::{PKey, PortNum};
+use ibsm_mad::PortNum;
 
 use super::answer::Table;
 use super::node_record::candidates;
@@ -15,16 +15,9 @@ use super::{Answer, Limits, Query};
 /// Get/GetTable(P_KeyTableRecord).
 pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let mut t = Table::new::<PKeyTableRecord>(q, limits);
-    let requester = snap.by_lid(q.requester);
-    let mine: &[PKey] = requester.and_then(|at| snap.port(at)).map_or(&[], |p| p.pkeys.as_slice());
+    // `candidates` leaves out, for an untrusted requester, the ports it cannot talk to.
     'ports: for at in candidates(snap, q, PKeyTableRecord::COMP_LID, 0) {
         let Some(port) = snap.port(at) else { continue };
-        // Sharing means being able to talk: a common partition where one of the two is full.
-        let shares =
-            port.pkeys.iter().any(|k| mine.iter().any(|m| m.base() == k.base() && (m.is_full() || k.is_full())));
-        if !q.trusted && Some(at) != requester && !shares {
-            continue;
-        }
         for (b, chunk) in port.pkeys.chunks(PKeyTable::ENTRIES).enumerate() {
             let Ok(block_num) = u16::try_from(b) else { break };
             let mut table = PKeyTable::default();

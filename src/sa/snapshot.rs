@@ -217,6 +217,13 @@ impl Snapshot {
         FabricDesc { nodes }
     }
 
+    /// Whether end port `a` (`None`: unknown, never) and end port `b` can talk: a partition in
+    /// common where one of the two is a full member.
+    pub fn can_talk(&self, a: Option<PortAt>, b: PortAt) -> bool {
+        let (Some(pa), Some(pb)) = (a.and_then(|a| self.port(a)), self.port(b)) else { return false };
+        pa.pkeys.iter().any(|k| pb.pkeys.iter().any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+    }
+
     /// The P_Key under which end ports `a` and `b` may talk, as a requester at `by` sees it: a
     /// partition all three are members of, with `a` or `b` a full member (two limited members
     /// cannot talk). `want` restricts it to that partition. The key is `a`'s table entry (or
