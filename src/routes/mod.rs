@@ -3,9 +3,9 @@
 //! what `ibroute` scripts read; JSON; counts and timings), and OpenSM's dump format read back so
 //! real tables can be checked.
 //!
-//! - [`plan`]: a `.net` topology to a routing [`FabricView`] as the SM would discover it, with
-//!   LIDs assigned as a fresh SM would (or from a `guid2lid` table), plus the names and GUIDs the
-//!   dumps print; built by the core's own builder ([`crate::fabric_view`]).
+//! - [`mod@plan`]: a `.net` topology to a routing [`ibsm_routing::FabricView`] as the SM would
+//!   discover it, with LIDs assigned as a fresh SM would (or from a `guid2lid` table), plus the
+//!   names and GUIDs the dumps print; built by the core's own builder ([`crate::fabric_view`]).
 //! - [`dump`]: the output formats.
 //! - [`opensm_dump`]: parser for `opensm-lfts.dump` files.
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a

@@ -2,20 +2,18 @@
 //!
 //! Owns: the dispatch of an SA request on (method, attribute) to one handler per attribute,
 //! each in its own file; ComponentMask selection and the spec's statuses ([`answer`]); the
-//! snapshot the answers come from ([`snapshot`]). [`serve`] is a pure function from a request's
-//! bytes and a snapshot to the response bytes: it does no I/O, keeps no state and never panics
-//! on what a client sends. The core decides whether the SA answers at all (only as master,
-//! once a sweep is done) and where the answer goes.
+//! snapshot the answers come from ([`snapshot`]); per-requester admission ([`admission`]).
+//! [`serve`] maps a request's bytes to the response bytes: it does no I/O, reads no clock and
+//! never panics on what a client sends; what persists between requests (registered services,
+//! subscriptions and the Reports in flight, multicast groups) is the [`SaState`] the core owns
+//! and passes in. The core decides whether the SA answers at all (only as master, once a sweep
+//! is done) and where the answer goes.
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
-//! LinkRecord, LinearForwardingTableRecord, SMInfoRecord (Get, GetTable); PathRecord (Get,
-//! GetTable); MultiPathRecord (GetMulti); P_KeyTableRecord (Get, GetTable); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and
-//! InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete, Get, GetTable). Everything else gets status 0x000c (method/attribute not
-//! supported).
-//!
-//! What the SA keeps between requests (registered services, subscriptions and the Reports in
-//! flight, multicast groups) is [`SaState`], owned by the core and passed in; everything else comes from the
-//! snapshot.
+//! LinkRecord, LinearForwardingTableRecord, SMInfoRecord, P_KeyTableRecord (Get, GetTable);
+//! PathRecord (Get, GetTable); MultiPathRecord (GetMulti); ServiceRecord (Set, Get, GetTable,
+//! Delete); InformInfo (Set) and InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete,
+//! Get, GetTable). Everything else gets status 0x000c (method/attribute not supported).
 
 pub mod admission;
 pub mod answer;

@@ -19,7 +19,7 @@
 //!   REQ_INVALID. A new group takes what the request selects among those, else the port's.
 //! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
 //!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
-//!   MGID 0 asks the SA for a fresh one: ff1<scope>:a01b:<subnet prefix>:<counter>.
+//!   MGID 0 asks the SA for a fresh one: `ff1<scope>:a01b:<subnet prefix>:<counter>`.
 //! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
 //!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
 //! - PortGID must be a port of the subnet (else REQ_INVALID). A port may join or leave on behalf
