@@ -43,6 +43,9 @@ pub struct ConfigFile {
     /// Partition policy file (partitions.conf grammar or TOML); default: the default partition
     /// with every port a full member.
     pub partitions: Option<PathBuf>,
+    /// Partition enforcement on switch ports facing CAs: `both`, `in`, `out` or `off`
+    /// (default `both`, as OpenSM).
+    pub part_enforce: Option<String>,
 }
 
 /// Parses a 64-bit key: `0x` and up to 16 hex digits, or a decimal number.
@@ -156,6 +159,11 @@ impl ConfigFile {
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
             return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
         }
+        if let Some(e) = &self.part_enforce
+            && crate::core::PartEnforce::parse(e).is_none()
+        {
+            return Err(err("part-enforce", format!("{e:?} is not one of both, in, out, off")));
+        }
         if let Some(k) = &self.sa_key {
             parse_key(k).map_err(|r| err("sa-key", r))?;
         }
@@ -203,6 +211,7 @@ impl ConfigFile {
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
             partitions: d.partitions,
+            part_enforce: self.part_enforce.as_deref().and_then(crate::core::PartEnforce::parse).unwrap_or(d.part_enforce),
         }
     }
 }

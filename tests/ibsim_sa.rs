@@ -382,15 +382,27 @@ fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, V
         else {
             continue;
         };
-        let q = sim.run_at(Some(client), "smpquery", &["pkeys", &lid.to_string()]).expect("smpquery");
-        assert!(q.success(), "{}", q.describe());
-        let keys: Vec<String> = q
-            .stdout
-            .lines()
-            .filter(|l| !l.contains("capacity"))
-            .flat_map(|l| l.split_whitespace().filter(|w| w.starts_with("0x") && *w != "0x0000").map(str::to_owned))
-            .collect();
-        out.insert(port_guid, keys);
+        let read = |args: &[&str]| -> Vec<String> {
+            let q = sim.run_at(Some(client), "smpquery", args).expect("smpquery");
+            assert!(q.success(), "{}", q.describe());
+            q.stdout
+                .lines()
+                .filter(|l| !l.contains("capacity"))
+                .flat_map(|l| l.split_whitespace().filter(|w| w.starts_with("0x") && *w != "0x0000").map(str::to_owned))
+                .collect()
+        };
+        let fields = support::ibsim::dump_fields(&ni.stdout);
+        let field = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+        let lid_text = lid.to_string();
+        if field("NodeType").contains("Switch") {
+            // Every external port of a switch too: the CA-facing ones carry the enforcement table.
+            let ports: u8 = field("NumPorts").parse().unwrap_or(0);
+            for p in 1..=ports {
+                let p_text = p.to_string();
+                out.insert(format!("{port_guid}[{p}]"), read(&["pkeys", &lid_text, &p_text]));
+            }
+        }
+        out.insert(port_guid, read(&["pkeys", &lid_text]));
     }
     visible.sort();
     (out, visible)
@@ -435,23 +447,26 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same end ports");
     // An untrusted client sees the NodeRecords of the ports it can talk to, under both SMs.
     assert_eq!(ours_visible, theirs_visible, "NodeRecords visible to {client}");
-    assert!(ours_visible.len() < ours.len(), "some ports are hidden from {client}");
+    assert!(ours_visible.len() < ours.keys().filter(|k| !k.contains('[')).count(), "some ports are hidden from {client}");
     let sm_port = port(&f.sm_host);
+    // The switch port the SM's HCA is cabled to carries the SM port's table when enforcing.
+    let sm_peer = topo.nodes[topo.find(&f.sm_host).expect("SM host")].peer(1).expect("cabled");
+    let sm_switch_port = format!("0x{:016x}[{}]", topo.nodes[sm_peer.node].node_guid.0, sm_peer.port);
     let mut compared = 0;
     for (guid, keys) in &ours {
-        if *guid == sm_port {
+        if *guid == sm_port || *guid == sm_switch_port {
             // Deliberate: ibsm makes the SM's port a full member of every partition; OpenSM only
             // of the default one.
-            assert_eq!(theirs[guid], ["0xffff"], "OpenSM's SM port");
-            assert_eq!(keys, &["0xffff", "0x8001", "0x8002", "0x8003"], "ibsm's SM port");
+            assert_eq!(theirs[guid], ["0xffff"], "OpenSM's SM port ({guid})");
+            assert_eq!(keys, &["0xffff", "0x8001", "0x8002", "0x8003"], "ibsm's SM port ({guid})");
             continue;
         }
         assert_eq!(keys, &theirs[guid], "P_Key table of {guid} (ibsm, OpenSM)");
         compared += 1;
     }
     eprintln!(
-        "P_Key tables equal to OpenSM's on {compared} end ports; {} of {} NodeRecords visible to {client} under both",
+        "P_Key tables equal to OpenSM's on {compared} end ports and switch ports; {} of {} NodeRecords visible to {client} under both",
         ours_visible.len(),
-        ours.len()
+        ours.keys().filter(|k| !k.contains('[')).count()
     );
 }

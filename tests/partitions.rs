@@ -26,9 +26,8 @@ fn topo() -> Topology {
     Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net")).expect("fabric")
 }
 
-/// The P_Key table of CA `node`'s port 1, read from the simulated port over a directed route
-/// from the SM's port (breadth-first through the switches).
-fn read_pkeys(drv: &mut SimDriver, topo: &Topology, node: usize) -> Vec<u16> {
+/// A directed route from the SM's port to `node` (breadth-first through the switches).
+fn route_to(drv: &SimDriver, topo: &Topology, node: usize) -> DrPath {
     let (start, port) = drv.at;
     let mut routes: HashMap<usize, Vec<u8>> = HashMap::new();
     let mut q = VecDeque::new();
@@ -47,19 +46,35 @@ fn read_pkeys(drv: &mut SimDriver, topo: &Topology, node: usize) -> Vec<u16> {
             q.push_back(peer.node);
         }
     }
-    let path = DrPath::new(&routes[&node]).expect("route");
-    let smp = SmpRepr::get_dr(&path, attr::PKEY_TABLE, PKeyTable::attr_mod(PortNum(0), 0), 0x5151);
+    DrPath::new(&routes[&node]).expect("route")
+}
+
+/// The data of a Get of `attr_id`/`attr_mod` sent to `node` from the SM's port.
+fn get(drv: &mut SimDriver, topo: &Topology, node: usize, attr_id: u16, attr_mod: u32) -> [u8; 64] {
+    let tid = 0x5151 + u64::from(attr_mod & 0xff);
+    let smp = SmpRepr::get_dr(&route_to(drv, topo, node), attr_id, attr_mod, tid);
     drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
     let t = drv.fabric.now().0 + 1_000_000_000;
     drv.fabric.run_until_idle(SimTime(t));
     while let Some(r) = drv.fabric.recv(drv.agent) {
         let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
-        if resp.tid & 0xffff_ffff == 0x5151 {
-            let table = PKeyTable::parse(&resp.data).expect("table");
-            return table.keys.iter().map(|k| k.0).filter(|&k| k != 0).collect();
+        if resp.tid & 0xffff_ffff == tid {
+            return resp.data;
         }
     }
-    panic!("no P_KeyTable answer from node {node}");
+    panic!("no answer from node {node}");
+}
+
+/// The non-zero entries of block 0 of the P_Key table of `node`'s port `port` (0 for a CA's
+/// port the route enters by), read from the simulated node.
+fn read_pkeys_at(drv: &mut SimDriver, topo: &Topology, node: usize, port: u8) -> Vec<u16> {
+    let data = get(drv, topo, node, attr::PKEY_TABLE, PKeyTable::attr_mod(PortNum(port), 0));
+    PKeyTable::parse(&data).expect("table").keys.iter().map(|k| k.0).filter(|&k| k != 0).collect()
+}
+
+/// The P_Key table of CA `node`'s port 1, read from the simulated port.
+fn read_pkeys(drv: &mut SimDriver, topo: &Topology, node: usize) -> Vec<u16> {
+    read_pkeys_at(drv, topo, node, 0)
 }
 
 /// The fabric swept with a policy: hosts[0] carries the SM; alpha: h1, h2 full; beta: h3 full,
@@ -202,4 +217,34 @@ fn multicast_members_must_hold_the_groups_partition() {
     assert_eq!(join(h2, plain), status::OK, "h2 is in alpha");
     assert_eq!(join(h3, plain), status::SA_REQ_INVALID, "h3 is not");
 
+}
+
+#[test]
+fn switch_ports_facing_cas_enforce_their_cas_partitions() {
+    use ibsm_mad::attrs::PortInfo;
+    let (topo, mut drv, hosts) = setup();
+    let h1 = hosts[1];
+    let leaf = topo.nodes[h1].peer(1).expect("cabled");
+    // The leaf port facing h1 holds h1's table and enforces both ways.
+    assert_eq!(read_pkeys_at(&mut drv, &topo, leaf.node, leaf.port), [0x7fff, 0x8001]);
+    let info = PortInfo::parse(&get(&mut drv, &topo, leaf.node, attr::PORT_INFO, u32::from(leaf.port))).unwrap();
+    assert!(info.partition_enforcement_inbound && info.partition_enforcement_outbound);
+    // A port towards another switch does not enforce.
+    let up = (1..=topo.nodes[leaf.node].num_ports)
+        .find(|&p| topo.nodes[leaf.node].peer(p).is_some_and(|x| topo.nodes[x.node].kind == NodeKind::Switch))
+        .expect("an uplink");
+    let info = PortInfo::parse(&get(&mut drv, &topo, leaf.node, attr::PORT_INFO, u32::from(up))).unwrap();
+    assert!(!info.partition_enforcement_inbound && !info.partition_enforcement_outbound);
+
+    // part-enforce = off: no enforcement bits on CA-facing ports.
+    let text = "Default=0x7fff : ALL=full ;\n";
+    let cfg = SmConfig {
+        partitions: ibsm_partitions::parse_partitions_conf(text).expect("policy"),
+        part_enforce: ibsm::core::PartEnforce::Off,
+        ..SmConfig::default()
+    };
+    let mut off = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    assert!(off.sweep(LIMIT, |_| {}).expect("up").complete);
+    let info = PortInfo::parse(&get(&mut off, &topo, leaf.node, attr::PORT_INFO, u32::from(leaf.port))).unwrap();
+    assert!(!info.partition_enforcement_inbound && !info.partition_enforcement_outbound);
 }

@@ -78,6 +78,7 @@ impl Sm {
 
     /// Queues the PortInfo and SwitchInfo Sets that change something.
     pub(super) fn configure_ports(&mut self) {
+        self.resolve_partitions();
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();
         let mut sets = Vec::new();
@@ -95,6 +96,14 @@ impl Sm {
                     after.master_sm_lid = sm_lid;
                     after.subnet_timeout = self.cfg.subnet_timeout;
                     after.gid_prefix = self.cfg.subnet_prefix;
+                }
+                // Partition enforcement on a switch port facing a CA or router.
+                let faces_ca = is_switch
+                    && p > 0
+                    && rec.remote.and_then(|(rn, _)| self.subnet.node(rn)).is_some_and(|r| !r.is_switch());
+                if let Some((inbound, outbound)) = self.enforcement_bits(n.info.node_guid, port, faces_ca) {
+                    after.partition_enforcement_inbound = inbound;
+                    after.partition_enforcement_outbound = outbound;
                 }
                 let mut peer_state = None;
                 if p > 0

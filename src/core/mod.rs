@@ -81,6 +81,46 @@ pub struct SmConfig {
     /// Partition policy (default: OpenSM's policy without a file, the default partition 0x7FFF
     /// with every port a full member).
     pub partitions: ibsm_partitions::Policy,
+    /// Partition enforcement on the switch ports facing CAs and routers (default both
+    /// directions, as OpenSM's `part_enforce`).
+    pub part_enforce: PartEnforce,
+}
+
+/// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PartEnforce {
+    /// Inbound and outbound.
+    #[default]
+    Both,
+    /// Packets entering the switch only.
+    In,
+    /// Packets leaving the switch only.
+    Out,
+    /// No enforcement: the switch ports get no P_Key tables and the enforcement bits are off.
+    Off,
+}
+
+impl PartEnforce {
+    /// Parses `both`, `in`, `out` or `off`.
+    pub fn parse(text: &str) -> Option<PartEnforce> {
+        match text {
+            "both" => Some(PartEnforce::Both),
+            "in" => Some(PartEnforce::In),
+            "out" => Some(PartEnforce::Out),
+            "off" => Some(PartEnforce::Off),
+            _ => None,
+        }
+    }
+
+    /// (inbound, outbound) enforcement bits.
+    pub const fn bits(self) -> (bool, bool) {
+        match self {
+            PartEnforce::Both => (true, true),
+            PartEnforce::In => (true, false),
+            PartEnforce::Out => (false, true),
+            PartEnforce::Off => (false, false),
+        }
+    }
 }
 
 impl Default for SmConfig {
@@ -100,6 +140,7 @@ impl Default for SmConfig {
             sa_rate_limit: 50_000,
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
+            part_enforce: PartEnforce::Both,
         }
     }
 }
@@ -206,6 +247,8 @@ pub struct Sm {
     mft_blocks_sent: u64,
     /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
     pkeys: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
+    /// Enforcement tables of switch ports facing CAs, by (switch GUID, port).
+    enforce: std::collections::BTreeMap<(Guid, ibsm_mad::PortNum), Vec<ibsm_mad::PKey>>,
     /// P_KeyTable blocks this SM wrote, by port GUID.
     pkey_held: HashMap<Guid, Vec<Option<ibsm_mad::attrs::PKeyTable>>>,
     /// P_KeyTable blocks written.
@@ -246,6 +289,7 @@ impl Sm {
             mft_held: HashMap::new(),
             mft_blocks_sent: 0,
             pkeys: std::collections::BTreeMap::new(),
+            enforce: std::collections::BTreeMap::new(),
             pkey_held: HashMap::new(),
             pkey_blocks_sent: 0,
         }

@@ -6,26 +6,30 @@
 //! gave ([`Sm::port_pkeys`]: what the SA's partition checks and P_KeyTableRecords read) and what
 //! the SM wrote to each port, so that a later sweep writes only the blocks that change. A port
 //! whose write failed is dropped from the tables (it shares no partition as far as the SA is
-//! concerned: fail closed) until a later sweep writes it. Switch-port enforcement comes later.
+//! concerned: fail closed) until a later sweep writes it. Unless `part-enforce` is off, each
+//! switch port facing a CA gets that CA's table and PortInfo's PartitionEnforcement bits
+//! (`configure_ports` sets them); where the switch's PartitionEnforcementCap is too small the
+//! table is withheld, the bits stay off on that port only, and a warning says so.
 
 use std::collections::BTreeMap;
 
 use ibsm_mad::attrs::{NodeType, PKeyTable};
 use ibsm_mad::{Guid, PKey, PortNum};
-use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, resolve};
+use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer, resolve};
 
-use super::Sm;
+use super::{PartEnforce, Sm};
 use super::events::SmEvent;
 use super::state::NodeIdx;
 use super::transactions::{Outcome, Req, Request};
 
 impl Sm {
-    /// Resolves the policy for the subnet's end ports and returns the P_KeyTable Sets whose
-    /// block differs from what this SM last wrote there.
-    pub(super) fn pkey_sets(&mut self) -> Vec<Request> {
+    /// Resolves the policy for the subnet's end ports (and, unless enforcement is off, the
+    /// tables of the switch ports facing CAs); keeps the result for [`Sm::pkey_sets`] and for
+    /// the PortInfo enforcement bits of `configure_ports`.
+    pub(super) fn resolve_partitions(&mut self) {
         let local = self.subnet.local;
         let mut ports = Vec::new();
-        let mut at: BTreeMap<Guid, (NodeIdx, PortNum)> = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
         for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             let kind = match n.info.node_type {
                 NodeType::Switch => NodeKind::Switch,
@@ -33,31 +37,74 @@ impl Sm {
                 _ => NodeKind::Ca,
             };
             for p in n.end_ports() {
-                let Some(guid) = n.port(p).and_then(|r| r.guid.or(n.is_switch().then_some(n.info.port_guid))) else {
-                    continue;
-                };
-                if at.insert(guid, (i, p)).is_some() {
+                let Some(rec) = n.port(p) else { continue };
+                let Some(guid) = rec.guid.or(n.is_switch().then_some(n.info.port_guid)) else { continue };
+                if !seen.insert(guid) {
                     continue;
                 }
                 let is_sm = local.is_some_and(|(ln, lp)| ln == i && (lp == p || n.is_switch()));
-                ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer: None });
+                // The switch port this CA port is cabled to, for enforcement.
+                let peer = (!n.is_switch()).then_some(rec.remote).flatten().and_then(|(sn, sp)| {
+                    let sw = self.subnet.node(sn).filter(|s| s.is_switch())?;
+                    let cap = sw.switch_info.map_or(0, |si| si.partition_enforcement_cap);
+                    Some(SwitchPeer { switch: sw.info.node_guid, port: sp, enforce_cap: cap })
+                });
+                ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer });
             }
         }
-        let resolved = match resolve(&self.cfg.partitions, &FabricPorts { ports }, ResolveOptions::default()) {
-            Ok(r) => r,
+        let opts = ResolveOptions { enforcement: self.cfg.part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
+        match resolve(&self.cfg.partitions, &FabricPorts { ports }, opts) {
+            Ok(r) => {
+                for w in &r.warnings {
+                    self.events.push_back(SmEvent::PartitionWarning(format!("{w:?}")));
+                }
+                self.pkeys = r.ports;
+                self.enforce = r.switch_ports;
+            }
             Err(e) => {
                 self.events.push_back(SmEvent::PartitionWarning(e.to_string()));
-                return Vec::new();
+                self.pkeys.clear();
+                self.enforce.clear();
             }
-        };
-        for w in &resolved.warnings {
-            self.events.push_back(SmEvent::PartitionWarning(format!("{w:?}")));
+        }
+    }
+
+    /// Whether switch `switch`'s port `port` enforces partitions after this sweep, and its
+    /// (inbound, outbound) bits: `None` for a port that faces no CA.
+    pub(super) fn enforcement_bits(&self, switch: Guid, port: PortNum, faces_ca: bool) -> Option<(bool, bool)> {
+        if !faces_ca {
+            return None;
+        }
+        // A port whose table was withheld (over the switch's capacity) does not enforce.
+        Some(if self.enforce.contains_key(&(switch, port)) { self.cfg.part_enforce.bits() } else { (false, false) })
+    }
+
+    /// The P_KeyTable Sets whose block differs from what this SM last wrote there: every end
+    /// port's table and every enforcing switch port's.
+    pub(super) fn pkey_sets(&mut self) -> Vec<Request> {
+        // (port GUID or switch GUID, the node, the port the table is on) for every table.
+        let mut targets: Vec<(Guid, NodeIdx, PortNum, Vec<PKey>)> = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+            for p in n.end_ports() {
+                let Some(guid) = n.port(p).and_then(|r| r.guid.or(n.is_switch().then_some(n.info.port_guid))) else {
+                    continue;
+                };
+                if let Some(keys) = self.pkeys.get(&guid) {
+                    targets.push((guid, i, p, keys.clone()));
+                }
+            }
+            if n.is_switch() {
+                for (&(_, port), keys) in self.enforce.range((n.info.node_guid, PortNum(0))..=(n.info.node_guid, PortNum(u8::MAX))) {
+                    // Keyed apart from end ports: the switch GUID with the port in the top byte.
+                    let key = Guid(n.info.node_guid.0 ^ (u64::from(port.0) << 56));
+                    targets.push((key, i, port, keys.clone()));
+                }
+            }
         }
         let mut sets = Vec::new();
-        for (guid, keys) in &resolved.ports {
-            let Some(&(node, port)) = at.get(guid) else { continue };
+        for (key, node, port, keys) in targets {
             let Some(n) = self.subnet.node(node) else { continue };
-            let held = self.pkey_held.entry(*guid).or_default();
+            let held = self.pkey_held.entry(key).or_default();
             let blocks = keys.len().div_ceil(PKeyTable::ENTRIES).max(held.len()).max(1);
             for b in 0..blocks {
                 let mut t = PKeyTable::default();
@@ -68,10 +115,10 @@ impl Sm {
                     continue;
                 }
                 let Ok(block) = u16::try_from(b) else { break };
-                sets.push(Request::sweep(n.path_for(port), Req::SetPKeys { node, port, guid: *guid, block, table: Box::new(t) }));
+                let req = Req::SetPKeys { node, port, guid: key, block, table: Box::new(t) };
+                sets.push(Request::sweep(n.path_for(port), req));
             }
         }
-        self.pkeys = resolved.ports;
         sets
     }
 
