@@ -248,3 +248,54 @@ fn switch_ports_facing_cas_enforce_their_cas_partitions() {
     let info = PortInfo::parse(&get(&mut off, &topo, leaf.node, attr::PORT_INFO, u32::from(leaf.port))).unwrap();
     assert!(!info.partition_enforcement_inbound && !info.partition_enforcement_outbound);
 }
+
+#[test]
+fn enforcing_switches_drop_traffic_between_ports_sharing_no_partition_and_trap() {
+    use ibsm::core::SmEvent;
+    use ibsm_mad::header::{Mad, MgmtClass};
+    let (topo, mut drv, hosts) = setup();
+    let (h1, h2, h3, h4, h5) = (hosts[1], hosts[2], hosts[3], hosts[4], hosts[5]);
+    let lid = |drv: &SimDriver, i: usize| drv.sm.guid2lid().get(topo.nodes[i].port_guid(1)).expect("LID").0;
+    let agents: HashMap<usize, ibsm_sim::fabric::AgentId> =
+        [h1, h2, h3, h4, h5].iter().map(|&h| (h, drv.fabric.attach(h, 1).expect("agent"))).collect();
+    // A GSI Send (performance class, nobody answers it) from `from` to `to` with the P_Key at
+    // `index` of the sender's table; returns whether `to` received it and the traps the SM saw.
+    let send = |drv: &mut SimDriver, from: usize, to: usize, index: u16| -> (bool, Vec<u16>) {
+        let mut mad = [0u8; ibsm_mad::MAD_LEN];
+        {
+            let mut m = Mad::new_unchecked(&mut mad[..]);
+            m.set_base_version(1);
+            m.set_mgmt_class(MgmtClass::from_raw(0x04));
+            m.set_class_version(1);
+            m.set_method(ibsm_mad::header::Method::Send);
+            m.set_tid(0x4242);
+        }
+        while drv.fabric.recv(agents[&to]).is_some() {}
+        drv.fabric.send_pkey(agents[&from], &mad, Dest { dlid: lid(drv, to), qpn: 1 }, index);
+        let mut traps = Vec::new();
+        drv.run_until(drv.now() + 100_000_000, |ev| {
+            if let SmEvent::TrapReceived { number: Some(n), .. } = ev {
+                traps.push(*n);
+            }
+            false
+        });
+        let mut got = false;
+        while let Some(r) = drv.fabric.recv(agents[&to]) {
+            got |= r.mad[1] == 0x04 && r.mad[12..16] == 0x4242u32.to_be_bytes();
+        }
+        (got, traps)
+    };
+    // alpha (index 1 of h1's table: 0x8001) reaches h2, a full member of alpha.
+    assert_eq!(send(&mut drv, h1, h2, 1), (true, vec![]));
+    // beta, full to limited: reaches h4.
+    assert_eq!(send(&mut drv, h3, h4, 1), (true, vec![]));
+    // h1's alpha key towards h3, which is not in alpha: the switch port facing h3 drops it (259).
+    let (got, traps) = send(&mut drv, h1, h3, 1);
+    assert!(!got, "dropped");
+    assert!(traps.contains(&259), "trap 259 from the enforcing switch reached the SM: {traps:?}");
+    // Two limited members of beta cannot talk: dropped at the switch (h5's port holds only the
+    // limited key) or at h5 (257).
+    let (got, traps) = send(&mut drv, h4, h5, 1);
+    assert!(!got, "limited to limited is dropped");
+    assert!(traps.iter().any(|&t| t == 257 || t == 259), "{traps:?}");
+}
