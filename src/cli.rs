@@ -320,6 +320,17 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         },
         None => Guid2Lid::default(),
     };
+    let mut sm = Sm::new(cfg, table);
+    // P_Keys keep their table index across restarts.
+    if let Some(d) = &state_dir {
+        match ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)) {
+            Ok(layout) => sm.set_pkey_layout(layout),
+            Err(e) => {
+                eprintln!("ibsm run: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Some(d) = &state_dir {
         if let Err(e) = std::fs::create_dir_all(d) {
             eprintln!("ibsm run: state directory {}: {e}", d.display());
@@ -339,9 +350,9 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         }
     };
     let Some(topology) = &a.sim else {
-        return run_on_umad(a, Sm::new(cfg, table), guid2lid_path, control);
+        return run_on_umad(a, sm, guid2lid_path, control);
     };
-    run_on_sim(a, topology, Sm::new(cfg, table), guid2lid_path.as_deref(), control)
+    run_on_sim(a, topology, sm, guid2lid_path.as_deref(), control)
 }
 
 /// `ibsm run` on a umad port (real hardware, or ibsim through `ibsim-run`).
@@ -459,7 +470,9 @@ fn run_on_sim(
         sweeps += 1;
         let report = drv.sweep(600_000_000_000, log_event);
         if let Some(p) = guid2lid {
-            if let Err(e) = ibsm::state::save_guid2lid(p, drv.sm.guid2lid()) {
+            let saved = ibsm::state::save_guid2lid(p, drv.sm.guid2lid())
+                .and_then(|()| ibsm::state::save_pkeys(&p.with_file_name(ibsm::state::PKEYS), drv.sm.pkey_layout()));
+            if let Err(e) = saved {
                 eprintln!("ibsm run: {e}");
                 return ExitCode::FAILURE;
             }

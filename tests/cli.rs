@@ -59,6 +59,12 @@ fn state_dir_keeps_lids_across_runs_in_opensm_format() {
     }
     // A second run (another seed, so another order of answers) keeps every LID.
     assert_eq!(run("99"), first);
+    // The P_Key table layouts are kept too: one line per end port table (18) and per switch
+    // port facing a CA (9), the default partition's full key at index 0.
+    let pkeys = std::fs::read_to_string(d.join("pkeys")).expect("pkeys written");
+    let lines: Vec<&str> = pkeys.lines().collect();
+    assert_eq!(lines.len(), 27, "{pkeys}");
+    assert!(lines.iter().all(|l| l.split(' ').nth(1) == Some("0xffff")), "{pkeys}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

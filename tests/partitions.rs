@@ -299,3 +299,43 @@ fn enforcing_switches_drop_traffic_between_ports_sharing_no_partition_and_trap()
     assert!(!got, "limited to limited is dropped");
     assert!(traps.iter().any(|&t| t == 257 || t == 259), "{traps:?}");
 }
+
+#[test]
+fn p_keys_keep_their_index_across_a_restart_with_a_changed_policy() {
+    let topo = topo();
+    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
+    let guid = |i: usize| topo.nodes[i].port_guid(1);
+    let h3 = hosts[3];
+    let policy = |text: String| ibsm_partitions::parse_partitions_conf(&text).expect("policy");
+    let before = policy(format!("Default=0x7fff : ALL=limited ;\nbeta=0x0002 : 0x{:016x}=full ;\n", guid(h3).0));
+    // The new policy puts h3 in alpha too; alpha (0x0001) sorts before beta.
+    let after = policy(format!(
+        "Default=0x7fff : ALL=limited ;\nalpha=0x0001 : 0x{0:016x}=full ;\nbeta=0x0002 : 0x{0:016x}=full ;\n",
+        guid(h3).0
+    ));
+    let run = |p: ibsm_partitions::Policy, layout: Option<&std::collections::BTreeMap<Guid, Vec<PKey>>>| {
+        let mut sm = Sm::new(SmConfig { partitions: p, ..SmConfig::default() }, Guid2Lid::default());
+        if let Some(l) = layout {
+            sm.set_pkey_layout(l.clone());
+        }
+        let mut drv = SimDriver::new(&topo, 3, sm, None).expect("attach");
+        assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+        let table = read_pkeys(&mut drv, &topo, h3);
+        (table, drv.sm.pkey_layout().clone())
+    };
+    let (first, layout) = run(before, None);
+    assert_eq!(first, [0x7fff, 0x8002]);
+    // Restarted with the layout the first run saved: beta stays at index 1, alpha takes index 2.
+    let (kept, _) = run(after.clone(), Some(&layout));
+    assert_eq!(kept, [0x7fff, 0x8002, 0x8001]);
+    // Without it, the policy's order would move beta to index 2.
+    let (moved, _) = run(after, None);
+    assert_eq!(moved, [0x7fff, 0x8001, 0x8002]);
+    // The layout survives the state file.
+    let dir = std::env::temp_dir().join(format!("ibsm-pkeys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(ibsm::state::PKEYS);
+    ibsm::state::save_pkeys(&path, &layout).expect("save");
+    assert_eq!(ibsm::state::load_pkeys(&path).expect("load"), layout);
+    let _ = std::fs::remove_dir_all(&dir);
+}

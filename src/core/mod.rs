@@ -249,6 +249,8 @@ pub struct Sm {
     pkeys: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
     /// Enforcement tables of switch ports facing CAs, by (switch GUID, port).
     enforce: std::collections::BTreeMap<(Guid, ibsm_mad::PortNum), Vec<ibsm_mad::PKey>>,
+    /// Each P_Key table's layout as last written (indexes kept across sweeps and restarts).
+    pkey_layout: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
     /// P_KeyTable blocks this SM wrote, by port GUID.
     pkey_held: HashMap<Guid, Vec<Option<ibsm_mad::attrs::PKeyTable>>>,
     /// P_KeyTable blocks written.
@@ -291,6 +293,7 @@ impl Sm {
             pkeys: std::collections::BTreeMap::new(),
             enforce: std::collections::BTreeMap::new(),
             pkey_held: HashMap::new(),
+            pkey_layout: std::collections::BTreeMap::new(),
             pkey_blocks_sent: 0,
         }
     }

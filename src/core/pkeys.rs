@@ -104,6 +104,15 @@ impl Sm {
         let mut sets = Vec::new();
         for (key, node, port, keys) in targets {
             let Some(n) = self.subnet.node(node) else { continue };
+            // Keys keep the index they had (applications hold P_Key indexes).
+            let capacity = if n.is_switch() && port.0 != 0 {
+                n.switch_info.map_or(usize::MAX, |si| usize::from(si.partition_enforcement_cap))
+            } else {
+                usize::from(n.info.partition_cap)
+            };
+            let prev = self.pkey_layout.get(&key).map_or(&[][..], Vec::as_slice);
+            let keys = stable_layout(prev, &keys, capacity);
+            self.pkey_layout.insert(key, keys.clone());
             let held = self.pkey_held.entry(key).or_default();
             let blocks = keys.len().div_ceil(PKeyTable::ENTRIES).max(held.len()).max(1);
             for b in 0..blocks {
@@ -139,6 +148,17 @@ impl Sm {
         held[b] = Some(*table);
     }
 
+    /// Each table's layout as last written (by port GUID; switch ports by a key of their own),
+    /// to persist in the state directory so that indexes survive a restart.
+    pub fn pkey_layout(&self) -> &BTreeMap<Guid, Vec<PKey>> {
+        &self.pkey_layout
+    }
+
+    /// Takes the layouts persisted by an earlier run ([`Sm::pkey_layout`]).
+    pub fn set_pkey_layout(&mut self, layout: BTreeMap<Guid, Vec<PKey>>) {
+        self.pkey_layout = layout;
+    }
+
     /// P_KeyTable blocks written so far.
     pub fn pkey_blocks_sent(&self) -> u64 {
         self.pkey_blocks_sent
@@ -148,5 +168,65 @@ impl Sm {
     /// written; ports whose write failed are absent.
     pub fn port_pkeys(&self) -> &BTreeMap<Guid, Vec<PKey>> {
         &self.pkeys
+    }
+}
+
+/// `desired` laid out so that every key `prev` (the table as last written) already held stays at
+/// its index: index 0 takes `desired[0]` (the policy pins it); a key whose partition `prev` held
+/// at index `i > 0` goes back to `i` (its membership bit as `desired` says); the others fill the
+/// free slots from index 1, then go at the end; slots of keys no longer wanted become 0. When
+/// that would not fit `capacity` entries, the compact `desired` is used instead.
+pub(crate) fn stable_layout(prev: &[PKey], desired: &[PKey], capacity: usize) -> Vec<PKey> {
+    let Some((&first, rest)) = desired.split_first() else { return Vec::new() };
+    let mut out = vec![PKey(0); prev.len().max(1)];
+    out[0] = first;
+    let mut placed = vec![false; rest.len()];
+    for (k, done) in rest.iter().zip(placed.iter_mut()) {
+        let slot = prev.iter().enumerate().skip(1).find(|(_, p)| p.0 != 0 && p.base() == k.base()).map(|(i, _)| i);
+        if let Some(i) = slot
+            && out[i].0 == 0
+        {
+            out[i] = *k;
+            *done = true;
+        }
+    }
+    for (k, done) in rest.iter().zip(&placed) {
+        if *done {
+            continue;
+        }
+        match out.iter().skip(1).position(|p| p.0 == 0) {
+            Some(i) => out[i + 1] = *k,
+            None => out.push(*k),
+        }
+    }
+    while out.len() > 1 && out.last().is_some_and(|p| p.0 == 0) {
+        out.pop();
+    }
+    if out.len() > capacity.max(1) { desired.to_vec() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(v: &[u16]) -> Vec<PKey> {
+        v.iter().map(|&k| PKey(k)).collect()
+    }
+
+    #[test]
+    fn keys_keep_their_index_new_ones_fill_holes_gone_ones_leave_holes() {
+        // A new partition (0x8001) sorts before 0x8002: 0x8002 stays at index 1.
+        let prev = keys(&[0x7fff, 0x8002]);
+        assert_eq!(stable_layout(&prev, &keys(&[0x7fff, 0x8001, 0x8002]), 64), keys(&[0x7fff, 0x8002, 0x8001]));
+        // 0x8002 leaves: its slot becomes a hole, which the next new key fills.
+        let prev = keys(&[0x7fff, 0x8002, 0x8001]);
+        assert_eq!(stable_layout(&prev, &keys(&[0x7fff, 0x8001]), 64), keys(&[0x7fff, 0, 0x8001]));
+        assert_eq!(stable_layout(&keys(&[0x7fff, 0, 0x8001]), &keys(&[0x7fff, 0x8001, 0x8003]), 64), keys(&[0x7fff, 0x8003, 0x8001]));
+        // A membership change keeps the index; index 0 follows the policy.
+        assert_eq!(stable_layout(&keys(&[0xffff, 0x8002]), &keys(&[0x7fff, 0x0002]), 64), keys(&[0x7fff, 0x0002]));
+        // Nothing before: the policy's order. Over capacity: the compact order.
+        assert_eq!(stable_layout(&[], &keys(&[0x7fff, 0x8001]), 64), keys(&[0x7fff, 0x8001]));
+        assert_eq!(stable_layout(&keys(&[0x7fff, 0, 0, 0x8002]), &keys(&[0x7fff, 0x8001, 0x8002]), 3), keys(&[0x7fff, 0x8001, 0x8002]));
+        assert!(stable_layout(&prev, &[], 64).is_empty());
     }
 }

@@ -31,7 +31,9 @@ impl Sm {
                             .guid
                             .or(switch.then_some(n.info.port_guid))
                             .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
-                            .and_then(|g| self.pkeys.get(&g).cloned())
+                            // The table as laid out on the port (holes included), for ports
+                            // whose table is in force (fail closed otherwise).
+                            .and_then(|g| self.pkeys.get(&g).and(self.pkey_layout.get(&g)).cloned())
                             .unwrap_or_default(),
                         info: r.info,
                         guid: r.guid.unwrap_or(if switch { n.info.port_guid } else { Guid(0) }),

@@ -225,7 +225,7 @@ impl Groups {
         if requester != Some(target) {
             let keys = |at: Option<super::snapshot::PortAt>| at.and_then(|a| snap.port(a)).map(|p| p.pkeys.clone()).unwrap_or_default();
             let (mine, theirs) = (keys(requester), keys(Some(target)));
-            if !mine.iter().any(|m| theirs.iter().any(|t| t.base() == m.base())) {
+            if !mine.iter().any(|m| m.0 != 0 && theirs.iter().any(|t| t.0 != 0 && t.base() == m.base())) {
                 return Err(status::SA_REQ_INVALID);
             }
         }
@@ -369,7 +369,9 @@ impl Groups {
     /// Whether port `guid`'s P_Key table holds the partition of `pkey` (a member must be in the
     /// group's partition).
     fn holds(snap: &Snapshot, guid: Guid, pkey: PKey) -> bool {
-        snap.by_guid(guid).and_then(|at| snap.port(at)).is_some_and(|p| p.pkeys.iter().any(|k| k.base() == pkey.base()))
+        snap.by_guid(guid)
+            .and_then(|at| snap.port(at))
+            .is_some_and(|p| p.pkeys.iter().any(|k| k.0 != 0 && k.base() == pkey.base()))
     }
 
     /// A fresh SA-assigned MGID: ff1<scope>:a01b, the subnet prefix's upper 32 bits, a counter.

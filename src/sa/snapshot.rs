@@ -29,7 +29,8 @@ pub struct SnapPort {
     pub lid: Lid,
     /// The port at the other end of the cable, when the link is up and both ends are known.
     pub remote: Option<PortAt>,
-    /// An end port's P_Key table as the SM programmed it (empty: no partition, or unknown).
+    /// An end port's P_Key table as the SM programmed it, index by index (0: an empty slot;
+    /// empty: no partition, or unknown).
     pub pkeys: Vec<PKey>,
 }
 
@@ -221,7 +222,9 @@ impl Snapshot {
     /// common where one of the two is a full member.
     pub fn can_talk(&self, a: Option<PortAt>, b: PortAt) -> bool {
         let (Some(pa), Some(pb)) = (a.and_then(|a| self.port(a)), self.port(b)) else { return false };
-        pa.pkeys.iter().any(|k| pb.pkeys.iter().any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+        let held = |t: &[PKey]| t.iter().copied().filter(|k| k.0 != 0).collect::<Vec<_>>();
+        let (ka, kb) = (held(&pa.pkeys), held(&pb.pkeys));
+        ka.iter().any(|k| kb.iter().any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
     }
 
     /// The P_Key under which end ports `a` and `b` may talk, as a requester at `by` sees it: a
@@ -231,8 +234,8 @@ impl Snapshot {
     pub fn shared_pkey(&self, a: PortAt, b: PortAt, by: Option<PortAt>, want: Option<PKey>) -> Option<PKey> {
         let (ka, kb) = (&self.port(a)?.pkeys, &self.port(b)?.pkeys);
         let kr = &self.port(by?)?.pkeys;
-        let find = |t: &[PKey], base: u16| t.iter().copied().find(|k| k.base() == base);
-        ka.iter().copied().find_map(|k| {
+        let find = |t: &[PKey], base: u16| t.iter().copied().find(|k| k.0 != 0 && k.base() == base);
+        ka.iter().copied().filter(|k| k.0 != 0).find_map(|k| {
             if want.is_some_and(|w| w.base() != k.base()) {
                 return None;
             }
