@@ -9,9 +9,9 @@ use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{MadSource, Sm, SmConfig};
 use ibsm::sa::{self, Limits, Live, SaState};
 use ibsm::transport::sim::SimDriver;
+use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
-use ibsm_mad::Lid;
 use ibsm_topology::GenSpec;
 
 /// Pairs of end-port LIDs, spread over the fabric by a fixed linear congruential walk.

@@ -61,9 +61,8 @@ pub fn load(path: &Path) -> Result<(Policy, Form), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let form = form_of(path, &text);
     let policy = match form {
-        Form::Conf => parse_partitions_conf(&text).map_err(|errs| {
-            errs.0.iter().map(|e| format!("{}:{e}", path.display())).collect::<Vec<_>>().join("\n")
-        })?,
+        Form::Conf => parse_partitions_conf(&text)
+            .map_err(|errs| errs.0.iter().map(|e| format!("{}:{e}", path.display())).collect::<Vec<_>>().join("\n"))?,
         Form::Toml => policy_from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?,
     };
     Ok((policy, form))
@@ -132,7 +131,10 @@ pub fn show(policy: &Policy) -> String {
         }
         let f = &p.flags;
         if let Some(m) = f.mtu {
-            flags.push(format!("mtu={m} ({} bytes)", mtu_bytes(m).map_or_else(|| "unknown".to_owned(), |b| b.to_string())));
+            flags.push(format!(
+                "mtu={m} ({} bytes)",
+                mtu_bytes(m).map_or_else(|| "unknown".to_owned(), |b| b.to_string())
+            ));
         }
         if let Some(r) = f.rate {
             flags.push(format!("rate={r} ({})", rate_name(r)));

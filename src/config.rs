@@ -211,7 +211,11 @@ impl ConfigFile {
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
             partitions: d.partitions,
-            part_enforce: self.part_enforce.as_deref().and_then(crate::core::PartEnforce::parse).unwrap_or(d.part_enforce),
+            part_enforce: self
+                .part_enforce
+                .as_deref()
+                .and_then(crate::core::PartEnforce::parse)
+                .unwrap_or(d.part_enforce),
         }
     }
 }

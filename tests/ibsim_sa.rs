@@ -67,7 +67,9 @@ fn collect(sim: &Ibsim, client: &str, topo: &Topology) -> Answers {
     let end_ports = topo
         .nodes
         .iter()
-        .map(|n| if n.kind == NodeKind::Switch { 1 } else { (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count() })
+        .map(
+            |n| if n.kind == NodeKind::Switch { 1 } else { (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count() },
+        )
         .sum::<usize>();
     let mut a = Answers::default();
     for lid in 1..=u16::try_from(end_ports + 8).unwrap() {
@@ -205,62 +207,7 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
         ours.swir.len(),
         ours.pr.len()
     );
-    // NodeRecords: the same ports with the same NodeInfo and NodeDescription.
-    assert_eq!(ours.nr.keys().collect::<Vec<_>>(), theirs.nr.keys().collect::<Vec<_>>());
-    let nr_fields = [
-        "base_version", "class_version", "node_type", "num_ports", "sys_guid", "node_guid", "port_guid",
-        "partition_cap", "device_id", "revision", "port_num", "vendor_id", "NodeDescription",
-    ];
-    for (g, r) in &ours.nr {
-        same(&format!("NodeRecord of {g}"), &nr_fields, r, &theirs.nr[g]);
-    }
-    // PortInfoRecords of the HCA ports: the state both SMs left them in.
-    let pir_fields = [
-        "PortNum", "GidPrefix", "CapMask", "LocalPort", "LinkWidthEnabled", "LinkWidthActive", "LinkSpeedActive",
-        "LinkState", "PhysLinkState", "LMC", "NeighborMTU", "MtuCap", "VLCap", "OperVLs", "GuidCap",
-    ];
-    for (g, r) in &ours.pir {
-        let t = &theirs.pir[g];
-        same(&format!("PortInfoRecord of {g}"), &pir_fields, r, t);
-        assert_eq!(guid(&ours, &r["EndPortLid"]), *g);
-        assert_eq!(guid(&theirs, &t["EndPortLid"]), *g);
-        assert_eq!(guid(&ours, &r["SMLid"]), guid(&theirs, &t["SMLid"]), "MasterSMLID names the same port");
-    }
-    // SwitchInfoRecords.
-    let swir_fields = [
-        "LinearFDBCap", "RandomFDBCap", "MulticastFDBCap", "LinearFDBTop", "DefaultPort",
-        "LifeTimeValue/PortStateChange/OpSL2VL", "LIDsPerPort", "PartitionEnforcementCap", "flags",
-    ];
-    assert_eq!(ours.swir.len(), theirs.swir.len());
-    for (g, r) in &ours.swir {
-        same(&format!("SwitchInfoRecord of {g}"), &swir_fields, r, &theirs.swir[g]);
-    }
-    // PathRecords between every pair of HCAs.
-    let pr_fields = [
-        "service_id", "dgid", "sgid", "hop_flow_raw", "tclass", "num_path_revers", "pkey", "qos_class", "sl", "mtu",
-        "rate", "preference",
-    ];
-    assert_eq!(ours.pr.len(), hosts * hosts);
-    for ((s, d), r) in &ours.pr {
-        let t = &theirs.pr[&(s.clone(), d.clone())];
-        same(&format!("PathRecord {s} -> {d}"), &pr_fields, r, t);
-        assert_eq!((guid(&ours, &r["slid"]), guid(&ours, &r["dlid"])), (s.clone(), d.clone()));
-        // Same selector (exactly); ibsm's lifetime is never shorter than OpenSM's constant.
-        let life = |v: &str| u8::from_str_radix(v.trim_start_matches("0x"), 16).expect("pkt_life");
-        let (ol, tl) = (life(&r["pkt_life"]), life(&t["pkt_life"]));
-        assert_eq!(ol & 0xc0, tl & 0xc0, "{s} -> {d}: lifetime selector");
-        assert!(ol & 0x3f >= tl & 0x3f, "{s} -> {d}: lifetime {ol:#x} vs OpenSM {tl:#x}");
-    }
-    // SMInfoRecord: the same SM port, master, priority 0.
-    same("SMInfoRecord", &["GUID", "SM_Key", "Priority", "SMState"], &ours.smir, &theirs.smir);
-    assert_eq!(ours.smir["SMState"], "3");
-    assert_ne!(ours.smir["ActCount"], "0");
-    // ClassPortInfo: versions, response time and where to send (QP1, the GSI Q_Key).
-    let cpi_fields =
-        ["Base version", "Class version", "Response time value", "Redirect LID", "Redirect QP", "Redirect QKey", "Trap QKey"];
-    same("ClassPortInfo", &cpi_fields, &ours.cpi, &theirs.cpi);
-    // No services registered and no subscriptions on a fresh fabric, as OpenSM says too.
-    assert_eq!((ours.services, ours.informs), (theirs.services, theirs.informs));
+    compare(&ours, &theirs, hosts);
 }
 
 /// The steps of an `osmtest -f m` log and their outcomes: its "Checking ..." and other flow
@@ -286,9 +233,7 @@ fn osmtest_steps(log: &str) -> Vec<String> {
 
 /// Runs `osmtest -f m` from `client`: its steps, and whether it said PASS.
 fn osmtest_multicast(sim: &Ibsim, client: &str) -> (Vec<String>, bool) {
-    let out = sim
-        .run_timeout(Some(client), "osmtest", &["-f", "m"], Duration::from_secs(120))
-        .expect("osmtest runs");
+    let out = sim.run_timeout(Some(client), "osmtest", &["-f", "m"], Duration::from_secs(120)).expect("osmtest runs");
     let text = format!("{}{}", out.stdout, out.stderr);
     let steps = osmtest_steps(&text);
     assert!(steps.len() > 40, "osmtest ran its flow:\n{}", out.describe());
@@ -308,7 +253,9 @@ fn mft_ports(sim: &Ibsim, client: &str, lid: u16, mlid: &str) -> Vec<u8> {
             Some((i, n.parse().ok()?))
         })
         .collect();
-    let Some(row) = out.stdout.lines().find(|l| l.to_lowercase().starts_with(&mlid.to_lowercase())) else { return Vec::new() };
+    let Some(row) = out.stdout.lines().find(|l| l.to_lowercase().starts_with(&mlid.to_lowercase())) else {
+        return Vec::new();
+    };
     columns.iter().filter(|&&(i, _)| row.as_bytes().get(i) == Some(&b'x')).map(|&(_, p)| p).collect()
 }
 
@@ -346,10 +293,16 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
             let peer = topo.nodes[host].peer(1).expect("cabled");
             let leaf_guid = format!("0x{:016x}", topo.nodes[peer.node].node_guid.0);
             let leaf_lid = (1..=40u16)
-                .find(|l| saquery(&sim, client, &["NR", &l.to_string()]).first().is_some_and(|r| r["node_guid"] == leaf_guid))
+                .find(|l| {
+                    saquery(&sim, client, &["NR", &l.to_string()]).first().is_some_and(|r| r["node_guid"] == leaf_guid)
+                })
                 .expect("the leaf's LID");
             let ports = mft_ports(&sim, client, leaf_lid, mlid);
-            assert!(ports.contains(&peer.port), "{mlid}: leaf {leaf_guid} forwards to {ports:?}, member {gid} is on port {}", peer.port);
+            assert!(
+                ports.contains(&peer.port),
+                "{mlid}: leaf {leaf_guid} forwards to {ports:?}, member {gid} is on port {}",
+                peer.port
+            );
         }
         eprintln!("ibroute -M: {} memberships forwarded by their leaves", members.len());
         r
@@ -378,7 +331,8 @@ fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, V
         if !ni.success() {
             continue;
         }
-        let Some(port_guid) = support::ibsim::dump_fields(&ni.stdout).into_iter().find(|(k, _)| k == "PortGuid").map(|(_, v)| v)
+        let Some(port_guid) =
+            support::ibsim::dump_fields(&ni.stdout).into_iter().find(|(k, _)| k == "PortGuid").map(|(_, v)| v)
         else {
             continue;
         };
@@ -447,7 +401,10 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same end ports");
     // An untrusted client sees the NodeRecords of the ports it can talk to, under both SMs.
     assert_eq!(ours_visible, theirs_visible, "NodeRecords visible to {client}");
-    assert!(ours_visible.len() < ours.keys().filter(|k| !k.contains('[')).count(), "some ports are hidden from {client}");
+    assert!(
+        ours_visible.len() < ours.keys().filter(|k| !k.contains('[')).count(),
+        "some ports are hidden from {client}"
+    );
     let sm_port = port(&f.sm_host);
     // The switch port the SM's HCA is cabled to carries the SM port's table when enforcing.
     let sm_peer = topo.nodes[topo.find(&f.sm_host).expect("SM host")].peer(1).expect("cabled");
@@ -469,4 +426,113 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         ours_visible.len(),
         ours.keys().filter(|k| !k.contains('[')).count()
     );
+}
+
+/// Asserts that ibsm's answers (`ours`) agree with OpenSM's, field by field after mapping LIDs to
+/// port GUIDs, with `hosts` HCAs in the fabric.
+fn compare(ours: &Answers, theirs: &Answers, hosts: usize) {
+    // NodeRecords: the same ports with the same NodeInfo and NodeDescription.
+    assert_eq!(ours.nr.keys().collect::<Vec<_>>(), theirs.nr.keys().collect::<Vec<_>>());
+    let nr_fields = [
+        "base_version",
+        "class_version",
+        "node_type",
+        "num_ports",
+        "sys_guid",
+        "node_guid",
+        "port_guid",
+        "partition_cap",
+        "device_id",
+        "revision",
+        "port_num",
+        "vendor_id",
+        "NodeDescription",
+    ];
+    for (g, r) in &ours.nr {
+        same(&format!("NodeRecord of {g}"), &nr_fields, r, &theirs.nr[g]);
+    }
+    // PortInfoRecords of the HCA ports: the state both SMs left them in.
+    let pir_fields = [
+        "PortNum",
+        "GidPrefix",
+        "CapMask",
+        "LocalPort",
+        "LinkWidthEnabled",
+        "LinkWidthActive",
+        "LinkSpeedActive",
+        "LinkState",
+        "PhysLinkState",
+        "LMC",
+        "NeighborMTU",
+        "MtuCap",
+        "VLCap",
+        "OperVLs",
+        "GuidCap",
+    ];
+    for (g, r) in &ours.pir {
+        let t = &theirs.pir[g];
+        same(&format!("PortInfoRecord of {g}"), &pir_fields, r, t);
+        assert_eq!(guid(ours, &r["EndPortLid"]), *g);
+        assert_eq!(guid(theirs, &t["EndPortLid"]), *g);
+        assert_eq!(guid(ours, &r["SMLid"]), guid(theirs, &t["SMLid"]), "MasterSMLID names the same port");
+    }
+    // SwitchInfoRecords.
+    let swir_fields = [
+        "LinearFDBCap",
+        "RandomFDBCap",
+        "MulticastFDBCap",
+        "LinearFDBTop",
+        "DefaultPort",
+        "LifeTimeValue/PortStateChange/OpSL2VL",
+        "LIDsPerPort",
+        "PartitionEnforcementCap",
+        "flags",
+    ];
+    assert_eq!(ours.swir.len(), theirs.swir.len());
+    for (g, r) in &ours.swir {
+        same(&format!("SwitchInfoRecord of {g}"), &swir_fields, r, &theirs.swir[g]);
+    }
+    // PathRecords between every pair of HCAs.
+    let pr_fields = [
+        "service_id",
+        "dgid",
+        "sgid",
+        "hop_flow_raw",
+        "tclass",
+        "num_path_revers",
+        "pkey",
+        "qos_class",
+        "sl",
+        "mtu",
+        "rate",
+        "preference",
+    ];
+    assert_eq!(ours.pr.len(), hosts * hosts);
+    for ((s, d), r) in &ours.pr {
+        let t = &theirs.pr[&(s.clone(), d.clone())];
+        same(&format!("PathRecord {s} -> {d}"), &pr_fields, r, t);
+        assert_eq!((guid(ours, &r["slid"]), guid(ours, &r["dlid"])), (s.clone(), d.clone()));
+        // Same selector (exactly); ibsm's lifetime is never shorter than OpenSM's constant.
+        let life = |v: &str| u8::from_str_radix(v.trim_start_matches("0x"), 16).expect("pkt_life");
+        let (ol, tl) = (life(&r["pkt_life"]), life(&t["pkt_life"]));
+        assert_eq!(ol & 0xc0, tl & 0xc0, "{s} -> {d}: lifetime selector");
+        assert!(ol & 0x3f >= tl & 0x3f, "{s} -> {d}: lifetime {ol:#x} vs OpenSM {tl:#x}");
+    }
+    // SMInfoRecord: the same SM port, master, priority 0.
+    same("SMInfoRecord", &["GUID", "SM_Key", "Priority", "SMState"], &ours.smir, &theirs.smir);
+    assert_eq!(ours.smir["SMState"], "3");
+    assert_ne!(ours.smir["ActCount"], "0");
+    // ClassPortInfo: versions, response time and where to send (QP1, the GSI Q_Key).
+    let cpi_fields = [
+        "Base version",
+        "Class version",
+        "Response time value",
+        "Redirect LID",
+        "Redirect QP",
+        "Redirect QKey",
+        "Trap QKey",
+    ];
+    same("ClassPortInfo", &cpi_fields, &ours.cpi, &theirs.cpi);
+    // No services registered and no subscriptions on a fresh fabric, as OpenSM says too.
+    assert_eq!((ours.services, ours.informs), (theirs.services, theirs.informs));
 }

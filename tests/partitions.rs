@@ -37,7 +37,8 @@ fn route_to(drv: &SimDriver, topo: &Topology, node: usize) -> DrPath {
     while let Some(i) = q.pop_front() {
         for p in 1..=topo.nodes[i].num_ports {
             let Some(peer) = topo.nodes[i].peer(p) else { continue };
-            if routes.contains_key(&peer.node) || (topo.nodes[peer.node].kind != NodeKind::Switch && peer.node != node) {
+            if routes.contains_key(&peer.node) || (topo.nodes[peer.node].kind != NodeKind::Switch && peer.node != node)
+            {
                 continue;
             }
             let mut r = routes[&i].clone();
@@ -168,7 +169,8 @@ fn p_key_tables_follow_the_policy_and_the_sa_answers_within_partitions() {
     // NodeRecords likewise: h6, a limited member of the default partition only, sees itself and
     // the SM (a full member); trusted, every end port.
     let nodes = |from: usize, sm_key: u64| -> usize {
-        let mut bytes = request(Method::GetTable, 0, 4, &ibsm_mad::records::NodeRecord::parse(&[0; 108]).unwrap()).unwrap();
+        let mut bytes =
+            request(Method::GetTable, 0, 4, &ibsm_mad::records::NodeRecord::parse(&[0; 108]).unwrap()).unwrap();
         bytes[36..44].copy_from_slice(&sm_key.to_be_bytes());
         sa::serve(&snap, &mut SaState::default(), &live, &bytes, lid(from), &Limits::default()).unwrap().records
     };
@@ -216,7 +218,6 @@ fn multicast_members_must_hold_the_groups_partition() {
     let plain = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
     assert_eq!(join(h2, plain), status::OK, "h2 is in alpha");
     assert_eq!(join(h3, plain), status::SA_REQ_INVALID, "h3 is not");
-
 }
 
 #[test]

@@ -16,8 +16,8 @@ use ibsm_mad::attrs::{LinearForwardingTable, NodeType, PortState, SmState};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::{
-    LftRecord, LinkRecord, NodeRecord, PathRecord, PortInfoRecord, Selector, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
-    stride,
+    LftRecord, LinkRecord, NodeRecord, PathRecord, PortInfoRecord, Selector, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord, stride,
 };
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
 use ibsm_mad::smp::SmpRepr;
@@ -59,7 +59,8 @@ impl Swept {
     fn ask<A: Attribute>(&self, method: Method, mask: u64, rec: &A) -> Answer {
         let live = Live::new(self.drv.sm.sm_info(false));
         let bytes = request(method, mask, 0x42, rec).expect("request");
-        let a = sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, self.snap.sm.lid, &Limits::default()).expect("answered");
+        let a = sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, self.snap.sm.lid, &Limits::default())
+            .expect("answered");
         let h = SaHeader::from_bytes(&a.bytes).expect("answer header");
         assert_eq!(h.tid, 0x42);
         assert_eq!(h.status, a.status);
@@ -155,8 +156,11 @@ fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
     assert_eq!(n_active.records, pirs.iter().filter(|r| r.port_info.port_state == PortState::Active).count());
     let ca = (0..topo.nodes.len()).find(|&i| topo.nodes[i].kind == NodeKind::Ca).unwrap();
     let ca_lid = s.lid_of(topo.nodes[ca].port_guid(1));
-    let ca_pir: Vec<PortInfoRecord> =
-        records(&s.ask(Method::GetTable, PortInfoRecord::COMP_ENDPORT_LID, &PortInfoRecord { endport_lid: ca_lid, ..q }));
+    let ca_pir: Vec<PortInfoRecord> = records(&s.ask(
+        Method::GetTable,
+        PortInfoRecord::COMP_ENDPORT_LID,
+        &PortInfoRecord { endport_lid: ca_lid, ..q },
+    ));
     assert_eq!(ca_pir.len(), 1);
     assert_eq!((ca_pir[0].port_num.0, ca_pir[0].port_info.lid), (1, ca_lid));
     assert_eq!(ca_pir[0].port_info.gid_prefix, PREFIX);
@@ -171,9 +175,11 @@ fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
     let links: Vec<LinkRecord> = records(&s.ask(Method::GetTable, 0, &LinkRecord::default()));
     let cables = topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum::<usize>();
     assert_eq!(links.len(), cables);
-    let set: HashSet<(u16, u8, u8, u16)> = links.iter().map(|l| (l.from_lid.0, l.from_port.0, l.to_port.0, l.to_lid.0)).collect();
+    let set: HashSet<(u16, u8, u8, u16)> =
+        links.iter().map(|l| (l.from_lid.0, l.from_port.0, l.to_port.0, l.to_lid.0)).collect();
     assert!(set.iter().all(|&(a, pa, pb, b)| set.contains(&(b, pb, pa, a))), "both directions");
-    let from_sw = s.ask(Method::GetTable, LinkRecord::COMP_FROM_LID, &LinkRecord { from_lid: sw_lid, ..LinkRecord::default() });
+    let from_sw =
+        s.ask(Method::GetTable, LinkRecord::COMP_FROM_LID, &LinkRecord { from_lid: sw_lid, ..LinkRecord::default() });
     assert_eq!(from_sw.records, (1..=topo.nodes[sw].num_ports).filter(|&p| topo.nodes[sw].peer(p).is_some()).count());
 
     // LFTRecord: block 0 of a switch equals what the switch itself holds (read back by SMP).
@@ -197,7 +203,10 @@ fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
     let cpi = ibsm_mad::records::ClassPortInfo::parse(&cpi.bytes[SA_HEADER_LEN..]).unwrap();
     assert_eq!((cpi.base_version, cpi.class_version, cpi.redirect_qkey), (1, 2, 0x8001_0000));
     assert_eq!(s.ask(Method::Set, 0, &NodeRecord::parse(&[0; 108]).unwrap()).status, status::BAD_METHOD_ATTR);
-    assert_eq!(s.ask(Method::GetTable, 0, &ibsm_mad::records::GuidInfoRecord::parse(&[0; 72]).unwrap()).status, status::BAD_METHOD_ATTR);
+    assert_eq!(
+        s.ask(Method::GetTable, 0, &ibsm_mad::records::GuidInfoRecord::parse(&[0; 72]).unwrap()).status,
+        status::BAD_METHOD_ATTR
+    );
 }
 
 /// Forwarding entries read from the simulated switches by directed route from the SM's port.
@@ -258,15 +267,19 @@ impl Oracle {
 
     /// Switches a packet crosses from end port `src` to `dlid` (owned by `dest`), following the
     /// switches' own tables over the topology's cables; `None` if it never arrives.
-    fn switches_crossed(&mut self, drv: &mut SimDriver, topo: &Topology, src: (usize, u8), dlid: u16, dest: (usize, u8)) -> Option<u32> {
+    fn switches_crossed(
+        &mut self,
+        drv: &mut SimDriver,
+        topo: &Topology,
+        src: (usize, u8),
+        dlid: u16,
+        dest: (usize, u8),
+    ) -> Option<u32> {
         if src == dest {
             return Some(0);
         }
-        let mut at = if topo.nodes[src.0].kind == NodeKind::Switch {
-            src.0
-        } else {
-            topo.nodes[src.0].peer(src.1)?.node
-        };
+        let mut at =
+            if topo.nodes[src.0].kind == NodeKind::Switch { src.0 } else { topo.nodes[src.0].peer(src.1)?.node };
         let mut crossed = 1;
         loop {
             if (at, 0) == dest {
@@ -332,7 +345,10 @@ fn path_records_follow_the_tables_the_switches_hold() {
             assert_eq!((r.sgid, r.dgid), (Gid { prefix: PREFIX, guid: sg }, Gid { prefix: PREFIX, guid: dg }));
             assert!(r.reversible);
             assert_eq!((r.pkey, r.sl, r.hop_limit), (PKey(0xffff), 0, 0));
-            assert_eq!((r.mtu_selector, r.rate_selector, r.packet_life_time_selector), (Selector::Exactly, Selector::Exactly, Selector::Exactly));
+            assert_eq!(
+                (r.mtu_selector, r.rate_selector, r.packet_life_time_selector),
+                (Selector::Exactly, Selector::Exactly, Selector::Exactly)
+            );
             assert!(r.mtu.raw() >= 1 && r.rate.mbps().is_some());
             let crossed = oracle
                 .switches_crossed(&mut fab.drv, &topo, (si, sp), dlid.0, (di, dp))
@@ -365,7 +381,11 @@ fn path_records_follow_the_tables_the_switches_hold() {
     assert_eq!(fab.ask(Method::Get, mask, &q).status, status::SA_INSUFFICIENT_COMPONENTS);
     let (mask, mut q) = path_query(Some(fab.lid_of(a)), Some(fab.lid_of(b)), None, None);
     q.pkey = PKey(0x8001);
-    assert_eq!(fab.ask(Method::Get, mask | PathRecord::COMP_PKEY, &q).status, status::SA_NO_RECORDS, "no such partition");
+    assert_eq!(
+        fab.ask(Method::Get, mask | PathRecord::COMP_PKEY, &q).status,
+        status::SA_NO_RECORDS,
+        "no such partition"
+    );
     q.pkey = PKey(0x7fff);
     let limited = records::<PathRecord>(&fab.ask(Method::Get, mask | PathRecord::COMP_PKEY, &q));
     assert_eq!(limited[0].pkey, PKey(0x7fff), "the default P_Key as asked");
@@ -385,7 +405,10 @@ fn path_records_follow_the_tables_the_switches_hold() {
     assert_eq!(fab.ask(Method::Get, sel, &q).status, status::OK);
     q.rate = base.rate;
     q.rate_selector = Selector::Exactly;
-    assert_eq!(fab.ask(Method::Get, mask | PathRecord::COMP_RATE | PathRecord::COMP_RATE_SELECTOR, &q).status, status::OK);
+    assert_eq!(
+        fab.ask(Method::Get, mask | PathRecord::COMP_RATE | PathRecord::COMP_RATE_SELECTOR, &q).status,
+        status::OK
+    );
 }
 
 #[test]
@@ -593,10 +616,12 @@ fn services_are_registered_found_replaced_deleted_and_expire() {
         ..ServiceRecord::default()
     };
     web.set_name("ibsm-test-web");
-    let mut db = ServiceRecord { service_id: 0x1000_0000_0000_0002, service_lease: ServiceRecord::INFINITE_LEASE, ..web };
+    let mut db =
+        ServiceRecord { service_id: 0x1000_0000_0000_0002, service_lease: ServiceRecord::INFINITE_LEASE, ..web };
     db.set_name("ibsm-test-db");
     let key = ServiceRecord::COMP_SERVICE_ID | ServiceRecord::COMP_SERVICE_GID | ServiceRecord::COMP_SERVICE_PKEY;
-    let set = |drv: &mut SimDriver, at, rec: &ServiceRecord, mask| through_core(drv, at, me, (Method::Set, mask, 0), rec);
+    let set =
+        |drv: &mut SimDriver, at, rec: &ServiceRecord, mask| through_core(drv, at, me, (Method::Set, mask, 0), rec);
     let (st, data) = set(&mut drv, t0, &web, key);
     assert_eq!(st, status::OK);
     assert_eq!(ServiceRecord::parse(&data).unwrap(), web, "the Set is answered with the record");
@@ -606,7 +631,8 @@ fn services_are_registered_found_replaced_deleted_and_expire() {
     assert_eq!(set(&mut drv, t0, &stranger, key).0, status::SA_INVALID_GID);
 
     // Found by name; GetTable lists both; a Set with the same key replaces.
-    let ask = |drv: &mut SimDriver, at, method, mask, rec: &ServiceRecord| through_core(drv, at, me, (method, mask, 0), rec);
+    let ask =
+        |drv: &mut SimDriver, at, method, mask, rec: &ServiceRecord| through_core(drv, at, me, (method, mask, 0), rec);
     let (st, data) = ask(&mut drv, t0, Method::Get, ServiceRecord::COMP_SERVICE_NAME, &db);
     assert_eq!((st, ServiceRecord::parse(&data).unwrap()), (status::OK, db));
     let mut web2 = web;
@@ -761,7 +787,13 @@ fn mft_ports(drv: &mut SimDriver, routes: &HashMap<usize, Vec<u8>>, topo: &Topol
 
 /// Whether a packet sent to `mlid` by the host at (`from`, port 1) reaches every host in `to`,
 /// following the switches' own tables (flooding every port of the mask but the ingress one).
-fn reaches(drv: &mut SimDriver, routes: &HashMap<usize, Vec<u8>>, topo: &Topology, mlid: u16, from: usize) -> HashSet<usize> {
+fn reaches(
+    drv: &mut SimDriver,
+    routes: &HashMap<usize, Vec<u8>>,
+    topo: &Topology,
+    mlid: u16,
+    from: usize,
+) -> HashSet<usize> {
     let mut got = HashSet::new();
     let Some(first) = topo.nodes[from].peer(1) else { return got };
     let mut queue = VecDeque::from([(first.node, first.port)]);
@@ -808,7 +840,13 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
     // Create a group with MGID 0 as a full member (all creation components given).
     let create = MC_CREATE;
     let first = hosts[0];
-    let req = McMemberRecord { port_gid: gid(first), qkey: 0x1234, pkey: PKey(0xffff), join_state: JoinState::FULL_MEMBER, ..McMemberRecord::default() };
+    let req = McMemberRecord {
+        port_gid: gid(first),
+        qkey: 0x1234,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
     let (st, data) = through_core(&mut drv, now, lid(first), (Method::Set, create, 0), &req);
     assert_eq!(st, status::OK);
     let group = McMemberRecord::parse(&data).unwrap();
@@ -817,16 +855,26 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
     // Missing creation components, a bad rate, someone else's port: refused.
     let mut other = req;
     other.mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(77) };
-    assert_eq!(through_core(&mut drv, now, lid(first), (Method::Set, create & !McMemberRecord::COMP_SL, 0), &other).0, status::SA_INSUFFICIENT_COMPONENTS);
+    assert_eq!(
+        through_core(&mut drv, now, lid(first), (Method::Set, create & !McMemberRecord::COMP_SL, 0), &other).0,
+        status::SA_INSUFFICIENT_COMPONENTS
+    );
     let mut fast = other;
     fast.rate = ibsm_mad::records::Rate::from_raw(22);
     fast.rate_selector = Selector::GreaterThan;
     let rate = McMemberRecord::COMP_RATE | McMemberRecord::COMP_RATE_SELECTOR;
-    assert_eq!(through_core(&mut drv, now, lid(first), (Method::Set, create | rate, 0), &fast).0, status::SA_REQ_INVALID);
+    assert_eq!(
+        through_core(&mut drv, now, lid(first), (Method::Set, create | rate, 0), &fast).0,
+        status::SA_REQ_INVALID
+    );
     let bad_mgid = McMemberRecord { mgid: Gid { prefix: 0xfa12_a01c_0000_0000, guid: Guid(1) }, ..req };
     assert_eq!(through_core(&mut drv, now, lid(first), (Method::Set, create, 0), &bad_mgid).0, status::SA_REQ_INVALID);
     let stranger = McMemberRecord { port_gid: Gid { prefix: PREFIX, guid: Guid(0xdead) }, ..other };
-    assert_eq!(through_core(&mut drv, now, lid(hosts[1]), (Method::Set, create, 0), &stranger).0, status::SA_REQ_INVALID, "not a port of the subnet");
+    assert_eq!(
+        through_core(&mut drv, now, lid(hosts[1]), (Method::Set, create, 0), &stranger).0,
+        status::SA_REQ_INVALID,
+        "not a port of the subnet"
+    );
 
     // Three more hosts join (one send-only); a join with another Q_Key is refused.
     let join = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
@@ -838,8 +886,17 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
         assert_eq!(st, status::OK);
         assert_eq!(McMemberRecord::parse(&data).unwrap().mlid, group.mlid);
     }
-    let wrong_qkey = McMemberRecord { mgid: group.mgid, port_gid: gid(hosts[2]), qkey: 9, join_state: JoinState::FULL_MEMBER, ..McMemberRecord::default() };
-    assert_eq!(through_core(&mut drv, now, lid(hosts[2]), (Method::Set, join | McMemberRecord::COMP_QKEY, 0), &wrong_qkey).0, status::SA_REQ_INVALID);
+    let wrong_qkey = McMemberRecord {
+        mgid: group.mgid,
+        port_gid: gid(hosts[2]),
+        qkey: 9,
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    assert_eq!(
+        through_core(&mut drv, now, lid(hosts[2]), (Method::Set, join | McMemberRecord::COMP_QKEY, 0), &wrong_qkey).0,
+        status::SA_REQ_INVALID
+    );
 
     // The switches forward the MLID from each member to exactly the receiving members.
     drv.run_until(drv.now() + 1_000_000_000, |_| false);
@@ -857,31 +914,19 @@ fn multicast_groups_are_created_joined_left_and_programmed_into_the_switches() {
         let r = McMemberRecord { mgid: group.mgid, port_gid: gid(h), join_state: js, ..McMemberRecord::default() };
         assert_eq!(through_core(&mut drv, now, lid(h), (Method::Delete, join, 0), &r).0, status::OK);
     }
-    let r = McMemberRecord { mgid: group.mgid, port_gid: gid(first), join_state: JoinState::FULL_MEMBER, ..McMemberRecord::default() };
-    assert_eq!(through_core(&mut drv, now, lid(first), (Method::Delete, join, 0), &r).0, status::SA_REQ_INVALID, "no such group");
+    let r = McMemberRecord {
+        mgid: group.mgid,
+        port_gid: gid(first),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    assert_eq!(
+        through_core(&mut drv, now, lid(first), (Method::Delete, join, 0), &r).0,
+        status::SA_REQ_INVALID,
+        "no such group"
+    );
     drv.run_until(drv.now() + 1_000_000_000, |_| false);
     assert!(reaches(&mut drv, &routes, &topo, group.mlid.0, first).is_empty(), "tables cleared");
-
-    // Join as full+send-only full (0x9), leave as full (0x1) only, 2,000 times: MLIDs do not leak.
-    let h = hosts[3];
-    for round in 0..2000u32 {
-        let mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(u64::from(round)) };
-        let r = McMemberRecord { mgid, port_gid: gid(h), qkey: 1, pkey: PKey(0xffff), join_state: JoinState(0x9), ..McMemberRecord::default() };
-        let (st, _) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
-        assert_eq!(st, status::OK, "round {round}");
-        let leave = McMemberRecord { join_state: JoinState::FULL_MEMBER, ..r };
-        assert_eq!(through_core(&mut drv, now, lid(h), (Method::Delete, join, 0), &leave).0, status::OK);
-    }
-    // Only the IPoIB group is left: one record, and every MLID but 0xC000 free again.
-    let mut table = request(Method::GetTable, 0, 0x91, &McMemberRecord::default()).unwrap();
-    table[36..44].copy_from_slice(&1u64.to_be_bytes());
-    drv.sm.handle_mad(now, &table, ibsm::core::MadSource::lid(lid(h), 1));
-    let t = drv.sm.poll_transmit(now).expect("answer");
-    let hdr = SaHeader::from_bytes(&t.bytes).unwrap();
-    assert_eq!((hdr.status, (hdr.rmpp.data2 as usize - 20) / stride::<McMemberRecord>()), (status::OK, 1));
-    let r = McMemberRecord { mgid: Gid::default(), port_gid: gid(h), qkey: 1, pkey: PKey(0xffff), join_state: JoinState::FULL_MEMBER, ..McMemberRecord::default() };
-    let (st, data) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
-    assert_eq!((st, McMemberRecord::parse(&data).unwrap().mlid), (status::OK, Lid(0xc001)), "the lowest MLID is free");
 }
 
 #[test]
@@ -896,7 +941,8 @@ fn readers_of_the_snapshot_do_not_wait_for_a_running_sweep() {
     let snap = drv.sm.snapshot().expect("snapshot");
     // A second sweep, stopped in the middle (the subnet model is being rebuilt).
     drv.sm.start_sweep(drv.now());
-    let ev = drv.run_until(drv.now() + LIMIT, |ev| matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. }));
+    let ev = drv
+        .run_until(drv.now() + LIMIT, |ev| matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. }));
     assert!(ev.is_some() && drv.sm.phase() != SweepPhase::Up);
     let during = LiveRoutes::from_sm(&drv.sm).expect("answered during the sweep");
     assert_eq!(serde_json::to_string(&during).unwrap(), serde_json::to_string(&before).unwrap());
@@ -904,7 +950,13 @@ fn readers_of_the_snapshot_do_not_wait_for_a_running_sweep() {
     // The SA answers from it too.
     let (a, b) = (snap.end_ports().next().unwrap(), snap.end_ports().last().unwrap());
     let (la, lb) = (snap.port(a).unwrap().lid, snap.port(b).unwrap().lid);
-    let (st, _) = through_core(&mut drv, 0, la, (Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 0), &PathRecord { slid: la, dlid: lb, ..PathRecord::default() });
+    let (st, _) = through_core(
+        &mut drv,
+        0,
+        la,
+        (Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 0),
+        &PathRecord { slid: la, dlid: lb, ..PathRecord::default() },
+    );
     assert_eq!(st, status::OK);
 }
 
@@ -915,7 +967,11 @@ fn multi_path_records_give_every_source_destination_pair() {
     let ends = fab.end_ports();
     let cas: Vec<Guid> = ends.iter().filter(|e| e.1 > 0).map(|e| e.2).collect();
     let g = |guid: Guid| Gid { prefix: PREFIX, guid };
-    let req = MultiPathRecord { sgids: vec![g(cas[0]), g(cas[1])], dgids: vec![g(cas[2]), g(cas[5]), g(cas[9])], ..MultiPathRecord::default() };
+    let req = MultiPathRecord {
+        sgids: vec![g(cas[0]), g(cas[1])],
+        dgids: vec![g(cas[2]), g(cas[5]), g(cas[9])],
+        ..MultiPathRecord::default()
+    };
     let a = fab.ask(Method::GetMulti, MultiPathRecord::COMP_SGID_COUNT | MultiPathRecord::COMP_DGID_COUNT, &req);
     assert_eq!(a.status, status::OK);
     let got: Vec<PathRecord> = records(&a);
@@ -929,7 +985,6 @@ fn multi_path_records_give_every_source_destination_pair() {
     let none = MultiPathRecord { dgids: Vec::new(), ..req };
     assert_eq!(fab.ask(Method::GetMulti, 0, &none).status, status::SA_REQ_INVALID);
 }
-
 
 /// The components a group creation names (everything the SA requires).
 const MC_CREATE: u64 = {
@@ -994,7 +1049,10 @@ fn subscribers_hear_of_multicast_groups_created_and_deleted() {
     };
     let create = MC_CREATE;
     let mut group_notices = Vec::new();
-    for (method, mask) in [(Method::Set, create), (Method::Delete, McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE)] {
+    for (method, mask) in [
+        (Method::Set, create),
+        (Method::Delete, McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE),
+    ] {
         send(&mut drv, &request(method, mask, 0x70, &me).unwrap());
         for r in hear_for(&mut drv, probe, 100_000_000) {
             let Ok(h) = SaHeader::from_bytes(&r.mad[..]) else { continue };
@@ -1009,4 +1067,52 @@ fn subscribers_hear_of_multicast_groups_created_and_deleted() {
         }
     }
     assert_eq!(group_notices, vec![NoticeDetails::Trap66 { mgid }, NoticeDetails::Trap67 { mgid }]);
+}
+
+#[test]
+fn a_join_as_0x9_and_a_leave_as_0x1_leak_no_mlid() {
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let topo = example("fat-tree-3l-k4.net");
+    let mut drv = SimDriver::new(&topo, 2, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let h = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).nth(3).expect("a host");
+    let my_lid = drv.sm.guid2lid().get(topo.nodes[h].port_guid(1)).expect("LID").0;
+    let lid = |_: usize| my_lid;
+    let gid = |i: usize| Gid { prefix: PREFIX, guid: topo.nodes[i].port_guid(1) };
+    let now = drv.now();
+    let create = MC_CREATE;
+    let join = McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
+    // Join as full+send-only full (0x9), leave as full (0x1) only, 2,000 times.
+    for round in 0..2000u32 {
+        let mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(u64::from(round)) };
+        let r = McMemberRecord {
+            mgid,
+            port_gid: gid(h),
+            qkey: 1,
+            pkey: PKey(0xffff),
+            join_state: JoinState(0x9),
+            ..McMemberRecord::default()
+        };
+        let (st, _) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
+        assert_eq!(st, status::OK, "round {round}");
+        let leave = McMemberRecord { join_state: JoinState::FULL_MEMBER, ..r };
+        assert_eq!(through_core(&mut drv, now, lid(h), (Method::Delete, join, 0), &leave).0, status::OK);
+    }
+    // Only the IPoIB group is left: one record, and every MLID but 0xC000 free again.
+    let mut table = request(Method::GetTable, 0, 0x91, &McMemberRecord::default()).unwrap();
+    table[36..44].copy_from_slice(&1u64.to_be_bytes());
+    drv.sm.handle_mad(now, &table, ibsm::core::MadSource::lid(lid(h), 1));
+    let t = drv.sm.poll_transmit(now).expect("answer");
+    let hdr = SaHeader::from_bytes(&t.bytes).unwrap();
+    assert_eq!((hdr.status, (hdr.rmpp.data2 as usize - 20) / stride::<McMemberRecord>()), (status::OK, 1));
+    let r = McMemberRecord {
+        mgid: Gid::default(),
+        port_gid: gid(h),
+        qkey: 1,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let (st, data) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
+    assert_eq!((st, McMemberRecord::parse(&data).unwrap().mlid), (status::OK, Lid(0xc001)), "the lowest MLID is free");
 }

@@ -128,7 +128,10 @@ impl Sm {
                         after.port_state = PortState::Armed;
                         step = PortStep::Arm;
                     }
-                    sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(after), step }));
+                    sets.push(Request::sweep(
+                        n.path_for(port),
+                        Req::SetPortInfo { node: i, port, info: Box::new(after), step },
+                    ));
                 }
             }
             if let Some(si) = n.switch_info {
@@ -162,7 +165,10 @@ impl Sm {
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
                 let mut want = as_set(&info);
                 want.port_state = to;
-                sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(want), step }));
+                sets.push(Request::sweep(
+                    n.path_for(port),
+                    Req::SetPortInfo { node: i, port, info: Box::new(want), step },
+                ));
             }
         }
         for s in sets {

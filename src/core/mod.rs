@@ -353,8 +353,10 @@ impl Sm {
     pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
         let (block, entry) = ibsm_mad::attrs::MulticastForwardingTable::locate(mlid)?;
         let held = self.mft_held.get(&switch)?;
-        let mut ports: Vec<u8> =
-            held.range((block, 0)..=(block, 15)).flat_map(|(&(_, pos), t)| t.masks[entry].ports(pos).map(|p| p.0)).collect();
+        let mut ports: Vec<u8> = held
+            .range((block, 0)..=(block, 15))
+            .flat_map(|(&(_, pos), t)| t.masks[entry].ports(pos).map(|p| p.0))
+            .collect();
         ports.sort_unstable();
         Some(ports)
     }

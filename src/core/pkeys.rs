@@ -17,10 +17,10 @@ use ibsm_mad::attrs::{NodeType, PKeyTable};
 use ibsm_mad::{Guid, PKey, PortNum};
 use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer, resolve};
 
-use super::{PartEnforce, Sm};
 use super::events::SmEvent;
 use super::state::NodeIdx;
 use super::transactions::{Outcome, Req, Request};
+use super::{PartEnforce, Sm};
 
 impl Sm {
     /// Resolves the policy for the subnet's end ports (and, unless enforcement is off, the
@@ -52,7 +52,8 @@ impl Sm {
                 ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer });
             }
         }
-        let opts = ResolveOptions { enforcement: self.cfg.part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
+        let opts =
+            ResolveOptions { enforcement: self.cfg.part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
         match resolve(&self.cfg.partitions, &FabricPorts { ports }, opts) {
             Ok(r) => {
                 for w in &r.warnings {
@@ -94,7 +95,9 @@ impl Sm {
                 }
             }
             if n.is_switch() {
-                for (&(_, port), keys) in self.enforce.range((n.info.node_guid, PortNum(0))..=(n.info.node_guid, PortNum(u8::MAX))) {
+                for (&(_, port), keys) in
+                    self.enforce.range((n.info.node_guid, PortNum(0))..=(n.info.node_guid, PortNum(u8::MAX)))
+                {
                     // Keyed apart from end ports: the switch GUID with the port in the top byte.
                     let key = Guid(n.info.node_guid.0 ^ (u64::from(port.0) << 56));
                     targets.push((key, i, port, keys.clone()));
@@ -132,7 +135,14 @@ impl Sm {
     }
 
     /// A P_KeyTable Set ended: remember the block, or forget the port's table (fail closed).
-    pub(super) fn on_set_pkeys(&mut self, request: &Request, guid: Guid, block: u16, table: &PKeyTable, outcome: &Outcome) {
+    pub(super) fn on_set_pkeys(
+        &mut self,
+        request: &Request,
+        guid: Guid,
+        block: u16,
+        table: &PKeyTable,
+        outcome: &Outcome,
+    ) {
         if outcome.failure().is_some() {
             self.pkey_held.remove(&guid);
             self.pkeys.remove(&guid);
@@ -221,12 +231,18 @@ mod tests {
         // 0x8002 leaves: its slot becomes a hole, which the next new key fills.
         let prev = keys(&[0x7fff, 0x8002, 0x8001]);
         assert_eq!(stable_layout(&prev, &keys(&[0x7fff, 0x8001]), 64), keys(&[0x7fff, 0, 0x8001]));
-        assert_eq!(stable_layout(&keys(&[0x7fff, 0, 0x8001]), &keys(&[0x7fff, 0x8001, 0x8003]), 64), keys(&[0x7fff, 0x8003, 0x8001]));
+        assert_eq!(
+            stable_layout(&keys(&[0x7fff, 0, 0x8001]), &keys(&[0x7fff, 0x8001, 0x8003]), 64),
+            keys(&[0x7fff, 0x8003, 0x8001])
+        );
         // A membership change keeps the index; index 0 follows the policy.
         assert_eq!(stable_layout(&keys(&[0xffff, 0x8002]), &keys(&[0x7fff, 0x0002]), 64), keys(&[0x7fff, 0x0002]));
         // Nothing before: the policy's order. Over capacity: the compact order.
         assert_eq!(stable_layout(&[], &keys(&[0x7fff, 0x8001]), 64), keys(&[0x7fff, 0x8001]));
-        assert_eq!(stable_layout(&keys(&[0x7fff, 0, 0, 0x8002]), &keys(&[0x7fff, 0x8001, 0x8002]), 3), keys(&[0x7fff, 0x8001, 0x8002]));
+        assert_eq!(
+            stable_layout(&keys(&[0x7fff, 0, 0, 0x8002]), &keys(&[0x7fff, 0x8001, 0x8002]), 3),
+            keys(&[0x7fff, 0x8001, 0x8002])
+        );
         assert!(stable_layout(&prev, &[], 64).is_empty());
     }
 }

@@ -19,10 +19,10 @@ use ibsm_mad::smp::{DrSmp, SMP_DATA_LEN};
 use ibsm_mad::{Attribute, MAD_LEN};
 
 use super::Sm;
-use crate::sa::admission::Admit;
 use super::events::SmEvent;
 use super::io::{Address, MadSource, Transmit, TransmitKind};
 use super::state::{SmState, SweepPhase};
+use crate::sa::admission::Admit;
 
 /// Offset of the SMP data area (and of the SA header's end is 56; the SMP data starts at 64).
 const SMP_DATA: usize = 64;
@@ -221,8 +221,12 @@ impl Sm {
             }
             return;
         }
-        let live =
-            crate::sa::Live { sm_info: self.sm_info(false), sm_key: self.cfg.sm_key, sa_key: self.cfg.sa_key, now: self.now };
+        let live = crate::sa::Live {
+            sm_info: self.sm_info(false),
+            sm_key: self.cfg.sm_key,
+            sa_key: self.cfg.sa_key,
+            now: self.now,
+        };
         match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
             Ok(answer) => {
                 self.counters.sa_answered += 1;

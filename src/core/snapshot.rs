@@ -45,7 +45,9 @@ impl Sm {
                     })
                     .collect();
                 let lft = if switch {
-                    self.programmed_lft(n.info.node_guid).map(|l| l.ports.iter().map(|p| p.0).collect()).unwrap_or_default()
+                    self.programmed_lft(n.info.node_guid)
+                        .map(|l| l.ports.iter().map(|p| p.0).collect())
+                        .unwrap_or_default()
                 } else {
                     Vec::new()
                 };
@@ -62,9 +64,8 @@ impl Sm {
     /// `old` snapshot and the `new` one, and ends the subscriptions of ports that are gone.
     pub(super) fn announce_changes(&mut self, old: Option<&Snapshot>, new: &Snapshot) {
         let Some(old) = old else { return };
-        let guids = |s: &Snapshot| -> HashSet<Guid> {
-            s.end_ports().filter_map(|at| s.port(at).map(|p| p.guid)).collect()
-        };
+        let guids =
+            |s: &Snapshot| -> HashSet<Guid> { s.end_ports().filter_map(|at| s.port(at).map(|p| p.guid)).collect() };
         let (before, after) = (guids(old), guids(new));
         let sm_gid = Gid { prefix: new.subnet_prefix, guid: new.sm.guid };
         let lid_of = |s: &Snapshot, g: Guid| s.by_guid(g).and_then(|at| s.port(at)).map_or(ibsm_mad::Lid(0), |p| p.lid);

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
 use crate::core::{Guid2Lid, Sm};
-use crate::sa::Snapshot;
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
+use crate::sa::Snapshot;
 
 /// Schema version of [`LiveRoutes`].
 pub const VERSION: u32 = 1;

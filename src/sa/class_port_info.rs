@@ -4,9 +4,9 @@
 //! (multicast, MultiPathRecord, InformInfo notices) yet, so CapabilityMask is 0; OpenSM, which
 //! has them, reports 0x2602. No redirection: the SA answers on QP1 with the GSI Q_Key.
 
+use ibsm_mad::Attribute;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::ClassPortInfo;
-use ibsm_mad::Attribute;
 
 use super::{Answer, Query};
 

@@ -27,8 +27,8 @@ pub mod path_record;
 mod pkey_table_record;
 mod port_info_record;
 pub mod service_record;
-pub mod snapshot;
 mod sm_info_record;
+pub mod snapshot;
 mod switch_info_record;
 
 use ibsm_mad::attrs::SmInfo;

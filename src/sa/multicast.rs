@@ -200,7 +200,9 @@ impl Groups {
 
     /// Answers an MCMemberRecord request.
     pub(super) fn query(&mut self, snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
-        let Ok(req) = McMemberRecord::parse(q.template) else { return Answer::error(&q.header, status::SA_REQ_INVALID) };
+        let Ok(req) = McMemberRecord::parse(q.template) else {
+            return Answer::error(&q.header, status::SA_REQ_INVALID);
+        };
         match q.header.method {
             Method::Set => self.join(snap, q, &req),
             Method::Delete => self.leave(snap, q, &req),
@@ -223,7 +225,9 @@ impl Groups {
         // Joining or leaving for another port (proxy) needs a partition in common with it.
         let requester = snap.by_lid(q.requester);
         if requester != Some(target) {
-            let keys = |at: Option<super::snapshot::PortAt>| at.and_then(|a| snap.port(a)).map(|p| p.pkeys.clone()).unwrap_or_default();
+            let keys = |at: Option<super::snapshot::PortAt>| {
+                at.and_then(|a| snap.port(a)).map(|p| p.pkeys.clone()).unwrap_or_default()
+            };
             let (mine, theirs) = (keys(requester), keys(Some(target)));
             if !mine.iter().any(|m| m.0 != 0 && theirs.iter().any(|t| t.0 != 0 && t.base() == m.base())) {
                 return Err(status::SA_REQ_INVALID);
@@ -277,20 +281,7 @@ impl Groups {
         }
         let mgid_given = has(McMemberRecord::COMP_MGID) && req.mgid != Gid::default();
         if let Some(g) = mgid_given.then(|| self.by_mgid.get_mut(&req.mgid)).flatten() {
-            let p = &g.params;
-            let mismatch = (has(McMemberRecord::COMP_QKEY) && req.qkey != p.qkey)
-                || (has(McMemberRecord::COMP_PKEY) && req.pkey.0 & 0x7fff != p.pkey.0 & 0x7fff)
-                || (has(McMemberRecord::COMP_SL) && req.sl != p.sl)
-                || (has(McMemberRecord::COMP_FLOW_LABEL) && req.flow_label != p.flow_label)
-                || (has(McMemberRecord::COMP_HOP_LIMIT) && req.hop_limit != p.hop_limit)
-                || (has(McMemberRecord::COMP_TCLASS) && req.tclass != p.tclass)
-                || (has(McMemberRecord::COMP_MTU)
-                    && has(McMemberRecord::COMP_MTU_SELECTOR)
-                    && !meets(req.mtu_selector, mtu_bytes(p.mtu).unwrap_or(0), mtu_bytes(req.mtu).unwrap_or(0)))
-                || (has(McMemberRecord::COMP_RATE)
-                    && has(McMemberRecord::COMP_RATE_SELECTOR)
-                    && !meets(req.rate_selector, p.rate.mbps().unwrap_or(0), req.rate.mbps().unwrap_or(0)));
-            if mismatch {
+            if Self::mismatch(&g.params, req, mask) {
                 return Answer::error(h, status::SA_REQ_INVALID);
             }
             if !Self::holds(snap, guid, g.params.pkey) {
@@ -299,7 +290,8 @@ impl Groups {
             let state = g.members.entry(guid).or_default();
             let joined = state.union(req.join_state);
             *state = joined;
-            let rec = McMemberRecord { port_gid: req.port_gid, join_state: joined, proxy_join: req.proxy_join, ..g.params };
+            let rec =
+                McMemberRecord { port_gid: req.port_gid, join_state: joined, proxy_join: req.proxy_join, ..g.params };
             self.dirty = true;
             return Self::single(h, &rec);
         }
@@ -347,7 +339,11 @@ impl Groups {
             rate_selector: Selector::Exactly,
             rate,
             packet_life_time_selector: Selector::Exactly,
-            packet_life_time: if has(McMemberRecord::COMP_PACKET_LIFE_TIME) { req.packet_life_time } else { snap.packet_life },
+            packet_life_time: if has(McMemberRecord::COMP_PACKET_LIFE_TIME) {
+                req.packet_life_time
+            } else {
+                snap.packet_life
+            },
             hop_limit: if has(McMemberRecord::COMP_HOP_LIMIT) { req.hop_limit } else { 0 },
             scope: if mgid_given { (mgid.prefix >> 48) as u8 & 0x0f } else { req.scope },
             join_state: JoinState::default(),
@@ -362,8 +358,27 @@ impl Groups {
         self.by_mgid.insert(mgid, Group { params, members, persistent: false });
         self.events.push((true, mgid));
         self.dirty = true;
-        let rec = McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
+        let rec =
+            McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
         Self::single(h, &rec)
+    }
+
+    /// Whether a join names a parameter the group `p` does not have (or a selector its MTU or
+    /// rate does not meet).
+    fn mismatch(p: &McMemberRecord, req: &McMemberRecord, mask: u64) -> bool {
+        let has = |c: u64| mask & c != 0;
+        (has(McMemberRecord::COMP_QKEY) && req.qkey != p.qkey)
+            || (has(McMemberRecord::COMP_PKEY) && req.pkey.0 & 0x7fff != p.pkey.0 & 0x7fff)
+            || (has(McMemberRecord::COMP_SL) && req.sl != p.sl)
+            || (has(McMemberRecord::COMP_FLOW_LABEL) && req.flow_label != p.flow_label)
+            || (has(McMemberRecord::COMP_HOP_LIMIT) && req.hop_limit != p.hop_limit)
+            || (has(McMemberRecord::COMP_TCLASS) && req.tclass != p.tclass)
+            || (has(McMemberRecord::COMP_MTU)
+                && has(McMemberRecord::COMP_MTU_SELECTOR)
+                && !meets(req.mtu_selector, mtu_bytes(p.mtu).unwrap_or(0), mtu_bytes(req.mtu).unwrap_or(0)))
+            || (has(McMemberRecord::COMP_RATE)
+                && has(McMemberRecord::COMP_RATE_SELECTOR)
+                && !meets(req.rate_selector, p.rate.mbps().unwrap_or(0), req.rate.mbps().unwrap_or(0)))
     }
 
     /// Whether port `guid`'s P_Key table holds the partition of `pkey` (a member must be in the

@@ -13,7 +13,11 @@ use super::{Answer, Limits, Query};
 pub(super) fn record(snap: &Snapshot, at: PortAt) -> Option<NodeRecord> {
     let node = snap.node(at.0)?;
     let port = snap.port(at)?;
-    Some(NodeRecord { lid: port.lid, node_info: node.info_for(at.1), node_description: NodeDescription::new(&node.desc) })
+    Some(NodeRecord {
+        lid: port.lid,
+        node_info: node.info_for(at.1),
+        node_description: NodeDescription::new(&node.desc),
+    })
 }
 
 /// Get/GetTable(NodeRecord).

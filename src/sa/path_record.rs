@@ -89,8 +89,10 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let Ok(req) = PathRecord::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
-    let src = resolve(snap, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
-    let dst = resolve(snap, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
+    let src =
+        resolve(snap, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
+    let dst =
+        resolve(snap, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
     let mut table = Table::new::<PathRecord>(q, limits);
     let (src, dst) = match (src, dst) {
         (Err(Bad::Status(st)), _) | (_, Err(Bad::Status(st))) => return Answer::error(header, st),
@@ -107,7 +109,8 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let requester = snap.by_lid(q.requester);
     let want = has(PathRecord::COMP_PKEY).then_some(req.pkey);
     let template = template(&req, mask);
-    let per_pair = if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 { usize::from(req.numb_path) } else { usize::MAX };
+    let per_pair =
+        if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 { usize::from(req.numb_path) } else { usize::MAX };
     let (src_port, dst_port) = (src.map(|e| e.port), dst.map(|e| e.port));
     let all: Vec<PortAt> =
         if src_port.is_none() || dst_port.is_none() { snap.end_ports().collect() } else { Vec::new() };
@@ -253,7 +256,13 @@ pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
 }
 
 /// The record for the path `src` → `dst` (each a port and the LID used) found by `w`.
-fn record(snap: &Snapshot, template: &PathRecord, src: (PortAt, Lid), dst: (PortAt, Lid), w: &Walk) -> Option<PathRecord> {
+fn record(
+    snap: &Snapshot,
+    template: &PathRecord,
+    src: (PortAt, Lid),
+    dst: (PortAt, Lid),
+    w: &Walk,
+) -> Option<PathRecord> {
     let sguid = snap.port(src.0)?.guid;
     let dguid = snap.port(dst.0)?.guid;
     Some(PathRecord {

@@ -3,9 +3,9 @@
 //! 0). An untrusted requester sees only its own table and those of ports it can talk to (a common
 //! partition where one of the two is a full member).
 
+use ibsm_mad::PortNum;
 use ibsm_mad::attrs::PKeyTable;
 use ibsm_mad::records::PKeyTableRecord;
-use ibsm_mad::PortNum;
 
 use super::answer::Table;
 use super::node_record::candidates;

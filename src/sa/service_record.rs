@@ -7,11 +7,11 @@
 //! [`MAX_SERVICES`] records; a Set past that gets NO_RESOURCES. Get, GetTable and Delete select
 //! by ComponentMask; Delete answers with the record it removed (NO_RECORDS when none matched).
 
+use ibsm_mad::Attribute;
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::ServiceRecord;
 use ibsm_mad::records::components::matches;
-use ibsm_mad::Attribute;
 
 use super::answer::Table;
 use super::snapshot::Snapshot;

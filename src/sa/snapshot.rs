@@ -205,14 +205,19 @@ impl Snapshot {
                     .filter(|&(p, r)| if switch { true } else { p > 0 && r.guid != Guid(0) && r.info.is_some() })
                     .filter_map(|(p, r)| {
                         let num = PortNum(u8::try_from(p).ok()?);
-                        let peer = r
-                            .remote
-                            .filter(|_| p > 0)
-                            .and_then(|(node, port)| Some(PortRef { node: usize::try_from(node).ok()?, port: PortNum(port) }));
+                        let peer = r.remote.filter(|_| p > 0).and_then(|(node, port)| {
+                            Some(PortRef { node: usize::try_from(node).ok()?, port: PortNum(port) })
+                        });
                         Some(DescPort { num, guid: r.guid, lid: r.lid, peer })
                     })
                     .collect();
-                DescNode { kind: n.info.node_type, guid: n.info.node_guid, name: &n.desc, num_ports: n.info.num_ports, ports }
+                DescNode {
+                    kind: n.info.node_type,
+                    guid: n.info.node_guid,
+                    name: &n.desc,
+                    num_ports: n.info.num_ports,
+                    ports,
+                }
             })
             .collect();
         FabricDesc { nodes }
@@ -252,7 +257,8 @@ impl Snapshot {
         let dest = self.by_lid(dlid)?;
         let src_node = self.node(src.0)?;
         let src_port = self.port(src)?;
-        let mut mtu = src_port.info.map_or(Mtu::M256, |i| if src_node.is_switch() { i.mtu_cap } else { i.neighbor_mtu });
+        let mut mtu =
+            src_port.info.map_or(Mtu::M256, |i| if src_node.is_switch() { i.mtu_cap } else { i.neighbor_mtu });
         let mut rate = src_port.info.and_then(|i| link_mbps(&i)).unwrap_or(2_500);
         if dest == src {
             return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });

@@ -10,12 +10,12 @@
 //! MultiPathRecord and MCMemberRecord carry selectors (MTU, rate, lifetime "greater than" ...)
 //! and GIDs that name ports rather than compare as bytes; the SA matches those by meaning.
 
+use crate::Attribute;
 use crate::bits;
 use crate::records::{
-    InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, ServiceRecord, SmInfoRecord,
-    SwitchInfoRecord,
+    InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
+    ServiceRecord, SmInfoRecord, SwitchInfoRecord,
 };
-use crate::Attribute;
 
 /// A record type whose components are plain bit ranges.
 pub trait Components: Attribute {
@@ -87,8 +87,8 @@ impl Components for NodeRecord {
 /// PortInfoRecord's order from M_Key on.
 const PORT_INFO: [u16; 55] = [
     0, 64, 128, 144, 160, 192, 208, 224, 232, 240, 248, 256, 260, 264, 268, 272, 274, 277, 280, 284, 288, 292, 296,
-    300, 304, 312, 320, 328, 332, 336, 339, 344, 348, 349, 350, 351, 352, 368, 384, 400, 408, 409, 411, 416, 419,
-    424, 428, 432, 448, 456, 480, 496, 500, 504, 507,
+    300, 304, 312, 320, 328, 332, 336, 339, 344, 348, 349, 350, 351, 352, 368, 384, 400, 408, 409, 411, 416, 419, 424,
+    428, 432, 448, 456, 480, 496, 500, 504, 507,
 ];
 
 const PORT_INFO_RECORD: [u16; 58] = {
@@ -175,8 +175,7 @@ impl Components for InformInfoRecord {
     // SubscriberGID, Enum, reserved, then InformInfo from bit 192: GID, LIDRangeBegin,
     // LIDRangeEnd, reserved, IsGeneric, Subscribe, Type, TrapNumber/DeviceID, QPN, reserved,
     // RespTimeValue, reserved, ProducerType/VendorID.
-    const STARTS: &'static [u16] =
-        &[0, 128, 144, 192, 320, 336, 352, 368, 376, 384, 400, 416, 440, 443, 448, 456];
+    const STARTS: &'static [u16] = &[0, 128, 144, 192, 320, 336, 352, 368, 376, 384, 400, 416, 440, 443, 448, 456];
 }
 
 impl Components for McMemberRecord {
@@ -232,8 +231,14 @@ mod tests {
         assert!(!matches::<ServiceRecord>(1 << 26, &a.to_vec(), &b.to_vec()));
         assert!(matches::<ServiceRecord>(!(1u64 << 26), &a.to_vec(), &b.to_vec()));
         assert_eq!(NodeRecord::STARTS.len(), NodeRecord::COMP_NODE_DESCRIPTION.trailing_zeros() as usize + 1);
-        assert_eq!(PortInfoRecord::STARTS.len(), PortInfoRecord::COMP_LINK_SPEED_EXT_ENABLED.trailing_zeros() as usize + 1);
-        assert_eq!(SwitchInfoRecord::STARTS.len(), SwitchInfoRecord::COMP_MULTICAST_FDB_TOP.trailing_zeros() as usize + 1);
+        assert_eq!(
+            PortInfoRecord::STARTS.len(),
+            PortInfoRecord::COMP_LINK_SPEED_EXT_ENABLED.trailing_zeros() as usize + 1
+        );
+        assert_eq!(
+            SwitchInfoRecord::STARTS.len(),
+            SwitchInfoRecord::COMP_MULTICAST_FDB_TOP.trailing_zeros() as usize + 1
+        );
     }
 
     /// Changing one field of a record changes exactly the component that names it.
@@ -241,7 +246,9 @@ mod tests {
     fn each_field_belongs_to_its_own_component() {
         let base = NodeRecord {
             lid: Lid(7),
-            node_info: NodeInfo::parse(&[0u8; 64]).map(|n| NodeInfo { node_guid: Guid(0x10), port_guid: Guid(0x11), num_ports: 2, ..n }).unwrap(),
+            node_info: NodeInfo::parse(&[0u8; 64])
+                .map(|n| NodeInfo { node_guid: Guid(0x10), port_guid: Guid(0x11), num_ports: 2, ..n })
+                .unwrap(),
             node_description: NodeDescription::new("h1"),
         };
         let b = base.to_vec();
@@ -257,12 +264,10 @@ mod tests {
         let mut ni = base.node_info;
         ni.local_port_num = PortNum(2);
         check(NodeRecord { node_info: ni, ..base }, NodeRecord::COMP_LOCAL_PORT_NUM);
-        check(
-            NodeRecord { node_description: NodeDescription::new("h2"), ..base },
-            NodeRecord::COMP_NODE_DESCRIPTION,
-        );
+        check(NodeRecord { node_description: NodeDescription::new("h2"), ..base }, NodeRecord::COMP_NODE_DESCRIPTION);
 
-        let pir = PortInfoRecord { endport_lid: Lid(3), port_num: PortNum(1), options: 0, port_info: PortInfo::default() };
+        let pir =
+            PortInfoRecord { endport_lid: Lid(3), port_num: PortNum(1), options: 0, port_info: PortInfo::default() };
         let p = pir.to_vec();
         let mut other = pir;
         other.port_info.lid = Lid(9);
