@@ -299,8 +299,9 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         }
         cfg.routing_engine = names;
     }
-    if let Some(path) = a.partitions.as_ref().or(file.partitions.as_ref()) {
-        match crate::cli_partitions::load(path) {
+    let partitions_path = a.partitions.clone().or_else(|| file.partitions.clone());
+    if let Some(path) = &partitions_path {
+        match ibsm::policy::load(path) {
             Ok((policy, _)) => cfg.partitions = policy,
             Err(e) => {
                 eprintln!("ibsm run: partition policy refused, nothing applied:\n{e}");
@@ -350,13 +351,19 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         }
     };
     let Some(topology) = &a.sim else {
-        return run_on_umad(a, sm, guid2lid_path, control);
+        return run_on_umad(a, sm, guid2lid_path, partitions_path, control);
     };
     run_on_sim(a, topology, sm, guid2lid_path.as_deref(), control)
 }
 
 /// `ibsm run` on a umad port (real hardware, or ibsim through `ibsim-run`).
-fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>, control: Option<ControlServer>) -> ExitCode {
+fn run_on_umad(
+    a: &RunArgs,
+    sm: Sm,
+    guid2lid: Option<PathBuf>,
+    partitions: Option<PathBuf>,
+    control: Option<ControlServer>,
+) -> ExitCode {
     use ibsm::transport::umad::{UmadPort, find_port};
     use ibsm::transport::umad_driver::{self, DriverOptions, Finish};
 
@@ -380,6 +387,7 @@ fn run_on_umad(a: &RunArgs, sm: Sm, guid2lid: Option<PathBuf>, control: Option<C
         once: a.once,
         guid2lid,
         sweep_interval: sm.config().resweep_interval_ns.map(std::time::Duration::from_nanos),
+        partitions,
         ..DriverOptions::default()
     };
     let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {

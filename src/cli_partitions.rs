@@ -7,24 +7,15 @@
 //! commands. Parsing and resolution are the `ibsm-partitions` crate's.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
+use ibsm::policy::{Form, load};
 use ibsm_mad::records::Rate;
 use ibsm_partitions::{
-    FabricPorts, MemberSpec, Policy, ResolveOptions, mtu_bytes, parse_partitions_conf, policy_from_toml,
-    policy_to_toml, render_partitions_conf, resolve,
+    FabricPorts, MemberSpec, Policy, ResolveOptions, mtu_bytes, policy_to_toml, render_partitions_conf, resolve,
 };
-
-/// The two forms of a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Form {
-    /// OpenSM's partitions.conf grammar.
-    Conf,
-    /// ibsm's TOML form.
-    Toml,
-}
 
 /// `ibsm partitions ...`.
 #[derive(Debug, Subcommand)]
@@ -43,29 +34,6 @@ pub enum PartitionsCommand {
         #[arg(long, value_enum)]
         to: Option<Form>,
     },
-}
-
-/// Which form `path` holds: its extension, else its content (a `[[partition]]` table is TOML).
-pub fn form_of(path: &Path, text: &str) -> Form {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("toml") => Form::Toml,
-        Some("conf") => Form::Conf,
-        _ if text.lines().any(|l| l.trim_start().starts_with("[[")) => Form::Toml,
-        _ => Form::Conf,
-    }
-}
-
-/// Reads and parses a policy file. The error names the file, and for partitions.conf the line
-/// and column of every error.
-pub fn load(path: &Path) -> Result<(Policy, Form), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let form = form_of(path, &text);
-    let policy = match form {
-        Form::Conf => parse_partitions_conf(&text)
-            .map_err(|errs| errs.0.iter().map(|e| format!("{}:{e}", path.display())).collect::<Vec<_>>().join("\n"))?,
-        Form::Toml => policy_from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?,
-    };
-    Ok((policy, form))
 }
 
 /// Runs a `partitions` subcommand.
@@ -165,16 +133,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn form_by_extension_then_content() {
-        assert_eq!(form_of(Path::new("p.toml"), ""), Form::Toml);
-        assert_eq!(form_of(Path::new("p.conf"), "[[partition]]"), Form::Conf);
-        assert_eq!(form_of(Path::new("policy"), "[[partition]]\nname = \"x\""), Form::Toml);
-        assert_eq!(form_of(Path::new("policy"), "Default=0x7fff : ALL=full ;"), Form::Conf);
-    }
-
-    #[test]
     fn show_names_generated_keys_flags_and_members() {
-        let p = parse_partitions_conf(
+        let p = ibsm_partitions::parse_partitions_conf(
             "Default=0x7fff, ipoib, mtu=4, rate=7 : ALL=full ;\nstorage : 0x0002000000000001=full, ALL=limited ;\n",
         )
         .unwrap();

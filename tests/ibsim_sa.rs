@@ -536,3 +536,45 @@ fn compare(ours: &Answers, theirs: &Answers, hosts: usize) {
     // No services registered and no subscriptions on a fresh fabric, as OpenSM says too.
     assert_eq!((ours.services, ours.informs), (theirs.services, theirs.informs));
 }
+
+#[test]
+fn sighup_reloads_the_partition_policy_and_a_bad_one_is_refused() {
+    if !require_ibsim() || !require_tools(&["smpquery", "saquery"]) {
+        return;
+    }
+    let f = fabric();
+    let (topo, client) = (&f.topo, f.client.as_str());
+    let h3 = topo.find("h3").expect("h3");
+    let h3_guid = format!("0x{:016x}", topo.nodes[h3].port_guid(1).0);
+    let mut sim = Ibsim::start(&f.net).expect("ibsim");
+    let file = sim.dir().join("partitions.conf");
+    std::fs::write(&file, "Default=0x7fff : ALL=full ;\n").expect("write");
+    let sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
+    let h3_lid = (1..=40u16)
+        .find(|l| saquery(&sim, client, &["NR", &l.to_string()]).first().is_some_and(|r| r["port_guid"] == h3_guid))
+        .expect("h3's LID");
+    let pkeys = |sim: &Ibsim| -> Vec<String> {
+        let q = sim.run_at(Some(client), "smpquery", &["pkeys", &h3_lid.to_string()]).expect("smpquery");
+        q.stdout
+            .lines()
+            .filter(|l| !l.contains("capacity"))
+            .flat_map(|l| l.split_whitespace().filter(|w| w.starts_with("0x") && *w != "0x0000").map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(pkeys(&sim), ["0xffff"]);
+    let hup = || {
+        let st = std::process::Command::new("kill").args(["-HUP", &sm.pid().to_string()]).status().expect("kill");
+        assert!(st.success());
+    };
+    // A new partition for h3: after SIGHUP the SM sweeps and h3's table gains its key.
+    std::fs::write(&file, format!("Default=0x7fff : ALL=full ;\nalpha=0x0001 : {h3_guid}=full ;\n")).expect("write");
+    hup();
+    wait_for("h3's new P_Key", Duration::from_secs(20), || pkeys(&sim) == ["0xffff", "0x8001"]);
+    // A bad file is refused, with its errors in the log, and the running policy stays.
+    std::fs::write(&file, "Default=0x7fff : ALL=full ;\nbroken=0x12 mtu=4096 : ALL ;\n").expect("write");
+    hup();
+    wait_for("the refusal in the log", Duration::from_secs(20), || sm.stderr().contains("refused"));
+    assert!(sm.stderr().contains(&format!("{}:2:", file.display())), "{}", sm.stderr());
+    assert_eq!(pkeys(&sim), ["0xffff", "0x8001"], "the running policy stays");
+    assert!(saquery(&sim, client, &["SMIR"]).first().is_some_and(|r| r["SMState"] == "3"), "still master");
+}

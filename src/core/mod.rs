@@ -298,6 +298,20 @@ impl Sm {
         }
     }
 
+    /// Replaces the partition policy (a reload) and sweeps, now or right after the running
+    /// sweep: the sweep writes only the P_Key blocks that change, keeping every key's index.
+    pub fn set_partitions(&mut self, policy: ibsm_partitions::Policy) {
+        self.cfg.partitions = policy;
+        if self.state == SmState::NotActive {
+            return;
+        }
+        if self.phase == SweepPhase::Up {
+            self.start_sweep(self.now);
+        } else {
+            self.sweep_requested = true;
+        }
+    }
+
     /// Tells the core how large SA answers may be on its transport (the driver knows whether
     /// it carries RMPP; the default assumes it does).
     pub fn set_sa_limits(&mut self, limits: crate::sa::Limits) {

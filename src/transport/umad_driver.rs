@@ -63,6 +63,8 @@ pub struct DriverOptions {
     pub sweep_interval: Option<Duration>,
     /// With `once`: give up when no report came within this long.
     pub once_limit: Duration,
+    /// The partition policy file, read again on SIGHUP (`None`: SIGHUP only logs).
+    pub partitions: Option<PathBuf>,
 }
 
 impl Default for DriverOptions {
@@ -72,6 +74,7 @@ impl Default for DriverOptions {
             guid2lid: None,
             sweep_interval: Some(Duration::from_secs(10)),
             once_limit: Duration::from_secs(600),
+            partitions: None,
         }
     }
 }
@@ -273,6 +276,8 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
         let mut sigterm =
             signal(SignalKind::terminate()).map_err(|err| DriverError::Runtime { what: "installing SIGTERM", err })?;
+        let mut sighup =
+            signal(SignalKind::hangup()).map_err(|err| DriverError::Runtime { what: "installing SIGHUP", err })?;
         let once_deadline = self.opts.once.then(|| self.start + self.opts.once_limit);
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
         // umad2sim carries single MADs only (no RMPP) and copies the last bytes of an answer
@@ -304,6 +309,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             tokio::select! {
                 _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
+                _ = sighup.recv() => self.reload(),
                 msg = rx.recv() => match msg {
                     Some(Ok(batch)) => {
                         for r in &batch {
@@ -329,6 +335,23 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     self.on_timer();
                 }
             }
+        }
+    }
+
+    /// SIGHUP: reads the partition policy file again. A good policy replaces the running one
+    /// (a sweep follows and writes only the tables that change); a bad one is refused with its
+    /// errors and the running policy stays.
+    fn reload(&mut self) {
+        let Some(path) = &self.opts.partitions else {
+            tracing::warn!("SIGHUP: no partition policy file to reload (start with --partitions FILE)");
+            return;
+        };
+        match crate::policy::load(path) {
+            Ok((policy, _)) => {
+                tracing::warn!(file = %path.display(), "SIGHUP: partition policy reloaded; sweeping");
+                self.sm.set_partitions(policy);
+            }
+            Err(e) => tracing::error!(errors = %e, "SIGHUP: partition policy refused; the running policy stays"),
         }
     }
 
