@@ -34,6 +34,12 @@ enum Command {
         #[command(subcommand)]
         command: crate::cli_routes::RoutesCommand,
     },
+    /// Ask the running SM to read its partition policy file again (over its control socket).
+    Reload {
+        /// The SM's control socket (`--control` of `ibsm run`, or `<state-dir>/ibsm.sock`).
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+    },
     /// Partition policies: print one as it resolves, convert between partitions.conf and TOML.
     Partitions {
         #[command(subcommand)]
@@ -172,6 +178,7 @@ pub fn run() -> ExitCode {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
         Command::Partitions { command } => crate::cli_partitions::run(&command),
+        Command::Reload { socket } => reload(&socket),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
     }
@@ -268,6 +275,25 @@ fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `ibsm reload`: the running SM reads its partition policy again; a refused policy (its errors
+/// printed) leaves the running one in force and exits with status 1.
+fn reload(socket: &std::path::Path) -> ExitCode {
+    match ibsm::control::query::<ibsm::control::Reloaded>(
+        socket,
+        ibsm::control::Query::Reload,
+        std::time::Duration::from_secs(10),
+    ) {
+        Ok(r) => {
+            println!("partition policy reloaded from {}; the SM sweeps and rewrites what changed", r.reloaded);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm reload: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen

@@ -1,9 +1,10 @@
 //! The SM's local control socket: a Unix stream socket through which operators' tools
 //! (`ibsm routes dump --socket`, `ibsm routes check --socket`) ask the running SM what it holds.
 //!
-//! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}` or
-//! `{"query":"status"}`, and reads one line of JSON back; then the SM closes the connection.
-//! `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; anything else (malformed JSON,
+//! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}`,
+//! `{"query":"status"}` or `{"query":"reload"}`, and reads one line of JSON back; then the SM
+//! closes the connection. `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; `reload`
+//! (which the transport carries out: it knows the policy file) answers [`Reloaded`]; anything else (malformed JSON,
 //! an unknown query, a line over 4 KiB, a client too slow to send its line) gets
 //! `{"error":"..."}`.
 //!
@@ -53,6 +54,16 @@ pub enum Query {
     Routes,
     /// The SM's state and its last sweep ([`Status`]).
     Status,
+    /// Read the partition policy file again ([`Reloaded`]); answered by the transport, which
+    /// knows the file.
+    Reload,
+}
+
+/// The answer to `reload`: the file the policy was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reloaded {
+    /// The policy file.
+    pub reloaded: String,
 }
 
 impl Query {
@@ -61,6 +72,7 @@ impl Query {
         match self {
             Query::Routes => "routes",
             Query::Status => "status",
+            Query::Reload => "reload",
         }
     }
 
@@ -87,7 +99,8 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
     match req.query.as_str() {
         "routes" => Ok(Query::Routes),
         "status" => Ok(Query::Status),
-        other => Err(format!("unknown query {other:?}; expected \"routes\" or \"status\"")),
+        "reload" => Ok(Query::Reload),
+        other => Err(format!("unknown query {other:?}; expected \"routes\", \"status\" or \"reload\"")),
     }
 }
 
@@ -176,6 +189,7 @@ pub fn respond(sm: &Sm, query: Query) -> String {
             Ok(r) => serde_json::to_string(&r),
             Err(e) => return error_line(&e.to_string()),
         },
+        Query::Reload => return error_line("reload is answered by the transport, not from the SM's getters"),
     };
     out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
 }
@@ -319,6 +333,12 @@ impl crate::transport::SideQueries for ControlServer {
 }
 
 impl crate::transport::SideQuery for Pending {
+    fn is_reload(&self) -> bool {
+        self.query == Query::Reload
+    }
+    fn reply(self, answer: String) {
+        let _ = self.reply.send(answer);
+    }
     fn answer(self, sm: &Sm) {
         Pending::answer(self, sm);
     }
@@ -431,6 +451,7 @@ mod tests {
     fn requests_parse_and_bad_ones_say_why() {
         assert_eq!(parse_request("{\"query\":\"routes\"}\n"), Ok(Query::Routes));
         assert_eq!(parse_request(&Query::Status.request_line()), Ok(Query::Status));
+        assert_eq!(parse_request(&Query::Reload.request_line()), Ok(Query::Reload));
         assert!(parse_request("{\"query\":\"reboot\"}").unwrap_err().contains("unknown query"));
         assert!(parse_request("garbage").unwrap_err().contains("one line of JSON"));
         assert!(parse_request("{\"query\":\"status\",\"x\":1}").is_err(), "unknown fields are refused");

@@ -538,7 +538,7 @@ fn compare(ours: &Answers, theirs: &Answers, hosts: usize) {
 }
 
 #[test]
-fn sighup_reloads_the_partition_policy_and_a_bad_one_is_refused() {
+fn sighup_and_ibsm_reload_reload_the_partition_policy_and_a_bad_one_is_refused() {
     if !require_ibsim() || !require_tools(&["smpquery", "saquery"]) {
         return;
     }
@@ -549,7 +549,12 @@ fn sighup_reloads_the_partition_policy_and_a_bad_one_is_refused() {
     let mut sim = Ibsim::start(&f.net).expect("ibsim");
     let file = sim.dir().join("partitions.conf");
     std::fs::write(&file, "Default=0x7fff : ALL=full ;\n").expect("write");
-    let sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
+    let sock = sim.dir().join("ibsm.sock");
+    let sm = start_ibsm(
+        &mut sim,
+        &f.sm_host,
+        &["--partitions", &file.to_string_lossy(), "--control", &sock.to_string_lossy()],
+    );
     let h3_lid = (1..=40u16)
         .find(|l| saquery(&sim, client, &["NR", &l.to_string()]).first().is_some_and(|r| r["port_guid"] == h3_guid))
         .expect("h3's LID");
@@ -570,11 +575,32 @@ fn sighup_reloads_the_partition_policy_and_a_bad_one_is_refused() {
     std::fs::write(&file, format!("Default=0x7fff : ALL=full ;\nalpha=0x0001 : {h3_guid}=full ;\n")).expect("write");
     hup();
     wait_for("h3's new P_Key", Duration::from_secs(20), || pkeys(&sim) == ["0xffff", "0x8001"]);
-    // A bad file is refused, with its errors in the log, and the running policy stays.
+    // The same over the control socket: `ibsm reload`.
+    std::fs::write(
+        &file,
+        format!("Default=0x7fff : ALL=full ;\nalpha=0x0001 : {h3_guid}=full ;\nbeta=0x0002 : {h3_guid}=full ;\n"),
+    )
+    .expect("write");
+    let reload = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+            .args(["reload", "--socket"])
+            .arg(&sock)
+            .output()
+            .expect("ibsm reload")
+    };
+    let out = reload();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for("h3's third P_Key", Duration::from_secs(20), || pkeys(&sim) == ["0xffff", "0x8001", "0x8002"]);
+    // A bad file through `ibsm reload`: refused with its errors, exit status 1.
     std::fs::write(&file, "Default=0x7fff : ALL=full ;\nbroken=0x12 mtu=4096 : ALL ;\n").expect("write");
+    let out = reload();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("{}:2:", file.display())), "{out:?}");
+    assert_eq!(pkeys(&sim), ["0xffff", "0x8001", "0x8002"], "the running policy stays");
+    // A bad file is refused on SIGHUP too, with its errors in the log, and the running policy stays.
     hup();
-    wait_for("the refusal in the log", Duration::from_secs(20), || sm.stderr().contains("refused"));
+    wait_for("the refusal in the log", Duration::from_secs(20), || sm.stderr().matches("refused").count() >= 2);
     assert!(sm.stderr().contains(&format!("{}:2:", file.display())), "{}", sm.stderr());
-    assert_eq!(pkeys(&sim), ["0xffff", "0x8001"], "the running policy stays");
+    assert_eq!(pkeys(&sim), ["0xffff", "0x8001", "0x8002"], "the running policy stays");
     assert!(saquery(&sim, client, &["SMIR"]).first().is_some_and(|r| r["SMState"] == "3"), "still master");
 }

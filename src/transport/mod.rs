@@ -25,6 +25,11 @@ pub trait SideQueries {
 
 /// One query from [`SideQueries`].
 pub trait SideQuery {
+    /// Whether it asks to reload the partition policy (the driver does that itself, and
+    /// answers with [`SideQuery::reply`]).
+    fn is_reload(&self) -> bool;
+    /// Answers it with a prepared JSON line.
+    fn reply(self, answer: String);
     /// Answers it from the core's getters.
     fn answer(self, sm: &Sm);
 }
@@ -38,6 +43,12 @@ pub struct NoQueries;
 pub enum Never {}
 
 impl SideQuery for Never {
+    fn is_reload(&self) -> bool {
+        match *self {}
+    }
+    fn reply(self, _: String) {
+        match self {}
+    }
     fn answer(self, _: &Sm) {
         match self {}
     }

@@ -158,7 +158,14 @@ impl SimDriver {
                 tokio::select! {
                     _ = sigint.recv() => return Ok("SIGINT"),
                     _ = sigterm.recv() => return Ok("SIGTERM"),
-                    req = next_query(control.as_deref_mut()) => req.answer(&self.sm),
+                    req = next_query(control.as_deref_mut()) => {
+                        if req.is_reload() {
+                            let why = "the simulated fabric is not swept again: restart ibsm run --sim to change its policy";
+                            req.reply(serde_json::json!({ "error": why }).to_string());
+                        } else {
+                            req.answer(&self.sm);
+                        }
+                    }
                 }
             }
         })

@@ -309,7 +309,9 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             tokio::select! {
                 _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
-                _ = sighup.recv() => self.reload(),
+                _ = sighup.recv() => {
+                    let _ = self.reload();
+                }
                 msg = rx.recv() => match msg {
                     Some(Ok(batch)) => {
                         for r in &batch {
@@ -327,7 +329,17 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 },
                 // Answered at once, also during a sweep: `routes` comes from the last sweep's
                 // snapshot.
-                req = next_query(control.as_mut()) => req.answer(&self.sm),
+                req = next_query(control.as_mut()) => {
+                    if req.is_reload() {
+                        let answer = match self.reload() {
+                            Ok(file) => serde_json::json!({ "reloaded": file }).to_string(),
+                            Err(e) => serde_json::json!({ "error": e }).to_string(),
+                        };
+                        req.reply(answer);
+                    } else {
+                        req.answer(&self.sm);
+                    }
+                }
                 () = sleep => {
                     if once_deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(Finish::NoReport { waited: self.opts.once_limit });
@@ -338,20 +350,26 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
-    /// SIGHUP: reads the partition policy file again. A good policy replaces the running one
-    /// (a sweep follows and writes only the tables that change); a bad one is refused with its
-    /// errors and the running policy stays.
-    fn reload(&mut self) {
+    /// SIGHUP or `reload` on the control socket: reads the partition policy file again. A good
+    /// policy replaces the running one (a sweep follows and writes only the tables that change);
+    /// a bad one is refused with its errors and the running policy stays. Returns the file, or
+    /// why nothing changed.
+    fn reload(&mut self) -> Result<String, String> {
         let Some(path) = &self.opts.partitions else {
-            tracing::warn!("SIGHUP: no partition policy file to reload (start with --partitions FILE)");
-            return;
+            let why = "no partition policy file to reload (start with --partitions FILE)";
+            tracing::warn!("reload: {why}");
+            return Err(why.to_owned());
         };
         match crate::policy::load(path) {
             Ok((policy, _)) => {
-                tracing::warn!(file = %path.display(), "SIGHUP: partition policy reloaded; sweeping");
+                tracing::warn!(file = %path.display(), "partition policy reloaded; sweeping");
                 self.sm.set_partitions(policy);
+                Ok(path.display().to_string())
             }
-            Err(e) => tracing::error!(errors = %e, "SIGHUP: partition policy refused; the running policy stays"),
+            Err(e) => {
+                tracing::error!(errors = %e, "partition policy refused; the running policy stays");
+                Err(format!("partition policy refused; the running policy stays:\n{e}"))
+            }
         }
     }
 
