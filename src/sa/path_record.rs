@@ -106,11 +106,18 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     if has(PathRecord::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
-    let requester = snap.by_lid(q.requester);
-    let want = has(PathRecord::COMP_PKEY).then_some(req.pkey);
-    let template = template(&req, mask);
-    let per_pair =
-        if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 { usize::from(req.numb_path) } else { usize::MAX };
+    let ask = Ask {
+        template: template(&req, mask),
+        req: &req,
+        mask,
+        want: has(PathRecord::COMP_PKEY).then_some(req.pkey),
+        requester: snap.by_lid(q.requester),
+        per_pair: if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 {
+            usize::from(req.numb_path)
+        } else {
+            usize::MAX
+        },
+    };
     let (src_port, dst_port) = (src.map(|e| e.port), dst.map(|e| e.port));
     let all: Vec<PortAt> =
         if src_port.is_none() || dst_port.is_none() { snap.end_ports().collect() } else { Vec::new() };
@@ -120,26 +127,47 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         let slids: Vec<Lid> = src.and_then(|e| e.lid).map_or_else(|| snap.lids_of(sp).collect(), |l| vec![l]);
         for &dp in dests {
             let dlids: Vec<Lid> = dst.and_then(|e| e.lid).map_or_else(|| snap.lids_of(dp).collect(), |l| vec![l]);
-            let mut found = 0;
-            for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
-                if found >= per_pair {
-                    break;
-                }
-                let Some(pkey) = snap.shared_pkey(sp, dp, requester, want) else { continue };
-                let Some(walk) = snap.walk(sp, dlid) else { continue };
-                let Some(mut rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
-                rec.pkey = pkey;
-                if !wanted(&req, mask, &rec) {
-                    continue;
-                }
-                if !table.push(&rec) {
-                    break 'pairs;
-                }
-                found += 1;
+            if !push_pair(snap, &mut table, &ask, (sp, &slids), (dp, &dlids)) {
+                break 'pairs;
             }
         }
     }
     table.answer(q, limits)
+}
+
+/// How a set of port pairs is asked for: the fields every record shares, the request and mask
+/// whose selectors filter them, the P_Key asked for, the requester, the paths per port pair.
+struct Ask<'r> {
+    template: PathRecord,
+    req: &'r PathRecord,
+    mask: u64,
+    want: Option<PKey>,
+    requester: Option<PortAt>,
+    per_pair: usize,
+}
+
+/// Adds the records of port pair `src` → `dst` over their LIDs (at most `ask.per_pair`), when
+/// the two and the requester share a partition. Returns false once the table is full.
+fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[Lid]), dst: (PortAt, &[Lid])) -> bool {
+    let ((sp, slids), (dp, dlids)) = (src, dst);
+    let Some(pkey) = snap.shared_pkey(sp, dp, ask.requester, ask.want) else { return true };
+    let mut found = 0;
+    for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
+        if found >= ask.per_pair {
+            break;
+        }
+        let Some(walk) = snap.walk(sp, dlid) else { continue };
+        let Some(mut rec) = record(snap, &ask.template, (sp, slid), (dp, dlid), &walk) else { continue };
+        rec.pkey = pkey;
+        if !wanted(ask.req, ask.mask, &rec) {
+            continue;
+        }
+        if !table.push(&rec) {
+            return false;
+        }
+        found += 1;
+    }
+    true
 }
 
 /// The fields every answer to `req` shares: the echoed ones and the fixed ones.
@@ -187,8 +215,6 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     if has(Mpr::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
-    let requester = snap.by_lid(q.requester);
-    let want = has(Mpr::COMP_PKEY).then_some(req.pkey);
     // The same request as a PathRecord's template and selectors.
     let as_pr = PathRecord {
         service_id: req.service_id,
@@ -218,26 +244,20 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         (Mpr::COMP_PACKET_LIFE_TIME, PathRecord::COMP_PACKET_LIFE_TIME),
     ];
     let pr_mask = map.iter().filter(|(m, _)| mask & m == *m).fold(0, |acc, (_, p)| acc | p);
-    let template = template(&as_pr, pr_mask);
-    let per_pair = usize::from(req.numb_path.max(1));
+    let ask = Ask {
+        template: template(&as_pr, pr_mask),
+        req: &as_pr,
+        mask: pr_mask,
+        want: has(Mpr::COMP_PKEY).then_some(req.pkey),
+        requester: snap.by_lid(q.requester),
+        per_pair: usize::from(req.numb_path.max(1)),
+    };
     'pairs: for &sp in &sources {
+        let slids: Vec<Lid> = snap.lids_of(sp).collect();
         for &dp in &dests {
-            let mut found = 0;
-            for (slid, dlid) in snap.lids_of(sp).flat_map(|s| snap.lids_of(dp).map(move |d| (s, d))) {
-                if found >= per_pair {
-                    break;
-                }
-                let Some(pkey) = snap.shared_pkey(sp, dp, requester, want) else { continue };
-                let Some(walk) = snap.walk(sp, dlid) else { continue };
-                let Some(mut rec) = record(snap, &template, (sp, slid), (dp, dlid), &walk) else { continue };
-                rec.pkey = pkey;
-                if !wanted(&as_pr, pr_mask, &rec) {
-                    continue;
-                }
-                if !table.push(&rec) {
-                    break 'pairs;
-                }
-                found += 1;
+            let dlids: Vec<Lid> = snap.lids_of(dp).collect();
+            if !push_pair(snap, &mut table, &ask, (sp, &slids), (dp, &dlids)) {
+                break 'pairs;
             }
         }
     }
