@@ -9,3 +9,4 @@
 #![allow(dead_code)]
 
 pub mod ibsim;
+pub mod sa;
