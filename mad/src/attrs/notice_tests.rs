@@ -257,6 +257,8 @@ fn typed_details() -> impl Strategy<Value = NoticeDetails> {
     prop_oneof![
         gid().prop_map(|gid| NoticeDetails::Trap64 { gid }),
         gid().prop_map(|gid| NoticeDetails::Trap65 { gid }),
+        gid().prop_map(|mgid| NoticeDetails::Trap66 { mgid }),
+        gid().prop_map(|mgid| NoticeDetails::Trap67 { mgid }),
         any::<u16>().prop_map(|l| NoticeDetails::Trap128 { lid: Lid(l) }),
         any::<(u16, u32, u16, u8)>().prop_map(|(l, m, m2, f)| NoticeDetails::Trap144 {
             lid: Lid(l),
@@ -317,7 +319,7 @@ prop_compose! {
         raw[..27].copy_from_slice(&raw_a);
         raw[27..].copy_from_slice(&raw_b);
         // Trap numbers without a typed variant keep their details raw.
-        let untyped = if matches!(head.2, 64 | 65 | 128 | 144 | 256..=259) { 129 } else { head.2 };
+        let untyped = if matches!(head.2, 64..=67 | 128 | 144 | 256..=259) { 129 } else { head.2 };
         let (source, details) = match kind {
             0 => (
                 NoticeSource::Generic {
