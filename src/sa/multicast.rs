@@ -225,9 +225,8 @@ impl Groups {
         // Joining or leaving for another port (proxy) needs a partition in common with it.
         let requester = snap.by_lid(q.requester);
         if requester != Some(target) {
-            let keys = |at: Option<super::snapshot::PortAt>| {
-                at.and_then(|a| snap.port(a)).map(|p| p.pkeys.clone()).unwrap_or_default()
-            };
+            let keys =
+                |at: Option<super::snapshot::PortAt>| at.and_then(|a| snap.port(a)).map_or(&[][..], |p| &p.pkeys[..]);
             let (mine, theirs) = (keys(requester), keys(Some(target)));
             if !mine.iter().any(|m| m.0 != 0 && theirs.iter().any(|t| t.0 != 0 && t.base() == m.base())) {
                 return Err(status::SA_REQ_INVALID);

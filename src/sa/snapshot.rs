@@ -227,9 +227,10 @@ impl Snapshot {
     /// common where one of the two is a full member.
     pub fn can_talk(&self, a: Option<PortAt>, b: PortAt) -> bool {
         let (Some(pa), Some(pb)) = (a.and_then(|a| self.port(a)), self.port(b)) else { return false };
-        let held = |t: &[PKey]| t.iter().copied().filter(|k| k.0 != 0).collect::<Vec<_>>();
-        let (ka, kb) = (held(&pa.pkeys), held(&pb.pkeys));
-        ka.iter().any(|k| kb.iter().any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+        pa.pkeys
+            .iter()
+            .filter(|k| k.0 != 0)
+            .any(|k| pb.pkeys.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
     }
 
     /// The P_Key under which end ports `a` and `b` may talk, as a requester at `by` sees it: a
