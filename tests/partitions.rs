@@ -15,10 +15,11 @@ use ibsm_mad::header::Method;
 use ibsm_mad::ids::{attr, status};
 use ibsm_mad::records::{PKeyTableRecord, PathRecord, stride};
 use ibsm_mad::sa::{SA_HEADER_LEN, request};
-use ibsm_mad::smp::SmpRepr;
-use ibsm_mad::{Attribute, DrPath, Guid, Lid, PKey, PortNum};
-use ibsm_sim::fabric::{Dest, SimTime};
+use ibsm_mad::{Attribute, DrPath, Guid, PKey, PortNum};
+use ibsm_sim::fabric::Dest;
 use ibsm_topology::{NodeKind, Topology};
+
+mod support;
 
 const LIMIT: u64 = 600_000_000_000;
 
@@ -52,18 +53,8 @@ fn route_to(drv: &SimDriver, topo: &Topology, node: usize) -> DrPath {
 
 /// The data of a Get of `attr_id`/`attr_mod` sent to `node` from the SM's port.
 fn get(drv: &mut SimDriver, topo: &Topology, node: usize, attr_id: u16, attr_mod: u32) -> [u8; 64] {
-    let tid = 0x5151 + u64::from(attr_mod & 0xff);
-    let smp = SmpRepr::get_dr(&route_to(drv, topo, node), attr_id, attr_mod, tid);
-    drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
-    let t = drv.fabric.now().0 + 1_000_000_000;
-    drv.fabric.run_until_idle(SimTime(t));
-    while let Some(r) = drv.fabric.recv(drv.agent) {
-        let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
-        if resp.tid & 0xffff_ffff == tid {
-            return resp.data;
-        }
-    }
-    panic!("no answer from node {node}");
+    let path = route_to(drv, topo, node);
+    support::sa::dr_get(drv, &path, attr_id, attr_mod).unwrap_or_else(|| panic!("no answer from node {node}"))
 }
 
 /// The non-zero entries of block 0 of the P_Key table of `node`'s port `port` (0 for a CA's
@@ -193,14 +184,7 @@ fn multicast_members_must_hold_the_groups_partition() {
     let live = Live::new(drv.sm.sm_info(false));
     let mut state = SaState::default();
     let mgid = ibsm_mad::Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(0xa1) };
-    let create = McMemberRecord::COMP_MGID
-        | McMemberRecord::COMP_PORT_GID
-        | McMemberRecord::COMP_QKEY
-        | McMemberRecord::COMP_PKEY
-        | McMemberRecord::COMP_SL
-        | McMemberRecord::COMP_FLOW_LABEL
-        | McMemberRecord::COMP_TCLASS
-        | McMemberRecord::COMP_JOIN_STATE;
+    let create = support::sa::MC_CREATE;
     let mut join = |who: usize, mask: u64| {
         let r = McMemberRecord {
             mgid,

@@ -11,9 +11,7 @@ use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::{Selector, stride};
 use ibsm_mad::sa::{SaHeader, request};
-use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Gid, Guid, Lid, PKey, ids};
-use ibsm_sim::fabric::{Dest, SimTime};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
@@ -28,18 +26,9 @@ fn mft_ports(drv: &mut SimDriver, routes: &HashMap<usize, Vec<u8>>, topo: &Topol
     let mut ports = Vec::new();
     for position in 0..=topo.nodes[sw].num_ports / 16 {
         let attr_mod = ibsm_mad::attrs::MulticastForwardingTable::attr_mod(block, position);
-        let tid = 0x6600_0000 + u64::from(attr_mod & 0xffff) + ((sw as u64) << 16);
-        let smp = SmpRepr::get_dr(&path, ids::attr::MFT, attr_mod, tid);
-        drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
-        let t = drv.fabric.now().0 + 1_000_000_000;
-        drv.fabric.run_until_idle(SimTime(t));
-        while let Some(r) = drv.fabric.recv(drv.agent) {
-            let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
-            if resp.tid & 0xffff_ffff == tid & 0xffff_ffff {
-                let t = ibsm_mad::attrs::MulticastForwardingTable::parse(&resp.data).expect("MFT");
-                ports.extend(t.masks[entry].ports(position).map(|p| p.0));
-            }
-        }
+        let data = dr_get(drv, &path, ids::attr::MFT, attr_mod).expect("MFT answer");
+        let t = ibsm_mad::attrs::MulticastForwardingTable::parse(&data).expect("MFT");
+        ports.extend(t.masks[entry].ports(position).map(|p| p.0));
     }
     ports
 }

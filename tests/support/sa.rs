@@ -123,17 +123,8 @@ impl Oracle {
         let block = lid / 64;
         if !self.blocks.contains_key(&(sw, block)) {
             let path = DrPath::new(self.routes.get(&sw)?).ok()?;
-            let tid = 0x7000_0000 + (sw as u64) * 4096 + u64::from(block);
-            let smp = SmpRepr::get_dr(&path, ids::attr::LFT, u32::from(block), tid);
-            drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
-            let t = drv.fabric.now().0 + 1_000_000_000;
-            drv.fabric.run_until_idle(SimTime(t));
-            while let Some(r) = drv.fabric.recv(drv.agent) {
-                let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
-                if resp.tid & 0xffff_ffff == tid & 0xffff_ffff {
-                    self.blocks.insert((sw, block), LinearForwardingTable::parse(&resp.data).ok()?);
-                }
-            }
+            let data = dr_get(drv, &path, ids::attr::LFT, u32::from(block))?;
+            self.blocks.insert((sw, block), LinearForwardingTable::parse(&data).ok()?);
         }
         self.blocks.get(&(sw, block)).map(|t| t.ports[usize::from(lid % 64)].0)
     }
@@ -283,4 +274,24 @@ pub fn subscribed_probe(topo: &Topology) -> (SimDriver, ibsm_sim::fabric::AgentI
     let r = listen(&mut drv, probe).expect("answer");
     assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::OK);
     (drv, probe, topo.nodes[host].port_guid(1), report.sm_lid)
+}
+
+/// The data of a Get of `attr_id`/`attr_mod` sent along `path` from the SM's port and answered
+/// by the simulated node (the SM is idle between sweeps; the caller drains the answer itself),
+/// or `None` when no answer came.
+pub fn dr_get(drv: &mut SimDriver, path: &DrPath, attr_id: u16, attr_mod: u32) -> Option<[u8; 64]> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0x6000_0000);
+    let tid = u64::from(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let smp = SmpRepr::get_dr(path, attr_id, attr_mod, tid);
+    drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let t = drv.fabric.now().0 + 1_000_000_000;
+    drv.fabric.run_until_idle(SimTime(t));
+    let mut data = None;
+    while let Some(r) = drv.fabric.recv(drv.agent) {
+        let Ok(resp) = SmpRepr::parse(&r.mad[..]) else { continue };
+        if resp.tid & 0xffff_ffff == tid {
+            data = Some(resp.data);
+        }
+    }
+    data
 }
