@@ -422,29 +422,41 @@ fn run_on_umad(
             println!("{}", summary(r, wall.elapsed()));
         }
     });
-    match result {
-        Ok(Finish::Swept(r)) if r.complete => ExitCode::SUCCESS,
+    let code: u8 = match result {
+        Ok(Finish::Swept(r)) if r.complete => 0,
         Ok(Finish::Swept(r)) => {
             eprintln!(
                 "ibsm run: the subnet is not fully up: {} SMPs failed, {} linked ports not active",
                 r.smps_failed, r.ports_not_active
             );
-            ExitCode::FAILURE
+            1
         }
         Ok(Finish::NoReport { waited }) => {
             eprintln!("ibsm run: no sweep report within {} s", waited.as_secs());
-            ExitCode::FAILURE
+            1
         }
         Ok(Finish::Stopped { signal, sweeps }) => {
             eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
             // With --once the sweep did not finish: the subnet is not known to be up.
-            if a.once { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+            u8::from(a.once)
         }
         Err(e) => {
             eprintln!("ibsm run: {e}");
-            ExitCode::FAILURE
+            1
         }
+    };
+    // Under umad2sim, the shim's exit handler joins its receiver thread while holding a lock
+    // that thread may be waiting for, when a MAD arrives during the exit (for instance the trap
+    // 144 that closing issm makes ibsim send to the master, which is us): the process never
+    // exits then. The port and issm are closed and everything of ours is done by now, so leave
+    // without running exit handlers.
+    if ibsm::transport::umad::under_umad2sim() {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        ibsm::transport::umad::exit_now(code);
     }
+    ExitCode::from(code)
 }
 
 /// The built-in simulated fabric of `ibsm run --sim`.

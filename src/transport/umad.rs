@@ -312,6 +312,15 @@ pub fn under_umad2sim() -> bool {
     std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("umad2sim"))
 }
 
+/// Ends the process with `code` at once, without running exit handlers (see the caller in
+/// `ibsm run`: umad2sim's exit handler can deadlock). Flush what must be flushed first.
+pub fn exit_now(code: u8) -> ! {
+    // SAFETY: `_exit` takes no pointers and never returns; skipping exit handlers is the point.
+    unsafe {
+        libc::_exit(i32::from(code))
+    }
+}
+
 /// Which management classes the SM registers an agent for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AgentClass {

@@ -37,11 +37,8 @@ use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind
 const WAKE_TID: u64 = 0;
 /// How long a stop waits for the poll thread before sending the wake-up again.
 const WAKE_WAIT: Duration = Duration::from_millis(250);
-/// Wake-ups sent before the thread is left to end with the process (5 s in all). Generous on
-/// purpose: a thread left inside umad2sim's poll can hold the lock its close needs, so giving up
-/// too early (an ibsim slowed down by a busy machine) can hang the exit instead of slowing it.
-/// A wake-up normally arrives within a millisecond.
-const WAKE_TRIES: u32 = 20;
+/// Wake-ups sent before the thread is left to end with the process.
+const WAKE_TRIES: u32 = 4;
 /// At most this many MADs already queued are read and handed over in one go.
 const BATCH: usize = 256;
 /// Bursts the poll thread may have waiting for the loop (at most `RX_BURSTS * BATCH` MADs);
