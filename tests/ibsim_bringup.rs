@@ -380,7 +380,7 @@ fn running_sm_answers_sa_and_stops_on_sigterm() {
     let groups = saquery_records(&out.stdout);
     let ipoib = groups.iter().find(|g| g.get("MGID").is_some_and(|m| m == "ff12:401b:ffff::ffff:ffff"));
     assert_eq!(ipoib.and_then(|g| g.get("Mlid")).map(String::as_str), Some("0xC000"), "{}", out.describe());
-    let out = sim.run_at(Some(&other), "saquery", &["GIR"]).unwrap();
+    let out = sim.run_at(Some(&other), "saquery", &["SL2VL"]).unwrap();
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("0x000c") || text.contains("not supported"), "{}", out.describe());
 

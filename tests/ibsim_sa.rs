@@ -45,6 +45,8 @@ struct Answers {
     pr: BTreeMap<(String, String), Rec>,
     smir: Rec,
     cpi: Rec,
+    /// GUIDInfoRecords by port GUID: each block's number and GUIDs.
+    gir: BTreeMap<String, Vec<String>>,
     /// ServiceRecords and InformInfoRecords listed (`saquery -S`, `-I`).
     services: usize,
     informs: usize,
@@ -90,6 +92,16 @@ fn collect(sim: &Ibsim, client: &str, topo: &Topology) -> Answers {
             a.pir.insert(guid.clone(), one(sim, client, &["PIR", &lid.to_string()]));
             cas.push((lid, guid.clone()));
         }
+    }
+    for (&lid, guid) in &a.guid_of {
+        let blocks = saquery(sim, client, &["GIR", &lid.to_string()])
+            .iter()
+            .map(|r| {
+                let guids = (0..8).map(|i| r.get(&format!("GUID {i}")).cloned().unwrap_or_default());
+                std::iter::once(r.get("Block").cloned().unwrap_or_default()).chain(guids).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        a.gir.insert(guid.clone(), blocks);
     }
     for (sl, sg) in &cas {
         for (dl, dg) in &cas {
@@ -201,11 +213,12 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
         collect(&sim, client, topo)
     };
     eprintln!(
-        "compared with OpenSM: {} NodeRecords, {} PortInfoRecords, {} SwitchInfoRecords, {} PathRecords, SMInfoRecord, ClassPortInfo",
+        "compared with OpenSM: {} NodeRecords, {} PortInfoRecords, {} SwitchInfoRecords, {} PathRecords, {} GUIDInfoRecords, SMInfoRecord, ClassPortInfo",
         ours.nr.len(),
         ours.pir.len(),
         ours.swir.len(),
-        ours.pr.len()
+        ours.pr.len(),
+        ours.gir.values().map(Vec::len).sum::<usize>()
     );
     compare(&ours, &theirs, hosts);
 }
@@ -318,6 +331,17 @@ fn osmtest_multicast_flow_reaches_the_same_outcomes_as_with_opensm() {
 /// Every end port's P_Key table as `smpquery pkeys` reads it (non-zero entries in order), by
 /// port GUID (from each LID's NodeInfo); and the port GUIDs whose NodeRecord the (untrusted)
 /// client gets from the SA.
+/// The multicast groups `client` sees (`saquery -g`, untrusted): MGID, MLID, MTU, P_Key, rate
+/// and SL of each.
+fn groups(sim: &Ibsim, client: &str) -> Vec<String> {
+    let mut out: Vec<String> = saquery(sim, client, &["-g"])
+        .iter()
+        .map(|r| ["MGID", "Mlid", "Mtu", "pkey", "Rate", "SL"].map(|k| r.get(k).cloned().unwrap_or_default()).join(" "))
+        .collect();
+    out.sort();
+    out
+}
+
 fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
     let mut out = BTreeMap::new();
     let mut visible = Vec::new();
@@ -372,7 +396,7 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
     let port = |name: &str| format!("0x{:016x}", topo.nodes[topo.find(name).expect("host")].port_guid(1).0);
     // Full and limited members, a member without a membership (defmember), ipoib, ALL_SWITCHES.
     let conf = format!(
-        "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n\
+        "Default=0x7fff, ipoib, mtu=5, rate=7 : mgid=ff12:1234::1,mtu=3\n, ALL=limited, SELF=full ;\n\
          alpha=0x0001, ipoib : {}=full, {}=full ;\n\
          beta=0x0002, defmember=limited : {}=full, {}, {}=limited ;\n\
          switches=0x0003 : ALL_SWITCHES=full ;\n",
@@ -388,16 +412,21 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _osm = start_opensm(&sim, &f.sm_host, topo, &["-P", &file.to_string_lossy()]);
-        pkey_tables(&sim, client, end_ports)
+        (pkey_tables(&sim, client, end_ports), groups(&sim, client))
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
-        pkey_tables(&sim, client, end_ports)
+        (pkey_tables(&sim, client, end_ports), groups(&sim, client))
     };
-    let ((ours, ours_visible), (theirs, theirs_visible)) = (ours, theirs);
+    let (((ours, ours_visible), our_groups), ((theirs, theirs_visible), their_groups)) = (ours, theirs);
+    // The policy's groups: the default partition's IPoIB broadcast group with its flags and the
+    // `mgid=` group; alpha's broadcast group is hidden from the client (not in alpha).
+    assert_eq!(our_groups, their_groups, "the policy's multicast groups, as {client} sees them");
+    assert_eq!(our_groups.len(), 2, "{our_groups:?}");
+    eprintln!("multicast groups equal to OpenSM's: {our_groups:?}");
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same end ports");
     // An untrusted client sees the NodeRecords of the ports it can talk to, under both SMs.
     assert_eq!(ours_visible, theirs_visible, "NodeRecords visible to {client}");
@@ -518,6 +547,9 @@ fn compare(ours: &Answers, theirs: &Answers, hosts: usize) {
         assert_eq!(ol & 0xc0, tl & 0xc0, "{s} -> {d}: lifetime selector");
         assert!(ol & 0x3f >= tl & 0x3f, "{s} -> {d}: lifetime {ol:#x} vs OpenSM {tl:#x}");
     }
+    // GUIDInfoRecords: the same blocks with the same GUIDs (port GUID first, no aliases).
+    assert_eq!(ours.gir, theirs.gir, "GUIDInfoRecords");
+    assert!(ours.gir.values().all(|b| !b.is_empty()));
     // SMInfoRecord: the same SM port, master, priority 0.
     same("SMInfoRecord", &["GUID", "SM_Key", "Priority", "SMState"], &ours.smir, &theirs.smir);
     assert_eq!(ours.smir["SMState"], "3");

@@ -1,13 +1,14 @@
 //! `ibsm-partitions`: the partition policy of ibsm.
 //!
-//! It owns three things, all pure functions over text and plain data (no paths, no I/O, no
+//! It owns four things, all pure functions over text and plain data (no paths, no I/O, no
 //! clock, no MADs):
 //!
 //! - the typed policy model ([`Policy`], [`Partition`], [`Member`], [`McastGroup`]);
 //! - two front ends: OpenSM's `partitions.conf` ([`parse_partitions_conf`], written back by
 //!   [`render_partitions_conf`]) and our TOML form ([`policy_from_toml`], [`policy_to_toml`]);
 //! - the resolver ([`resolve`]) from a policy and a list of fabric end ports to each port's
-//!   ordered P_Key table, plus switch-port enforcement tables.
+//!   ordered P_Key table, plus switch-port enforcement tables;
+//! - the multicast groups a policy pre-creates ([`policy_groups`]).
 //!
 //! Guarantees: parsing never panics on any input (property-tested and fuzzed, see
 //! `partitions/fuzz/`); `parse_partitions_conf(render_partitions_conf(p)) == p` and the TOML round
@@ -15,6 +16,7 @@
 
 mod conf;
 mod error;
+mod groups;
 mod model;
 mod render;
 mod resolve;
@@ -29,6 +31,7 @@ mod resolve_tests;
 
 pub use conf::parse_partitions_conf;
 pub use error::{ParseError, ParseErrorKind, ParseErrors, RenderError, ResolveError, TomlError};
+pub use groups::{GroupSpec, IPOIB_QKEY, policy_groups};
 pub use model::{
     DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, McastFlags, McastGroup, Member, MemberSpec, Membership, Partition,
     Policy, ValueError, mtu_bytes,

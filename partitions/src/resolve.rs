@@ -268,7 +268,7 @@ fn enforcement(fabric: &FabricPorts, out: &mut PortPkeys) {
 }
 
 /// The implicit default partition plus the policy's, merged, each with its base.
-fn effective_partitions(policy: &Policy) -> Result<Vec<(u16, Partition)>, ResolveError> {
+pub(crate) fn effective_partitions(policy: &Policy) -> Result<Vec<(u16, Partition)>, ResolveError> {
     let explicit: Vec<u16> = policy.partitions.iter().filter_map(|p| p.pkey).collect();
     let mut out = vec![(
         DEFAULT_PKEY_BASE,

@@ -122,7 +122,7 @@ impl Sm {
                 continue;
             };
             let wanted = want.get(&idx).unwrap_or(&empty);
-            let held = self.mft_held.entry(guid).or_default();
+            let held = self.sa_state.mfts.entry(guid).or_default();
             let keys: Vec<(u16, u8)> = wanted.keys().chain(held.keys()).copied().collect();
             let mut sets = Vec::new();
             for key in keys {
@@ -147,7 +147,7 @@ impl Sm {
     /// A MulticastForwardingTable Set ended.
     pub(super) fn on_set_mft(&mut self, request: &Request, switch: Guid, key: (u16, u8), outcome: &Outcome) {
         if outcome.failure().is_some() {
-            if let Some(held) = self.mft_held.get_mut(&switch) {
+            if let Some(held) = self.sa_state.mfts.get_mut(&switch) {
                 held.remove(&key);
             }
             self.fail(request, outcome);

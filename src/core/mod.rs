@@ -242,7 +242,6 @@ pub struct Sm {
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// MFT blocks the switches hold, as this SM wrote them (by switch GUID).
-    mft_held: HashMap<Guid, mcast::Blocks>,
     /// MFT blocks written.
     mft_blocks_sent: u64,
     /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
@@ -288,7 +287,6 @@ impl Sm {
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_state: crate::sa::SaState::default(),
-            mft_held: HashMap::new(),
             mft_blocks_sent: 0,
             pkeys: std::collections::BTreeMap::new(),
             enforce: std::collections::BTreeMap::new(),
@@ -366,7 +364,7 @@ impl Sm {
     /// `None` when it wrote nothing there.
     pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
         let (block, entry) = ibsm_mad::attrs::MulticastForwardingTable::locate(mlid)?;
-        let held = self.mft_held.get(&switch)?;
+        let held = self.sa_state.mfts.get(&switch)?;
         let mut ports: Vec<u8> = held
             .range((block, 0)..=(block, 15))
             .flat_map(|(&(_, pos), t)| t.masks[entry].ports(pos).map(|p| p.0))
@@ -638,7 +636,11 @@ impl Sm {
         let snapshot = Arc::new(self.build_snapshot());
         let old = self.snapshot.replace(Arc::clone(&snapshot));
         self.announce_changes(old.as_deref(), &snapshot);
-        self.sa_state.mcast.ensure_defaults(&snapshot);
+        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions).unwrap_or_else(|e| {
+            self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
+            ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file()).unwrap_or_default()
+        });
+        self.sa_state.mcast.apply_policy(&groups, &snapshot);
         self.sa_state.mcast.retain_present(&snapshot);
         self.sa_state.mcast.take_dirty();
         self.announce_groups(&snapshot);

@@ -98,8 +98,7 @@ impl Sm {
                 for (&(_, port), keys) in
                     self.enforce.range((n.info.node_guid, PortNum(0))..=(n.info.node_guid, PortNum(u8::MAX)))
                 {
-                    // Keyed apart from end ports: the switch GUID with the port in the top byte.
-                    let key = Guid(n.info.node_guid.0 ^ (u64::from(port.0) << 56));
+                    let key = switch_port_key(n.info.node_guid, port);
                     targets.push((key, i, port, keys.clone()));
                 }
             }
@@ -174,6 +173,18 @@ impl Sm {
         self.pkey_blocks_sent
     }
 
+    /// Switch `switch`'s enforcing port `port`'s P_Key table as written (holes included); empty
+    /// when the port does not enforce or a block of its table could not be written.
+    pub(super) fn enforcing_table(&self, switch: Guid, port: usize) -> Vec<PKey> {
+        let Ok(port) = u8::try_from(port).map(PortNum) else { return Vec::new() };
+        let key = switch_port_key(switch, port);
+        let written = self.pkey_held.get(&key).is_some_and(|held| held.iter().all(Option::is_some));
+        match (self.enforce.contains_key(&(switch, port)), written, self.pkey_layout.get(&key)) {
+            (true, true, Some(layout)) => layout.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The P_Key table the policy gives each end port (by port GUID), as last resolved and
     /// written; ports whose write failed are absent.
     pub fn port_pkeys(&self) -> &BTreeMap<Guid, Vec<PKey>> {
@@ -213,6 +224,12 @@ pub(crate) fn stable_layout(prev: &[PKey], desired: &[PKey], capacity: usize) ->
         out.pop();
     }
     if out.len() > capacity.max(1) { desired.to_vec() } else { out }
+}
+
+/// The key of a switch port's table among the end ports' (which are keyed by port GUID): the
+/// switch GUID with the port number in the top byte.
+fn switch_port_key(switch: Guid, port: PortNum) -> Guid {
+    Guid(switch.0 ^ (u64::from(port.0) << 56))
 }
 
 #[cfg(test)]

@@ -26,15 +26,19 @@ impl Sm {
                 let ports = n
                     .ports
                     .iter()
-                    .map(|r| SnapPort {
-                        pkeys: r
-                            .guid
-                            .or(switch.then_some(n.info.port_guid))
-                            .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
-                            // The table as laid out on the port (holes included), for ports
-                            // whose table is in force (fail closed otherwise).
-                            .and_then(|g| self.pkeys.get(&g).and(self.pkey_layout.get(&g)).cloned())
-                            .unwrap_or_default(),
+                    .enumerate()
+                    .map(|(i, r)| SnapPort {
+                        pkeys: if switch && i > 0 {
+                            self.enforcing_table(n.info.node_guid, i)
+                        } else {
+                            r.guid
+                                .or(switch.then_some(n.info.port_guid))
+                                .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
+                                // The table as laid out on the port (holes included), for ports
+                                // whose table is in force (fail closed otherwise).
+                                .and_then(|g| self.pkeys.get(&g).and(self.pkey_layout.get(&g)).cloned())
+                                .unwrap_or_default()
+                        },
                         info: r.info,
                         guid: r.guid.unwrap_or(if switch { n.info.port_guid } else { Guid(0) }),
                         lid: r.lid,

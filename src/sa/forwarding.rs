@@ -1,9 +1,13 @@
 //! LinearForwardingTableRecord (Get, GetTable): the blocks of each switch's LFT up to its
-//! LinearFDBTop, as the switch holds them, keyed by the switch's LID and the block number.
+//! LinearFDBTop, as the switch holds them, keyed by the switch's LID and the block number; and
+//! MulticastForwardingTableRecord (Get, GetTable): the blocks of each switch's MFT that hold a
+//! port, keyed by the switch's LID, the block and the position (16 ports per position).
 
-use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::records::LftRecord;
-use ibsm_mad::{PortNum, bits};
+use std::collections::{BTreeMap, HashMap};
+
+use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable};
+use ibsm_mad::records::{LftRecord, MftRecord};
+use ibsm_mad::{Guid, PortNum, bits};
 
 use super::answer::Table;
 use super::node_record::candidates;
@@ -31,6 +35,27 @@ pub(super) fn lft_query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answ
                 *slot = PortNum(p);
             }
             if !t.offer(q, &LftRecord { lid: port.lid, block_num: block, lft }) {
+                break 'switches;
+            }
+        }
+    }
+    t.answer(q, limits)
+}
+
+/// Each switch's multicast table as written (by switch node GUID): (block, position) to block.
+pub type Mfts = HashMap<Guid, BTreeMap<(u16, u8), MulticastForwardingTable>>;
+
+/// Get/GetTable(MulticastForwardingTableRecord).
+pub(super) fn mft_query(snap: &Snapshot, mfts: &Mfts, q: &Query<'_>, limits: &Limits) -> Answer {
+    let mut t = Table::new::<MftRecord>(q, limits);
+    'switches: for at in candidates(snap, q, MftRecord::COMP_LID, 0) {
+        let (Some(node), Some(port)) = (snap.node(at.0), snap.port(at)) else { continue };
+        let Some(blocks) = mfts.get(&node.info.node_guid).filter(|_| node.is_switch()) else { continue };
+        for (&(block_num, position), mft) in blocks {
+            if mft.masks.iter().all(|m| m.0 == 0) {
+                continue;
+            }
+            if !t.offer(q, &MftRecord { lid: port.lid, position, block_num, mft: *mft }) {
                 break 'switches;
             }
         }

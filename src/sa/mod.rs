@@ -18,7 +18,8 @@
 pub mod admission;
 pub mod answer;
 mod class_port_info;
-mod forwarding;
+pub mod forwarding;
+mod guid_info_record;
 pub mod inform;
 mod link_record;
 pub mod multicast;
@@ -121,6 +122,8 @@ pub struct SaState {
     pub informs: inform::Informs,
     /// Multicast groups.
     pub mcast: multicast::Groups,
+    /// What each switch's multicast table holds (kept by the core's multicast programming).
+    pub mfts: forwarding::Mfts,
 }
 
 /// Why a request got no answer at all.
@@ -157,10 +160,12 @@ pub fn serve(
         (Method::Get | Method::GetTable, sa_attr::SWITCH_INFO_RECORD) => switch_info_record::query(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::LINK_RECORD) => link_record::query(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::LFT_RECORD) => forwarding::lft_query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::MFT_RECORD) => forwarding::mft_query(snap, &state.mfts, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
         (Method::GetMulti, sa_attr::MULTI_PATH_RECORD) => path_record::multi(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PKEY_TABLE_RECORD) => pkey_table_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::GUID_INFO_RECORD) => guid_info_record::query(snap, &q, limits),
         (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
             state.services.query(snap, &q, limits, live.now)
         }

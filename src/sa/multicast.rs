@@ -3,8 +3,10 @@
 //! Owns the groups: MGID, MLID, the group-wide parameters (Q_Key, P_Key, MTU, rate, SL,
 //! FlowLabel, HopLimit, TClass, scope, packet lifetime) and the members, each a port GUID with
 //! its JoinState bits (full member, non-member, send-only non-member, send-only full member).
-//! MLIDs come from 0xC000 up, lowest free first; 0xC000 is the IPoIB broadcast group of the
-//! default partition, created when the SA starts answering and never deleted. A group ends, and
+//! MLIDs come from 0xC000 up, lowest free first. The partition policy's groups (the IPoIB
+//! broadcast group of the default partition, 0xC000, and of every `ipoib` partition, and the
+//! `mgid=` groups) are created when the SA starts answering and kept while the policy names
+//! them ([`Groups::apply_policy`]). A group ends, and
 //! its MLID is free again, when its last full member leaves (send-only memberships end with it;
 //! OpenSM keeps such a group, and a join as 0x9 followed by a leave as 0x1 leaks its MLID), or,
 //! for a group without full members, when its last member leaves. Every change marks the groups dirty so
@@ -27,8 +29,8 @@
 //!   table must hold the group's partition (else REQ_INVALID).
 //! - Delete removes the JoinState bits given, which must all be held; a port that is not a
 //!   member, a bit it does not hold, or a group that does not exist, is REQ_INVALID.
-//! - An untrusted query gets one record per group, without PortGID, JoinState and ProxyJoin; a
-//!   trusted one (the SA key) a record per member.
+//! - An untrusted query gets one record per group of its own partitions, without PortGID,
+//!   JoinState and ProxyJoin; a trusted one (the SA key) a record per member of every group.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,8 +49,6 @@ pub const MLID_BASE: u16 = 0xc000;
 pub const MLID_COUNT: u16 = 1024;
 /// MGID of the IPv4-over-IB broadcast group of the default partition (link-local scope).
 pub const IPOIB_BROADCAST: Gid = Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0x0000_0000_ffff_ffff) };
-/// Q_Key of the IPoIB broadcast group (RFC 4391).
-pub const IPOIB_QKEY: u32 = 0x0000_0b1b;
 
 /// A multicast group.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +58,7 @@ pub struct Group {
     pub params: McMemberRecord,
     /// Members: port GUID and JoinState bits.
     pub members: BTreeMap<Guid, JoinState>,
-    /// Never deleted (the IPoIB broadcast group).
+    /// Kept without members: the partition policy names it.
     pub persistent: bool,
 }
 
@@ -149,28 +149,58 @@ impl Groups {
         std::mem::take(&mut self.dirty)
     }
 
-    /// Creates the IPoIB broadcast group of the default partition if it does not exist: MTU 2048,
-    /// 10 Gb/s, Q_Key 0x0B1B, P_Key 0xFFFF, link-local scope, no members yet.
-    pub fn ensure_defaults(&mut self, snap: &Snapshot) {
-        if self.by_mgid.contains_key(&IPOIB_BROADCAST) {
-            return;
+    /// Brings the pre-created groups to what the partition policy names (`specs`, from
+    /// [`ibsm_partitions::policy_groups`], the default partition's IPoIB broadcast group first,
+    /// so that it takes MLID 0xC000). A group the policy names is kept while it does, even
+    /// without members; one it names no longer ends like any other group (at once when it has
+    /// no member). A named group that exists with other parameters keeps them while it has
+    /// members (they joined with those) and takes the new ones once empty.
+    pub fn apply_policy(&mut self, specs: &[ibsm_partitions::GroupSpec], snap: &Snapshot) {
+        for g in self.by_mgid.values_mut() {
+            g.persistent = false;
         }
-        let params = McMemberRecord {
-            mgid: IPOIB_BROADCAST,
-            qkey: IPOIB_QKEY,
-            mlid: Lid(MLID_BASE),
-            mtu_selector: Selector::Exactly,
-            mtu: Mtu::from_raw(4),
-            pkey: PKey(0xffff),
-            rate_selector: Selector::Exactly,
-            rate: Rate::from_raw(3),
-            packet_life_time_selector: Selector::Exactly,
-            packet_life_time: snap.packet_life,
-            scope: 2,
-            ..McMemberRecord::default()
-        };
-        self.by_mgid.insert(IPOIB_BROADCAST, Group { params, members: BTreeMap::new(), persistent: true });
-        self.dirty = true;
+        for spec in specs {
+            let params = |mlid: Lid| McMemberRecord {
+                mgid: spec.mgid,
+                qkey: spec.qkey,
+                mlid,
+                mtu_selector: Selector::Exactly,
+                mtu: Mtu::from_raw(spec.mtu),
+                pkey: spec.pkey,
+                rate_selector: Selector::Exactly,
+                rate: Rate::from_raw(spec.rate),
+                packet_life_time_selector: Selector::Exactly,
+                packet_life_time: snap.packet_life,
+                sl: spec.sl,
+                flow_label: spec.flow_label,
+                tclass: spec.tclass,
+                scope: spec.scope,
+                ..McMemberRecord::default()
+            };
+            if let Some(g) = self.by_mgid.get_mut(&spec.mgid) {
+                g.persistent = true;
+                let fresh = params(g.params.mlid);
+                if g.members.is_empty() && g.params != fresh {
+                    g.params = fresh;
+                    self.dirty = true;
+                }
+                continue;
+            }
+            let Some(mlid) = self.free_mlid() else { continue };
+            self.by_mgid.insert(spec.mgid, Group { params: params(mlid), members: BTreeMap::new(), persistent: true });
+            self.events.push((true, spec.mgid));
+            self.dirty = true;
+        }
+        let events = &mut self.events;
+        let before = self.by_mgid.len();
+        self.by_mgid.retain(|mgid, g| {
+            let keep = g.persistent || !g.members.is_empty();
+            if !keep {
+                events.push((false, *mgid));
+            }
+            keep
+        });
+        self.dirty |= self.by_mgid.len() != before;
     }
 
     /// Drops members whose ports are no longer in `snap` (and groups left without members).
@@ -195,7 +225,7 @@ impl Groups {
 
     fn free_mlid(&self) -> Option<Lid> {
         let used: BTreeSet<u16> = self.by_mgid.values().map(|g| g.params.mlid.0).collect();
-        (MLID_BASE + 1..MLID_BASE + MLID_COUNT).find(|m| !used.contains(m)).map(Lid)
+        (MLID_BASE..MLID_BASE + MLID_COUNT).find(|m| !used.contains(m)).map(Lid)
     }
 
     /// Answers an MCMemberRecord request.
@@ -436,7 +466,12 @@ impl Groups {
 
     fn records(&self, snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         let mut t = Table::new::<McMemberRecord>(q, limits);
+        let requester = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
         'groups: for g in self.by_mgid.values() {
+            // An untrusted requester sees only the groups of its own partitions.
+            if !q.trusted && !requester.is_some_and(|r| Self::holds(snap, r, g.params.pkey)) {
+                continue;
+            }
             // An untrusted requester gets one record per group, without PortGID, JoinState and
             // ProxyJoin (as OpenSM answers); a trusted one a record per member.
             let members: Vec<(Guid, JoinState)> = if !q.trusted || g.members.is_empty() {

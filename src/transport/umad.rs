@@ -316,9 +316,7 @@ pub fn under_umad2sim() -> bool {
 /// `ibsm run`: umad2sim's exit handler can deadlock). Flush what must be flushed first.
 pub fn exit_now(code: u8) -> ! {
     // SAFETY: `_exit` takes no pointers and never returns; skipping exit handlers is the point.
-    unsafe {
-        libc::_exit(i32::from(code))
-    }
+    unsafe { libc::_exit(i32::from(code)) }
 }
 
 /// Which management classes the SM registers an agent for.

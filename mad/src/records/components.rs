@@ -13,8 +13,8 @@
 use crate::Attribute;
 use crate::bits;
 use crate::records::{
-    InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
-    ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    GuidInfoRecord, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, MftRecord, NodeRecord, PKeyTableRecord,
+    PortInfoRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
 };
 
 /// A record type whose components are plain bit ranges.
@@ -132,9 +132,19 @@ impl Components for LftRecord {
     const STARTS: &'static [u16] = &[0, 16, 32, 64];
 }
 
+impl Components for MftRecord {
+    // LID, Position, reserved, BlockNum, reserved, MulticastForwardingTable.
+    const STARTS: &'static [u16] = &[0, 16, 20, 23, 32, 64];
+}
+
 impl Components for PKeyTableRecord {
     // LID, BlockNum, PortNum, reserved, P_KeyTable.
     const STARTS: &'static [u16] = &[0, 16, 32, 40, 64];
+}
+
+impl Components for GuidInfoRecord {
+    // LID, BlockNum, reserved (8 bits), reserved (32 bits), GUID 0 .. GUID 7.
+    const STARTS: &'static [u16] = &[0, 16, 24, 32, 64, 128, 192, 256, 320, 384, 448, 512];
 }
 
 const SERVICE_RECORD: [u16; 37] = {
@@ -208,6 +218,9 @@ mod tests {
         starts_tile::<LinkRecord>();
         starts_tile::<LftRecord>();
         starts_tile::<PKeyTableRecord>();
+        starts_tile::<GuidInfoRecord>();
+        starts_tile::<MftRecord>();
+        assert_eq!(GuidInfoRecord::STARTS.len(), (GuidInfoRecord::COMP_GUID0 << 7).trailing_zeros() as usize + 1);
         starts_tile::<ServiceRecord>();
         starts_tile::<InformInfoRecord>();
         starts_tile::<McMemberRecord>();
