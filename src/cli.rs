@@ -347,23 +347,44 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         },
         None => Guid2Lid::default(),
     };
-    let mut sm = Sm::new(cfg, table);
-    // P_Keys keep their table index across restarts.
-    if let Some(d) = &state_dir {
-        match ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)) {
-            Ok(layout) => sm.set_pkey_layout(layout),
-            Err(e) => {
-                eprintln!("ibsm run: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
     if let Some(d) = &state_dir {
         if let Err(e) = std::fs::create_dir_all(d) {
             eprintln!("ibsm run: state directory {}: {e}", d.display());
             return ExitCode::FAILURE;
         }
     }
+    if let Err(e) = mkey_setup(&mut cfg, state_dir.as_deref()) {
+        eprintln!("ibsm run: {e}");
+        return ExitCode::from(2);
+    }
+    let mut sm = Sm::new(cfg, table);
+    // P_Keys keep their table index across restarts; the keys ports hold are known again:
+    // OpenSM's guid2mkey when taking over from it, then this SM's own.
+    let mut held = match file.guid2mkey.as_deref().map(ibsm::state::load_guid2mkey).transpose() {
+        Ok(keys) => keys.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("ibsm run: guid2mkey: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(d) = &state_dir {
+        let loaded = ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)).and_then(|layout| {
+            let keys = ibsm::state::load_guid2mkey(&d.join(ibsm::state::GUID2MKEY))?;
+            Ok((layout, keys, ibsm::state::load_neighbors(&d.join(ibsm::state::NEIGHBORS))?))
+        });
+        match loaded {
+            Ok((layout, keys, neighbors)) => {
+                sm.set_pkey_layout(layout);
+                sm.set_mkey_neighbors(neighbors);
+                held.extend(keys);
+            }
+            Err(e) => {
+                eprintln!("ibsm run: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    sm.set_mkeys_held(held);
     let control_path = if a.no_control {
         None
     } else {
@@ -516,8 +537,7 @@ fn run_on_sim(
         sweeps += 1;
         let report = drv.sweep(600_000_000_000, log_event);
         if let Some(p) = guid2lid {
-            let saved = ibsm::state::save_guid2lid(p, drv.sm.guid2lid())
-                .and_then(|()| ibsm::state::save_pkeys(&p.with_file_name(ibsm::state::PKEYS), drv.sm.pkey_layout()));
+            let saved = ibsm::state::save_after_sweep(p, &drv.sm);
             if let Err(e) = saved {
                 eprintln!("ibsm run: {e}");
                 return ExitCode::FAILURE;
@@ -560,6 +580,17 @@ fn run_on_sim(
     }
 }
 
+/// Per-port M_Keys need the secret from the state directory (created on first use).
+fn mkey_setup(cfg: &mut ibsm::core::SmConfig, state_dir: Option<&std::path::Path>) -> Result<(), String> {
+    if cfg.m_key.mode != ibsm::core::mkeys::MKeyMode::PerPort {
+        return Ok(());
+    }
+    let dir =
+        state_dir.ok_or("m-key = \"per-port\" needs a state directory (state-dir or --state-dir) for its secret")?;
+    cfg.m_key.secret = ibsm::state::load_or_create_mkey_secret(dir).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 fn log_event(ev: &SmEvent) {
     match ev {
         SmEvent::PhaseStarted { phase, at } => {
@@ -590,6 +621,35 @@ fn log_event(ev: &SmEvent) {
             tracing::info!(from = from.0, trap = ?number, "trap received; acknowledged, sweeping");
         }
         SmEvent::MalformedMad { from, len } => tracing::warn!(from = from.0, len, "malformed MAD dropped"),
+        SmEvent::BadMKey { lid, from, method, attr_id, m_key, return_path, count, ours, lease_s } => {
+            let path: Vec<String> = return_path.iter().map(u8::to_string).collect();
+            if *ours {
+                let recovery = match lease_s {
+                    Some(0) | None => {
+                        "its lease never expires: clear the key on the port, or give ibsm the key (guid2mkey)"
+                            .to_owned()
+                    }
+                    Some(s) => format!("recovery when its lease expires, in {s} s; a sweep is scheduled then"),
+                };
+                tracing::warn!(
+                    lid = lid.0,
+                    traps = count,
+                    recovery,
+                    "port refuses this SM's M_Key (it holds a key ibsm does not know)"
+                );
+            } else {
+                tracing::warn!(
+                    lid = lid.0,
+                    from = from.0,
+                    method = format_args!("{method:#04x}"),
+                    attr = format_args!("{attr_id:#06x}"),
+                    m_key = format_args!("{:#018x}", m_key.0),
+                    path = path.join(","),
+                    traps = count,
+                    "bad M_Key: an SMP with a wrong key reached the port (another SM, or an attack)"
+                );
+            }
+        }
     }
 }
 

@@ -46,6 +46,33 @@ pub struct ConfigFile {
     /// Partition enforcement on switch ports facing CAs: `both`, `in`, `out` or `off`
     /// (default `both`, as OpenSM).
     pub part_enforce: Option<String>,
+    /// M_Keys: `off`, `per-port` (each port its own key, derived from a secret kept in the
+    /// state directory, which is then required) or one key for every port (`"0x..."`,
+    /// OpenSM's model). Default `off`, as OpenSM.
+    pub m_key: Option<String>,
+    /// M_KeyProtectBits 0..=3 set with the keys (default 1: Gets without the key see M_Key 0,
+    /// Sets fail; 2 and 3: Gets fail too).
+    pub m_key_protect: Option<u8>,
+    /// M_KeyLeasePeriod in seconds: how long a port refuses a wrong key before its protection
+    /// drops (default 60; 0 = never, so a lost key cannot be recovered). Must exceed
+    /// `resweep-interval-s`.
+    pub m_key_lease_s: Option<u16>,
+    /// OpenSM's `guid2mkey` file: the keys ports hold now (for taking over from OpenSM).
+    pub guid2mkey: Option<PathBuf>,
+}
+
+/// The M_Key mode a `m-key` value names.
+pub fn parse_mkey_mode(text: &str) -> Result<crate::core::mkeys::MKeyMode, String> {
+    use crate::core::mkeys::MKeyMode;
+    match text.trim() {
+        "off" => Ok(MKeyMode::Off),
+        "per-port" => Ok(MKeyMode::PerPort),
+        k => match parse_key(k) {
+            Ok(0) => Err("0 is no key; use \"off\"".to_owned()),
+            Ok(v) => Ok(MKeyMode::Fixed(v)),
+            Err(_) => Err(format!("{text:?} is not one of off, per-port, or a 64-bit key")),
+        },
+    }
 }
 
 /// Parses a 64-bit key: `0x` and up to 16 hex digits, or a decimal number.
@@ -164,6 +191,21 @@ impl ConfigFile {
         {
             return Err(err("part-enforce", format!("{e:?} is not one of both, in, out, off")));
         }
+        if let Some(m) = &self.m_key {
+            parse_mkey_mode(m).map_err(|r| err("m-key", r))?;
+        }
+        if let Some(p) = self.m_key_protect.filter(|&p| p > 3) {
+            return Err(err("m-key-protect", format!("must be 0..=3, found {p}")));
+        }
+        let resweep = self.resweep_interval_s.unwrap_or(10);
+        if let Some(l) = self.m_key_lease_s.filter(|&l| l != 0 && u64::from(l) <= resweep) {
+            return Err(err(
+                "m-key-lease-s",
+                format!(
+                    "{l} s is not longer than the re-sweep interval ({resweep} s); a port would drop its protection between sweeps"
+                ),
+            ));
+        }
         if let Some(k) = &self.sa_key {
             parse_key(k).map_err(|r| err("sa-key", r))?;
         }
@@ -216,6 +258,12 @@ impl ConfigFile {
                 .as_deref()
                 .and_then(crate::core::PartEnforce::parse)
                 .unwrap_or(d.part_enforce),
+            m_key: crate::core::mkeys::MKeyConfig {
+                mode: self.m_key.as_deref().and_then(|m| parse_mkey_mode(m).ok()).unwrap_or(d.m_key.mode),
+                protect: self.m_key_protect.unwrap_or(d.m_key.protect),
+                lease_s: self.m_key_lease_s.unwrap_or(d.m_key.lease_s),
+                secret: d.m_key.secret,
+            },
         }
     }
 }

@@ -1,22 +1,34 @@
-//! The SM's state directory: persisted tables (`guid2lid`, the P_Key table layouts `pkeys`),
-//! read at start and written
-//! atomically (temporary file, fsync, rename, directory fsync) so that a crash never leaves a
-//! torn file behind.
+//! The SM's state directory: persisted tables (`guid2lid`, the P_Key table layouts `pkeys`,
+//! the M_Keys ports hold `guid2mkey`) and the M_Key secret `mkey-secret`, read at start and
+//! written atomically (temporary file, fsync, rename, directory fsync) so that a crash never
+//! leaves a torn file behind. Files holding keys are created with mode 0600, and a secret
+//! readable by others is refused.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::{Guid, PKey};
 
+use crate::core::Sm;
 use crate::core::lids::Guid2Lid;
+use crate::core::mkeys::MKeySecret;
 
 /// File name of the GUID-to-LID table inside the state directory (OpenSM's name and format).
 pub const GUID2LID: &str = "guid2lid";
 /// File name of the P_Key table layouts inside the state directory: one line per table,
 /// `0x<port GUID> 0x<P_Key at index 0> 0x<at index 1> ...` (0x0000 for an empty slot).
 pub const PKEYS: &str = "pkeys";
+/// File name of the M_Keys the ports hold (OpenSM's name and format: `0x<port GUID> 0x<M_Key>`
+/// per line).
+pub const GUID2MKEY: &str = "guid2mkey";
+/// File name of the neighbour map: `0x<node GUID> <port> 0x<port GUID cabled there>` per line
+/// (what OpenSM keeps as `neighbors`, for the same reason: to know a port's M_Key before its
+/// NodeInfo can be read); node 0, port 0 names the SM's own port.
+pub const NEIGHBORS: &str = "neighbors";
+/// File name of the secret per-port M_Keys are derived from: 32 hex digits.
+pub const MKEY_SECRET: &str = "mkey-secret";
 
 /// Why the state directory could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -113,16 +125,175 @@ pub fn save_pkeys(path: &Path, layouts: &BTreeMap<Guid, Vec<PKey>>) -> Result<()
     write_atomically(path, text.as_bytes())
 }
 
+/// Reads a `guid2mkey` file (ibsm's, or OpenSM's to take its keys over): `0x<port GUID>
+/// 0x<M_Key>` per line; blank lines and `#` comments are skipped. A missing file is none.
+///
+/// # Errors
+/// [`StateError`] for an unreadable file, or one with a malformed line (named).
+pub fn load_guid2mkey(path: &Path) -> Result<HashMap<Guid, u64>, StateError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
+    };
+    parse_guid2mkey(&text).map_err(|(line, reason)| StateError::Parse { path: path.to_owned(), line, reason })
+}
+
+/// Parses `guid2mkey` text; `Err((line, reason))` for the first bad line.
+pub fn parse_guid2mkey(text: &str) -> Result<HashMap<Guid, u64>, (usize, String)> {
+    let hex =
+        |w: &str| w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).and_then(|h| u64::from_str_radix(h, 16).ok());
+    let mut out = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            [] => {}
+            [g, k] => {
+                let (Some(g), Some(k)) = (hex(g), hex(k)) else {
+                    return Err((i + 1, "expected 0x<port GUID> 0x<M_Key>".to_owned()));
+                };
+                out.insert(Guid(g), k);
+            }
+            _ => return Err((i + 1, format!("expected 2 fields, found {}", words.len()))),
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the M_Keys ports hold to `path` atomically, mode 0600.
+///
+/// # Errors
+/// [`StateError::Io`] when any step fails; the old file is then left as it was.
+pub fn save_guid2mkey<S: std::hash::BuildHasher>(path: &Path, keys: &HashMap<Guid, u64, S>) -> Result<(), StateError> {
+    use std::fmt::Write as _;
+    let sorted: BTreeMap<&Guid, &u64> = keys.iter().collect();
+    let mut text = String::new();
+    for (g, k) in sorted {
+        let _ = writeln!(text, "0x{:016x} 0x{k:016x}", g.0);
+    }
+    write_file(path, text.as_bytes(), 0o600)
+}
+
+/// Reads the neighbour map; a missing file is none.
+///
+/// # Errors
+/// [`StateError`] for an unreadable file or a malformed line (named).
+pub fn load_neighbors(path: &Path) -> Result<HashMap<(Guid, u8), Guid>, StateError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
+    };
+    let hex = |w: &str| w.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok());
+    let mut out = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [] => {}
+            [n, p, g] => {
+                let (Some(n), Ok(p), Some(g)) = (hex(n), p.parse::<u8>(), hex(g)) else {
+                    let reason = "expected 0x<node GUID> <port> 0x<port GUID>".to_owned();
+                    return Err(StateError::Parse { path: path.to_owned(), line: i + 1, reason });
+                };
+                out.insert((Guid(n), p), Guid(g));
+            }
+            _ => {
+                let reason = "expected 3 fields".to_owned();
+                return Err(StateError::Parse { path: path.to_owned(), line: i + 1, reason });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the neighbour map atomically.
+///
+/// # Errors
+/// [`StateError::Io`] when any step fails; the old file is then left as it was.
+pub fn save_neighbors<S: std::hash::BuildHasher>(
+    path: &Path,
+    map: &HashMap<(Guid, u8), Guid, S>,
+) -> Result<(), StateError> {
+    use std::fmt::Write as _;
+    let sorted: BTreeMap<&(Guid, u8), &Guid> = map.iter().collect();
+    let mut text = String::new();
+    for ((n, p), g) in sorted {
+        let _ = writeln!(text, "0x{:016x} {p} 0x{:016x}", n.0, g.0);
+    }
+    write_atomically(path, text.as_bytes())
+}
+
+/// The M_Key secret in `dir`, created (16 bytes from the OS's random source, mode 0600) when
+/// there is none.
+///
+/// # Errors
+/// [`StateError`] when it cannot be read or created, is malformed, or is readable by others.
+pub fn load_or_create_mkey_secret(dir: &Path) -> Result<MKeySecret, StateError> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(MKEY_SECRET);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let mode = std::fs::metadata(&path).map_err(io(&path))?.permissions().mode();
+            let bad = |reason: String| StateError::Parse { path: path.clone(), line: 1, reason };
+            if mode & 0o077 != 0 {
+                return Err(bad(format!("mode {:o} lets others read the secret; chmod 600 it", mode & 0o777)));
+            }
+            let t = text.trim();
+            let bytes: Option<Vec<u8>> = (t.len() == 32 && t.is_ascii())
+                .then(|| (0..16).map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()).collect())
+                .flatten();
+            let b = bytes.ok_or_else(|| bad("expected 32 hex digits".to_owned()))?;
+            let mut secret = [0u8; 16];
+            secret.copy_from_slice(&b);
+            Ok(MKeySecret(secret))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = [0u8; 16];
+            let random = Path::new("/dev/urandom");
+            std::fs::File::open(random).and_then(|mut f| f.read_exact(&mut secret)).map_err(io(random))?;
+            let mut text = String::with_capacity(33);
+            for b in secret {
+                use std::fmt::Write as _;
+                let _ = write!(text, "{b:02x}");
+            }
+            text.push('\n');
+            write_file(&path, text.as_bytes(), 0o600)?;
+            Ok(MKeySecret(secret))
+        }
+        Err(source) => Err(StateError::Io { path, source }),
+    }
+}
+
+/// Writes what the state directory keeps after a sweep: `guid2lid` at `guid2lid`, and beside it
+/// the P_Key layouts and the M_Keys the ports hold.
+///
+/// # Errors
+/// [`StateError::Io`] naming the file that failed.
+pub fn save_after_sweep(guid2lid: &Path, sm: &Sm) -> Result<(), StateError> {
+    save_guid2lid(guid2lid, sm.guid2lid())?;
+    save_pkeys(&guid2lid.with_file_name(PKEYS), sm.pkey_layout())?;
+    save_guid2mkey(&guid2lid.with_file_name(GUID2MKEY), sm.mkeys_held())?;
+    save_neighbors(&guid2lid.with_file_name(NEIGHBORS), sm.mkey_neighbors())
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename,
 /// then fsync of the directory.
 ///
 /// # Errors
 /// [`StateError::Io`] naming the file that failed.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    write_file(path, bytes, 0o644)
+}
+
+/// [`write_atomically`] with the file created with `mode` (before the umask).
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StateError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).map_err(io(&tmp))?;
     f.write_all(bytes).map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
     drop(f);
@@ -144,6 +315,62 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("temp dir");
         d
+    }
+
+    #[test]
+    fn guid2mkey_round_trips_private_and_bad_lines_are_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmpdir("mkeys");
+        let p = d.join(GUID2MKEY);
+        assert!(load_guid2mkey(&p).expect("missing is none").is_empty());
+        let keys: HashMap<Guid, u64> = [(Guid(0x10), 0xdead_beef), (Guid(0x2), u64::MAX)].into_iter().collect();
+        save_guid2mkey(&p, &keys).expect("save");
+        assert_eq!(load_guid2mkey(&p).expect("load"), keys);
+        assert_eq!(std::fs::metadata(&p).expect("meta").permissions().mode() & 0o077, 0, "private");
+        // OpenSM's layout, with blank lines and comments.
+        let opensm = "0x0002c90300000001 0x0000000000000abc\n\n# note\n0x0002c90300000002 0x1\n";
+        assert_eq!(parse_guid2mkey(opensm).expect("parses").len(), 2);
+        assert_eq!(parse_guid2mkey("0x1 0x2\n0x3\n").expect_err("bad").0, 2);
+        assert_eq!(parse_guid2mkey("0x1 zz\n").expect_err("bad").0, 1);
+    }
+
+    #[test]
+    fn neighbors_round_trip_and_bad_lines_are_named() {
+        let d = tmpdir("neighbors");
+        let p = d.join(NEIGHBORS);
+        assert!(load_neighbors(&p).expect("missing is none").is_empty());
+        let m: HashMap<(Guid, u8), Guid> = [((Guid(1), 3), Guid(9)), ((Guid(2), 36), Guid(0x10))].into_iter().collect();
+        save_neighbors(&p, &m).expect("save");
+        assert_eq!(load_neighbors(&p).expect("load"), m);
+        std::fs::write(&p, "0x1 3 0x9\n0x1 x 0x9\n").expect("write");
+        assert!(load_neighbors(&p).expect_err("bad").to_string().starts_with(&format!("{}:2: ", p.display())));
+    }
+
+    #[test]
+    fn the_mkey_secret_is_created_once_private_and_refused_when_readable() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmpdir("secret");
+        let a = load_or_create_mkey_secret(&d).expect("created");
+        let b = load_or_create_mkey_secret(&d).expect("read back");
+        assert_eq!(a, b, "the same secret on the next start");
+        assert_ne!(a.0, [0; 16]);
+        let p = d.join(MKEY_SECRET);
+        assert_eq!(std::fs::metadata(&p).expect("meta").permissions().mode() & 0o777, 0o600);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(load_or_create_mkey_secret(&d).expect_err("readable").to_string().contains("chmod 600"));
+        std::fs::write(&p, "nothex\n").expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert!(load_or_create_mkey_secret(&d).is_err());
+    }
+
+    proptest::proptest! {
+        /// Any text parses or is refused with a line number inside it; never a panic.
+        #[test]
+        fn guid2mkey_parser_never_panics(text in "[0-9a-fA-Fx# \n]{0,200}") {
+            if let Err((line, _)) = parse_guid2mkey(&text) {
+                proptest::prop_assert!(line >= 1 && line <= text.lines().count());
+            }
+        }
     }
 
     #[test]

@@ -101,6 +101,9 @@ impl Sm {
                 let faces_ca = is_switch
                     && p > 0
                     && rec.remote.and_then(|(rn, _)| self.subnet.node(rn)).is_some_and(|r| !r.is_switch());
+                if is_switch == (p == 0) {
+                    self.apply_mkey(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
+                }
                 if let Some((inbound, outbound)) = self.enforcement_bits(n.info.node_guid, port, faces_ca) {
                     after.partition_enforcement_inbound = inbound;
                     after.partition_enforcement_outbound = outbound;
@@ -165,6 +168,9 @@ impl Sm {
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
                 let mut want = as_set(&info);
                 want.port_state = to;
+                if !n.is_switch() {
+                    self.apply_mkey(rec.guid, &mut want);
+                }
                 sets.push(Request::sweep(
                     n.path_for(port),
                     Req::SetPortInfo { node: i, port, info: Box::new(want), step },
@@ -211,6 +217,9 @@ impl Sm {
             PortStep::Arm => self.sweep.armed += 1,
             PortStep::Activate => self.sweep.activated += 1,
             PortStep::Configure => {}
+        }
+        if let Some(guid) = self.mkey_guid(node, port) {
+            self.learn_mkey(guid, &pi);
         }
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);

@@ -44,6 +44,7 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
+        self.learn_neighbor(from, ni.port_guid);
         let path = request.path;
         let arrival = ni.local_port_num;
         if let Some(&idx) = self.subnet.by_guid.get(&ni.node_guid) {
@@ -112,6 +113,9 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
+        if let Some(guid) = self.mkey_guid(node, port) {
+            self.learn_mkey(guid, &pi);
+        }
         let local = self.subnet.local;
         if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {
             self.distrust_if_other_master(node, pi.master_sm_lid);

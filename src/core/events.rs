@@ -135,6 +135,28 @@ pub enum SmEvent {
         /// The sweep phase at the time (unchanged by the answer).
         phase: SweepPhase,
     },
+    /// A trap 256 (bad M_Key): an SMP with a wrong key reached a port (reported at most every
+    /// 10 s per source; the count keeps every one).
+    BadMKey {
+        /// The port whose M_Key check failed (its LID).
+        lid: Lid,
+        /// Source of the offending SMP (DrSLID for a directed-route one).
+        from: Lid,
+        /// Its method.
+        method: u8,
+        /// Its attribute.
+        attr_id: u16,
+        /// The key it carried.
+        m_key: ibsm_mad::MKey,
+        /// Its directed route back (the port numbers), when it was directed-route.
+        return_path: Vec<u8>,
+        /// Traps from this source so far.
+        count: u64,
+        /// The key was the one this SM sends: the port holds a key the SM does not know.
+        ours: bool,
+        /// The port's M_KeyLeasePeriod (s) as last read: when it can be recovered.
+        lease_s: Option<u16>,
+    },
     /// A trap arrived (and was acknowledged with TrapRepress).
     TrapReceived {
         /// Issuer's LID.

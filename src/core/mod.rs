@@ -19,6 +19,7 @@ pub mod io;
 pub mod lft;
 pub mod lids;
 mod mcast;
+pub mod mkeys;
 mod partial;
 mod pkeys;
 mod requests;
@@ -78,6 +79,8 @@ pub struct SmConfig {
     /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
     /// `saquery` and OpenSM's clients send).
     pub sa_key: u64,
+    /// M_Keys: mode, protect bits, lease and the per-port secret (default off, as OpenSM).
+    pub m_key: mkeys::MKeyConfig,
     /// Partition policy (default: OpenSM's policy without a file, the default partition 0x7FFF
     /// with every port a full member).
     pub partitions: ibsm_partitions::Policy,
@@ -141,6 +144,7 @@ impl Default for SmConfig {
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
+            m_key: mkeys::MKeyConfig::default(),
         }
     }
 }
@@ -241,6 +245,8 @@ pub struct Sm {
     sa_admission: crate::sa::admission::Admission,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
+    /// What the SM knows of the ports' M_Keys.
+    mkeys: mkeys::MKeys,
     /// MFT blocks the switches hold, as this SM wrote them (by switch GUID).
     /// MFT blocks written.
     mft_blocks_sent: u64,
@@ -287,6 +293,7 @@ impl Sm {
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_state: crate::sa::SaState::default(),
+            mkeys: mkeys::MKeys::default(),
             mft_blocks_sent: 0,
             pkeys: std::collections::BTreeMap::new(),
             enforce: std::collections::BTreeMap::new(),
@@ -476,6 +483,15 @@ impl Sm {
             self.dispatch(&request, &outcome);
         }
         self.sa_state.informs.on_timeout(self.now);
+        if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
+            // A port's M_Key lease ended: sweep to give it this SM's key.
+            self.mkeys.recovery_at = None;
+            if self.phase == SweepPhase::Up {
+                self.start_sweep(self.now);
+            } else {
+                self.sweep_requested = true;
+            }
+        }
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         }
@@ -496,12 +512,16 @@ impl Sm {
             let timeout_ns = crate::sa::inform::REPORT_TIMEOUT_NS;
             return Some(Transmit { bytes: r.bytes, to, kind: TransmitKind::Request { timeout_ns } });
         }
-        self.tx.poll_transmit(self.now)
+        let key = self.next_smp_key();
+        self.tx.poll_transmit_keyed(self.now, key)
     }
 
     /// The next time [`Sm::handle_timeout`] must be called, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
-        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout()].into_iter().flatten().min()
+        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout(), self.mkeys.recovery_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The next event for logs and metrics.

@@ -173,23 +173,36 @@ impl Sm {
 
     fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         self.counters.traps += 1;
-        let number =
-            bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok()).and_then(|n| match n.source {
-                ibsm_mad::attrs::NoticeSource::Generic { trap_number, .. } => Some(trap_number),
-                ibsm_mad::attrs::NoticeSource::Vendor { .. } => None,
-            });
+        let notice = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok());
+        let number = notice.as_ref().and_then(|n| match n.source {
+            ibsm_mad::attrs::NoticeSource::Generic { trap_number, .. } => Some(trap_number),
+            ibsm_mad::attrs::NoticeSource::Vendor { .. } => None,
+        });
         // TrapRepress: the trap itself, method 0x07, back to the issuer (not a response: no R bit,
-        // but sent once like one).
-        if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec) {
+        // but sent once like one), with the issuer's M_Key (a wrong one would be refused). Not
+        // for a bad-M_Key trap about a refused TrapRepress: the port does not know this SM's key,
+        // and repressing again would only raise the next such trap, for ever.
+        let repress_refused = notice.as_ref().is_some_and(|n| {
+            matches!(n.details, ibsm_mad::attrs::NoticeDetails::Trap256 { method, .. } if method == Method::TrapRepress.raw())
+        });
+        if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec).filter(|_| !repress_refused) {
+            let key = self.issuer_mkey(src.slid);
             let mut m = Mad::new_unchecked(&mut repress[..]);
             m.set_method(Method::TrapRepress);
             m.set_status(status::OK);
+            ibsm_mad::smp::Smp::new_unchecked(&mut repress[..]).set_m_key(key);
             self.respond(repress, reply_to(h, src));
         }
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number });
+        if let Some(n) = notice.as_ref().filter(|_| number == Some(256)) {
+            // A security event, not a fabric change: reported, no sweep.
+            self.on_bad_mkey(src.slid, &n.details);
+            self.sa_state.informs.notify(n, n.issuer_lid, self.now);
+            return;
+        }
         // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers).
-        if let Some(notice) = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok()) {
-            self.sa_state.informs.notify(&notice, notice.issuer_lid, self.now);
+        if let Some(notice) = &notice {
+            self.sa_state.informs.notify(notice, notice.issuer_lid, self.now);
         }
         // Any trap may mean the fabric changed: sweep now, or right after the running sweep.
         if self.state != SmState::NotActive {

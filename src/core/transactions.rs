@@ -20,7 +20,7 @@ use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PKeyTable
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
-use ibsm_mad::{Attribute, DrPath, Guid, PortNum, ids};
+use ibsm_mad::{Attribute, DrPath, Guid, MKey, PortNum, ids};
 
 use super::events::SmpFailure;
 use super::io::{Address, Transmit, TransmitKind};
@@ -216,8 +216,23 @@ impl Transactions {
         *n = n.saturating_sub(1);
     }
 
-    /// The next SMP to send, if the window has room.
+    /// The request [`Transactions::poll_transmit`] would send next, if the window has room.
+    pub fn peek(&self) -> Option<&Request> {
+        if self.in_flight.len() >= self.window {
+            return None;
+        }
+        self.queue.front().map(|(r, _)| r)
+    }
+
+    /// The next SMP to send, if the window has room, with M_Key 0.
+    #[cfg(test)]
     pub fn poll_transmit(&mut self, now: u64) -> Option<Transmit> {
+        self.poll_transmit_keyed(now, MKey(0))
+    }
+
+    /// The next SMP to send, if the window has room, carrying `m_key` (the key of the port
+    /// that checks it: the caller looked it up for [`Transactions::peek`]'s request).
+    pub fn poll_transmit_keyed(&mut self, now: u64, m_key: MKey) -> Option<Transmit> {
         if self.in_flight.len() >= self.window {
             return None;
         }
@@ -225,7 +240,8 @@ impl Transactions {
         let tid = self.next_tid;
         self.next_tid = self.next_tid.wrapping_add(1).max(1);
         let (attr_id, attr_mod, method, data) = request.req.smp_fields();
-        let smp = SmpRepr::set_dr(&request.path, attr_id, attr_mod, u64::from(tid), data).with_method(method);
+        let mut smp = SmpRepr::set_dr(&request.path, attr_id, attr_mod, u64::from(tid), data).with_method(method);
+        smp.m_key = m_key;
         let bytes = smp.to_bytes();
         self.counters.sent += 1;
         self.in_flight

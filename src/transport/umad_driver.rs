@@ -420,8 +420,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             if let SmEvent::SubnetUp(report) = &ev {
                 self.sweeps += 1;
                 if let Some(p) = &self.opts.guid2lid {
-                    crate::state::save_guid2lid(p, self.sm.guid2lid())?;
-                    crate::state::save_pkeys(&p.with_file_name(crate::state::PKEYS), self.sm.pkey_layout())?;
+                    crate::state::save_after_sweep(p, &self.sm)?;
                 }
                 (self.on_event)(&ev);
                 if self.opts.once {

@@ -1,0 +1,194 @@
+//! M_Keys on the simulated fabric (our sim enforces them as the IBTA and the kernel's SMA do:
+//! protect bits, lease, violation counter, trap 256): per-port keys set with protect bits and
+//! lease, every SMP carrying them, a second SM locked out and reported, and recovery when the
+//! SM restarts with another secret.
+
+use ibsm::core::mkeys::{MKeyConfig, MKeyMode, MKeySecret};
+use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::PortInfo;
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, MKey, ids};
+use ibsm_sim::fabric::{AgentId, Dest, SimTime};
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::sa::{LIMIT, Oracle, example};
+
+fn mkey_cfg(secret: u8, protect: u8) -> SmConfig {
+    let m_key = MKeyConfig { mode: MKeyMode::PerPort, protect, lease_s: 60, secret: MKeySecret([secret; 16]) };
+    SmConfig { m_key, ..SmConfig::default() }
+}
+
+/// PortInfo of the port at the end of `path` (attribute modifier `port`), asked from `agent`
+/// with `key`; `None` when the port does not answer (a refused M_Key).
+fn port_info(drv: &mut SimDriver, agent: AgentId, path: &DrPath, port: u8, key: u64) -> Option<PortInfo> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0x7000_0000);
+    let tid = u64::from(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let mut smp = SmpRepr::get_dr(path, ids::attr::PORT_INFO, u32::from(port), tid);
+    smp.m_key = MKey(key);
+    drv.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let t = drv.fabric.now().0 + 1_000_000_000;
+    drv.fabric.run_until_idle(SimTime(t));
+    let mut got = None;
+    while let Some(r) = drv.fabric.recv(agent) {
+        if let Ok(resp) = SmpRepr::parse(&r.mad[..])
+            && resp.tid & 0xffff_ffff == tid
+        {
+            got = PortInfo::parse(&resp.data).ok();
+        }
+    }
+    got
+}
+
+/// Every end port: (directed route from the SM's port, attribute modifier, port GUID).
+fn end_ports(topo: &Topology, drv: &SimDriver) -> Vec<(DrPath, u8, Guid)> {
+    let routes = Oracle::from_topology(topo, drv.at).routes;
+    let mut out = Vec::new();
+    for (i, n) in topo.nodes.iter().enumerate() {
+        if n.kind == NodeKind::Switch {
+            out.push((DrPath::new(&routes[&i]).expect("route"), 0, n.port_guid(0)));
+        } else if i == drv.at.0 {
+            out.push((DrPath::local(), drv.at.1, n.port_guid(drv.at.1)));
+        } else {
+            let peer = n.peer(1).expect("cabled");
+            let mut r = routes[&peer.node].clone();
+            r.push(peer.port);
+            out.push((DrPath::new(&r).expect("route"), 1, n.port_guid(1)));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cfg = mkey_cfg(7, 1);
+    let keys = cfg.m_key;
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let agent = drv.agent;
+    let mut seen = std::collections::HashSet::new();
+    for (path, port, guid) in end_ports(&topo, &drv) {
+        // Without the key: the Get works at level 1 but hides the key.
+        let blind = port_info(&mut drv, agent, &path, port, 0).expect("a Get at level 1 is answered");
+        assert_eq!((blind.m_key.0, blind.m_key_protect_bits, blind.m_key_lease_period), (0, 1, 60), "{guid:?}");
+        // With it: the key is the one derived for this port.
+        let info = port_info(&mut drv, agent, &path, port, keys.key_for(guid)).expect("answered");
+        assert_eq!(info.m_key.0, keys.key_for(guid), "{guid:?}");
+        assert!(seen.insert(info.m_key.0), "every port's key differs");
+        assert_eq!(drv.sm.mkeys_held().get(&guid), Some(&keys.key_for(guid)), "the SM knows what it set");
+    }
+    // The reads without the key raised traps at no port (Gets are no violation at level 1), and
+    // the SM's own SMPs carried the right keys: a second sweep completes without any trap 256.
+    let mut bad = 0;
+    assert!(drv.sweep(LIMIT, |e| bad += usize::from(matches!(e, SmEvent::BadMKey { .. }))).expect("up").complete);
+    assert_eq!(bad, 0);
+    assert!(drv.sm.mkey_violations().is_empty());
+}
+
+#[test]
+fn a_second_sm_without_the_key_is_locked_out_and_reported() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(mkey_cfg(7, 2), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    // Another host runs a rogue SM: it tries to change its own port's LID and to read the key.
+    let host = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
+    let rogue = drv.fabric.attach(host, 1).expect("probe");
+    assert_eq!(port_info(&mut drv, rogue, &DrPath::local(), 1, 0), None, "level 2: a Get without the key fails");
+    let mut set = SmpRepr::set_dr(&DrPath::local(), ids::attr::PORT_INFO, 1, 0x99, {
+        let mut info = PortInfo { lid: Lid(0x777), ..PortInfo::default() };
+        info.m_key = MKey(0);
+        let mut d = [0u8; 64];
+        info.emit(&mut d);
+        d
+    });
+    set.m_key = MKey(0x1234);
+    drv.fabric.send(rogue, &set.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let mut reports = Vec::new();
+    drv.run_until(drv.now() + 2_000_000_000, |e| {
+        if let SmEvent::BadMKey { lid, m_key, ours, count, .. } = e {
+            reports.push((*lid, *m_key, *ours, *count));
+        }
+        false
+    });
+    let host_lid = drv.sm.guid2lid().get(topo.nodes[host].port_guid(1)).expect("LID").0;
+    // The first refusal is reported at once (the Get, with key 0); the Set's follows within
+    // the 10 s per-source report interval, so it is counted, not logged again.
+    assert_eq!(reports, [(host_lid, MKey(0), false, 1)], "reported once, not ours");
+    assert_eq!(drv.sm.mkey_violations()[&host_lid].count, 2, "both refusals counted");
+    // The port is unchanged: the SM reads its LID with its key.
+    let path = end_ports(&topo, &drv).into_iter().find(|(_, _, g)| *g == topo.nodes[host].port_guid(1)).expect("port");
+    let key = drv.sm.mkeys_held()[&topo.nodes[host].port_guid(1)];
+    let agent = drv.agent;
+    assert_eq!(port_info(&mut drv, agent, &path.0, 1, key).expect("answered").lid, host_lid);
+}
+
+#[test]
+fn a_restart_with_the_same_secret_keeps_the_keys_and_another_recovers_after_the_lease() {
+    restart_and_recover(1);
+}
+
+#[test]
+fn at_protect_level_2_recovery_goes_hop_by_hop_within_lease_times_hops_plus_one() {
+    restart_and_recover(2);
+}
+
+/// Keys at `protect`, a restart with the same secret, then one with another secret.
+fn restart_and_recover(protect: u8) {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(mkey_cfg(7, protect), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+
+    // Same secret, no key remembered: the derived keys are the ports' keys.
+    // The state directory keeps guid2lid and the neighbour map (the secret is the config's).
+    let table = drv.sm.guid2lid().clone();
+    let neighbors = drv.sm.mkey_neighbors().clone();
+    drv.sm = Sm::new(mkey_cfg(7, protect), table.clone());
+    drv.sm.set_mkey_neighbors(neighbors.clone());
+    let mut bad = 0;
+    let again = drv.sweep(LIMIT, |e| bad += usize::from(matches!(e, SmEvent::BadMKey { .. }))).expect("up");
+    assert!(again.complete, "{again:?}");
+    assert_eq!(bad, 0, "no port refused the SM");
+
+    // Another secret (the state directory was lost): the ports refuse the new keys until their
+    // lease (60 s) runs out, then show their old key and take the new one.
+    let start = drv.now();
+    drv.sm = Sm::new(mkey_cfg(9, protect), table);
+    drv.sm.set_mkey_neighbors(neighbors);
+    let new_keys = mkey_cfg(9, protect).m_key;
+    let mut refused = Vec::new();
+    let first = drv
+        .sweep(LIMIT, |e| {
+            if let SmEvent::BadMKey { lid, ours, lease_s, .. } = e {
+                refused.push((*lid, *ours, *lease_s));
+            }
+        })
+        .expect("a report");
+    assert!(!first.complete, "the Sets were refused");
+    assert!(!refused.is_empty() && refused.iter().all(|r| r.1), "reported as ours: {refused:?}");
+    if protect < 2 {
+        // Gets work at level 1, so the SM read every port's lease.
+        assert!(refused.iter().all(|r| r.2 == Some(60)), "with the lease: {refused:?}");
+    }
+    // The SM sweeps again on its own (the lease's end is scheduled), until the subnet is up.
+    let up = drv.run_until(start + 600_000_000_000, |e| matches!(e, SmEvent::SubnetUp(r) if r.complete));
+    assert!(up.is_some(), "recovered");
+    let took = drv.now() - start;
+    // At level 1 every port refused in the first sweep (Gets work), so one lease (plus the
+    // sweep after it) is the bound. At level 2 a port that refuses Gets hides the ports behind
+    // it until its lease ends: lease × (hops + 1), hops the longest route.
+    let hops = end_ports(&topo, &drv).iter().map(|(p, _, _)| p.hop_count()).max().unwrap_or(0);
+    // Plus 5 s for the sweeps themselves and the SM's 100 ms margin per lease.
+    let bound = 60 * if protect < 2 { 1 } else { u64::from(hops) + 1 } + 5;
+    assert!(took <= bound * 1_000_000_000, "recovered in {} s, bound {bound} s", took / 1_000_000_000);
+    eprintln!(
+        "protect {protect}: every port took the new key {:.1} s (virtual) after the restart; lease 60 s, {hops} hops",
+        took as f64 / 1e9
+    );
+    let agent = drv.agent;
+    for (path, port, guid) in end_ports(&topo, &drv) {
+        let info = port_info(&mut drv, agent, &path, port, new_keys.key_for(guid)).expect("answered");
+        assert_eq!(info.m_key.0, new_keys.key_for(guid), "{guid:?} has the new key");
+    }
+}
