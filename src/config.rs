@@ -298,6 +298,24 @@ mod tests {
     }
 
     #[test]
+    fn m_key_settings_parse_and_bad_ones_are_named() {
+        use crate::core::mkeys::MKeyMode;
+        let cfg = ConfigFile::parse("m-key = \"per-port\"\nm-key-protect = 2\nm-key-lease-s = 30\n", "m").expect("ok");
+        let k = cfg.sm_config().m_key;
+        assert_eq!((k.mode, k.protect, k.lease_s), (MKeyMode::PerPort, 2, 30));
+        let cfg = ConfigFile::parse("m-key = \"0x00000000000000ab\"\n", "m").expect("ok");
+        assert_eq!(cfg.sm_config().m_key.mode, MKeyMode::Fixed(0xab));
+        let e = ConfigFile::parse("lmc = 0\nm-key = \"secret\"\n", "a.toml").expect_err("mode");
+        assert!(e.to_string().starts_with("a.toml:2: m-key: "), "{e}");
+        assert!(ConfigFile::parse("m-key = \"0x0\"\n", "z").expect_err("zero").reason.contains("off"));
+        let e = ConfigFile::parse("m-key-protect = 4\n", "b.toml").expect_err("protect");
+        assert_eq!(e.to_string(), "b.toml:1: m-key-protect: must be 0..=3, found 4");
+        let e = ConfigFile::parse("resweep-interval-s = 30\nm-key-lease-s = 30\n", "c.toml").expect_err("lease");
+        assert!(e.to_string().starts_with("c.toml:2: m-key-lease-s: 30 s is not longer"), "{e}");
+        assert!(ConfigFile::parse("m-key-lease-s = 0\n", "d").is_ok(), "0: never expires");
+    }
+
+    #[test]
     fn overrides_apply() {
         let cfg = ConfigFile::parse("lmc = 2\nsmp-timeout-ms = 50\nresweep-interval-s = 0\n", "x").expect("ok");
         let sm = cfg.sm_config();

@@ -3,6 +3,8 @@
 //! lease, every SMP carrying them, a second SM locked out and reported, and recovery when the
 //! SM restarts with another secret.
 
+use std::fmt::Write as _;
+
 use ibsm::core::mkeys::{MKeyConfig, MKeyMode, MKeySecret};
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::SimDriver;
@@ -66,7 +68,9 @@ fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
     let cfg = mkey_cfg(7, 1);
     let keys = cfg.m_key;
     let mut drv = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
-    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let first = drv.sweep(LIMIT, |_| {}).expect("up");
+    // The key Sets go before the rest, so no SMP meets a port in the middle of a key change.
+    assert!(first.complete && first.smps_retried == 0, "{first:?}");
     let agent = drv.agent;
     let mut seen = std::collections::HashSet::new();
     for (path, port, guid) in end_ports(&topo, &drv) {
@@ -190,5 +194,41 @@ fn restart_and_recover(protect: u8) {
     for (path, port, guid) in end_ports(&topo, &drv) {
         let info = port_info(&mut drv, agent, &path, port, new_keys.key_for(guid)).expect("answered");
         assert_eq!(info.m_key.0, new_keys.key_for(guid), "{guid:?} has the new key");
+    }
+}
+
+#[test]
+fn keys_imported_from_opensms_guid2mkey_let_ibsm_take_over_without_a_refusal() {
+    let topo = example("fat-tree-2l-k4.net");
+    // "OpenSM" keyed the subnet with one key at protect level 2.
+    let opensm = SmConfig {
+        m_key: MKeyConfig {
+            mode: MKeyMode::Fixed(0x0bad_cafe),
+            protect: 2,
+            lease_s: 60,
+            secret: MKeySecret::default(),
+        },
+        ..SmConfig::default()
+    };
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(opensm, Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    // Its guid2mkey, as OpenSM writes it, read the way `ibsm run` reads the `guid2mkey` option.
+    let mut text = String::new();
+    for g in drv.sm.mkeys_held().keys() {
+        let _ = writeln!(text, "0x{:016x} 0x{:016x}", g.0, 0x0bad_cafe_u64);
+    }
+    let imported = ibsm::state::parse_guid2mkey(&text).expect("OpenSM's format");
+    let table = drv.sm.guid2lid().clone();
+    let neighbors = drv.sm.mkey_neighbors().clone();
+    drv.sm = Sm::new(mkey_cfg(5, 2), table);
+    drv.sm.set_mkeys_held(imported);
+    drv.sm.set_mkey_neighbors(neighbors);
+    let mut bad = 0;
+    let r = drv.sweep(LIMIT, |e| bad += usize::from(matches!(e, SmEvent::BadMKey { .. }))).expect("up");
+    assert!(r.complete && bad == 0 && r.smps_retried == 0, "taken over at once, no SMP refused: {r:?}");
+    let (keys, agent) = (mkey_cfg(5, 2).m_key, drv.agent);
+    for (path, port, guid) in end_ports(&topo, &drv) {
+        let info = port_info(&mut drv, agent, &path, port, keys.key_for(guid)).expect("answered with ibsm's key");
+        assert_eq!(info.m_key.0, keys.key_for(guid));
     }
 }

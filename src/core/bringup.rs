@@ -22,7 +22,7 @@ use super::state::NodeIdx;
 use super::transactions::{Outcome, PortStep, Req, Request};
 
 /// `info` with the fields a Set must leave alone set to "no change".
-fn as_set(info: &PortInfo) -> PortInfo {
+pub(super) fn as_set(info: &PortInfo) -> PortInfo {
     let mut s = *info;
     s.port_state = PortState::NoChange;
     s.port_physical_state = PhysPortState::NoChange;
@@ -76,8 +76,21 @@ impl Sm {
             .unwrap_or(0)
     }
 
-    /// Queues the PortInfo and SwitchInfo Sets that change something.
+    /// Queues the PortInfo and SwitchInfo Sets that change something. When ports need new
+    /// M_Keys, their key Sets go first, alone (see [`Sm::key_sets`]), and this runs again when
+    /// they are done.
     pub(super) fn configure_ports(&mut self) {
+        if !self.mkeys.keyed_this_sweep {
+            self.mkeys.keyed_this_sweep = true;
+            let sets = self.key_sets();
+            if !sets.is_empty() {
+                self.mkeys.keying = true;
+                for s in sets {
+                    self.tx.push(s);
+                }
+                return;
+            }
+        }
         self.resolve_partitions();
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();

@@ -106,6 +106,10 @@ pub struct MKeys {
     pub recovery_at: Option<u64>,
     /// Keys this SM has sent, with the port each was for (at most one entry per port).
     pub sent: HashMap<u64, Guid>,
+    /// The key Sets of this sweep are in flight: the rest of the configuration waits.
+    pub keying: bool,
+    /// This sweep already sent its key Sets (they are sent once per sweep).
+    pub keyed_this_sweep: bool,
 }
 
 impl MKeys {
@@ -231,6 +235,36 @@ impl Sm {
             self.mkeys.sent.insert(key.0, guid);
         }
         key
+    }
+
+    /// PortInfo Sets that give each CA port and switch port 0 whose M_Key, protect bits or lease
+    /// differ from the policy its new ones, and nothing else. They go before any other Set of
+    /// the sweep: an SMP sent to a port with its old key while the key changes would be refused
+    /// (and start the port's lease), and a switch's key guards all its ports.
+    pub(super) fn key_sets(&self) -> Vec<Request> {
+        use super::transactions::PortStep;
+        let cfg = &self.cfg.m_key;
+        if cfg.mode == MKeyMode::Off {
+            return Vec::new();
+        }
+        let mut sets = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+            for p in n.end_ports() {
+                let (Some(info), Some(guid)) = (n.port(p).and_then(|r| r.info), self.mkey_guid(i, p)) else { continue };
+                let want = cfg.key_for(guid);
+                if info.m_key.0 == want
+                    && info.m_key_protect_bits == cfg.protect & 3
+                    && info.m_key_lease_period == cfg.lease_s
+                {
+                    continue;
+                }
+                let mut set = super::bringup::as_set(&info);
+                self.apply_mkey(Some(guid), &mut set);
+                let req = Req::SetPortInfo { node: i, port: p, info: Box::new(set), step: PortStep::Configure };
+                sets.push(Request::sweep(n.path_for(p), req));
+            }
+        }
+        sets
     }
 
     /// Writes the port's M_Key, protect bits and lease into a PortInfo Set of a CA port or a

@@ -419,6 +419,8 @@ impl Sm {
         }
         self.resweep_at = None;
         self.routes = None;
+        self.mkeys.keying = false;
+        self.mkeys.keyed_this_sweep = false;
         self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
         self.enter(SweepPhase::Discovering);
         self.start_discovery();
@@ -582,6 +584,11 @@ impl Sm {
                 }
                 SweepPhase::AssigningLids => {
                     self.enter(SweepPhase::ConfiguringPorts);
+                    self.configure_ports();
+                }
+                SweepPhase::ConfiguringPorts if self.mkeys.keying => {
+                    // The ports hold their new M_Keys now: the rest of the configuration.
+                    self.mkeys.keying = false;
                     self.configure_ports();
                 }
                 SweepPhase::ConfiguringPorts => {
