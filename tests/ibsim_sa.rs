@@ -342,8 +342,46 @@ fn groups(sim: &Ibsim, client: &str) -> Vec<String> {
     out
 }
 
-fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+/// The P_Keys of block 0 of `lid`'s port `port` in a trusted P_KeyTableRecord (SA key 1), or
+/// `None` when the SA gives none.
+fn pktr(sim: &Ibsim, client: &str, lid: &str, port: u8) -> Option<Vec<String>> {
+    let out = sim.run_at(Some(client), "saquery", &["--smkey", "1", "PKTR", &format!("{lid}/{port}/0")]).ok()?;
+    if !out.success() || !out.stdout.contains("LID") {
+        return None;
+    }
+    let first = out.stdout.split("PKeyTableRecord dump:").nth(1).unwrap_or(&out.stdout);
+    Some(
+        first
+            .lines()
+            .filter(|l| !l.contains(".."))
+            .flat_map(|l| l.split_whitespace().filter(|w| w.starts_with("0x") && *w != "0x0000").map(str::to_owned))
+            .collect(),
+    )
+}
+
+/// Trusted P_KeyTableRecords of every end port and of the switch ports that have one, keyed
+/// like [`pkey_tables`]' tables.
+fn pktrs(
+    sim: &Ibsim,
+    client: &str,
+    tables: &BTreeMap<String, Vec<String>>,
+    lids: &BTreeMap<String, (String, u8)>,
+) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
+    for key in tables.keys() {
+        let Some((lid, port)) = lids.get(key) else { continue };
+        if let Some(keys) = pktr(sim, client, lid, *port) {
+            out.insert(key.clone(), keys);
+        }
+    }
+    out
+}
+
+type Tables = (BTreeMap<String, Vec<String>>, Vec<String>, BTreeMap<String, (String, u8)>);
+
+fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> Tables {
+    let mut out = BTreeMap::new();
+    let mut lids = BTreeMap::new();
     let mut visible = Vec::new();
     for lid in 1..=end_ports + 8 {
         if let Some(nr) = saquery(sim, client, &["NR", &lid.to_string()]).into_iter().next() {
@@ -378,12 +416,15 @@ fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> (BTreeMap<String, V
             for p in 1..=ports {
                 let p_text = p.to_string();
                 out.insert(format!("{port_guid}[{p}]"), read(&["pkeys", &lid_text, &p_text]));
+                lids.insert(format!("{port_guid}[{p}]"), (lid_text.clone(), p));
             }
         }
+        let own: u8 = field("LocalPort").parse().unwrap_or(0);
+        lids.insert(port_guid.clone(), (lid_text.clone(), if field("NodeType").contains("Switch") { 0 } else { own }));
         out.insert(port_guid, read(&["pkeys", &lid_text]));
     }
     visible.sort();
-    (out, visible)
+    (out, visible, lids)
 }
 
 #[test]
@@ -412,16 +453,33 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _osm = start_opensm(&sim, &f.sm_host, topo, &["-P", &file.to_string_lossy()]);
-        (pkey_tables(&sim, client, end_ports), groups(&sim, client))
+        let (tables, visible, lids) = pkey_tables(&sim, client, end_ports);
+        // From the SM's own host: a full member of the default partition under both SMs, so
+        // OpenSM hides no port from it.
+        let records = pktrs(&sim, &f.sm_host, &tables, &lids);
+        let untrusted = sim.run_at(Some(client), "saquery", &["PKTR"]).expect("saquery");
+        ((tables, visible), groups(&sim, client), (records, untrusted))
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
-        (pkey_tables(&sim, client, end_ports), groups(&sim, client))
+        let (tables, visible, lids) = pkey_tables(&sim, client, end_ports);
+        // From the SM's own host: a full member of the default partition under both SMs, so
+        // OpenSM hides no port from it.
+        let records = pktrs(&sim, &f.sm_host, &tables, &lids);
+        let untrusted = sim.run_at(Some(client), "saquery", &["PKTR"]).expect("saquery");
+        ((tables, visible), groups(&sim, client), (records, untrusted))
     };
-    let (((ours, ours_visible), our_groups), ((theirs, theirs_visible), their_groups)) = (ours, theirs);
+    let (
+        ((ours, ours_visible), our_groups, (our_pktr, our_untrusted)),
+        ((theirs, theirs_visible), their_groups, (their_pktr, their_untrusted)),
+    ) = (ours, theirs);
+    // Untrusted P_KeyTableRecords: OpenSM refuses them outright (REQ_INVALID); ibsm answers with
+    // the tables of the ports the client can talk to (deliberate, see the README).
+    assert!(!their_untrusted.success() && their_untrusted.stderr.contains("0x0200"), "{}", their_untrusted.describe());
+    assert!(our_untrusted.success(), "{}", our_untrusted.describe());
     // The policy's groups: the default partition's IPoIB broadcast group with its flags and the
     // `mgid=` group; alpha's broadcast group is hidden from the client (not in alpha).
     assert_eq!(our_groups, their_groups, "the policy's multicast groups, as {client} sees them");
@@ -450,6 +508,33 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         assert_eq!(keys, &theirs[guid], "P_Key table of {guid} (ibsm, OpenSM)");
         compared += 1;
     }
+    // Trusted P_KeyTableRecords, asked from the SM's host (OpenSM hides the ports a requester
+    // cannot talk to even from a trusted query; its SM port is a full member of the default
+    // partition): ibsm gives one for every end port and every enforcing switch port, each what
+    // the port holds, and OpenSM gives the same.
+    for (key, keys) in &our_pktr {
+        assert_eq!(Some(keys), ours.get(key), "ibsm's record of {key} is what the port holds");
+    }
+    let mut same = 0;
+    for (key, keys) in &their_pktr {
+        // The SM's port and the switch port facing it differ deliberately (see above); a port
+        // between switches enforces nothing, so ibsm lists no table for it (OpenSM lists the
+        // default table the port came up with).
+        if *key == sm_port || *key == sm_switch_port || (key.contains('[') && !our_pktr.contains_key(key)) {
+            continue;
+        }
+        assert_eq!(our_pktr.get(key), Some(keys), "P_KeyTableRecord of {key} (ibsm, OpenSM)");
+        same += 1;
+    }
+    assert_eq!(same + 2, our_pktr.len(), "every other record of ibsm's is one OpenSM gives too");
+    let end_ports_seen = ours.keys().filter(|k| !k.contains('[')).count();
+    assert!(our_pktr.len() > end_ports_seen, "end ports and enforcing switch ports: {}", our_pktr.len());
+    assert!(same > 0);
+    eprintln!(
+        "trusted P_KeyTableRecords: ibsm {} (each the port's table), OpenSM {}; the {same} both give are equal",
+        our_pktr.len(),
+        their_pktr.len()
+    );
     eprintln!(
         "P_Key tables equal to OpenSM's on {compared} end ports and switch ports; {} of {} NodeRecords visible to {client} under both",
         ours_visible.len(),

@@ -93,13 +93,26 @@ fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
 
 #[test]
 fn a_second_sm_without_the_key_is_locked_out_and_reported() {
+    locked_out(1);
+    locked_out(2);
+}
+
+/// A rogue SM on another host, ports keyed at `protect`.
+fn locked_out(protect: u8) {
     let topo = example("fat-tree-2l-k4.net");
-    let mut drv = SimDriver::new(&topo, 3, Sm::new(mkey_cfg(7, 2), Guid2Lid::default()), None).expect("attach");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(mkey_cfg(7, protect), Guid2Lid::default()), None).expect("attach");
     assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
     // Another host runs a rogue SM: it tries to change its own port's LID and to read the key.
     let host = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
     let rogue = drv.fabric.attach(host, 1).expect("probe");
-    assert_eq!(port_info(&mut drv, rogue, &DrPath::local(), 1, 0), None, "level 2: a Get without the key fails");
+    let read = port_info(&mut drv, rogue, &DrPath::local(), 1, 0);
+    if protect == 1 {
+        // Level 1: the Get is answered, without the key, and is no violation.
+        assert_eq!(read.map(|i| (i.m_key.0, i.m_key_protect_bits)), Some((0, 1)), "level 1: the key is hidden");
+    } else {
+        assert_eq!(read, None, "level 2: a Get without the key fails");
+    }
+    let refusals = u64::from(protect == 2) + 1;
     let mut set = SmpRepr::set_dr(&DrPath::local(), ids::attr::PORT_INFO, 1, 0x99, {
         let mut info = PortInfo { lid: Lid(0x777), ..PortInfo::default() };
         info.m_key = MKey(0);
@@ -117,10 +130,11 @@ fn a_second_sm_without_the_key_is_locked_out_and_reported() {
         false
     });
     let host_lid = drv.sm.guid2lid().get(topo.nodes[host].port_guid(1)).expect("LID").0;
-    // The first refusal is reported at once (the Get, with key 0); the Set's follows within
-    // the 10 s per-source report interval, so it is counted, not logged again.
-    assert_eq!(reports, [(host_lid, MKey(0), false, 1)], "reported once, not ours");
-    assert_eq!(drv.sm.mkey_violations()[&host_lid].count, 2, "both refusals counted");
+    // The first refusal is reported at once (at level 2 the Get, with key 0, else the Set); a
+    // second within the 10 s per-source report interval is counted, not logged again.
+    let first_key = if protect == 2 { MKey(0) } else { MKey(0x1234) };
+    assert_eq!(reports, [(host_lid, first_key, false, 1)], "reported once, not ours");
+    assert_eq!(drv.sm.mkey_violations()[&host_lid].count, refusals, "every refusal counted");
     // The port is unchanged: the SM reads its LID with its key.
     let path = end_ports(&topo, &drv).into_iter().find(|(_, _, g)| *g == topo.nodes[host].port_guid(1)).expect("port");
     let key = drv.sm.mkeys_held()[&topo.nodes[host].port_guid(1)];
