@@ -40,6 +40,15 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         socket: PathBuf,
     },
+    /// The running SM's state, its last sweep and the M_Key violations (over its control socket).
+    Status {
+        /// The SM's control socket (`--control` of `ibsm run`, or `<state-dir>/ibsm.sock`).
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        /// Print the answer as JSON (the control socket's `status` answer, one line).
+        #[arg(long)]
+        json: bool,
+    },
     /// Partition policies: print one as it resolves, convert between partitions.conf and TOML.
     Partitions {
         #[command(subcommand)]
@@ -179,6 +188,7 @@ pub fn run() -> ExitCode {
         Command::Routes { command } => crate::cli_routes::run(&command),
         Command::Partitions { command } => crate::cli_partitions::run(&command),
         Command::Reload { socket } => reload(&socket),
+        Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
     }
@@ -275,6 +285,55 @@ fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `ibsm status`: what the running SM says about itself.
+fn status(socket: &std::path::Path, json: bool) -> ExitCode {
+    let st = match ibsm::control::query::<ibsm::control::Status>(
+        socket,
+        ibsm::control::Query::Status,
+        std::time::Duration::from_secs(10),
+    ) {
+        Ok(st) => st,
+        Err(e) => {
+            eprintln!("ibsm status: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if json {
+        return match serde_json::to_string(&st) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ibsm status: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    println!("state {} (phase {}), subnet {}", st.state, st.phase, if st.subnet_up { "up" } else { "not up" });
+    if let Some(l) = &st.last_sweep {
+        println!(
+            "last sweep: {} switches, {} CAs, {} end ports, {} links; {} SMPs ({} failed); {} ports active, {} not; {}",
+            l.switches,
+            l.cas,
+            l.end_ports,
+            l.links,
+            l.smps_sent,
+            l.smps_failed,
+            l.ports_active,
+            l.ports_not_active,
+            if l.complete { "complete" } else { "incomplete" }
+        );
+    }
+    let m = &st.m_keys;
+    let bad: u64 = m.violations.iter().map(|v| v.traps).sum();
+    println!("M_Keys {} (protect {}); bad M_Key traps: {bad}", m.mode, m.protect);
+    for v in &m.violations {
+        println!("  LID {}: {} trap(s) 256", v.lid, v.traps);
+    }
+    ExitCode::SUCCESS
 }
 
 /// `ibsm reload`: the running SM reads its partition policy again; a refused policy (its errors

@@ -117,6 +117,29 @@ pub struct Status {
     pub subnet_up: bool,
     /// The last completed sweep, if any.
     pub last_sweep: Option<SweepStatus>,
+    /// M_Keys: the mode and the bad-M_Key traps received.
+    #[serde(default)]
+    pub m_keys: MKeyStatus,
+}
+
+/// M_Keys in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MKeyStatus {
+    /// `off`, `per-port` or `subnet` (one key).
+    pub mode: String,
+    /// M_KeyProtectBits the SM sets.
+    pub protect: u8,
+    /// Bad-M_Key traps (256) by source, in LID order.
+    pub violations: Vec<MKeyViolation>,
+}
+
+/// Bad-M_Key traps from one source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MKeyViolation {
+    /// The LID that raised them.
+    pub lid: u16,
+    /// How many.
+    pub traps: u64,
 }
 
 /// The figures of the last completed sweep.
@@ -178,6 +201,16 @@ pub fn status(sm: &Sm) -> Status {
         phase: sm.phase().name().to_owned(),
         subnet_up: sm.state() == SmState::Master && last.as_ref().is_some_and(|l| l.complete),
         last_sweep: last,
+        m_keys: MKeyStatus {
+            mode: match sm.config().m_key.mode {
+                crate::core::mkeys::MKeyMode::Off => "off",
+                crate::core::mkeys::MKeyMode::PerPort => "per-port",
+                crate::core::mkeys::MKeyMode::Fixed(_) => "subnet",
+            }
+            .to_owned(),
+            protect: sm.config().m_key.protect,
+            violations: sm.mkey_violations().iter().map(|(l, v)| MKeyViolation { lid: l.0, traps: v.count }).collect(),
+        },
     }
 }
 

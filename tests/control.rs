@@ -109,6 +109,18 @@ fn check_live_sm(sock: &Path, state: &Path) {
     let st = json(raw(sock, b"{\"query\":\"status\"}\n").trim());
     assert_eq!((st["state"].as_str(), st["subnet_up"].as_bool()), (Some("master"), Some(true)), "{st}");
     assert_eq!(st["last_sweep"]["switches"], 6, "{st}");
+    assert_eq!(
+        (st["m_keys"]["mode"].as_str(), st["m_keys"]["violations"].as_array().map(Vec::len)),
+        (Some("off"), Some(0))
+    );
+    // `ibsm status` prints the same, for people and as JSON.
+    let (code, out, err) = ibsm(&["status", "--socket", s]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("state master (phase up), subnet up\n"), "{out}");
+    assert!(out.contains("6 switches, 8 CAs") && out.contains("M_Keys off (protect 1); bad M_Key traps: 0"), "{out}");
+    let (code, out, err) = ibsm(&["status", "--socket", s, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(out.trim())["last_sweep"], st["last_sweep"], "{out}");
 
     // Garbage gets an error, and the SM keeps answering.
     for bad in [&b"garbage\n"[..], b"{\"query\":\"reboot\"}\n", b"\xff\xfe\n", &[b'x'; 10_000], b""] {
