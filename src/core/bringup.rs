@@ -231,9 +231,7 @@ impl Sm {
             PortStep::Activate => self.sweep.activated += 1,
             PortStep::Configure => {}
         }
-        if let Some(guid) = self.mkey_guid(node, port) {
-            self.learn_mkey(guid, &pi);
-        }
+        self.learn_mkey(node, port, &pi);
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
         }

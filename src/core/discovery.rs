@@ -113,9 +113,7 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
-        if let Some(guid) = self.mkey_guid(node, port) {
-            self.learn_mkey(guid, &pi);
-        }
+        self.learn_mkey(node, port, &pi);
         let local = self.subnet.local;
         if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {
             self.distrust_if_other_master(node, pi.master_sm_lid);

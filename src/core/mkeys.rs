@@ -277,9 +277,12 @@ impl Sm {
         info.m_key_lease_period = cfg.lease_s;
     }
 
-    /// A PortInfo answer from port `guid` (a CA port, or any port of a switch, whose key is
-    /// the switch's): a key it shows is the key it holds; no key and no protection means none.
-    pub(super) fn learn_mkey(&mut self, guid: Guid, info: &PortInfo) {
+    /// A PortInfo answer from `node`'s `port`: a key it shows is the key it holds; no key and
+    /// no protection means none. Of a switch only port 0's fields count (the switch's key; the
+    /// external ports' copies may read as zero).
+    pub(super) fn learn_mkey(&mut self, node: NodeIdx, port: PortNum, info: &PortInfo) {
+        let is_switch = self.subnet.node(node).is_some_and(super::state::Node::is_switch);
+        let Some(guid) = self.mkey_guid(node, port).filter(|_| !is_switch || port.0 == 0) else { return };
         if info.m_key.0 != 0 {
             self.mkeys.held.insert(guid, info.m_key.0);
         } else if info.m_key_protect_bits == 0 {
