@@ -86,9 +86,18 @@ fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
     // The reads without the key raised traps at no port (Gets are no violation at level 1), and
     // the SM's own SMPs carried the right keys: a second sweep completes without any trap 256.
     let mut bad = 0;
-    assert!(drv.sweep(LIMIT, |e| bad += usize::from(matches!(e, SmEvent::BadMKey { .. }))).expect("up").complete);
+    let second = drv.sweep(LIMIT, |e| bad += usize::from(matches!(e, SmEvent::BadMKey { .. }))).expect("up");
+    assert!(second.complete);
     assert_eq!(bad, 0);
     assert!(drv.sm.mkey_violations().is_empty());
+    // And it sends no key Set: as many SMPs as a second sweep without M_Keys.
+    let mut plain = SimDriver::new(&topo, 3, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    let plain_first = plain.sweep(LIMIT, |_| {}).expect("up");
+    let plain_second = plain.sweep(LIMIT, |_| {}).expect("up");
+    assert_eq!(second.smps_sent, plain_second.smps_sent, "no key Set once the keys are in place");
+    // The first sweep: one key Set per end port more.
+    let end_ports = u64::try_from(first.end_ports).expect("small");
+    assert_eq!(first.smps_sent, plain_first.smps_sent + end_ports);
 }
 
 #[test]
