@@ -680,6 +680,31 @@ fn log_event(ev: &SmEvent) {
             tracing::info!(from = from.0, trap = ?number, "trap received; acknowledged, sweeping");
         }
         SmEvent::MalformedMad { from, len } => tracing::warn!(from = from.0, len, "malformed MAD dropped"),
+        SmEvent::Standby { master, priority, lid } => tracing::info!(
+            master = format_args!("{:#018x}", master.0),
+            priority,
+            lid = lid.0,
+            "standby: another SM is master (or better); watching it"
+        ),
+        SmEvent::MasterLost { master, reason } => {
+            tracing::warn!(master = format_args!("{:#018x}", master.0), reason, "master gone; taking over");
+        }
+        SmEvent::HandedOver { to } => {
+            tracing::info!(to = format_args!("{:#018x}", to.0), "handed the subnet to a better standby");
+        }
+        SmEvent::SmControl { control, from, accepted } => {
+            let name = ibsm::core::election::control::name(*control);
+            let from = format!("{:#018x}", from.0);
+            if *accepted {
+                tracing::info!(control = name, from, "SMInfo control obeyed");
+            } else {
+                tracing::warn!(
+                    control = name,
+                    from,
+                    "SMInfo control refused (wrong SM_Key, or not from the SM entitled to it)"
+                );
+            }
+        }
         SmEvent::BadMKey { lid, from, method, attr_id, m_key, return_path, count, ours, lease_s } => {
             let path: Vec<String> = return_path.iter().map(u8::to_string).collect();
             if *ours {

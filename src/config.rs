@@ -59,6 +59,18 @@ pub struct ConfigFile {
     pub m_key_lease_s: Option<u16>,
     /// OpenSM's `guid2mkey` file: the keys ports hold now (for taking over from OpenSM).
     pub guid2mkey: Option<PathBuf>,
+    /// SM priority 0..=15: the higher wins the election, ties go to the lower port GUID
+    /// (default 0, as OpenSM).
+    pub priority: Option<u8>,
+    /// File holding the SM_Key (`0x` and up to 16 hex digits, or decimal; mode 0600): SMs with
+    /// the same key obey each other's HANDOVER and friends. Default: no file, key 0.
+    pub sm_key_file: Option<PathBuf>,
+    /// A standby polls the master this often, ms (default 200).
+    pub sm_poll_interval_ms: Option<u64>,
+    /// Unanswered polls in a row after which a standby takes over (default 3).
+    pub sm_poll_retries: Option<u32>,
+    /// A master whose ActCount does not move for this long is taken for dead, s (default 25).
+    pub sm_act_stall_s: Option<u64>,
 }
 
 /// The M_Key mode a `m-key` value names.
@@ -191,6 +203,15 @@ impl ConfigFile {
         {
             return Err(err("part-enforce", format!("{e:?} is not one of both, in, out, off")));
         }
+        if let Some(p) = self.priority.filter(|&p| p > 15) {
+            return Err(err("priority", format!("must be 0..=15, found {p}")));
+        }
+        if self.sm_poll_interval_ms == Some(0) {
+            return Err(err("sm-poll-interval-ms", "must be at least 1".to_owned()));
+        }
+        if self.sm_poll_retries == Some(0) {
+            return Err(err("sm-poll-retries", "must be at least 1".to_owned()));
+        }
         if let Some(m) = &self.m_key {
             parse_mkey_mode(m).map_err(|r| err("m-key", r))?;
         }
@@ -248,7 +269,7 @@ impl ConfigFile {
                 .as_deref()
                 .and_then(|p| parse_subnet_prefix(p).ok())
                 .unwrap_or(d.subnet_prefix),
-            priority: d.priority,
+            priority: self.priority.unwrap_or(d.priority),
             sm_key: d.sm_key,
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
@@ -264,6 +285,11 @@ impl ConfigFile {
                 lease_s: self.m_key_lease_s.unwrap_or(d.m_key.lease_s),
                 secret: d.m_key.secret,
             },
+            sm_poll_interval_ns: self
+                .sm_poll_interval_ms
+                .map_or(d.sm_poll_interval_ns, |ms| ms.saturating_mul(1_000_000)),
+            sm_poll_retries: self.sm_poll_retries.unwrap_or(d.sm_poll_retries),
+            sm_act_stall_ns: self.sm_act_stall_s.map_or(d.sm_act_stall_ns, |s| s.saturating_mul(1_000_000_000)),
         }
     }
 }

@@ -109,7 +109,7 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
 pub struct Status {
     /// Schema version (1).
     pub version: u32,
-    /// `not-active`, `discovering` or `master`.
+    /// `not-active`, `discovering`, `standby` or `master`.
     pub state: String,
     /// Phase of the running sweep, `up` when none runs.
     pub phase: String,
@@ -178,6 +178,7 @@ pub fn status(sm: &Sm) -> Status {
     let state = match sm.state() {
         SmState::NotActive => "not-active",
         SmState::Discovering => "discovering",
+        SmState::Standby => "standby",
         SmState::Master => "master",
     };
     let last = sm.last_report().map(|r| SweepStatus {

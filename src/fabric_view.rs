@@ -146,18 +146,21 @@ pub struct Built {
     pub owners: Vec<Option<PortRef>>,
 }
 
-/// Builds the routing input of `desc` with LID mask control `lmc`.
+/// Builds the routing input of `desc` with LID mask control `lmc`. Switches and CAs enter the
+/// view in NodeGUID order, whatever order the description lists them in (discovery's order
+/// depends on where the SM sits): any SM on the fabric, master or standby taking over, routes
+/// the same view into the same tables.
 pub fn build(desc: &FabricDesc<'_>, lmc: u8) -> Built {
-    let mut ids = Vec::with_capacity(desc.nodes.len());
-    let (mut switch_nodes, mut ca_nodes) = (Vec::new(), Vec::new());
-    for (i, n) in desc.nodes.iter().enumerate() {
-        if n.is_switch() {
-            ids.push(NodeId::Switch(switch_nodes.len()));
-            switch_nodes.push(i);
-        } else {
-            ids.push(NodeId::Ca(ca_nodes.len()));
-            ca_nodes.push(i);
-        }
+    let (mut switch_nodes, mut ca_nodes): (Vec<usize>, Vec<usize>) =
+        (0..desc.nodes.len()).partition(|&i| desc.nodes[i].is_switch());
+    switch_nodes.sort_by_key(|&i| (desc.nodes[i].guid, i));
+    ca_nodes.sort_by_key(|&i| (desc.nodes[i].guid, i));
+    let mut ids = vec![NodeId::Switch(0); desc.nodes.len()];
+    for (k, &i) in switch_nodes.iter().enumerate() {
+        ids[i] = NodeId::Switch(k);
+    }
+    for (k, &i) in ca_nodes.iter().enumerate() {
+        ids[i] = NodeId::Ca(k);
     }
     let neighbor = |peer: Option<PortRef>| {
         let peer = peer?;
@@ -165,7 +168,7 @@ pub fn build(desc: &FabricDesc<'_>, lmc: u8) -> Built {
     };
     let mut view =
         FabricView { switches: Vec::with_capacity(switch_nodes.len()), cas: Vec::with_capacity(ca_nodes.len()), lmc };
-    for n in &desc.nodes {
+    for n in switch_nodes.iter().chain(&ca_nodes).map(|&i| &desc.nodes[i]) {
         if n.is_switch() {
             let mut ports = vec![None; usize::from(n.num_ports) + 1];
             let mut lid = Lid::UNASSIGNED;

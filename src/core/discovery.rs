@@ -114,6 +114,7 @@ impl Sm {
             return;
         };
         self.learn_mkey(node, port, &pi);
+        self.ask_if_sm(node, port, &pi);
         let local = self.subnet.local;
         if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {
             self.distrust_if_other_master(node, pi.master_sm_lid);

@@ -157,6 +157,36 @@ pub enum SmEvent {
         /// The port's M_KeyLeasePeriod (s) as last read: when it can be recovered.
         lease_s: Option<u16>,
     },
+    /// This SM became a standby: another SM is master (or better).
+    Standby {
+        /// The SM it watches (port GUID).
+        master: ibsm_mad::Guid,
+        /// That SM's priority.
+        priority: u8,
+        /// Its port's LID.
+        lid: Lid,
+    },
+    /// A standby found its master gone and takes over (a sweep follows).
+    MasterLost {
+        /// The master it watched.
+        master: ibsm_mad::Guid,
+        /// Why it is taken for gone.
+        reason: &'static str,
+    },
+    /// This master handed the subnet to a better standby.
+    HandedOver {
+        /// The new master.
+        to: ibsm_mad::Guid,
+    },
+    /// A SubnSet(SMInfo) control arrived from another SM.
+    SmControl {
+        /// The control (1 HANDOVER, 2 ACKNOWLEDGE, 3 DISABLE, 4 STANDBY, 5 DISCOVER).
+        control: u32,
+        /// The sender's port GUID as it says.
+        from: ibsm_mad::Guid,
+        /// Obeyed (right SM_Key, from the right SM), or refused.
+        accepted: bool,
+    },
     /// A trap arrived (and was acknowledged with TrapRepress).
     TrapReceived {
         /// Issuer's LID.

@@ -158,7 +158,9 @@ impl Sm {
             | Req::SetLft { node, .. } => at(*node, None),
             Req::GetPortInfo { node, port }
             | Req::SetPortInfo { node, port, .. }
-            | Req::SetPKeys { node, port, .. } => at(*node, Some(*port)),
+            | Req::SetPKeys { node, port, .. }
+            | Req::GetSmInfo { node, port } => at(*node, Some(*port)),
+            Req::PollMaster { master: g } | Req::SetSmInfo { to: g, .. } => Some(*g),
             Req::SetMft { switch, .. } => {
                 self.subnet.nodes.iter().find(|n| n.info.node_guid == *switch).map(|n| n.info.port_guid)
             }

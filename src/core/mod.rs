@@ -14,6 +14,7 @@
 
 mod bringup;
 mod discovery;
+pub mod election;
 pub mod events;
 pub mod io;
 pub mod lft;
@@ -81,6 +82,14 @@ pub struct SmConfig {
     pub sa_key: u64,
     /// M_Keys: mode, protect bits, lease and the per-port secret (default off, as OpenSM).
     pub m_key: mkeys::MKeyConfig,
+    /// A standby polls the master's SMInfo this often, ns (default 200 ms).
+    pub sm_poll_interval_ns: u64,
+    /// Polls in a row without an answer after which a standby takes over (default 3: with the
+    /// SMP timeout, a dead master is noticed within about 1.2 s).
+    pub sm_poll_retries: u32,
+    /// A master whose ActCount stays the same this long is taken for dead, ns (default 25 s:
+    /// OpenSM raises its count once per 10 s sweep).
+    pub sm_act_stall_ns: u64,
     /// Partition policy (default: OpenSM's policy without a file, the default partition 0x7FFF
     /// with every port a full member).
     pub partitions: ibsm_partitions::Policy,
@@ -145,6 +154,9 @@ impl Default for SmConfig {
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
             m_key: mkeys::MKeyConfig::default(),
+            sm_poll_interval_ns: 200_000_000,
+            sm_poll_retries: 3,
+            sm_act_stall_ns: 25_000_000_000,
         }
     }
 }
@@ -247,6 +259,8 @@ pub struct Sm {
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
     mkeys: mkeys::MKeys,
+    /// Other SMs, the master a standby watches, handovers.
+    election: election::Election,
     /// MFT blocks the switches hold, as this SM wrote them (by switch GUID).
     /// MFT blocks written.
     mft_blocks_sent: u64,
@@ -294,6 +308,7 @@ impl Sm {
             sa_admission,
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
+            election: election::Election::default(),
             mft_blocks_sent: 0,
             pkeys: std::collections::BTreeMap::new(),
             enforce: std::collections::BTreeMap::new(),
@@ -411,9 +426,10 @@ impl Sm {
     /// Starts a sweep at `now` (ignored while one is running).
     pub fn start_sweep(&mut self, now: u64) {
         self.now = self.now.max(now);
-        if self.phase != SweepPhase::Up && self.state != SmState::NotActive {
+        if (self.phase != SweepPhase::Up && self.state != SmState::NotActive) || self.election.disabled {
             return;
         }
+        self.election.found.clear();
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
@@ -497,6 +513,7 @@ impl Sm {
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         }
+        self.election_timer();
         self.advance();
     }
 
@@ -520,7 +537,8 @@ impl Sm {
 
     /// The next time [`Sm::handle_timeout`] must be called, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
-        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout(), self.mkeys.recovery_at]
+        let poll = self.election.poll_at.filter(|_| self.state == SmState::Standby);
+        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout(), self.mkeys.recovery_at, poll]
             .into_iter()
             .flatten()
             .min()
@@ -549,6 +567,12 @@ impl Sm {
             }
             Req::SetSwitchInfo { node, .. } => self.on_set_switch_info(request, *node, outcome),
             Req::SetLft { node, block, .. } => self.on_set_lft(request, *node, *block, outcome),
+            Req::GetSmInfo { node, port } => self.on_found_sm(request, *node, *port, outcome),
+            Req::PollMaster { .. } => self.on_poll(outcome),
+            Req::SetSmInfo { to, control, .. } if *control == election::control::HANDOVER => {
+                self.on_handover_sent(*to, outcome);
+            }
+            Req::SetSmInfo { .. } => {}
         }
     }
 
@@ -578,6 +602,10 @@ impl Sm {
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
             match self.phase {
                 SweepPhase::Discovering => {
+                    if self.yield_after_discovery() {
+                        // A standby now: the sweep ends before it touches anything.
+                        continue;
+                    }
                     self.sweep.blocked = self.carry_over_silent();
                     self.enter(SweepPhase::AssigningLids);
                     self.compute = Some(ComputeStep::AssignLids);

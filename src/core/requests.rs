@@ -41,6 +41,8 @@ pub(super) enum Inbound {
     Response,
     /// SubnGet(SMInfo).
     GetSmInfo,
+    /// SubnSet(SMInfo): a control from another SM (HANDOVER, ...).
+    SetSmInfo,
     /// A trap (SubnTrap(Notice)).
     Trap,
     /// A Subnet Administration request (class 0x03).
@@ -64,6 +66,7 @@ pub(super) fn classify(bytes: &[u8]) -> (Inbound, Option<MadHeader>) {
     } else {
         match (h.mgmt_class, h.method, h.attr_id) {
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Get, attr::SM_INFO) => Inbound::GetSmInfo,
+            (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Set, attr::SM_INFO) => Inbound::SetSmInfo,
             (MgmtClass::SubnLid | MgmtClass::SubnDr, Method::Trap, _) => Inbound::Trap,
             (MgmtClass::SubnDr, _, _) if DrSmp::new_checked(bytes).is_err() => Inbound::Malformed,
             // Reports go from the SA to subscribers, never to the SA: one arriving here is our
@@ -121,6 +124,7 @@ impl Sm {
     pub(super) fn handle_request(&mut self, kind: Inbound, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         match kind {
             Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
+            Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
             Inbound::Trap => self.on_trap(h, bytes, src),
             Inbound::Sa => self.answer_sa(h, bytes, src),
             Inbound::Unsupported => {
@@ -139,6 +143,7 @@ impl Sm {
         let sm_state = match self.state {
             SmState::NotActive => WireSmState::NotActive,
             SmState::Discovering => WireSmState::Discovering,
+            SmState::Standby => WireSmState::Standby,
             SmState::Master => WireSmState::Master,
         };
         SmInfo {
@@ -153,6 +158,19 @@ impl Sm {
     /// ActCount: rises with every SMP this SM sends and every SMInfo query it answers.
     fn act_count(&self) -> u32 {
         (self.tx.counters.sent as u32).wrapping_add(self.counters.sm_info_answered as u32)
+    }
+
+    /// SubnSet(SMInfo): obeyed or refused (status 0x001C) by the election's rules; the answer
+    /// carries this SM's SMInfo as it is after the control.
+    fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
+        let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f));
+        let mut data = [0u8; SMP_DATA_LEN];
+        self.sm_info(obeyed).emit(&mut data);
+        let st = if obeyed { status::OK } else { status::BAD_FIELD };
+        if let Some(reply) = response_to(bytes, st, Some(&data)) {
+            self.respond(reply, reply_to(h, src));
+        }
     }
 
     fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
@@ -204,8 +222,9 @@ impl Sm {
         if let Some(notice) = &notice {
             self.sa_state.informs.notify(notice, notice.issuer_lid, self.now);
         }
-        // Any trap may mean the fabric changed: sweep now, or right after the running sweep.
-        if self.state != SmState::NotActive {
+        // Any trap may mean the fabric changed: the master sweeps now, or right after the
+        // running sweep (a standby leaves the fabric to the master).
+        if matches!(self.state, SmState::Master | SmState::Discovering) {
             if self.phase == SweepPhase::Up {
                 self.start_sweep(self.now);
             } else {

@@ -18,8 +18,10 @@ use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 pub enum SmState {
     /// Created, no sweep started yet.
     NotActive,
-    /// The first sweep is running.
+    /// The first sweep is running (or a standby's takeover sweep).
     Discovering,
+    /// Another SM is master; this one watches it, ready to take over.
+    Standby,
     /// A sweep has completed: this SM is the master of the subnet.
     Master,
 }

@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SwitchInfo};
+use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SmInfo, SwitchInfo};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
@@ -60,6 +60,13 @@ pub(crate) enum Req {
     SetPKeys { node: NodeIdx, port: PortNum, guid: Guid, block: u16, table: Box<PKeyTable> },
     /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
     SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
+    /// SMInfo of another SM found in discovery (its port has IsSM).
+    GetSmInfo { node: NodeIdx, port: PortNum },
+    /// A standby's poll of the master's SMInfo (`master`: its port GUID).
+    PollMaster { master: Guid },
+    /// SubnSet(SMInfo) with a control (AttributeModifier: 1 HANDOVER, 2 ACKNOWLEDGE, 3
+    /// DISABLE, 4 STANDBY, 5 DISCOVER) to the SM at port `to`, carrying this SM's SMInfo.
+    SetSmInfo { to: Guid, control: u32, info: SmInfo },
 }
 
 impl Req {
@@ -71,6 +78,11 @@ impl Req {
             Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
             Req::GetSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
+            Req::GetSmInfo { .. } | Req::PollMaster { .. } => (ids::attr::SM_INFO, 0, Method::Get, data),
+            Req::SetSmInfo { control, info, .. } => {
+                info.emit(&mut data);
+                (ids::attr::SM_INFO, *control, Method::Set, data)
+            }
             Req::GetLft { block, .. } => (ids::attr::LFT, *block, Method::Get, data),
             Req::SetPortInfo { port, info, .. } => {
                 info.emit(&mut data);
@@ -103,21 +115,23 @@ pub(crate) enum Op {
     Sweep,
     /// Multicast table programming after the SA's groups changed.
     Multicast,
-    /// Stands for other work beside a sweep in the tests of this layer (the standby's polls and
-    /// key updates take their own variants as they land).
+    /// A standby's polls of the master, and SMInfo controls (HANDOVER ...) to other SMs.
+    Election,
+    /// Stands for other work beside a sweep in the tests of this layer.
     #[cfg(test)]
     Aside,
 }
 
 impl Op {
-    const COUNT: usize = if cfg!(test) { 3 } else { 2 };
+    const COUNT: usize = if cfg!(test) { 4 } else { 3 };
 
     fn index(self) -> usize {
         match self {
             Op::Sweep => 0,
             Op::Multicast => 1,
+            Op::Election => 2,
             #[cfg(test)]
-            Op::Aside => 2,
+            Op::Aside => 3,
         }
     }
 }
@@ -195,8 +209,14 @@ impl Transactions {
 
     /// Queues a request (sent in FIFO order as the window allows).
     pub fn push(&mut self, request: Request) {
+        self.push_with_retries(request, self.retries);
+    }
+
+    /// Queues a request that is retried at most `retries` times (a standby's poll: a missed
+    /// answer is the news, not something to wait out).
+    pub fn push_with_retries(&mut self, request: Request, retries: u32) {
         self.outstanding[request.op.index()] += 1;
-        self.queue.push_back((request, self.retries));
+        self.queue.push_back((request, retries));
     }
 
     /// Nothing queued and nothing in flight, of any operation.

@@ -195,10 +195,14 @@ impl LiveRoutes {
         let parse = |what: &str, s: &str| {
             s.parse::<Guid>().map_err(|_| LiveError::Field { what: what.to_owned(), value: s.to_owned() })
         };
-        // Description node indices: the switches, then the CAs, in snapshot order.
+        // Description node indices: the switches in NodeGUID order (the order the routing view
+        // takes them in, so that the tables line up with the view's switches), then the CAs.
+        let mut switches: Vec<(Guid, &LiveSwitch)> =
+            self.switches.iter().map(|s| Ok((parse("switch GUID", &s.guid)?, s))).collect::<Result<_, LiveError>>()?;
+        switches.sort_by_key(|(g, _)| *g);
         let mut index: HashMap<Guid, usize> = HashMap::new();
-        for (k, s) in self.switches.iter().enumerate() {
-            index.insert(parse("switch GUID", &s.guid)?, k);
+        for (k, (g, _)) in switches.iter().enumerate() {
+            index.insert(*g, k);
         }
         for (k, c) in self.cas.iter().enumerate() {
             index.insert(parse("CA GUID", &c.guid)?, self.switches.len() + k);
@@ -214,8 +218,7 @@ impl LiveRoutes {
         let mut desc = FabricDesc { nodes: Vec::with_capacity(self.switches.len() + self.cas.len()) };
         let mut guid2lid = Guid2Lid::default();
         let mut routes = Routes::default();
-        for s in &self.switches {
-            let guid = parse("switch GUID", &s.guid)?;
+        for &(guid, s) in &switches {
             let port_guid = parse("switch port GUID", &s.port_guid)?;
             let lid = Lid(s.lid);
             if lid != Lid::UNASSIGNED {

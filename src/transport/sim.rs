@@ -68,63 +68,8 @@ impl SimDriver {
     /// Runs until `stop` says so for an event, or nothing is left to do, or `limit_ns` of virtual
     /// time. Every event the SM emits is passed to `stop`. Returns the event that stopped it.
     pub fn run_until(&mut self, limit_ns: u64, mut stop: impl FnMut(&SmEvent) -> bool) -> Option<SmEvent> {
-        loop {
-            if self.sm.poll_compute().is_some() {
-                self.compute();
-            }
-            while let Some(t) = self.sm.poll_transmit(self.now()) {
-                self.send(&t);
-            }
-            while let Some(ev) = self.sm.poll_event() {
-                if stop(&ev) {
-                    return Some(ev);
-                }
-            }
-            let next = match (self.fabric.next_event(), self.sm.poll_timeout()) {
-                (Some(a), Some(b)) => a.0.min(b),
-                (Some(a), None) => a.0,
-                (None, Some(b)) => b,
-                (None, None) => return None,
-            };
-            if next > limit_ns {
-                return None;
-            }
-            self.fabric.advance_to(SimTime(next));
-            let now = self.now();
-            while let Some(r) = self.fabric.recv(self.agent) {
-                let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
-                self.sm.handle_mad(r.at.0, &r.mad[..], src);
-            }
-            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-                self.sm.handle_timeout(now);
-            }
-        }
-    }
-
-    /// Runs the core's pending compute steps, on the virtual clock or on the wall clock (see
-    /// [`ComputeTime`]); in the second case the fabric's clock follows the core's.
-    fn compute(&mut self) {
-        let base = self.now();
-        match self.compute_time {
-            ComputeTime::Virtual => self.sm.handle_compute(&mut || base),
-            ComputeTime::Wall => {
-                let start = std::time::Instant::now();
-                self.sm.handle_compute(&mut || {
-                    base.saturating_add(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
-                });
-                self.fabric.advance_to(SimTime(self.sm.now()));
-            }
-        }
-    }
-
-    /// Hands one MAD to the fabric. The simulated fabric carries single 256-byte MADs (no
-    /// RMPP): a longer one is cut to its first MAD, as ibsim does.
-    fn send(&mut self, t: &Transmit) {
-        let mut mad = [0u8; ibsm_mad::MAD_LEN];
-        let n = t.bytes.len().min(mad.len());
-        mad[..n].copy_from_slice(&t.bytes[..n]);
-        let dest = Dest { dlid: t.to.lid, qpn: t.to.qpn };
-        self.fabric.send_pkey(self.agent, &mad, dest, t.to.pkey_index);
+        let mut slots = [Slot { sm: &mut self.sm, agent: self.agent }];
+        run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |_, ev| stop(ev)).map(|(_, ev)| ev)
     }
 
     /// Starts a sweep and runs to its report (or `limit_ns` of virtual time from now).
@@ -169,5 +114,163 @@ impl SimDriver {
                 }
             }
         })
+    }
+}
+
+/// One SM on the fabric, for [`run_slots`].
+struct Slot<'a> {
+    sm: &'a mut Sm,
+    agent: AgentId,
+}
+
+/// Steps every SM in `slots` and the fabric together in virtual time until `stop` says so for
+/// an event (given the SM's index), nothing is left to do, or `limit_ns`. Returns the SM's
+/// index and the event that stopped it.
+fn run_slots(
+    fabric: &mut Fabric,
+    slots: &mut [Slot<'_>],
+    compute_time: ComputeTime,
+    limit_ns: u64,
+    stop: &mut dyn FnMut(usize, &SmEvent) -> bool,
+) -> Option<(usize, SmEvent)> {
+    loop {
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.sm.poll_compute().is_some() {
+                compute(fabric, slot.sm, compute_time);
+            }
+            while let Some(t) = slot.sm.poll_transmit(fabric.now().0) {
+                send(fabric, slot.agent, &t);
+            }
+            while let Some(ev) = slot.sm.poll_event() {
+                if stop(i, &ev) {
+                    return Some((i, ev));
+                }
+            }
+        }
+        let timers = slots.iter().filter_map(|s| s.sm.poll_timeout()).min();
+        let next = match (fabric.next_event(), timers) {
+            (Some(a), Some(b)) => a.0.min(b),
+            (Some(a), None) => a.0,
+            (None, Some(b)) => b,
+            (None, None) => return None,
+        };
+        if next > limit_ns {
+            return None;
+        }
+        fabric.advance_to(SimTime(next));
+        let now = fabric.now().0;
+        for slot in slots.iter_mut() {
+            while let Some(r) = fabric.recv(slot.agent) {
+                let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
+                slot.sm.handle_mad(r.at.0, &r.mad[..], src);
+            }
+            if slot.sm.poll_timeout().is_some_and(|t| t <= now) {
+                slot.sm.handle_timeout(now);
+            }
+        }
+    }
+}
+
+/// Runs an SM's pending compute steps, on the virtual clock or on the wall clock (see
+/// [`ComputeTime`]); in the second case the fabric's clock follows the core's.
+fn compute(fabric: &mut Fabric, sm: &mut Sm, compute_time: ComputeTime) {
+    let base = fabric.now().0;
+    match compute_time {
+        ComputeTime::Virtual => sm.handle_compute(&mut || base),
+        ComputeTime::Wall => {
+            let start = std::time::Instant::now();
+            sm.handle_compute(&mut || {
+                base.saturating_add(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+            });
+            fabric.advance_to(SimTime(sm.now()));
+        }
+    }
+}
+
+/// Hands one MAD to the fabric. The simulated fabric carries single 256-byte MADs (no RMPP): a
+/// longer one is cut to its first MAD, as ibsim does.
+fn send(fabric: &mut Fabric, agent: AgentId, t: &Transmit) {
+    let mut mad = [0u8; ibsm_mad::MAD_LEN];
+    let n = t.bytes.len().min(mad.len());
+    mad[..n].copy_from_slice(&t.bytes[..n]);
+    let dest = Dest { dlid: t.to.lid, qpn: t.to.qpn };
+    fabric.send_pkey(agent, &mad, dest, t.to.pkey_index);
+}
+
+/// Several SMs on one simulated fabric (master, standbys), stepped together in virtual time.
+#[derive(Debug)]
+pub struct SimSms {
+    /// The simulated fabric.
+    pub fabric: Fabric,
+    /// The SMs, each with its agent and where it sits.
+    pub sms: Vec<SimSm>,
+}
+
+/// One SM of a [`SimSms`].
+#[derive(Debug)]
+pub struct SimSm {
+    /// The SM core.
+    pub sm: Sm,
+    /// Its agent in the fabric.
+    pub agent: AgentId,
+    /// Where it sits: node index and port.
+    pub at: (usize, u8),
+    /// Stepped: a killed SM is not (its process is gone).
+    pub alive: bool,
+}
+
+impl SimSms {
+    /// Powers `topo` on with `seed` and attaches each SM at its port.
+    ///
+    /// # Errors
+    /// A message when an attach point is not valid.
+    pub fn new(topo: &Topology, seed: u64, sms: Vec<(Sm, (usize, u8))>) -> Result<SimSms, String> {
+        let mut fabric = Fabric::new(topo, SimConfig { seed, ..SimConfig::default() });
+        let mut out = Vec::new();
+        for (mut sm, at) in sms {
+            let agent = fabric
+                .attach(at.0, at.1)
+                .ok_or_else(|| format!("cannot attach an SM at node {} port {}", at.0, at.1))?;
+            fabric.set_is_sm(agent, true);
+            sm.set_sa_limits(crate::sa::Limits::SIM);
+            out.push(SimSm { sm, agent, at, alive: true });
+        }
+        Ok(SimSms { fabric, sms: out })
+    }
+
+    /// Current virtual time, ns.
+    pub fn now(&self) -> u64 {
+        self.fabric.now().0
+    }
+
+    /// Starts SM `i`'s first sweep (or a sweep).
+    pub fn start(&mut self, i: usize) {
+        let now = self.now();
+        if let Some(s) = self.sms.get_mut(i) {
+            s.sm.start_sweep(now);
+        }
+    }
+
+    /// Kills SM `i` as `kill -9` would: it is no longer stepped, and its port drops IsSM (the
+    /// kernel closes the SM's device).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(s) = self.sms.get_mut(i) {
+            s.alive = false;
+            self.fabric.set_is_sm(s.agent, false);
+        }
+    }
+
+    /// Runs the live SMs until `stop` says so for an event (with the SM's index), nothing is
+    /// left to do, or `limit_ns`. Returns what stopped it.
+    pub fn run_until(
+        &mut self,
+        limit_ns: u64,
+        mut stop: impl FnMut(usize, &SmEvent) -> bool,
+    ) -> Option<(usize, SmEvent)> {
+        let index: Vec<usize> = (0..self.sms.len()).filter(|&i| self.sms[i].alive).collect();
+        let mut slots: Vec<Slot<'_>> =
+            self.sms.iter_mut().filter(|s| s.alive).map(|s| Slot { sm: &mut s.sm, agent: s.agent }).collect();
+        run_slots(&mut self.fabric, &mut slots, ComputeTime::Virtual, limit_ns, &mut |i, ev| stop(index[i], ev))
+            .map(|(i, ev)| (index[i], ev))
     }
 }

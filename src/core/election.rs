@@ -1,0 +1,302 @@
+//! Master and standby: the SMs a sweep finds, the election, a standby's watch over the master,
+//! and the SMInfo controls (HANDOVER, ACKNOWLEDGE, DISABLE, STANDBY, DISCOVER).
+//!
+//! Owns: the other SMs this sweep found (every port with PortInfo.CapabilityMask.IsSM is asked
+//! for its SMInfo), the master a standby watches (its port GUID and the directed route to it),
+//! the poll schedule and the count of missed or stalled polls, and the standby this SM handed
+//! the subnet to. The rules:
+//! - Better means a higher priority, then a lower port GUID.
+//! - At the end of discovery, a sweep that found a master other than itself (and is not master
+//!   yet), or any better SM that is master, standby or discovering, makes this SM a standby: it
+//!   stops the sweep there, before touching anything, and watches the master (or, when the
+//!   better SM is not master yet, re-sweeps after the poll interval to find it master).
+//! - A master that finds a better standby hands over (SubnSet(SMInfo) HANDOVER with its
+//!   SM_Key) and becomes a standby when the standby accepts.
+//! - A standby polls the master's SMInfo every `sm-poll-interval`, one try each; after
+//!   `sm-poll-retries` polls in a row without an answer, when the master's ActCount stays the
+//!   same for longer than `sm-act-stall` (OpenSM raises it once per sweep), or when the master
+//!   says it is no longer master, it sweeps and becomes master. Its discovery reads the
+//!   LIDs the ports hold, so nothing is renumbered; its LFT programming reads the switches'
+//!   blocks back first and writes only those that differ.
+//! - Controls are obeyed only with the right SM_Key: HANDOVER, DISABLE and STANDBY only from the
+//!   master this SM knows (or, for STANDBY, from a master when it knows none), ACKNOWLEDGE only
+//!   from the standby it handed over to, DISCOVER only while disabled. Anything else is answered
+//!   with status 0x001C (invalid attribute value) and reported.
+
+use ibsm_mad::attrs::{CapabilityMask, PortInfo, SmInfo, SmState as WireSmState};
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum};
+
+use super::Sm;
+use super::events::SmEvent;
+use super::state::{NodeIdx, SmState, SweepPhase};
+use super::transactions::{Op, Outcome, Req, Request};
+
+/// SMInfo control codes (the AttributeModifier of SubnSet(SMInfo)).
+pub mod control {
+    /// The master gives the subnet to a standby.
+    pub const HANDOVER: u32 = 1;
+    /// The new master confirms a handover.
+    pub const ACKNOWLEDGE: u32 = 2;
+    /// Stop being an SM until DISCOVER.
+    pub const DISABLE: u32 = 3;
+    /// Become a standby.
+    pub const STANDBY: u32 = 4;
+    /// Leave NOTACTIVE and discover the subnet.
+    pub const DISCOVER: u32 = 5;
+
+    /// The control's name for logs.
+    pub const fn name(c: u32) -> &'static str {
+        match c {
+            HANDOVER => "HANDOVER",
+            ACKNOWLEDGE => "ACKNOWLEDGE",
+            DISABLE => "DISABLE",
+            STANDBY => "STANDBY",
+            DISCOVER => "DISCOVER",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Another SM found by a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundSm {
+    /// Its SMInfo (GUID, priority, state, ActCount).
+    pub info: SmInfo,
+    /// The directed route to its port.
+    pub path: DrPath,
+    /// Its port's LID as the port holds it.
+    pub lid: Lid,
+}
+
+/// The election state.
+#[derive(Debug, Clone, Default)]
+pub struct Election {
+    /// SMs found by the running (or last) sweep.
+    pub found: Vec<FoundSm>,
+    /// The master a standby watches.
+    pub master: Option<FoundSm>,
+    /// Polls in a row that went unanswered.
+    pub misses: u32,
+    /// The master's ActCount and since when it has shown it.
+    pub last_act: Option<(u32, u64)>,
+    /// When the next poll (or, waiting for a better SM to become master, the next sweep) is due.
+    pub poll_at: Option<u64>,
+    /// The standby this SM handed the subnet to (expects its ACKNOWLEDGE).
+    pub handed_to: Option<Guid>,
+    /// DISABLE received: no sweeping, no polling until DISCOVER.
+    pub disabled: bool,
+}
+
+/// Whether `a` is a better SM than `b`: higher priority, then lower GUID.
+pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
+}
+
+impl Sm {
+    fn me(&self) -> (u8, Guid) {
+        (self.cfg.priority & 0x0f, self.port_guid)
+    }
+
+    /// After a PortInfo answer in discovery: a port (not ours) with IsSM is asked for its
+    /// SMInfo.
+    pub(super) fn ask_if_sm(&mut self, node: NodeIdx, port: PortNum, pi: &PortInfo) {
+        if !pi.capability_mask.contains(CapabilityMask::IS_SM) || self.subnet.local == Some((node, port)) {
+            return;
+        }
+        let Some(n) = self.subnet.node(node) else { return };
+        if n.is_switch() && port.0 != 0 {
+            return;
+        }
+        self.tx.push(Request::sweep(n.path_for(port), Req::GetSmInfo { node, port }));
+    }
+
+    /// An SMInfo answer from an SM found in discovery (no answer: it is not counted; a port may
+    /// keep IsSM after its SM died).
+    pub(super) fn on_found_sm(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
+        let Outcome::Reply { status: 0, data } = outcome else { return };
+        let Ok(info) = SmInfo::parse(data) else { return };
+        if info.guid == self.port_guid {
+            return;
+        }
+        let lid = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info).map_or(Lid(0), |i| i.lid);
+        self.election.found.retain(|f| f.info.guid != info.guid);
+        self.election.found.push(FoundSm { info, path: request.path, lid });
+    }
+
+    /// At the end of discovery: whether this SM yields to another (it is a standby then, and the
+    /// sweep ends here). A master that finds a better standby hands over instead.
+    pub(super) fn yield_after_discovery(&mut self) -> bool {
+        let me = self.me();
+        let active = |f: &&FoundSm| {
+            matches!(f.info.sm_state, WireSmState::Master | WireSmState::Standby | WireSmState::Discovering)
+        };
+        let key = |f: &FoundSm| (f.info.priority & 0x0f, f.info.guid);
+        let other_master = self.election.found.iter().find(|f| f.info.sm_state == WireSmState::Master).copied();
+        let better_one =
+            self.election.found.iter().filter(active).filter(|f| better(key(f), me)).copied().min_by(|a, b| {
+                if better(key(a), key(b)) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }
+            });
+        let yield_to = match (self.state, other_master, better_one) {
+            // Not master yet: an existing master keeps the subnet (it hands over if we are
+            // better); else the best SM that is better than us.
+            (SmState::NotActive | SmState::Discovering | SmState::Standby, Some(m), _) => Some(m),
+            (SmState::NotActive | SmState::Discovering | SmState::Standby, None, b) => b,
+            // Master: only to a better master (two masters: the worse steps down).
+            (SmState::Master, Some(m), _) if better(key(&m), me) => Some(m),
+            (SmState::Master, _, Some(b)) if b.info.sm_state == WireSmState::Standby => {
+                self.hand_over(b);
+                None
+            }
+            _ => None,
+        };
+        let Some(target) = yield_to else { return false };
+        self.become_standby(target);
+        true
+    }
+
+    /// Becomes a standby watching `master` (when it is not master yet, the first poll finds out
+    /// and a sweep follows).
+    fn become_standby(&mut self, master: FoundSm) {
+        self.state = SmState::Standby;
+        self.enter(SweepPhase::Up);
+        self.resweep_at = None;
+        self.sweep_requested = false;
+        self.election.master = Some(master);
+        self.election.misses = 0;
+        self.election.last_act = None;
+        self.election.poll_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns));
+        self.events.push_back(SmEvent::Standby {
+            master: master.info.guid,
+            priority: master.info.priority,
+            lid: master.lid,
+        });
+    }
+
+    /// Sends HANDOVER to the better standby `to`.
+    fn hand_over(&mut self, to: FoundSm) {
+        let info = self.sm_info(true);
+        let req = Req::SetSmInfo { to: to.info.guid, control: control::HANDOVER, info };
+        self.tx.push(Request { path: to.path, req, op: Op::Election });
+        self.election.handed_to = Some(to.info.guid);
+    }
+
+    /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
+    /// was not master yet.
+    pub(super) fn election_timer(&mut self) {
+        if self.state != SmState::Standby || self.election.disabled {
+            return;
+        }
+        if self.election.poll_at.is_none_or(|t| t > self.now) {
+            return;
+        }
+        self.election.poll_at = None;
+        let Some(m) = self.election.master else { return };
+        let req = Req::PollMaster { master: m.info.guid };
+        self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
+    }
+
+    /// A poll's outcome.
+    pub(super) fn on_poll(&mut self, outcome: &Outcome) {
+        if self.state != SmState::Standby {
+            return;
+        }
+        let Some(m) = self.election.master else { return };
+        let answer = match outcome {
+            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
+            _ => None,
+        };
+        match answer {
+            Some(info) if info.sm_state != WireSmState::Master => {
+                return self.take_over(m.info.guid, "the SM watched is not master");
+            }
+            Some(info) => {
+                self.election.misses = 0;
+                match self.election.last_act {
+                    // The same count for too long: alive but not working (OpenSM raises it
+                    // once per sweep, so the bound is longer than its sweep interval).
+                    Some((act, since)) if act == info.act_count => {
+                        if self.now.saturating_sub(since) > self.cfg.sm_act_stall_ns {
+                            return self.take_over(m.info.guid, "its ActCount stalled");
+                        }
+                    }
+                    _ => self.election.last_act = Some((info.act_count, self.now)),
+                }
+            }
+            None => {
+                self.election.misses += 1;
+                if self.election.misses >= self.cfg.sm_poll_retries.max(1) {
+                    return self.take_over(m.info.guid, "it stopped answering");
+                }
+            }
+        }
+        self.election.poll_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns));
+    }
+
+    /// The master is gone (or gave up): sweep and become master (the sweep's discovery finds
+    /// a better SM first if there is one).
+    fn take_over(&mut self, old: Guid, reason: &'static str) {
+        self.events.push_back(SmEvent::MasterLost { master: old, reason });
+        self.election.master = None;
+        self.election.poll_at = None;
+        self.state = SmState::Discovering;
+        self.start_sweep(self.now);
+    }
+
+    /// The answer to our HANDOVER: accepted, this SM is a standby of the new master.
+    pub(super) fn on_handover_sent(&mut self, to: Guid, outcome: &Outcome) {
+        let Outcome::Reply { status: 0, .. } = outcome else {
+            self.election.handed_to = None;
+            return;
+        };
+        if let Some(target) = self.election.found.iter().find(|f| f.info.guid == to).copied() {
+            self.events.push_back(SmEvent::HandedOver { to });
+            self.become_standby(FoundSm { info: SmInfo { sm_state: WireSmState::Master, ..target.info }, ..target });
+        }
+    }
+
+    /// SubnSet(SMInfo) from another SM: whether the control is obeyed (the caller answers with
+    /// this SM's SMInfo, or status 0x001C).
+    pub(super) fn on_sm_control(&mut self, control: u32, from: &SmInfo) -> bool {
+        let key_ok = from.sm_key == self.cfg.sm_key;
+        let from_master = self.election.master.is_some_and(|m| m.info.guid == from.guid);
+        let ok = key_ok
+            && match control {
+                control::HANDOVER => self.state == SmState::Standby && from_master,
+                control::ACKNOWLEDGE => self.election.handed_to == Some(from.guid),
+                control::DISABLE => from_master,
+                control::STANDBY => {
+                    from_master
+                        || (self.election.master.is_none()
+                            && from.sm_state == WireSmState::Master
+                            && self.election.found.iter().any(|f| f.info.guid == from.guid))
+                }
+                control::DISCOVER => self.election.disabled,
+                _ => false,
+            };
+        self.events.push_back(SmEvent::SmControl { control, from: from.guid, accepted: ok });
+        if !ok {
+            return false;
+        }
+        match control {
+            control::HANDOVER => self.take_over(from.guid, "it handed the subnet over"),
+            control::ACKNOWLEDGE => self.election.handed_to = None,
+            control::DISABLE => {
+                self.election.disabled = true;
+                self.election.poll_at = None;
+                self.state = SmState::NotActive;
+            }
+            control::STANDBY if self.state != SmState::Standby => {
+                if let Some(master) = self.election.found.iter().find(|f| f.info.guid == from.guid).copied() {
+                    self.become_standby(FoundSm { info: *from, ..master });
+                }
+            }
+            control::DISCOVER => {
+                self.election.disabled = false;
+                self.state = SmState::Discovering;
+                self.start_sweep(self.now);
+            }
+            _ => {}
+        }
+        true
+    }
+}

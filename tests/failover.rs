@@ -1,0 +1,207 @@
+//! Master and standby on the simulated fabric: two and three SMs in one harness; exactly one
+//! master; the master killed and a standby master within the bound in virtual time, no LID
+//! changed and no LFT block rewritten; a better standby gets the subnet by handover; forged
+//! controls with a wrong SM_Key change nothing.
+
+use std::collections::BTreeMap;
+
+use ibsm::core::election::control;
+use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
+use ibsm::transport::sim::SimSms;
+use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
+use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, ids};
+use ibsm_sim::fabric::{Dest, SimTime};
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::sa::example;
+
+const SECOND: u64 = 1_000_000_000;
+
+fn cfg(priority: u8, sm_key: u64) -> SmConfig {
+    SmConfig { priority, sm_key, ..SmConfig::default() }
+}
+
+/// The CA ports of `topo`, in order.
+fn hosts(topo: &Topology) -> Vec<(usize, u8)> {
+    (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).map(|i| (i, 1)).collect()
+}
+
+/// SMs with `priorities` on the first hosts, all started; runs until one is master and the
+/// others standby. Returns the harness and the master's index.
+fn elect(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize) {
+    let at = hosts(topo);
+    let sms = priorities.iter().enumerate().map(|(i, &p)| (Sm::new(cfg(p, 7), Guid2Lid::default()), at[i])).collect();
+    let mut h = SimSms::new(topo, seed, sms).expect("attach");
+    for i in 0..priorities.len() {
+        h.start(i);
+    }
+    let settled = |h: &SimSms| {
+        let states: Vec<SmState> = h.sms.iter().map(|s| s.sm.state()).collect();
+        states.iter().filter(|s| **s == SmState::Master).count() == 1
+            && states.iter().filter(|s| **s == SmState::Standby).count() == states.len() - 1
+    };
+    let end = h.now() + 60 * SECOND;
+    while !settled(&h) {
+        assert!(h.now() < end, "no single master: {:?}", h.sms.iter().map(|s| s.sm.state()).collect::<Vec<_>>());
+        let step = h.now() + 100_000_000;
+        h.run_until(step, |_, _| false);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+    }
+    let master = h.sms.iter().position(|s| s.sm.state() == SmState::Master).expect("a master");
+    (h, master)
+}
+
+/// The LID every end port holds, read from the SMs' view: (port GUID -> LID) of the master.
+fn lids(h: &SimSms, i: usize) -> BTreeMap<Guid, Lid> {
+    let snap = h.sms[i].sm.snapshot().expect("snapshot");
+    snap.end_ports().filter_map(|at| snap.port(at).map(|p| (p.guid, p.lid))).collect()
+}
+
+#[test]
+fn the_best_sm_is_master_and_the_others_stand_by() {
+    let topo = example("fat-tree-2l-k4.net");
+    for seed in 1..=5 {
+        let (h, master) = elect(&topo, seed, &[3, 9, 5]);
+        assert_eq!(master, 1, "priority 9 wins (seed {seed})");
+        // The standbys' SMInfo says standby; they answered no SA request and wrote nothing.
+        for (i, s) in h.sms.iter().enumerate().filter(|(i, _)| *i != master) {
+            assert_eq!(s.sm.sm_info(false).sm_state, WireSmState::Standby, "SM {i}");
+            // It stopped its sweep after discovery: no report, no table written.
+            assert!(s.sm.last_report().is_none() && s.sm.pkey_blocks_sent() == 0, "SM {i} touched the fabric");
+        }
+    }
+    // Equal priorities: the lower port GUID wins.
+    let (h, master) = elect(&topo, 3, &[4, 4]);
+    let guids: Vec<Guid> = h.sms.iter().map(|s| s.sm.port_guid()).collect();
+    assert_eq!(guids[master], *guids.iter().min().expect("guids"));
+}
+
+#[test]
+fn a_standby_takes_over_a_dead_master_without_renumbering_or_rewriting() {
+    let topo = example("fat-tree-2l-k4.net");
+    for seed in 1..=5 {
+        let (mut h, master) = elect(&topo, seed, &[9, 5]);
+        let standby = 1 - master;
+        let before = lids(&h, master);
+        // kill -9 the master.
+        let died = h.now();
+        h.kill(master);
+        let mut lost = None;
+        let up = h.run_until(died + 30 * SECOND, |i, e| {
+            if let SmEvent::MasterLost { reason, .. } = e {
+                lost = Some((i, *reason));
+            }
+            matches!(e, SmEvent::SubnetUp(r) if r.complete)
+        });
+        let (i, report) = up.expect("the standby brings the subnet up");
+        assert_eq!(i, standby);
+        let SmEvent::SubnetUp(report) = report else { unreachable!("stopped on SubnetUp") };
+        assert_eq!(lost, Some((standby, "it stopped answering")));
+        let took = h.now() - died;
+        assert!(took <= 2 * SECOND, "seed {seed}: master in {} ms", took / 1_000_000);
+        assert_eq!(h.sms[standby].sm.state(), SmState::Master);
+        assert_eq!(lids(&h, standby), before, "no LID changed");
+        assert_eq!(report.lft_blocks_sent, 0, "no LFT block rewritten");
+        if seed == 1 {
+            eprintln!("failover: the standby was master with the subnet up {} ms after the kill", took / 1_000_000);
+        }
+    }
+}
+
+#[test]
+fn a_better_standby_gets_the_subnet_by_handover() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 2, &[5]);
+    assert_eq!(master, 0);
+    // A better SM arrives (its process starts on another host).
+    let at = hosts(&topo)[3];
+    let agent = h.fabric.attach(at.0, at.1).expect("attach");
+    h.fabric.set_is_sm(agent, true);
+    let mut better = Sm::new(cfg(12, 7), Guid2Lid::default());
+    better.set_sa_limits(ibsm::sa::Limits::SIM);
+    h.sms.push(ibsm::transport::sim::SimSm { sm: better, agent, at, alive: true });
+    h.start(1);
+    // It finds the master and stands by; the master's next sweep finds it and hands over.
+    h.run_until(h.now() + 5 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. }));
+    assert_eq!(h.sms[1].sm.state(), SmState::Standby);
+    h.start(0);
+    let mut handed = false;
+    let up = h.run_until(h.now() + 30 * SECOND, |i, e| {
+        handed |= i == 0 && matches!(e, SmEvent::HandedOver { .. });
+        i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    });
+    assert!(up.is_some() && handed, "handed over and up");
+    assert_eq!((h.sms[0].sm.state(), h.sms[1].sm.state()), (SmState::Standby, SmState::Master));
+}
+
+/// Sends SubnSet(SMInfo) `control` from the agent of SM `from` (not stepped) along `path`
+/// carrying `info`, runs the SMs a second, and returns the answer's status and how many controls
+/// the SMs reported as refused meanwhile.
+fn send_control(h: &mut SimSms, from: usize, path: &DrPath, control: u32, info: SmInfo) -> (Option<u16>, usize) {
+    let mut data = [0u8; 64];
+    info.emit(&mut data);
+    let smp = SmpRepr::set_dr(path, ids::attr::SM_INFO, control, 0x4242, data);
+    let agent = h.sms[from].agent;
+    h.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let mut refused = 0;
+    h.run_until(h.now() + SECOND, |_, e| {
+        refused += usize::from(matches!(e, SmEvent::SmControl { accepted: false, .. }));
+        false
+    });
+    let mut status = None;
+    while let Some(r) = h.fabric.recv(agent) {
+        if let Ok(resp) = SmpRepr::parse(&r.mad[..])
+            && resp.tid & 0xffff_ffff == 0x4242
+        {
+            status = Some(resp.status);
+        }
+    }
+    (status, refused)
+}
+
+#[test]
+fn forged_controls_with_a_wrong_key_change_nothing() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 4, &[9, 5]);
+    let standby = 1 - master;
+    // A rogue process on a third host forges the master's identity with a wrong key.
+    let rogue_at = hosts(&topo)[5];
+    let rogue = h.fabric.attach(rogue_at.0, rogue_at.1).expect("attach");
+    h.sms.push(ibsm::transport::sim::SimSm {
+        sm: Sm::new(cfg(0, 0), Guid2Lid::default()),
+        agent: rogue,
+        at: rogue_at,
+        alive: false,
+    });
+    let forged = SmInfo { guid: h.sms[master].sm.port_guid(), sm_key: 0x666, priority: 15, ..SmInfo::default() };
+    // Directed routes from the rogue's port to each SM.
+    let routes = support::sa::Oracle::from_topology(&topo, rogue_at).routes;
+    let route = |h: &SimSms, to: usize| -> DrPath {
+        let target = h.sms[to].at;
+        let peer = topo.nodes[target.0].peer(target.1).expect("cabled");
+        let mut r = routes[&peer.node].clone();
+        r.push(peer.port);
+        DrPath::new(&r).expect("route")
+    };
+    let to_standby = route(&h, standby);
+    let to_master = route(&h, master);
+    for c in [control::HANDOVER, control::DISABLE, control::STANDBY] {
+        assert_eq!(send_control(&mut h, 2, &to_standby, c, forged), (Some(0x001c), 1), "{}", control::name(c));
+    }
+    assert_eq!(send_control(&mut h, 2, &to_master, control::STANDBY, forged), (Some(0x001c), 1));
+    assert_eq!(send_control(&mut h, 2, &to_master, control::ACKNOWLEDGE, forged), (Some(0x001c), 1));
+    // Nothing changed.
+    assert_eq!((h.sms[master].sm.state(), h.sms[standby].sm.state()), (SmState::Master, SmState::Standby));
+    // With the right key but not from the master the standby knows, HANDOVER is refused too.
+    let imposter = SmInfo { guid: Guid(0xdead), sm_key: 7, ..SmInfo::default() };
+    assert_eq!(send_control(&mut h, 2, &to_standby, control::HANDOVER, imposter), (Some(0x001c), 1));
+    assert_eq!(h.sms[standby].sm.state(), SmState::Standby);
+    // The real master's identity and key are obeyed: DISABLE stops the standby.
+    let real = SmInfo { sm_key: 7, ..h.sms[master].sm.sm_info(true) };
+    assert_eq!(send_control(&mut h, 2, &to_standby, control::DISABLE, real), (Some(0), 0));
+    assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
+}
