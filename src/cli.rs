@@ -121,6 +121,14 @@ struct RunArgs {
     /// the config file, else the default partition 0x7FFF with every port a full member].
     #[arg(long, value_name = "FILE")]
     partitions: Option<PathBuf>,
+    /// SM priority 0..=15: the highest wins the election, ties go to the lower port GUID
+    /// [default: from the config file, else 0].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
+    priority: Option<u8>,
+    /// File holding the SM_Key (mode 0600; never give the key itself on a command line, where
+    /// `ps` shows it) [default: from the config file, else key 0].
+    #[arg(long, value_name = "FILE")]
+    sm_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -412,38 +420,27 @@ fn run_sm(a: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    if let Err(e) = mkey_setup(&mut cfg, state_dir.as_deref()) {
-        eprintln!("ibsm run: {e}");
-        return ExitCode::from(2);
+    if let Some(p) = a.priority {
+        cfg.priority = p;
     }
-    let mut sm = Sm::new(cfg, table);
-    // P_Keys keep their table index across restarts; the keys ports hold are known again:
-    // OpenSM's guid2mkey when taking over from it, then this SM's own.
-    let mut held = match file.guid2mkey.as_deref().map(ibsm::state::load_guid2mkey).transpose() {
-        Ok(keys) => keys.unwrap_or_default(),
-        Err(e) => {
-            eprintln!("ibsm run: guid2mkey: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Some(d) = &state_dir {
-        let loaded = ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)).and_then(|layout| {
-            let keys = ibsm::state::load_guid2mkey(&d.join(ibsm::state::GUID2MKEY))?;
-            Ok((layout, keys, ibsm::state::load_neighbors(&d.join(ibsm::state::NEIGHBORS))?))
-        });
-        match loaded {
-            Ok((layout, keys, neighbors)) => {
-                sm.set_pkey_layout(layout);
-                sm.set_mkey_neighbors(neighbors);
-                held.extend(keys);
-            }
+    if let Some(path) = a.sm_key_file.as_ref().or(file.sm_key_file.as_ref()) {
+        match ibsm::state::load_sm_key(path) {
+            Ok(k) => cfg.sm_key = k,
             Err(e) => {
                 eprintln!("ibsm run: {e}");
                 return ExitCode::from(2);
             }
         }
     }
-    sm.set_mkeys_held(held);
+    if let Err(e) = mkey_setup(&mut cfg, state_dir.as_deref()) {
+        eprintln!("ibsm run: {e}");
+        return ExitCode::from(2);
+    }
+    let mut sm = Sm::new(cfg, table);
+    if let Err(e) = restore_state(&mut sm, file.guid2mkey.as_deref(), state_dir.as_deref()) {
+        eprintln!("ibsm run: {e}");
+        return ExitCode::from(2);
+    }
     let control_path = if a.no_control {
         None
     } else {
@@ -498,8 +495,12 @@ fn run_on_umad(
     };
     let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {
         log_event(ev);
-        if let SmEvent::SubnetUp(r) = ev {
-            println!("{}", summary(r, wall.elapsed()));
+        match ev {
+            SmEvent::SubnetUp(r) => println!("{}", summary(r, wall.elapsed())),
+            SmEvent::Standby { master, priority, lid } => {
+                println!("standby: the master is {:#018x} (priority {priority}, LID {}); watching it", master.0, lid.0);
+            }
+            _ => {}
         }
     });
     let code: u8 = match result {
@@ -510,6 +511,10 @@ fn run_on_umad(
                 r.smps_failed, r.ports_not_active
             );
             1
+        }
+        Ok(Finish::Standby { master }) => {
+            println!("standby: the master is {:#018x}", master.0);
+            0
         }
         Ok(Finish::NoReport { waited }) => {
             eprintln!("ibsm run: no sweep report within {} s", waited.as_secs());
@@ -637,6 +642,28 @@ fn run_on_sim(
             };
         }
     }
+}
+
+/// What the state directory (and OpenSM's `guid2mkey`) tell a starting SM: P_Key indexes, the
+/// keys ports hold (OpenSM's first when taking over from it, then this SM's own), the neighbour
+/// map.
+fn restore_state(
+    sm: &mut Sm,
+    opensm_guid2mkey: Option<&std::path::Path>,
+    state_dir: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let mut held = match opensm_guid2mkey.map(ibsm::state::load_guid2mkey).transpose() {
+        Ok(keys) => keys.unwrap_or_default(),
+        Err(e) => return Err(format!("guid2mkey: {e}")),
+    };
+    if let Some(d) = state_dir {
+        let err = |e: ibsm::state::StateError| e.to_string();
+        sm.set_pkey_layout(ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)).map_err(err)?);
+        sm.set_mkey_neighbors(ibsm::state::load_neighbors(&d.join(ibsm::state::NEIGHBORS)).map_err(err)?);
+        held.extend(ibsm::state::load_guid2mkey(&d.join(ibsm::state::GUID2MKEY)).map_err(err)?);
+    }
+    sm.set_mkeys_held(held);
+    Ok(())
 }
 
 /// Per-port M_Keys need the secret from the state directory (created on first use).

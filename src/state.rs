@@ -223,6 +223,22 @@ pub fn save_neighbors<S: std::hash::BuildHasher>(
     write_atomically(path, text.as_bytes())
 }
 
+/// Reads the SM_Key from `path`: `0x` and up to 16 hex digits, or decimal, on the first line.
+/// A file others may read is refused (the key lets an SM take the subnet over).
+///
+/// # Errors
+/// [`StateError`] for an unreadable, malformed or readable-by-others file.
+pub fn load_sm_key(path: &Path) -> Result<u64, StateError> {
+    use std::os::unix::fs::PermissionsExt;
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: 1, reason };
+    let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(bad(format!("mode {:o} lets others read the SM_Key; chmod 600 it", mode & 0o777)));
+    }
+    crate::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
+}
+
 /// The M_Key secret in `dir`, created (16 bytes from the OS's random source, mode 0600) when
 /// there is none.
 ///
@@ -344,6 +360,20 @@ mod tests {
         assert_eq!(load_neighbors(&p).expect("load"), m);
         std::fs::write(&p, "0x1 3 0x9\n0x1 x 0x9\n").expect("write");
         assert!(load_neighbors(&p).expect_err("bad").to_string().starts_with(&format!("{}:2: ", p.display())));
+    }
+
+    #[test]
+    fn the_sm_key_file_is_read_and_refused_when_readable_or_malformed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmpdir("smkey");
+        let p = d.join("sm_key");
+        std::fs::write(&p, "0x00000000000000ab\n").expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(load_sm_key(&p).expect("read"), 0xab);
+        std::fs::write(&p, "sesame\n").expect("write");
+        assert!(load_sm_key(&p).expect_err("bad").to_string().starts_with(&format!("{}:1: ", p.display())));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        assert!(load_sm_key(&p).expect_err("readable").to_string().contains("chmod 600"));
     }
 
     #[test]

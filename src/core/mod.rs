@@ -426,7 +426,11 @@ impl Sm {
     /// Starts a sweep at `now` (ignored while one is running).
     pub fn start_sweep(&mut self, now: u64) {
         self.now = self.now.max(now);
-        if (self.phase != SweepPhase::Up && self.state != SmState::NotActive) || self.election.disabled {
+        // A standby leaves the fabric to the master: it sweeps again only to take over.
+        if (self.phase != SweepPhase::Up && self.state != SmState::NotActive)
+            || self.election.disabled
+            || self.state == SmState::Standby
+        {
             return;
         }
         self.election.found.clear();

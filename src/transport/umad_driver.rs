@@ -81,6 +81,11 @@ impl Default for DriverOptions {
 pub enum Finish {
     /// `once`: the first sweep's report (see [`SubnetReport::complete`]).
     Swept(SubnetReport),
+    /// `once`: the first sweep found a better SM or a master; this SM is a standby.
+    Standby {
+        /// The master it watches.
+        master: ibsm_mad::Guid,
+    },
     /// `once`: no report within [`DriverOptions::once_limit`].
     NoReport {
         /// How long it waited.
@@ -427,6 +432,11 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     return Ok(Some(Finish::Swept(report.clone())));
                 }
                 self.schedule_periodic();
+            } else if let SmEvent::Standby { master, .. } = &ev {
+                (self.on_event)(&ev);
+                if self.opts.once {
+                    return Ok(Some(Finish::Standby { master: *master }));
+                }
             } else {
                 (self.on_event)(&ev);
             }

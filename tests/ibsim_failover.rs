@@ -1,0 +1,92 @@
+//! Master and standby under ibsim, judged with infiniband-diags: two `ibsm run` on two HCAs;
+//! `sminfo` shows the master and the standby; the master is killed with SIGKILL; `sminfo` from a
+//! third HCA shows the new master, `saquery` is answered, and `ibnetdiscover` shows every LID as
+//! it was.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::ibsim::{Ibsim, require_ibsim, require_tools};
+
+/// `sminfo` from `client` (optionally of `lid`): (sm guid, state) from its one-line answer.
+fn sminfo(sim: &Ibsim, client: &str, lid: Option<u16>) -> Option<(u64, u8)> {
+    let lid_text = lid.map(|l| l.to_string());
+    let args: Vec<&str> = lid_text.iter().map(String::as_str).collect();
+    let out = sim.run_at(Some(client), "sminfo", &args).ok()?;
+    // "sminfo: sm lid 1 sm guid 0x..., activity count 5 priority 9 state 3 SMINFO_MASTER"
+    let line = out.stdout;
+    let guid = line.split("sm guid ").nth(1)?.split(',').next()?;
+    let guid = u64::from_str_radix(guid.trim().trim_start_matches("0x"), 16).ok()?;
+    let state = line.split(" state ").nth(1)?.split_whitespace().next()?.parse().ok()?;
+    Some((guid, state))
+}
+
+/// `ibnetdiscover` from `client` without its comment lines: every node, port, cable and LID.
+fn fabric(sim: &Ibsim, client: &str) -> String {
+    let out = sim.run_at(Some(client), "ibnetdiscover", &[]).expect("ibnetdiscover");
+    assert!(out.success(), "{}", out.describe());
+    out.stdout.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n")
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+#[test]
+fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
+    if !require_ibsim() || !require_tools(&["sminfo", "saquery", "ibnetdiscover"]) {
+        return;
+    }
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
+    let mut sim = Ibsim::start(&net).expect("ibsim");
+
+    let mut master = sim.spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "9"]).expect("ibsm");
+    wait_for("the master's subnet up", Duration::from_secs(60), || master.stdout().contains("subnet up: "));
+    let mut standby =
+        sim.spawn_at(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "5"]).expect("ibsm");
+    wait_for("the second SM standing by", Duration::from_secs(60), || {
+        standby.stdout().contains("standby: the master is")
+    });
+
+    // sminfo: the master, and the standby when asked at its LID.
+    assert_eq!(sminfo(&sim, client, None), Some((guid_of(first), 3)), "master");
+    let standby_lid = {
+        let out = sim.run_at(Some(client), "smpquery", &["-G", "portinfo", &format!("0x{:x}", guid_of(second))]);
+        let info = out.expect("smpquery");
+        assert!(info.success(), "{}", info.describe());
+        let fields = support::ibsim::dump_fields(&info.stdout);
+        fields.iter().find(|(k, _)| k == "Lid").and_then(|(_, v)| v.parse::<u16>().ok()).expect("standby LID")
+    };
+    assert_eq!(sminfo(&sim, client, Some(standby_lid)), Some((guid_of(second), 2)), "standby");
+    let before = fabric(&sim, client);
+
+    // kill -9 the master; the standby notices and takes over.
+    let killed = Instant::now();
+    master.kill().expect("kill -9");
+    let took = wait_for("the new master in sminfo", Duration::from_secs(30), || {
+        sminfo(&sim, client, None).is_some_and(|(g, s)| g == guid_of(second) && s == 3)
+    });
+    let nr = sim.run_at(Some(client), "saquery", &["NR", &standby_lid.to_string()]).expect("saquery");
+    assert!(nr.success(), "the new master's SA answers: {}", nr.describe());
+    assert_eq!(fabric(&sim, client), before, "every LID, port and cable as it was");
+    assert!(standby.stderr().contains("master gone"), "{}", standby.stderr());
+    eprintln!(
+        "failover under ibsim: sminfo from {client} showed the new master {} ms after the kill ({} ms with the sminfo that saw it)",
+        took.as_millis(),
+        killed.elapsed().as_millis()
+    );
+    standby.terminate().expect("SIGTERM");
+    let _ = standby.wait_timeout(Duration::from_secs(10));
+}
