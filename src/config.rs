@@ -63,7 +63,8 @@ pub struct ConfigFile {
     /// (default 0, as OpenSM).
     pub priority: Option<u8>,
     /// File holding the SM_Key (`0x` and up to 16 hex digits, or decimal; mode 0600): SMs with
-    /// the same key obey each other's HANDOVER and friends. Default: no file, key 0.
+    /// the same key obey each other's HANDOVER and friends. Default: no file, key 1 (OpenSM's
+    /// default).
     pub sm_key_file: Option<PathBuf>,
     /// A standby polls the master this often, ms (default 200).
     pub sm_poll_interval_ms: Option<u64>,

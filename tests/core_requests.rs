@@ -118,7 +118,9 @@ fn sm_info_poll_in_the_middle_of_a_sweep_is_answered_and_changes_no_phase() {
     assert_ne!(phase, SweepPhase::Up, "answered during the sweep");
     assert_eq!(info.sm_state, SmState::Discovering, "not master before the first sweep ends");
     assert_eq!(info.guid, s.drv.sm.port_guid());
-    assert_eq!(info.sm_key, 0, "the SM_Key is not given to a requester that did not present it");
+    // Without M_Key protection the SM_Key is shown to any requester, as OpenSM shows it (the
+    // key's secrecy rests on M_Keys; see tests/mkeys.rs for the protected case).
+    assert_eq!(info.sm_key, ibsm::core::DEFAULT_SM_KEY);
     // The sweep goes on through every phase once, and completes.
     let report = match report {
         Some(r) => r,

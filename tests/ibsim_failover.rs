@@ -90,3 +90,93 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     standby.terminate().expect("SIGTERM");
     let _ = standby.wait_timeout(Duration::from_secs(10));
 }
+
+/// A process killed when dropped (also when the test fails half-way).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// OpenSM at `host` with priority `priority`, its cache and logs in the ibsim test directory.
+fn opensm(sim: &Ibsim, host: &str, priority: &str) -> KillOnDrop {
+    let dir = sim.dir().join(format!("opensm-{host}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    sim.command(Some(host), "opensm")
+        .args(["-p", priority, "-f", &dir.join("opensm.log").to_string_lossy()])
+        .env("OSM_CACHE_DIR", &dir)
+        .env("OSM_TMP_DIR", &dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(KillOnDrop)
+        .expect("opensm starts")
+}
+
+#[test]
+fn ibsm_and_opensm_stand_by_for_each_other() {
+    if !require_ibsim() || !require_tools(&["opensm", "sminfo", "saquery", "ibnetdiscover", "smpquery"]) {
+        return;
+    }
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
+    let lid_of = |sim: &Ibsim, name: &str| -> Option<u16> {
+        let out = sim.run_at(Some(client), "smpquery", &["-G", "portinfo", &format!("0x{:x}", guid_of(name))]).ok()?;
+        support::ibsim::dump_fields(&out.stdout).into_iter().find(|(k, _)| k == "Lid").and_then(|(_, v)| v.parse().ok())
+    };
+
+    // OpenSM master (priority 10), ibsm standby (5): ibsm stays standby, then takes over
+    // without renumbering when OpenSM is killed.
+    {
+        let mut sim = Ibsim::start(&net).expect("ibsim");
+        let mut osm = opensm(&sim, first, "10");
+        wait_for("OpenSM master", Duration::from_secs(60), || {
+            sminfo(&sim, client, None).is_some_and(|(g, s)| g == guid_of(first) && s == 3)
+                && lid_of(&sim, client).is_some_and(|l| l != 0)
+        });
+        let mut ours =
+            sim.spawn_at(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "5"]).expect("ibsm");
+        wait_for("ibsm standing by", Duration::from_secs(60), || ours.stdout().contains("standby: the master is"));
+        let ours_lid = lid_of(&sim, second).expect("LID");
+        assert_eq!(sminfo(&sim, client, Some(ours_lid)), Some((guid_of(second), 2)), "ibsm is standby");
+        assert_eq!(sminfo(&sim, client, None).map(|(g, _)| g), Some(guid_of(first)), "OpenSM stays master");
+        let before: Vec<Option<u16>> = hosts.iter().map(|h| lid_of(&sim, h)).collect();
+        let _ = osm.0.kill();
+        let took = wait_for("ibsm master after OpenSM's death", Duration::from_secs(30), || {
+            sminfo(&sim, client, None).is_some_and(|(g, s)| g == guid_of(second) && s == 3)
+        });
+        let after: Vec<Option<u16>> = hosts.iter().map(|h| lid_of(&sim, h)).collect();
+        assert_eq!(after, before, "no host renumbered");
+        let nr = sim.run_at(Some(client), "saquery", &["NR", &ours_lid.to_string()]).expect("saquery");
+        assert!(nr.success(), "{}", nr.describe());
+        eprintln!("OpenSM master killed: ibsm master {} ms later, no LID changed", took.as_millis());
+        ours.terminate().expect("SIGTERM");
+        let _ = ours.wait_timeout(Duration::from_secs(10));
+    }
+
+    // ibsm master (priority 10), OpenSM standby (5): OpenSM sees a proper master and stays
+    // standby.
+    {
+        let mut sim = Ibsim::start(&net).expect("ibsim");
+        let mut ours =
+            sim.spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "10"]).expect("ibsm");
+        wait_for("ibsm's subnet up", Duration::from_secs(60), || ours.stdout().contains("subnet up: "));
+        let _osm = opensm(&sim, second, "5");
+        let osm_lid = lid_of(&sim, second).expect("LID");
+        wait_for("OpenSM standing by", Duration::from_secs(60), || {
+            sminfo(&sim, client, Some(osm_lid)).is_some_and(|(g, s)| g == guid_of(second) && s == 2)
+        });
+        // Some seconds later (OpenSM polls the master every 10 s) it is still standby.
+        std::thread::sleep(Duration::from_secs(3));
+        assert_eq!(sminfo(&sim, client, Some(osm_lid)), Some((guid_of(second), 2)), "OpenSM stays standby");
+        assert_eq!(sminfo(&sim, client, None), Some((guid_of(first), 3)), "ibsm master");
+        ours.terminate().expect("SIGTERM");
+        let _ = ours.wait_timeout(Duration::from_secs(10));
+    }
+}

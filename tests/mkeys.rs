@@ -43,6 +43,25 @@ fn port_info(drv: &mut SimDriver, agent: AgentId, path: &DrPath, port: u8, key: 
     got
 }
 
+/// The SM_Key in the SMInfo the SM at the end of `path` answers to `agent` sending M_Key `key`
+/// (the SM is stepped meanwhile); `None` without an answer.
+fn sm_key_seen(drv: &mut SimDriver, agent: AgentId, path: &DrPath, key: u64) -> Option<u64> {
+    use ibsm_mad::attrs::SmInfo;
+    let mut smp = SmpRepr::get_dr(path, ids::attr::SM_INFO, 0, 0x5151);
+    smp.m_key = MKey(key);
+    drv.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    drv.run_until(drv.now() + 500_000_000, |_| false);
+    let mut got = None;
+    while let Some(r) = drv.fabric.recv(agent) {
+        if let Ok(resp) = SmpRepr::parse(&r.mad[..])
+            && resp.tid & 0xffff_ffff == 0x5151
+        {
+            got = SmInfo::parse(&resp.data).ok().map(|i| i.sm_key);
+        }
+    }
+    got
+}
+
 /// Every end port: (directed route from the SM's port, attribute modifier, port GUID).
 fn end_ports(topo: &Topology, drv: &SimDriver) -> Vec<(DrPath, u8, Guid)> {
     let routes = Oracle::from_topology(topo, drv.at).routes;
@@ -122,6 +141,22 @@ fn locked_out(protect: u8) {
         assert_eq!(read, None, "level 2: a Get without the key fails");
     }
     let refusals = u64::from(protect == 2) + 1;
+    if protect == 1 {
+        // The SM_Key in the SM's SMInfo is shown only to a requester with the M_Key of the
+        // SM's port (the Get itself passes at level 1).
+        let routes = Oracle::from_topology(&topo, (host, 1)).routes;
+        let peer = topo.nodes[drv.at.0].peer(drv.at.1).expect("cabled");
+        let mut r = routes[&peer.node].clone();
+        r.push(peer.port);
+        let to_sm = DrPath::new(&r).expect("route");
+        let sm_port_key = mkey_cfg(7, protect).m_key.key_for(topo.nodes[drv.at.0].port_guid(drv.at.1));
+        assert_eq!(sm_key_seen(&mut drv, rogue, &to_sm, 0), Some(0), "hidden without the port's M_Key");
+        assert_eq!(
+            sm_key_seen(&mut drv, rogue, &to_sm, sm_port_key),
+            Some(ibsm::core::DEFAULT_SM_KEY),
+            "shown with it"
+        );
+    }
     let mut set = SmpRepr::set_dr(&DrPath::local(), ids::attr::PORT_INFO, 1, 0x99, {
         let mut info = PortInfo { lid: Lid(0x777), ..PortInfo::default() };
         info.m_key = MKey(0);

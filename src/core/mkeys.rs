@@ -167,6 +167,17 @@ impl Sm {
         }
     }
 
+    /// Whether an SMP carrying `key` passes this SM's own port's M_Key check (no key, or
+    /// protect bits 0, let every SMP pass).
+    pub(super) fn passes_own_mkey(&self, key: MKey) -> bool {
+        let cfg = &self.cfg.m_key;
+        if cfg.mode == MKeyMode::Off || cfg.protect == 0 {
+            return true;
+        }
+        let own = self.mkeys.key_to_use(cfg, self.port_guid);
+        own.0 == 0 || own == key
+    }
+
     /// The M_Key a TrapRepress to the port at `lid` carries (the key it holds, when known).
     pub(super) fn issuer_mkey(&self, lid: Lid) -> MKey {
         if self.cfg.m_key.mode == MKeyMode::Off && self.mkeys.held.is_empty() {

@@ -72,7 +72,9 @@ pub struct SmConfig {
     pub subnet_prefix: u64,
     /// SM priority, 0..=15, reported in SMInfo (default 0, as OpenSM).
     pub priority: u8,
-    /// SM_Key, returned in SMInfo only to requesters that present it (default 0).
+    /// SM_Key, returned in SMInfo only to requesters that present it; SMs obey each other's
+    /// controls only when their keys match (default 1, OpenSM's default, so that the two
+    /// cooperate out of the box; set your own with `sm-key-file`).
     pub sm_key: u64,
     /// SA requests per second each requesting port may send before it gets BUSY (default
     /// 50,000; 0: no limit).
@@ -148,7 +150,7 @@ impl Default for SmConfig {
             resweep_interval_ns: Some(10_000_000_000),
             subnet_prefix: DEFAULT_SUBNET_PREFIX,
             priority: 0,
-            sm_key: 0,
+            sm_key: DEFAULT_SM_KEY,
             sa_rate_limit: 50_000,
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
@@ -160,6 +162,9 @@ impl Default for SmConfig {
         }
     }
 }
+
+/// OpenSM's default SM_Key.
+pub const DEFAULT_SM_KEY: u64 = 1;
 
 /// The link-local subnet prefix, fe80::/64.
 pub const DEFAULT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;

@@ -176,7 +176,12 @@ impl Sm {
     fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let asked_key =
             bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok()).map(|i| i.sm_key);
-        let proven = asked_key == Some(self.cfg.sm_key);
+        // The SM_Key goes to a requester that presents it, or (as the IBTA and OpenSM have it)
+        // one that passes this port's M_Key check: anyone while the port has no M_Key
+        // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
+        // SMInfo shows another key than its own, so a pair with the same key needs this.
+        let smp_mkey = (bytes.len() >= 32).then(|| ibsm_mad::smp::Smp::new_unchecked(bytes).m_key());
+        let proven = asked_key == Some(self.cfg.sm_key) || smp_mkey.is_some_and(|k| self.passes_own_mkey(k));
         // A master counts the query as activity (a standby's poll sees the count rise).
         if self.state == SmState::Master {
             self.counters.sm_info_answered += 1;
