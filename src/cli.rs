@@ -335,6 +335,9 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
             if l.complete { "complete" } else { "incomplete" }
         );
     }
+    if let Some(m) = &st.master {
+        println!("master {} (LID {}, priority {}); this SM's priority {}", m.guid, m.lid, m.priority, st.priority);
+    }
     let m = &st.m_keys;
     let bad: u64 = m.violations.iter().map(|v| v.traps).sum();
     println!("M_Keys {} (protect {}); bad M_Key traps: {bad}", m.mode, m.protect);

@@ -66,6 +66,9 @@ pub struct ConfigFile {
     /// the same key obey each other's HANDOVER and friends. Default: no file, key 1 (OpenSM's
     /// default).
     pub sm_key_file: Option<PathBuf>,
+    /// The priority a standby takes when it takes over from a dead master, so that the old
+    /// master, back, stands by (0..=15; default: none, the better SM gets the subnet back).
+    pub elevated_priority: Option<u8>,
     /// A standby polls the master this often, ms (default 200).
     pub sm_poll_interval_ms: Option<u64>,
     /// Unanswered polls in a row after which a standby takes over (default 3).
@@ -207,6 +210,9 @@ impl ConfigFile {
         if let Some(p) = self.priority.filter(|&p| p > 15) {
             return Err(err("priority", format!("must be 0..=15, found {p}")));
         }
+        if let Some(p) = self.elevated_priority.filter(|&p| p > 15) {
+            return Err(err("elevated-priority", format!("must be 0..=15, found {p}")));
+        }
         if self.sm_poll_interval_ms == Some(0) {
             return Err(err("sm-poll-interval-ms", "must be at least 1".to_owned()));
         }
@@ -286,6 +292,7 @@ impl ConfigFile {
                 lease_s: self.m_key_lease_s.unwrap_or(d.m_key.lease_s),
                 secret: d.m_key.secret,
             },
+            elevated_priority: self.elevated_priority.or(d.elevated_priority),
             sm_poll_interval_ns: self
                 .sm_poll_interval_ms
                 .map_or(d.sm_poll_interval_ns, |ms| ms.saturating_mul(1_000_000)),

@@ -120,6 +120,23 @@ pub struct Status {
     /// M_Keys: the mode and the bad-M_Key traps received.
     #[serde(default)]
     pub m_keys: MKeyStatus,
+    /// This SM's priority (elevated after a takeover, when configured).
+    #[serde(default)]
+    pub priority: u8,
+    /// The master: this SM when master, the one it watches when standby; none before either.
+    #[serde(default)]
+    pub master: Option<MasterStatus>,
+}
+
+/// The master in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MasterStatus {
+    /// Its port GUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// Its port's LID.
+    pub lid: u16,
+    /// Its priority.
+    pub priority: u8,
 }
 
 /// M_Keys in the `status` answer.
@@ -212,6 +229,8 @@ pub fn status(sm: &Sm) -> Status {
             protect: sm.config().m_key.protect,
             violations: sm.mkey_violations().iter().map(|(l, v)| MKeyViolation { lid: l.0, traps: v.count }).collect(),
         },
+        priority: sm.priority(),
+        master: sm.master().map(|(g, l, p)| MasterStatus { guid: format!("{:#018x}", g.0), lid: l.0, priority: p }),
     }
 }
 

@@ -118,6 +118,8 @@ fn check_live_sm(sock: &Path, state: &Path) {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("state master (phase up), subnet up\n"), "{out}");
     assert!(out.contains("6 switches, 8 CAs") && out.contains("M_Keys off (protect 1); bad M_Key traps: 0"), "{out}");
+    assert!(out.contains("(LID 1, priority 0); this SM's priority 0"), "the master is this SM: {out}");
+    assert_eq!(st["master"]["lid"], 1, "{st}");
     let (code, out, err) = ibsm(&["status", "--socket", s, "--json"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(json(out.trim())["last_sweep"], st["last_sweep"], "{out}");

@@ -205,3 +205,34 @@ fn forged_controls_with_a_wrong_key_change_nothing() {
     assert_eq!(send_control(&mut h, 2, &to_standby, control::DISABLE, real), (Some(0), 0));
     assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
 }
+
+#[test]
+fn with_elevated_priority_a_returning_master_stands_by() {
+    let topo = example("fat-tree-2l-k4.net");
+    let at = hosts(&topo);
+    let elevated = |p: u8| SmConfig { elevated_priority: Some(15), ..cfg(p, 7) };
+    let sms =
+        vec![(Sm::new(elevated(9), Guid2Lid::default()), at[0]), (Sm::new(elevated(5), Guid2Lid::default()), at[1])];
+    let mut h = SimSms::new(&topo, 6, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(_)));
+    h.start(1);
+    h.run_until(h.now() + 5 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. }));
+    assert_eq!(h.sms[1].sm.priority(), 5);
+    h.kill(0);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    assert_eq!((h.sms[1].sm.state(), h.sms[1].sm.priority()), (SmState::Master, 15), "elevated");
+    // The old master comes back (a new process on the same port, priority 9): it stands by.
+    h.sms[0].sm = Sm::new(elevated(9), Guid2Lid::default());
+    h.sms[0].sm.set_sa_limits(ibsm::sa::Limits::SIM);
+    h.sms[0].alive = true;
+    h.fabric.set_is_sm(h.sms[0].agent, true);
+    h.start(0);
+    h.run_until(h.now() + 5 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::Standby { .. })).expect("standby");
+    // The master's next sweeps find it and keep the subnet: no handover.
+    h.start(1);
+    let handed = h.run_until(h.now() + 20 * SECOND, |_, e| matches!(e, SmEvent::HandedOver { .. }));
+    assert!(handed.is_none(), "no handover back");
+    assert_eq!((h.sms[0].sm.state(), h.sms[1].sm.state()), (SmState::Standby, SmState::Master));
+    assert_eq!(h.sms[0].sm.master().map(|(g, _, p)| (g, p)), Some((h.sms[1].sm.port_guid(), 15)));
+}

@@ -85,7 +85,12 @@ pub struct Election {
     pub handed_to: Option<Guid>,
     /// DISABLE received: no sweeping, no polling until DISCOVER.
     pub disabled: bool,
+    /// This SM took the subnet over from a dead master: it reports `elevated-priority`.
+    pub elevated: bool,
 }
+
+/// The reason a standby takes over after a HANDOVER.
+const HANDED_OVER: &str = "it handed the subnet over";
 
 /// Whether `a` is a better SM than `b`: higher priority, then lower GUID.
 pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
@@ -94,7 +99,28 @@ pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
 
 impl Sm {
     fn me(&self) -> (u8, Guid) {
-        (self.cfg.priority & 0x0f, self.port_guid)
+        (self.priority(), self.port_guid)
+    }
+
+    /// The priority this SM reports and elects with: the configured one, or the elevated one
+    /// after it took the subnet over from a dead master (so that the old master, back, stands
+    /// by instead of taking the subnet back).
+    pub fn priority(&self) -> u8 {
+        let base = self.cfg.priority & 0x0f;
+        match self.cfg.elevated_priority {
+            Some(e) if self.election.elevated => base.max(e & 0x0f),
+            _ => base,
+        }
+    }
+
+    /// The master as this SM knows it: itself when master, the SM it watches when standby.
+    /// (port GUID, LID, priority)
+    pub fn master(&self) -> Option<(Guid, Lid, u8)> {
+        match self.state {
+            SmState::Master => Some((self.port_guid, self.subnet.local_lid(), self.priority())),
+            SmState::Standby => self.election.master.map(|m| (m.info.guid, m.lid, m.info.priority & 0x0f)),
+            _ => None,
+        }
     }
 
     /// After a PortInfo answer in discovery: a port (not ours) with IsSM is asked for its
@@ -236,6 +262,9 @@ impl Sm {
     /// a better SM first if there is one).
     fn take_over(&mut self, old: Guid, reason: &'static str) {
         self.events.push_back(SmEvent::MasterLost { master: old, reason });
+        // A master that died is not given the subnet back when it returns (elevated-priority);
+        // one that handed over is (it asked for it).
+        self.election.elevated = reason != HANDED_OVER;
         self.election.master = None;
         self.election.poll_at = None;
         self.state = SmState::Discovering;
@@ -278,7 +307,7 @@ impl Sm {
             return false;
         }
         match control {
-            control::HANDOVER => self.take_over(from.guid, "it handed the subnet over"),
+            control::HANDOVER => self.take_over(from.guid, HANDED_OVER),
             control::ACKNOWLEDGE => self.election.handed_to = None,
             control::DISABLE => {
                 self.election.disabled = true;

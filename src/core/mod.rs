@@ -84,6 +84,11 @@ pub struct SmConfig {
     pub sa_key: u64,
     /// M_Keys: mode, protect bits, lease and the per-port secret (default off, as OpenSM).
     pub m_key: mkeys::MKeyConfig,
+    /// The priority a standby takes when it takes the subnet over from a dead master, so that
+    /// the old master, when it comes back, stands by instead of taking the subnet back (as
+    /// OPA-FM offers); `None` (the default) keeps the configured priority, and the better SM
+    /// gets the subnet back by handover.
+    pub elevated_priority: Option<u8>,
     /// A standby polls the master's SMInfo this often, ns (default 200 ms).
     pub sm_poll_interval_ns: u64,
     /// Polls in a row without an answer after which a standby takes over (default 3: with the
@@ -156,6 +161,7 @@ impl Default for SmConfig {
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
             m_key: mkeys::MKeyConfig::default(),
+            elevated_priority: None,
             sm_poll_interval_ns: 200_000_000,
             sm_poll_retries: 3,
             sm_act_stall_ns: 25_000_000_000,

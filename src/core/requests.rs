@@ -150,7 +150,7 @@ impl Sm {
             guid: self.port_guid(),
             sm_key: if proven_key { self.cfg.sm_key } else { 0 },
             act_count: self.act_count(),
-            priority: self.cfg.priority & 0x0f,
+            priority: self.priority(),
             sm_state,
         }
     }
