@@ -133,7 +133,9 @@ impl Sm {
         if n.is_switch() && port.0 != 0 {
             return;
         }
-        self.tx.push(Request::sweep(n.path_for(port), Req::GetSmInfo { node, port }));
+        // One retry only: a port may keep IsSM after its SM died (umad2sim does), and a dead
+        // SM must not hold the sweep up for long.
+        self.tx.push_with_retries(Request::sweep(n.path_for(port), Req::GetSmInfo { node, port }), 1);
     }
 
     /// An SMInfo answer from an SM found in discovery (no answer: it is not counted; a port may

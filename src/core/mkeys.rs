@@ -162,7 +162,7 @@ impl Sm {
             | Req::GetSmInfo { node, port } => at(*node, Some(*port)),
             Req::PollMaster { master: g } | Req::SetSmInfo { to: g, .. } => Some(*g),
             Req::SetMft { switch, .. } => {
-                self.subnet.nodes.iter().find(|n| n.info.node_guid == *switch).map(|n| n.info.port_guid)
+                self.subnet.by_guid.get(switch).and_then(|&i| self.subnet.node(i)).map(|n| n.info.port_guid)
             }
         }
     }
