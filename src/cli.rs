@@ -719,6 +719,11 @@ fn log_event(ev: &SmEvent) {
         SmEvent::MasterLost { master, reason } => {
             tracing::warn!(master = format_args!("{:#018x}", master.0), reason, "master gone; taking over");
         }
+        SmEvent::ForeignSm { guid, priority } => tracing::warn!(
+            sm = format_args!("{:#018x}", guid.0),
+            priority,
+            "an SM with another SM_Key is on the subnet; ignored (give both the same sm-key-file)"
+        ),
         SmEvent::HandedOver { to } => {
             tracing::info!(to = format_args!("{:#018x}", to.0), "handed the subnet to a better standby");
         }

@@ -236,3 +236,33 @@ fn with_elevated_priority_a_returning_master_stands_by() {
     assert_eq!((h.sms[0].sm.state(), h.sms[1].sm.state()), (SmState::Standby, SmState::Master));
     assert_eq!(h.sms[0].sm.master().map(|(g, _, p)| (g, p)), Some((h.sms[1].sm.port_guid(), 15)));
 }
+
+#[test]
+fn an_sm_with_another_sm_key_takes_no_part_in_the_election() {
+    let topo = example("fat-tree-2l-k4.net");
+    let at = hosts(&topo);
+    // A better SM (priority 12) with another key arrives after ours is master.
+    let sms = vec![(Sm::new(cfg(5, 7), Guid2Lid::default()), at[0]), (Sm::new(cfg(12, 8), Guid2Lid::default()), at[1])];
+    let mut h = SimSms::new(&topo, 2, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(_)));
+    let mut foreign = Vec::new();
+    h.start(1);
+    h.run_until(h.now() + 5 * SECOND, |i, e| {
+        if let SmEvent::ForeignSm { guid, .. } = e {
+            foreign.push((i, *guid));
+        }
+        false
+    });
+    h.start(0);
+    h.run_until(h.now() + 5 * SECOND, |i, e| {
+        if let SmEvent::ForeignSm { guid, .. } = e {
+            foreign.push((i, *guid));
+        }
+        false
+    });
+    // Each ignored the other: ours stayed master and handed nothing over.
+    assert!(foreign.contains(&(0, h.sms[1].sm.port_guid())), "{foreign:?}");
+    assert!(foreign.contains(&(1, h.sms[0].sm.port_guid())), "{foreign:?}");
+    assert_eq!(h.sms[0].sm.state(), SmState::Master);
+}

@@ -5,7 +5,8 @@
 //! for its SMInfo), the master a standby watches (its port GUID and the directed route to it),
 //! the poll schedule and the count of missed or stalled polls, and the standby this SM handed
 //! the subnet to. The rules:
-//! - Better means a higher priority, then a lower port GUID.
+//! - Better means a higher priority, then a lower port GUID. An SM whose SMInfo shows another
+//!   SM_Key than this SM's (or hides it) takes no part: it is reported and ignored.
 //! - At the end of discovery, a sweep that found a master other than itself (and is not master
 //!   yet), or any better SM that is master, standby or discovering, makes this SM a standby: it
 //!   stops the sweep there, before touching anything, and watches the master (or, when the
@@ -135,7 +136,8 @@ impl Sm {
         }
         // One retry only: a port may keep IsSM after its SM died (umad2sim does), and a dead
         // SM must not hold the sweep up for long.
-        self.tx.push_with_retries(Request::sweep(n.path_for(port), Req::GetSmInfo { node, port }), 1);
+        let req = Req::GetSmInfo { node, port, key: self.cfg.sm_key };
+        self.tx.push_with_retries(Request::sweep(n.path_for(port), req), 1);
     }
 
     /// An SMInfo answer from an SM found in discovery (no answer: it is not counted; a port may
@@ -144,6 +146,12 @@ impl Sm {
         let Outcome::Reply { status: 0, data } = outcome else { return };
         let Ok(info) = SmInfo::parse(data) else { return };
         if info.guid == self.port_guid {
+            return;
+        }
+        // An SM with another SM_Key (or one that hides its key from us) is not part of this
+        // subnet's election, as the IBTA and OpenSM have it: no yielding to it, no handover.
+        if self.cfg.sm_key != 0 && info.sm_key != self.cfg.sm_key {
+            self.events.push_back(SmEvent::ForeignSm { guid: info.guid, priority: info.priority & 0x0f });
             return;
         }
         let lid = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info).map_or(Lid(0), |i| i.lid);
@@ -219,7 +227,7 @@ impl Sm {
         }
         self.election.poll_at = None;
         let Some(m) = self.election.master else { return };
-        let req = Req::PollMaster { master: m.info.guid };
+        let req = Req::PollMaster { master: m.info.guid, key: self.cfg.sm_key };
         self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
     }
 

@@ -173,6 +173,14 @@ pub enum SmEvent {
         /// Why it is taken for gone.
         reason: &'static str,
     },
+    /// Another SM shows an SM_Key other than this SM's (or hides it): it takes no part in the
+    /// election.
+    ForeignSm {
+        /// Its port GUID.
+        guid: ibsm_mad::Guid,
+        /// Its priority.
+        priority: u8,
+    },
     /// This master handed the subnet to a better standby.
     HandedOver {
         /// The new master.

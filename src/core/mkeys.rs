@@ -159,8 +159,8 @@ impl Sm {
             Req::GetPortInfo { node, port }
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }
-            | Req::GetSmInfo { node, port } => at(*node, Some(*port)),
-            Req::PollMaster { master: g } | Req::SetSmInfo { to: g, .. } => Some(*g),
+            | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),
+            Req::PollMaster { master: g, .. } | Req::SetSmInfo { to: g, .. } => Some(*g),
             Req::SetMft { switch, .. } => {
                 self.subnet.by_guid.get(switch).and_then(|&i| self.subnet.node(i)).map(|n| n.info.port_guid)
             }

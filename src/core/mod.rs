@@ -582,7 +582,7 @@ impl Sm {
             }
             Req::SetSwitchInfo { node, .. } => self.on_set_switch_info(request, *node, outcome),
             Req::SetLft { node, block, .. } => self.on_set_lft(request, *node, *block, outcome),
-            Req::GetSmInfo { node, port } => self.on_found_sm(request, *node, *port, outcome),
+            Req::GetSmInfo { node, port, .. } => self.on_found_sm(request, *node, *port, outcome),
             Req::PollMaster { .. } => self.on_poll(outcome),
             Req::SetSmInfo { to, control, .. } if *control == election::control::HANDOVER => {
                 self.on_handover_sent(*to, outcome);

@@ -60,10 +60,11 @@ pub(crate) enum Req {
     SetPKeys { node: NodeIdx, port: PortNum, guid: Guid, block: u16, table: Box<PKeyTable> },
     /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
     SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
-    /// SMInfo of another SM found in discovery (its port has IsSM).
-    GetSmInfo { node: NodeIdx, port: PortNum },
-    /// A standby's poll of the master's SMInfo (`master`: its port GUID).
-    PollMaster { master: Guid },
+    /// SMInfo of another SM found in discovery (its port has IsSM); `key`: this SM's SM_Key,
+    /// presented in the request so that an SM with the same key shows it.
+    GetSmInfo { node: NodeIdx, port: PortNum, key: u64 },
+    /// A standby's poll of the master's SMInfo (`master`: its port GUID; `key` as above).
+    PollMaster { master: Guid, key: u64 },
     /// SubnSet(SMInfo) with a control (AttributeModifier: 1 HANDOVER, 2 ACKNOWLEDGE, 3
     /// DISABLE, 4 STANDBY, 5 DISCOVER) to the SM at port `to`, carrying this SM's SMInfo.
     SetSmInfo { to: Guid, control: u32, info: SmInfo },
@@ -78,7 +79,10 @@ impl Req {
             Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
             Req::GetSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
-            Req::GetSmInfo { .. } | Req::PollMaster { .. } => (ids::attr::SM_INFO, 0, Method::Get, data),
+            Req::GetSmInfo { key, .. } | Req::PollMaster { key, .. } => {
+                SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
+                (ids::attr::SM_INFO, 0, Method::Get, data)
+            }
             Req::SetSmInfo { control, info, .. } => {
                 info.emit(&mut data);
                 (ids::attr::SM_INFO, *control, Method::Set, data)
