@@ -72,9 +72,10 @@ pub struct SmConfig {
     pub subnet_prefix: u64,
     /// SM priority, 0..=15, reported in SMInfo (default 0, as OpenSM).
     pub priority: u8,
-    /// SM_Key, returned in SMInfo only to requesters that present it; SMs obey each other's
-    /// controls only when their keys match (default 1, OpenSM's default, so that the two
-    /// cooperate out of the box; set your own with `sm-key-file`).
+    /// SM_Key, shown in SMInfo to requesters that present it or pass this SM's port's M_Key
+    /// check; SMs obey each other's controls, and take part in each other's elections, only
+    /// when their keys match (default 1, OpenSM's default, so that the two cooperate out of the
+    /// box; set your own with `sm-key-file`).
     pub sm_key: u64,
     /// SA requests per second each requesting port may send before it gets BUSY (default
     /// 50,000; 0: no limit).
@@ -272,8 +273,7 @@ pub struct Sm {
     mkeys: mkeys::MKeys,
     /// Other SMs, the master a standby watches, handovers.
     election: election::Election,
-    /// MFT blocks the switches hold, as this SM wrote them (by switch GUID).
-    /// MFT blocks written.
+    /// MFT blocks written (what the switches hold is the SA's `mfts`).
     mft_blocks_sent: u64,
     /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
     pkeys: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
