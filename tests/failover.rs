@@ -266,3 +266,91 @@ fn an_sm_with_another_sm_key_takes_no_part_in_the_election() {
     assert!(foreign.contains(&(1, h.sms[0].sm.port_guid())), "{foreign:?}");
     assert_eq!(h.sms[0].sm.state(), SmState::Master);
 }
+
+/// A small deterministic generator for the seeded runs below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+#[test]
+fn three_sms_random_priorities_and_start_times_and_a_kill_at_a_random_moment() {
+    let topo = example("fat-tree-3l-k4.net");
+    let at = hosts(&topo);
+    for seed in 1..=20u64 {
+        let mut rng = Lcg(seed);
+        let prios: Vec<u8> = (0..3).map(|_| u8::try_from(rng.next(16)).unwrap_or(0)).collect();
+        let places: Vec<(usize, u8)> =
+            (0..3).map(|k| at[(k * 5 + usize::try_from(rng.next(3)).unwrap_or(0)) % at.len()]).collect();
+        if places[0] == places[1] || places[1] == places[2] || places[0] == places[2] {
+            continue;
+        }
+        let sms = prios.iter().zip(&places).map(|(&p, &a)| (Sm::new(cfg(p, 7), Guid2Lid::default()), a)).collect();
+        let mut h = SimSms::new(&topo, seed, sms).expect("attach");
+        // Start them at random moments within the first 300 ms.
+        let mut starts: Vec<(u64, usize)> = (0..3).map(|i| (rng.next(300) * 1_000_000, i)).collect();
+        starts.sort_unstable();
+        for (t, i) in starts {
+            h.run_until(t, |_, _| false);
+            if h.now() < t {
+                h.fabric.advance_to(SimTime(t));
+            }
+            h.start(i);
+        }
+        let one_master = |h: &SimSms| {
+            let live: Vec<SmState> = h.sms.iter().filter(|s| s.alive).map(|s| s.sm.state()).collect();
+            live.iter().filter(|s| **s == SmState::Master).count() == 1
+                && live.iter().all(|s| matches!(s, SmState::Master | SmState::Standby))
+        };
+        let settle = |h: &mut SimSms, what: &str| {
+            let end = h.now() + 30 * SECOND;
+            while !one_master(h) {
+                assert!(
+                    h.now() < end,
+                    "seed {seed}: {what}: {:?}",
+                    h.sms.iter().map(|s| (s.alive, s.sm.state())).collect::<Vec<_>>()
+                );
+                let step = h.now() + 50_000_000;
+                h.run_until(step, |_, _| false);
+                if h.now() < step {
+                    h.fabric.advance_to(SimTime(step));
+                }
+            }
+        };
+        settle(&mut h, "first election");
+        // The master is the best of the three.
+        let best = (0..3)
+            .min_by(|&a, &b| {
+                let ka = (prios[a], h.sms[a].sm.port_guid());
+                let kb = (prios[b], h.sms[b].sm.port_guid());
+                if ibsm::core::election::better(ka, kb) {
+                    std::cmp::Ordering::Less
+                } else {
+                    std::cmp::Ordering::Greater
+                }
+            })
+            .expect("three");
+        let master = h.sms.iter().position(|s| s.sm.state() == SmState::Master).expect("master");
+        assert_eq!(master, best, "seed {seed}: priorities {prios:?}");
+        // Let it sweep again (as it would periodically), then kill it at a random moment of that
+        // sweep or after it.
+        let before = lids(&h, master);
+        h.start(master);
+        let kill_at = h.now() + rng.next(20) * 1_000_000;
+        h.run_until(kill_at, |_, _| false);
+        h.kill(master);
+        let died = h.now();
+        settle(&mut h, "after the kill");
+        let new = h.sms.iter().position(|s| s.alive && s.sm.state() == SmState::Master).expect("new master");
+        // Its takeover sweep ends with the subnet up, LIDs as before.
+        if h.sms[new].sm.phase() != ibsm::core::SweepPhase::Up || h.sms[new].sm.snapshot().is_none() {
+            h.run_until(h.now() + 10 * SECOND, |i, e| i == new && matches!(e, SmEvent::SubnetUp(_)));
+        }
+        assert!(h.now() - died <= 3 * SECOND, "seed {seed}: master again after {} ms", (h.now() - died) / 1_000_000);
+        assert_eq!(lids(&h, new), before, "seed {seed}: no LID changed");
+    }
+}

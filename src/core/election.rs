@@ -12,7 +12,9 @@
 //!   stops the sweep there, before touching anything, and watches the master (or, when the
 //!   better SM is not master yet, re-sweeps after the poll interval to find it master).
 //! - A master that finds a better standby hands over (SubnSet(SMInfo) HANDOVER with its
-//!   SM_Key) and becomes a standby when the standby accepts.
+//!   SM_Key) and becomes a standby when the standby accepts. A standby better than its master
+//!   tells it with a trap 144 (SM priority changed), which makes the master sweep; a master
+//!   that finds a better SM still discovering sweeps again a poll interval later.
 //! - A standby polls the master's SMInfo every `sm-poll-interval`, one try each; after
 //!   `sm-poll-retries` polls in a row without an answer, when the master's ActCount stays the
 //!   same for longer than `sm-act-stall` (OpenSM raises it once per sweep), or when the master
@@ -24,8 +26,14 @@
 //!   from the standby it handed over to, DISCOVER only while disabled. Anything else is answered
 //!   with status 0x001C (invalid attribute value) and reported.
 
-use ibsm_mad::attrs::{CapabilityMask, PortInfo, SmInfo, SmState as WireSmState};
-use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum};
+use ibsm_mad::attrs::{
+    CapabilityMask, Notice, NoticeDetails, NoticeType, PortInfo, ProducerType, SmInfo, SmState as WireSmState,
+};
+use ibsm_mad::header::Method;
+use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum, ids};
+
+use super::io::Address;
 
 use super::Sm;
 use super::events::SmEvent;
@@ -88,6 +96,8 @@ pub struct Election {
     pub disabled: bool,
     /// This SM took the subnet over from a dead master: it reports `elevated-priority`.
     pub elevated: bool,
+    /// A master that found a better SM still discovering sweeps again then, to hand over.
+    pub recheck_at: Option<u64>,
 }
 
 /// The reason a standby takes over after a HANDOVER.
@@ -183,6 +193,12 @@ impl Sm {
                 self.hand_over(b);
                 None
             }
+            // A better SM still discovering: it will stand by when it finds this master; sweep
+            // again soon to hand over to it then.
+            (SmState::Master, _, Some(_)) => {
+                self.election.recheck_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns.max(1)));
+                None
+            }
             _ => None,
         };
         let Some(target) = yield_to else { return false };
@@ -206,6 +222,40 @@ impl Sm {
             priority: master.info.priority,
             lid: master.lid,
         });
+        if master.info.sm_state == WireSmState::Master {
+            self.tell_master_if_better(&master);
+        }
+    }
+
+    /// A standby better than its master tells it with a trap 144 (SM priority changed), as
+    /// OpenSM's standbys do: the master sweeps, finds this SM and hands the subnet over.
+    fn tell_master_if_better(&mut self, m: &FoundSm) {
+        if !better(self.me(), (m.info.priority & 0x0f, m.info.guid)) || m.lid == Lid(0) {
+            return;
+        }
+        let Some((node, port)) = self.subnet.local else { return };
+        let Some(info) = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info) else { return };
+        let details = NoticeDetails::Trap144 {
+            lid: info.lid,
+            other_local_changes: false,
+            capability_mask: info.capability_mask,
+            capability_mask2_change: false,
+            hierarchy_info_change: false,
+            sm_priority_change: true,
+            link_speed_enabled_change: false,
+            link_width_enabled_change: false,
+            node_description_change: false,
+            capability_mask2: info.capability_mask2,
+        };
+        let Some(notice) = Notice::generic(NoticeType::Info, ProducerType::Ca, info.lid, details) else { return };
+        // An SMP carries the Notice's first 64 bytes (no IssuerGID).
+        let mut full = [0u8; 80];
+        notice.emit(&mut full);
+        let mut data = [0u8; SMP_DATA_LEN];
+        data.copy_from_slice(&full[..SMP_DATA_LEN]);
+        let smp = SmpRepr::set_lid(ids::attr::NOTICE, 0, 0x7e00_0000, data).with_method(Method::Trap);
+        let to = Address { lid: m.lid, qpn: 0, qkey: 0, pkey_index: 0, sl: 0, grh: None };
+        self.respond(smp.to_bytes().to_vec(), to);
     }
 
     /// Sends HANDOVER to the better standby `to`.
@@ -219,6 +269,14 @@ impl Sm {
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
     /// was not master yet.
     pub(super) fn election_timer(&mut self) {
+        if self.state == SmState::Master && self.election.recheck_at.is_some_and(|t| t <= self.now) {
+            self.election.recheck_at = None;
+            if self.phase == SweepPhase::Up {
+                self.start_sweep(self.now);
+            } else {
+                self.sweep_requested = true;
+            }
+        }
         if self.state != SmState::Standby || self.election.disabled {
             return;
         }

@@ -552,7 +552,11 @@ impl Sm {
 
     /// The next time [`Sm::handle_timeout`] must be called, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let poll = self.election.poll_at.filter(|_| self.state == SmState::Standby);
+        let poll = match self.state {
+            SmState::Standby => self.election.poll_at,
+            SmState::Master => self.election.recheck_at,
+            _ => None,
+        };
         [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout(), self.mkeys.recovery_at, poll]
             .into_iter()
             .flatten()
