@@ -49,6 +49,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The fabric's cabling: compare it with the expected one.
+    Topology {
+        #[command(subcommand)]
+        command: crate::cli_topology::TopologyCommand,
+    },
     /// Partition policies: print one as it resolves, convert between partitions.conf and TOML.
     Partitions {
         #[command(subcommand)]
@@ -195,6 +200,7 @@ pub fn run() -> ExitCode {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
         Command::Partitions { command } => crate::cli_partitions::run(&command),
+        Command::Topology { command } => crate::cli_topology::run(&command),
         Command::Reload { socket } => reload(&socket),
         Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),

@@ -3,6 +3,7 @@
 mod cli;
 mod cli_partitions;
 mod cli_routes;
+mod cli_topology;
 
 fn main() -> std::process::ExitCode {
     cli::run()

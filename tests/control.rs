@@ -169,6 +169,27 @@ fn sim_sm_serves_live_routes_and_status_until_sigterm() {
 
     check_live_sm(&sock, &state);
 
+    // The discovered fabric against the expected cabling: as planned; against another plan,
+    // the differences and exit status 1.
+    let s = sock.to_str().expect("utf-8");
+    let (code, out, err) = ibsm(&["topology", "diff", FABRIC, "--socket", s]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out, "as expected: 14 nodes, 16 links\n");
+    let other = dir.join("other.net");
+    let text = std::fs::read_to_string(root().join(FABRIC)).expect("fabric");
+    // The plan cables h0 and h1 the other way round on leaf-0.
+    let swapped = text
+        .replace("[1]\t\"h0\"[1]", "@A")
+        .replace("[2]\t\"h1\"[1]", "[2]\t\"h0\"[1]")
+        .replace("@A", "[1]\t\"h1\"[1]")
+        .replace("(1000000000001)\t\"leaf-0\"[1]", "(1000000000001)\t\"leaf-0\"[2]")
+        .replace("(1000000000101)\t\"leaf-0\"[2]", "(1000000000101)\t\"leaf-0\"[1]");
+    assert_ne!(swapped, text, "the plan was changed");
+    std::fs::write(&other, swapped).expect("write");
+    let (code, out, err) = ibsm(&["topology", "diff", other.to_str().expect("utf-8"), "--socket", s]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("miscabled") && out.ends_with("difference(s)\n"), "{out}");
+
     // A second SM cannot take the socket while the first answers there.
     let (code, _, err) = ibsm(&["run", "--sim", FABRIC, "--once", "--control", sock.to_str().expect("utf-8")]);
     assert_eq!(code, Some(1), "{err}");

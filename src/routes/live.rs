@@ -180,6 +180,57 @@ impl LiveRoutes {
         LiveRoutes { version: VERSION, engine: engine.to_owned(), lmc: snap.lmc, switches, cas }
     }
 
+    /// The discovered fabric as a topology (nodes, GUIDs, cables; no widths or speeds), for
+    /// `ibsm topology diff`.
+    ///
+    /// # Errors
+    /// [`LiveError`] for a malformed GUID. A cable to a node that is not in the snapshot is left
+    /// out.
+    pub fn to_topology(&self) -> Result<ibsm_topology::Topology, LiveError> {
+        use ibsm_topology::{NodeKind, Peer, TopoNode, Topology};
+        let parse = |what: &str, s: &str| {
+            s.parse::<Guid>().map_err(|_| LiveError::Field { what: what.to_owned(), value: s.to_owned() })
+        };
+        let mut t = Topology::default();
+        let mut index: HashMap<Guid, usize> = HashMap::new();
+        for s in &self.switches {
+            let guid = parse("switch GUID", &s.guid)?;
+            let mut n = TopoNode::new(NodeKind::Switch, s.name.clone(), s.num_ports, guid);
+            if let Some(p0) = n.port_guids.first_mut() {
+                *p0 = parse("switch port GUID", &s.port_guid)?;
+            }
+            index.insert(guid, t.nodes.len());
+            t.nodes.push(n);
+        }
+        for c in &self.cas {
+            let guid = parse("CA GUID", &c.guid)?;
+            let num_ports = c.ports.iter().map(|p| p.num).max().unwrap_or(0);
+            let kind = if c.router { NodeKind::Router } else { NodeKind::Ca };
+            let mut n = TopoNode::new(kind, c.name.clone(), num_ports, guid);
+            for p in &c.ports {
+                if let Some(slot) = n.port_guids.get_mut(usize::from(p.num)) {
+                    *slot = parse("CA port GUID", &p.guid)?;
+                }
+            }
+            index.insert(guid, t.nodes.len());
+            t.nodes.push(n);
+        }
+        // Cables, from the switches' side and the CAs' side (a cable is listed from both ends).
+        let links = self.switches.iter().flat_map(|s| s.links.iter().map(move |l| (&s.guid, l))).chain(
+            self.cas.iter().flat_map(|c| c.ports.iter().filter_map(move |p| p.link.as_ref().map(|l| (&c.guid, l)))),
+        );
+        for (owner, l) in links {
+            let (Some(&a), Some(&b)) = (index.get(&parse("GUID", owner)?), index.get(&parse("peer GUID", &l.peer)?))
+            else {
+                continue;
+            };
+            if let Some(slot) = t.nodes[a].links.get_mut(usize::from(l.port)) {
+                *slot = Some(Peer { node: b, port: l.peer_port, attrs: ibsm_topology::LinkAttrs::default() });
+            }
+        }
+        Ok(t)
+    }
+
     /// The snapshot as the routing input the SM used (described and built as the SM builds
     /// it), named for the dumps, and the tables the switches hold (aligned with the plan's
     /// switches).

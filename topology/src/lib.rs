@@ -8,12 +8,14 @@
 //! Node indices (`usize` into [`Topology::nodes`]) are stable for the life of a topology.
 //!
 //! Modules: [`parse`] reads the ibsim / ibnetdiscover `.net` format ([`Topology::parse_str`],
-//! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`generators`] builds standard
+//! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`diff`] compares a fabric
+//! with its expected cabling, [`generators`] builds standard
 //! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], [`error`] holds the
 //! parser's error type, and [`rng`] is the seeded generator behind every random choice (the
 //! generators' and the simulator's). Depends on `ibsm-mad` only; nothing here touches MADs,
 //! run-time port state or the clock.
 
+pub mod diff;
 pub mod error;
 pub mod generators;
 pub mod parse;
@@ -22,6 +24,7 @@ pub mod write;
 
 mod lines;
 
+pub use diff::{Difference, TopoDiff, diff};
 pub use error::{Endpoint, LinkConflict, Pos, TopoError};
 pub use generators::{GenError, GenSpec};
 pub use write::IbsimLimits;
@@ -40,7 +43,7 @@ pub enum NodeKind {
 }
 
 /// Width and speed of a link, as the `.net` `w=`/`s=` attributes or ibnetdiscover's `4xSDR` give them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct LinkAttrs {
     /// `LinkWidthActive` encoding (1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x); `None` = default 4x.
     pub width: Option<u8>,
