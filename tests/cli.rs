@@ -179,3 +179,37 @@ fn partitions_show_convert_and_reject_with_file_line_and_column() {
     assert!(lines[1].starts_with(&format!("{}:3:5: ", bad.display())), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn topology_show_and_dot_describe_a_fabric_by_tier() {
+    let net = examples().join("fabrics/fat-tree-3l-k4.net");
+    let out = ibsm().args(["topology", "show", "--net"]).arg(&net).output().expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let heads: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(heads, ["tier 3: 4 switches", "tier 2: 8 switches", "tier 1: 8 switches", "CAs: 16"], "{text}");
+    assert!(text.contains("  core-0 (0x0002000000000000): [1] agg-0[3] 4xSDR,"), "{text}");
+    let out = ibsm().args(["topology", "show", "--json", "--net"]).arg(&net).output().expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["tiers"].as_array().map(Vec::len), Some(3));
+    assert_eq!(v["cas"].as_array().map(Vec::len), Some(16));
+    let out = ibsm().args(["topology", "dot", "--net"]).arg(&net).output().expect("runs");
+    let dot = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(dot.starts_with("graph fabric {") && dot.matches(" -- ").count() == 48, "{dot}");
+    // Rendered by Graphviz when it is installed.
+    if let Ok(mut child) = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write as _;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(dot.as_bytes()).expect("writes");
+        }
+        let svg = child.wait_with_output().expect("dot runs");
+        assert!(svg.status.success() && String::from_utf8_lossy(&svg.stdout).contains("<svg"));
+    } else {
+        eprintln!("Graphviz not installed: the DOT text was checked, not rendered");
+    }
+}

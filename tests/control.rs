@@ -189,6 +189,14 @@ fn sim_sm_serves_live_routes_and_status_until_sigterm() {
     let (code, out, err) = ibsm(&["topology", "diff", other.to_str().expect("utf-8"), "--socket", s]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(out.contains("miscabled") && out.ends_with("difference(s)\n"), "{out}");
+    // The live view by tier, with the LIDs the SM gave, and as DOT.
+    let (code, out, err) = ibsm(&["topology", "show", "--socket", s]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("tier 2: 2 switches\n") && out.contains("CAs: 8\n"), "{out}");
+    assert!(out.lines().filter(|l| l.starts_with("  ")).all(|l| l.contains(" LID ")), "every node has its LID: {out}");
+    let (code, out, err) = ibsm(&["topology", "dot", "--socket", s]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.matches(" -- ").count(), 16, "{out}");
 
     // A second SM cannot take the socket while the first answers there.
     let (code, _, err) = ibsm(&["run", "--sim", FABRIC, "--once", "--control", sock.to_str().expect("utf-8")]);

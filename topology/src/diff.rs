@@ -110,8 +110,8 @@ impl TopoDiff {
                     "link {} - {}: expected {}, found {}",
                     self.end(*a),
                     self.end(*b),
-                    attrs_text(*expected),
-                    attrs_text(*found)
+                    expected.text(),
+                    found.text()
                 ),
             })
             .collect()
@@ -125,27 +125,6 @@ impl fmt::Display for TopoDiff {
         }
         Ok(())
     }
-}
-
-fn attrs_text(a: LinkAttrs) -> String {
-    let width = match a.width.unwrap_or(2) {
-        1 => "1x",
-        2 => "4x",
-        4 => "8x",
-        8 => "12x",
-        16 => "2x",
-        _ => "?x",
-    };
-    let speed = match (a.ext_speed, a.speed.unwrap_or(1)) {
-        (Some(1), _) => "FDR",
-        (Some(2), _) => "EDR",
-        (Some(4), _) => "HDR",
-        (Some(8), _) => "NDR",
-        (_, 2) => "DDR",
-        (_, 4) => "QDR",
-        _ => "SDR",
-    };
-    format!("{width}{speed}")
 }
 
 /// Every cable of `t` by both of its ends, with its attributes.

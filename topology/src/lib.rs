@@ -9,7 +9,7 @@
 //!
 //! Modules: [`parse`] reads the ibsim / ibnetdiscover `.net` format ([`Topology::parse_str`],
 //! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`diff`] compares a fabric
-//! with its expected cabling, [`generators`] builds standard
+//! with its expected cabling, [`view`] ranks switches by tier and draws the fabric as DOT, [`generators`] builds standard
 //! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], [`error`] holds the
 //! parser's error type, and [`rng`] is the seeded generator behind every random choice (the
 //! generators' and the simulator's). Depends on `ibsm-mad` only; nothing here touches MADs,
@@ -20,6 +20,7 @@ pub mod error;
 pub mod generators;
 pub mod parse;
 pub mod rng;
+pub mod view;
 pub mod write;
 
 mod lines;
@@ -27,6 +28,7 @@ mod lines;
 pub use diff::{Difference, TopoDiff, diff};
 pub use error::{Endpoint, LinkConflict, Pos, TopoError};
 pub use generators::{GenError, GenSpec};
+pub use view::{tiers, to_dot};
 pub use write::IbsimLimits;
 
 use ibsm_mad::Guid;
@@ -52,6 +54,31 @@ pub struct LinkAttrs {
     /// `LinkSpeedExtActive` encoding (1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), from ibsim's `e=` option
     /// or ibnetdiscover's `4xEDR`-style rate; `None` = no extended speed.
     pub ext_speed: Option<u8>,
+}
+
+impl LinkAttrs {
+    /// Width and speed as infiniband-diags print them (`4xQDR`, `1xSDR`, `4xEDR`); the `.net`
+    /// defaults (4x, SDR) where unset.
+    pub fn text(self) -> String {
+        let width = match self.width.unwrap_or(2) {
+            1 => "1x",
+            2 => "4x",
+            4 => "8x",
+            8 => "12x",
+            16 => "2x",
+            _ => "?x",
+        };
+        let speed = match (self.ext_speed, self.speed.unwrap_or(1)) {
+            (Some(1), _) => "FDR",
+            (Some(2), _) => "EDR",
+            (Some(4), _) => "HDR",
+            (Some(8), _) => "NDR",
+            (_, 2) => "DDR",
+            (_, 4) => "QDR",
+            _ => "SDR",
+        };
+        format!("{width}{speed}")
+    }
 }
 
 /// One end of a cable as seen from a port: the remote node index and port number.
