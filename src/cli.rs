@@ -49,6 +49,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The configuration file: check one, or show the effective value of every option.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// The fabric's cabling: compare it with the expected one.
     Topology {
         #[command(subcommand)]
@@ -63,6 +68,22 @@ enum Command {
     Sim {
         #[command(subcommand)]
         command: SimCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file (with the IBSM_* environment over it): exit 0 when valid,
+    /// else 1 with `FILE:LINE:COL: reason` for every error.
+    Check {
+        /// The file.
+        file: PathBuf,
+    },
+    /// The effective value of every option and where it came from (file, env, default).
+    Show {
+        /// The configuration file [default: none, only the environment and the defaults].
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
 }
 
@@ -201,6 +222,8 @@ pub fn run() -> ExitCode {
         Command::Routes { command } => crate::cli_routes::run(&command),
         Command::Partitions { command } => crate::cli_partitions::run(&command),
         Command::Topology { command } => crate::cli_topology::run(&command),
+        Command::Config { command: ConfigCommand::Check { file } } => config_check(&file),
+        Command::Config { command: ConfigCommand::Show { config } } => config_show(config.as_deref()),
         Command::Reload { socket } => reload(&socket),
         Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
@@ -301,6 +324,43 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// `ibsm config check FILE`.
+fn config_check(file: &std::path::Path) -> ExitCode {
+    match ConfigFile::load_layered(Some(file)) {
+        Ok(_) => {
+            println!("{}: valid", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors {
+                println!("{e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ibsm config show [--config FILE]`.
+fn config_show(file: Option<&std::path::Path>) -> ExitCode {
+    match ConfigFile::load_layered(file) {
+        Ok((cfg, sources)) => {
+            for ((key, value), (_, source)) in cfg.shown_values().into_iter().zip(sources) {
+                match value {
+                    Some(v) => println!("{key} = {v}  # {}", source.name()),
+                    None => println!("# {key}: unset  # {}", source.name()),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("ibsm config show: {e}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// `ibsm status`: what the running SM says about itself.
 fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     let st = match ibsm::control::query::<ibsm::control::Status>(
@@ -375,15 +435,14 @@ fn reload(socket: &std::path::Path) -> ExitCode {
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen
 /// transport.
 fn run_sm(a: &RunArgs) -> ExitCode {
-    let file = match &a.config {
-        Some(p) => match ConfigFile::load(p) {
-            Ok(c) => c,
-            Err(e) => {
+    let file = match ConfigFile::load_layered(a.config.as_deref()) {
+        Ok((c, _)) => c,
+        Err(errors) => {
+            for e in errors {
                 eprintln!("ibsm run: {e}");
-                return ExitCode::from(2);
             }
-        },
-        None => ConfigFile::default(),
+            return ExitCode::from(2);
+        }
     };
     let mut cfg = file.sm_config();
     if let Some(l) = a.lmc {

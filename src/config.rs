@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::core::SmConfig;
 
 /// The configuration file as written by the operator.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConfigFile {
     /// SMPs in flight at once (default 64).
@@ -124,7 +124,7 @@ pub fn parse_subnet_prefix(text: &str) -> Result<u64, String> {
 }
 
 /// `routing-engine = "updn"` or `routing-engine = ["ftree", "updn", "minhop"]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(untagged)]
 pub enum EngineList {
     /// One engine.
@@ -143,16 +143,97 @@ impl EngineList {
     }
 }
 
-/// A configuration file that could not be used: the file, the line and the reason.
+/// A configuration file that could not be used: the file, the line, the column and the reason.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}:{line}: {reason}")]
+#[error("{path}:{line}:{col}: {reason}")]
 pub struct ConfigError {
-    /// The file.
+    /// The file (or `environment` for an `IBSM_*` variable).
     pub path: String,
     /// 1-based line (0 when the file could not be read at all).
     pub line: usize,
-    /// What is wrong.
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong, starting with the key when there is one.
     pub reason: String,
+}
+
+/// Every key of the configuration file, in the order `examples/ibsm.toml` documents them.
+pub const KEYS: &[&str] = &[
+    "max-smps-in-flight",
+    "smp-timeout-ms",
+    "smp-retries",
+    "lmc",
+    "subnet-timeout",
+    "switch-life-time",
+    "routing-engine",
+    "resweep-interval-s",
+    "subnet-prefix",
+    "sa-rate-limit",
+    "sa-key",
+    "partitions",
+    "part-enforce",
+    "priority",
+    "sm-key-file",
+    "elevated-priority",
+    "sm-poll-interval-ms",
+    "sm-poll-retries",
+    "sm-act-stall-s",
+    "m-key",
+    "m-key-protect",
+    "m-key-lease-s",
+    "guid2mkey",
+    "state-dir",
+];
+
+/// The environment variable that sets `key`: `IBSM_` and the key in capitals with `_`.
+pub fn env_name(key: &str) -> String {
+    format!("IBSM_{}", key.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// 1-based (line, column) of byte offset `at` in `text`.
+fn position(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+    (line, col)
+}
+
+/// 1-based (line, column) where `key` is set in `text` ((1, 1) if not found).
+fn key_position(text: &str, key: &str) -> (usize, usize) {
+    for (i, l) in text.lines().enumerate() {
+        let trimmed = l.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return (i + 1, l.len() - trimmed.len() + 1);
+        }
+    }
+    (1, 1)
+}
+
+/// A checked configuration and where each key's value came from, or every error.
+pub type Checked = Result<(ConfigFile, Vec<(&'static str, Source)>), Vec<ConfigError>>;
+
+/// Where each key's value came from, for `ibsm config show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Its default.
+    Default,
+    /// The configuration file.
+    File,
+    /// An `IBSM_*` environment variable.
+    Env,
+}
+
+impl Source {
+    /// The word `config show` prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Source::Default => "default",
+            Source::File => "file",
+            Source::Env => "env",
+        }
+    }
 }
 
 impl ConfigFile {
@@ -161,12 +242,110 @@ impl ConfigFile {
     /// # Errors
     /// [`ConfigError`] with the line of the offending key and the reason.
     pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
-        let cfg: ConfigFile = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            ConfigError { path: origin.to_owned(), line, reason: e.message().trim().to_owned() }
+        Self::check(text, origin, &[]).map(|(c, _)| c).map_err(|mut v| v.remove(0))
+    }
+
+    /// Parses configuration text with `env` (`IBSM_*` variables as (name, value)) layered over
+    /// it, and finds every error, each with its file, line, column and key. Returns the
+    /// configuration and where each key's value came from.
+    ///
+    /// # Errors
+    /// Every error found (never an empty list): a TOML syntax error alone, else each unknown
+    /// key (with the valid ones), each value of the wrong type, each value out of range.
+    pub fn check(text: &str, origin: &str, env: &[(String, String)]) -> Checked {
+        let at =
+            |(line, col): (usize, usize), reason: String| ConfigError { path: origin.to_owned(), line, col, reason };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            let pos = e.span().map_or((1, 1), |s| position(text, s.start));
+            vec![at(pos, e.message().trim().to_owned())]
         })?;
-        cfg.validate(text, origin)?;
-        Ok(cfg)
+        let mut errors = Vec::new();
+        let mut from_env = Vec::new();
+        for (name, value) in env {
+            let Some(key) = KEYS.iter().find(|k| env_name(k) == *name) else { continue };
+            // A TOML value (`3`, `"x"`, `["a", "b"]`), or else the text as a string.
+            let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.clone()));
+            table.insert((*key).to_owned(), v);
+            from_env.push(*key);
+        }
+        let mut bad_keys = Vec::new();
+        for (k, v) in &table {
+            let mut one = toml::Table::new();
+            one.insert(k.clone(), v.clone());
+            if let Err(e) = toml::Value::Table(one).try_into::<ConfigFile>() {
+                bad_keys.push(k.clone());
+                let reason = format!("{k}: {}", e.message().trim());
+                if from_env.contains(&k.as_str()) {
+                    errors.push(ConfigError {
+                        path: "environment".to_owned(),
+                        line: 0,
+                        col: 0,
+                        reason: format!("{}: {reason}", env_name(k)),
+                    });
+                } else {
+                    errors.push(at(key_position(text, k), reason));
+                }
+            }
+        }
+        // The range checks run over the keys that parsed, so that one pass reports everything.
+        let mut good = table.clone();
+        for k in &bad_keys {
+            good.remove(k);
+        }
+        let cfg: ConfigFile = toml::Value::Table(good)
+            .try_into()
+            .map_err(|e: toml::de::Error| vec![at((1, 1), e.message().trim().to_owned())])?;
+        for (k, reason) in cfg.problems() {
+            if from_env.contains(&k) {
+                let reason = format!("{}: {k}: {reason}", env_name(k));
+                errors.push(ConfigError { path: "environment".to_owned(), line: 0, col: 0, reason });
+            } else {
+                errors.push(at(key_position(text, k), format!("{k}: {reason}")));
+            }
+        }
+        if !errors.is_empty() {
+            errors.sort_by(|a, b| (&a.path, a.line, a.col).cmp(&(&b.path, b.line, b.col)));
+            return Err(errors);
+        }
+        let sources = KEYS
+            .iter()
+            .map(|&k| {
+                let src = if from_env.contains(&k) {
+                    Source::Env
+                } else if table.contains_key(k) {
+                    Source::File
+                } else {
+                    Source::Default
+                };
+                (k, src)
+            })
+            .collect();
+        Ok((cfg, sources))
+    }
+
+    /// The configuration `ibsm run` uses: the file at `path` (if any) with the `IBSM_*`
+    /// environment variables over it, and where each key's value came from.
+    ///
+    /// # Errors
+    /// Every error of the file and the environment ([`ConfigFile::check`]).
+    pub fn load_layered(path: Option<&Path>) -> Checked {
+        let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("IBSM_")).collect();
+        let Some(path) = path else { return ConfigFile::check("", "environment", &env) };
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| vec![ConfigError { path: origin.clone(), line: 0, col: 0, reason: e.to_string() }])?;
+        ConfigFile::check(&text, &origin, &env)
+    }
+
+    /// The value of each key as `ibsm config show` prints it: what the file or environment set,
+    /// else the default `examples/ibsm.toml` documents (`None`: unset by default).
+    pub fn shown_values(&self) -> Vec<(&'static str, Option<String>)> {
+        let set = toml::Value::try_from(self).ok().and_then(|v| v.as_table().cloned()).unwrap_or_default();
+        let defaults: toml::Table = toml::from_str(include_str!("../examples/ibsm.toml")).unwrap_or_default();
+        KEYS.iter().map(|&k| (k, set.get(k).or_else(|| defaults.get(k)).map(ToString::to_string))).collect()
     }
 
     /// Reads and parses a configuration file.
@@ -178,81 +357,85 @@ impl ConfigFile {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             path: origin.clone(),
             line: 0,
+            col: 0,
             reason: e.to_string(),
         })?;
         ConfigFile::parse(&text, &origin)
     }
 
-    /// Range checks that the types alone do not express.
-    fn validate(&self, text: &str, origin: &str) -> Result<(), ConfigError> {
-        let err = |key: &str, reason: String| ConfigError {
-            path: origin.to_owned(),
-            line: line_of_key(text, key),
-            reason: format!("{key}: {reason}"),
-        };
+    /// Range checks that the types alone do not express: (key, reason) for each.
+    fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        let mut err = |key: &'static str, reason: String| out.push((key, reason));
         if let Some(l) = self.lmc.filter(|&l| l > 7) {
-            return Err(err("lmc", format!("must be 0..=7, found {l}")));
+            err("lmc", format!("must be 0..=7, found {l}"));
         }
         if self.max_smps_in_flight == Some(0) {
-            return Err(err("max-smps-in-flight", "must be at least 1".to_owned()));
+            err("max-smps-in-flight", "must be at least 1".to_owned());
         }
         if let Some(t) = self.subnet_timeout.filter(|&t| t > 31) {
-            return Err(err("subnet-timeout", format!("must be 0..=31, found {t}")));
+            err("subnet-timeout", format!("must be 0..=31, found {t}"));
         }
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
-            return Err(err("switch-life-time", format!("must be 0..=31, found {t}")));
+            err("switch-life-time", format!("must be 0..=31, found {t}"));
         }
         if let Some(e) = &self.part_enforce
             && crate::core::PartEnforce::parse(e).is_none()
         {
-            return Err(err("part-enforce", format!("{e:?} is not one of both, in, out, off")));
+            err("part-enforce", format!("{e:?} is not one of both, in, out, off"));
         }
         if let Some(p) = self.priority.filter(|&p| p > 15) {
-            return Err(err("priority", format!("must be 0..=15, found {p}")));
+            err("priority", format!("must be 0..=15, found {p}"));
         }
         if let Some(p) = self.elevated_priority.filter(|&p| p > 15) {
-            return Err(err("elevated-priority", format!("must be 0..=15, found {p}")));
+            err("elevated-priority", format!("must be 0..=15, found {p}"));
         }
         if self.sm_poll_interval_ms == Some(0) {
-            return Err(err("sm-poll-interval-ms", "must be at least 1".to_owned()));
+            err("sm-poll-interval-ms", "must be at least 1".to_owned());
         }
         if self.sm_poll_retries == Some(0) {
-            return Err(err("sm-poll-retries", "must be at least 1".to_owned()));
+            err("sm-poll-retries", "must be at least 1".to_owned());
         }
         if let Some(m) = &self.m_key {
-            parse_mkey_mode(m).map_err(|r| err("m-key", r))?;
+            if let Err(r) = parse_mkey_mode(m) {
+                err("m-key", r);
+            }
         }
         if let Some(p) = self.m_key_protect.filter(|&p| p > 3) {
-            return Err(err("m-key-protect", format!("must be 0..=3, found {p}")));
+            err("m-key-protect", format!("must be 0..=3, found {p}"));
         }
         let resweep = self.resweep_interval_s.unwrap_or(10);
         if let Some(l) = self.m_key_lease_s.filter(|&l| l != 0 && u64::from(l) <= resweep) {
-            return Err(err(
+            err(
                 "m-key-lease-s",
                 format!(
                     "{l} s is not longer than the re-sweep interval ({resweep} s); a port would drop its protection between sweeps"
                 ),
-            ));
+            );
         }
         if let Some(k) = &self.sa_key {
-            parse_key(k).map_err(|r| err("sa-key", r))?;
+            if let Err(r) = parse_key(k) {
+                err("sa-key", r);
+            }
         }
         if let Some(p) = &self.subnet_prefix {
-            parse_subnet_prefix(p).map_err(|r| err("subnet-prefix", r))?;
+            if let Err(r) = parse_subnet_prefix(p) {
+                err("subnet-prefix", r);
+            }
         }
         if let Some(list) = &self.routing_engine {
             let names = list.names();
             if names.is_empty() {
-                return Err(err("routing-engine", "names no engine".to_owned()));
+                err("routing-engine", "names no engine".to_owned());
             }
             for e in names {
                 if ibsm_routing::engine_by_name(&e).is_none() || e.contains(',') {
                     let known = ibsm_routing::ENGINE_NAMES.join(", ");
-                    return Err(err("routing-engine", format!("unknown engine {e:?} (known: {known})")));
+                    err("routing-engine", format!("unknown engine {e:?} (known: {known})"));
                 }
             }
         }
-        Ok(())
+        out
     }
 
     /// The core configuration: this file over the defaults.
@@ -302,11 +485,6 @@ impl ConfigFile {
     }
 }
 
-/// The 1-based line on which `key` is set (1 if not found).
-fn line_of_key(text: &str, key: &str) -> usize {
-    text.lines().position(|l| l.trim_start().starts_with(key)).map_or(1, |i| i + 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,7 +502,7 @@ mod tests {
         assert_eq!((e.path.as_str(), e.line), ("a.toml", 2));
         assert!(e.reason.contains("max-smps"), "{e}");
         let e = ConfigFile::parse("\n\nlmc = 9\n", "b.toml").expect_err("range");
-        assert_eq!(e.to_string(), "b.toml:3: lmc: must be 0..=7, found 9");
+        assert_eq!(e.to_string(), "b.toml:3:1: lmc: must be 0..=7, found 9");
         let e = ConfigFile::parse("lmc = \"two\"\n", "c.toml").expect_err("type");
         assert_eq!(e.line, 1);
         let e = ConfigFile::parse("routing-engine = \"nope\"\n", "d.toml").expect_err("engine");
@@ -340,13 +518,59 @@ mod tests {
         let cfg = ConfigFile::parse("m-key = \"0x00000000000000ab\"\n", "m").expect("ok");
         assert_eq!(cfg.sm_config().m_key.mode, MKeyMode::Fixed(0xab));
         let e = ConfigFile::parse("lmc = 0\nm-key = \"secret\"\n", "a.toml").expect_err("mode");
-        assert!(e.to_string().starts_with("a.toml:2: m-key: "), "{e}");
+        assert!(e.to_string().starts_with("a.toml:2:1: m-key: "), "{e}");
         assert!(ConfigFile::parse("m-key = \"0x0\"\n", "z").expect_err("zero").reason.contains("off"));
         let e = ConfigFile::parse("m-key-protect = 4\n", "b.toml").expect_err("protect");
-        assert_eq!(e.to_string(), "b.toml:1: m-key-protect: must be 0..=3, found 4");
+        assert_eq!(e.to_string(), "b.toml:1:1: m-key-protect: must be 0..=3, found 4");
         let e = ConfigFile::parse("resweep-interval-s = 30\nm-key-lease-s = 30\n", "c.toml").expect_err("lease");
-        assert!(e.to_string().starts_with("c.toml:2: m-key-lease-s: 30 s is not longer"), "{e}");
+        assert!(e.to_string().starts_with("c.toml:2:1: m-key-lease-s: 30 s is not longer"), "{e}");
         assert!(ConfigFile::parse("m-key-lease-s = 0\n", "d").is_ok(), "0: never expires");
+    }
+
+    #[test]
+    fn check_reports_every_error_with_line_column_and_key_and_the_environment_layers_over() {
+        let text = "lmc = 9\n  max-smps = 4\nsa-key = \"zz\"\npriority = \"x\"\n";
+        let errors = ConfigFile::check(text, "c.toml", &[]).expect_err("bad");
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines[0], "c.toml:1:1: lmc: must be 0..=7, found 9");
+        assert!(
+            lines[1]
+                .starts_with("c.toml:2:3: max-smps: unknown field `max-smps`, expected one of `max-smps-in-flight`"),
+            "{lines:?}"
+        );
+        assert!(lines[2].starts_with("c.toml:3:1: sa-key: "), "{lines:?}");
+        assert_eq!(lines[3], "c.toml:4:1: priority: invalid type: string \"x\", expected u8");
+        // A syntax error: its own position.
+        let e = ConfigFile::check("lmc = 1\nlmc = = 2\n", "s.toml", &[]).expect_err("syntax");
+        assert_eq!((e.len(), e[0].line), (1, 2), "{e:?}");
+        // The environment over the file, and each source named.
+        let env = vec![("IBSM_LMC".to_owned(), "3".to_owned()), ("IBSM_ROUTING_ENGINE".to_owned(), "updn".to_owned())];
+        let (cfg, sources) = ConfigFile::check("lmc = 1\nsmp-retries = 5\n", "e.toml", &env).expect("valid");
+        assert_eq!((cfg.lmc, cfg.smp_retries), (Some(3), Some(5)));
+        assert_eq!(cfg.sm_config().routing_engine, ["updn"]);
+        let src = |k: &str| sources.iter().find(|(key, _)| *key == k).map(|(_, s)| *s);
+        assert_eq!(
+            (src("lmc"), src("smp-retries"), src("priority")),
+            (Some(Source::Env), Some(Source::File), Some(Source::Default))
+        );
+        let e = ConfigFile::check("", "environment", &[("IBSM_LMC".to_owned(), "12".to_owned())]).expect_err("range");
+        assert_eq!(e[0].to_string(), "environment:0:0: IBSM_LMC: lmc: must be 0..=7, found 12");
+    }
+
+    #[test]
+    fn every_key_is_known_and_documented() {
+        // Each listed key is a field (no unknown-field error) and the sample documents it.
+        let sample = include_str!("../examples/ibsm.toml");
+        for k in KEYS {
+            let err = ConfigFile::check(&format!("{k} = 0\n"), "k", &[]).err().unwrap_or_default();
+            assert!(err.iter().all(|e| !e.reason.contains("unknown field")), "{k}: {err:?}");
+            assert!(sample.contains(&format!("{k} =")), "examples/ibsm.toml documents {k}");
+        }
+        // And every field is listed: an unknown key's error names exactly the listed ones.
+        let err = ConfigFile::check("nope = 1\n", "k", &[]).err().unwrap_or_default();
+        let named = err.first().map_or(0, |e| e.reason.matches('`').count() / 2);
+        assert_eq!(named, KEYS.len() + 1, "{err:?}");
     }
 
     #[test]
@@ -368,6 +592,6 @@ mod tests {
         let cfg = ConfigFile::parse("subnet-prefix = \"fec0::\"\n", "p.toml").expect("ok");
         assert_eq!(cfg.sm_config().subnet_prefix, 0xfec0_0000_0000_0000);
         let e = ConfigFile::parse("lmc = 0\nsubnet-prefix = \"0xzz\"\n", "q.toml").expect_err("bad prefix");
-        assert!(e.to_string().starts_with("q.toml:2: subnet-prefix: expected 0x"), "{e}");
+        assert!(e.to_string().starts_with("q.toml:2:1: subnet-prefix: expected 0x"), "{e}");
     }
 }

@@ -104,7 +104,7 @@ fn bad_inputs_exit_2_with_file_line_and_reason() {
     let out = ibsm().args(["run", "--sim", "--once", "--config"]).arg(&cfg).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("{}:2: routing-engine: unknown engine", cfg.display())), "{err}");
+    assert!(err.contains(&format!("{}:2:1: routing-engine: unknown engine", cfg.display())), "{err}");
 
     let net = d.join("bad.net");
     std::fs::write(&net, "Switch 4 \"s1\"\n[9] \"h1\"[1]\n").expect("write");
@@ -212,4 +212,33 @@ fn topology_show_and_dot_describe_a_fabric_by_tier() {
     } else {
         eprintln!("Graphviz not installed: the DOT text was checked, not rendered");
     }
+}
+
+#[test]
+fn config_check_lists_every_error_and_show_names_each_source() {
+    let dir = tmpdir("config");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "lmc = 9\nmax-smps = 4\n").expect("write");
+    let out = ibsm().args(["config", "check"]).arg(&bad).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let b = bad.display();
+    assert!(
+        text.starts_with(&format!("{b}:1:1: lmc: must be 0..=7, found 9\n{b}:2:1: max-smps: unknown field")),
+        "{text}"
+    );
+    let out = ibsm().args(["config", "check"]).arg(examples().join("ibsm.toml")).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = ibsm()
+        .args(["config", "show", "--config"])
+        .arg(examples().join("ibsm.toml"))
+        .env("IBSM_LMC", "1")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lmc = 1  # env\n") && text.contains("smp-retries = 3  # file\n"), "{text}");
+    assert!(text.contains("# state-dir: unset  # default\n"), "{text}");
+    // The environment reaches `ibsm run` too.
+    let out = ibsm().args(["run", "--sim", "--once", "--no-control"]).env("IBSM_LMC", "1").output().expect("runs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("LMC 1,"), "{}", String::from_utf8_lossy(&out.stdout));
 }
