@@ -664,6 +664,7 @@ fn run_on_sim(
     drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
     let host = &topo.nodes[drv.at.0].name;
     tracing::info!(topology = %topology.display(), sm_at = %host, port = drv.at.1, "starting on the simulated fabric");
+    let notify = ibsm::transport::notify::Notifier::from_env();
     let mut sweeps = 0u32;
     loop {
         sweeps += 1;
@@ -677,6 +678,11 @@ fn run_on_sim(
         }
         if let Some(r) = report {
             println!("{}", summary(&r, wall.elapsed()));
+            if sweeps == 1 {
+                // systemd (Type=notify): the simulated SM is ready once its first sweep is done.
+                let up = if r.complete { "up" } else { "not fully up" };
+                notify.ready(&format!("master (simulated fabric): subnet {up}"));
+            }
             if a.once {
                 return if r.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE };
             }

@@ -242,3 +242,32 @@ fn config_check_lists_every_error_and_show_names_each_source() {
     let out = ibsm().args(["run", "--sim", "--once", "--no-control"]).env("IBSM_LMC", "1").output().expect("runs");
     assert!(String::from_utf8_lossy(&out.stdout).contains("LMC 1,"), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn systemd_units_verify_and_the_sm_says_ready_on_the_notify_socket() {
+    // The units, with ExecStart pointing at this build, pass `systemd-analyze verify`.
+    let dist = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dist/systemd");
+    let dir = tmpdir("units");
+    if Command::new("systemd-analyze").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        for (src, name) in [("ibsm.service", "ibsm.service"), ("ibsm@.service", "ibsm@mlx5_0-1.service")] {
+            let text = std::fs::read_to_string(dist.join(src)).expect("unit");
+            assert!(text.contains("Type=notify") && text.contains("WatchdogSec="), "{src}");
+            std::fs::write(dir.join(name), text.replace("/usr/bin/ibsm", env!("CARGO_BIN_EXE_ibsm"))).expect("write");
+            let out = Command::new("systemd-analyze").arg("verify").arg(dir.join(name)).output().expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && !err.contains(name), "{name}: {err}");
+        }
+    } else {
+        eprintln!("systemd-analyze not installed: the units were not verified");
+    }
+    // READY=1 with the state once the first sweep is done (here on the simulated fabric).
+    let path = dir.join("notify");
+    let listener = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
+    listener.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let out =
+        ibsm().args(["run", "--sim", "--once", "--no-control"]).env("NOTIFY_SOCKET", &path).output().expect("runs");
+    assert!(out.status.success());
+    let mut buf = [0u8; 512];
+    let n = listener.recv(&mut buf).expect("a notification");
+    assert_eq!(String::from_utf8_lossy(&buf[..n]), "READY=1\nSTATUS=master (simulated fabric): subnet up");
+}

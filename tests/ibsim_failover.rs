@@ -59,6 +59,28 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     wait_for("the second SM standing by", Duration::from_secs(60), || {
         standby.stdout().contains("standby: the master is")
     });
+    // A third SM, as systemd runs it: READY=1 with its role, then watchdog pings from its loop.
+    let notify_path = sim.dir().join("notify");
+    let listener = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("bind");
+    listener.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let _third = KillOnDrop(
+        sim.command(Some(hosts[2]), env!("CARGO_BIN_EXE_ibsm"))
+            .args(["run", "--priority", "1", "--no-control"])
+            .env("NOTIFY_SOCKET", &notify_path)
+            .env("WATCHDOG_USEC", "200000")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("ibsm"),
+    );
+    let mut buf = [0u8; 512];
+    let mut heard: Vec<String> = Vec::new();
+    while heard.iter().filter(|m| m.as_str() == "WATCHDOG=1").count() < 3 {
+        let n = listener.recv(&mut buf).expect("a notification within 30 s");
+        heard.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    let ready = heard.iter().find(|m| m.starts_with("READY=1")).expect("READY=1");
+    assert!(ready.contains("STATUS=standby: master 0x"), "{heard:?}");
 
     // sminfo: the master, and the standby when asked at its LID.
     assert_eq!(sminfo(&sim, client, None), Some((guid_of(first), 3)), "master");

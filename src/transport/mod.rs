@@ -11,6 +11,7 @@
 
 use crate::core::Sm;
 
+pub mod notify;
 pub mod sim;
 pub mod umad;
 pub mod umad_driver;

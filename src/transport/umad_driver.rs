@@ -242,8 +242,21 @@ fn run_with_issm<Q: SideQueries>(
     let (tx, rx) = mpsc::channel(RX_BURSTS);
     let mut poller = Poller::spawn(Arc::clone(port), tx)?;
     let result = rt.block_on(async {
-        let mut lp =
-            Loop { port, sm, opts, on_event, start: Instant::now(), sweeps: 0, next_sweep: None, answers_failed: 0 };
+        let notify = super::notify::Notifier::from_env();
+        let watchdog_at = notify.watchdog_interval().map(|d| Instant::now() + d);
+        let mut lp = Loop {
+            port,
+            sm,
+            opts,
+            on_event,
+            start: Instant::now(),
+            sweeps: 0,
+            next_sweep: None,
+            answers_failed: 0,
+            notify,
+            watchdog_at,
+            ready: false,
+        };
         lp.run(rx, control).await
     });
     poller.stop();
@@ -262,6 +275,12 @@ struct Loop<'a, F> {
     next_sweep: Option<u64>,
     /// Answers the port refused to send.
     answers_failed: u64,
+    /// systemd's notify socket (nothing without `NOTIFY_SOCKET`).
+    notify: super::notify::Notifier,
+    /// When the loop pings the watchdog next.
+    watchdog_at: Option<Instant>,
+    /// `READY=1` was sent.
+    ready: bool,
 }
 
 impl<F: FnMut(&SmEvent)> Loop<'_, F> {
@@ -297,8 +316,18 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             if let Some(finish) = self.drain_events()? {
                 return Ok(finish);
             }
+            // The loop is alive: the watchdog hears it.
+            if let (Some(at), Some(every)) = (self.watchdog_at, self.notify.watchdog_interval())
+                && Instant::now() >= at
+            {
+                self.notify.ping();
+                self.watchdog_at = Some(Instant::now() + every);
+            }
             let deadline_ns = [self.sm.poll_timeout(), self.next_sweep].into_iter().flatten().min();
             let mut wake = deadline_ns.map(|ns| self.start + Duration::from_nanos(ns));
+            if let Some(w) = self.watchdog_at {
+                wake = Some(wake.map_or(w, |x| x.min(w)));
+            }
             if let Some(d) = once_deadline {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
@@ -375,7 +404,31 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
+    /// `READY=1` once this SM knows its role, `STATUS=` on every change of it.
+    fn tell_systemd(&mut self, ev: &SmEvent) {
+        let status = match ev {
+            SmEvent::SubnetUp(r) => format!(
+                "master: subnet {} ({} switches, {} CAs, {} ports active, {} not)",
+                if r.complete { "up" } else { "not fully up" },
+                r.switches,
+                r.cas,
+                r.ports_active,
+                r.ports_not_active
+            ),
+            SmEvent::Standby { master, lid, .. } => format!("standby: master {:#018x} at LID {}", master.0, lid.0),
+            SmEvent::MasterLost { master, .. } => format!("taking over from master {:#018x}", master.0),
+            _ => return,
+        };
+        if self.ready {
+            self.notify.status(&status);
+        } else {
+            self.ready = true;
+            self.notify.ready(&status);
+        }
+    }
+
     fn stopped(&self, signal: &'static str) -> Finish {
+        self.notify.stopping();
         let c = self.sm.request_counters();
         tracing::info!(
             signal,
@@ -422,6 +475,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     /// report.
     fn drain_events(&mut self) -> Result<Option<Finish>, DriverError> {
         while let Some(ev) = self.sm.poll_event() {
+            self.tell_systemd(&ev);
             if let SmEvent::SubnetUp(report) = &ev {
                 self.sweeps += 1;
                 if let Some(p) = &self.opts.guid2lid {
