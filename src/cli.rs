@@ -21,8 +21,21 @@ use ibsm_topology::{GenSpec, Topology};
 #[derive(Debug, Parser)]
 #[command(name = "ibsm", version, about)]
 struct Cli {
+    /// Log lines for people (`human`, the default) or one JSON object per line (`json`), on
+    /// stderr; `RUST_LOG` picks the level (default: warnings and errors).
+    #[arg(long, global = true, value_enum, default_value = "human")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line (`ts`, `level`, `target`, `message`, fields, `error_id`).
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -216,7 +229,7 @@ struct GenArgs {
 /// Parses the command line and runs the subcommand.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.log_format);
     match cli.command {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
@@ -758,13 +771,24 @@ fn log_event(ev: &SmEvent) {
             progress(phase.name());
         }
         SmEvent::SmpFailed { attr_id, attr_mod, path, failure } => {
-            tracing::warn!(attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, ?failure, "SMP failed");
+            tracing::warn!(error_id = "smp-failed", attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, ?failure, "SMP failed");
         }
-        SmEvent::LidSpaceExhausted { ports } => tracing::error!(ports, "LID space exhausted"),
-        SmEvent::PartitionWarning(what) => tracing::warn!(what, "partition policy not honoured in full"),
-        SmEvent::RoutingFailed { engine, reason } => tracing::error!(engine, reason, "routing failed"),
+        SmEvent::LidSpaceExhausted { ports } => {
+            tracing::error!(error_id = "lid-space-exhausted", ports, "LID space exhausted");
+        }
+        SmEvent::PartitionWarning(what) => {
+            tracing::warn!(error_id = "partition-warning", what, "partition policy not honoured in full");
+        }
+        SmEvent::RoutingFailed { engine, reason } => {
+            tracing::error!(error_id = "routing-failed", engine, reason, "routing failed");
+        }
         SmEvent::EngineDeclined { engine, reason } => {
-            tracing::warn!(engine, reason, "routing engine declined; trying the next one");
+            tracing::warn!(
+                error_id = "engine-declined",
+                engine,
+                reason,
+                "routing engine declined; trying the next one"
+            );
         }
         SmEvent::SubnetUp(_) => {}
         SmEvent::RequestUnsupported { class, method, attr_id, from } => tracing::debug!(
@@ -780,7 +804,21 @@ fn log_event(ev: &SmEvent) {
         SmEvent::TrapReceived { from, number } => {
             tracing::info!(from = from.0, trap = ?number, "trap received; acknowledged, sweeping");
         }
-        SmEvent::MalformedMad { from, len } => tracing::warn!(from = from.0, len, "malformed MAD dropped"),
+        SmEvent::MalformedMad { from, len } => {
+            tracing::warn!(error_id = "malformed-mad", from = from.0, len, "malformed MAD dropped");
+        }
+        SmEvent::Standby { .. }
+        | SmEvent::MasterLost { .. }
+        | SmEvent::ForeignSm { .. }
+        | SmEvent::HandedOver { .. }
+        | SmEvent::SmControl { .. }
+        | SmEvent::BadMKey { .. } => log_sm_event(ev),
+    }
+}
+
+/// The election's and the M_Keys' events (see [`log_event`]).
+fn log_sm_event(ev: &SmEvent) {
+    match ev {
         SmEvent::Standby { master, priority, lid } => tracing::info!(
             master = format_args!("{:#018x}", master.0),
             priority,
@@ -788,9 +826,15 @@ fn log_event(ev: &SmEvent) {
             "standby: another SM is master (or better); watching it"
         ),
         SmEvent::MasterLost { master, reason } => {
-            tracing::warn!(master = format_args!("{:#018x}", master.0), reason, "master gone; taking over");
+            tracing::warn!(
+                error_id = "master-lost",
+                master = format_args!("{:#018x}", master.0),
+                reason,
+                "master gone; taking over"
+            );
         }
         SmEvent::ForeignSm { guid, priority } => tracing::warn!(
+            error_id = "foreign-sm",
             sm = format_args!("{:#018x}", guid.0),
             priority,
             "an SM with another SM_Key is on the subnet; ignored (give both the same sm-key-file)"
@@ -805,6 +849,7 @@ fn log_event(ev: &SmEvent) {
                 tracing::info!(control = name, from, "SMInfo control obeyed");
             } else {
                 tracing::warn!(
+                    error_id = "sm-control-refused",
                     control = name,
                     from,
                     "SMInfo control refused (wrong SM_Key, or not from the SM entitled to it)"
@@ -822,6 +867,7 @@ fn log_event(ev: &SmEvent) {
                     Some(s) => format!("recovery when its lease expires, in {s} s; a sweep is scheduled then"),
                 };
                 tracing::warn!(
+                    error_id = "mkey-unknown",
                     lid = lid.0,
                     traps = count,
                     recovery,
@@ -829,6 +875,7 @@ fn log_event(ev: &SmEvent) {
                 );
             } else {
                 tracing::warn!(
+                    error_id = "bad-mkey",
                     lid = lid.0,
                     from = from.0,
                     method = format_args!("{method:#04x}"),
@@ -840,6 +887,7 @@ fn log_event(ev: &SmEvent) {
                 );
             }
         }
+        _ => {}
     }
 }
 
@@ -906,8 +954,12 @@ fn fmt_ns(ns: u64) -> String {
 }
 
 /// Logs to stderr; `RUST_LOG` selects the level (default: warnings and errors).
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Human => fmt.try_init(),
+        LogFormat::Json => fmt.event_format(ibsm::logfmt::JsonLines).try_init(),
+    };
 }

@@ -424,7 +424,7 @@ fn accept_loop(listener: &UnixListener, stop: &AtomicBool, tx: &mpsc::UnboundedS
         match conn {
             Ok(stream) => serve_one(&stream, tx),
             Err(e) => {
-                tracing::warn!(error = %e, "control socket: accept failed");
+                tracing::warn!(error_id = "control-accept", error = %e, "control socket: accept failed");
                 std::thread::sleep(Duration::from_millis(100));
             }
         }

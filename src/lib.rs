@@ -16,6 +16,7 @@ pub mod config;
 pub mod control;
 pub mod core;
 pub mod fabric_view;
+pub mod logfmt;
 pub mod policy;
 pub mod routes;
 pub mod sa;

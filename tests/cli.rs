@@ -271,3 +271,42 @@ fn systemd_units_verify_and_the_sm_says_ready_on_the_notify_socket() {
     let n = listener.recv(&mut buf).expect("a notification");
     assert_eq!(String::from_utf8_lossy(&buf[..n]), "READY=1\nSTATUS=master (simulated fabric): subnet up");
 }
+
+#[test]
+fn json_logs_carry_an_error_id_on_every_warning_and_the_readme_lists_each() {
+    // ftree declines a random graph: a warning.
+    let net = examples().join("fabrics/random-8sw.net");
+    let out = ibsm()
+        .args(["--log-format", "json", "run", "--once", "--no-control", "--sim"])
+        .arg(&net)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().next().expect("a warning: ftree declines the random graph");
+    let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+    assert_eq!((v["level"].as_str(), v["error_id"].as_str()), (Some("WARN"), Some("engine-declined")), "{line}");
+    assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')) && v["message"].is_string(), "{line}");
+
+    // Every warning and error the code emits names its error_id, and the README lists it.
+    let readme = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README");
+    let mut ids = 0;
+    let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            for (at, _) in text.match_indices("tracing::warn!(").chain(text.match_indices("tracing::error!(")) {
+                let call = &text[at..text.len().min(at + 200)];
+                let id = call.split("error_id = \"").nth(1).and_then(|r| r.split('"').next());
+                let Some(id) = id else { panic!("{}: a warning without error_id: {call}", p.display()) };
+                assert!(readme.contains(&format!("`{id}`")), "README lists error_id {id}");
+                ids += 1;
+            }
+        }
+    }
+    assert!(ids >= 20, "{ids}");
+}

@@ -53,7 +53,7 @@ impl Notifier {
         if let Err(e) = sock.send_to_addr(msg.as_bytes(), addr)
             && !self.warned.replace(true)
         {
-            tracing::warn!(error = %e, "systemd notify: send failed (further failures are not logged)");
+            tracing::warn!(error_id = "notify-send-failed", error = %e, "systemd notify: send failed (further failures are not logged)");
         }
     }
 

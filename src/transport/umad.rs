@@ -741,7 +741,7 @@ impl UmadPort {
 impl Drop for UmadPort {
     fn drop(&mut self) {
         if let Err(e) = self.close() {
-            tracing::warn!(error = %e, "closing the umad port");
+            tracing::warn!(error_id = "umad-close", error = %e, "closing the umad port");
         }
     }
 }

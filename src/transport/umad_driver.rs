@@ -185,7 +185,10 @@ impl Poller {
         if done || handle.is_finished() {
             let _ = handle.join();
         } else {
-            tracing::warn!("the umad poll thread did not wake up; leaving it to end with the process");
+            tracing::warn!(
+                error_id = "poll-thread-stuck",
+                "the umad poll thread did not wake up; leaving it to end with the process"
+            );
         }
     }
 }
@@ -388,17 +391,17 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     fn reload(&mut self) -> Result<String, String> {
         let Some(path) = &self.opts.partitions else {
             let why = "no partition policy file to reload (start with --partitions FILE)";
-            tracing::warn!("reload: {why}");
+            tracing::warn!(error_id = "reload-no-file", "reload: {why}");
             return Err(why.to_owned());
         };
         match crate::policy::load(path) {
             Ok((policy, _)) => {
-                tracing::warn!(file = %path.display(), "partition policy reloaded; sweeping");
+                tracing::warn!(error_id = "policy-reloaded", file = %path.display(), "partition policy reloaded; sweeping");
                 self.sm.set_partitions(policy);
                 Ok(path.display().to_string())
             }
             Err(e) => {
-                tracing::error!(errors = %e, "partition policy refused; the running policy stays");
+                tracing::error!(error_id = "policy-refused", errors = %e, "partition policy refused; the running policy stays");
                 Err(format!("partition policy refused; the running policy stays:\n{e}"))
             }
         }
@@ -448,7 +451,11 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         while let Some(t) = self.sm.poll_transmit(self.now()) {
             let Some(&class) = t.bytes.get(1) else { continue };
             let Some(agent) = AgentClass::of_class(class) else {
-                tracing::warn!(class, "the core produced a MAD of a class without an agent; dropped");
+                tracing::warn!(
+                    error_id = "mad-class-no-agent",
+                    class,
+                    "the core produced a MAD of a class without an agent; dropped"
+                );
                 continue;
             };
             let timeout_ms = match t.kind {
@@ -463,7 +470,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 // retries. Only failing to send our own SMPs stops the SM.
                 Err(e) if t.kind == TransmitKind::Response => {
                     self.answers_failed += 1;
-                    tracing::warn!(error = %e, to = t.to.lid.0, class, "could not send an answer; dropped");
+                    tracing::warn!(error_id = "answer-send-failed", error = %e, to = t.to.lid.0, class, "could not send an answer; dropped");
                 }
                 Err(e) => return Err(e.into()),
             }
