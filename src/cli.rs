@@ -165,9 +165,13 @@ struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
     priority: Option<u8>,
     /// File holding the SM_Key (mode 0600; never give the key itself on a command line, where
-    /// `ps` shows it) [default: from the config file, else key 0].
+    /// `ps` shows it) [default: from the config file, else key 1, OpenSM's default].
     #[arg(long, value_name = "FILE")]
     sm_key_file: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics [ADDR default: 127.0.0.1:9464, loopback
+    /// only; give an address to listen elsewhere, `:0` for any free port].
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::metrics::DEFAULT_ADDR)]
+    metrics: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -522,17 +526,9 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         eprintln!("ibsm run: {e}");
         return ExitCode::from(2);
     }
-    let control_path = if a.no_control {
-        None
-    } else {
-        a.control.clone().or_else(|| state_dir.as_ref().map(|d| d.join(ibsm::control::DEFAULT_NAME)))
-    };
-    let control = match control_path.as_deref().map(ControlServer::bind).transpose() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("ibsm run: {e}");
-            return ExitCode::FAILURE;
-        }
+    let (control, _metrics) = match listeners(a, state_dir.as_deref()) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let Some(topology) = &a.sim else {
         return run_on_umad(a, sm, guid2lid_path, partitions_path, control);
@@ -709,10 +705,10 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
-            match control.as_ref() {
-                Some(c) => println!(
+            match control.as_ref().and_then(ControlServer::path) {
+                Some(p) => println!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
-                    c.path().display()
+                    p.display()
                 ),
                 None => println!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"),
             }
@@ -729,6 +725,31 @@ fn run_on_sim(
             };
         }
     }
+}
+
+/// The control socket (`--control`, or in the state directory) and the metrics endpoint
+/// (`--metrics`), which hands its scrapes to the SM's loop through the control channel.
+fn listeners(
+    a: &RunArgs,
+    state_dir: Option<&std::path::Path>,
+) -> Result<(Option<ControlServer>, Option<ibsm::metrics::MetricsServer>), ExitCode> {
+    let control_path = if a.no_control {
+        None
+    } else {
+        a.control.clone().or_else(|| state_dir.map(|d| d.join(ibsm::control::DEFAULT_NAME)))
+    };
+    let control = control_path.as_deref().map(ControlServer::bind).transpose().map_err(|e| {
+        eprintln!("ibsm run: {e}");
+        ExitCode::FAILURE
+    })?;
+    let Some(addr) = &a.metrics else { return Ok((control, None)) };
+    let control = control.unwrap_or_else(ControlServer::without_socket);
+    let metrics = ibsm::metrics::MetricsServer::bind(addr, control.sender()).map_err(|e| {
+        eprintln!("ibsm run: --metrics {addr}: {e}");
+        ExitCode::FAILURE
+    })?;
+    println!("metrics: http://{}/metrics", metrics.addr());
+    Ok((Some(control), Some(metrics)))
 }
 
 /// What the state directory (and OpenSM's `guid2mkey`) tell a starting SM: P_Key indexes, the

@@ -57,6 +57,8 @@ pub enum Query {
     /// Read the partition policy file again ([`Reloaded`]); answered by the transport, which
     /// knows the file.
     Reload,
+    /// Prometheus text ([`crate::metrics::render`]); asked by the metrics endpoint only.
+    Metrics,
 }
 
 /// The answer to `reload`: the file the policy was read from.
@@ -73,6 +75,7 @@ impl Query {
             Query::Routes => "routes",
             Query::Status => "status",
             Query::Reload => "reload",
+            Query::Metrics => "metrics",
         }
     }
 
@@ -243,6 +246,7 @@ pub fn respond(sm: &Sm, query: Query) -> String {
             Err(e) => return error_line(&e.to_string()),
         },
         Query::Reload => return error_line("reload is answered by the transport, not from the SM's getters"),
+        Query::Metrics => return crate::metrics::render(sm),
     };
     out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
 }
@@ -261,6 +265,12 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// A query for the SM's loop, and where its answer will arrive.
+    pub fn new(query: Query) -> (Pending, oneshot::Receiver<String>) {
+        let (reply, wait) = oneshot::channel();
+        (Pending { query, reply }, wait)
+    }
+
     /// Answers from `sm`'s getters (the client may have gone; that is not an error).
     pub fn answer(self, sm: &Sm) {
         let _ = self.reply.send(respond(sm, self.query));
@@ -297,11 +307,13 @@ pub enum ControlError {
 /// The listening control socket. Dropping it stops the accept thread and removes the file.
 #[derive(Debug)]
 pub struct ControlServer {
-    path: PathBuf,
+    /// The socket path (`None`: no socket, only other listeners such as the metrics endpoint).
+    path: Option<PathBuf>,
     /// Device and inode of the socket file we created (removed only if still ours).
     id: (u64, u64),
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    tx: mpsc::UnboundedSender<Pending>,
     rx: mpsc::UnboundedReceiver<Pending>,
 }
 
@@ -344,9 +356,10 @@ impl ControlServer {
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let sender = tx.clone();
         let spawned = std::thread::Builder::new()
             .name("ibsm-control".to_owned())
-            .spawn(move || accept_loop(&listener, &flag, &tx))
+            .spawn(move || accept_loop(&listener, &flag, &sender))
             .map_err(io("spawning the accept thread"));
         let thread = match spawned {
             Ok(t) => t,
@@ -356,12 +369,30 @@ impl ControlServer {
             }
         };
         tracing::info!(path = %path.display(), "control socket listening");
-        Ok(ControlServer { path: path.to_owned(), id: (meta.dev(), meta.ino()), stop, thread: Some(thread), rx })
+        Ok(ControlServer {
+            path: Some(path.to_owned()),
+            id: (meta.dev(), meta.ino()),
+            stop,
+            thread: Some(thread),
+            tx,
+            rx,
+        })
     }
 
-    /// The socket path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// A server without a socket: only other listeners (the metrics endpoint) send it queries.
+    pub fn without_socket() -> ControlServer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        ControlServer { path: None, id: (0, 0), stop: Arc::new(AtomicBool::new(true)), thread: None, tx, rx }
+    }
+
+    /// The socket path, if there is a socket.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Where other listeners hand their queries to the SM's loop.
+    pub fn sender(&self) -> mpsc::UnboundedSender<Pending> {
+        self.tx.clone()
     }
 
     /// The next valid request; never returns if the accept thread has ended.
@@ -403,15 +434,16 @@ impl Drop for ControlServer {
         // Requests still queued get "shutting down" (their reply senders are dropped).
         self.rx.close();
         while self.rx.try_recv().is_ok() {}
+        let Some(path) = &self.path else { return };
         // Wake the accept thread with a connection of our own; join it only if that worked.
-        if UnixStream::connect(&self.path).is_ok() {
+        if UnixStream::connect(path).is_ok() {
             if let Some(t) = self.thread.take() {
                 let _ = t.join();
             }
         }
-        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        let ours = std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
         if ours {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(path);
         }
     }
 }

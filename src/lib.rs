@@ -17,6 +17,7 @@ pub mod control;
 pub mod core;
 pub mod fabric_view;
 pub mod logfmt;
+pub mod metrics;
 pub mod policy;
 pub mod routes;
 pub mod sa;

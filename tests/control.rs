@@ -256,3 +256,75 @@ fn umad_sm_under_ibsim_serves_live_routes_until_sigterm() {
     drop(sim);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One HTTP GET of `path` from `addr`: (status line, body).
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).expect("writes");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("reads");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.lines().next().unwrap_or("").to_owned(), body.to_owned())
+}
+
+#[test]
+fn metrics_endpoint_serves_the_prometheus_text_format() {
+    use std::io::BufRead as _;
+    let child = Command::new(ibsm_bin())
+        .args(["run", "--sim", FABRIC, "--no-control", "--metrics", "127.0.0.1:0"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ibsm run starts");
+    let mut sm = Sm(child);
+    let stdout = sm.0.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    // Keep reading what it prints, so that it never writes into a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let addr = first
+        .strip_prefix("metrics: http://")
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .expect("the address line")
+        .to_owned();
+    // Scrapes are answered once the SM is past its sweeps; wait for master.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let body = loop {
+        let (status, body) = http_get(&addr, "/metrics");
+        if status.contains("200") && body.contains("ibsm_sm_state 3\n") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "{status}\n{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The text format: HELP and TYPE before each family, samples `name{labels} value`.
+    let mut families = std::collections::BTreeSet::new();
+    for line in body.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut w = rest.split(' ');
+            families.insert(w.next().unwrap_or("").to_owned());
+            assert!(matches!(w.next(), Some("gauge" | "counter")), "{line}");
+        } else if !line.starts_with("# HELP ibsm_") {
+            let (name, value) = line.rsplit_once(' ').expect("name value");
+            let family = name.split('{').next().unwrap_or("");
+            assert!(family.starts_with("ibsm_") && families.contains(family), "{line}");
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+            assert!(!name.contains('{') || name.ends_with("\"}"), "{line}");
+        }
+    }
+    for want in [
+        "ibsm_smps_sent_total",
+        "ibsm_fabric_size",
+        "ibsm_ports",
+        "ibsm_last_sweep_phase_seconds",
+        "ibsm_sa_requests_total",
+    ] {
+        assert!(families.contains(want), "{want} missing:\n{body}");
+    }
+    assert!(body.contains("ibsm_fabric_size{kind=\"switches\"} 6\n"), "{body}");
+    assert!(http_get(&addr, "/other").0.contains("404"));
+    sigterm(sm.0.id());
+    let _ = sm.0.wait();
+}

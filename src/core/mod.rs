@@ -380,6 +380,10 @@ impl Sm {
     pub fn port_guid(&self) -> Guid {
         self.port_guid
     }
+    /// SMPs sent, retried and failed so far: (sent, retried, failed).
+    pub fn smp_counters(&self) -> (u64, u64, u64) {
+        (self.tx.counters.sent, self.tx.counters.retried, self.tx.counters.failed)
+    }
     /// Requests received so far, by kind.
     pub fn request_counters(&self) -> RequestCounters {
         self.counters
