@@ -170,7 +170,7 @@ struct RunArgs {
     sm_key_file: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics [ADDR default: 127.0.0.1:9464, loopback
     /// only; give an address to listen elsewhere, `:0` for any free port].
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::metrics::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::metrics_http::DEFAULT_ADDR)]
     metrics: Option<String>,
 }
 
@@ -732,7 +732,7 @@ fn run_on_sim(
 fn listeners(
     a: &RunArgs,
     state_dir: Option<&std::path::Path>,
-) -> Result<(Option<ControlServer>, Option<ibsm::metrics::MetricsServer>), ExitCode> {
+) -> Result<(Option<ControlServer>, Option<ibsm::metrics_http::MetricsServer>), ExitCode> {
     let control_path = if a.no_control {
         None
     } else {
@@ -744,7 +744,7 @@ fn listeners(
     })?;
     let Some(addr) = &a.metrics else { return Ok((control, None)) };
     let control = control.unwrap_or_else(ControlServer::without_socket);
-    let metrics = ibsm::metrics::MetricsServer::bind(addr, control.sender()).map_err(|e| {
+    let metrics = ibsm::metrics_http::MetricsServer::bind(addr, control.sender()).map_err(|e| {
         eprintln!("ibsm run: --metrics {addr}: {e}");
         ExitCode::FAILURE
     })?;

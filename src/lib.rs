@@ -11,6 +11,11 @@
 //! [`sa`] answers Subnet Administration queries from an immutable snapshot of the last sweep;
 //! it sits beside the fabric view, below the core, which builds the snapshot and decides when
 //! the SA may answer.
+//!
+//! Around the core, for operators: [`config`] (the file, the environment, the checks),
+//! [`state`] (the state directory), [`control`] (the local control socket), [`metrics`] and
+//! [`metrics_http`] (Prometheus), [`logfmt`] (JSON log lines), [`policy`] (partition policy
+//! files), and [`transport`] (umad, the simulator, systemd's notify socket).
 
 pub mod config;
 pub mod control;
@@ -18,6 +23,7 @@ pub mod core;
 pub mod fabric_view;
 pub mod logfmt;
 pub mod metrics;
+pub mod metrics_http;
 pub mod policy;
 pub mod routes;
 pub mod sa;
