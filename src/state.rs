@@ -63,13 +63,19 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
 /// # Errors
 /// [`StateError`] for an unreadable or malformed file.
 pub fn load_guid2lid(path: &Path) -> Result<Guid2Lid, StateError> {
+    let Some(text) = read_if_present(path)? else { return Ok(Guid2Lid::default()) };
+    Guid2Lid::parse(&text).map_err(|e| StateError::Parse {
+        path: path.to_owned(),
+        line: e.line,
+        reason: e.kind.to_string(),
+    })
+}
+
+/// The text of `path`, or `None` when there is no such file (a state file not written yet).
+fn read_if_present(path: &Path) -> Result<Option<String>, StateError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => Guid2Lid::parse(&text).map_err(|e| StateError::Parse {
-            path: path.to_owned(),
-            line: e.line,
-            reason: e.kind.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Guid2Lid::default()),
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(StateError::Io { path: path.to_owned(), source }),
     }
 }
@@ -87,11 +93,7 @@ pub fn save_guid2lid(path: &Path, table: &Guid2Lid) -> Result<(), StateError> {
 /// # Errors
 /// [`StateError`] for an unreadable or malformed file.
 pub fn load_pkeys(path: &Path) -> Result<BTreeMap<Guid, Vec<PKey>>, StateError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
-    };
+    let Some(text) = read_if_present(path)? else { return Ok(BTreeMap::new()) };
     let hex = |w: &str| w.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok());
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -131,11 +133,7 @@ pub fn save_pkeys(path: &Path, layouts: &BTreeMap<Guid, Vec<PKey>>) -> Result<()
 /// # Errors
 /// [`StateError`] for an unreadable file, or one with a malformed line (named).
 pub fn load_guid2mkey(path: &Path) -> Result<HashMap<Guid, u64>, StateError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
-    };
+    let Some(text) = read_if_present(path)? else { return Ok(HashMap::new()) };
     parse_guid2mkey(&text).map_err(|(line, reason)| StateError::Parse { path: path.to_owned(), line, reason })
 }
 
@@ -180,11 +178,7 @@ pub fn save_guid2mkey<S: std::hash::BuildHasher>(path: &Path, keys: &HashMap<Gui
 /// # Errors
 /// [`StateError`] for an unreadable file or a malformed line (named).
 pub fn load_neighbors(path: &Path) -> Result<HashMap<(Guid, u8), Guid>, StateError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
-    };
+    let Some(text) = read_if_present(path)? else { return Ok(HashMap::new()) };
     let hex = |w: &str| w.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok());
     let mut out = HashMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -229,14 +223,23 @@ pub fn save_neighbors<S: std::hash::BuildHasher>(
 /// # Errors
 /// [`StateError`] for an unreadable, malformed or readable-by-others file.
 pub fn load_sm_key(path: &Path) -> Result<u64, StateError> {
-    use std::os::unix::fs::PermissionsExt;
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let text = read_private(path, "the SM_Key")?
+        .ok_or_else(|| StateError::Io { path: path.to_owned(), source: std::io::ErrorKind::NotFound.into() })?;
     let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: 1, reason };
+    crate::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
+}
+
+/// The text of a file holding a secret (`what`), `None` when there is no such file; refused when
+/// others than its owner may read it.
+fn read_private(path: &Path, what: &str) -> Result<Option<String>, StateError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(text) = read_if_present(path)? else { return Ok(None) };
     let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode();
     if mode & 0o077 != 0 {
-        return Err(bad(format!("mode {:o} lets others read the SM_Key; chmod 600 it", mode & 0o777)));
+        let reason = format!("mode {:o} lets others read {what}; chmod 600 it", mode & 0o777);
+        return Err(StateError::Parse { path: path.to_owned(), line: 1, reason });
     }
-    crate::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
+    Ok(Some(text))
 }
 
 /// The M_Key secret in `dir`, created (16 bytes from the OS's random source, mode 0600) when
@@ -246,39 +249,32 @@ pub fn load_sm_key(path: &Path) -> Result<u64, StateError> {
 /// [`StateError`] when it cannot be read or created, is malformed, or is readable by others.
 pub fn load_or_create_mkey_secret(dir: &Path) -> Result<MKeySecret, StateError> {
     use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(MKEY_SECRET);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let mode = std::fs::metadata(&path).map_err(io(&path))?.permissions().mode();
-            let bad = |reason: String| StateError::Parse { path: path.clone(), line: 1, reason };
-            if mode & 0o077 != 0 {
-                return Err(bad(format!("mode {:o} lets others read the secret; chmod 600 it", mode & 0o777)));
-            }
-            let t = text.trim();
-            let bytes: Option<Vec<u8>> = (t.len() == 32 && t.is_ascii())
-                .then(|| (0..16).map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()).collect())
-                .flatten();
-            let b = bytes.ok_or_else(|| bad("expected 32 hex digits".to_owned()))?;
-            let mut secret = [0u8; 16];
-            secret.copy_from_slice(&b);
-            Ok(MKeySecret(secret))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut secret = [0u8; 16];
-            let random = Path::new("/dev/urandom");
-            std::fs::File::open(random).and_then(|mut f| f.read_exact(&mut secret)).map_err(io(random))?;
-            let mut text = String::with_capacity(33);
-            for b in secret {
-                use std::fmt::Write as _;
-                let _ = write!(text, "{b:02x}");
-            }
-            text.push('\n');
-            write_file(&path, text.as_bytes(), 0o600)?;
-            Ok(MKeySecret(secret))
-        }
-        Err(source) => Err(StateError::Io { path, source }),
+    if let Some(text) = read_private(&path, "the secret")? {
+        let t = text.trim();
+        let bytes: Option<Vec<u8>> = (t.len() == 32 && t.is_ascii())
+            .then(|| (0..16).map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()).collect())
+            .flatten();
+        let b = bytes.ok_or_else(|| StateError::Parse {
+            path: path.clone(),
+            line: 1,
+            reason: "expected 32 hex digits".to_owned(),
+        })?;
+        let mut secret = [0u8; 16];
+        secret.copy_from_slice(&b);
+        return Ok(MKeySecret(secret));
     }
+    let mut secret = [0u8; 16];
+    let random = Path::new("/dev/urandom");
+    std::fs::File::open(random).and_then(|mut f| f.read_exact(&mut secret)).map_err(io(random))?;
+    let mut text = String::with_capacity(33);
+    for b in secret {
+        use std::fmt::Write as _;
+        let _ = write!(text, "{b:02x}");
+    }
+    text.push('\n');
+    write_file(&path, text.as_bytes(), 0o600)?;
+    Ok(MKeySecret(secret))
 }
 
 /// Writes what the state directory keeps after a sweep: `guid2lid` at `guid2lid`, and beside it
