@@ -18,6 +18,11 @@ fn one(v: u64) -> Vec<(String, f64)> {
     vec![(String::new(), v as f64)]
 }
 
+/// One sample per `(value of label, figure)`.
+fn labeled(label: &str, values: &[(&str, f64)]) -> Vec<(String, f64)> {
+    values.iter().map(|&(k, v)| (format!("{{{label}=\"{k}\"}}"), v)).collect()
+}
+
 /// The SM's figures in Prometheus text format.
 pub fn render(sm: &Sm) -> String {
     let mut out = String::new();
@@ -42,9 +47,15 @@ pub fn render(sm: &Sm) -> String {
         &one(sm.mft_blocks_sent()),
     );
     let c = sm.request_counters();
-    let sa =
-        [("answered", c.sa_answered), ("busy", c.sa_busy), ("dropped", c.sa_dropped), ("not_ready", c.sa_not_ready)];
-    let samples: Vec<(String, f64)> = sa.iter().map(|(k, v)| (format!("{{outcome=\"{k}\"}}"), *v as f64)).collect();
+    let samples = labeled(
+        "outcome",
+        &[
+            ("answered", c.sa_answered as f64),
+            ("busy", c.sa_busy as f64),
+            ("dropped", c.sa_dropped as f64),
+            ("not_ready", c.sa_not_ready as f64),
+        ],
+    );
     metric(&mut out, "sa_requests_total", "counter", "SA requests by outcome.", &samples);
     metric(&mut out, "traps_total", "counter", "Traps received.", &one(c.traps));
     metric(
@@ -64,13 +75,17 @@ pub fn render(sm: &Sm) -> String {
         &violations,
     );
     if let Some(r) = sm.last_report() {
-        let fabric = [("switches", r.switches), ("cas", r.cas), ("end_ports", r.end_ports), ("links", r.links)];
-        let samples: Vec<(String, f64)> =
-            fabric.iter().map(|(k, v)| (format!("{{kind=\"{k}\"}}"), *v as f64)).collect();
+        let samples = labeled(
+            "kind",
+            &[
+                ("switches", r.switches as f64),
+                ("cas", r.cas as f64),
+                ("end_ports", r.end_ports as f64),
+                ("links", r.links as f64),
+            ],
+        );
         metric(&mut out, "fabric_size", "gauge", "What the last completed sweep found.", &samples);
-        let ports = [("active", r.ports_active), ("not_active", r.ports_not_active)];
-        let samples: Vec<(String, f64)> =
-            ports.iter().map(|(k, v)| (format!("{{state=\"{k}\"}}"), *v as f64)).collect();
+        let samples = labeled("state", &[("active", r.ports_active as f64), ("not_active", r.ports_not_active as f64)]);
         metric(&mut out, "ports", "gauge", "Linked ports by state at the last sweep.", &samples);
         metric(
             &mut out,

@@ -141,8 +141,8 @@ fn cables(t: &Topology) -> BTreeMap<End, (End, LinkAttrs)> {
 }
 
 /// What differs between the `expected` fabric and the `found` one; link widths and speeds are
-/// compared only with `attrs` (a running SM's view of the fabric does not carry them).
-pub fn diff(expected: &Topology, found: &Topology, attrs: bool) -> TopoDiff {
+/// compared only with `compare_attrs` (a running SM's view of the fabric does not carry them).
+pub fn diff(expected: &Topology, found: &Topology, compare_attrs: bool) -> TopoDiff {
     let mut names: BTreeMap<Guid, String> = found.nodes.iter().map(|n| (n.node_guid, n.name.clone())).collect();
     names.extend(expected.nodes.iter().map(|n| (n.node_guid, n.name.clone())));
     let want: BTreeSet<Guid> = expected.nodes.iter().map(|n| n.node_guid).collect();
@@ -155,14 +155,13 @@ pub fn diff(expected: &Topology, found: &Topology, attrs: bool) -> TopoDiff {
         out.push(Difference::ExtraNode { guid: n.node_guid, name: n.name.clone() });
     }
     let (planned, cabled) = (cables(expected), cables(found));
-    let compare = attrs;
     for (&at, &(peer, planned_attrs)) in &planned {
         // Each cable once, from its lower end; the ends of missing nodes are not reported again.
         if !have.contains(&at.0) || !have.contains(&peer.0) {
             continue;
         }
         match cabled.get(&at) {
-            Some(&(f, found_attrs)) if f == peer && compare && at < peer && found_attrs != planned_attrs => {
+            Some(&(f, found_attrs)) if f == peer && compare_attrs && at < peer && found_attrs != planned_attrs => {
                 out.push(Difference::LinkAttrs { a: at, b: peer, expected: planned_attrs, found: found_attrs });
             }
             Some(&(f, _)) if f == peer => {}
