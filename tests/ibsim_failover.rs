@@ -40,13 +40,19 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Dura
     start.elapsed()
 }
 
+/// The fabric both tests run: its `.net` file and topology.
+fn test_fabric() -> (std::path::PathBuf, Topology) {
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).expect("fabric");
+    (net, topo)
+}
+
 #[test]
 fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     if !require_ibsim() || !require_tools(&["sminfo", "saquery", "ibnetdiscover"]) {
         return;
     }
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
-    let topo = Topology::load(&net).expect("fabric");
+    let (net, topo) = test_fabric();
     let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
     let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
@@ -143,8 +149,7 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
     if !require_ibsim() || !require_tools(&["opensm", "sminfo", "saquery", "ibnetdiscover", "smpquery"]) {
         return;
     }
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net");
-    let topo = Topology::load(&net).expect("fabric");
+    let (net, topo) = test_fabric();
     let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
     let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);

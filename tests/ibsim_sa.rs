@@ -379,6 +379,29 @@ fn pktrs(
 
 type Tables = (BTreeMap<String, Vec<String>>, Vec<String>, BTreeMap<String, (String, u8)>);
 
+/// What the partition comparison reads from the running SM, whichever it is.
+struct PartitionView {
+    /// `smpquery pkeys` of every end port and switch port.
+    tables: BTreeMap<String, Vec<String>>,
+    /// The NodeRecords the client sees (port GUIDs).
+    visible: Vec<String>,
+    /// The multicast groups the client sees.
+    groups: Vec<String>,
+    /// Trusted P_KeyTableRecords, asked from the SM's host.
+    pktr: BTreeMap<String, Vec<String>>,
+    /// `saquery PKTR` from the client, untrusted.
+    untrusted: support::ibsim::ToolOutput,
+}
+
+fn partition_view(sim: &Ibsim, sm_host: &str, client: &str, end_ports: u16) -> PartitionView {
+    let (tables, visible, lids) = pkey_tables(sim, client, end_ports);
+    // From the SM's own host: a full member of the default partition under both SMs, so
+    // OpenSM hides no port from it.
+    let pktr = pktrs(sim, sm_host, &tables, &lids);
+    let untrusted = sim.run_at(Some(client), "saquery", &["PKTR"]).expect("saquery");
+    PartitionView { tables, visible, groups: groups(sim, client), pktr, untrusted }
+}
+
 fn pkey_tables(sim: &Ibsim, client: &str, end_ports: u16) -> Tables {
     let mut out = BTreeMap::new();
     let mut lids = BTreeMap::new();
@@ -453,29 +476,29 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _osm = start_opensm(&sim, &f.sm_host, topo, &["-P", &file.to_string_lossy()]);
-        let (tables, visible, lids) = pkey_tables(&sim, client, end_ports);
-        // From the SM's own host: a full member of the default partition under both SMs, so
-        // OpenSM hides no port from it.
-        let records = pktrs(&sim, &f.sm_host, &tables, &lids);
-        let untrusted = sim.run_at(Some(client), "saquery", &["PKTR"]).expect("saquery");
-        ((tables, visible), groups(&sim, client), (records, untrusted))
+        partition_view(&sim, &f.sm_host, client, end_ports)
     };
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, &conf).expect("write");
         let _sm = start_ibsm(&mut sim, &f.sm_host, &["--partitions", &file.to_string_lossy()]);
-        let (tables, visible, lids) = pkey_tables(&sim, client, end_ports);
-        // From the SM's own host: a full member of the default partition under both SMs, so
-        // OpenSM hides no port from it.
-        let records = pktrs(&sim, &f.sm_host, &tables, &lids);
-        let untrusted = sim.run_at(Some(client), "saquery", &["PKTR"]).expect("saquery");
-        ((tables, visible), groups(&sim, client), (records, untrusted))
+        partition_view(&sim, &f.sm_host, client, end_ports)
     };
-    let (
-        ((ours, ours_visible), our_groups, (our_pktr, our_untrusted)),
-        ((theirs, theirs_visible), their_groups, (their_pktr, their_untrusted)),
-    ) = (ours, theirs);
+    let PartitionView {
+        tables: ours,
+        visible: ours_visible,
+        groups: our_groups,
+        pktr: our_pktr,
+        untrusted: our_untrusted,
+    } = ours;
+    let PartitionView {
+        tables: theirs,
+        visible: theirs_visible,
+        groups: their_groups,
+        pktr: their_pktr,
+        untrusted: their_untrusted,
+    } = theirs;
     // Untrusted P_KeyTableRecords: OpenSM refuses them outright (REQ_INVALID); ibsm answers with
     // the tables of the ports the client can talk to (deliberate, see the README).
     assert!(!their_untrusted.success() && their_untrusted.stderr.contains("0x0200"), "{}", their_untrusted.describe());
