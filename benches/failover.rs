@@ -25,7 +25,19 @@ fn pair(topo: &Topology) -> SimSms {
     h.start(1);
     h.run_until(h.now() + 600_000_000_000, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. }));
     assert_eq!((h.sms[0].sm.state(), h.sms[1].sm.state()), (SmState::Master, SmState::Standby));
+    // The master learns of its standby from its first poll and syncs it.
+    let stood_by = h.now();
+    let current = h
+        .run_until(h.now() + 600_000_000_000, |i, e| i == 0 && matches!(e, SmEvent::SyncPeer { state: "current", .. }));
+    assert!(current.is_some(), "the standby was never current");
+    let s = h.sms[0].sm.sync_status();
+    SYNC.with(|c| c.set((h.now() - stood_by, s.messages)));
     h
+}
+
+thread_local! {
+    /// Virtual ns from standing by to current, and the sync messages it took (last pair).
+    static SYNC: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 /// Kills the master and runs to the standby's subnet-up: (virtual ns from the kill, report).
@@ -49,6 +61,11 @@ fn failover(c: &mut Criterion) {
     for (name, spec) in fabrics {
         let topo = spec.generate().expect("generates");
         let (ns, r) = take_over(pair(&topo));
+        let (sync_ns, messages) = SYNC.with(std::cell::Cell::get);
+        eprintln!(
+            "{name}: standby current {:.3} s (virtual) after it stood by, {messages} sync messages",
+            sync_ns as f64 / 1e9
+        );
         eprintln!(
             "{name}: {} CAs: master again {:.3} s (virtual) after the kill; takeover sweep {} SMPs, {} LFT blocks written, {} unchanged",
             r.cas,

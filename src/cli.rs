@@ -427,7 +427,27 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     for v in &m.violations {
         println!("  LID {}: {} trap(s) 256", v.lid, v.traps);
     }
+    print_sync(&st.state, &st.sync);
     ExitCode::SUCCESS
+}
+
+/// The state sync lines of `ibsm status`.
+fn print_sync(state: &str, s: &ibsm::control::SyncStatusJson) {
+    match state {
+        "master" => {
+            println!("state sync: version {}, {} standby(s)", s.version, s.standbys.len());
+            for p in &s.standbys {
+                let at = p.current_at.map(|v| format!(" at version {v}")).unwrap_or_default();
+                println!("  standby {} (LID {}): {}{at}", p.guid, p.lid, p.state);
+            }
+        }
+        "standby" => match s.current_at {
+            Some(v) => println!("state sync: current at the master's version {v} ({} sections)", s.sections.len()),
+            None if s.sections.is_empty() => println!("state sync: nothing received from the master"),
+            None => println!("state sync: behind the master's version {} (holds {})", s.version, s.sections.join(", ")),
+        },
+        _ => {}
+    }
 }
 
 /// `ibsm reload`: the running SM reads its partition policy again; a refused policy (its errors
@@ -834,6 +854,48 @@ fn log_event(ev: &SmEvent) {
         | SmEvent::HandedOver { .. }
         | SmEvent::SmControl { .. }
         | SmEvent::BadMKey { .. } => log_sm_event(ev),
+        SmEvent::SyncPeer { .. }
+        | SmEvent::SyncReceived { .. }
+        | SmEvent::SyncRefused { .. }
+        | SmEvent::SyncAdopted { .. } => {
+            log_sync_event(ev);
+        }
+    }
+}
+
+/// The state sync's events (see [`log_event`]).
+fn log_sync_event(ev: &SmEvent) {
+    match ev {
+        SmEvent::SyncPeer { standby, state, version } => {
+            let standby = format!("{:#018x}", standby.0);
+            match *state {
+                "foreign" => tracing::info!(standby, "standby is not an ibsm SM (OpenSM?): no state sync"),
+                "unreachable" => tracing::warn!(
+                    error_id = "sync-unreachable",
+                    standby,
+                    "standby does not answer the state sync; it will be asked again after the next sweep"
+                ),
+                _ => tracing::debug!(standby, state, version, "state sync"),
+            }
+        }
+        SmEvent::SyncReceived { section, version } => {
+            tracing::debug!(section, version, "state sync: section received");
+        }
+        SmEvent::SyncRefused { from, reason } => {
+            tracing::warn!(error_id = "sync-refused", from = from.0, reason, "state sync message refused");
+        }
+        SmEvent::SyncAdopted { sections, current_at } => match (sections, current_at) {
+            (0, _) => {
+                tracing::info!("taking over without synced state: LIDs from the ports, groups and services rebuilt");
+            }
+            (_, Some(v)) => tracing::info!(sections, version = v, "taking over with the master's state"),
+            (_, None) => tracing::warn!(
+                error_id = "sync-stale",
+                sections,
+                "taking over with the master's state as last received, which was not current"
+            ),
+        },
+        _ => {}
     }
 }
 

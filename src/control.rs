@@ -129,6 +129,36 @@ pub struct Status {
     /// The master: this SM when master, the one it watches when standby; none before either.
     #[serde(default)]
     pub master: Option<MasterStatus>,
+    /// The state sync between this SM and the others.
+    #[serde(default)]
+    pub sync: SyncStatusJson,
+}
+
+/// The state sync in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SyncStatusJson {
+    /// Master: its state version. Standby: the master's, as of its last query.
+    pub version: u64,
+    /// Standby: the master's version at which this SM held exactly the master's state (none:
+    /// not current, or never synced).
+    pub current_at: Option<u64>,
+    /// Standby: the sections it holds.
+    pub sections: Vec<String>,
+    /// Master: the standbys it syncs.
+    pub standbys: Vec<SyncPeerStatus>,
+}
+
+/// One standby in the master's `sync.standbys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncPeerStatus {
+    /// Its port GUID.
+    pub guid: String,
+    /// Its LID.
+    pub lid: u16,
+    /// `asking`, `sending`, `current`, `foreign` (not ibsm: no sync) or `unreachable`.
+    pub state: String,
+    /// The version it is current at.
+    pub current_at: Option<u64>,
 }
 
 /// The master in the `status` answer.
@@ -234,6 +264,24 @@ pub fn status(sm: &Sm) -> Status {
         },
         priority: sm.priority(),
         master: sm.master().map(|(g, l, p)| MasterStatus { guid: format!("{:#018x}", g.0), lid: l.0, priority: p }),
+        sync: {
+            let s = sm.sync_status();
+            SyncStatusJson {
+                version: s.version,
+                current_at: s.current_at,
+                sections: s.sections.iter().map(|x| (*x).to_owned()).collect(),
+                standbys: s
+                    .standbys
+                    .iter()
+                    .map(|(g, lid, state, v)| SyncPeerStatus {
+                        guid: format!("{:#018x}", g.0),
+                        lid: lid.0,
+                        state: (*state).to_owned(),
+                        current_at: *v,
+                    })
+                    .collect(),
+            }
+        },
     }
 }
 

@@ -27,5 +27,7 @@ pub mod metrics_http;
 pub mod policy;
 pub mod routes;
 pub mod sa;
+pub mod siphash;
 pub mod state;
+pub mod sync;
 pub mod transport;

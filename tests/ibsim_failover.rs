@@ -58,13 +58,38 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let mut sim = Ibsim::start(&net).expect("ibsim");
 
-    let mut master = sim.spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "9"]).expect("ibsm");
+    let sockets = [sim.dir().join("master.sock"), sim.dir().join("standby.sock")];
+    let control = |i: usize| sockets[i].to_str().expect("utf-8 path").to_owned();
+    let (c0, c1) = (control(0), control(1));
+    let mut master = sim
+        .spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "9", "--control", &c0])
+        .expect("ibsm");
     wait_for("the master's subnet up", Duration::from_secs(60), || master.stdout().contains("subnet up: "));
-    let mut standby =
-        sim.spawn_at(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "5"]).expect("ibsm");
+    let mut standby = sim
+        .spawn_at(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "5", "--control", &c1])
+        .expect("ibsm");
     wait_for("the second SM standing by", Duration::from_secs(60), || {
         standby.stdout().contains("standby: the master is")
     });
+    // The master finds its standby (the standby's polls name it) and syncs its state: the
+    // standby's status shows it current at the master's version.
+    let status = |sock: &str| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+            .args(["status", "--json", "--socket", sock])
+            .output()
+            .expect("ibsm status");
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let synced = wait_for("the standby's state sync", Duration::from_secs(30), || {
+        let (m, s) = (status(&c0), status(&c1));
+        let version = m["sync"]["version"].as_u64();
+        version.is_some_and(|v| v > 0)
+            && s["sync"]["current_at"].as_u64() == version
+            && m["sync"]["standbys"][0]["state"] == "current"
+    });
+    let held = status(&c1)["sync"]["sections"].as_array().map_or(0, Vec::len);
+    assert_eq!(held, 6, "every section held: {}", status(&c1));
+    eprintln!("state sync under ibsim: the standby was current {} ms after it stood by", synced.as_millis());
     // A third SM, as systemd runs it: READY=1 with its role, then watchdog pings from its loop.
     let notify_path = sim.dir().join("notify");
     let listener = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("bind");
@@ -110,6 +135,7 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     assert!(nr.success(), "the new master's SA answers: {}", nr.describe());
     assert_eq!(fabric(&sim, client), before, "every LID, port and cable as it was");
     assert!(standby.stderr().contains("master gone"), "{}", standby.stderr());
+    assert_eq!(status(&c1)["state"], "master");
     eprintln!(
         "failover under ibsim: sminfo from {client} showed the new master {} ms after the kill ({} ms with the sminfo that saw it)",
         took.as_millis(),
@@ -191,8 +217,10 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
     // standby.
     {
         let mut sim = Ibsim::start(&net).expect("ibsim");
-        let mut ours =
-            sim.spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "10"]).expect("ibsm");
+        let sock = sim.dir().join("ibsm.sock").to_str().expect("utf-8 path").to_owned();
+        let mut ours = sim
+            .spawn_at(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "10", "--control", &sock])
+            .expect("ibsm");
         wait_for("ibsm's subnet up", Duration::from_secs(60), || ours.stdout().contains("subnet up: "));
         let _osm = opensm(&sim, second, "5");
         let osm_lid = lid_of(&sim, second).expect("LID");
@@ -203,6 +231,14 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
         std::thread::sleep(Duration::from_secs(3));
         assert_eq!(sminfo(&sim, client, Some(osm_lid)), Some((guid_of(second), 2)), "OpenSM stays standby");
         assert_eq!(sminfo(&sim, client, None), Some((guid_of(first), 3)), "ibsm master");
+        // OpenSM's standby answers no sync message: ibsm lists it as foreign, never as current.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+            .args(["status", "--json", "--socket", &sock])
+            .output()
+            .expect("ibsm status");
+        let st: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+        let standbys = st["sync"]["standbys"].as_array().cloned().unwrap_or_default();
+        assert!(standbys.iter().all(|p| p["state"] == "foreign" || p["state"] == "asking"), "{st}");
         ours.terminate().expect("SIGTERM");
         let _ = ours.wait_timeout(Duration::from_secs(10));
     }

@@ -210,6 +210,7 @@ impl Sm {
     /// and a sweep follows).
     fn become_standby(&mut self, master: FoundSm) {
         self.state = SmState::Standby;
+        self.sync_out.clear_peers();
         self.enter(SweepPhase::Up);
         self.resweep_at = None;
         self.sweep_requested = false;
@@ -285,7 +286,8 @@ impl Sm {
         }
         self.election.poll_at = None;
         let Some(m) = self.election.master else { return };
-        let req = Req::PollMaster { master: m.info.guid, key: self.cfg.sm_key };
+        // The poll carries this SM's SMInfo (key included): the master learns of its standby.
+        let req = Req::PollMaster { master: m.info.guid, info: self.sm_info(true) };
         self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
     }
 
@@ -335,6 +337,7 @@ impl Sm {
         self.election.elevated = reason != HANDED_OVER;
         self.election.master = None;
         self.election.poll_at = None;
+        self.adopt_replica(old);
         self.state = SmState::Discovering;
         self.start_sweep(self.now);
     }

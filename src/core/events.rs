@@ -202,6 +202,37 @@ pub enum SmEvent {
         /// Generic trap number (`None` for a vendor notice or an unparsable one).
         number: Option<u16>,
     },
+    /// Master: a standby's state sync moved on (`asking`, `sending`, `current` at `version`,
+    /// `foreign`: not an ibsm SM, `unreachable`).
+    SyncPeer {
+        /// The standby's port GUID.
+        standby: ibsm_mad::Guid,
+        /// Where it stands.
+        state: &'static str,
+        /// The version it is current at.
+        version: Option<u64>,
+    },
+    /// Standby: a section of the master's state arrived whole.
+    SyncReceived {
+        /// The section.
+        section: &'static str,
+        /// The master's version of it.
+        version: u64,
+    },
+    /// Standby: a sync message was refused (and answered with status 0x001C).
+    SyncRefused {
+        /// Sender's LID.
+        from: Lid,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A standby taking over adopted the state its master sent.
+    SyncAdopted {
+        /// Sections adopted (0: none was received; the state is rebuilt from the fabric).
+        sections: usize,
+        /// The master's version this SM was last current at.
+        current_at: Option<u64>,
+    },
     /// A MAD whose header could not be read was dropped.
     MalformedMad {
         /// Sender's LID as the transport reported it.

@@ -146,6 +146,31 @@ impl Guid2Lid {
     pub fn iter(&self) -> impl Iterator<Item = (Guid, Lid, Lid)> + '_ {
         self.entries.iter().map(|(&g, &(lo, hi))| (g, lo, hi))
     }
+
+    /// Takes `theirs` (a master's table, from the state sync) over this one: their entries
+    /// win; ours stay where they overlap none of theirs. Of theirs, an entry that overlaps an
+    /// earlier one (or has min > max) is left out, so the result never gives one LID twice.
+    pub fn adopt(&mut self, theirs: &[(Guid, Lid, Lid)]) {
+        // Ranges taken so far, by first LID.
+        let mut taken: BTreeMap<u16, u16> = BTreeMap::new();
+        let free = |taken: &BTreeMap<u16, u16>, lo: u16, hi: u16| {
+            lo <= hi && taken.range(..=hi).next_back().is_none_or(|(_, &end)| end < lo)
+        };
+        let mut next = BTreeMap::new();
+        for &(g, lo, hi) in theirs {
+            if !next.contains_key(&g) && free(&taken, lo.0, hi.0) {
+                taken.insert(lo.0, hi.0);
+                next.insert(g, (lo, hi));
+            }
+        }
+        for (&g, &(lo, hi)) in &self.entries {
+            if !next.contains_key(&g) && free(&taken, lo.0, hi.0) {
+                taken.insert(lo.0, hi.0);
+                next.insert(g, (lo, hi));
+            }
+        }
+        self.entries = next;
+    }
 }
 
 impl fmt::Display for Guid2Lid {
@@ -373,6 +398,19 @@ mod tests {
             assert!(pred(&e.kind), "{text:?}: {e}");
             assert!(e.to_string().starts_with(&format!("guid2lid line {line}: ")));
         }
+    }
+
+    #[test]
+    fn an_adopted_table_wins_and_never_gives_a_lid_twice() {
+        let mut ours = Guid2Lid::new();
+        ours.insert(Guid(1), Lid(1), Lid(1));
+        ours.insert(Guid(2), Lid(2), Lid(2));
+        ours.insert(Guid(3), Lid(9), Lid(9));
+        // Theirs moves GUID 1, gives LID 2 to GUID 4, and has a range overlapping its own.
+        let theirs = [(Guid(1), Lid(5), Lid(5)), (Guid(4), Lid(2), Lid(3)), (Guid(5), Lid(3), Lid(3))];
+        ours.adopt(&theirs);
+        let got: Vec<_> = ours.iter().collect();
+        assert_eq!(got, vec![(Guid(1), Lid(5), Lid(5)), (Guid(3), Lid(9), Lid(9)), (Guid(4), Lid(2), Lid(3))]);
     }
 
     #[test]

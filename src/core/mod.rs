@@ -23,6 +23,7 @@ mod mcast;
 pub mod mkeys;
 mod partial;
 mod pkeys;
+pub mod replication;
 mod requests;
 mod snapshot;
 pub mod state;
@@ -285,6 +286,14 @@ pub struct Sm {
     pkey_held: HashMap<Guid, Vec<Option<ibsm_mad::attrs::PKeyTable>>>,
     /// P_KeyTable blocks written.
     pkey_blocks_sent: u64,
+    /// Master: the state it replicates to its standbys.
+    sync_out: crate::sync::Publisher,
+    /// Standby: the state its master replicated to it.
+    sync_in: crate::sync::Receiver,
+    /// The next sweep as master sets ClientReregister on every CA port: this SM starts without
+    /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
+    /// takeover without current synced state), so they re-join and re-register.
+    reregister_clients: bool,
 }
 
 impl Sm {
@@ -326,6 +335,9 @@ impl Sm {
             pkey_held: HashMap::new(),
             pkey_layout: std::collections::BTreeMap::new(),
             pkey_blocks_sent: 0,
+            sync_out: crate::sync::Publisher::default(),
+            sync_in: crate::sync::Receiver::default(),
+            reregister_clients: true,
         }
     }
 
@@ -470,8 +482,12 @@ impl Sm {
         let (kind, header) = requests::classify(bytes);
         match (kind, header) {
             (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::SubnAdm => {
-                // A ReportResp from a subscriber (the SA sends no other requests).
-                self.sa_state.informs.on_report_resp(h.tid);
+                // A standby's answer to a sync message, or a ReportResp from a subscriber.
+                if h.attr_id == crate::sync::wire::ATTR_SYNC {
+                    self.on_sync_response(bytes);
+                } else {
+                    self.sa_state.informs.on_report_resp(h.tid);
+                }
             }
             (Inbound::Response, _) => {
                 let Ok(smp) = SmpRepr::parse(bytes) else {
@@ -520,6 +536,7 @@ impl Sm {
             self.dispatch(&request, &outcome);
         }
         self.sa_state.informs.on_timeout(self.now);
+        self.sync_timeout();
         if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.mkeys.recovery_at = None;
@@ -550,6 +567,9 @@ impl Sm {
             let timeout_ns = crate::sa::inform::REPORT_TIMEOUT_NS;
             return Some(Transmit { bytes: r.bytes, to, kind: TransmitKind::Request { timeout_ns } });
         }
+        if let Some(t) = self.poll_sync_transmit() {
+            return Some(t);
+        }
         let key = self.next_smp_key();
         self.tx.poll_transmit_keyed(self.now, key)
     }
@@ -561,10 +581,17 @@ impl Sm {
             SmState::Master => self.election.recheck_at,
             _ => None,
         };
-        [self.tx.poll_timeout(), self.resweep_at, self.sa_state.informs.poll_timeout(), self.mkeys.recovery_at, poll]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.tx.poll_timeout(),
+            self.resweep_at,
+            self.sa_state.informs.poll_timeout(),
+            self.mkeys.recovery_at,
+            poll,
+            self.sync_out.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The next event for logs and metrics.
@@ -723,6 +750,8 @@ impl Sm {
         self.sa_state.mcast.take_dirty();
         self.announce_groups(&snapshot);
         self.program_multicast();
+        self.sync_after_sweep();
+        self.reregister_clients = false;
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }

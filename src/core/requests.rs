@@ -47,6 +47,8 @@ pub(super) enum Inbound {
     Trap,
     /// A Subnet Administration request (class 0x03).
     Sa,
+    /// A state sync message from another ibsm SM (SA class, vendor attribute).
+    Sync,
     /// A TrapRepress, or a method that has no response (Send): nothing to answer.
     NoAnswer,
     /// A request nobody serves yet: answered with status 0x000c.
@@ -72,6 +74,7 @@ pub(super) fn classify(bytes: &[u8]) -> (Inbound, Option<MadHeader>) {
             // Reports go from the SA to subscribers, never to the SA: one arriving here is our
             // own, returned by the transport (a send that timed out), or a stray.
             (MgmtClass::SubnAdm, Method::Report, _) => Inbound::NoAnswer,
+            (MgmtClass::SubnAdm, Method::Get | Method::Set, crate::sync::wire::ATTR_SYNC) => Inbound::Sync,
             (MgmtClass::SubnAdm, m, _) if m.response().is_some() => Inbound::Sa,
             (_, m, _) if m.response().is_none() => Inbound::NoAnswer,
             _ => Inbound::Unsupported,
@@ -127,6 +130,7 @@ impl Sm {
             Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
             Inbound::Trap => self.on_trap(h, bytes, src),
             Inbound::Sa => self.answer_sa(h, bytes, src),
+            Inbound::Sync => self.answer_sync(h, bytes, src),
             Inbound::Unsupported => {
                 self.note_unsupported(h, src);
                 if let Some(reply) = response_to(bytes, status::BAD_METHOD_ATTR, None) {
@@ -174,8 +178,8 @@ impl Sm {
     }
 
     fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let asked_key =
-            bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok()).map(|i| i.sm_key);
+        let asked = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
+        let asked_key = asked.map(|i| i.sm_key);
         // The SM_Key goes to a requester that presents it, or (as the IBTA and OpenSM have it)
         // one that passes this port's M_Key check: anyone while the port has no M_Key
         // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
@@ -185,6 +189,11 @@ impl Sm {
         // A master counts the query as activity (a standby's poll sees the count rise).
         if self.state == SmState::Master {
             self.counters.sm_info_answered += 1;
+        }
+        // A standby that polls with our SM_Key (ibsm's standbys send their own SMInfo) is
+        // kept in sync from now on, found by a sweep or not.
+        if let Some(standby) = asked.filter(|i| i.sm_key == self.cfg.sm_key && i.sm_state == WireSmState::Standby) {
+            self.standby_seen(standby.guid);
         }
         let mut data = [0u8; SMP_DATA_LEN];
         self.sm_info(proven).emit(&mut data);
@@ -280,6 +289,18 @@ impl Sm {
                     self.program_multicast();
                 }
                 self.announce_groups(&snap);
+                // A change the standbys must hold too.
+                if answer.status == status::OK && matches!(h.method, Method::Set | Method::Delete) {
+                    let section = match h.attr_id {
+                        ibsm_mad::ids::sa_attr::MC_MEMBER_RECORD => Some(crate::sync::Section::Groups),
+                        ibsm_mad::ids::sa_attr::SERVICE_RECORD => Some(crate::sync::Section::Services),
+                        ibsm_mad::ids::sa_attr::INFORM_INFO => Some(crate::sync::Section::Informs),
+                        _ => None,
+                    };
+                    if let Some(s) = section {
+                        self.publish(&[s]);
+                    }
+                }
             }
             Err(crate::sa::Dropped::Malformed) => {
                 self.counters.malformed += 1;

@@ -63,8 +63,9 @@ pub(crate) enum Req {
     /// SMInfo of another SM found in discovery (its port has IsSM); `key`: this SM's SM_Key,
     /// presented in the request so that an SM with the same key shows it.
     GetSmInfo { node: NodeIdx, port: PortNum, key: u64 },
-    /// A standby's poll of the master's SMInfo (`master`: its port GUID; `key` as above).
-    PollMaster { master: Guid, key: u64 },
+    /// A standby's poll of the master's SMInfo (`master`: its port GUID), carrying the
+    /// standby's own SMInfo with its SM_Key.
+    PollMaster { master: Guid, info: SmInfo },
     /// SubnSet(SMInfo) with a control (AttributeModifier: 1 HANDOVER, 2 ACKNOWLEDGE, 3
     /// DISABLE, 4 STANDBY, 5 DISCOVER) to the SM at port `to`, carrying this SM's SMInfo.
     SetSmInfo { to: Guid, control: u32, info: SmInfo },
@@ -79,8 +80,12 @@ impl Req {
             Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
             Req::GetSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
-            Req::GetSmInfo { key, .. } | Req::PollMaster { key, .. } => {
+            Req::GetSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
+                (ids::attr::SM_INFO, 0, Method::Get, data)
+            }
+            Req::PollMaster { info, .. } => {
+                info.emit(&mut data);
                 (ids::attr::SM_INFO, 0, Method::Get, data)
             }
             Req::SetSmInfo { control, info, .. } => {

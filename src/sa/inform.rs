@@ -42,17 +42,17 @@ const SECURITY_TRAPS: std::ops::RangeInclusive<u16> = 256..=259;
 
 /// One subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Subscription {
+pub struct Subscription {
     /// The subscribing port's GID.
-    subscriber: Gid,
+    pub subscriber: Gid,
     /// Where Reports go: the requester's LID and the InformInfo's QPN.
-    lid: Lid,
+    pub lid: Lid,
     /// The InformInfo as subscribed.
-    info: InformInfo,
+    pub info: InformInfo,
     /// Enum of its InformInfoRecord.
-    enum_: u16,
+    pub enum_: u16,
     /// The subscriber proved the SA key.
-    trusted: bool,
+    pub trusted: bool,
 }
 
 /// A Report waiting for its ReportResp.
@@ -167,6 +167,23 @@ impl Informs {
             }
         }
         t.answer(q, limits)
+    }
+
+    /// The subscriptions, for the state sync.
+    pub fn export(&self) -> Vec<Subscription> {
+        self.subs.clone()
+    }
+
+    /// Replaces the subscriptions with `subs` (from the state sync; at most
+    /// [`MAX_SUBSCRIPTIONS`], one per Enum). Reports in flight are kept.
+    pub fn restore(&mut self, subs: Vec<Subscription>) {
+        self.subs.clear();
+        for s in subs {
+            if self.subs.len() < MAX_SUBSCRIPTIONS && !self.subs.iter().any(|x| x.enum_ == s.enum_) {
+                self.subs.push(s);
+            }
+        }
+        self.next_enum = self.subs.iter().map(|s| s.enum_.wrapping_add(1)).max().unwrap_or(0);
     }
 
     /// Ends the subscriptions of ports no longer in `snap`.

@@ -139,6 +139,30 @@ impl Groups {
         self.by_mgid.values()
     }
 
+    /// The counter the SA's own MGIDs are made from (for the state sync).
+    pub fn next_mgid(&self) -> u32 {
+        self.next_mgid
+    }
+
+    /// Replaces the groups with `groups` (from the state sync): a group whose MGID or MLID an
+    /// earlier one has, or whose MLID is outside the SA's range, is left out. The switches'
+    /// tables follow at the next multicast programming.
+    pub fn restore(&mut self, groups: Vec<Group>, next_mgid: u32) {
+        self.by_mgid.clear();
+        let mut mlids = BTreeSet::new();
+        for g in groups {
+            let m = g.params.mlid.0;
+            if !(MLID_BASE..MLID_BASE + MLID_COUNT).contains(&m) || self.by_mgid.contains_key(&g.params.mgid) {
+                continue;
+            }
+            if mlids.insert(m) {
+                self.by_mgid.insert(g.params.mgid, g);
+            }
+        }
+        self.next_mgid = next_mgid;
+        self.dirty = true;
+    }
+
     /// Groups created (`true`) or deleted since the last call, in order.
     pub fn take_events(&mut self) -> Vec<(bool, Gid)> {
         std::mem::take(&mut self.events)

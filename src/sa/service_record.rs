@@ -44,6 +44,17 @@ impl Services {
         self.entries.is_empty()
     }
 
+    /// The registered services and when their leases end (ns, `None`: never), for the state
+    /// sync.
+    pub fn export(&self) -> Vec<(ServiceRecord, Option<u64>)> {
+        self.entries.iter().map(|e| (e.rec, e.expires)).collect()
+    }
+
+    /// Replaces the registry with `services` (from the state sync; at most [`MAX_SERVICES`]).
+    pub fn restore(&mut self, services: Vec<(ServiceRecord, Option<u64>)>) {
+        self.entries = services.into_iter().take(MAX_SERVICES).map(|(rec, expires)| Entry { rec, expires }).collect();
+    }
+
     fn expire(&mut self, now: u64) {
         self.entries.retain(|e| e.expires.is_none_or(|t| t > now));
     }

@@ -10,3 +10,4 @@
 
 pub mod ibsim;
 pub mod sa;
+pub mod sms;

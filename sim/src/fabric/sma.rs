@@ -322,6 +322,9 @@ impl Fabric {
             _ => return bad,
         };
         // Apply.
+        if req.client_reregister && !is_switch {
+            self.stats.client_reregisters += 1;
+        }
         let old_width = (port.width_enabled, port.speed_enabled);
         {
             let base = &mut self.ports[base_ref as usize];

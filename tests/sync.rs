@@ -1,0 +1,221 @@
+//! State sync on the simulated fabric: a standby holds its master's multicast groups, services,
+//! subscriptions and guid2lid, is current at the master's version, and takes over with them
+//! (same MLIDs, same members, the service still registered); sync messages without the SM_Key,
+//! or from an SM that is not the standby's master, are refused and change nothing. A master
+//! that starts without synced state sets ClientReregister on every CA port, once.
+
+use ibsm::core::SmEvent;
+use ibsm::sync::wire::{Message, SyncKey, request_header};
+use ibsm::transport::sim::SimSms;
+use ibsm_mad::header::Method;
+use ibsm_mad::ids::status;
+use ibsm_mad::records::{InformInfoRecord, JoinState, McMemberRecord, ServiceRecord};
+use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
+use ibsm_mad::{Attribute, Gid, Guid, Lid, MAD_LEN, PKey};
+use ibsm_sim::fabric::{AgentId, Dest};
+
+mod support;
+use support::sa::{MC_CREATE, PREFIX, example, inform_all};
+use support::sms::{SECOND, elect, hosts, lids};
+
+/// Sends `bytes` from `client` to `lid` (QP1), runs the SMs half a second, and returns the
+/// answer with TID `tid`.
+fn ask(h: &mut SimSms, client: AgentId, lid: Lid, bytes: &[u8; MAD_LEN], tid: u64) -> Option<Box<[u8; MAD_LEN]>> {
+    h.fabric.send(client, bytes, Dest { dlid: lid, qpn: 1 });
+    h.run_until(h.now() + SECOND / 2, |_, _| false);
+    let mut found = None;
+    while let Some(r) = h.fabric.recv(client) {
+        if SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == tid && a.method.is_response()) {
+            found = Some(r.mad);
+        }
+    }
+    found
+}
+
+/// Asks `lid`'s SA with `method` and `mask` for `rec`, with the SA key (trusted); the status
+/// and the first record.
+fn sa<A: Attribute>(
+    h: &mut SimSms,
+    client: AgentId,
+    lid: Lid,
+    (method, mask, tid): (Method, u64, u64),
+    rec: &A,
+) -> (u16, Vec<u8>) {
+    let mut bytes = request(method, mask, tid, rec).expect("request");
+    bytes[36..44].copy_from_slice(&ibsm::sa::DEFAULT_SA_KEY.to_be_bytes());
+    let r = ask(h, client, lid, &bytes, tid).expect("an answer");
+    let hd = SaHeader::from_bytes(&r[..]).expect("header");
+    (hd.status, r[SA_HEADER_LEN..].to_vec())
+}
+
+/// Runs until SM `i` reports its standby current at the master's version.
+fn until_current(h: &mut SimSms, master: usize) {
+    let end = h.now() + 5 * SECOND;
+    while h.now() < end {
+        let st = h.sms[master].sm.sync_status();
+        if !st.standbys.is_empty() && st.standbys.iter().all(|s| s.3 == Some(st.version)) {
+            return;
+        }
+        h.run_until(h.now() + SECOND / 10, |_, _| false);
+        h.fabric.advance_to(ibsm_sim::fabric::SimTime(h.now().max(end.min(h.now() + SECOND / 10))));
+    }
+    panic!("standbys not current: {:?}", h.sms[master].sm.sync_status());
+}
+
+#[test]
+fn a_standby_takes_over_with_the_masters_groups_services_and_subscriptions() {
+    let topo = example("fat-tree-2l-k4.net");
+    for seed in 1..=3 {
+        let (mut h, master) = elect(&topo, seed, &[9, 5]);
+        let standby = 1 - master;
+        let master_guid = h.sms[master].sm.port_guid();
+        let lid_of = lids(&h, master);
+        let sm_lid = lid_of[&master_guid];
+        // A client on another host creates a group, registers a service and subscribes.
+        let at = hosts(&topo)[4];
+        let client = h.fabric.attach(at.0, at.1).expect("attach");
+        let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
+        let join = McMemberRecord {
+            port_gid: me,
+            qkey: 0x1234,
+            pkey: PKey(0xffff),
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let (st, data) = sa(&mut h, client, sm_lid, (Method::Set, MC_CREATE, 0x11), &join);
+        assert_eq!(st, status::OK);
+        let group = McMemberRecord::parse(&data).expect("group");
+        let mut name = [0u8; 64];
+        name[..7].copy_from_slice(b"storage");
+        let service = ServiceRecord {
+            service_id: 0x1000_0000_0000_0042,
+            service_gid: me,
+            service_pkey: PKey(0xffff),
+            service_lease: 0xffff_ffff,
+            service_name: name,
+            ..ServiceRecord::default()
+        };
+        let mask = ServiceRecord::COMP_SERVICE_ID | ServiceRecord::COMP_SERVICE_GID | ServiceRecord::COMP_SERVICE_NAME;
+        assert_eq!(sa(&mut h, client, sm_lid, (Method::Set, mask, 0x12), &service).0, status::OK);
+        assert_eq!(sa(&mut h, client, sm_lid, (Method::Set, 0, 0x13), &inform_all()).0, status::OK);
+
+        // The standby is current at the master's version and holds every section.
+        until_current(&mut h, master);
+        let version = h.sms[master].sm.sync_status().version;
+        let held = h.sms[standby].sm.sync_status();
+        assert_eq!(held.current_at, Some(version), "seed {seed}");
+        assert_eq!(held.sections.len(), 6, "{held:?}");
+
+        // kill -9 the master: the standby takes over with the master's state.
+        let reregistered = h.fabric.stats().client_reregisters;
+        h.kill(master);
+        let mut adopted = None;
+        h.run_until(h.now() + 10 * SECOND, |i, e| {
+            if let SmEvent::SyncAdopted { sections, current_at } = e {
+                adopted = Some((i, *sections, *current_at));
+            }
+            matches!(e, SmEvent::SubnetUp(r) if r.complete)
+        })
+        .expect("the standby brings the subnet up");
+        assert_eq!(adopted, Some((standby, 6, Some(version))));
+        assert_eq!(lids(&h, standby), lid_of, "no LID changed");
+        assert_eq!(h.fabric.stats().client_reregisters, reregistered, "no client asked to re-register");
+        let new_lid = lid_of[&h.sms[standby].sm.port_guid()];
+
+        // The group is there with its MLID and its member, the service and the subscription too.
+        let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
+        let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x21), &by_mgid);
+        assert_eq!(st, status::OK, "seed {seed}: group kept");
+        let kept = McMemberRecord::parse(&data).expect("record");
+        assert_eq!((kept.mgid, kept.mlid, kept.qkey, kept.port_gid), (group.mgid, group.mlid, 0x1234, me));
+        let (st, data) =
+            sa(&mut h, client, new_lid, (Method::GetTable, ServiceRecord::COMP_SERVICE_ID, 0x22), &service);
+        assert_eq!(st, status::OK, "seed {seed}: service kept");
+        assert_eq!(ServiceRecord::parse(&data).expect("record").service_name, name);
+        let any = InformInfoRecord::parse(&[0; 60]).expect("record");
+        let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, 0, 0x23), &any);
+        assert_eq!(st, status::OK);
+        let rec = InformInfoRecord::parse(&data).expect("record");
+        assert_eq!(rec.subscriber_gid, me, "seed {seed}: subscription kept");
+    }
+}
+
+#[test]
+fn sync_messages_without_the_key_or_not_from_the_master_are_refused() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 6, &[9, 5]);
+    let standby = 1 - master;
+    until_current(&mut h, master);
+    let before = h.sms[standby].sm.sync_status();
+    let lid_of = lids(&h, master);
+    let standby_lid = lid_of[&h.sms[standby].sm.port_guid()];
+    let at = hosts(&topo)[5];
+    let rogue = h.fabric.attach(at.0, at.1).expect("attach");
+    // A guid2lid section that would move every port, as one chunk.
+    let forged = ibsm::sync::Replica { guid2lid: vec![(Guid(1), Lid(1), Lid(1))], ..Default::default() };
+    let bytes = forged.encode(ibsm::sync::Section::Guid2Lid);
+    let chunk = |key: &SyncKey, from: Guid, tid: u64| {
+        let m = Message {
+            from,
+            version: 1_000,
+            sent_at: 0,
+            digest: key.digest(&bytes),
+            chunk: 0,
+            chunks: 1,
+            section: 1,
+            payload: bytes.clone(),
+        };
+        m.to_mad(&request_header(Method::Set, tid), key)
+    };
+    let master_guid = h.sms[master].sm.port_guid();
+    let cases = [
+        (SyncKey::from_sm_key(0x666), master_guid, "wrong key"),
+        (SyncKey::from_sm_key(7), Guid(0xdead), "right key, not the master"),
+    ];
+    for (i, (key, from, what)) in cases.iter().enumerate() {
+        let tid = 0x40 + i as u64;
+        let r = ask(&mut h, rogue, standby_lid, &chunk(key, *from, tid), tid).expect("an answer");
+        assert_eq!(SaHeader::from_bytes(&r[..]).expect("hdr").status, status::BAD_FIELD, "{what}");
+    }
+    assert_eq!(h.sms[standby].sm.sync_status(), before, "nothing taken");
+    // The master is not fed either: it is no standby.
+    let r = ask(&mut h, rogue, lid_of[&master_guid], &chunk(&SyncKey::from_sm_key(7), Guid(0xdead), 0x50), 0x50);
+    assert_eq!(SaHeader::from_bytes(&r.expect("answer")[..]).expect("hdr").status, status::BAD_FIELD);
+}
+
+#[test]
+fn a_first_start_or_a_takeover_without_synced_state_makes_every_client_re_register() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cas = hosts(&topo).len() as u64;
+    let at = hosts(&topo);
+    let sms = vec![
+        (ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default()), at[0]),
+        (ibsm::core::Sm::new(support::sms::cfg(5, 7), ibsm::core::Guid2Lid::default()), at[1]),
+    ];
+    let mut h = SimSms::new(&topo, 8, sms).expect("attach");
+    h.start(0);
+    h.run_until(h.now() + 60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    // The first master does not know what the ports' clients had joined: each CA port is told.
+    assert_eq!(h.fabric.stats().client_reregisters, cas);
+    // The standby stands by; the master dies before it syncs anything.
+    h.start(1);
+    h.run_until(h.now() + 60 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. })).expect("standby");
+    assert!(h.sms[1].sm.sync_status().sections.is_empty());
+    h.kill(0);
+    let mut adopted = None;
+    h.run_until(h.now() + 10 * SECOND, |i, e| {
+        if let SmEvent::SyncAdopted { sections, .. } = e {
+            adopted = Some(*sections);
+        }
+        i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    })
+    .expect("the standby brings the subnet up");
+    assert_eq!(adopted, Some(0));
+    // The new master starts without groups or services: every CA port is told again (the dead
+    // master's too: its HCA is up, only its process is gone).
+    assert_eq!(h.fabric.stats().client_reregisters, 2 * cas);
+    // The next sweep asks nobody again.
+    h.start(1);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(_))).expect("swept");
+    assert_eq!(h.fabric.stats().client_reregisters, 2 * cas);
+}
