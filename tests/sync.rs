@@ -219,3 +219,57 @@ fn a_first_start_or_a_takeover_without_synced_state_makes_every_client_re_regist
     h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(_))).expect("swept");
     assert_eq!(h.fabric.stats().client_reregisters, 2 * cas);
 }
+
+#[test]
+fn a_returning_better_sm_is_synced_before_the_handover_and_serves_the_same_groups() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 9, &[9, 5]);
+    let other = 1 - master;
+    let lid_of = lids(&h, master);
+    let at = hosts(&topo)[4];
+    let client = h.fabric.attach(at.0, at.1).expect("attach");
+    let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
+    let join = McMemberRecord {
+        port_gid: me,
+        qkey: 0x77,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let sm_lid = lid_of[&h.sms[master].sm.port_guid()];
+    let (st, data) = sa(&mut h, client, sm_lid, (Method::Set, MC_CREATE, 0x31), &join);
+    assert_eq!(st, status::OK);
+    let group = McMemberRecord::parse(&data).expect("group");
+    until_current(&mut h, master);
+    // The master dies; the standby takes over with its state.
+    h.kill(master);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == other && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("takeover");
+    // The old master comes back (a new process, empty, priority 9): it stands by, tells the
+    // master it is better (trap 144); the master syncs it, then hands over.
+    h.sms[master].sm = ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default());
+    h.sms[master].sm.set_sa_limits(ibsm::sa::Limits::SIM);
+    h.sms[master].alive = true;
+    h.fabric.set_is_sm(h.sms[master].agent, true);
+    h.start(master);
+    let reregistered = h.fabric.stats().client_reregisters;
+    let mut order = Vec::new();
+    h.run_until(h.now() + 20 * SECOND, |i, e| {
+        match e {
+            SmEvent::SyncPeer { state: "current", .. } if i == other => order.push("current"),
+            SmEvent::HandedOver { .. } if i == other => order.push("handed over"),
+            _ => {}
+        }
+        i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    })
+    .expect("the returning SM is master again");
+    assert_eq!(order.first(), Some(&"current"), "synced before the handover: {order:?}");
+    assert!(order.contains(&"handed over"));
+    assert_eq!(lids(&h, master), lid_of, "no LID changed");
+    assert_eq!(h.fabric.stats().client_reregisters, reregistered, "no client asked to re-register");
+    let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
+    let (st, data) = sa(&mut h, client, sm_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x32), &by_mgid);
+    assert_eq!(st, status::OK);
+    let kept = McMemberRecord::parse(&data).expect("record");
+    assert_eq!((kept.mlid, kept.port_gid), (group.mlid, me));
+}

@@ -98,7 +98,14 @@ pub struct Election {
     pub elevated: bool,
     /// A master that found a better SM still discovering sweeps again then, to hand over.
     pub recheck_at: Option<u64>,
+    /// The better standby this master hands over to once the state sync has made it current
+    /// (or has found it cannot: an SM that is not ibsm, or silent), and when it hands over
+    /// regardless.
+    pub handover_when_synced: Option<(FoundSm, u64)>,
 }
+
+/// Longest a master waits for a better standby's state sync before it hands over anyway, ns.
+const HANDOVER_SYNC_WAIT_NS: u64 = 2_000_000_000;
 
 /// The reason a standby takes over after a HANDOVER.
 const HANDED_OVER: &str = "it handed the subnet over";
@@ -190,7 +197,7 @@ impl Sm {
             // Master: only to a better master (two masters: the worse steps down).
             (SmState::Master, Some(m), _) if better(key(&m), me) => Some(m),
             (SmState::Master, _, Some(b)) if b.info.sm_state == WireSmState::Standby => {
-                self.hand_over(b);
+                self.hand_over_when_synced(b);
                 None
             }
             // A better SM still discovering: it will stand by when it finds this master; sweep
@@ -211,6 +218,7 @@ impl Sm {
     fn become_standby(&mut self, master: FoundSm) {
         self.state = SmState::Standby;
         self.sync_out.clear_peers();
+        self.election.handover_when_synced = None;
         self.enter(SweepPhase::Up);
         self.resweep_at = None;
         self.sweep_requested = false;
@@ -259,6 +267,30 @@ impl Sm {
         self.respond(smp.to_bytes().to_vec(), to);
     }
 
+    /// Hands the subnet to the better standby `to` once it holds this master's state, so that
+    /// it takes over with the groups, services and subscriptions: now if the state sync says it
+    /// is current, else when it is (see [`Sm::sync_settled`]).
+    fn hand_over_when_synced(&mut self, to: FoundSm) {
+        if self.sync_needless(to.info.guid) {
+            self.hand_over(to);
+        } else {
+            let deadline = self.now.saturating_add(HANDOVER_SYNC_WAIT_NS);
+            self.election.handover_when_synced = Some((to, deadline));
+            self.sync_standby(to.info.guid, to.lid);
+        }
+    }
+
+    /// The state sync of `guid` came to rest (current, or not possible): a handover waiting
+    /// for it goes now.
+    pub(super) fn sync_settled(&mut self, guid: Guid) {
+        if self.state != SmState::Master {
+            return;
+        }
+        if let Some((to, _)) = self.election.handover_when_synced.take_if(|t| t.0.info.guid == guid) {
+            self.hand_over(to);
+        }
+    }
+
     /// Sends HANDOVER to the better standby `to`.
     fn hand_over(&mut self, to: FoundSm) {
         let info = self.sm_info(true);
@@ -270,6 +302,12 @@ impl Sm {
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
     /// was not master yet.
     pub(super) fn election_timer(&mut self) {
+        // A handover waits for the state sync this long at most.
+        if self.state == SmState::Master
+            && let Some((to, _)) = self.election.handover_when_synced.take_if(|(_, t)| *t <= self.now)
+        {
+            self.hand_over(to);
+        }
         if self.state == SmState::Master && self.election.recheck_at.is_some_and(|t| t <= self.now) {
             self.election.recheck_at = None;
             if self.phase == SweepPhase::Up {

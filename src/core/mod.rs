@@ -578,7 +578,10 @@ impl Sm {
     pub fn poll_timeout(&self) -> Option<u64> {
         let poll = match self.state {
             SmState::Standby => self.election.poll_at,
-            SmState::Master => self.election.recheck_at,
+            SmState::Master => {
+                let handover = self.election.handover_when_synced.map(|(_, t)| t);
+                [self.election.recheck_at, handover].into_iter().flatten().min()
+            }
             _ => None,
         };
         [

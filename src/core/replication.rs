@@ -104,9 +104,22 @@ impl Sm {
         else {
             return;
         };
-        let mut peers: Vec<(Guid, ibsm_mad::Lid)> = self.sync_out.peers().map(|(g, l, _)| (g, l)).collect();
+        self.sync_standby(guid, lid);
+    }
+
+    /// Master: syncs the standby `guid` at `lid` (asks it what it holds), keeping the others.
+    pub(super) fn sync_standby(&mut self, guid: Guid, lid: ibsm_mad::Lid) {
+        let mut peers: Vec<(Guid, ibsm_mad::Lid)> =
+            self.sync_out.peers().filter(|(g, ..)| *g != guid).map(|(g, l, _)| (g, l)).collect();
         peers.push((guid, lid));
         self.sync_out.set_peers(&peers);
+    }
+
+    /// Master: whether a handover to `guid` need not wait for the state sync: it holds this
+    /// master's state as it is now, or it is an SM that takes none (OpenSM).
+    pub(super) fn sync_needless(&self, guid: Guid) -> bool {
+        let now = self.sync_out.version();
+        self.sync_out.peers().any(|(g, _, st)| g == guid && (st == PeerState::Foreign || st == PeerState::Current(now)))
     }
 
     fn sync_events(&mut self) {
@@ -116,6 +129,9 @@ impl Sm {
                 _ => None,
             };
             self.events.push_back(SmEvent::SyncPeer { standby, state: state.name(), version });
+            if matches!(state, PeerState::Current(_) | PeerState::Foreign | PeerState::Unreachable) {
+                self.sync_settled(standby);
+            }
         }
     }
 
