@@ -112,6 +112,9 @@ enum SimCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Bring FABRIC up with the SM on the simulator, then run SCRIPT's timed faults and print
+    /// one JSON line per event (see the README, "Fault scripts").
+    Play(crate::cli_play::PlayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +248,7 @@ pub fn run() -> ExitCode {
         Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
+        Command::Sim { command: SimCommand::Play(args) } => crate::cli_play::play(&args),
     }
 }
 

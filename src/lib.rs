@@ -24,6 +24,7 @@ pub mod fabric_view;
 pub mod logfmt;
 pub mod metrics;
 pub mod metrics_http;
+pub mod play;
 pub mod policy;
 pub mod routes;
 pub mod sa;

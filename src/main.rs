@@ -2,6 +2,7 @@
 
 mod cli;
 mod cli_partitions;
+mod cli_play;
 mod cli_routes;
 mod cli_topology;
 

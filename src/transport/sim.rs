@@ -68,8 +68,14 @@ impl SimDriver {
     /// Runs until `stop` says so for an event, or nothing is left to do, or `limit_ns` of virtual
     /// time. Every event the SM emits is passed to `stop`. Returns the event that stopped it.
     pub fn run_until(&mut self, limit_ns: u64, mut stop: impl FnMut(&SmEvent) -> bool) -> Option<SmEvent> {
+        self.run_until_at(limit_ns, |_, ev| stop(ev))
+    }
+
+    /// As [`SimDriver::run_until`], with the virtual time at which the SM emitted each event.
+    pub fn run_until_at(&mut self, limit_ns: u64, mut stop: impl FnMut(u64, &SmEvent) -> bool) -> Option<SmEvent> {
         let mut slots = [Slot { sm: &mut self.sm, agent: self.agent }];
-        run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |_, ev| stop(ev)).map(|(_, ev)| ev)
+        run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |_, at, ev| stop(at, ev))
+            .map(|(_, ev)| ev)
     }
 
     /// Starts a sweep and runs to its report (or `limit_ns` of virtual time from now).
@@ -131,7 +137,7 @@ fn run_slots(
     slots: &mut [Slot<'_>],
     compute_time: ComputeTime,
     limit_ns: u64,
-    stop: &mut dyn FnMut(usize, &SmEvent) -> bool,
+    stop: &mut dyn FnMut(usize, u64, &SmEvent) -> bool,
 ) -> Option<(usize, SmEvent)> {
     loop {
         for (i, slot) in slots.iter_mut().enumerate() {
@@ -142,7 +148,7 @@ fn run_slots(
                 send(fabric, slot.agent, &t);
             }
             while let Some(ev) = slot.sm.poll_event() {
-                if stop(i, &ev) {
+                if stop(i, slot.sm.now(), &ev) {
                     return Some((i, ev));
                 }
             }
@@ -270,7 +276,7 @@ impl SimSms {
         let index: Vec<usize> = (0..self.sms.len()).filter(|&i| self.sms[i].alive).collect();
         let mut slots: Vec<Slot<'_>> =
             self.sms.iter_mut().filter(|s| s.alive).map(|s| Slot { sm: &mut s.sm, agent: s.agent }).collect();
-        run_slots(&mut self.fabric, &mut slots, ComputeTime::Virtual, limit_ns, &mut |i, ev| stop(index[i], ev))
+        run_slots(&mut self.fabric, &mut slots, ComputeTime::Virtual, limit_ns, &mut |i, _, ev| stop(index[i], ev))
             .map(|(i, ev)| (index[i], ev))
     }
 }

@@ -16,6 +16,7 @@
 //! ([`Fabric::schedule`]); per-link or global drop and delay rules ([`LinkRule`]) apply to every
 //! packet crossing a cable.
 
+mod check;
 mod deliver;
 mod fault;
 mod sma;
@@ -28,6 +29,7 @@ use ibsm_mad::{Lid, MAD_LEN};
 
 use crate::rng::Rng;
 
+pub use check::RouteCheck;
 pub use fault::{Fault, LinkRule};
 use state::{Node, Port, Switch};
 pub use state::{NodeRef, PortRef};
@@ -109,6 +111,12 @@ pub struct Stats {
     /// PortInfo Sets with ClientReregister taken by CA ports (the port's SA clients would
     /// re-join their groups and re-register their services).
     pub client_reregisters: u64,
+    /// LFT blocks written (Set(LinearForwardingTable) taken by a switch).
+    pub lft_blocks_set: u64,
+    /// Of those, blocks whose content differed from what the switch held.
+    pub lft_blocks_changed: u64,
+    /// When the last LFT block was written.
+    pub last_lft_set_at: SimTime,
 }
 
 /// Timing parameters of the simulated hardware.

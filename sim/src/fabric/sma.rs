@@ -513,9 +513,14 @@ impl Fabric {
             if sw.lft.len() < start + 64 {
                 sw.lft.resize(start + 64, 0xff);
             }
+            let mut changed = false;
             for (i, port) in t.ports.iter().enumerate() {
+                changed |= sw.lft[start + i] != port.0;
                 sw.lft[start + i] = port.0;
             }
+            self.stats.lft_blocks_set += 1;
+            self.stats.lft_blocks_changed += u64::from(changed);
+            self.stats.last_lft_set_at = self.now;
         }
         let mut t = LinearForwardingTable::unrouted();
         for (i, e) in t.ports.iter_mut().enumerate() {

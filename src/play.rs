@@ -1,0 +1,358 @@
+//! `ibsm sim play`: the SM brings a fabric up on the in-process simulator, then a script of
+//! timed faults runs against it, and each fault is measured.
+//!
+//! Owns the fault script (its parser: one event per line, `TIME ACTION ARGS`, every error with
+//! its line) and the measurement of each event: how long the SM took to notice, how long it
+//! computed, how many LFT blocks it wrote and how many of them truly changed (counted by the
+//! simulated switches themselves), when the last block landed, and whether the fabric's tables
+//! then route every live HCA to every other without a loop or a dead link (checked on the
+//! switches' own tables). Time is the simulator's virtual clock; the SM's computing takes the
+//! wall time it really takes (so `compute_ms` is real).
+
+use std::fmt;
+
+use ibsm_sim::fabric::{Fault, LinkRule, SimTime, Stats};
+use ibsm_topology::Topology;
+use serde::Serialize;
+
+use crate::core::{Guid2Lid, Sm, SmConfig, SmEvent, SweepPhase};
+use crate::transport::sim::{ComputeTime, SimDriver};
+
+/// Virtual time a last event is followed for, at most (ns).
+const TAIL_NS: u64 = 30_000_000_000;
+
+/// What an event does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action {
+    /// Pull the cable at (node, port).
+    LinkDown(usize, u8),
+    /// Plug it back.
+    LinkUp(usize, u8),
+    /// The node stops; its links go down.
+    NodeCrash(usize),
+    /// The node comes back at power-on state.
+    NodeRestart(usize),
+    /// Drop this share of all packets from now on (0 ends it).
+    Drop(f64),
+    /// Delay every packet by this many ns from now on (0 ends it).
+    Delay(u64),
+    /// Force a full re-route (a sweep), to measure it.
+    Reroute,
+}
+
+/// One line of a script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// When, ns after the fabric came up.
+    pub at_ns: u64,
+    /// What.
+    pub action: Action,
+    /// The line as written (trimmed), for the report.
+    pub line: String,
+}
+
+/// A line the parser refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    /// 1-based line number.
+    pub line: usize,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.reason)
+    }
+}
+
+/// `2s`, `1500ms`, `250us`, `0.5s` in ns.
+fn parse_time(t: &str) -> Result<u64, String> {
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return Err(format!("time {t:?} needs a unit: s, ms or us (e.g. 2s, 1500ms)"));
+    };
+    let v: f64 = num.parse().map_err(|_| format!("time {t:?} is not a number with a unit"))?;
+    if !v.is_finite() || v < 0.0 || v * scale > 1e15 {
+        return Err(format!("time {t:?} is out of range (0 to 1,000,000 s)"));
+    }
+    // In range and not negative (checked above): the cast keeps the value.
+    #[allow(clippy::cast_sign_loss)]
+    Ok((v * scale).round() as u64)
+}
+
+/// `NAME[PORT]` (port given) or `NAME`: the node index and the port.
+fn parse_target(topo: &Topology, t: &str, want_port: bool) -> Result<(usize, u8), String> {
+    let (name, port) = match t.strip_suffix(']').and_then(|r| r.rsplit_once('[')) {
+        Some((n, p)) => (n, Some(p.parse::<u8>().map_err(|_| format!("port {p:?} in {t:?} is not 1..=254"))?)),
+        None => (t, None),
+    };
+    let node = topo.find(name).ok_or_else(|| format!("no node named {name:?} in the fabric"))?;
+    match (want_port, port) {
+        (true, None) => Err(format!("{t:?} names no port: write NAME[PORT]")),
+        (false, Some(_)) => Err(format!("{t:?}: this action takes a node, not a port")),
+        (true, Some(p)) => {
+            if topo.nodes[node].peer(p).is_none() {
+                return Err(format!("{name}[{p}] has no cable in the fabric"));
+            }
+            Ok((node, p))
+        }
+        (false, None) => Ok((node, 0)),
+    }
+}
+
+fn parse_action(topo: &Topology, words: &[&str]) -> Result<Action, String> {
+    let arg = |i: usize| words.get(i).copied().ok_or_else(|| format!("{} needs an argument", words[0]));
+    let one = |n: usize| if words.len() > n + 1 { Err(format!("{}: too many arguments", words[0])) } else { Ok(()) };
+    let action = match words.first().copied().unwrap_or_default() {
+        "link-down" => parse_target(topo, arg(1)?, true).map(|(n, p)| Action::LinkDown(n, p))?,
+        "link-up" => parse_target(topo, arg(1)?, true).map(|(n, p)| Action::LinkUp(n, p))?,
+        "node-crash" => Action::NodeCrash(parse_target(topo, arg(1)?, false)?.0),
+        "node-restart" => Action::NodeRestart(parse_target(topo, arg(1)?, false)?.0),
+        "drop" => {
+            let p: f64 = arg(1)?.parse().map_err(|_| "drop takes a share 0..=1 (e.g. drop 0.1)".to_owned())?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("drop {p}: the share must be 0..=1"));
+            }
+            Action::Drop(p)
+        }
+        "delay" => Action::Delay(parse_time(arg(1)?)?),
+        "reroute" => {
+            one(0)?;
+            return Ok(Action::Reroute);
+        }
+        other => {
+            return Err(format!(
+                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay or reroute"
+            ));
+        }
+    };
+    one(1)?;
+    Ok(action)
+}
+
+/// Parses a fault script against `topo`: one event per line, `TIME ACTION [ARG]`, times not
+/// decreasing; blank lines and `#` comments skipped.
+///
+/// # Errors
+/// Every refused line, with its number and the reason.
+pub fn parse_script(text: &str, topo: &Topology) -> Result<Vec<Step>, Vec<ScriptError>> {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut errors = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let parsed = parse_time(words[0]).and_then(|at| {
+            if steps.last().is_some_and(|s| s.at_ns > at) {
+                return Err("times must not decrease from one line to the next".to_owned());
+            }
+            Ok(Step { at_ns: at, action: parse_action(topo, &words[1..])?, line: line.to_owned() })
+        });
+        match parsed {
+            Ok(s) => steps.push(s),
+            Err(reason) => errors.push(ScriptError { line: i + 1, reason }),
+        }
+    }
+    if errors.is_empty() { Ok(steps) } else { Err(errors) }
+}
+
+/// The measurement of one event: one JSON line of `ibsm sim play`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The script line.
+    pub event: String,
+    /// Virtual ms from the fault to the SM noticing it (a trap, or a sweep starting); 0 for
+    /// `reroute`; `null` for packet rules, or when the SM did not notice.
+    pub detect_ms: Option<f64>,
+    /// Wall ms of the SM's route computation for it.
+    pub compute_ms: f64,
+    /// LFT blocks the switches were sent.
+    pub blocks_sent: u64,
+    /// Of those, blocks whose content differed from what the switch held.
+    pub blocks_changed: u64,
+    /// Virtual ms from the fault to the last LFT block written (to the end of the SM's sweep
+    /// when none was); `null` when the SM did not react.
+    pub converge_ms: Option<f64>,
+    /// Every live HCA reaches every other through the switches' tables, without a loop or a
+    /// dead link, at the end of the event's window.
+    pub invariants_ok: bool,
+    /// When the event happened, virtual ms after the fabric came up.
+    pub at_ms: f64,
+    /// Sweeps the SM completed in the window.
+    pub sweeps: u32,
+    /// (HCA, HCA) pairs checked.
+    pub pairs: u64,
+    /// One pair that failed the check, if any.
+    pub failure: Option<String>,
+}
+
+/// ns as ms, to the microsecond.
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1e3).round() / 1e3
+}
+
+/// Brings `topo` up with an SM configured by `cfg` on the simulator (seed `seed`), then plays
+/// `steps`, calling `emit` with each event's outcome when its window closes (at the next
+/// event, or for the last one when the SM is idle or 30 s of virtual time later).
+///
+/// # Errors
+/// When the SM cannot be attached or the fabric does not come up.
+pub fn play(
+    topo: &Topology,
+    steps: &[Step],
+    seed: u64,
+    cfg: SmConfig,
+    mut emit: impl FnMut(&Outcome),
+) -> Result<SimDriver, String> {
+    let mut drv = SimDriver::new(topo, seed, Sm::new(cfg, Guid2Lid::default()), None)?;
+    drv.compute_time = ComputeTime::Wall;
+    let report = drv.sweep(600_000_000_000, |_| {}).ok_or("the fabric did not come up")?;
+    if !report.complete {
+        return Err(format!("the fabric came up incomplete: {} ports not active", report.ports_not_active));
+    }
+    let t0 = drv.now();
+    for (i, step) in steps.iter().enumerate() {
+        let at = t0 + step.at_ns;
+        run_to(&mut drv, at, &mut |_, _| {});
+        let end = steps.get(i + 1).map(|s| t0 + s.at_ns);
+        let outcome = measure(&mut drv, step, at, end);
+        emit(&Outcome { at_ms: ms(step.at_ns), ..outcome });
+    }
+    Ok(drv)
+}
+
+/// Runs the SM until `t` (virtual), then brings the clock to exactly `t`.
+fn run_to(drv: &mut SimDriver, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) {
+    drv.run_until_at(t, |at, ev| {
+        on_event(at, ev);
+        false
+    });
+    if drv.now() < t {
+        drv.fabric.advance_to(SimTime(t));
+    }
+}
+
+fn apply(drv: &mut SimDriver, action: Action) {
+    let f = &mut drv.fabric;
+    match action {
+        Action::LinkDown(node, port) => f.inject_fault(Fault::LinkDown { node, port }),
+        Action::LinkUp(node, port) => f.inject_fault(Fault::LinkUp { node, port }),
+        Action::NodeCrash(n) => f.inject_fault(Fault::Crash(n)),
+        Action::NodeRestart(n) => f.inject_fault(Fault::Restart(n)),
+        Action::Drop(_) | Action::Delay(_) => {
+            // One packet rule at a time: the new one replaces the last.
+            f.inject_fault(Fault::ClearRules);
+            let rule = match action {
+                Action::Drop(p) => LinkRule::global_drop(p),
+                Action::Delay(ns) => LinkRule::global_delay(ns, 0),
+                _ => return,
+            };
+            if rule.drop > 0.0 || rule.delay_ns > 0 {
+                f.inject_fault(Fault::AddRule(rule));
+            }
+        }
+        Action::Reroute => {
+            let now = drv.now();
+            drv.sm.start_sweep(now);
+        }
+    }
+}
+
+/// Applies `step` at `at` and follows the SM until `end` (or until it is idle).
+fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outcome {
+    let before: Stats = drv.fabric.stats();
+    apply(drv, step.action);
+    let mut detect = None;
+    let mut compute_ns = 0u64;
+    let mut sweeps = 0u32;
+    let mut swept_at = None;
+    let mut seen = |t: u64, ev: &SmEvent| match ev {
+        SmEvent::TrapReceived { .. } | SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. } => {
+            detect.get_or_insert(t);
+        }
+        SmEvent::SubnetUp(r) => {
+            sweeps += 1;
+            swept_at = Some(t);
+            compute_ns += r.phases.iter().filter(|p| p.phase == SweepPhase::Routing).map(|p| p.ns).sum::<u64>();
+        }
+        _ => {}
+    };
+    match end {
+        Some(t) => run_to(drv, t, &mut seen),
+        None => {
+            drv.run_until_at(at + TAIL_NS, |t, ev| {
+                seen(t, ev);
+                false
+            });
+        }
+    }
+    let after = drv.fabric.stats();
+    let check = drv.fabric.check_routes();
+    let blocks_sent = after.lft_blocks_set - before.lft_blocks_set;
+    let converged = if blocks_sent > 0 { Some(after.last_lft_set_at.0) } else { swept_at };
+    let detect_ms = match step.action {
+        Action::Reroute => Some(0.0),
+        Action::Drop(_) | Action::Delay(_) => None,
+        _ => detect.map(|t| ms(t.saturating_sub(at))),
+    };
+    Outcome {
+        event: step.line.clone(),
+        detect_ms,
+        compute_ms: ms(compute_ns),
+        blocks_sent,
+        blocks_changed: after.lft_blocks_changed - before.lft_blocks_changed,
+        converge_ms: converged.map(|t| ms(t.saturating_sub(at))),
+        invariants_ok: check.ok(),
+        at_ms: 0.0,
+        sweeps,
+        pairs: check.pairs,
+        failure: check.first_failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo() -> Topology {
+        let text = include_str!("../examples/fabrics/fat-tree-2l-k4.net");
+        Topology::parse_str(text, "fat-tree-2l-k4.net").expect("fabric")
+    }
+
+    #[test]
+    fn a_script_parses_and_every_bad_line_is_named() {
+        let t = topo();
+        let leaf = &t.nodes[t.nodes.iter().position(|n| n.kind == ibsm_topology::NodeKind::Switch).expect("switch")];
+        let port = (1..=leaf.num_ports).find(|&p| leaf.peer(p).is_some()).expect("cabled port");
+        let text = format!(
+            "# a comment\n\n2s link-down {n}[{port}]\n2500ms reroute\n3s link-up {n}[{port}]  # back\n4s drop 0.1\n5s delay 20us\n6s node-crash {n}\n7s node-restart {n}\n",
+            n = leaf.name
+        );
+        let steps = parse_script(&text, &t).expect("parses");
+        assert_eq!(steps.len(), 7);
+        assert_eq!(steps[1], Step { at_ns: 2_500_000_000, action: Action::Reroute, line: "2500ms reroute".into() });
+        assert_eq!(steps[2].line, format!("3s link-up {}[{port}]", leaf.name));
+        assert_eq!(steps[4].action, Action::Delay(20_000));
+        let bad = "1s link-down nowhere[1]\n2s link-down NAME\n2s reroute\nx reroute\n3s jump\n4s drop 2\n5s reroute now\n1s reroute\n";
+        let errors = parse_script(&bad.replace("NAME", &leaf.name), &t).expect_err("refused");
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![1, 2, 4, 5, 6, 7, 8], "{errors:?}");
+        assert!(errors[6].reason.contains("must not decrease"));
+        assert!(errors[0].to_string().starts_with("line 1: no node named"), "{}", errors[0]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_scripts_never_panic(text in "[ -~\\n]{0,200}") {
+            let _ = parse_script(&text, &topo());
+        }
+    }
+}
