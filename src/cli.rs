@@ -994,7 +994,7 @@ fn progress(phase: &str) {
 fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
     use std::fmt::Write;
     let mut s = format!(
-        "subnet {}: {} switches, {} CAs, {} end ports, {} links; LMC {}, SM LID {}; routing {}; \
+        "subnet {}: {} switches, {} CAs, {} end ports, {} links; LMC {}, SM LID {}; routing {}{}; \
          {} SMPs ({} retried, {} failed), {} LFT blocks sent ({} unchanged); {} ports active, {} not; phases",
         if r.complete { "up" } else { "NOT up" },
         r.switches,
@@ -1004,6 +1004,11 @@ fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
         r.lmc,
         r.sm_lid,
         r.routing_engine,
+        match r.routing_mode {
+            ibsm::core::lft::RouteMode::Full => String::new(),
+            ibsm::core::lft::RouteMode::Reused => " (tables of the last full route)".to_owned(),
+            ibsm::core::lft::RouteMode::Repaired { lids, .. } => format!(" (repaired: {lids} LIDs rerouted)"),
+        },
         r.smps_sent,
         r.smps_retried,
         r.smps_failed,

@@ -188,6 +188,12 @@ pub struct Outcome {
     pub at_ms: f64,
     /// Sweeps the SM completed in the window.
     pub sweeps: u32,
+    /// How the last of them made its tables: `full`, `reused` or `repaired` (`null`: none).
+    pub routing: Option<&'static str>,
+    /// LIDs that got new routes, and table entries changed, by the repairs in the window.
+    pub repaired_lids: usize,
+    /// Table entries the repairs changed.
+    pub repaired_entries: usize,
     /// (HCA, HCA) pairs checked.
     pub pairs: u64,
     /// One pair that failed the check, if any.
@@ -261,6 +267,7 @@ fn apply(drv: &mut SimDriver, action: Action) {
         }
         Action::Reroute => {
             let now = drv.now();
+            drv.sm.force_full_route();
             drv.sm.start_sweep(now);
         }
     }
@@ -274,6 +281,8 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
     let mut compute_ns = 0u64;
     let mut sweeps = 0u32;
     let mut swept_at = None;
+    let mut routing = None;
+    let (mut repaired_lids, mut repaired_entries) = (0, 0);
     let mut seen = |t: u64, ev: &SmEvent| match ev {
         SmEvent::TrapReceived { .. } | SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. } => {
             detect.get_or_insert(t);
@@ -281,6 +290,11 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
         SmEvent::SubnetUp(r) => {
             sweeps += 1;
             swept_at = Some(t);
+            routing = Some(r.routing_mode.name());
+            if let crate::core::lft::RouteMode::Repaired { lids, entries } = r.routing_mode {
+                repaired_lids += lids;
+                repaired_entries += entries;
+            }
             compute_ns += r.phases.iter().filter(|p| p.phase == SweepPhase::Routing).map(|p| p.ns).sum::<u64>();
         }
         _ => {}
@@ -313,6 +327,9 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
         invariants_ok: check.ok(),
         at_ms: 0.0,
         sweeps,
+        routing,
+        repaired_lids,
+        repaired_entries,
         pairs: check.pairs,
         failure: check.first_failure,
     }

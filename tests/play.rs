@@ -39,7 +39,7 @@ fn play(script: &str) -> (Option<i32>, String, String) {
 
 #[test]
 fn every_event_gets_one_json_line_with_the_documented_keys() {
-    let script = "1s link-down spine-0[1]\n1500ms reroute\n2s link-up spine-0[1]\n3s node-crash leaf-3\n4s node-restart leaf-3\n5s drop 0.05\n6s drop 0\n";
+    let script = "1s link-down spine-0[1]\n2s link-up spine-0[1]\n2500ms reroute\n3s node-crash leaf-3\n4s node-restart leaf-3\n5s drop 0.05\n6s drop 0\n";
     let (code, out, err) = play(script);
     assert_eq!(code, Some(0), "{err}");
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
@@ -61,8 +61,14 @@ fn every_event_gets_one_json_line_with_the_documented_keys() {
     assert!(changed > 0 && sent >= changed, "{down}");
     assert!(down["detect_ms"].as_f64().is_some_and(|d| d < 1000.0), "{down}");
     assert!(down["converge_ms"].as_f64().is_some(), "{down}");
-    // A forced re-route of an unchanged fabric changes no table.
-    assert_eq!((lines[1]["detect_ms"].as_f64(), lines[1]["blocks_changed"].as_u64()), (Some(0.0), Some(0)));
+    // The lost cable's routes are repaired, not routed again; when it is back, the tables are
+    // the ones from before the failure: the same blocks change back, nothing else.
+    assert_eq!(down["routing"], "repaired", "{down}");
+    assert_eq!(lines[1]["routing"], "reused", "{}", lines[1]);
+    assert_eq!(lines[1]["blocks_changed"], down["blocks_changed"], "{}", lines[1]);
+    // A forced full re-route of the unchanged fabric changes no table.
+    assert_eq!((lines[2]["detect_ms"].as_f64(), lines[2]["blocks_changed"].as_u64()), (Some(0.0), Some(0)));
+    assert_eq!(lines[2]["routing"], "full");
     // A crashed leaf takes its two HCAs with it: 6 live HCAs, 30 pairs; back, 56 again.
     assert_eq!((lines[3]["pairs"].as_u64(), lines[4]["pairs"].as_u64()), (Some(30), Some(56)));
     assert!(lines[5]["detect_ms"].is_null(), "packet rules are not detected: {}", lines[5]);

@@ -607,5 +607,8 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
     }
 }
 
+mod repair;
+pub use repair::Repaired;
+
 #[cfg(test)]
 mod tests;

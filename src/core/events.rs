@@ -28,6 +28,8 @@ pub struct PhaseTiming {
 /// The summary of a completed sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SubnetReport {
+    /// How the tables were made: routed in full, reused, or repaired from the last full route.
+    pub routing_mode: super::lft::RouteMode,
     /// Switches discovered.
     pub switches: usize,
     /// CAs (and routers) discovered.

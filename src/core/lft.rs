@@ -7,11 +7,18 @@
 //! named in the configuration; they are cut into blocks of 64 LIDs, and a block is written only
 //! when it differs from what the switch is known to hold (read back during discovery, or written
 //! by this SM in an earlier sweep). Nothing here knows a byte offset.
+//!
+//! The last full route is kept as the base: a fabric equal to it gets its tables again without
+//! routing (a cable back, a sweep that found nothing new), and a fat tree that is the base less
+//! some cables gets the base's tables repaired ([`ibsm_routing::ftree::FatTree::repair`]: only
+//! the LIDs that crossed a lost cable move). Anything else is routed in full and becomes the base.
 
 use ibsm_mad::Attribute;
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_routing::Lft;
 use ibsm_routing::chain::Chain;
+use ibsm_routing::ftree::FatTree;
+use ibsm_routing::{FabricView, Lft, Routes};
+use std::sync::Arc;
 
 use super::Sm;
 use super::events::SmEvent;
@@ -31,11 +38,84 @@ pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
     b
 }
 
+/// The last full route: the fabric, its tables, the engine that made them and the chain asked;
+/// and the last repair of it, while the fabric stays degraded (a second sweep over the same
+/// fabric, as the traps of both ends of a cable bring, takes it again).
+#[derive(Debug, Clone)]
+pub struct RouteBase {
+    view: FabricView,
+    routes: Arc<Routes>,
+    engine: String,
+    chain: String,
+    repaired: Option<(FabricView, Arc<Routes>, RouteMode)>,
+}
+
+/// How the last sweep's tables were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteMode {
+    /// Routed from scratch by the engine chain.
+    #[default]
+    Full,
+    /// The fabric equals the last full route's: its tables again.
+    Reused,
+    /// The last full route's fabric less some cables: its tables repaired.
+    Repaired {
+        /// LIDs that got new routes.
+        lids: usize,
+        /// Table entries changed.
+        entries: usize,
+    },
+}
+
+impl RouteMode {
+    /// Its name in reports: `full`, `reused` or `repaired`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RouteMode::Full => "full",
+            RouteMode::Reused => "reused",
+            RouteMode::Repaired { .. } => "repaired",
+        }
+    }
+}
+
 impl Sm {
+    /// The next sweep routes from scratch (to measure a full route, or after a configuration
+    /// change that routing depends on).
+    pub fn force_full_route(&mut self) {
+        self.route_base = None;
+    }
+
+    /// Tables without a full route, from the base, when the fabric allows it.
+    fn route_from_base(&mut self, view: &FabricView, chain: &str) -> Option<(Arc<Routes>, RouteMode, String)> {
+        let b = self.route_base.as_mut().filter(|b| b.chain == chain)?;
+        if b.view == *view {
+            b.repaired = None;
+            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone()));
+        }
+        if let Some((_, routes, _)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
+            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone()));
+        }
+        if b.engine != FatTree::NAME {
+            return None;
+        }
+        let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
+        let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries };
+        let routes = Arc::new(r.routes);
+        b.repaired = Some((view.clone(), Arc::clone(&routes), mode));
+        Some((routes, mode, b.engine.clone()))
+    }
+
     /// Runs the routing engine; on failure, reports it and leaves the tables alone.
     pub(super) fn route(&mut self) {
         let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
         let chain_name = self.cfg.routing_engine.join(",");
+        if let Some((routes, mode, engine)) = self.route_from_base(&view, &chain_name) {
+            self.engine_used = engine;
+            self.route_mode = mode;
+            self.routes = Some((switch_nodes, routes));
+            return;
+        }
+        self.route_mode = RouteMode::Full;
         let chain = match Chain::from_names(&self.cfg.routing_engine) {
             Ok(c) => c,
             Err(e) => {
@@ -53,7 +133,15 @@ impl Sm {
                     });
                 }
                 outcome.engine.clone_into(&mut self.engine_used);
-                self.routes = Some((switch_nodes, outcome.routes));
+                let routes = Arc::new(outcome.routes);
+                self.route_base = Some(RouteBase {
+                    view,
+                    routes: Arc::clone(&routes),
+                    engine: outcome.engine.to_owned(),
+                    chain: chain_name,
+                    repaired: None,
+                });
+                self.routes = Some((switch_nodes, routes));
             }
             Err(e) => {
                 self.sweep.failures += 1;

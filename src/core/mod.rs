@@ -242,7 +242,7 @@ pub struct Sm {
     events: VecDeque<SmEvent>,
     guid2lid: Guid2Lid,
     lft_cache: HashMap<Guid, HeldLft>,
-    routes: Option<(Vec<NodeIdx>, Routes)>,
+    routes: Option<(Vec<NodeIdx>, Arc<Routes>)>,
     /// The engine of the chain that routed the last sweep.
     engine_used: String,
     sweep: SweepStats,
@@ -294,6 +294,10 @@ pub struct Sm {
     /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
     /// takeover without current synced state), so they re-join and re-register.
     reregister_clients: bool,
+    /// The last full route, which later sweeps reuse or repair.
+    route_base: Option<lft::RouteBase>,
+    /// How the last tables were made.
+    route_mode: lft::RouteMode,
 }
 
 impl Sm {
@@ -338,6 +342,8 @@ impl Sm {
             sync_out: crate::sync::Publisher::default(),
             sync_in: crate::sync::Receiver::default(),
             reregister_clients: true,
+            route_base: None,
+            route_mode: lft::RouteMode::Full,
         }
     }
 
@@ -726,6 +732,7 @@ impl Sm {
             lmc: self.cfg.lmc,
             sm_lid: self.subnet.local_lid(),
             routing_engine: self.engine_used.clone(),
+            routing_mode: self.route_mode,
             smps_sent: c.sent - s.smps_at_start.sent,
             smps_retried: c.retried - s.smps_at_start.retried,
             smps_failed: c.failed - s.smps_at_start.failed,

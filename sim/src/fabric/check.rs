@@ -157,7 +157,8 @@ impl RouteCheck {
         *counter += n;
         if self.first_failure.is_none() {
             let p = &fabric.ports[src as usize];
-            self.first_failure = Some(format!("from LID {} (node {} port {}) to LID {dlid}: {v:?}", p.lid, p.node, p.num));
+            self.first_failure =
+                Some(format!("from LID {} (node {} port {}) to LID {dlid}: {v:?}", p.lid, p.node, p.num));
         }
     }
 }
