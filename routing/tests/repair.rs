@@ -136,3 +136,66 @@ fn a_host_cable_lost_keeps_every_route_and_other_changes_are_not_repairs() {
     }
     assert!(FatTree.repair(&base, &old, &rewired).is_none(), "a cable moved");
 }
+
+/// `view` less switch `s` (its cables with it).
+fn crash(view: &FabricView, s: usize) -> FabricView {
+    let mut v = view.clone();
+    v.switches.remove(s);
+    let fix = |n: &mut Option<ibsm_routing::Neighbor>| match n.map(|x| x.node) {
+        Some(NodeId::Switch(o)) if o == s => *n = None,
+        Some(NodeId::Switch(o)) if o > s => {
+            if let Some(x) = n.as_mut() {
+                x.node = NodeId::Switch(o - 1);
+            }
+        }
+        _ => {}
+    };
+    for sw in &mut v.switches {
+        sw.ports.iter_mut().for_each(fix);
+    }
+    for ca in &mut v.cas {
+        for p in &mut ca.ports {
+            fix(&mut p.neighbor);
+        }
+    }
+    v
+}
+
+#[test]
+fn a_crashed_switch_is_repaired_around() {
+    let base = common::view(&common::generate(&GenSpec::fat_tree(3, 8)), 0);
+    let old = FatTree.route(&base).expect("routes");
+    let leaves: Vec<usize> = (0..base.switches.len())
+        .filter(|&s| base.switches[s].ports.iter().flatten().any(|n| matches!(n.node, NodeId::Ca(_))))
+        .collect();
+    // A switch without CAs, and the last switch of the view (a leaf: its CAs go with it).
+    for s in [(0..base.switches.len()).find(|s| !leaves.contains(s)).expect("non-leaf"), base.switches.len() - 1] {
+        let view = crash(&base, s);
+        let r = FatTree.repair(&base, &old, &view).expect("a subset").expect("still a fat tree");
+        assert_eq!(r.routes.tables.len(), view.switches.len());
+        assert_routes_everything(&view, &r.routes, &format!("switch {s} crashed"));
+        // No LID that still has an owner is routed over a lost cable (the crashed switch's own
+        // LID keeps its routes: they lead nowhere either way).
+        let owned: Vec<usize> = view
+            .switches
+            .iter()
+            .map(|w| usize::from(w.lid.0))
+            .chain(
+                view.cas
+                    .iter()
+                    .flat_map(|c| c.ports.iter().filter(|p| p.neighbor.is_some()).map(|p| usize::from(p.lid.0))),
+            )
+            .collect();
+        for &(x, q) in &r.lost {
+            for &lid in &owned {
+                assert_ne!(r.routes.tables[x].ports[lid], q, "switch {x} routes LID {lid} over lost port {}", q.0);
+            }
+        }
+        // Tables of switches that kept every cable and every route are the old ones.
+        let untouched = (0..view.switches.len()).filter(|&i| {
+            let m = if i >= s { i + 1 } else { i };
+            r.routes.tables[i] == old.tables[m]
+        });
+        assert!(untouched.count() > 0);
+    }
+}

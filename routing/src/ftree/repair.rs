@@ -1,7 +1,8 @@
 //! Repairing fat-tree routes after links failed, instead of routing again from scratch.
 //!
 //! Owns [`FatTree::repair`]: given the tables the engine made for a fabric (`base`) and the
-//! fabric as it is now (`view`: `base` with some cables gone, and the CAs that were behind them),
+//! fabric as it is now (`view`: `base` with some cables gone, and the switches and CAs that went
+//! with them; the LIDs of the rest unchanged),
 //! only the LIDs whose routes crossed a lost cable get new routes, and for each of them only the
 //! switches whose path crossed it: those that sent the LID over a lost port, and, going back,
 //! every switch that sent it to one of those. Each of them takes, among its shortest up/down next
@@ -46,20 +47,29 @@ fn guid_of(view: &FabricView, n: NodeId) -> Option<Guid> {
     }
 }
 
-/// The cables `base` has and `view` has not, as switch ports, when `view` is `base` less some
-/// cables (and CAs); `None` otherwise.
-fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Vec<(usize, PortNum)>> {
-    if base.lmc != view.lmc || base.switches.len() != view.switches.len() {
+/// For each view switch, its index in the base; and the cables lost, as view switch ports.
+type Derivation = (Vec<usize>, Vec<(usize, PortNum)>);
+
+/// How `view` derives from `base`: for each view switch, its index in `base`, and the cables
+/// lost, as view switch ports. `None` when `view` is not `base` less some cables, switches and
+/// CAs (everything that remains the same, LIDs included).
+fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
+    if base.lmc != view.lmc || view.switches.len() > base.switches.len() {
         return None;
     }
+    let base_switches: HashMap<Guid, usize> = base.switches.iter().enumerate().map(|(i, s)| (s.guid, i)).collect();
+    let mut from = Vec::with_capacity(view.switches.len());
     let mut lost = Vec::new();
-    for (i, (b, v)) in base.switches.iter().zip(&view.switches).enumerate() {
-        if (b.guid, b.lid, b.ports.len()) != (v.guid, v.lid, v.ports.len()) {
+    for (i, v) in view.switches.iter().enumerate() {
+        let m = *base_switches.get(&v.guid)?;
+        let b = &base.switches[m];
+        if (b.lid, b.ports.len()) != (v.lid, v.ports.len()) {
             return None;
         }
+        from.push(m);
         for (p, (bn, vn)) in b.ports.iter().zip(&v.ports).enumerate() {
             match (bn, vn) {
-                (_, None) if bn.is_some() => lost.push((i, PortNum(p as u8))),
+                (Some(_), None) => lost.push((i, PortNum(p as u8))),
                 (Some(x), Some(y)) if guid_of(base, x.node) == guid_of(view, y.node) && x.port == y.port => {}
                 (None, None) => {}
                 _ => return None,
@@ -83,7 +93,7 @@ fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Vec<(usize, PortN
             }
         }
     }
-    Some(lost)
+    Some((from, lost))
 }
 
 /// Per-port entry counts of one table (computed when a switch first needs a new choice).
@@ -97,17 +107,19 @@ fn port_loads(table: &Lft) -> Vec<u32> {
 
 impl FatTree {
     /// Routes `view` by repairing `old`, the tables this engine made for `base`: `None` when
-    /// `view` is not `base` less some cables (and the CAs behind them), with the same switches
-    /// and the same LIDs (route it in full then).
+    /// `view` is not `base` less some cables, switches and CAs, with the same LIDs (route it in
+    /// full then). The LID of a vanished switch or CA keeps its routes.
     ///
     /// # Errors
     /// When `view` is no longer a fat tree ([`FtreeError`]); route it in full then.
     pub fn repair(&self, base: &FabricView, old: &Routes, view: &FabricView) -> Option<Result<Repaired, FtreeError>> {
-        let lost = lost_cables(base, view)?;
-        if old.tables.len() != view.switches.len() {
+        let (from, lost) = lost_cables(base, view)?;
+        if old.tables.len() != base.switches.len() {
             return None;
         }
-        Some(repair_lost(view, old, lost))
+        // The tables of the switches that remain, in view order.
+        let tables = from.iter().map(|&m| old.tables[m].clone()).collect();
+        Some(repair_lost(view, tables, lost))
     }
 }
 
@@ -213,11 +225,10 @@ impl Labels {
     }
 }
 
-fn repair_lost(view: &FabricView, old: &Routes, lost: Vec<(usize, PortNum)>) -> Result<Repaired, FtreeError> {
+fn repair_lost(view: &FabricView, mut tables: Vec<Lft>, lost: Vec<(usize, PortNum)>) -> Result<Repaired, FtreeError> {
     let idx = Indexed::new(view)?;
     let tree = Tree::new(view, &idx)?;
     let n = tree.len();
-    let mut tables = old.tables.clone();
     for t in &mut tables {
         t.ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
     }
@@ -232,7 +243,7 @@ fn repair_lost(view: &FabricView, old: &Routes, lost: Vec<(usize, PortNum)>) -> 
     }
     let mut affected: Vec<(usize, usize)> = Vec::new();
     for &(s, p) in &lost {
-        let Some(t) = old.tables.get(s) else { continue };
+        let Some(t) = tables.get(s) else { continue };
         for (lid, &e) in t.ports.iter().enumerate() {
             if e == p
                 && let Some(Some(k)) = owner.get(lid)
@@ -312,38 +323,41 @@ fn find_bad(
 }
 
 /// A non-leaf switch's LID: the `bad` switches reattach to switches whose paths are intact or
-/// already repaired: one whose old next hop is repaired keeps its port; otherwise the one
-/// nearest the lost cable takes its lowest port to such a switch, and so on. One that cannot
-/// (cut off) drops the LID. A switch is repaired only onto paths that do not meet a bad switch,
-/// so no loop forms. Returns the entries changed and clears the flags.
+/// already repaired. One whose old next hop is (or becomes) repaired keeps its port; when none
+/// can, the first bad switch (nearest the lost cable) with a repaired or intact neighbour takes
+/// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
+/// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
+/// its links, plus a scan of it per reattachment. Returns the entries changed; clears the flags.
 fn reattach(idx: &Indexed, tables: &mut [Lft], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
+    let entry = |tables: &[Lft], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
     let mut changed = 0;
-    let mut left: Vec<usize> = bad.to_vec();
-    loop {
-        // Keep the old port where it now leads onto a good path.
-        let mut progress = true;
-        while progress {
-            progress = false;
-            left.retain(|&x| {
-                let was = tables[x].ports.get(lid).copied();
-                let keeps = idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]);
-                if keeps {
-                    is_bad[x] = false;
-                    progress = true;
-                }
-                !keeps
-            });
+    let mut queue = Vec::new();
+    for &x in bad {
+        let was = entry(tables, x);
+        if idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]) {
+            queue.push(x);
         }
-        // Otherwise the first switch (nearest the lost cable) that can takes its lowest port onto
-        // a good path, and the others may keep theirs again.
-        let Some((i, p)) = left
-            .iter()
-            .enumerate()
-            .find_map(|(i, &x)| idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (i, l.0)))
-        else {
-            break;
-        };
-        let x = left.swap_remove(i);
+    }
+    for &x in &queue {
+        is_bad[x] = false;
+    }
+    loop {
+        // Switches that send the LID to a repaired one are repaired as they are.
+        while let Some(z) = queue.pop() {
+            for &(_, y, rport) in idx.graph.links(z) {
+                if is_bad[y] && entry(tables, y) == Some(rport) {
+                    is_bad[y] = false;
+                    queue.push(y);
+                }
+            }
+        }
+        let next = bad.iter().find_map(|&x| {
+            if !is_bad[x] {
+                return None;
+            }
+            idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (x, l.0))
+        });
+        let Some((x, p)) = next else { break };
         is_bad[x] = false;
         if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
             && *e != p
@@ -351,14 +365,17 @@ fn reattach(idx: &Indexed, tables: &mut [Lft], lid: usize, bad: &[usize], is_bad
             *e = p;
             changed += 1;
         }
+        queue.push(x);
     }
-    for x in left {
-        is_bad[x] = false;
-        if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
-            && *e != Lft::UNROUTED
-        {
-            *e = Lft::UNROUTED;
-            changed += 1;
+    for &x in bad {
+        if is_bad[x] {
+            is_bad[x] = false;
+            if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
+                && *e != Lft::UNROUTED
+            {
+                *e = Lft::UNROUTED;
+                changed += 1;
+            }
         }
     }
     changed
