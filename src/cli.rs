@@ -115,6 +115,9 @@ enum SimCommand {
     /// Bring FABRIC up with the SM on the simulator, then run SCRIPT's timed faults and print
     /// one JSON line per event (see the README, "Fault scripts").
     Play(crate::cli_play::PlayArgs),
+    /// Seeded random fault sequences against the SM on the simulator, with the invariants
+    /// checked at every quiescent point; a failure prints its seed and a minimal script.
+    Soak(crate::cli_play::SoakArgs),
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +252,7 @@ pub fn run() -> ExitCode {
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
         Command::Sim { command: SimCommand::Play(args) } => crate::cli_play::play(&args),
+        Command::Sim { command: SimCommand::Soak(args) } => crate::cli_play::soak(&args),
     }
 }
 
@@ -590,7 +594,8 @@ fn run_on_umad(
     let opts = DriverOptions {
         once: a.once,
         guid2lid,
-        sweep_interval: sm.config().resweep_interval_ns.map(std::time::Duration::from_nanos),
+        // The core's light sweeps (sweep-interval-s) notice changes; no periodic heavy sweep.
+        sweep_interval: None,
         partitions,
         ..DriverOptions::default()
     };

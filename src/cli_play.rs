@@ -79,3 +79,99 @@ pub fn play(a: &PlayArgs) -> ExitCode {
         }
     }
 }
+
+/// Arguments of `ibsm sim soak`.
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// The fabric [default: a 3-level fat tree of 8-port switches, 128 HCAs]. It should survive
+    /// three faults at a time (the soak checks every live HCA pair).
+    fabric: Option<PathBuf>,
+    /// Number of seeds.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    first: u64,
+    /// Rounds of faults per seed (each ends at a quiescent point).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Configuration file for the SM.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print the fault script of this seed (for `ibsm sim play`) and exit.
+    #[arg(long, value_name = "SEED")]
+    show: Option<u64>,
+}
+
+/// Runs `ibsm sim soak`: exit 0 when every seed passed, 1 when one failed (its seed, the
+/// failure and a minimal script that `ibsm sim play` replays are printed), 2 on bad input.
+pub fn soak(a: &SoakArgs) -> ExitCode {
+    let topo = match &a.fabric {
+        Some(path) => Topology::load(path).map_err(|e| e.to_string()),
+        None => ibsm_topology::GenSpec::fat_tree(3, 8).generate().map_err(|e| e.to_string()),
+    };
+    let topo = match topo {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ibsm sim soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = match &a.config {
+        Some(path) => match ConfigFile::load(path) {
+            Ok(c) => c.sm_config(),
+            Err(e) => {
+                eprintln!("ibsm sim soak: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => ibsm::core::SmConfig::default(),
+    };
+    let soak_cfg = ibsm::soak::SoakConfig { rounds: a.rounds, ..ibsm::soak::SoakConfig::default() };
+    if let Some(seed) = a.show {
+        print!("{}", ibsm::soak::script(&topo, seed, &soak_cfg));
+        return ExitCode::SUCCESS;
+    }
+    let start = std::time::Instant::now();
+    let (mut events, mut failed) = (0usize, 0u64);
+    for seed in a.first..a.first.saturating_add(a.seeds) {
+        let steps = match ibsm::soak::steps(&topo, seed, &soak_cfg) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("ibsm sim soak: seed {seed}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        events += steps.len();
+        match ibsm::soak::run(&topo, &steps, seed, &cfg) {
+            Ok(None) => {}
+            Ok(Some(f)) => {
+                failed += 1;
+                let (min, why) = ibsm::soak::minimize(&topo, &steps, seed, &cfg);
+                println!("seed {seed} FAILED at `{}`: {}", steps[f.step].line, f.what);
+                if let Some(w) = why {
+                    println!(
+                        "minimal script ({} lines; replay with `ibsm sim play FABRIC SCRIPT --seed {seed}`): {}",
+                        min.len(),
+                        w.what
+                    );
+                }
+                for s in &min {
+                    println!("  {}", s.line);
+                }
+            }
+            Err(e) => {
+                eprintln!("ibsm sim soak: seed {seed}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    println!(
+        "soak: {} seeds ({}..={}), {events} events, {failed} failed, {:.1} s",
+        a.seeds,
+        a.first,
+        a.first.saturating_add(a.seeds).saturating_sub(1),
+        start.elapsed().as_secs_f64()
+    );
+    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}

@@ -29,6 +29,9 @@ pub struct ConfigFile {
     pub routing_engine: Option<EngineList>,
     /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
     pub resweep_interval_s: Option<u64>,
+    /// Seconds between light sweeps (every switch's SwitchInfo; a port that changed state
+    /// brings a heavy sweep); 0 = none (default 10).
+    pub sweep_interval_s: Option<u64>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
     /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default
@@ -167,6 +170,7 @@ pub const KEYS: &[&str] = &[
     "switch-life-time",
     "routing-engine",
     "resweep-interval-s",
+    "sweep-interval-s",
     "subnet-prefix",
     "sa-rate-limit",
     "sa-key",
@@ -451,6 +455,11 @@ impl ConfigFile {
             routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
                 None => d.resweep_interval_ns,
+                Some(0) => None,
+                Some(s) => Some(s.saturating_mul(1_000_000_000)),
+            },
+            sweep_interval_ns: match self.sweep_interval_s {
+                None => d.sweep_interval_ns,
                 Some(0) => None,
                 Some(s) => Some(s.saturating_mul(1_000_000_000)),
             },

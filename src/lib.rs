@@ -29,6 +29,7 @@ pub mod policy;
 pub mod routes;
 pub mod sa;
 pub mod siphash;
+pub mod soak;
 pub mod state;
 pub mod sync;
 pub mod transport;

@@ -38,6 +38,8 @@ pub enum Action {
     Delay(u64),
     /// Force a full re-route (a sweep), to measure it.
     Reroute,
+    /// End every packet rule; a quiescent point (the soak checks its invariants there).
+    Settle,
 }
 
 /// One line of a script.
@@ -126,9 +128,13 @@ fn parse_action(topo: &Topology, words: &[&str]) -> Result<Action, String> {
             one(0)?;
             return Ok(Action::Reroute);
         }
+        "settle" => {
+            one(0)?;
+            return Ok(Action::Settle);
+        }
         other => {
             return Err(format!(
-                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay or reroute"
+                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay, reroute or settle"
             ));
         }
     };
@@ -236,7 +242,7 @@ pub fn play(
 }
 
 /// Runs the SM until `t` (virtual), then brings the clock to exactly `t`.
-fn run_to(drv: &mut SimDriver, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) {
+pub(crate) fn run_to(drv: &mut SimDriver, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) {
     drv.run_until_at(t, |at, ev| {
         on_event(at, ev);
         false
@@ -246,7 +252,7 @@ fn run_to(drv: &mut SimDriver, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) 
     }
 }
 
-fn apply(drv: &mut SimDriver, action: Action) {
+pub(crate) fn apply(drv: &mut SimDriver, action: Action) {
     let f = &mut drv.fabric;
     match action {
         Action::LinkDown(node, port) => f.inject_fault(Fault::LinkDown { node, port }),
@@ -270,6 +276,7 @@ fn apply(drv: &mut SimDriver, action: Action) {
             drv.sm.force_full_route();
             drv.sm.start_sweep(now);
         }
+        Action::Settle => f.inject_fault(Fault::ClearRules),
     }
 }
 
@@ -314,7 +321,7 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
     let converged = if blocks_sent > 0 { Some(after.last_lft_set_at.0) } else { swept_at };
     let detect_ms = match step.action {
         Action::Reroute => Some(0.0),
-        Action::Drop(_) | Action::Delay(_) => None,
+        Action::Drop(_) | Action::Delay(_) | Action::Settle => None,
         _ => detect.map(|t| ms(t.saturating_sub(at))),
     };
     Outcome {

@@ -155,6 +155,7 @@ impl Sm {
             }
             Req::NodeDesc { node }
             | Req::GetSwitchInfo { node }
+            | Req::LightSwitchInfo { node }
             | Req::GetLft { node, .. }
             | Req::SetSwitchInfo { node, .. }
             | Req::SetLft { node, .. } => at(*node, None),

@@ -19,6 +19,7 @@ pub mod events;
 pub mod io;
 pub mod lft;
 pub mod lids;
+mod light;
 mod mcast;
 pub mod mkeys;
 mod partial;
@@ -68,6 +69,9 @@ pub struct SmConfig {
     /// After an incomplete sweep, start another one this much later, ns (default 10 s);
     /// `None` never re-sweeps.
     pub resweep_interval_ns: Option<u64>,
+    /// Interval of light sweeps (every switch's SwitchInfo; a change brings a heavy sweep), ns;
+    /// `None`: none.
+    pub sweep_interval_ns: Option<u64>,
     /// Subnet prefix programmed into every port's PortInfo.GidPrefix (default
     /// 0xfe80000000000000, the link-local prefix, as OpenSM).
     pub subnet_prefix: u64,
@@ -155,6 +159,7 @@ impl Default for SmConfig {
             switch_life_time: 18,
             routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             resweep_interval_ns: Some(10_000_000_000),
+            sweep_interval_ns: Some(10_000_000_000),
             subnet_prefix: DEFAULT_SUBNET_PREFIX,
             priority: 0,
             sm_key: DEFAULT_SM_KEY,
@@ -298,6 +303,8 @@ pub struct Sm {
     route_base: Option<lft::RouteBase>,
     /// How the last tables were made.
     route_mode: lft::RouteMode,
+    /// Light sweeps between heavy ones.
+    light: light::Light,
 }
 
 impl Sm {
@@ -344,6 +351,7 @@ impl Sm {
             reregister_clients: true,
             route_base: None,
             route_mode: lft::RouteMode::Full,
+            light: light::Light::default(),
         }
     }
 
@@ -543,6 +551,7 @@ impl Sm {
         }
         self.sa_state.informs.on_timeout(self.now);
         self.sync_timeout();
+        self.light_timer();
         if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.mkeys.recovery_at = None;
@@ -586,7 +595,8 @@ impl Sm {
             SmState::Standby => self.election.poll_at,
             SmState::Master => {
                 let handover = self.election.handover_when_synced.map(|(_, t)| t);
-                [self.election.recheck_at, handover].into_iter().flatten().min()
+                let light = self.light.at.filter(|_| self.light.pending == 0);
+                [self.election.recheck_at, handover, light].into_iter().flatten().min()
             }
             _ => None,
         };
@@ -620,6 +630,7 @@ impl Sm {
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
+            Req::LightSwitchInfo { .. } => self.on_light_switch_info(outcome),
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {
                 self.on_set_port_info(request, (*node, *port, *step), outcome);
@@ -762,6 +773,7 @@ impl Sm {
         self.program_multicast();
         self.sync_after_sweep();
         self.reregister_clients = false;
+        self.schedule_light();
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }

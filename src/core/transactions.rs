@@ -48,6 +48,8 @@ pub(crate) enum Req {
     GetPortInfo { node: NodeIdx, port: PortNum },
     /// SwitchInfo of a switch.
     GetSwitchInfo { node: NodeIdx },
+    /// A light sweep's SwitchInfo read (PortStateChange says a port changed state).
+    LightSwitchInfo { node: NodeIdx },
     /// One LFT block read back before programming.
     GetLft { node: NodeIdx, block: u32 },
     /// PortInfo Set.
@@ -79,7 +81,7 @@ impl Req {
             Req::NodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
             Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
-            Req::GetSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
+            Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
             Req::GetSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
                 (ids::attr::SM_INFO, 0, Method::Get, data)
@@ -126,21 +128,24 @@ pub(crate) enum Op {
     Multicast,
     /// A standby's polls of the master, and SMInfo controls (HANDOVER ...) to other SMs.
     Election,
+    /// A light sweep between heavy ones (every switch's SwitchInfo).
+    Light,
     /// Stands for other work beside a sweep in the tests of this layer.
     #[cfg(test)]
     Aside,
 }
 
 impl Op {
-    const COUNT: usize = if cfg!(test) { 4 } else { 3 };
+    const COUNT: usize = if cfg!(test) { 5 } else { 4 };
 
     fn index(self) -> usize {
         match self {
             Op::Sweep => 0,
             Op::Multicast => 1,
             Op::Election => 2,
+            Op::Light => 3,
             #[cfg(test)]
-            Op::Aside => 3,
+            Op::Aside => 4,
         }
     }
 }

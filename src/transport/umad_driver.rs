@@ -55,8 +55,8 @@ pub struct DriverOptions {
     pub once: bool,
     /// Where to write `guid2lid` after each sweep (`None`: not persisted).
     pub guid2lid: Option<PathBuf>,
-    /// Start a new sweep this long after the last one ended (`None`: only traps and the core's
-    /// own retry of an incomplete sweep start one; the core decides about those).
+    /// Start a new heavy sweep this long after the last one ended (`None`, the default: only
+    /// traps and the core start one: its light sweeps, its retry of an incomplete sweep).
     pub sweep_interval: Option<Duration>,
     /// With `once`: give up when no report came within this long.
     pub once_limit: Duration,
@@ -69,7 +69,7 @@ impl Default for DriverOptions {
         DriverOptions {
             once: false,
             guid2lid: None,
-            sweep_interval: Some(Duration::from_secs(10)),
+            sweep_interval: None,
             once_limit: Duration::from_secs(600),
             partitions: None,
         }

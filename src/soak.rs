@@ -1,0 +1,289 @@
+//! `ibsm sim soak`: seeded random fault sequences against the SM on the in-process simulator,
+//! with the fabric's invariants checked at every quiescent point.
+//!
+//! Owns the generator of a seed's fault script (rounds of one to three faults: cables of
+//! switches and hosts pulled and plugged back, switches and hosts crashed and restarted, packet
+//! loss up to a bound and delay; at most three faults at a time, never the SM's own host, its
+//! cable or its leaf; each round ends with `settle` and a quiet gap), the checks at each
+//! `settle` (every live HCA reaches every other through the switches' own tables without a loop
+//! or a dead link, and every port present since the start keeps its LID), and the reduction of
+//! a failing script to a minimal one that still fails. The script is plain `ibsm sim play` text,
+//! so a failure replays with `ibsm sim play`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use ibsm_mad::{Guid, Lid};
+use ibsm_sim::rng::Rng;
+use ibsm_topology::{NodeKind, Topology};
+
+use crate::core::{Guid2Lid, Sm, SmConfig};
+use crate::play::{Action, Step, apply, parse_script, run_to};
+use crate::transport::sim::{ComputeTime, SimDriver};
+
+/// Virtual time between a round's `settle` and the next round: time for the SM to finish.
+const QUIET_NS: u64 = 20_000_000_000;
+
+/// How a seed's script is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SoakConfig {
+    /// Rounds per seed.
+    pub rounds: usize,
+    /// Highest packet loss a round may set (0..=1).
+    pub max_drop: f64,
+}
+
+impl Default for SoakConfig {
+    fn default() -> Self {
+        SoakConfig { rounds: 5, max_drop: 0.2 }
+    }
+}
+
+/// What a fault took down, to bring back later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Down {
+    Cable(String),
+    Node(String),
+}
+
+/// The fault script of `seed` on `topo`, as `ibsm sim play` text.
+pub fn script(topo: &Topology, seed: u64, cfg: &SoakConfig) -> String {
+    let mut rng = Rng::new(seed);
+    let sm_at = topo.first_cabled_ca_port();
+    let sm_leaf = sm_at.and_then(|(n, p)| topo.nodes[n].peer(p)).map(|p| p.node);
+    let spare = |i: usize| Some(i) != sm_at.map(|a| a.0) && Some(i) != sm_leaf;
+    let switches: Vec<usize> =
+        (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch && spare(i)).collect();
+    let hosts: Vec<usize> =
+        (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind != NodeKind::Switch && spare(i)).collect();
+    let cable = |rng: &mut Rng, node: usize| -> Option<String> {
+        let n = &topo.nodes[node];
+        let ports: Vec<u8> =
+            (1..=n.num_ports).filter(|&p| n.peer(p).is_some_and(|q| Some(q.node) != sm_at.map(|a| a.0))).collect();
+        (!ports.is_empty()).then(|| format!("{}[{}]", n.name, ports[rng.index(ports.len())]))
+    };
+    let mut out = String::new();
+    let mut down: Vec<Down> = Vec::new();
+    let mut t: u64 = 1_000_000_000;
+    let line = |out: &mut String, t: u64, what: String| {
+        let _ = writeln!(out, "{}ms {what}", t / 1_000_000);
+    };
+    for _ in 0..cfg.rounds {
+        for _ in 0..=rng.index(3) {
+            t += rng.below(500) * 1_000_000;
+            let roll = rng.below(100);
+            let bring_back = down.len() >= 3 || (roll < 20 && !down.is_empty());
+            if bring_back {
+                match down.remove(rng.index(down.len())) {
+                    Down::Cable(c) => line(&mut out, t, format!("link-up {c}")),
+                    Down::Node(n) => line(&mut out, t, format!("node-restart {n}")),
+                }
+                continue;
+            }
+            match roll {
+                20..50 if !switches.is_empty() => {
+                    let sw = switches[rng.index(switches.len())];
+                    if let Some(c) = cable(&mut rng, sw).filter(|c| !down.contains(&Down::Cable(c.clone()))) {
+                        line(&mut out, t, format!("link-down {c}"));
+                        down.push(Down::Cable(c));
+                    }
+                }
+                50..65 if !switches.is_empty() => {
+                    let n = topo.nodes[switches[rng.index(switches.len())]].name.clone();
+                    if !down.contains(&Down::Node(n.clone())) {
+                        line(&mut out, t, format!("node-crash {n}"));
+                        down.push(Down::Node(n));
+                    }
+                }
+                65..80 if !hosts.is_empty() => {
+                    // A host reboots: down now, back a little later in the same round.
+                    let n = topo.nodes[hosts[rng.index(hosts.len())]].name.clone();
+                    line(&mut out, t, format!("node-crash {n}"));
+                    t += (50 + rng.below(400)) * 1_000_000;
+                    line(&mut out, t, format!("node-restart {n}"));
+                }
+                80..95 => {
+                    let p = (rng.below(1000) as f64 / 1000.0) * cfg.max_drop;
+                    line(&mut out, t, format!("drop {p:.3}"));
+                }
+                _ => line(&mut out, t, format!("delay {}us", rng.below(100))),
+            }
+        }
+        // Half the time, everything comes back before the round ends.
+        if rng.chance(0.5) {
+            for d in std::mem::take(&mut down) {
+                t += rng.below(200) * 1_000_000;
+                match d {
+                    Down::Cable(c) => line(&mut out, t, format!("link-up {c}")),
+                    Down::Node(n) => line(&mut out, t, format!("node-restart {n}")),
+                }
+            }
+        }
+        t += 200_000_000;
+        line(&mut out, t, "settle".to_owned());
+        t += QUIET_NS;
+    }
+    out
+}
+
+/// Why a script failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Index of the `settle` step where a check failed.
+    pub step: usize,
+    /// What failed.
+    pub what: String,
+}
+
+/// The LID of every end port the SM knows.
+fn lids(drv: &SimDriver) -> BTreeMap<Guid, Lid> {
+    let Some(snap) = drv.sm.snapshot() else { return BTreeMap::new() };
+    snap.end_ports().filter_map(|at| snap.port(at)).map(|p| (p.guid, p.lid)).collect()
+}
+
+/// Plays `steps` on `topo` with seed `seed` and checks every `settle`.
+///
+/// # Errors
+/// When the fabric does not come up at all (not a soak failure: a bad fabric).
+pub fn run(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> Result<Option<Failure>, String> {
+    let mut drv = SimDriver::new(topo, seed, Sm::new(cfg.clone(), Guid2Lid::default()), None)?;
+    drv.compute_time = ComputeTime::Virtual;
+    drv.sweep(600_000_000_000, |_| {}).ok_or("the fabric did not come up")?;
+    let t0 = drv.now();
+    let first = lids(&drv);
+    for (i, step) in steps.iter().enumerate() {
+        run_to(&mut drv, t0 + step.at_ns, &mut |_, _| {});
+        apply(&mut drv, step.action);
+        if step.action != Action::Settle {
+            continue;
+        }
+        let end = steps.get(i + 1).map_or(t0 + step.at_ns + QUIET_NS, |s| t0 + s.at_ns);
+        run_to(&mut drv, end, &mut |_, _| {});
+        let check = drv.fabric.check_routes();
+        if !check.ok() {
+            let what = format!(
+                "{} of {} HCA pairs unrouted, {} over a dead link, {} looping; e.g. {}",
+                check.unrouted,
+                check.pairs,
+                check.dead_link,
+                check.loops,
+                check.first_failure.unwrap_or_default()
+            );
+            return Ok(Some(Failure { step: i, what }));
+        }
+        let now = lids(&drv);
+        if let Some((g, l)) = first.iter().find(|(g, l)| now.get(g).is_some_and(|n| n != *l)) {
+            let what = format!("port {g} had LID {} and now has {}", l.0, now[g].0);
+            return Ok(Some(Failure { step: i, what }));
+        }
+    }
+    Ok(None)
+}
+
+/// A smallest sub-script of `steps` (greedy, one step at a time, `settle`s kept) that still
+/// fails, and its failure.
+pub fn minimize(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> (Vec<Step>, Option<Failure>) {
+    let mut best: Vec<Step> = steps.to_vec();
+    let mut failure = run(topo, &best, seed, cfg).ok().flatten();
+    if let Some(f) = &failure {
+        // Nothing after the failing settle matters.
+        best.truncate(f.step + 1);
+    }
+    let mut i = best.len();
+    while i > 0 {
+        i -= 1;
+        if best[i].action == Action::Settle {
+            continue;
+        }
+        let mut trial = best.clone();
+        trial.remove(i);
+        if let Ok(Some(f)) = run(topo, &trial, seed, cfg) {
+            best = trial;
+            failure = Some(f);
+        }
+    }
+    (best, failure)
+}
+
+/// The script of `seed`, parsed.
+///
+/// # Errors
+/// Only if the generator wrote a line the parser refuses (a bug: the text is in the message).
+pub fn steps(topo: &Topology, seed: u64, cfg: &SoakConfig) -> Result<Vec<Step>, String> {
+    let text = script(topo, seed, cfg);
+    parse_script(&text, topo).map_err(|e| format!("generated script refused: {e:?}\n{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k8() -> Topology {
+        ibsm_topology::GenSpec::fat_tree(3, 8).generate().expect("fabric")
+    }
+
+    #[test]
+    fn a_seed_always_makes_the_same_script_and_it_parses() {
+        let t = k8();
+        let cfg = SoakConfig::default();
+        for seed in 1..=50 {
+            assert_eq!(script(&t, seed, &cfg), script(&t, seed, &cfg));
+            let s = steps(&t, seed, &cfg).expect("parses");
+            assert_eq!(s.iter().filter(|x| x.action == Action::Settle).count(), cfg.rounds);
+        }
+        assert_ne!(script(&t, 1, &cfg), script(&t, 2, &cfg));
+    }
+
+    #[test]
+    fn a_failing_script_is_reduced_to_what_makes_it_fail() {
+        // An SM that never routes again after bring-up (no resweep, traps ignored by a fabric
+        // with its trap rules dropped) cannot repair a pulled cable: the soak must catch that.
+        let t = k8();
+        let cfg = SmConfig { resweep_interval_ns: None, sweep_interval_ns: None, ..SmConfig::default() };
+        let text = "1000ms delay 3us\n1100ms drop 1\n1200ms link-down core-0[1]\n1300ms settle\n";
+        let s = parse_script(text, &t).expect("parses");
+        // drop 1 loses every packet (traps too) until settle; after settle the trap is gone.
+        let (min, failure) = minimize(&t, &s, 3, &cfg);
+        let failure = failure.expect("fails");
+        assert!(failure.what.contains("HCA pairs"), "{failure:?}");
+        let lines: Vec<&str> = min.iter().map(|x| x.line.as_str()).collect();
+        assert_eq!(lines, vec!["1100ms drop 1", "1200ms link-down core-0[1]", "1300ms settle"]);
+    }
+
+    #[test]
+    fn a_lost_trap_is_caught_by_the_light_sweep() {
+        // The same lost trap with the default configuration: the light sweep sees the switch's
+        // PortStateChange and the heavy sweep it brings routes around the cable.
+        let t = k8();
+        let text = "1000ms drop 1\n1200ms link-down core-0[1]\n1300ms settle\n";
+        let s = parse_script(text, &t).expect("parses");
+        assert_eq!(run(&t, &s, 3, &SmConfig::default()).expect("comes up"), None);
+    }
+
+    #[test]
+    fn light_sweeps_on_a_quiet_fabric_write_nothing() {
+        let t = k8();
+        let mut drv = SimDriver::new(&t, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("sim");
+        drv.sweep(600_000_000_000, |_| {}).expect("up");
+        let (smps, blocks) = (drv.fabric.stats().sma_answered, drv.fabric.stats().lft_blocks_set);
+        let mut heavy = 0;
+        drv.run_until(drv.now() + 65_000_000_000, |e| {
+            heavy += usize::from(matches!(e, crate::core::SmEvent::SubnetUp(_)));
+            false
+        });
+        let switches = t.nodes.iter().filter(|n| n.kind == NodeKind::Switch).count() as u64;
+        // Six light sweeps in 65 s, one SwitchInfo per switch each, and nothing else.
+        assert_eq!((heavy, drv.fabric.stats().lft_blocks_set), (0, blocks));
+        assert_eq!(drv.fabric.stats().sma_answered - smps, 6 * switches);
+    }
+
+    #[test]
+    fn twenty_seeds_keep_the_invariants() {
+        let t = k8();
+        for seed in 1..=20 {
+            let s = steps(&t, seed, &SoakConfig::default()).expect("parses");
+            let failure = run(&t, &s, seed, &SmConfig::default()).expect("comes up");
+            assert_eq!(failure, None, "seed {seed}:\n{}", script(&t, seed, &SoakConfig::default()));
+        }
+    }
+}
