@@ -436,6 +436,20 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
         println!("  LID {}: {} trap(s) 256", v.lid, v.traps);
     }
     print_sync(&st.state, &st.sync);
+    let t = &st.traps;
+    let received: Vec<String> = t.received.iter().map(|(n, c)| format!("{c}x{n}")).collect();
+    println!(
+        "traps: {} ({}); {} suppressed, {} covered by a running sweep, {} sweeps deferred; {} light sweeps",
+        t.received.values().sum::<u64>(),
+        if received.is_empty() { "none".to_owned() } else { received.join(", ") },
+        t.suppressed,
+        t.coalesced,
+        t.deferred,
+        t.light_sweeps
+    );
+    for u in &t.unhealthy_ports {
+        println!("  unhealthy: node {} port {}: {} trap(s), last {}", u.node, u.port, u.count, u.trap);
+    }
     ExitCode::SUCCESS
 }
 
@@ -851,8 +865,11 @@ fn log_event(ev: &SmEvent) {
         SmEvent::SmInfoAnswered { from, phase } => {
             tracing::debug!(from = from.0, phase = phase.name(), "SMInfo answered");
         }
-        SmEvent::TrapReceived { from, number } => {
-            tracing::info!(from = from.0, trap = ?number, "trap received; acknowledged, sweeping");
+        SmEvent::TrapReceived { from, number, action } => {
+            tracing::info!(from = from.0, trap = ?number, action = action.name(), "trap received and acknowledged");
+        }
+        SmEvent::PortUnhealthy { node, port, trap } => {
+            tracing::warn!(error_id = "port-unhealthy", node = %node, port = port.0, trap, "port past an error threshold (trap 129-131)");
         }
         SmEvent::MalformedMad { from, len } => {
             tracing::warn!(error_id = "malformed-mad", from = from.0, len, "malformed MAD dropped");

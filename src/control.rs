@@ -132,6 +132,39 @@ pub struct Status {
     /// The state sync between this SM and the others.
     #[serde(default)]
     pub sync: SyncStatusJson,
+    /// Traps: received by number, how they were handled, ports reported unhealthy.
+    #[serde(default)]
+    pub traps: TrapStatus,
+}
+
+/// Traps in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TrapStatus {
+    /// Traps received by generic number (as a string key; `0`: vendor or unreadable).
+    pub received: std::collections::BTreeMap<String, u64>,
+    /// Identical traps from one source dropped past the threshold.
+    pub suppressed: u64,
+    /// Traps that arrived during a sweep which read their source after them (no extra sweep).
+    pub coalesced: u64,
+    /// Heavy sweeps the rate limit deferred.
+    pub deferred: u64,
+    /// Light sweeps completed.
+    pub light_sweeps: u64,
+    /// Ports reported by traps 129-131.
+    pub unhealthy_ports: Vec<UnhealthyPort>,
+}
+
+/// A port reported by trap 129, 130 or 131.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhealthyPort {
+    /// The node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// The port.
+    pub port: u8,
+    /// The last trap number reported for it.
+    pub trap: u16,
+    /// Traps received for it.
+    pub count: u64,
 }
 
 /// The state sync in the `status` answer.
@@ -278,6 +311,26 @@ pub fn status(sm: &Sm) -> Status {
                         lid: lid.0,
                         state: (*state).to_owned(),
                         current_at: *v,
+                    })
+                    .collect(),
+            }
+        },
+        traps: {
+            let t = sm.trap_book();
+            TrapStatus {
+                received: t.counters.by_number.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+                suppressed: t.counters.suppressed,
+                coalesced: t.counters.coalesced,
+                deferred: t.counters.deferred,
+                light_sweeps: sm.light_sweeps(),
+                unhealthy_ports: t
+                    .unhealthy
+                    .iter()
+                    .map(|((g, p), u)| UnhealthyPort {
+                        node: format!("{:#018x}", g.0),
+                        port: *p,
+                        trap: u.trap,
+                        count: u.count,
                     })
                     .collect(),
             }

@@ -57,7 +57,7 @@ pub fn render(sm: &Sm) -> String {
         ],
     );
     metric(&mut out, "sa_requests_total", "counter", "SA requests by outcome.", &samples);
-    metric(&mut out, "traps_total", "counter", "Traps received.", &one(c.traps));
+    traps(&mut out, sm);
     metric(
         &mut out,
         "malformed_mads_total",
@@ -114,4 +114,31 @@ pub fn render(sm: &Sm) -> String {
         metric(&mut out, "last_sweep_smps", "gauge", "SMPs the last sweep sent.", &one(r.smps_sent));
     }
     out
+}
+
+/// Traps by number and how they were handled, unhealthy ports, light sweeps.
+fn traps(out: &mut String, sm: &Sm) {
+    let t = &sm.trap_book().counters;
+    let by_number: Vec<(String, f64)> =
+        t.by_number.iter().map(|(n, v)| (format!("{{number=\"{n}\"}}"), *v as f64)).collect();
+    metric(out, "traps_total", "counter", "Traps received, by trap number (0: vendor or unreadable).", &by_number);
+    let samples = labeled(
+        "what",
+        &[("suppressed", t.suppressed as f64), ("coalesced", t.coalesced as f64), ("deferred", t.deferred as f64)],
+    );
+    metric(
+        out,
+        "trap_handling_total",
+        "counter",
+        "Traps dropped as duplicates, traps a running sweep already covered, heavy sweeps deferred by the rate limit.",
+        &samples,
+    );
+    metric(
+        out,
+        "unhealthy_ports",
+        "gauge",
+        "Ports reported by traps 129-131.",
+        &one(sm.trap_book().unhealthy.len() as u64),
+    );
+    metric(out, "light_sweeps_total", "counter", "Light sweeps completed.", &one(sm.light_sweeps()));
 }

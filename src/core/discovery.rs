@@ -89,6 +89,7 @@ impl Sm {
         }
         self.tx.push(Request::sweep(path, Req::NodeDesc { node: idx }));
         if is_switch {
+            self.traps.reading(ni.node_guid);
             self.tx.push(Request::sweep(path, Req::GetSwitchInfo { node: idx }));
             for p in 0..=ni.num_ports {
                 self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: PortNum(p) }));

@@ -203,6 +203,18 @@ pub enum SmEvent {
         from: Lid,
         /// Generic trap number (`None` for a vendor notice or an unparsable one).
         number: Option<u16>,
+        /// What the SM did about it.
+        action: super::traps::TrapAction,
+    },
+    /// Trap 129, 130 or 131: a port's link integrity, buffer overruns or flow control went
+    /// past its threshold. The port is listed as unhealthy in `ibsm status`; nothing else.
+    PortUnhealthy {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// 129, 130 or 131.
+        trap: u16,
     },
     /// Master: a standby's state sync moved on (`asking`, `sending`, `current` at `version`,
     /// `foreign`: not an ibsm SM, `unreachable`).

@@ -29,6 +29,7 @@ mod requests;
 mod snapshot;
 pub mod state;
 mod transactions;
+pub mod traps;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -305,6 +306,8 @@ pub struct Sm {
     route_mode: lft::RouteMode,
     /// Light sweeps between heavy ones.
     light: light::Light,
+    /// What traps did and are waiting for.
+    traps: traps::Traps,
 }
 
 impl Sm {
@@ -352,6 +355,7 @@ impl Sm {
             route_base: None,
             route_mode: lft::RouteMode::Full,
             light: light::Light::default(),
+            traps: traps::Traps::default(),
         }
     }
 
@@ -479,6 +483,7 @@ impl Sm {
             self.state = SmState::Discovering;
         }
         self.resweep_at = None;
+        self.traps.sweep_started();
         self.routes = None;
         self.mkeys.keying = false;
         self.mkeys.keyed_this_sweep = false;
@@ -552,6 +557,7 @@ impl Sm {
         self.sa_state.informs.on_timeout(self.now);
         self.sync_timeout();
         self.light_timer();
+        self.traps_timer();
         if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.mkeys.recovery_at = None;
@@ -607,6 +613,7 @@ impl Sm {
             self.mkeys.recovery_at,
             poll,
             self.sync_out.poll_timeout(),
+            self.traps.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -631,6 +638,7 @@ impl Sm {
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
             Req::LightSwitchInfo { .. } => self.on_light_switch_info(outcome),
+            Req::ReadNodeDesc { guid, .. } => self.on_reread_node_desc(*guid, outcome),
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {
                 self.on_set_port_info(request, (*node, *port, *step), outcome);
@@ -777,6 +785,7 @@ impl Sm {
         if !report.complete {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }
+        self.traps_after_sweep();
         if std::mem::take(&mut self.sweep_requested) {
             self.resweep_at = Some(self.now);
         }

@@ -21,7 +21,7 @@ use ibsm_mad::{Attribute, MAD_LEN};
 use super::Sm;
 use super::events::SmEvent;
 use super::io::{Address, MadSource, Transmit, TransmitKind};
-use super::state::{SmState, SweepPhase};
+use super::state::SmState;
 use crate::sa::admission::Admit;
 
 /// Offset of the SMP data area (and of the SA header's end is 56; the SMP data starts at 64).
@@ -225,26 +225,16 @@ impl Sm {
             ibsm_mad::smp::Smp::new_unchecked(&mut repress[..]).set_m_key(key);
             self.respond(repress, reply_to(h, src));
         }
-        self.events.push_back(SmEvent::TrapReceived { from: src.slid, number });
-        if let Some(n) = notice.as_ref().filter(|_| number == Some(256)) {
-            // A security event, not a fabric change: reported, no sweep.
-            self.on_bad_mkey(src.slid, &n.details);
-            self.sa_state.informs.notify(n, n.issuer_lid, self.now);
-            return;
-        }
-        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers).
-        if let Some(notice) = &notice {
-            self.sa_state.informs.notify(notice, notice.issuer_lid, self.now);
-        }
-        // Any trap may mean the fabric changed: the master sweeps now, or right after the
-        // running sweep (a standby leaves the fabric to the master).
-        if matches!(self.state, SmState::Master | SmState::Discovering) {
-            if self.phase == SweepPhase::Up {
-                self.start_sweep(self.now);
-            } else {
-                self.sweep_requested = true;
+        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers); a bad
+        // M_Key is a security event, reported per source.
+        if let Some(n) = notice.as_ref() {
+            if number == Some(256) {
+                self.on_bad_mkey(src.slid, &n.details);
             }
+            self.sa_state.informs.notify(n, n.issuer_lid, self.now);
         }
+        let action = self.act_on_trap(src.slid, notice.as_ref());
+        self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
     }
 
     /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is

@@ -50,6 +50,8 @@ pub(crate) enum Req {
     GetSwitchInfo { node: NodeIdx },
     /// A light sweep's SwitchInfo read (PortStateChange says a port changed state).
     LightSwitchInfo { node: NodeIdx },
+    /// NodeDescription of a node whose trap 144 says it changed (outside a sweep).
+    ReadNodeDesc { guid: ibsm_mad::Guid, port: PortNum },
     /// One LFT block read back before programming.
     GetLft { node: NodeIdx, block: u32 },
     /// PortInfo Set.
@@ -79,7 +81,7 @@ impl Req {
         let mut data = [0u8; SMP_DATA_LEN];
         match self {
             Req::NodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
-            Req::NodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
+            Req::NodeDesc { .. } | Req::ReadNodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
             Req::GetSmInfo { key, .. } => {

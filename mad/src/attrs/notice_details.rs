@@ -41,6 +41,16 @@ pub enum NoticeDetails {
         /// LID of the switch that reports it.
         lid: Lid,
     },
+    /// Trap 129 (local link integrity threshold reached), 130 (excessive buffer overrun
+    /// threshold reached) or 131 (flow control update watchdog expired) at one port.
+    PortHealth {
+        /// 129, 130 or 131.
+        trap: u16,
+        /// LID of the node whose port it is.
+        lid: Lid,
+        /// The port.
+        port: PortNum,
+    },
     /// Trap 144: a port's CapabilityMask or another local attribute changed.
     Trap144 {
         /// LID of the port that changed.
@@ -194,6 +204,9 @@ impl NoticeDetails {
             66 => NoticeDetails::Trap66 { mgid: gid_at(d, 6) },
             67 => NoticeDetails::Trap67 { mgid: gid_at(d, 6) },
             128 => NoticeDetails::Trap128 { lid: Lid(bits::u16_at(d, 0)) },
+            129..=131 => {
+                NoticeDetails::PortHealth { trap: trap_number, lid: Lid(bits::u16_at(d, 2)), port: PortNum(d[4]) }
+            }
             144 => {
                 let flags = bits::u16_at(d, 10);
                 NoticeDetails::Trap144 {
@@ -259,6 +272,7 @@ impl NoticeDetails {
             NoticeDetails::Trap66 { .. } => Some(66),
             NoticeDetails::Trap67 { .. } => Some(67),
             NoticeDetails::Trap128 { .. } => Some(128),
+            NoticeDetails::PortHealth { trap, .. } => Some(*trap),
             NoticeDetails::Trap144 { .. } => Some(144),
             NoticeDetails::Trap256 { .. } => Some(256),
             NoticeDetails::Trap257(_) => Some(257),
@@ -280,6 +294,10 @@ impl NoticeDetails {
                 gid.write(&mut d[6..22]);
             }
             NoticeDetails::Trap128 { lid } => bits::put_u16(d, 0, lid.0),
+            NoticeDetails::PortHealth { lid, port, .. } => {
+                bits::put_u16(d, 2, lid.0);
+                d[4] = port.0;
+            }
             NoticeDetails::Trap144 {
                 lid,
                 other_local_changes,

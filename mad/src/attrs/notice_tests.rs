@@ -214,10 +214,21 @@ fn trap257_and_259_offsets() {
 }
 
 #[test]
-fn untyped_and_vendor_notices_are_raw() {
-    // Trap 129 (local link integrity) has no typed variant: bytes survive as they are.
+fn traps_129_to_131_name_a_port() {
+    // Trap 130 from a switch at LID 4 about its port 9: DataDetails reserved(2), LID(2), port(1).
     let mut b = [0u8; 80];
-    b[..8].copy_from_slice(&[0x81, 0x00, 0x00, 0x02, 0x00, 0x81, 0x00, 0x04]);
+    b[..8].copy_from_slice(&[0x81, 0x00, 0x00, 0x02, 0x00, 0x82, 0x00, 0x04]);
+    b[12..15].copy_from_slice(&[0x00, 0x04, 0x09]);
+    let n = Notice::parse(&b).unwrap();
+    assert_eq!(n.details, NoticeDetails::PortHealth { trap: 130, lid: Lid(4), port: PortNum(9) });
+    assert_eq!(n.to_vec(), b);
+}
+
+#[test]
+fn untyped_and_vendor_notices_are_raw() {
+    // Trap 145 (system image GUID changed) has no typed variant: bytes survive as they are.
+    let mut b = [0u8; 80];
+    b[..8].copy_from_slice(&[0x81, 0x00, 0x00, 0x02, 0x00, 0x91, 0x00, 0x04]);
     for (i, x) in b[10..64].iter_mut().enumerate() {
         *x = i as u8;
     }
@@ -260,6 +271,11 @@ fn typed_details() -> impl Strategy<Value = NoticeDetails> {
         gid().prop_map(|mgid| NoticeDetails::Trap66 { mgid }),
         gid().prop_map(|mgid| NoticeDetails::Trap67 { mgid }),
         any::<u16>().prop_map(|l| NoticeDetails::Trap128 { lid: Lid(l) }),
+        (129u16..=131, any::<u16>(), any::<u8>()).prop_map(|(trap, l, p)| NoticeDetails::PortHealth {
+            trap,
+            lid: Lid(l),
+            port: PortNum(p)
+        }),
         any::<(u16, u32, u16, u8)>().prop_map(|(l, m, m2, f)| NoticeDetails::Trap144 {
             lid: Lid(l),
             other_local_changes: f & 0x40 != 0,

@@ -118,6 +118,21 @@ impl Fabric {
         }
     }
 
+    /// Renames node `node` (as `rdma-ndd` does when a host boots): its NodeDescription becomes
+    /// `text`, and trap 144 with NodeDescriptionChange goes to the master from the node's
+    /// port 0 (switch) or from each of its ports (CA).
+    pub fn set_node_desc(&mut self, node: NodeRef, text: &str) {
+        let Some(name) = self.names.get_mut(node) else { return };
+        text.clone_into(name);
+        let n = &self.nodes[node];
+        let (first, np, switch) = (n.first_port, n.num_ports, n.kind == NodeKind::Switch);
+        let ports: Vec<PortRef> =
+            if switch { vec![first] } else { (1..=np).map(|i| first + PortRef::from(i)).collect() };
+        for p in ports {
+            self.trap_144_desc(p);
+        }
+    }
+
     /// Sends a MAD from an agent with the P_Key at index 0 of its port's table. Requests get
     /// TID bits 32..63 replaced by the agent id, as the kernel does, so responses find their
     /// way back to the sender.

@@ -662,6 +662,24 @@ impl Fabric {
         self.send_trap(port0, NoticeDetails::Trap128 { lid }, NoticeType::Urgent);
     }
 
+    /// Trap 144 (NodeDescription changed) for port `p`.
+    pub(crate) fn trap_144_desc(&mut self, p: PortRef) {
+        let port = &self.ports[p as usize];
+        let details = NoticeDetails::Trap144 {
+            lid: Lid(port.lid),
+            other_local_changes: true,
+            capability_mask: CapabilityMask(port.cap_mask),
+            capability_mask2_change: false,
+            hierarchy_info_change: false,
+            sm_priority_change: false,
+            link_speed_enabled_change: false,
+            link_width_enabled_change: false,
+            node_description_change: true,
+            capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
+        };
+        self.send_trap(p, details, NoticeType::Info);
+    }
+
     /// Trap 144 (capability mask change) for port `p`.
     pub(crate) fn trap_144(&mut self, p: PortRef) {
         let port = &self.ports[p as usize];

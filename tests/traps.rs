@@ -1,0 +1,161 @@
+//! The trap policy end to end on the simulated fabric: both ends of a pulled cable cost one
+//! heavy sweep; a renamed host is read again without a sweep; traps 129–131 mark a port
+//! unhealthy; identical traps past the threshold are dropped; a flapping link cannot keep the
+//! SM sweeping, and the fabric still ends up routed right.
+
+use ibsm::core::traps::{DUPLICATE_LIMIT, SWEEP_BURST, TrapAction};
+use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::{Notice, NoticeDetails, NoticeType, ProducerType};
+use ibsm_mad::header::Method;
+use ibsm_mad::{Attribute, Lid, PortNum, ids};
+use ibsm_sim::fabric::{AgentId, Dest, Fault};
+use ibsm_topology::{NodeKind, Topology};
+
+fn k8() -> Topology {
+    ibsm_topology::GenSpec::fat_tree(3, 8).generate().expect("fabric")
+}
+
+fn up(topo: &Topology) -> SimDriver {
+    let mut drv = SimDriver::new(topo, 5, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("sim");
+    drv.sweep(600_000_000_000, |_| {}).expect("up");
+    drv
+}
+
+/// Runs `ms` of virtual time; the heavy sweeps that completed and the trap actions seen.
+fn run_ms(drv: &mut SimDriver, ms: u64) -> (usize, Vec<TrapAction>) {
+    let (mut sweeps, mut actions) = (0, Vec::new());
+    drv.run_until(drv.now() + ms * 1_000_000, |e| {
+        match e {
+            SmEvent::SubnetUp(_) => sweeps += 1,
+            SmEvent::TrapReceived { action, .. } => actions.push(*action),
+            _ => {}
+        }
+        false
+    });
+    (sweeps, actions)
+}
+
+fn node(topo: &Topology, name: &str) -> usize {
+    topo.nodes.iter().position(|n| n.name == name).expect(name)
+}
+
+/// A second host on the fabric that sends traps to the SM, and the LIDs of both.
+fn probe(topo: &Topology, drv: &mut SimDriver) -> (AgentId, Lid, Lid) {
+    let sm_lid = drv.sm.last_report().expect("report").sm_lid;
+    let host = topo.nodes.iter().rposition(|n| n.kind == NodeKind::Ca).expect("a host");
+    let agent = drv.fabric.attach(host, 1).expect("attach");
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let at = snap.by_guid(topo.nodes[host].port_guid(1)).expect("known");
+    (agent, snap.port(at).expect("port").lid, sm_lid)
+}
+
+fn send_trap(drv: &mut SimDriver, (agent, lid, sm_lid): (AgentId, Lid, Lid), details: NoticeDetails, tid: u64) {
+    let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
+    let mut full = [0u8; 80];
+    notice.emit(&mut full);
+    let mut data = [0u8; 64];
+    data.copy_from_slice(&full[..64]);
+    let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap);
+    drv.fabric.send(agent, &smp.to_bytes(), Dest { dlid: sm_lid, qpn: 0 });
+}
+
+/// A cable between two switches neither of which routes the SM's LID through it (so that the
+/// traps of both ends reach the SM).
+fn cable_off_the_sm_routes(t: &Topology, drv: &SimDriver) -> (usize, u8) {
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let sm = usize::from(drv.sm.last_report().expect("report").sm_lid.0);
+    let out = |n: usize| -> Option<u8> {
+        let at = snap.by_guid(t.nodes[n].port_guid(0))?;
+        snap.node(at.0)?.lft.get(sm).copied()
+    };
+    for (a, n) in t.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        for pa in 1..=n.num_ports {
+            let Some(peer) = n.peer(pa) else { continue };
+            if t.nodes[peer.node].kind == NodeKind::Switch && out(a) != Some(pa) && out(peer.node) != Some(peer.port) {
+                return (a, pa);
+            }
+        }
+    }
+    panic!("no such cable");
+}
+
+#[test]
+fn both_ends_of_a_pulled_cable_cost_one_heavy_sweep() {
+    let t = k8();
+    let mut drv = up(&t);
+    let (sw, port) = cable_off_the_sm_routes(&t, &drv);
+    drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
+    let (sweeps, actions) = run_ms(&mut drv, 5_000);
+    assert_eq!(actions, vec![TrapAction::Sweep, TrapAction::AfterSweep], "a trap from each end");
+    assert_eq!(sweeps, 1);
+    assert_eq!(drv.sm.trap_book().counters.coalesced, 1);
+    assert!(drv.fabric.check_routes().ok());
+    // And back: again one sweep.
+    drv.fabric.inject_fault(Fault::LinkUp { node: sw, port });
+    let (sweeps, _) = run_ms(&mut drv, 5_000);
+    assert_eq!(sweeps, 1);
+    assert!(drv.fabric.check_routes().ok());
+}
+
+#[test]
+fn a_renamed_host_is_read_again_without_a_sweep() {
+    let t = k8();
+    let mut drv = up(&t);
+    let host = t.nodes.iter().position(|n| n.kind == NodeKind::Ca && n.name != t.nodes[drv.at.0].name).expect("host");
+    let before = drv.fabric.stats().sma_answered;
+    drv.fabric.set_node_desc(host, "node042 mlx5_0");
+    let (sweeps, actions) = run_ms(&mut drv, 3_000);
+    assert_eq!((sweeps, actions), (0, vec![TrapAction::NodeDescription]));
+    assert_eq!(drv.fabric.stats().sma_answered - before, 1, "one NodeDescription read");
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let n = snap.nodes.iter().find(|n| n.info.node_guid == t.nodes[host].node_guid).expect("in the snapshot");
+    assert_eq!(n.desc, "node042 mlx5_0", "the SA's NodeRecords show the new name");
+}
+
+#[test]
+fn traps_129_to_131_mark_a_port_unhealthy_and_duplicates_past_the_threshold_are_dropped() {
+    let t = k8();
+    let mut drv = up(&t);
+    let p = probe(&t, &mut drv);
+    for i in 0..8 {
+        send_trap(&mut drv, p, NoticeDetails::PortHealth { trap: 129, lid: p.1, port: PortNum(1) }, 100 + i);
+        let (sweeps, _) = run_ms(&mut drv, 10);
+        assert_eq!(sweeps, 0);
+    }
+    send_trap(&mut drv, p, NoticeDetails::PortHealth { trap: 131, lid: p.1, port: PortNum(1) }, 200);
+    run_ms(&mut drv, 10);
+    let book = drv.sm.trap_book();
+    assert_eq!(book.counters.suppressed, 8 - u64::from(DUPLICATE_LIMIT));
+    assert_eq!(book.unhealthy.len(), 1);
+    let u = book.unhealthy.values().next().expect("one port");
+    assert_eq!((u.trap, u.count), (131, u64::from(DUPLICATE_LIMIT) + 1));
+    let status = ibsm::control::status(&drv.sm);
+    assert_eq!(status.traps.unhealthy_ports.len(), 1);
+    assert_eq!(status.traps.received.get("129"), Some(&8));
+}
+
+#[test]
+fn a_flapping_link_is_rate_limited_and_still_converges() {
+    let t = k8();
+    let mut drv = up(&t);
+    let agg = node(&t, "agg-3");
+    // A cable that flaps every 300 ms for 6 s.
+    let (mut sweeps, mut deferred) = (0, 0);
+    for i in 0..20 {
+        let f = if i % 2 == 0 { Fault::LinkDown { node: agg, port: 6 } } else { Fault::LinkUp { node: agg, port: 6 } };
+        drv.fabric.inject_fault(f);
+        let (s, a) = run_ms(&mut drv, 300);
+        sweeps += s;
+        deferred += a.iter().filter(|x| **x == TrapAction::Deferred).count();
+    }
+    // At most the burst, then one per refill interval (2 s) over the 6 s, plus the one the
+    // last deferral brings.
+    eprintln!("flapping: {sweeps} sweeps, {deferred} deferred");
+    assert!(sweeps <= SWEEP_BURST as usize + 4, "{sweeps} heavy sweeps");
+    assert!(deferred > 0);
+    // The cable ends up; once quiet, the SM catches up and every pair routes.
+    let (s, _) = run_ms(&mut drv, 15_000);
+    assert!(s >= 1, "the deferred sweep ran");
+    assert!(drv.fabric.check_routes().ok(), "{:?}", drv.fabric.check_routes());
+}
