@@ -208,7 +208,7 @@ impl FatTree {
         let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
         route_cas(view, &idx, &tree, &mut tables)?;
         route_switches(&idx, &tree, &mut tables);
-        Ok(Routes { tables })
+        Ok(Routes::from_tables(tables))
     }
 }
 

@@ -24,6 +24,8 @@ mod par;
 mod spread;
 pub mod updn;
 
+use std::sync::Arc;
+
 use ibsm_mad::{Guid, Lid, PortNum};
 
 /// A node of the view: index into [`FabricView::switches`] or [`FabricView::cas`].
@@ -132,10 +134,20 @@ impl Lft {
 }
 
 /// What an engine produces: one table per switch, in [`FabricView::switches`] order.
+///
+/// Each table is shared (`Arc`): a repair of a large fabric copies only the tables it changes
+/// and shares the others with the routes it started from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Routes {
     /// `tables[i]` belongs to `view.switches[i]`.
-    pub tables: Vec<Lft>,
+    pub tables: Vec<Arc<Lft>>,
+}
+
+impl Routes {
+    /// Routes made of `tables`, in `view.switches` order.
+    pub fn from_tables(tables: Vec<Lft>) -> Routes {
+        Routes { tables: tables.into_iter().map(Arc::new).collect() }
+    }
 }
 
 /// Why an engine could not route a view.

@@ -193,5 +193,5 @@ pub(crate) fn spread<P: Policy, E>(
             }
         });
     }
-    Ok(Routes { tables: work.into_iter().map(|w| w.table).collect() })
+    Ok(Routes::from_tables(work.into_iter().map(|w| w.table).collect()))
 }

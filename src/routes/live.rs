@@ -292,10 +292,10 @@ impl LiveRoutes {
             }
             let kind = NodeType::Switch;
             desc.nodes.push(DescNode { kind, guid, name: &s.name, num_ports: s.num_ports, ports });
-            routes.tables.push(decode_lft(&s.lft).ok_or_else(|| LiveError::Field {
+            routes.tables.push(std::sync::Arc::new(decode_lft(&s.lft).ok_or_else(|| LiveError::Field {
                 what: format!("switch {}: lft", s.guid),
                 value: s.lft.chars().take(16).collect(),
-            })?);
+            })?));
         }
         for c in &self.cas {
             let guid = parse("CA GUID", &c.guid)?;

@@ -61,5 +61,5 @@ pub fn routes_from_dump(plan: &Plan, dumped: &[DumpedSwitch]) -> Routes {
             lft
         })
         .collect();
-    Routes { tables }
+    Routes::from_tables(tables)
 }

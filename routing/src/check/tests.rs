@@ -50,7 +50,7 @@ fn tables(rows: [[u8; 8]; 4]) -> Routes {
                 for (i, &p) in r.iter().enumerate() {
                     t.ports[i + 1] = PortNum(p);
                 }
-                t
+                std::sync::Arc::new(t)
             })
             .collect(),
     }
@@ -134,7 +134,7 @@ fn loops_black_holes_and_dead_ports_are_counted() {
     assert!(r.failures.iter().any(|f| f.kind == FailureKind::DeadPort(PortNum(9))));
     // Delivering to the wrong CA is a black hole too.
     let mut wrong = balanced();
-    wrong.tables[0].ports[5] = PortNum(2);
+    std::sync::Arc::make_mut(&mut wrong.tables[0]).ports[5] = PortNum(2);
     let r = check(&v, &wrong);
     assert!(r.failures.iter().any(|f| f.kind == FailureKind::Misdelivered(PortNum(2))));
     assert_eq!(r.black_holes, 3);
@@ -181,7 +181,7 @@ fn clockwise_ring(n: usize) -> (FabricView, Routes) {
             t
         })
         .collect();
-    (FabricView { switches, cas, lmc: 0 }, Routes { tables })
+    (FabricView { switches, cas, lmc: 0 }, Routes::from_tables(tables))
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn clockwise_ring_has_a_credit_loop() {
     let (mut v, mut routes) = clockwise_ring(4);
     v.switches[3].ports[1] = None;
     v.switches[0].ports[2] = None;
-    routes.tables[3] = Lft::unrouted(8);
+    routes.tables[3] = Lft::unrouted(8).into();
     let r = check(&v, &routes);
     assert_eq!(r.credit_loops, CreditLoops::None);
 }
@@ -313,7 +313,7 @@ fn credit_loops_from_switch_traffic_only_are_told_apart() {
 #[test]
 fn garbage_input_does_not_panic() {
     let v = two_level();
-    for routes in [Routes::default(), Routes { tables: vec![Lft::unrouted(2); 9] }] {
+    for routes in [Routes::default(), Routes::from_tables(vec![Lft::unrouted(2); 9])] {
         let r = check(&v, &routes);
         assert_eq!(r.reachable, 0);
         assert_eq!(r.black_holes, 12);

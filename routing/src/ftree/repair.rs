@@ -19,6 +19,7 @@
 //! missing the caller uses `base`'s own tables again (the pre-failure balance).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ibsm_mad::{Guid, PortNum};
 
@@ -118,7 +119,7 @@ impl FatTree {
             return None;
         }
         // The tables of the switches that remain, in view order.
-        let tables = from.iter().map(|&m| old.tables[m].clone()).collect();
+        let tables = from.iter().map(|&m| Arc::clone(&old.tables[m])).collect();
         Some(repair_lost(view, tables, lost))
     }
 }
@@ -225,12 +226,18 @@ impl Labels {
     }
 }
 
-fn repair_lost(view: &FabricView, mut tables: Vec<Lft>, lost: Vec<(usize, PortNum)>) -> Result<Repaired, FtreeError> {
+fn repair_lost(
+    view: &FabricView,
+    mut tables: Vec<Arc<Lft>>,
+    lost: Vec<(usize, PortNum)>,
+) -> Result<Repaired, FtreeError> {
     let idx = Indexed::new(view)?;
     let tree = Tree::new(view, &idx)?;
     let n = tree.len();
     for t in &mut tables {
-        t.ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
+        if t.ports.len() != usize::from(idx.top) + 1 {
+            Arc::make_mut(t).ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
+        }
     }
     // LIDs routed over a lost cable somewhere, that still have an owner.
     let mut owner: Vec<Option<usize>> = vec![None; usize::from(idx.top) + 1];
@@ -281,10 +288,7 @@ fn repair_lost(view: &FabricView, mut tables: Vec<Lft>, lost: Vec<(usize, PortNu
             if new != Lft::UNROUTED {
                 load[usize::from(new.0)] += 1;
             }
-            if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
-                && *e != new
-            {
-                *e = new;
+            if set(&mut tables, x, lid, new) {
                 entries += 1;
             }
         }
@@ -292,12 +296,25 @@ fn repair_lost(view: &FabricView, mut tables: Vec<Lft>, lost: Vec<(usize, PortNu
     Ok(Repaired { routes: Routes { tables }, lost, lids: affected.len(), entries })
 }
 
+/// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
+/// whether the entry changed.
+fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
+    let Some(t) = tables.get_mut(x) else { return false };
+    if t.ports.get(lid).is_none_or(|&e| e == port) {
+        return false;
+    }
+    if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
+        *e = port;
+    }
+    true
+}
+
 /// The switches whose path to `lid` crosses a lost cable, into `bad` (and flagged in
 /// `is_bad`): those that send it over a lost port, and, going back, every switch that sends it
 /// to one of them.
 fn find_bad(
     idx: &Indexed,
-    tables: &[Lft],
+    tables: &[Arc<Lft>],
     lost: &[(usize, PortNum)],
     lid: usize,
     bad: &mut Vec<usize>,
@@ -328,8 +345,8 @@ fn find_bad(
 /// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
 /// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
 /// its links, plus a scan of it per reattachment. Returns the entries changed; clears the flags.
-fn reattach(idx: &Indexed, tables: &mut [Lft], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
-    let entry = |tables: &[Lft], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
+fn reattach(idx: &Indexed, tables: &mut [Arc<Lft>], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
+    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
     let mut changed = 0;
     let mut queue = Vec::new();
     for &x in bad {
@@ -359,10 +376,7 @@ fn reattach(idx: &Indexed, tables: &mut [Lft], lid: usize, bad: &[usize], is_bad
         });
         let Some((x, p)) = next else { break };
         is_bad[x] = false;
-        if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
-            && *e != p
-        {
-            *e = p;
+        if set(tables, x, lid, p) {
             changed += 1;
         }
         queue.push(x);
@@ -370,10 +384,7 @@ fn reattach(idx: &Indexed, tables: &mut [Lft], lid: usize, bad: &[usize], is_bad
     for &x in bad {
         if is_bad[x] {
             is_bad[x] = false;
-            if let Some(e) = tables.get_mut(x).and_then(|t| t.ports.get_mut(lid))
-                && *e != Lft::UNROUTED
-            {
-                *e = Lft::UNROUTED;
+            if set(tables, x, lid, Lft::UNROUTED) {
                 changed += 1;
             }
         }
