@@ -24,6 +24,9 @@ pub struct PlayArgs {
     /// Configuration file for the SM (routing engine, LMC, ...; see examples/ibsm.toml).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Standby SMs beside the master (on the next hosts), for `sm-kill` and `sm-restart`.
+    #[arg(long, default_value_t = 0)]
+    standbys: usize,
 }
 
 /// Runs `ibsm sim play`: exit 0 when every event ended with the invariants holding, 1 when one
@@ -63,7 +66,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
         None => ibsm::core::SmConfig::default(),
     };
     let mut all_ok = true;
-    let played = ibsm::play::play(&topo, &steps, a.seed, cfg, |o| {
+    let played = ibsm::play::play(&topo, &steps, a.seed, (cfg, a.standbys), |o| {
         all_ok &= o.invariants_ok;
         match serde_json::to_string(o) {
             Ok(line) => println!("{line}"),
@@ -95,9 +98,13 @@ pub struct SoakArgs {
     /// Rounds of faults per seed (each ends at a quiescent point).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// Configuration file for the SM.
+    /// Configuration file for the SMs.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Standby SMs beside the master; with one or more, the soak also kills and restarts the
+    /// master.
+    #[arg(long, default_value_t = 1)]
+    standbys: usize,
     /// Print the fault script of this seed (for `ibsm sim play`) and exit.
     #[arg(long, value_name = "SEED")]
     show: Option<u64>,
@@ -127,7 +134,8 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
         },
         None => ibsm::core::SmConfig::default(),
     };
-    let soak_cfg = ibsm::soak::SoakConfig { rounds: a.rounds, ..ibsm::soak::SoakConfig::default() };
+    let soak_cfg =
+        ibsm::soak::SoakConfig { rounds: a.rounds, standbys: a.standbys, ..ibsm::soak::SoakConfig::default() };
     if let Some(seed) = a.show {
         print!("{}", ibsm::soak::script(&topo, seed, &soak_cfg));
         return ExitCode::SUCCESS;
@@ -143,16 +151,17 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
             }
         };
         events += steps.len();
-        match ibsm::soak::run(&topo, &steps, seed, &cfg) {
+        match ibsm::soak::run(&topo, &steps, seed, (&cfg, a.standbys)) {
             Ok(None) => {}
             Ok(Some(f)) => {
                 failed += 1;
-                let (min, why) = ibsm::soak::minimize(&topo, &steps, seed, &cfg);
+                let (min, why) = ibsm::soak::minimize(&topo, &steps, seed, (&cfg, a.standbys));
                 println!("seed {seed} FAILED at `{}`: {}", steps[f.step].line, f.what);
                 if let Some(w) = why {
                     println!(
-                        "minimal script ({} lines; replay with `ibsm sim play FABRIC SCRIPT --seed {seed}`): {}",
+                        "minimal script ({} lines; replay with `ibsm sim play FABRIC SCRIPT --seed {seed} --standbys {}`): {}",
                         min.len(),
+                        a.standbys,
                         w.what
                     );
                 }

@@ -188,7 +188,8 @@ pub struct SyncPeerStatus {
     pub guid: String,
     /// Its LID.
     pub lid: u16,
-    /// `asking`, `sending`, `current`, `foreign` (not ibsm: no sync) or `unreachable`.
+    /// `asking`, `sending`, `current`, `foreign` (not ibsm: no sync), `unreachable` or
+    /// `refused` (an ibsm SM that was not standing by for this master when asked).
     pub state: String,
     /// The version it is current at.
     pub current_at: Option<u64>,

@@ -15,8 +15,8 @@ use ibsm_sim::fabric::{Fault, LinkRule, SimTime, Stats};
 use ibsm_topology::Topology;
 use serde::Serialize;
 
-use crate::core::{Guid2Lid, Sm, SmConfig, SmEvent, SweepPhase};
-use crate::transport::sim::{ComputeTime, SimDriver};
+use crate::core::{Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
+use crate::transport::sim::{ComputeTime, SimSms};
 
 /// Virtual time a last event is followed for, at most (ns).
 const TAIL_NS: u64 = 30_000_000_000;
@@ -40,6 +40,10 @@ pub enum Action {
     Reroute,
     /// End every packet rule; a quiescent point (the soak checks its invariants there).
     Settle,
+    /// Kill the master SM as `kill -9` would (a standby should take over).
+    SmKill,
+    /// Start the killed SM again as a new process: fresh memory, the `guid2lid` it last wrote.
+    SmRestart,
 }
 
 /// One line of a script.
@@ -132,9 +136,17 @@ fn parse_action(topo: &Topology, words: &[&str]) -> Result<Action, String> {
             one(0)?;
             return Ok(Action::Settle);
         }
+        "sm-kill" => {
+            one(0)?;
+            return Ok(Action::SmKill);
+        }
+        "sm-restart" => {
+            one(0)?;
+            return Ok(Action::SmRestart);
+        }
         other => {
             return Err(format!(
-                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay, reroute or settle"
+                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay, reroute, settle, sm-kill or sm-restart"
             ));
         }
     };
@@ -204,6 +216,8 @@ pub struct Outcome {
     pub pairs: u64,
     /// One pair that failed the check, if any.
     pub failure: Option<String>,
+    /// Live SMs that are master at the end of the window (1 when all is well).
+    pub masters: usize,
 }
 
 /// ns as ms, to the microsecond.
@@ -211,49 +225,104 @@ fn ms(ns: u64) -> f64 {
     (ns as f64 / 1e3).round() / 1e3
 }
 
-/// Brings `topo` up with an SM configured by `cfg` on the simulator (seed `seed`), then plays
-/// `steps`, calling `emit` with each event's outcome when its window closes (at the next
-/// event, or for the last one when the SM is idle or 30 s of virtual time later).
+/// Where the SMs sit: the first cabled CA port, then one on each following CA (`count` in all).
+pub fn sm_hosts(topo: &Topology, count: usize) -> Vec<(usize, u8)> {
+    topo.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == ibsm_topology::NodeKind::Ca)
+        .filter_map(|(i, n)| (1..=n.num_ports).find(|&p| n.peer(p).is_some()).map(|p| (i, p)))
+        .take(count)
+        .collect()
+}
+
+/// `topo` on the simulator (seed `seed`) with one SM configured by `cfg` and `standbys` more,
+/// run until one is master with its subnet up and the others stand by.
 ///
 /// # Errors
-/// When the SM cannot be attached or the fabric does not come up.
+/// When an SM cannot be attached or the fabric does not come up (within 600 s virtual).
+pub fn up(topo: &Topology, seed: u64, cfg: &SmConfig, standbys: usize, compute: ComputeTime) -> Result<SimSms, String> {
+    let at = sm_hosts(topo, standbys + 1);
+    if at.len() != standbys + 1 {
+        return Err(format!("the fabric has no {} cabled hosts for the SMs", standbys + 1));
+    }
+    let sms = at.into_iter().map(|a| (Sm::new(cfg.clone(), Guid2Lid::default()), a)).collect();
+    let mut h = SimSms::new(topo, seed, sms)?;
+    h.compute_time = compute;
+    for i in 0..=standbys {
+        h.start(i);
+    }
+    let deadline = h.now().saturating_add(600_000_000_000);
+    let mut report: Option<SubnetReport> = None;
+    loop {
+        let settled = h.master().is_some()
+            && report.is_some()
+            && h.sms.iter().filter(|s| s.sm.state() == crate::core::SmState::Standby).count() == standbys;
+        if settled {
+            break;
+        }
+        if h.now() >= deadline {
+            return Err("the fabric did not come up".to_owned());
+        }
+        let stopped = h.run_until(deadline, |_, ev| {
+            if let SmEvent::SubnetUp(r) = ev {
+                report = Some(r.clone());
+            }
+            matches!(ev, SmEvent::SubnetUp(_) | SmEvent::Standby { .. })
+        });
+        if stopped.is_none() {
+            // Nothing more happens before the deadline.
+            h.fabric.advance_to(SimTime(deadline.max(h.now())));
+        }
+    }
+    match report {
+        Some(r) if !r.complete => {
+            Err(format!("the fabric came up incomplete: {} ports not active", r.ports_not_active))
+        }
+        _ => Ok(h),
+    }
+}
+
+/// Brings `topo` up with an SM configured by `cfg` (and `standbys` standby SMs) on the
+/// simulator (seed `seed`), then plays `steps`, calling `emit` with each event's outcome when
+/// its window closes (at the next event, or for the last one when the SMs are idle or 30 s of
+/// virtual time later).
+///
+/// # Errors
+/// When an SM cannot be attached or the fabric does not come up.
 pub fn play(
     topo: &Topology,
     steps: &[Step],
     seed: u64,
-    cfg: SmConfig,
+    (cfg, standbys): (SmConfig, usize),
     mut emit: impl FnMut(&Outcome),
-) -> Result<SimDriver, String> {
-    let mut drv = SimDriver::new(topo, seed, Sm::new(cfg, Guid2Lid::default()), None)?;
-    drv.compute_time = ComputeTime::Wall;
-    let report = drv.sweep(600_000_000_000, |_| {}).ok_or("the fabric did not come up")?;
-    if !report.complete {
-        return Err(format!("the fabric came up incomplete: {} ports not active", report.ports_not_active));
-    }
-    let t0 = drv.now();
+) -> Result<SimSms, String> {
+    let mut h = up(topo, seed, &cfg, standbys, ComputeTime::Wall)?;
+    let t0 = h.now();
     for (i, step) in steps.iter().enumerate() {
         let at = t0 + step.at_ns;
-        run_to(&mut drv, at, &mut |_, _| {});
+        run_to(&mut h, at, &mut |_, _| {});
         let end = steps.get(i + 1).map(|s| t0 + s.at_ns);
-        let outcome = measure(&mut drv, step, at, end);
+        let outcome = measure(&mut h, &cfg, step, at, end);
         emit(&Outcome { at_ms: ms(step.at_ns), ..outcome });
     }
-    Ok(drv)
+    Ok(h)
 }
 
-/// Runs the SM until `t` (virtual), then brings the clock to exactly `t`.
-pub(crate) fn run_to(drv: &mut SimDriver, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) {
-    drv.run_until_at(t, |at, ev| {
+/// Runs the SMs until `t` (virtual), then brings the clock to exactly `t`.
+pub(crate) fn run_to(h: &mut SimSms, t: u64, on_event: &mut dyn FnMut(u64, &SmEvent)) {
+    h.run_until_at(t, |_, at, ev| {
         on_event(at, ev);
         false
     });
-    if drv.now() < t {
-        drv.fabric.advance_to(SimTime(t));
+    if h.now() < t {
+        h.fabric.advance_to(SimTime(t));
     }
 }
 
-pub(crate) fn apply(drv: &mut SimDriver, action: Action) {
-    let f = &mut drv.fabric;
+/// Applies `action` now; `cfg` configures an SM that is started again.
+pub(crate) fn apply(h: &mut SimSms, cfg: &SmConfig, action: Action) {
+    let f = &mut h.fabric;
     match action {
         Action::LinkDown(node, port) => f.inject_fault(Fault::LinkDown { node, port }),
         Action::LinkUp(node, port) => f.inject_fault(Fault::LinkUp { node, port }),
@@ -272,18 +341,32 @@ pub(crate) fn apply(drv: &mut SimDriver, action: Action) {
             }
         }
         Action::Reroute => {
-            let now = drv.now();
-            drv.sm.force_full_route();
-            drv.sm.start_sweep(now);
+            let now = h.now();
+            if let Some(m) = h.master() {
+                h.sms[m].sm.force_full_route();
+                h.sms[m].sm.start_sweep(now);
+            }
         }
         Action::Settle => f.inject_fault(Fault::ClearRules),
+        Action::SmKill => {
+            if let Some(m) = h.master() {
+                h.kill(m);
+            }
+        }
+        Action::SmRestart => {
+            // As `ibsm run --state-dir` restarts: with the guid2lid it last wrote.
+            if let Some(i) = h.sms.iter().position(|s| !s.alive) {
+                let saved = h.sms[i].saved.clone();
+                h.restart(i, Sm::new(cfg.clone(), saved));
+            }
+        }
     }
 }
 
-/// Applies `step` at `at` and follows the SM until `end` (or until it is idle).
-fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outcome {
-    let before: Stats = drv.fabric.stats();
-    apply(drv, step.action);
+/// Applies `step` at `at` and follows the SMs until `end` (or until they are idle).
+fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64>) -> Outcome {
+    let before: Stats = h.fabric.stats();
+    apply(h, cfg, step.action);
     let mut detect = None;
     let mut compute_ns = 0u64;
     let mut sweeps = 0u32;
@@ -291,7 +374,9 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
     let mut routing = None;
     let (mut repaired_lids, mut repaired_entries) = (0, 0);
     let mut seen = |t: u64, ev: &SmEvent| match ev {
-        SmEvent::TrapReceived { .. } | SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. } => {
+        SmEvent::TrapReceived { .. }
+        | SmEvent::MasterLost { .. }
+        | SmEvent::PhaseStarted { phase: SweepPhase::Discovering, .. } => {
             detect.get_or_insert(t);
         }
         SmEvent::SubnetUp(r) => {
@@ -307,23 +392,24 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
         _ => {}
     };
     match end {
-        Some(t) => run_to(drv, t, &mut seen),
+        Some(t) => run_to(h, t, &mut seen),
         None => {
-            drv.run_until_at(at + TAIL_NS, |t, ev| {
+            h.run_until_at(at + TAIL_NS, |_, t, ev| {
                 seen(t, ev);
                 false
             });
         }
     }
-    let after = drv.fabric.stats();
-    let check = drv.fabric.check_routes();
+    let after = h.fabric.stats();
+    let check = h.fabric.check_routes();
     let blocks_sent = after.lft_blocks_set - before.lft_blocks_set;
     let converged = if blocks_sent > 0 { Some(after.last_lft_set_at.0) } else { swept_at };
     let detect_ms = match step.action {
         Action::Reroute => Some(0.0),
-        Action::Drop(_) | Action::Delay(_) | Action::Settle => None,
+        Action::Drop(_) | Action::Delay(_) | Action::Settle | Action::SmRestart => None,
         _ => detect.map(|t| ms(t.saturating_sub(at))),
     };
+    let masters = h.sms.iter().filter(|s| s.alive && s.sm.state() == crate::core::SmState::Master).count();
     Outcome {
         event: step.line.clone(),
         detect_ms,
@@ -331,7 +417,7 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
         blocks_sent,
         blocks_changed: after.lft_blocks_changed - before.lft_blocks_changed,
         converge_ms: converged.map(|t| ms(t.saturating_sub(at))),
-        invariants_ok: check.ok(),
+        invariants_ok: check.ok() && masters == 1,
         at_ms: 0.0,
         sweeps,
         routing,
@@ -339,6 +425,7 @@ fn measure(drv: &mut SimDriver, step: &Step, at: u64, end: Option<u64>) -> Outco
         repaired_entries,
         pairs: check.pairs,
         failure: check.first_failure,
+        masters,
     }
 }
 

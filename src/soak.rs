@@ -3,12 +3,13 @@
 //!
 //! Owns the generator of a seed's fault script (rounds of one to three faults: cables of
 //! switches and hosts pulled and plugged back, switches and hosts crashed and restarted, packet
-//! loss up to a bound and delay; at most three faults at a time, never the SM's own host, its
-//! cable or its leaf; each round ends with `settle` and a quiet gap), the checks at each
-//! `settle` (every live HCA reaches every other through the switches' own tables without a loop
-//! or a dead link, and every port present since the start keeps its LID), and the reduction of
-//! a failing script to a minimal one that still fails. The script is plain `ibsm sim play` text,
-//! so a failure replays with `ibsm sim play`.
+//! loss up to a bound and delay, the master SM killed and started again; at most three faults
+//! at a time, never an SM's host, its cable or its leaf; each round ends with `settle` and a
+//! quiet gap), the checks at each `settle` (exactly one master and every other live SM standing
+//! by; every live HCA reaches every other through the switches' own tables without a loop or a
+//! dead link; the master's routes have no credit loop; every port present since the start keeps
+//! its LID), and the reduction of a failing script to a minimal one that still fails. The script
+//! is plain `ibsm sim play` text, so a failure replays with `ibsm sim play --standbys N`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -17,9 +18,9 @@ use ibsm_mad::{Guid, Lid};
 use ibsm_sim::rng::Rng;
 use ibsm_topology::{NodeKind, Topology};
 
-use crate::core::{Guid2Lid, Sm, SmConfig};
-use crate::play::{Action, Step, apply, parse_script, run_to};
-use crate::transport::sim::{ComputeTime, SimDriver};
+use crate::core::{SmConfig, SmState};
+use crate::play::{Action, Step, apply, parse_script, run_to, sm_hosts, up};
+use crate::transport::sim::{ComputeTime, SimSms};
 
 /// Virtual time between a round's `settle` and the next round: time for the SM to finish.
 const QUIET_NS: u64 = 20_000_000_000;
@@ -31,11 +32,13 @@ pub struct SoakConfig {
     pub rounds: usize,
     /// Highest packet loss a round may set (0..=1).
     pub max_drop: f64,
+    /// Standby SMs beside the master (with none, no SM is killed).
+    pub standbys: usize,
 }
 
 impl Default for SoakConfig {
     fn default() -> Self {
-        SoakConfig { rounds: 5, max_drop: 0.2 }
+        SoakConfig { rounds: 5, max_drop: 0.2, standbys: 1 }
     }
 }
 
@@ -44,14 +47,16 @@ impl Default for SoakConfig {
 enum Down {
     Cable(String),
     Node(String),
+    Sm,
 }
 
 /// The fault script of `seed` on `topo`, as `ibsm sim play` text.
 pub fn script(topo: &Topology, seed: u64, cfg: &SoakConfig) -> String {
     let mut rng = Rng::new(seed);
-    let sm_at = topo.first_cabled_ca_port();
-    let sm_leaf = sm_at.and_then(|(n, p)| topo.nodes[n].peer(p)).map(|p| p.node);
-    let spare = |i: usize| Some(i) != sm_at.map(|a| a.0) && Some(i) != sm_leaf;
+    let sms = sm_hosts(topo, cfg.standbys + 1);
+    let sm_nodes: Vec<usize> = sms.iter().map(|a| a.0).collect();
+    let sm_leaves: Vec<usize> = sms.iter().filter_map(|&(n, p)| topo.nodes[n].peer(p)).map(|p| p.node).collect();
+    let spare = |i: usize| !sm_nodes.contains(&i) && !sm_leaves.contains(&i);
     let switches: Vec<usize> =
         (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch && spare(i)).collect();
     let hosts: Vec<usize> =
@@ -59,7 +64,7 @@ pub fn script(topo: &Topology, seed: u64, cfg: &SoakConfig) -> String {
     let cable = |rng: &mut Rng, node: usize| -> Option<String> {
         let n = &topo.nodes[node];
         let ports: Vec<u8> =
-            (1..=n.num_ports).filter(|&p| n.peer(p).is_some_and(|q| Some(q.node) != sm_at.map(|a| a.0))).collect();
+            (1..=n.num_ports).filter(|&p| n.peer(p).is_some_and(|q| !sm_nodes.contains(&q.node))).collect();
         (!ports.is_empty()).then(|| format!("{}[{}]", n.name, ports[rng.index(ports.len())]))
     };
     let mut out = String::new();
@@ -77,10 +82,16 @@ pub fn script(topo: &Topology, seed: u64, cfg: &SoakConfig) -> String {
                 match down.remove(rng.index(down.len())) {
                     Down::Cable(c) => line(&mut out, t, format!("link-up {c}")),
                     Down::Node(n) => line(&mut out, t, format!("node-restart {n}")),
+                    Down::Sm => line(&mut out, t, "sm-restart".to_owned()),
                 }
                 continue;
             }
             match roll {
+                // The master dies (a standby takes over); at most one SM down at a time.
+                93.. if cfg.standbys > 0 && !down.contains(&Down::Sm) => {
+                    line(&mut out, t, "sm-kill".to_owned());
+                    down.push(Down::Sm);
+                }
                 20..50 if !switches.is_empty() => {
                     let sw = switches[rng.index(switches.len())];
                     if let Some(c) = cable(&mut rng, sw).filter(|c| !down.contains(&Down::Cable(c.clone()))) {
@@ -116,6 +127,7 @@ pub fn script(topo: &Topology, seed: u64, cfg: &SoakConfig) -> String {
                 match d {
                     Down::Cable(c) => line(&mut out, t, format!("link-up {c}")),
                     Down::Node(n) => line(&mut out, t, format!("node-restart {n}")),
+                    Down::Sm => line(&mut out, t, "sm-restart".to_owned()),
                 }
             }
         }
@@ -135,45 +147,74 @@ pub struct Failure {
     pub what: String,
 }
 
-/// The LID of every end port the SM knows.
-fn lids(drv: &SimDriver) -> BTreeMap<Guid, Lid> {
-    let Some(snap) = drv.sm.snapshot() else { return BTreeMap::new() };
+/// The LID of every end port the master knows.
+fn lids(h: &SimSms) -> BTreeMap<Guid, Lid> {
+    let Some(snap) = h.master().and_then(|m| h.sms[m].sm.snapshot()) else { return BTreeMap::new() };
     snap.end_ports().filter_map(|at| snap.port(at)).map(|p| (p.guid, p.lid)).collect()
 }
 
-/// Plays `steps` on `topo` with seed `seed` and checks every `settle`.
+/// What is wrong at a quiescent point, if anything.
+fn check(h: &SimSms, first: &BTreeMap<Guid, Lid>) -> Option<String> {
+    let live: Vec<SmState> = h.sms.iter().filter(|s| s.alive).map(|s| s.sm.state()).collect();
+    let masters = live.iter().filter(|s| **s == SmState::Master).count();
+    if masters != 1 || live.iter().any(|s| !matches!(s, SmState::Master | SmState::Standby)) {
+        return Some(format!("SM states {live:?}: not exactly one master and the others standing by"));
+    }
+    let c = h.fabric.check_routes();
+    if !c.ok() {
+        return Some(format!(
+            "{} of {} HCA pairs unrouted, {} over a dead link, {} looping; e.g. {}",
+            c.unrouted,
+            c.pairs,
+            c.dead_link,
+            c.loops,
+            c.first_failure.unwrap_or_default()
+        ));
+    }
+    let now = lids(h);
+    if let Some((g, l)) = first.iter().find(|(g, l)| now.get(g).is_some_and(|n| n != *l)) {
+        return Some(format!("port {g} had LID {} and now has {}", l.0, now[g].0));
+    }
+    // The master's routes, as the SA and `routes check` see them: no credit loop in the
+    // CA-to-CA traffic, which is what the fat-tree engine guarantees on any tree, degraded ones
+    // included (switch-sourced routes of a switch cut off from a subtree may take a valley).
+    let m = h.master()?;
+    let (plan, routes) = crate::routes::live::LiveRoutes::from_sm(&h.sms[m].sm).ok()?.to_plan().ok()?;
+    let opts = ibsm_routing::check::CheckOptions {
+        shifts: false,
+        cdg_traffic: ibsm_routing::check::CdgTraffic::CaToCa,
+        ..ibsm_routing::check::CheckOptions::default()
+    };
+    let report = ibsm_routing::check::check_with(&plan.view, &routes, &opts);
+    if let ibsm_routing::check::CreditLoops::Found(l) = &report.credit_loops {
+        return Some(format!("credit loop in the master's routes: {l:?}"));
+    }
+    None
+}
+
+/// Plays `steps` on `topo` with seed `seed` (one master and `standbys` standbys configured by
+/// `cfg`) and checks every `settle`.
 ///
 /// # Errors
 /// When the fabric does not come up at all (not a soak failure: a bad fabric).
-pub fn run(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> Result<Option<Failure>, String> {
-    let mut drv = SimDriver::new(topo, seed, Sm::new(cfg.clone(), Guid2Lid::default()), None)?;
-    drv.compute_time = ComputeTime::Virtual;
-    drv.sweep(600_000_000_000, |_| {}).ok_or("the fabric did not come up")?;
-    let t0 = drv.now();
-    let first = lids(&drv);
+pub fn run(
+    topo: &Topology,
+    steps: &[Step],
+    seed: u64,
+    (cfg, standbys): (&SmConfig, usize),
+) -> Result<Option<Failure>, String> {
+    let mut h = up(topo, seed, cfg, standbys, ComputeTime::Virtual)?;
+    let t0 = h.now();
+    let first = lids(&h);
     for (i, step) in steps.iter().enumerate() {
-        run_to(&mut drv, t0 + step.at_ns, &mut |_, _| {});
-        apply(&mut drv, step.action);
+        run_to(&mut h, t0 + step.at_ns, &mut |_, _| {});
+        apply(&mut h, cfg, step.action);
         if step.action != Action::Settle {
             continue;
         }
         let end = steps.get(i + 1).map_or(t0 + step.at_ns + QUIET_NS, |s| t0 + s.at_ns);
-        run_to(&mut drv, end, &mut |_, _| {});
-        let check = drv.fabric.check_routes();
-        if !check.ok() {
-            let what = format!(
-                "{} of {} HCA pairs unrouted, {} over a dead link, {} looping; e.g. {}",
-                check.unrouted,
-                check.pairs,
-                check.dead_link,
-                check.loops,
-                check.first_failure.unwrap_or_default()
-            );
-            return Ok(Some(Failure { step: i, what }));
-        }
-        let now = lids(&drv);
-        if let Some((g, l)) = first.iter().find(|(g, l)| now.get(g).is_some_and(|n| n != *l)) {
-            let what = format!("port {g} had LID {} and now has {}", l.0, now[g].0);
+        run_to(&mut h, end, &mut |_, _| {});
+        if let Some(what) = check(&h, &first) {
             return Ok(Some(Failure { step: i, what }));
         }
     }
@@ -182,9 +223,9 @@ pub fn run(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> Result
 
 /// A smallest sub-script of `steps` (greedy, one step at a time, `settle`s kept) that still
 /// fails, and its failure.
-pub fn minimize(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> (Vec<Step>, Option<Failure>) {
+pub fn minimize(topo: &Topology, steps: &[Step], seed: u64, sms: (&SmConfig, usize)) -> (Vec<Step>, Option<Failure>) {
     let mut best: Vec<Step> = steps.to_vec();
-    let mut failure = run(topo, &best, seed, cfg).ok().flatten();
+    let mut failure = run(topo, &best, seed, sms).ok().flatten();
     if let Some(f) = &failure {
         // Nothing after the failing settle matters.
         best.truncate(f.step + 1);
@@ -197,7 +238,7 @@ pub fn minimize(topo: &Topology, steps: &[Step], seed: u64, cfg: &SmConfig) -> (
         }
         let mut trial = best.clone();
         trial.remove(i);
-        if let Ok(Some(f)) = run(topo, &trial, seed, cfg) {
+        if let Ok(Some(f)) = run(topo, &trial, seed, sms) {
             best = trial;
             failure = Some(f);
         }
@@ -217,6 +258,8 @@ pub fn steps(topo: &Topology, seed: u64, cfg: &SoakConfig) -> Result<Vec<Step>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::{Guid2Lid, Sm};
+    use crate::transport::sim::SimDriver;
 
     fn k8() -> Topology {
         ibsm_topology::GenSpec::fat_tree(3, 8).generate().expect("fabric")
@@ -243,7 +286,7 @@ mod tests {
         let text = "1000ms delay 3us\n1100ms drop 1\n1200ms link-down core-0[1]\n1300ms settle\n";
         let s = parse_script(text, &t).expect("parses");
         // drop 1 loses every packet (traps too) until settle; after settle the trap is gone.
-        let (min, failure) = minimize(&t, &s, 3, &cfg);
+        let (min, failure) = minimize(&t, &s, 3, (&cfg, 0));
         let failure = failure.expect("fails");
         assert!(failure.what.contains("HCA pairs"), "{failure:?}");
         let lines: Vec<&str> = min.iter().map(|x| x.line.as_str()).collect();
@@ -257,7 +300,7 @@ mod tests {
         let t = k8();
         let text = "1000ms drop 1\n1200ms link-down core-0[1]\n1300ms settle\n";
         let s = parse_script(text, &t).expect("parses");
-        assert_eq!(run(&t, &s, 3, &SmConfig::default()).expect("comes up"), None);
+        assert_eq!(run(&t, &s, 3, (&SmConfig::default(), 0)).expect("comes up"), None);
     }
 
     #[test]
@@ -278,11 +321,24 @@ mod tests {
     }
 
     #[test]
+    fn a_killed_master_is_replaced_by_the_standby_and_a_lone_one_is_missed() {
+        let t = k8();
+        let text = "1s sm-kill\n1500ms link-down core-0[1]\n2s settle\n3s sm-restart\n4s settle\n";
+        let s = parse_script(text, &t).expect("parses");
+        // With a standby: it takes over, routes around the cable, keeps every LID; the old
+        // master, back, stands by (or takes the subnet back by handover): one master either way.
+        assert_eq!(run(&t, &s, 5, (&SmConfig::default(), 1)).expect("comes up"), None);
+        // Alone: nobody is master after the kill, and the soak says so.
+        let f = run(&t, &s, 5, (&SmConfig::default(), 0)).expect("comes up").expect("fails");
+        assert!(f.what.contains("not exactly one master"), "{f:?}");
+    }
+
+    #[test]
     fn twenty_seeds_keep_the_invariants() {
         let t = k8();
         for seed in 1..=20 {
             let s = steps(&t, seed, &SoakConfig::default()).expect("parses");
-            let failure = run(&t, &s, seed, &SmConfig::default()).expect("comes up");
+            let failure = run(&t, &s, seed, (&SmConfig::default(), 1)).expect("comes up");
             assert_eq!(failure, None, "seed {seed}:\n{}", script(&t, seed, &SoakConfig::default()));
         }
     }

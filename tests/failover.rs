@@ -67,6 +67,49 @@ fn a_standby_takes_over_a_dead_master_without_renumbering_or_rewriting() {
 }
 
 #[test]
+fn two_masters_after_a_stalled_master_resolve_within_a_light_sweep() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 2, &[9, 5]);
+    let standby = 1 - master;
+    let before = lids(&h, master);
+    // The master's process stalls (SIGSTOP, a hung host) for 3 s: it keeps IsSM but answers
+    // nothing, so the standby takes over. Then it resumes, still believing it is master.
+    h.sms[master].alive = false;
+    let stalled = h.now();
+    h.run_until(stalled + 3 * SECOND, |_, _| false);
+    if h.now() < stalled + 3 * SECOND {
+        h.fabric.advance_to(SimTime(stalled + 3 * SECOND));
+    }
+    assert_eq!(h.sms[standby].sm.state(), SmState::Master, "the standby took over");
+    h.sms[master].alive = true;
+    let resumed = h.now();
+    let mut one_master_at = None;
+    let end = resumed + 25 * SECOND;
+    while h.now() < end {
+        let step = h.now() + 100_000_000;
+        h.run_until(step, |_, _| false);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+        let masters = h.sms.iter().filter(|s| s.sm.state() == SmState::Master).count();
+        if masters == 1 && one_master_at.is_none() {
+            one_master_at = Some(h.now());
+        }
+    }
+    // The better master's light sweep reads the other's SMInfo, sees a worse master and tells
+    // it (trap 144) to sweep; it finds the better master and stands by.
+    assert_eq!(h.sms[master].sm.state(), SmState::Master);
+    assert_eq!(h.sms[standby].sm.state(), SmState::Standby);
+    let took = one_master_at.expect("one master again") - resumed;
+    assert!(took <= 11 * SECOND, "two masters for {} ms", took / 1_000_000);
+    assert_eq!(lids(&h, master), before, "no LID changed");
+    // It refused the master's state sync while it was master; standing by, it is synced again.
+    let sync = h.sms[master].sm.sync_status();
+    let peer = sync.standbys.iter().find(|p| p.0 == h.sms[standby].sm.port_guid()).expect("a sync peer");
+    assert_eq!(peer.2, "current", "{sync:?}");
+}
+
+#[test]
 fn a_better_standby_gets_the_subnet_by_handover() {
     let topo = example("fat-tree-2l-k4.net");
     let (mut h, master) = elect(&topo, 2, &[5]);
@@ -77,7 +120,7 @@ fn a_better_standby_gets_the_subnet_by_handover() {
     h.fabric.set_is_sm(agent, true);
     let mut better = Sm::new(cfg(12, 7), Guid2Lid::default());
     better.set_sa_limits(ibsm::sa::Limits::SIM);
-    h.sms.push(ibsm::transport::sim::SimSm { sm: better, agent, at, alive: true });
+    h.sms.push(ibsm::transport::sim::SimSm { sm: better, agent, at, alive: true, saved: Guid2Lid::default() });
     h.start(1);
     // It finds the master and stands by; the master's next sweep finds it and hands over.
     h.run_until(h.now() + 5 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. }));
@@ -130,6 +173,7 @@ fn forged_controls_with_a_wrong_key_change_nothing() {
         agent: rogue,
         at: rogue_at,
         alive: false,
+        saved: Guid2Lid::default(),
     });
     let forged = SmInfo { guid: h.sms[master].sm.port_guid(), sm_key: 0x666, priority: 15, ..SmInfo::default() };
     // Directed routes from the rogue's port to each SM.

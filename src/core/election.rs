@@ -215,7 +215,7 @@ impl Sm {
 
     /// Becomes a standby watching `master` (when it is not master yet, the first poll finds out
     /// and a sweep follows).
-    fn become_standby(&mut self, master: FoundSm) {
+    pub(super) fn become_standby(&mut self, master: FoundSm) {
         self.state = SmState::Standby;
         self.sync_out.clear_peers();
         self.election.handover_when_synced = None;
@@ -239,7 +239,16 @@ impl Sm {
     /// A standby better than its master tells it with a trap 144 (SM priority changed), as
     /// OpenSM's standbys do: the master sweeps, finds this SM and hands the subnet over.
     fn tell_master_if_better(&mut self, m: &FoundSm) {
-        if !better(self.me(), (m.info.priority & 0x0f, m.info.guid)) || m.lid == Lid(0) {
+        if better(self.me(), (m.info.priority & 0x0f, m.info.guid)) {
+            self.nudge(m);
+        }
+    }
+
+    /// Sends `m` a trap 144 (SM priority changed) from this SM's port: it sweeps and finds
+    /// this SM. A standby tells its worse master so; a master tells a worse master that does
+    /// not know of it (two masters).
+    pub(super) fn nudge(&mut self, m: &FoundSm) {
+        if m.lid == Lid(0) {
             return;
         }
         let Some((node, port)) = self.subnet.local else { return };

@@ -1,6 +1,9 @@
 //! Light sweeps: between heavy sweeps, the master reads every switch's SwitchInfo every
 //! `sweep-interval`; a switch whose PortStateChange is set, or one that does not answer, brings
-//! a heavy sweep, and otherwise nothing happens until the next light sweep.
+//! a heavy sweep, and otherwise nothing happens until the next light sweep. It also reads the
+//! SMInfo of the other SMs the last heavy sweep found: a second master (a standby that took
+//! over when it lost the master's answers, say) is resolved there: this SM stands by if the
+//! other is better, else tells it with a trap 144 to sweep, find this master and stand by.
 //!
 //! Owns the light sweep's schedule and its book of outstanding reads. Traps are MADs like any
 //! other and can be lost (or a switch may never repeat one); this is how a change is noticed
@@ -8,10 +11,11 @@
 //! tree). The heavy sweep's SwitchInfo Set clears PortStateChange, so one change brings one
 //! heavy sweep.
 
-use ibsm_mad::Attribute;
-use ibsm_mad::attrs::SwitchInfo;
+use ibsm_mad::attrs::{SmInfo, SmState as WireSmState, SwitchInfo};
+use ibsm_mad::{Attribute, Guid};
 
 use super::Sm;
+use super::election::FoundSm;
 use super::state::{SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 
@@ -47,6 +51,14 @@ impl Sm {
         for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| n.is_switch() && !n.carried) {
             reads.push(Request { path: n.path, req: Req::LightSwitchInfo { node: i }, op: Op::Light });
         }
+        let me = self.port_guid;
+        for f in self.election.found.iter().filter(|f| f.info.guid != me) {
+            reads.push(Request {
+                path: f.path,
+                req: Req::LightSmInfo { guid: f.info.guid, key: self.cfg.sm_key },
+                op: Op::Light,
+            });
+        }
         self.light.pending = reads.len();
         self.light.changed = false;
         if reads.is_empty() {
@@ -64,6 +76,39 @@ impl Sm {
             _ => true,
         };
         self.light.changed |= changed;
+        self.light_read_done();
+    }
+
+    /// A light sweep's SMInfo read of another SM came back (or failed: it may be gone, which
+    /// the next heavy sweep sees).
+    pub(super) fn on_light_sm_info(&mut self, guid: Guid, outcome: &Outcome) {
+        let info = match outcome {
+            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
+            _ => None,
+        };
+        let found = self.election.found.iter().find(|f| f.info.guid == guid).copied();
+        if let (Some(info), Some(f), SmState::Master) = (info, found, self.state)
+            && info.sm_state == WireSmState::Master
+            && info.sm_key == self.cfg.sm_key
+        {
+            // Its port's LID now (it may have had none when the heavy sweep found it).
+            let lid =
+                self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
+            let other = FoundSm { info, lid, ..f };
+            if super::election::better((info.priority & 0x0f, info.guid), (self.priority(), self.port_guid)) {
+                // Two masters: the worse one (this one) stands by.
+                self.light.pending = 0;
+                self.light.at = None;
+                self.become_standby(other);
+                return;
+            }
+            self.nudge(&other);
+        }
+        self.light_read_done();
+    }
+
+    /// One light read less to wait for; at the last, the light sweep's verdict.
+    fn light_read_done(&mut self) {
         self.light.pending = self.light.pending.saturating_sub(1);
         if self.light.pending > 0 {
             return;

@@ -163,7 +163,9 @@ impl Sm {
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }
             | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),
-            Req::PollMaster { master: g, .. } | Req::SetSmInfo { to: g, .. } => Some(*g),
+            Req::PollMaster { master: g, .. } | Req::SetSmInfo { to: g, .. } | Req::LightSmInfo { guid: g, .. } => {
+                Some(*g)
+            }
             Req::ReadNodeDesc { guid, port } => self.subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
             Req::SetMft { switch, .. } => {
                 self.subnet.by_guid.get(switch).and_then(|&i| self.subnet.node(i)).map(|n| n.info.port_guid)

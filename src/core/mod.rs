@@ -638,6 +638,7 @@ impl Sm {
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
             Req::LightSwitchInfo { .. } => self.on_light_switch_info(outcome),
+            Req::LightSmInfo { guid, .. } => self.on_light_sm_info(*guid, outcome),
             Req::ReadNodeDesc { guid, .. } => self.on_reread_node_desc(*guid, outcome),
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {

@@ -97,7 +97,8 @@ impl Sm {
     /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
     /// started since) is synced from now on.
     pub(super) fn standby_seen(&mut self, guid: Guid) {
-        if self.state != SmState::Master || self.sync_out.knows(guid) || guid == self.port_guid {
+        let known = self.sync_out.knows(guid) && !self.sync_out.refused(guid);
+        if self.state != SmState::Master || known || guid == self.port_guid {
             return;
         }
         let Some(lid) = self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid)

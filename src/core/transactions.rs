@@ -67,6 +67,8 @@ pub(crate) enum Req {
     /// SMInfo of another SM found in discovery (its port has IsSM); `key`: this SM's SM_Key,
     /// presented in the request so that an SM with the same key shows it.
     GetSmInfo { node: NodeIdx, port: PortNum, key: u64 },
+    /// A light sweep's SMInfo read of an SM the last heavy sweep found.
+    LightSmInfo { guid: ibsm_mad::Guid, key: u64 },
     /// A standby's poll of the master's SMInfo (`master`: its port GUID), carrying the
     /// standby's own SMInfo with its SM_Key.
     PollMaster { master: Guid, info: SmInfo },
@@ -84,7 +86,7 @@ impl Req {
             Req::NodeDesc { .. } | Req::ReadNodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
-            Req::GetSmInfo { key, .. } => {
+            Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
                 (ids::attr::SM_INFO, 0, Method::Get, data)
             }

@@ -41,6 +41,9 @@ pub enum PeerState {
     Foreign,
     /// Answered once, then stopped answering.
     Unreachable,
+    /// An ibsm SM that refused the query (status 0x001C): it does not stand by for this master
+    /// (it was master itself, say). Asked again when it polls this master as a standby.
+    Refused,
 }
 
 impl PeerState {
@@ -52,6 +55,7 @@ impl PeerState {
             PeerState::Current(_) => "current",
             PeerState::Foreign => "foreign",
             PeerState::Unreachable => "unreachable",
+            PeerState::Refused => "refused",
         }
     }
 }
@@ -170,7 +174,7 @@ impl Publisher {
         let guids: Vec<Guid> = self.peers.keys().copied().collect();
         for g in guids {
             let Some(p) = self.peers.get_mut(&g) else { continue };
-            if matches!(p.state, PeerState::Foreign | PeerState::Unreachable) {
+            if matches!(p.state, PeerState::Foreign | PeerState::Unreachable | PeerState::Refused) {
                 continue;
             }
             p.queue.retain(|(s, _)| *s != section);
@@ -202,6 +206,11 @@ impl Publisher {
     /// Whether `guid` is a standby this master syncs (or tried to).
     pub fn knows(&self, guid: Guid) -> bool {
         self.peers.contains_key(&guid)
+    }
+
+    /// Whether `guid` refused the last query (an ibsm SM that was not standing by then).
+    pub fn refused(&self, guid: Guid) -> bool {
+        self.peers.get(&guid).is_some_and(|p| p.state == PeerState::Refused)
     }
 
     /// Forgets every standby (this SM is no longer master).
@@ -286,7 +295,10 @@ impl Publisher {
                 if let Some(p) = self.peers.get_mut(&f.peer) {
                     p.queue.clear();
                 }
-                self.set_state(f.peer, PeerState::Foreign);
+                // 0x001C is an ibsm SM that does not watch this master (yet); anything else
+                // is not an ibsm SM.
+                let state = if h.status == status::BAD_FIELD { PeerState::Refused } else { PeerState::Foreign };
+                self.set_state(f.peer, state);
             }
             (What::Ask, Some((_, m))) => {
                 if let Some(p) = self.peers.get_mut(&f.peer) {

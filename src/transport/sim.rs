@@ -210,6 +210,8 @@ pub struct SimSms {
     pub fabric: Fabric,
     /// The SMs, each with its agent and where it sits.
     pub sms: Vec<SimSm>,
+    /// Whether the SMs' computing takes virtual time (see [`ComputeTime`]).
+    pub compute_time: ComputeTime,
 }
 
 /// One SM of a [`SimSms`].
@@ -223,6 +225,9 @@ pub struct SimSm {
     pub at: (usize, u8),
     /// Stepped: a killed SM is not (its process is gone).
     pub alive: bool,
+    /// What a killed SM left on disk: its `guid2lid` as of its death (what `ibsm run
+    /// --state-dir` writes after every sweep), for its restart.
+    pub saved: crate::core::Guid2Lid,
 }
 
 impl SimSms {
@@ -239,9 +244,9 @@ impl SimSms {
                 .ok_or_else(|| format!("cannot attach an SM at node {} port {}", at.0, at.1))?;
             fabric.set_is_sm(agent, true);
             sm.set_sa_limits(crate::sa::Limits::SIM);
-            out.push(SimSm { sm, agent, at, alive: true });
+            out.push(SimSm { sm, agent, at, alive: true, saved: crate::core::Guid2Lid::default() });
         }
-        Ok(SimSms { fabric, sms: out })
+        Ok(SimSms { fabric, sms: out, compute_time: ComputeTime::Virtual })
     }
 
     /// Current virtual time, ns.
@@ -262,8 +267,27 @@ impl SimSms {
     pub fn kill(&mut self, i: usize) {
         if let Some(s) = self.sms.get_mut(i) {
             s.alive = false;
+            s.saved = s.sm.guid2lid().clone();
             self.fabric.set_is_sm(s.agent, false);
         }
+    }
+
+    /// Restarts SM `i` as a new process would start: `sm` (fresh state) takes its port, which
+    /// sets IsSM again, and starts its first sweep.
+    pub fn restart(&mut self, i: usize, mut sm: Sm) {
+        let now = self.now();
+        if let Some(s) = self.sms.get_mut(i) {
+            sm.set_sa_limits(crate::sa::Limits::SIM);
+            s.sm = sm;
+            s.alive = true;
+            self.fabric.set_is_sm(s.agent, true);
+            s.sm.start_sweep(now);
+        }
+    }
+
+    /// The live SM that is master (the first, should there be several).
+    pub fn master(&self) -> Option<usize> {
+        self.sms.iter().position(|s| s.alive && s.sm.state() == crate::core::SmState::Master)
     }
 
     /// Runs the live SMs until `stop` says so for an event (with the SM's index), nothing is
@@ -273,10 +297,19 @@ impl SimSms {
         limit_ns: u64,
         mut stop: impl FnMut(usize, &SmEvent) -> bool,
     ) -> Option<(usize, SmEvent)> {
+        self.run_until_at(limit_ns, |i, _, ev| stop(i, ev))
+    }
+
+    /// As [`SimSms::run_until`], with the virtual time of each event.
+    pub fn run_until_at(
+        &mut self,
+        limit_ns: u64,
+        mut stop: impl FnMut(usize, u64, &SmEvent) -> bool,
+    ) -> Option<(usize, SmEvent)> {
         let index: Vec<usize> = (0..self.sms.len()).filter(|&i| self.sms[i].alive).collect();
         let mut slots: Vec<Slot<'_>> =
             self.sms.iter_mut().filter(|s| s.alive).map(|s| Slot { sm: &mut s.sm, agent: s.agent }).collect();
-        run_slots(&mut self.fabric, &mut slots, ComputeTime::Virtual, limit_ns, &mut |i, _, ev| stop(index[i], ev))
+        run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |i, t, ev| stop(index[i], t, ev))
             .map(|(i, ev)| (index[i], ev))
     }
 }
