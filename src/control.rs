@@ -144,7 +144,8 @@ pub struct TrapStatus {
     pub received: std::collections::BTreeMap<String, u64>,
     /// Identical traps from one source dropped past the threshold.
     pub suppressed: u64,
-    /// Traps that arrived during a sweep which read their source after them (no extra sweep).
+    /// Traps handled with others: gathered into a sweep about to start, or covered by a running
+    /// sweep that read their source after them (no extra sweep).
     pub coalesced: u64,
     /// Heavy sweeps the rate limit deferred.
     pub deferred: u64,

@@ -1,5 +1,5 @@
 //! The trap policy end to end on the simulated fabric: both ends of a pulled cable cost one
-//! heavy sweep; a renamed host is read again without a sweep; traps 129–131 mark a port
+//! routing (a quick sweep, no rediscovery); a renamed host is read again without a sweep; traps 129–131 mark a port
 //! unhealthy; identical traps past the threshold are dropped; a flapping link cannot keep the
 //! SM sweeping, and the fabric still ends up routed right.
 
@@ -81,20 +81,27 @@ fn cable_off_the_sm_routes(t: &Topology, drv: &SimDriver) -> (usize, u8) {
 }
 
 #[test]
-fn both_ends_of_a_pulled_cable_cost_one_heavy_sweep() {
+fn both_ends_of_a_pulled_cable_cost_one_routing() {
     let t = k8();
     let mut drv = up(&t);
     let (sw, port) = cable_off_the_sm_routes(&t, &drv);
     drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
     let (sweeps, actions) = run_ms(&mut drv, 5_000);
-    assert_eq!(actions, vec![TrapAction::Sweep, TrapAction::AfterSweep], "a trap from each end");
+    // The two ends' traps come together and are looked into together: one quick sweep reads
+    // both switches' ports, drops the cable and reroutes.
+    assert_eq!(actions, vec![TrapAction::Sweep, TrapAction::Sweep], "a trap from each end");
     assert_eq!(sweeps, 1);
     assert_eq!(drv.sm.trap_book().counters.coalesced, 1);
     assert!(drv.fabric.check_routes().ok());
-    // And back: again one sweep.
+    // Both switches' PortStateChange are clear: the light sweeps that follow find nothing.
+    let light = drv.sm.light_sweeps();
+    let (sweeps, _) = run_ms(&mut drv, 15_000);
+    assert_eq!((sweeps, drv.sm.light_sweeps() > light), (0, true));
+    // And back: a heavy sweep (a port come up needs discovery), again for both traps.
     drv.fabric.inject_fault(Fault::LinkUp { node: sw, port });
     let (sweeps, _) = run_ms(&mut drv, 5_000);
     assert_eq!(sweeps, 1);
+    assert_eq!(drv.sm.trap_book().counters.coalesced, 2);
     assert!(drv.fabric.check_routes().ok());
 }
 
@@ -158,4 +165,51 @@ fn a_flapping_link_is_rate_limited_and_still_converges() {
     let (s, _) = run_ms(&mut drv, 15_000);
     assert!(s >= 1, "the deferred sweep ran");
     assert!(drv.fabric.check_routes().ok(), "{:?}", drv.fabric.check_routes());
+}
+
+/// The entries of switch `node`'s table (as the SM's snapshot holds it) that use `port`.
+fn routed_over(drv: &SimDriver, t: &Topology, node: usize, port: u8) -> usize {
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let at = snap.by_guid(t.nodes[node].port_guid(0)).expect("switch");
+    let lft = &snap.node(at.0).expect("node").lft;
+    (0..lft.len()).filter(|&l| lft[l] == port).count()
+}
+
+#[test]
+fn a_cut_cable_is_handled_by_a_quick_sweep_without_rediscovery() {
+    let t = k8();
+    // Two cables: one away from the SM's routes, and the first uplink of the SM's own leaf
+    // (the directed routes of half the fabric cross it, so they must be worked out again).
+    let first = {
+        let drv = up(&t);
+        cable_off_the_sm_routes(&t, &drv)
+    };
+    let sm_leaf = t.nodes[t.first_cabled_ca_port().expect("host").0].peer(1).expect("cabled").node;
+    let uplink = (1..=t.nodes[sm_leaf].num_ports)
+        .find(|&p| t.nodes[sm_leaf].peer(p).is_some_and(|q| t.nodes[q.node].kind == NodeKind::Switch))
+        .expect("an uplink");
+    for (sw, port) in [first, (sm_leaf, uplink)] {
+        let mut drv = up(&t);
+        let full_sweep_smps = drv.sm.last_report().expect("report").smps_sent;
+        drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
+        let (sweeps, _) = run_ms(&mut drv, 5_000);
+        let r = drv.sm.last_report().expect("report").clone();
+        assert_eq!(sweeps, 1, "{}[{port}]", t.nodes[sw].name);
+        assert!(r.complete, "{r:?}");
+        assert!(matches!(r.routing_mode, ibsm::core::lft::RouteMode::Repaired { .. }), "{r:?}");
+        // The switch's ports, the PortStateChange clear and the LFT blocks: no rediscovery.
+        assert!(r.smps_sent < full_sweep_smps / 10, "{} SMPs (a heavy sweep: {full_sweep_smps})", r.smps_sent);
+        assert_eq!(r.links, 383);
+        let peer = t.nodes[sw].peer(port).expect("peer");
+        assert_eq!(routed_over(&drv, &t, sw, port) + routed_over(&drv, &t, peer.node, peer.port), 0);
+        assert!(drv.fabric.check_routes().ok());
+        // The cable back: a port come up needs discovery, so a heavy sweep, and the tables of
+        // before.
+        drv.fabric.inject_fault(Fault::LinkUp { node: sw, port });
+        run_ms(&mut drv, 5_000);
+        let back = drv.sm.last_report().expect("report");
+        assert_eq!((back.links, back.complete), (384, true));
+        assert_eq!(back.routing_mode, ibsm::core::lft::RouteMode::Reused);
+        assert!(drv.fabric.check_routes().ok());
+    }
 }

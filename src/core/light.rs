@@ -1,6 +1,7 @@
 //! Light sweeps: between heavy sweeps, the master reads every switch's SwitchInfo every
-//! `sweep-interval`; a switch whose PortStateChange is set, or one that does not answer, brings
-//! a heavy sweep, and otherwise nothing happens until the next light sweep. It also reads the
+//! `sweep-interval`; switches whose PortStateChange is set get a quick sweep (their ports read;
+//! see `quick.rs`, which falls back to a heavy sweep), one that does not answer brings a heavy
+//! sweep, and otherwise nothing happens until the next light sweep. It also reads the
 //! SMInfo of the other SMs the last heavy sweep found: a second master (a standby that took
 //! over when it lost the master's answers, say) is resolved there: this SM stands by if the
 //! other is better, else tells it with a trap 144 to sweep, find this master and stand by.
@@ -8,8 +9,8 @@
 //! Owns the light sweep's schedule and its book of outstanding reads. Traps are MADs like any
 //! other and can be lost (or a switch may never repeat one); this is how a change is noticed
 //! anyway, at the cost of one SMP per switch per interval (2,880 every 10 s on the 27,648-HCA
-//! tree). The heavy sweep's SwitchInfo Set clears PortStateChange, so one change brings one
-//! heavy sweep.
+//! tree). The heavy or quick sweep's SwitchInfo Set clears PortStateChange, so one change
+//! brings one sweep.
 
 use ibsm_mad::attrs::{SmInfo, SmState as WireSmState, SwitchInfo};
 use ibsm_mad::{Attribute, Guid};
@@ -20,7 +21,7 @@ use super::state::{SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 
 /// A light sweep in progress.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Light {
     /// When the next light sweep is due.
     pub at: Option<u64>,
@@ -28,6 +29,10 @@ pub struct Light {
     pub pending: usize,
     /// A read showed a change (or failed).
     pub changed: bool,
+    /// Switches whose PortStateChange was set.
+    pub psc: Vec<super::state::NodeIdx>,
+    /// A read failed (a switch gone or not answering: a heavy sweep).
+    pub failed: bool,
     /// Light sweeps completed.
     pub done: u64,
 }
@@ -61,6 +66,8 @@ impl Sm {
         }
         self.light.pending = reads.len();
         self.light.changed = false;
+        self.light.psc.clear();
+        self.light.failed = false;
         if reads.is_empty() {
             self.schedule_light();
         }
@@ -70,12 +77,18 @@ impl Sm {
     }
 
     /// A light sweep's SwitchInfo read came back (or failed).
-    pub(super) fn on_light_switch_info(&mut self, outcome: &Outcome) {
-        let changed = match outcome {
-            Outcome::Reply { status: 0, data } => SwitchInfo::parse(data).map_or(true, |si| si.port_state_change),
-            _ => true,
-        };
-        self.light.changed |= changed;
+    pub(super) fn on_light_switch_info(&mut self, node: super::state::NodeIdx, outcome: &Outcome) {
+        match outcome {
+            Outcome::Reply { status: 0, data } => match SwitchInfo::parse(data) {
+                Ok(si) if si.port_state_change => {
+                    self.light.changed = true;
+                    self.light.psc.push(node);
+                }
+                Ok(_) => {}
+                Err(_) => self.light.failed = true,
+            },
+            _ => self.light.failed = true,
+        }
         self.light_read_done();
     }
 
@@ -114,8 +127,13 @@ impl Sm {
             return;
         }
         self.light.done += 1;
-        if self.light.changed && self.state == SmState::Master && self.phase == SweepPhase::Up {
+        let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
+        if master_up && self.light.failed {
             self.start_sweep(self.now);
+        } else if master_up && self.light.changed {
+            // Switches that saw a port change: a quick sweep of them (heavy if it cannot).
+            let psc = std::mem::take(&mut self.light.psc);
+            self.sweep_switches(&psc);
         } else if self.phase == SweepPhase::Up {
             self.schedule_light();
         }

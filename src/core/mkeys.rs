@@ -160,6 +160,7 @@ impl Sm {
             | Req::SetSwitchInfo { node, .. }
             | Req::SetLft { node, .. } => at(*node, None),
             Req::GetPortInfo { node, port }
+            | Req::CheckPortInfo { node, port }
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }
             | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),

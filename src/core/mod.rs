@@ -24,6 +24,7 @@ mod mcast;
 pub mod mkeys;
 mod partial;
 mod pkeys;
+mod quick;
 pub mod replication;
 mod requests;
 mod snapshot;
@@ -308,6 +309,8 @@ pub struct Sm {
     light: light::Light,
     /// What traps did and are waiting for.
     traps: traps::Traps,
+    /// A quick sweep's reads, while one runs.
+    quick: Option<quick::Quick>,
 }
 
 impl Sm {
@@ -356,6 +359,7 @@ impl Sm {
             route_mode: lft::RouteMode::Full,
             light: light::Light::default(),
             traps: traps::Traps::default(),
+            quick: None,
         }
     }
 
@@ -483,7 +487,7 @@ impl Sm {
             self.state = SmState::Discovering;
         }
         self.resweep_at = None;
-        self.traps.sweep_started();
+        self.traps.sweep_started(true);
         self.routes = None;
         self.mkeys.keying = false;
         self.mkeys.keyed_this_sweep = false;
@@ -637,9 +641,10 @@ impl Sm {
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
-            Req::LightSwitchInfo { .. } => self.on_light_switch_info(outcome),
+            Req::LightSwitchInfo { node } => self.on_light_switch_info(*node, outcome),
             Req::LightSmInfo { guid, .. } => self.on_light_sm_info(*guid, outcome),
             Req::ReadNodeDesc { guid, .. } => self.on_reread_node_desc(*guid, outcome),
+            Req::CheckPortInfo { node, port } => self.on_check_port_info(*node, *port, outcome),
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {
                 self.on_set_port_info(request, (*node, *port, *step), outcome);
@@ -680,6 +685,11 @@ impl Sm {
     fn advance(&mut self) {
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
             match self.phase {
+                SweepPhase::Discovering if self.quick.is_some() => {
+                    if !self.after_quick_reads() {
+                        return;
+                    }
+                }
                 SweepPhase::Discovering => {
                     if self.yield_after_discovery() {
                         // A standby now: the sweep ends before it touches anything.

@@ -50,6 +50,8 @@ pub(crate) enum Req {
     GetSwitchInfo { node: NodeIdx },
     /// A light sweep's SwitchInfo read (PortStateChange says a port changed state).
     LightSwitchInfo { node: NodeIdx },
+    /// A quick sweep's PortInfo read of a switch port that may have changed.
+    CheckPortInfo { node: NodeIdx, port: PortNum },
     /// NodeDescription of a node whose trap 144 says it changed (outside a sweep).
     ReadNodeDesc { guid: ibsm_mad::Guid, port: PortNum },
     /// One LFT block read back before programming.
@@ -84,7 +86,9 @@ impl Req {
         match self {
             Req::NodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
             Req::NodeDesc { .. } | Req::ReadNodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
-            Req::GetPortInfo { port, .. } => (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data),
+            Req::GetPortInfo { port, .. } | Req::CheckPortInfo { port, .. } => {
+                (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data)
+            }
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
             Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);

@@ -30,6 +30,8 @@ pub const DUPLICATE_LIMIT: u32 = 5;
 pub const SWEEP_BURST: u32 = 4;
 /// After the burst, one trap-driven heavy sweep per this interval.
 pub const SWEEP_REFILL_NS: u64 = 2_000_000_000;
+/// A trap at rest is looked into this much later, with the traps that came meanwhile.
+pub const GATHER_NS: u64 = 1_000_000;
 /// NodeDescriptions read for trap 144 reach the SA's snapshot this long after the first.
 const DESC_QUIET_NS: u64 = 1_000_000_000;
 /// Sources remembered for duplicate suppression (memory stays bounded whatever arrives).
@@ -90,7 +92,8 @@ pub struct TrapCounters {
     pub by_number: BTreeMap<u16, u64>,
     /// Dropped as duplicates past the threshold.
     pub suppressed: u64,
-    /// Arrived during a sweep that read their source after they arrived: no further sweep.
+    /// Handled with others: gathered into a sweep about to start, or arrived during a sweep
+    /// that read their source after they arrived (no further sweep either way).
     pub coalesced: u64,
     /// Heavy sweeps the rate limit deferred.
     pub deferred: u64,
@@ -113,6 +116,12 @@ pub struct Traps {
     read_marks: HashMap<Guid, u64>,
     /// Ports reported unhealthy: (node GUID, port) → what was reported.
     pub unhealthy: BTreeMap<(Guid, u8), Unhealthy>,
+    /// Switches whose trap a quick sweep is to look into (see `quick.rs`), when it is due.
+    quick: Vec<Guid>,
+    /// A trap with no known source is among them: a heavy sweep instead.
+    quick_unknown: bool,
+    /// When the quick sweep of `quick` is due.
+    quick_at: Option<u64>,
     /// NodeDescriptions read for trap 144, not in the snapshot yet.
     descs: HashMap<Guid, String>,
     /// When they go into the snapshot.
@@ -152,11 +161,28 @@ impl Traps {
         Ok(())
     }
 
-    /// A sweep starts: forget the last one's marks.
-    pub(super) fn sweep_started(&mut self) {
+    /// A sweep starts: forget the last one's marks (a heavy sweep also covers the switches
+    /// waiting for a quick one, and the traps that came during a quick one it replaces).
+    pub(super) fn sweep_started(&mut self, heavy: bool) {
+        // A heavy sweep reads every switch from now on: it sees what these traps said.
+        if heavy {
+            self.counters.coalesced += self.during.len() as u64;
+        }
         self.during.clear();
         self.read_marks.clear();
         self.mark = 0;
+        self.quick.clear();
+        self.quick_unknown = false;
+        self.quick_at = None;
+    }
+
+    /// Remembers a trap's source for the next quick sweep.
+    fn want_quick(&mut self, source: Option<Guid>) {
+        match source {
+            Some(g) if !self.quick.contains(&g) => self.quick.push(g),
+            Some(_) => {}
+            None => self.quick_unknown = true,
+        }
     }
 
     /// The running sweep asks for the ports of switch `guid` now.
@@ -165,8 +191,9 @@ impl Traps {
     }
 
     /// The sweep ended: whether a trap that arrived during it may show a change it missed
-    /// (its source was not read after it arrived, or is unknown). `present` says whether a
-    /// switch is still in the fabric (a vanished one has nothing left to read).
+    /// (its source was not read after it arrived, or is unknown); the sources are kept for the
+    /// quick sweep that follows. `present` says whether a switch is still in the fabric (a
+    /// vanished one has nothing left to read).
     pub(super) fn missed(&mut self, present: impl Fn(Guid) -> bool) -> bool {
         let during = std::mem::take(&mut self.during);
         let mut missed = false;
@@ -176,14 +203,16 @@ impl Traps {
                 self.counters.coalesced += 1;
             } else {
                 missed = true;
+                self.want_quick(source);
             }
         }
         missed
     }
 
-    /// When [`Sm::handle_timeout`] is due for a deferred sweep or a NodeDescription patch.
+    /// When [`Sm::handle_timeout`] is due for a deferred or quick sweep or a NodeDescription
+    /// patch.
     pub fn poll_timeout(&self) -> Option<u64> {
-        [self.deferred_at, self.descs_at].into_iter().flatten().min()
+        [self.deferred_at, self.descs_at, self.quick_at].into_iter().flatten().min()
     }
 }
 
@@ -314,12 +343,20 @@ impl Sm {
             self.traps.during.push((source, mark));
             return TrapAction::AfterSweep;
         }
+        self.traps.want_quick(source);
         if self.traps.deferred_at.is_some() {
             return TrapAction::Deferred;
         }
+        if self.traps.quick_at.is_some() {
+            // Gathered into the sweep about to start.
+            self.traps.counters.coalesced += 1;
+            return TrapAction::Sweep;
+        }
         match self.traps.take_token(self.now) {
             Ok(()) => {
-                self.start_sweep(self.now);
+                // Traps that come together (both ends of a cable, every neighbour of a switch
+                // that died) are looked into together.
+                self.traps.quick_at = Some(self.now.saturating_add(GATHER_NS));
                 TrapAction::Sweep
             }
             Err(at) => {
@@ -330,13 +367,33 @@ impl Sm {
         }
     }
 
+    /// Looks into the switches the traps named: a quick sweep of them when they are all known
+    /// and one is possible, else a heavy sweep.
+    fn sweep_wanted(&mut self) {
+        let guids = std::mem::take(&mut self.traps.quick);
+        let unknown = std::mem::take(&mut self.traps.quick_unknown);
+        self.traps.quick_at = None;
+        let idx: Option<Vec<usize>> = guids.iter().map(|g| self.subnet.by_guid.get(g).copied()).collect();
+        match idx {
+            Some(idx) if !unknown && !idx.is_empty() && self.start_quick_sweep(&idx) => {}
+            _ => self.start_sweep(self.now),
+        }
+    }
+
+    /// Looks into `switches` (a light sweep saw their PortStateChange), as [`Sm::sweep_wanted`].
+    pub(super) fn sweep_switches(&mut self, switches: &[usize]) {
+        if !self.start_quick_sweep(switches) {
+            self.start_sweep(self.now);
+        }
+    }
+
     /// At the end of a sweep: sweep again (rate-limited) if a trap during it may show a
     /// change it did not see.
     pub(super) fn traps_after_sweep(&mut self) {
         let by_guid = &self.subnet.by_guid;
         if self.traps.missed(|g| by_guid.contains_key(&g)) && self.traps.deferred_at.is_none() {
             match self.traps.take_token(self.now) {
-                Ok(()) => self.resweep_at = Some(self.now),
+                Ok(()) => self.traps.quick_at = Some(self.now),
                 Err(at) => {
                     self.traps.counters.deferred += 1;
                     self.traps.deferred_at = Some(at);
@@ -354,7 +411,13 @@ impl Sm {
             self.traps.deferred_at = None;
             if self.state == SmState::Master {
                 let _ = self.traps.take_token(self.now);
-                self.start_sweep(self.now);
+                self.sweep_wanted();
+            }
+        }
+        if self.traps.quick_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
+            self.traps.quick_at = None;
+            if self.state == SmState::Master {
+                self.sweep_wanted();
             }
         }
     }
