@@ -487,6 +487,7 @@ impl Sm {
             self.state = SmState::Discovering;
         }
         self.resweep_at = None;
+        self.quick = None;
         self.traps.sweep_started(true);
         self.routes = None;
         self.mkeys.keying = false;
