@@ -98,6 +98,12 @@ enum ConfigCommand {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Print the ibsm.toml equivalent of an OpenSM configuration file, and every OpenSM
+    /// option that has no equivalent with the reason (as comments).
+    ImportOpensm {
+        /// The OpenSM file (`opensm.conf`, as `opensm -c FILE` writes it).
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -247,6 +253,7 @@ pub fn run() -> ExitCode {
         Command::Topology { command } => crate::cli_topology::run(&command),
         Command::Config { command: ConfigCommand::Check { file } } => config_check(&file),
         Command::Config { command: ConfigCommand::Show { config } } => config_show(config.as_deref()),
+        Command::Config { command: ConfigCommand::ImportOpensm { file } } => import_opensm(&file),
         Command::Reload { socket } => reload(&socket),
         Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
@@ -366,6 +373,23 @@ fn config_check(file: &std::path::Path) -> ExitCode {
 }
 
 /// `ibsm config show [--config FILE]`.
+/// `ibsm config import-opensm FILE`: the TOML on stdout, exit 0; 2 when the file cannot be
+/// read.
+fn import_opensm(file: &std::path::Path) -> ExitCode {
+    match std::fs::read(file) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let imported = ibsm::import_opensm::import(&text);
+            print!("{}", ibsm::import_opensm::to_toml(&imported, &file.display().to_string()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm config import-opensm: {}: {e}", file.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn config_show(file: Option<&std::path::Path>) -> ExitCode {
     match ConfigFile::load_layered(file) {
         Ok((cfg, sources)) => {

@@ -21,6 +21,7 @@ pub mod config;
 pub mod control;
 pub mod core;
 pub mod fabric_view;
+pub mod import_opensm;
 pub mod logfmt;
 pub mod metrics;
 pub mod metrics_http;

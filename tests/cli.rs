@@ -310,3 +310,47 @@ fn json_logs_carry_an_error_id_on_every_warning_and_the_readme_lists_each() {
     }
     assert!(ids >= 20, "{ids}");
 }
+
+/// OpenSM's own default configuration (`opensm -c FILE` writes every option it has) imports
+/// into a file `ibsm config check` accepts, with every option either mapped or listed with a
+/// reason, and none unknown.
+#[test]
+fn opensms_own_configuration_imports_cleanly() {
+    let Some(opensm) =
+        ["/usr/sbin/opensm", "/usr/bin/opensm", "/sbin/opensm"].into_iter().find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("opensm not installed: skipped");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ibsm-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let conf = dir.join("opensm.conf");
+    let made = std::process::Command::new(opensm).arg("-c").arg(&conf).output().expect("opensm -c");
+    assert!(conf.exists(), "opensm -c wrote nothing: {made:?}");
+    let options = std::fs::read_to_string(&conf)
+        .expect("read")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .count();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["config", "import-opensm"])
+        .arg(&conf)
+        .output()
+        .expect("import");
+    assert_eq!(out.status.code(), Some(0));
+    let toml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mapped = toml.lines().filter(|l| !l.starts_with('#') && l.contains(" = ")).count();
+    let left = toml.lines().filter(|l| l.starts_with("#   ")).count();
+    assert_eq!(mapped + left, options, "every OpenSM option is accounted for:\n{toml}");
+    assert!(options > 100, "{options} options");
+    assert!(!toml.contains("unknown to ibsm"), "{toml}");
+    let file = dir.join("ibsm.toml");
+    std::fs::write(&file, &toml).expect("write");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .expect("check");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
+}

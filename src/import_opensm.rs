@@ -1,0 +1,379 @@
+//! `ibsm config import-opensm`: an `opensm.conf` turned into the equivalent `ibsm.toml`.
+//!
+//! Owns the mapping from OpenSM's option names (as OpenSM 3.3.23 writes them with
+//! `opensm -c FILE`: one `name value` per line, `#` comments) to ibsm's configuration keys and
+//! the reason for every option that has no equivalent. Values are checked as they are mapped;
+//! the output is TOML that `ibsm config check` accepts, with the options left out listed in
+//! comments. Where OpenSM's default was chosen for a slower world (10 s SMInfo polls, 4 SMPs on
+//! the wire) and the file still holds it, ibsm's own default is kept and the comment says why.
+
+use std::fmt::Write as _;
+
+/// What became of one OpenSM option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// `key = value` in the TOML.
+    Mapped {
+        /// The ibsm key.
+        key: &'static str,
+        /// The TOML value, written as TOML.
+        value: String,
+    },
+    /// Not carried over, and why.
+    Skipped(String),
+}
+
+/// One option of the OpenSM file and its fate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    /// 1-based line in the OpenSM file.
+    pub line: usize,
+    /// OpenSM's option name.
+    pub name: String,
+    /// Its value as written.
+    pub value: String,
+    /// What became of it.
+    pub fate: Fate,
+}
+
+fn int(v: &str) -> Option<u64> {
+    let v = v.trim();
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+fn in_range(v: &str, min: u64, max: u64) -> Result<u64, String> {
+    match int(v) {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{v:?} is not a number in {min}..={max}")),
+    }
+}
+
+fn boolean(v: &str) -> Option<bool> {
+    match v.to_ascii_uppercase().as_str() {
+        "TRUE" => Some(true),
+        "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+fn quoted(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Prefix families of options that have no equivalent, and why.
+const FAMILIES: &[(&str, &str)] = &[
+    ("qos", "QoS (SL2VL, VL arbitration) is not configurable in ibsm yet"),
+    ("cc_", "congestion control is not implemented in ibsm"),
+    ("congestion_control", "congestion control is not implemented in ibsm"),
+    ("perfmgr", "ibsm has no performance manager; use perfquery or a telemetry agent"),
+    ("log", "ibsm logs through tracing to stderr/journald; see --log-format and RUST_LOG"),
+    ("accum_log_file", "ibsm logs through tracing to stderr/journald"),
+    ("per_module_logging_file", "ibsm logs through tracing to stderr/journald"),
+    ("force_log_flush", "ibsm logs through tracing to stderr/journald"),
+    ("event_", "ibsm has no event plugins; watch its logs and metrics (--metrics)"),
+    ("nue_", "the nue routing engine is not available in ibsm"),
+    ("lash_", "the lash routing engine is not available in ibsm"),
+    ("torus_config", "the torus-2QoS routing engine is not available in ibsm"),
+    ("console", "ibsm has no telnet console; use `ibsm status` over the control socket"),
+    ("m_key_lookup", "ibsm reads the keys ports hold from `guid2mkey` when that key is set"),
+];
+
+/// Single options that have no equivalent, and why.
+const NO_EQUIVALENT: &[(&str, &str)] = &[
+    ("guid", "the port is chosen on the command line: `ibsm run --ca NAME --port N`"),
+    ("lmc_esp0", "ibsm gives switch port 0 one LID"),
+    ("sm_sl", "the SM's SL is 0"),
+    ("vl_stall_count", "not configurable; the ports' own values are kept"),
+    ("leaf_vl_stall_count", "not configurable; the ports' own values are kept"),
+    ("head_of_queue_lifetime", "not configurable; the ports' own values are kept"),
+    ("leaf_head_of_queue_lifetime", "not configurable; the ports' own values are kept"),
+    ("max_op_vls", "not configurable; the ports' own values are kept"),
+    ("force_link_speed", "link speeds are written back as read"),
+    ("force_link_speed_ext", "link speeds are written back as read"),
+    ("force_link_width", "link widths are written back as read"),
+    ("fdr10", "link speeds are written back as read"),
+    ("local_phy_errors_threshold", "not configurable; the ports' own values are kept"),
+    ("overrun_errors_threshold", "not configurable; the ports' own values are kept"),
+    ("use_mfttop", "MFTs are programmed block by block, only the blocks that change"),
+    ("allow_both_pkeys", "a port holds one membership per partition key"),
+    ("keep_pkey_indexes", "ibsm always keeps P_Key indexes (state directory `pkeys`)"),
+    ("sm_assigned_guid", "alias GUIDs are not assigned by ibsm"),
+    ("reassign_lids", "ibsm never renumbers a port that has a LID"),
+    ("force_heavy_sweep", "ibsm sweeps heavily only when a light or quick sweep finds a change it cannot handle"),
+    ("sweep_on_trap", "ibsm always acts on traps (rate-limited)"),
+    ("port_profile_switch_nodes", "not available in ibsm's engines"),
+    ("port_prof_ignore_file", "not available in ibsm's engines"),
+    ("hop_weights_file", "not available in ibsm's engines"),
+    ("port_search_ordering_file", "not available in ibsm's engines"),
+    ("avoid_throttled_links", "not available in ibsm's engines"),
+    ("connect_roots", "ibsm's ftree routes switch-to-switch traffic along shortest paths"),
+    ("use_ucast_cache", "ibsm repairs its last tables after a cable or switch is lost (always on)"),
+    ("lid_matrix_dump_file", "see `ibsm routes dump`"),
+    ("lfts_file", "see `ibsm routes dump --format opensm`"),
+    ("root_guid_file", "ibsm's ftree finds the roots itself"),
+    ("cn_guid_file", "ibsm's ftree routes every CA"),
+    ("io_guid_file", "ibsm's ftree routes every CA"),
+    ("quasi_ftree_indexing", "ibsm's ftree handles degraded trees itself"),
+    ("max_reverse_hops", "ibsm's ftree routes every CA over up/down paths"),
+    ("ids_guid_file", "not available in ibsm's engines"),
+    ("guid_routing_order_file", "ibsm routes destinations in NodeGUID order"),
+    ("guid_routing_order_no_scatter", "ibsm routes destinations in NodeGUID order"),
+    ("do_mesh_analysis", "not available in ibsm's engines"),
+    ("port_shifting", "not available in ibsm's engines"),
+    ("scatter_ports", "not available in ibsm's engines"),
+    ("sa_db_file", "the SA state (groups, services, subscriptions) is replicated to standbys instead"),
+    ("sa_db_dump", "the SA state (groups, services, subscriptions) is replicated to standbys instead"),
+    ("ignore_other_sm", "ibsm always takes part in the election"),
+    ("honor_guid2lid_file", "ibsm always keeps the LIDs of `guid2lid` in its state directory"),
+    ("max_wire_smps2", "one window of SMPs in flight: max-smps-in-flight"),
+    ("max_smps_timeout", "one SMP timeout: smp-timeout-ms"),
+    ("long_transaction_timeout", "one SMP timeout: smp-timeout-ms"),
+    ("max_msg_fifo_timeout", "ibsm has no message FIFO"),
+    ("single_thread", "ibsm's core is one event loop"),
+    ("daemon", "run ibsm under systemd (dist/systemd/ibsm.service)"),
+    ("sm_inactive", "not available; stop the service instead"),
+    ("babbling_port_policy", "not available in ibsm"),
+    ("drop_event_subscriptions", "subscriptions are dropped when the subscriber's port goes away"),
+    ("ipoib_mcgroup_creation_validation", "ibsm checks every MCMemberRecord against the partition policy"),
+    ("mcgroup_join_validation", "ibsm checks every MCMemberRecord against the partition policy"),
+    ("use_original_extended_sa_rates_only", "ibsm reports the rates of the IBTA specification"),
+    ("use_optimized_slvl", "SL2VL tables are not programmed by ibsm yet"),
+    ("suppress_sl2vl_mad_status_errors", "SL2VL tables are not programmed by ibsm yet"),
+    ("fsync_high_avail_files", "ibsm always writes state files atomically (temp, fsync, rename)"),
+    ("node_name_map_name", "ibsm names nodes by their NodeDescription"),
+    ("dump_files_dir", "see `ibsm routes dump` and the state directory"),
+    ("enable_quirks", "not needed"),
+    ("no_clients_rereg", "ibsm asks for client reregistration only when a port's SA state may be lost"),
+    ("disable_multicast", "multicast is always on"),
+    ("exit_on_fatal", "ibsm keeps running and reports (duplicate GUIDs, for one)"),
+    ("prefix_routes_file", "routers are not supported"),
+    ("consolidate_ipv6_snm_req", "not available in ibsm"),
+];
+
+/// OpenSM's defaults that ibsm deliberately does not copy, and why.
+const SLOW_DEFAULTS: &[(&str, &str, &str)] = &[
+    (
+        "sminfo_polling_timeout",
+        "10000",
+        "OpenSM's default; ibsm's sm-poll-interval-ms (200) is kept: a standby takes over in about 1 s instead of 40",
+    ),
+    ("polling_retry_number", "4", "OpenSM's default; ibsm's sm-poll-retries (3) is kept"),
+    ("max_wire_smps", "4", "OpenSM's default; ibsm's max-smps-in-flight (64) is kept: bring-up is faster"),
+];
+
+fn skipped(reason: &str) -> Fate {
+    Fate::Skipped(reason.to_owned())
+}
+
+fn mapped(key: &'static str, value: String) -> Fate {
+    Fate::Mapped { key, value }
+}
+
+/// The fate of OpenSM option `name` with `value`.
+fn fate(name: &str, value: &str) -> Fate {
+    if let Some((_, _, why)) = SLOW_DEFAULTS.iter().find(|(n, v, _)| *n == name && *v == value) {
+        return skipped(why);
+    }
+    let num = |key: &'static str, min: u64, max: u64| match in_range(value, min, max) {
+        Ok(n) => mapped(key, n.to_string()),
+        Err(e) => Fate::Skipped(format!("not imported: {e}")),
+    };
+    match name {
+        "sm_priority" => num("priority", 0, 15),
+        "lmc" => num("lmc", 0, 7),
+        "subnet_timeout" => num("subnet-timeout", 0, 31),
+        // OpenSM writes packet_life_time into SwitchInfo.LifeTimeValue.
+        "packet_life_time" => num("switch-life-time", 0, 31),
+        "sweep_interval" => num("sweep-interval-s", 0, 86_400),
+        "sminfo_polling_timeout" => num("sm-poll-interval-ms", 1, 3_600_000),
+        "polling_retry_number" => num("sm-poll-retries", 1, 100),
+        "transaction_timeout" => num("smp-timeout-ms", 1, 60_000),
+        "transaction_retries" => num("smp-retries", 0, 100),
+        "max_wire_smps" => num("max-smps-in-flight", 1, 65_536),
+        "m_key_protection_level" => num("m-key-protect", 0, 3),
+        // 0: the lease never ends; otherwise it must outlast ibsm's re-sweep interval (10 s).
+        "m_key_lease_period" if int(value) == Some(0) => mapped("m-key-lease-s", "0".to_owned()),
+        "m_key_lease_period" => match in_range(value, 11, 65_535) {
+            Ok(n) => mapped("m-key-lease-s", n.to_string()),
+            Err(e) => Fate::Skipped(format!(
+                "not imported: {e} (a lease must outlast ibsm's 10 s re-sweep interval, or be 0: never)"
+            )),
+        },
+        "subnet_prefix" | "sa_key" => match int(value) {
+            Some(n) => mapped(if name == "sa_key" { "sa-key" } else { "subnet-prefix" }, quoted(&format!("{n:#018x}"))),
+            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+        },
+        "m_key" => match int(value) {
+            Some(0) => mapped("m-key", quoted("off")),
+            Some(n) => mapped("m-key", quoted(&format!("{n:#018x}"))),
+            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+        },
+        "sm_key" => skipped(&match int(value) {
+            Some(1) => "OpenSM's default key 1, which is ibsm's too".to_owned(),
+            Some(_) => "the SM_Key is never kept in the configuration: write it into a file of mode 0600 and set \
+                        sm-key-file to it"
+                .to_owned(),
+            None => format!("not imported: {value:?} is not a 64-bit number"),
+        }),
+        "partition_config_file" if value == "(null)" || value.is_empty() => skipped("no partition file"),
+        // OpenSM goes on with the default partition when the file is missing; ibsm would
+        // refuse to start, so a file that is not there is left out.
+        "partition_config_file" if !std::path::Path::new(value).exists() => skipped(
+            "the file does not exist here: OpenSM uses the default partition then, as ibsm does without this key",
+        ),
+        "partition_config_file" => mapped("partitions", quoted(value)),
+        "part_enforce" => match value {
+            "both" | "in" | "out" | "off" => mapped("part-enforce", quoted(value)),
+            _ => skipped(&format!("not imported: {value:?} is not both, in, out or off")),
+        },
+        "no_partition_enforcement" => match boolean(value) {
+            Some(true) => mapped("part-enforce", quoted("off")),
+            Some(false) => skipped("enforcement on, as part_enforce says"),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "routing_engine" => routing(value),
+        _ => {
+            let why = NO_EQUIVALENT
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, w)| *w)
+                .or_else(|| FAMILIES.iter().find(|(p, _)| name.starts_with(p)).map(|(_, w)| *w));
+            skipped(why.unwrap_or("unknown to ibsm"))
+        }
+    }
+}
+
+/// `routing_engine`: OpenSM's comma list, with the engines ibsm has.
+fn routing(value: &str) -> Fate {
+    if value == "(null)" || value.is_empty() {
+        return skipped("OpenSM's default (minhop); ibsm's default chain ftree, updn, minhop is kept");
+    }
+    let names: Vec<&str> = value.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    let (known, unknown): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| ibsm_routing::ENGINE_NAMES.contains(n));
+    if known.is_empty() {
+        return skipped(&format!(
+            "none of {value:?} is available in ibsm (it has {}); its default chain is kept",
+            ibsm_routing::ENGINE_NAMES.join(", ")
+        ));
+    }
+    let list: Vec<String> = known.iter().map(|n| quoted(n)).collect();
+    let _ = unknown;
+    mapped("routing-engine", format!("[{}]", list.join(", ")))
+}
+
+/// Every option of `text` (an `opensm.conf`) and its fate, in file order.
+pub fn import(text: &str) -> Vec<Imported> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, value) = line.split_once(char::is_whitespace).map_or((line, ""), |(n, v)| (n, v.trim()));
+        out.push(Imported { line: i + 1, name: name.to_owned(), value: value.to_owned(), fate: fate(name, value) });
+    }
+    out
+}
+
+/// The TOML for `imported` (from file `source`): the mapped keys (the last of two OpenSM options
+/// naming one ibsm key wins, as in OpenSM), then every option left out, with why, as comments.
+pub fn to_toml(imported: &[Imported], source: &str) -> String {
+    let mut out = format!("# ibsm.toml from {source} (ibsm config import-opensm)\n\n");
+    let mut keys: Vec<(&'static str, &str, &Imported)> = Vec::new();
+    for i in imported {
+        if let Fate::Mapped { key, value } = &i.fate {
+            keys.retain(|(k, ..)| k != key);
+            keys.push((key, value.as_str(), i));
+        }
+    }
+    for (key, value, i) in &keys {
+        let _ = writeln!(out, "{key} = {value}  # {} {} (line {})", i.name, i.value.replace('\n', " "), i.line);
+    }
+    let left: Vec<&Imported> = imported.iter().filter(|i| matches!(i.fate, Fate::Skipped(_))).collect();
+    if !left.is_empty() {
+        let _ = writeln!(out, "\n# Not imported ({}):", left.len());
+        for i in left {
+            if let Fate::Skipped(why) = &i.fate {
+                let _ = writeln!(out, "#   {} {} (line {}): {why}", i.name, i.value, i.line);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# site settings\n\
+        sm_priority 12\n\
+        lmc 1\n\
+        sm_key 0x00000000DEADBEEF\n\
+        sa_key 0x1\n\
+        subnet_prefix 0xfe80000000000000\n\
+        m_key 0x0000000000001234\n\
+        m_key_protection_level 1\n\
+        m_key_lease_period 120\n\
+        packet_life_time 0x12\n\
+        partition_config_file /etc/opensm/partitions.conf\n\
+        part_enforce in\n\
+        sweep_interval 15\n\
+        routing_engine ftree,lash,minhop\n\
+        sminfo_polling_timeout 10000\n\
+        polling_retry_number 2\n\
+        max_wire_smps 8\n\
+        qos TRUE\n\
+        daemon FALSE\n\
+        some_future_option 7\n";
+
+    #[test]
+    fn a_sample_file_maps_what_it_can_and_says_why_for_the_rest() {
+        let imported = import(SAMPLE);
+        let toml = to_toml(&imported, "opensm.conf");
+        let cfg = crate::config::ConfigFile::parse(&toml, "imported.toml").expect("valid TOML for ibsm");
+        let sm = cfg.sm_config();
+        assert_eq!((sm.priority, sm.lmc, sm.switch_life_time, sm.sweep_interval_ns), (12, 1, 18, Some(15_000_000_000)));
+        assert_eq!(sm.routing_engine, vec!["ftree".to_owned(), "minhop".to_owned()]);
+        assert_eq!((sm.sm_poll_retries, sm.max_smps_in_flight), (2, 8));
+        // OpenSM's 10 s polling is not copied; ibsm's 200 ms stays.
+        assert_eq!(sm.sm_poll_interval_ns, crate::core::SmConfig::default().sm_poll_interval_ns);
+        assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");
+        assert!(toml.contains("part-enforce = \"in\""), "{toml}");
+        assert!(toml.contains("#   sm_key 0x00000000DEADBEEF (line 4): the SM_Key is never kept"), "{toml}");
+        assert!(toml.contains("#   qos TRUE (line 18): QoS"), "{toml}");
+        assert!(toml.contains("#   some_future_option 7 (line 20): unknown to ibsm"), "{toml}");
+        assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
+    }
+
+    #[test]
+    fn bad_values_are_left_out_with_the_reason() {
+        let imported = import("sm_priority 99\nlmc x\nrouting_engine dor\nm_key zz\npart_enforce maybe\n");
+        assert!(imported.iter().all(|i| matches!(i.fate, Fate::Skipped(_))), "{imported:?}");
+        let toml = to_toml(&imported, "f");
+        assert!(crate::config::ConfigFile::parse(&toml, "f").is_ok(), "{toml}");
+        assert!(toml.contains("\"99\" is not a number in 0..=15"), "{toml}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_imports_into_valid_toml(text in "[ -~\\n]{0,300}") {
+            let toml = to_toml(&import(&text), "f");
+            proptest::prop_assert!(crate::config::ConfigFile::parse(&toml, "f").is_ok(), "{}", toml);
+        }
+    }
+}
