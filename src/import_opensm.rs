@@ -290,10 +290,15 @@ pub fn import(text: &str) -> Vec<Imported> {
     out
 }
 
+/// `s` fit for a TOML comment: control characters (which TOML does not allow there) as `?`.
+fn comment_text(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() && c != '\t' { '?' } else { c }).collect()
+}
+
 /// The TOML for `imported` (from file `source`): the mapped keys (the last of two OpenSM options
 /// naming one ibsm key wins, as in OpenSM), then every option left out, with why, as comments.
 pub fn to_toml(imported: &[Imported], source: &str) -> String {
-    let mut out = format!("# ibsm.toml from {source} (ibsm config import-opensm)\n\n");
+    let mut out = format!("# ibsm.toml from {} (ibsm config import-opensm)\n\n", comment_text(source));
     let mut keys: Vec<(&'static str, &str, &Imported)> = Vec::new();
     for i in imported {
         if let Fate::Mapped { key, value } = &i.fate {
@@ -302,14 +307,22 @@ pub fn to_toml(imported: &[Imported], source: &str) -> String {
         }
     }
     for (key, value, i) in &keys {
-        let _ = writeln!(out, "{key} = {value}  # {} {} (line {})", i.name, i.value.replace('\n', " "), i.line);
+        let _ =
+            writeln!(out, "{key} = {value}  # {} {} (line {})", comment_text(&i.name), comment_text(&i.value), i.line);
     }
     let left: Vec<&Imported> = imported.iter().filter(|i| matches!(i.fate, Fate::Skipped(_))).collect();
     if !left.is_empty() {
         let _ = writeln!(out, "\n# Not imported ({}):", left.len());
         for i in left {
             if let Fate::Skipped(why) = &i.fate {
-                let _ = writeln!(out, "#   {} {} (line {}): {why}", i.name, i.value, i.line);
+                let _ = writeln!(
+                    out,
+                    "#   {} {} (line {}): {}",
+                    comment_text(&i.name),
+                    comment_text(&i.value),
+                    i.line,
+                    comment_text(why)
+                );
             }
         }
     }
@@ -371,7 +384,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn any_text_imports_into_valid_toml(text in "[ -~\\n]{0,300}") {
+        fn any_text_imports_into_valid_toml(text in "(?s).{0,300}") {
             let toml = to_toml(&import(&text), "f");
             proptest::prop_assert!(crate::config::ConfigFile::parse(&toml, "f").is_ok(), "{}", toml);
         }
