@@ -116,17 +116,8 @@ impl Sm {
                 read.push(node);
             }
         }
-        // Clear PortStateChange on the switches read (a write of 1 clears it); part of the
-        // sweep when it goes on, on the side when nothing changed.
-        let op = if lost.is_empty() { Op::Light } else { Op::Sweep };
-        for &s in &read {
-            if let Some(si) = self.subnet.node(s).and_then(|n| n.switch_info) {
-                let path = self.subnet.nodes[s].path;
-                let info = ibsm_mad::attrs::SwitchInfo { port_state_change: true, ..si };
-                self.tx.push(Request { path, req: Req::SetSwitchInfo { node: s, info }, op });
-            }
-        }
         if lost.is_empty() {
+            self.clear_port_state_change(&read, Op::Light);
             return Verdict::Nothing;
         }
         let mut far = Vec::new();
@@ -150,6 +141,8 @@ impl Sm {
         if !self.reroute_paths() {
             return Verdict::Heavy;
         }
+        // By the new routes: the old one of a switch may have crossed a lost cable.
+        self.clear_port_state_change(&read, Op::Sweep);
         // Ask each far end (by its new route) before writing to it.
         far.retain(|f| !read.contains(&f.0));
         if far.is_empty() {
@@ -162,6 +155,19 @@ impl Sm {
         }
         self.quick = Some(Quick { reads: Vec::new(), far_ends: true });
         Verdict::Wait
+    }
+
+    /// Clears PortStateChange on `switches` (a write of 1 clears it): part of the sweep when it
+    /// goes on, on the side when nothing changed.
+    fn clear_port_state_change(&mut self, switches: &[NodeIdx], op: Op) {
+        for &s in switches {
+            if let Some(n) = self.subnet.node(s)
+                && let Some(si) = n.switch_info
+            {
+                let info = ibsm_mad::attrs::SwitchInfo { port_state_change: true, ..si };
+                self.tx.push(Request { path: n.path, req: Req::SetSwitchInfo { node: s, info }, op });
+            }
+        }
     }
 
     /// Directed routes again, breadth-first from the SM's node over the links that remain;
