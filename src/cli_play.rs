@@ -55,16 +55,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cfg = match &a.config {
-        Some(path) => match ConfigFile::load(path) {
-            Ok(c) => c.sm_config(),
-            Err(e) => {
-                eprintln!("ibsm sim play: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => ibsm::core::SmConfig::default(),
-    };
+    let Some(cfg) = sm_config(a.config.as_deref(), "play") else { return ExitCode::from(2) };
     let mut all_ok = true;
     let played = ibsm::play::play(&topo, &steps, a.seed, (cfg, a.standbys), |o| {
         all_ok &= o.invariants_ok;
@@ -79,6 +70,19 @@ pub fn play(a: &PlayArgs) -> ExitCode {
         Err(e) => {
             eprintln!("ibsm sim play: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The SM configuration of `--config FILE` (the defaults without one); `None` after printing
+/// why the file was refused.
+fn sm_config(path: Option<&std::path::Path>, cmd: &str) -> Option<ibsm::core::SmConfig> {
+    match path.map(ConfigFile::load) {
+        None => Some(ibsm::core::SmConfig::default()),
+        Some(Ok(c)) => Some(c.sm_config()),
+        Some(Err(e)) => {
+            eprintln!("ibsm sim {cmd}: {e}");
+            None
         }
     }
 }
@@ -124,16 +128,7 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cfg = match &a.config {
-        Some(path) => match ConfigFile::load(path) {
-            Ok(c) => c.sm_config(),
-            Err(e) => {
-                eprintln!("ibsm sim soak: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => ibsm::core::SmConfig::default(),
-    };
+    let Some(cfg) = sm_config(a.config.as_deref(), "soak") else { return ExitCode::from(2) };
     let soak_cfg =
         ibsm::soak::SoakConfig { rounds: a.rounds, standbys: a.standbys, ..ibsm::soak::SoakConfig::default() };
     if let Some(seed) = a.show {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::ibsim::{Ibsim, require_ibsim, require_tools};
+use support::ibsim::{Ibsim, require_ibsim, require_tools, wait_for};
 
 /// `sminfo` from `client` (optionally of `lid`): (sm guid, state) from its one-line answer.
 fn sminfo(sim: &Ibsim, client: &str, lid: Option<u16>) -> Option<(u64, u8)> {
@@ -29,15 +29,6 @@ fn fabric(sim: &Ibsim, client: &str) -> String {
     let out = sim.run_at(Some(client), "ibnetdiscover", &[]).expect("ibnetdiscover");
     assert!(out.success(), "{}", out.describe());
     out.stdout.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n")
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    start.elapsed()
 }
 
 /// The fabric both tests run: its `.net` file and topology.

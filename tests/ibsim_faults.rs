@@ -7,21 +7,12 @@
 //! are exactly those before the cut. The time from the cut to the first good trace is printed
 //! for both SMs (BENCHMARKS.md records it; no test asserts a time).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::ibsim::{Ibsim, IbsimConfig, require_ibsim, require_tools};
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    start.elapsed()
-}
+use support::ibsim::{Ibsim, IbsimConfig, require_ibsim, require_tools, wait_for};
 
 /// The LID of every host's port 1, from `ibnetdiscover` at `client`: a `Ca ... # "name"` line,
 /// then its port line `[1](guid) "peer"[p] # lid N ...`.

@@ -486,16 +486,22 @@ impl Sm {
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
+        self.begin_sweep(true);
+        self.enter(SweepPhase::Discovering);
+        self.start_discovery();
+        self.advance();
+    }
+
+    /// What every sweep, heavy or quick, starts from: no retry due, no routes yet, fresh
+    /// figures (a heavy sweep also drops a quick one left half done).
+    fn begin_sweep(&mut self, heavy: bool) {
         self.resweep_at = None;
         self.quick = None;
-        self.traps.sweep_started(true);
+        self.traps.sweep_started(heavy);
         self.routes = None;
         self.mkeys.keying = false;
         self.mkeys.keyed_this_sweep = false;
         self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
-        self.enter(SweepPhase::Discovering);
-        self.start_discovery();
-        self.advance();
     }
 
     /// A MAD arrived at `now` from `src`. The common header decides: answers to our SMPs go to

@@ -17,7 +17,7 @@ use ibsm_mad::{Attribute, DrPath, PortNum};
 
 use super::state::{NodeIdx, SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
-use super::{ComputeStep, Sm, SweepStats};
+use super::{ComputeStep, Sm};
 
 /// A quick sweep in progress: the ports read so far.
 #[derive(Debug, Clone, Default)]
@@ -60,12 +60,7 @@ impl Sm {
         if !ok {
             return false;
         }
-        self.resweep_at = None;
-        self.traps.sweep_started(false);
-        self.routes = None;
-        self.mkeys.keying = false;
-        self.mkeys.keyed_this_sweep = false;
-        self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
+        self.begin_sweep(false);
         self.quick = Some(Quick::default());
         self.enter(SweepPhase::Discovering);
         for &s in switches {

@@ -81,6 +81,17 @@ wait "$pid"
 /// Per-process counter that makes run directories and socket names unique.
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
+/// Polls `done` until it holds and returns how long that took; panics past `limit`, naming
+/// `what`.
+pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    start.elapsed()
+}
+
 /// Returns `true` when the ibsim tests can run.
 ///
 /// With `IBSM_SKIP_IBSIM=1` it prints that the test is skipped and returns `false`, whether or

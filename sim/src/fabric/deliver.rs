@@ -114,7 +114,7 @@ impl Fabric {
             port.cap_mask &= !super::state::cap::IS_SM;
         }
         if before != port.cap_mask {
-            self.trap_144(p);
+            self.trap_144(p, false);
         }
     }
 
@@ -129,7 +129,7 @@ impl Fabric {
         let ports: Vec<PortRef> =
             if switch { vec![first] } else { (1..=np).map(|i| first + PortRef::from(i)).collect() };
         for p in ports {
-            self.trap_144_desc(p);
+            self.trap_144(p, true);
         }
     }
 

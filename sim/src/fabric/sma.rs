@@ -389,7 +389,7 @@ impl Fabric {
             }
         }
         if width_changed {
-            self.trap_144(base_ref);
+            self.trap_144(base_ref, false);
         }
         ids::status::OK
     }
@@ -662,37 +662,20 @@ impl Fabric {
         self.send_trap(port0, NoticeDetails::Trap128 { lid }, NoticeType::Urgent);
     }
 
-    /// Trap 144 (NodeDescription changed) for port `p`.
-    pub(crate) fn trap_144_desc(&mut self, p: PortRef) {
+    /// Trap 144 for port `p`: its capability mask changed, or (`desc_changed`) its node's
+    /// NodeDescription.
+    pub(crate) fn trap_144(&mut self, p: PortRef, desc_changed: bool) {
         let port = &self.ports[p as usize];
         let details = NoticeDetails::Trap144 {
             lid: Lid(port.lid),
-            other_local_changes: true,
+            other_local_changes: desc_changed,
             capability_mask: CapabilityMask(port.cap_mask),
             capability_mask2_change: false,
             hierarchy_info_change: false,
             sm_priority_change: false,
             link_speed_enabled_change: false,
             link_width_enabled_change: false,
-            node_description_change: true,
-            capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
-        };
-        self.send_trap(p, details, NoticeType::Info);
-    }
-
-    /// Trap 144 (capability mask change) for port `p`.
-    pub(crate) fn trap_144(&mut self, p: PortRef) {
-        let port = &self.ports[p as usize];
-        let details = NoticeDetails::Trap144 {
-            lid: Lid(port.lid),
-            other_local_changes: false,
-            capability_mask: CapabilityMask(port.cap_mask),
-            capability_mask2_change: false,
-            hierarchy_info_change: false,
-            sm_priority_change: false,
-            link_speed_enabled_change: false,
-            link_width_enabled_change: false,
-            node_description_change: false,
+            node_description_change: desc_changed,
             capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
         };
         self.send_trap(p, details, NoticeType::Info);
