@@ -496,8 +496,9 @@ fn print_sync(state: &str, s: &ibsm::control::SyncStatusJson) {
     }
 }
 
-/// `ibsm reload`: the running SM reads its partition policy again; a refused policy (its errors
-/// printed) leaves the running one in force and exits with status 1.
+/// `ibsm reload`: the running SM reads its configuration and partition policy again and says
+/// what changed; a refused one (its errors printed) leaves the running one in force and exits
+/// with status 1.
 fn reload(socket: &std::path::Path) -> ExitCode {
     match ibsm::control::query::<ibsm::control::Reloaded>(
         socket,
@@ -505,7 +506,18 @@ fn reload(socket: &std::path::Path) -> ExitCode {
         std::time::Duration::from_secs(10),
     ) {
         Ok(r) => {
-            println!("partition policy reloaded from {}; the SM sweeps and rewrites what changed", r.reloaded);
+            let what = match (r.applied.is_empty(), r.reroute, r.sweep) {
+                (true, ..) => "nothing changed".to_owned(),
+                (false, true, _) => format!("applied {}; the SM sweeps and routes from scratch", r.applied.join(", ")),
+                (false, false, true) => {
+                    format!("applied {}; the SM sweeps and rewrites only what differs", r.applied.join(", "))
+                }
+                (false, false, false) => format!("applied {} (no sweep needed)", r.applied.join(", ")),
+            };
+            println!("reloaded {}: {what}", r.reloaded);
+            if !r.restart.is_empty() {
+                println!("kept until a restart: {} (the running value stays)", r.restart.join(", "));
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -518,8 +530,17 @@ fn reload(socket: &std::path::Path) -> ExitCode {
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen
 /// transport.
 fn run_sm(a: &RunArgs) -> ExitCode {
-    let file = match ConfigFile::load_layered(a.config.as_deref()) {
-        Ok((c, _)) => c,
+    let sources = ibsm::startup::Sources {
+        config: a.config.clone(),
+        lmc: a.lmc,
+        routing_engine: a.routing_engine.clone(),
+        partitions: a.partitions.clone(),
+        priority: a.priority,
+        sm_key_file: a.sm_key_file.clone(),
+        state_dir: a.state_dir.clone(),
+    };
+    let built = match sources.build() {
+        Ok(b) => b,
         Err(errors) => {
             for e in errors {
                 eprintln!("ibsm run: {e}");
@@ -527,33 +548,7 @@ fn run_sm(a: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut cfg = file.sm_config();
-    if let Some(l) = a.lmc {
-        if l > 7 {
-            eprintln!("ibsm run: --lmc must be 0..=7, found {l}");
-            return ExitCode::from(2);
-        }
-        cfg.lmc = l;
-    }
-    if let Some(e) = &a.routing_engine {
-        let names: Vec<String> = e.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
-        if let Err(err) = ibsm_routing::chain::Chain::from_names(&names) {
-            eprintln!("ibsm run: --routing-engine: {err}");
-            return ExitCode::from(2);
-        }
-        cfg.routing_engine = names;
-    }
-    let partitions_path = a.partitions.clone().or_else(|| file.partitions.clone());
-    if let Some(path) = &partitions_path {
-        match ibsm::policy::load(path) {
-            Ok((policy, _)) => cfg.partitions = policy,
-            Err(e) => {
-                eprintln!("ibsm run: partition policy refused, nothing applied:\n{e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let state_dir = a.state_dir.clone().or(file.state_dir);
+    let (cfg, file, state_dir) = (built.cfg.clone(), &built.file, built.state_dir.clone());
     let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::state::GUID2LID));
     let table = match &guid2lid_path {
         Some(p) => match ibsm::state::load_guid2lid(p) {
@@ -565,28 +560,6 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         },
         None => Guid2Lid::default(),
     };
-    if let Some(d) = &state_dir {
-        if let Err(e) = std::fs::create_dir_all(d) {
-            eprintln!("ibsm run: state directory {}: {e}", d.display());
-            return ExitCode::FAILURE;
-        }
-    }
-    if let Some(p) = a.priority {
-        cfg.priority = p;
-    }
-    if let Some(path) = a.sm_key_file.as_ref().or(file.sm_key_file.as_ref()) {
-        match ibsm::state::load_sm_key(path) {
-            Ok(k) => cfg.sm_key = k,
-            Err(e) => {
-                eprintln!("ibsm run: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if let Err(e) = mkey_setup(&mut cfg, state_dir.as_deref()) {
-        eprintln!("ibsm run: {e}");
-        return ExitCode::from(2);
-    }
     let mut sm = Sm::new(cfg, table);
     if let Err(e) = restore_state(&mut sm, file.guid2mkey.as_deref(), state_dir.as_deref()) {
         eprintln!("ibsm run: {e}");
@@ -597,7 +570,7 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     let Some(topology) = &a.sim else {
-        return run_on_umad(a, sm, guid2lid_path, partitions_path, control);
+        return run_on_umad(a, sm, guid2lid_path, (sources, built), control);
     };
     run_on_sim(a, topology, sm, guid2lid_path.as_deref(), control)
 }
@@ -607,7 +580,7 @@ fn run_on_umad(
     a: &RunArgs,
     sm: Sm,
     guid2lid: Option<PathBuf>,
-    partitions: Option<PathBuf>,
+    reload: (ibsm::startup::Sources, ibsm::startup::Built),
     control: Option<ControlServer>,
 ) -> ExitCode {
     use ibsm::transport::umad::{UmadPort, find_port};
@@ -634,7 +607,7 @@ fn run_on_umad(
         guid2lid,
         // The core's light sweeps (sweep-interval-s) notice changes; no periodic heavy sweep.
         sweep_interval: None,
-        partitions,
+        reload: Some(reload),
         ..DriverOptions::default()
     };
     let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {
@@ -838,17 +811,6 @@ fn restore_state(
         held.extend(ibsm::state::load_guid2mkey(&d.join(ibsm::state::GUID2MKEY)).map_err(err)?);
     }
     sm.set_mkeys_held(held);
-    Ok(())
-}
-
-/// Per-port M_Keys need the secret from the state directory (created on first use).
-fn mkey_setup(cfg: &mut ibsm::core::SmConfig, state_dir: Option<&std::path::Path>) -> Result<(), String> {
-    if cfg.m_key.mode != ibsm::core::mkeys::MKeyMode::PerPort {
-        return Ok(());
-    }
-    let dir =
-        state_dir.ok_or("m-key = \"per-port\" needs a state directory (state-dir or --state-dir) for its secret")?;
-    cfg.m_key.secret = ibsm::state::load_or_create_mkey_secret(dir).map_err(|e| e.to_string())?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}`,
 //! `{"query":"status"}` or `{"query":"reload"}`, and reads one line of JSON back; then the SM
 //! closes the connection. `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; `reload`
-//! (which the transport carries out: it knows the policy file) answers [`Reloaded`]; anything else (malformed JSON,
+//! (which the transport carries out: it knows the files) answers [`Reloaded`]; anything else (malformed JSON,
 //! an unknown query, a line over 4 KiB, a client too slow to send its line) gets
 //! `{"error":"..."}`.
 //!
@@ -54,18 +54,30 @@ pub enum Query {
     Routes,
     /// The SM's state and its last sweep ([`Status`]).
     Status,
-    /// Read the partition policy file again ([`Reloaded`]); answered by the transport, which
-    /// knows the file.
+    /// Read the configuration and the partition policy again ([`Reloaded`]); answered by the
+    /// transport, which knows the files.
     Reload,
     /// Prometheus text ([`crate::metrics::render`]); asked by the metrics endpoint only.
     Metrics,
 }
 
-/// The answer to `reload`: the file the policy was read from.
+/// The answer to `reload`: the files read and what changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reloaded {
-    /// The policy file.
+    /// The files read again (the config file, the partition policy), comma-separated.
     pub reloaded: String,
+    /// Options changed and in force now (config-file key names).
+    #[serde(default)]
+    pub applied: Vec<String>,
+    /// Options changed in the file but kept at their running value until a restart.
+    #[serde(default)]
+    pub restart: Vec<String>,
+    /// A heavy sweep follows, writing only what differs.
+    #[serde(default)]
+    pub sweep: bool,
+    /// That sweep routes from scratch (the routing engine changed).
+    #[serde(default)]
+    pub reroute: bool,
 }
 
 impl Query {

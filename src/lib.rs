@@ -31,6 +31,7 @@ pub mod routes;
 pub mod sa;
 pub mod siphash;
 pub mod soak;
+pub mod startup;
 pub mod state;
 pub mod sync;
 pub mod transport;

@@ -744,3 +744,53 @@ fn sighup_and_ibsm_reload_reload_the_partition_policy_and_a_bad_one_is_refused()
     assert_eq!(pkeys(&sim), ["0xffff", "0x8001", "0x8002"], "the running policy stays");
     assert!(saquery(&sim, client, &["SMIR"]).first().is_some_and(|r| r["SMState"] == "3"), "still master");
 }
+
+#[test]
+fn sighup_rereads_the_whole_configuration_and_keeps_the_running_one_when_it_is_invalid() {
+    if !require_ibsim() || !require_tools(&["sminfo", "saquery"]) {
+        return;
+    }
+    let f = fabric();
+    let client = f.client.as_str();
+    let mut sim = Ibsim::start(&f.net).expect("ibsim");
+    let conf = sim.dir().join("ibsm.toml");
+    std::fs::write(&conf, "priority = 2\n").expect("write");
+    let sock = sim.dir().join("ibsm.sock");
+    let sm =
+        start_ibsm(&mut sim, &f.sm_host, &["--config", &conf.to_string_lossy(), "--control", &sock.to_string_lossy()]);
+    // "sminfo: sm lid 1 sm guid 0x..., activity count 5 priority 2 state 3 SMINFO_MASTER"
+    let priority = |sim: &Ibsim| -> Option<u8> {
+        let out = sim.run_at(Some(client), "sminfo", &[]).ok()?;
+        out.stdout.split(" priority ").nth(1)?.split_whitespace().next()?.parse().ok()
+    };
+    assert_eq!(priority(&sim), Some(2));
+    let ibsm = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ibsm")).args(args).arg(&sock).output().expect("ibsm")
+    };
+    let status = || String::from_utf8_lossy(&ibsm(&["status", "--json", "--socket"]).stdout).into_owned();
+    assert!(status().contains("\"routing_engine\":\"ftree\""), "{}", status());
+    // A new priority (at once, no sweep), a new engine (a full re-route) and an LMC (kept until
+    // a restart) through `ibsm reload`, which says which is which.
+    std::fs::write(&conf, "priority = 7\nrouting-engine = \"minhop\"\nlmc = 1\n").expect("write");
+    let out = ibsm(&["reload", "--socket"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("applied priority, routing-engine; the SM sweeps and routes from scratch"), "{said}");
+    assert!(said.contains("kept until a restart: lmc"), "{said}");
+    assert_eq!(priority(&sim), Some(7));
+    wait_for("minhop's sweep", Duration::from_secs(20), || status().contains("\"routing_engine\":\"minhop\""));
+    assert!(status().contains("\"lmc\":0"), "{}", status());
+    // An invalid file on SIGHUP: refused with file and line in the log, nothing changes.
+    std::fs::write(&conf, "priority = 3\nrouting-engine = \"updn\"\nno-such-option = 1\n").expect("write");
+    let st = std::process::Command::new("kill").args(["-HUP", &sm.pid().to_string()]).status().expect("kill");
+    assert!(st.success());
+    wait_for("the refusal in the log", Duration::from_secs(20), || sm.stderr().contains("configuration refused"));
+    assert!(sm.stderr().contains(&format!("{}:3:", conf.display())), "{}", sm.stderr());
+    assert_eq!(priority(&sim), Some(7), "the running priority stays");
+    assert!(status().contains("\"routing_engine\":\"minhop\""), "the running engine stays");
+    // Fixed: SIGHUP applies it.
+    std::fs::write(&conf, "priority = 3\nrouting-engine = \"minhop\"\nlmc = 1\n").expect("write");
+    let st = std::process::Command::new("kill").args(["-HUP", &sm.pid().to_string()]).status().expect("kill");
+    assert!(st.success());
+    wait_for("priority 3", Duration::from_secs(20), || priority(&sim) == Some(3));
+}

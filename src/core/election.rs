@@ -238,7 +238,7 @@ impl Sm {
 
     /// A standby better than its master tells it with a trap 144 (SM priority changed), as
     /// OpenSM's standbys do: the master sweeps, finds this SM and hands the subnet over.
-    fn tell_master_if_better(&mut self, m: &FoundSm) {
+    pub(super) fn tell_master_if_better(&mut self, m: &FoundSm) {
         if better(self.me(), (m.info.priority & 0x0f, m.info.guid)) {
             self.nudge(m);
         }

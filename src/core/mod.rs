@@ -25,6 +25,7 @@ pub mod mkeys;
 mod partial;
 mod pkeys;
 mod quick;
+mod reconfig;
 pub mod replication;
 mod requests;
 mod snapshot;
@@ -44,6 +45,7 @@ pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
 pub use partial::BlockedNode;
+pub use reconfig::Reconfigured;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
 use requests::Inbound;

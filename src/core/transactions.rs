@@ -216,6 +216,14 @@ pub(crate) struct Transactions {
 }
 
 impl Transactions {
+    /// New window, timeout and retries (a reload): SMPs in flight keep the deadline they were
+    /// sent with; the window takes effect as they complete.
+    pub fn set_limits(&mut self, window: usize, timeout_ns: u64, retries: u32) {
+        self.window = window.max(1);
+        self.timeout_ns = timeout_ns.max(1);
+        self.retries = retries;
+    }
+
     pub fn new(window: usize, timeout_ns: u64, retries: u32) -> Transactions {
         Transactions {
             queue: VecDeque::new(),

@@ -38,6 +38,12 @@ impl Admission {
         Admission { rate, buckets: HashMap::new() }
     }
 
+    /// A new rate (a reload); the buckets start full again.
+    pub fn set_rate(&mut self, rate: u32) {
+        self.rate = rate;
+        self.buckets.clear();
+    }
+
     /// Takes a token for a request from `lid` at `now`.
     pub fn admit(&mut self, lid: Lid, now: u64) -> Admit {
         if self.rate == 0 {

@@ -26,7 +26,7 @@ pub trait SideQueries {
 
 /// One query from [`SideQueries`].
 pub trait SideQuery {
-    /// Whether it asks to reload the partition policy (the driver does that itself, and
+    /// Whether it asks to reload the configuration (the driver does that itself, and
     /// answers with [`SideQuery::reply`]).
     fn is_reload(&self) -> bool;
     /// Answers it with a prepared JSON line.

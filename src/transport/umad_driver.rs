@@ -60,8 +60,9 @@ pub struct DriverOptions {
     pub sweep_interval: Option<Duration>,
     /// With `once`: give up when no report came within this long.
     pub once_limit: Duration,
-    /// The partition policy file, read again on SIGHUP (`None`: SIGHUP only logs).
-    pub partitions: Option<PathBuf>,
+    /// Where the configuration came from and what it was at start: read again on SIGHUP
+    /// and `reload` (`None`: a reload only logs).
+    pub reload: Option<(crate::startup::Sources, crate::startup::Built)>,
 }
 
 impl Default for DriverOptions {
@@ -71,7 +72,7 @@ impl Default for DriverOptions {
             guid2lid: None,
             sweep_interval: None,
             once_limit: Duration::from_secs(600),
-            partitions: None,
+            reload: None,
         }
     }
 }
@@ -366,7 +367,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 req = next_query(control.as_mut()) => {
                     if req.is_reload() {
                         let answer = match self.reload() {
-                            Ok(file) => serde_json::json!({ "reloaded": file }).to_string(),
+                            Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
                             Err(e) => serde_json::json!({ "error": e }).to_string(),
                         };
                         req.reply(answer);
@@ -384,27 +385,58 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
-    /// SIGHUP or `reload` on the control socket: reads the partition policy file again. A good
-    /// policy replaces the running one (a sweep follows and writes only the tables that change);
-    /// a bad one is refused with its errors and the running policy stays. Returns the file, or
-    /// why nothing changed.
-    fn reload(&mut self) -> Result<String, String> {
-        let Some(path) = &self.opts.partitions else {
-            let why = "no partition policy file to reload (start with --partitions FILE)";
+    /// SIGHUP or `reload` on the control socket: reads the configuration and the partition
+    /// policy again, from the sources the SM started with (flags still win). A valid one is put
+    /// in force where it differs ([`Sm::reconfigure`]: at once, with a sweep, or with a full
+    /// re-route; options only a restart changes are kept and named); an invalid one is refused
+    /// with every error and the running configuration stays.
+    fn reload(&mut self) -> Result<crate::control::Reloaded, String> {
+        let Some((sources, started)) = &self.opts.reload else {
+            let why = "no configuration to reload";
             tracing::warn!(error_id = "reload-no-file", "reload: {why}");
             return Err(why.to_owned());
         };
-        match crate::policy::load(path) {
-            Ok((policy, _)) => {
-                tracing::warn!(error_id = "policy-reloaded", file = %path.display(), "partition policy reloaded; sweeping");
-                self.sm.set_partitions(policy);
-                Ok(path.display().to_string())
+        if sources.config.is_none() && started.partitions.is_none() {
+            let why = "no configuration file or partition policy file to reload (start with --config or --partitions)";
+            tracing::warn!(error_id = "reload-no-file", "reload: {why}");
+            return Err(why.to_owned());
+        }
+        let built = match sources.build() {
+            Ok(b) => b,
+            Err(errors) => {
+                let errors = errors.join("\n");
+                tracing::error!(error_id = "config-refused", errors = %errors, "configuration refused; the running one stays");
+                return Err(format!("configuration refused; the running one stays:\n{errors}"));
             }
-            Err(e) => {
-                tracing::error!(error_id = "policy-refused", errors = %e, "partition policy refused; the running policy stays");
-                Err(format!("partition policy refused; the running policy stays:\n{e}"))
+        };
+        let mut done = self.sm.reconfigure(built.cfg.clone());
+        for ((key, now), (_, then)) in built.restart_only().into_iter().zip(started.restart_only()) {
+            if now != then {
+                done.restart.push(key);
             }
         }
+        let reloaded = [sources.config.as_ref(), built.partitions.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        tracing::warn!(
+            error_id = "config-reloaded",
+            files = %reloaded,
+            applied = %done.applied.join(","),
+            restart = %done.restart.join(","),
+            sweep = done.sweep,
+            reroute = done.reroute,
+            "configuration reloaded"
+        );
+        Ok(crate::control::Reloaded {
+            reloaded,
+            applied: done.applied.iter().map(|s| (*s).to_owned()).collect(),
+            restart: done.restart.iter().map(|s| (*s).to_owned()).collect(),
+            sweep: done.sweep,
+            reroute: done.reroute,
+        })
     }
 
     /// `READY=1` once this SM knows its role, `STATUS=` on every change of it.

@@ -1,0 +1,121 @@
+//! A configuration read again while the SM runs (SIGHUP, `ibsm reload`): each option's change
+//! applied the way it needs, and nothing more.
+//!
+//! - **now**: SMP window, timeout and retries; sweep intervals; SM priority, SM_Key,
+//!   elevated priority and the standby's polling; SA rate limit and SA key. No SMP is sent
+//!   for them (a standby raised above its master tells it, as at start).
+//! - **sweep**: what the sweep programs into ports and switches (SubnetTimeout, LifeTimeValue,
+//!   the subnet prefix, partition enforcement, the partition policy). One heavy sweep writes
+//!   only what differs; the routes stay.
+//! - **reroute**: the routing engine. The sweep routes from scratch.
+//! - **restart**: the LMC (every LID would change) and the M_Key settings (keys on a live
+//!   fabric change in one careful step, at start). The running value stays, and the answer
+//!   says so.
+
+use super::Sm;
+use super::{SmConfig, SmState, SweepPhase};
+
+/// What a reload changed, and what it took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconfigured {
+    /// Options changed and in force now (config-file key names).
+    pub applied: Vec<&'static str>,
+    /// Options changed but kept at their running value until a restart.
+    pub restart: Vec<&'static str>,
+    /// A heavy sweep follows (now, or when the running one ends).
+    pub sweep: bool,
+    /// That sweep routes from scratch.
+    pub reroute: bool,
+}
+
+impl Reconfigured {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.applied.is_empty() && self.restart.is_empty()
+    }
+}
+
+impl Sm {
+    /// Puts `new` in force where it differs from the running configuration (see the module
+    /// doc for what each option takes).
+    pub fn reconfigure(&mut self, new: SmConfig) -> Reconfigured {
+        let mut out = Reconfigured::default();
+        let old = self.cfg.clone();
+        let mut cfg = new;
+        // Restart-only options keep their running values.
+        if cfg.lmc != old.lmc {
+            out.restart.push("lmc");
+            cfg.lmc = old.lmc;
+        }
+        if cfg.m_key != old.m_key {
+            for (key, differs) in [
+                ("m-key", cfg.m_key.mode != old.m_key.mode || cfg.m_key.secret != old.m_key.secret),
+                ("m-key-protect", cfg.m_key.protect != old.m_key.protect),
+                ("m-key-lease-s", cfg.m_key.lease_s != old.m_key.lease_s),
+            ] {
+                if differs {
+                    out.restart.push(key);
+                }
+            }
+            cfg.m_key = old.m_key;
+        }
+        let now = [
+            ("max-smps-in-flight", cfg.max_smps_in_flight != old.max_smps_in_flight),
+            ("smp-timeout-ms", cfg.smp_timeout_ns != old.smp_timeout_ns),
+            ("smp-retries", cfg.smp_retries != old.smp_retries),
+            ("resweep-interval-s", cfg.resweep_interval_ns != old.resweep_interval_ns),
+            ("sweep-interval-s", cfg.sweep_interval_ns != old.sweep_interval_ns),
+            ("priority", cfg.priority != old.priority),
+            ("sm-key-file", cfg.sm_key != old.sm_key),
+            ("elevated-priority", cfg.elevated_priority != old.elevated_priority),
+            ("sm-poll-interval-ms", cfg.sm_poll_interval_ns != old.sm_poll_interval_ns),
+            ("sm-poll-retries", cfg.sm_poll_retries != old.sm_poll_retries),
+            ("sm-act-stall-s", cfg.sm_act_stall_ns != old.sm_act_stall_ns),
+            ("sa-rate-limit", cfg.sa_rate_limit != old.sa_rate_limit),
+            ("sa-key", cfg.sa_key != old.sa_key),
+        ];
+        let sweep = [
+            ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
+            ("switch-life-time", cfg.switch_life_time != old.switch_life_time),
+            ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
+            ("part-enforce", cfg.part_enforce != old.part_enforce),
+            ("partitions", cfg.partitions != old.partitions),
+        ];
+        let reroute = [("routing-engine", cfg.routing_engine != old.routing_engine)];
+        for (key, changed) in now.iter().chain(&sweep).chain(&reroute) {
+            if *changed {
+                out.applied.push(key);
+            }
+        }
+        out.reroute = reroute.iter().any(|(_, c)| *c);
+        out.sweep = out.reroute || sweep.iter().any(|(_, c)| *c);
+        self.cfg = cfg;
+        self.tx.set_limits(self.cfg.max_smps_in_flight, self.cfg.smp_timeout_ns, self.cfg.smp_retries);
+        if self.cfg.sa_rate_limit != old.sa_rate_limit {
+            self.sa_admission.set_rate(self.cfg.sa_rate_limit);
+        }
+        if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
+            self.schedule_light();
+        }
+        if self.cfg.resweep_interval_ns != old.resweep_interval_ns && self.resweep_at.is_some() {
+            self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
+        }
+        if self.state == SmState::Standby
+            && (self.cfg.priority != old.priority || self.cfg.elevated_priority != old.elevated_priority)
+            && let Some(m) = self.election.master
+        {
+            self.tell_master_if_better(&m);
+        }
+        if out.reroute {
+            self.force_full_route();
+        }
+        if out.sweep && matches!(self.state, SmState::Master | SmState::Discovering) {
+            if self.state == SmState::Master && self.phase == SweepPhase::Up {
+                self.start_sweep(self.now);
+            } else {
+                self.sweep_requested = true;
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,153 @@
+//! The running SM's configuration and where it comes from: the config file, the `IBSM_*`
+//! environment, the command-line flags over both, and the files they name (the partition
+//! policy, the SM_Key file, the M_Key secret). `ibsm run` builds it once at start, and the
+//! driver builds it again on every reload (SIGHUP, `ibsm reload`), from the same sources, so a
+//! flag given at start still wins after a reload.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::ConfigFile;
+use crate::core::SmConfig;
+
+/// What `ibsm run` was started with: the config file and the flags that override it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--lmc`.
+    pub lmc: Option<u8>,
+    /// `--routing-engine` (comma-separated).
+    pub routing_engine: Option<String>,
+    /// `--partitions`.
+    pub partitions: Option<PathBuf>,
+    /// `--priority`.
+    pub priority: Option<u8>,
+    /// `--sm-key-file`.
+    pub sm_key_file: Option<PathBuf>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A configuration built from [`Sources`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The core's configuration.
+    pub cfg: SmConfig,
+    /// The file (with the environment over it) as read.
+    pub file: ConfigFile,
+    /// The partition policy file in force, if any.
+    pub partitions: Option<PathBuf>,
+    /// The state directory in force, if any (created).
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Built {
+    /// What it names that only a restart can change: (config key, the value in force).
+    pub fn restart_only(&self) -> [(&'static str, Option<&Path>); 2] {
+        [("state-dir", self.state_dir.as_deref()), ("guid2mkey", self.file.guid2mkey.as_deref())]
+    }
+}
+
+impl Sources {
+    /// Reads every source and builds the configuration; nothing half-read is returned.
+    ///
+    /// # Errors
+    /// Every problem found, one line each, naming the file, line and reason where there is one.
+    pub fn build(&self) -> Result<Built, Vec<String>> {
+        let file = ConfigFile::load_layered(self.config.as_deref())
+            .map(|(c, _)| c)
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        let mut cfg = file.sm_config();
+        let mut errors = Vec::new();
+        if let Some(l) = self.lmc {
+            if l > 7 {
+                errors.push(format!("--lmc must be 0..=7, found {l}"));
+            }
+            cfg.lmc = l;
+        }
+        if let Some(e) = &self.routing_engine {
+            let names: Vec<String> = e.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+            if let Err(err) = ibsm_routing::chain::Chain::from_names(&names) {
+                errors.push(format!("--routing-engine: {err}"));
+            }
+            cfg.routing_engine = names;
+        }
+        if let Some(p) = self.priority {
+            cfg.priority = p;
+        }
+        let partitions = self.partitions.clone().or_else(|| file.partitions.clone());
+        if let Some(path) = &partitions {
+            match crate::policy::load(path) {
+                Ok((policy, _)) => cfg.partitions = policy,
+                Err(e) => errors.push(format!("partition policy refused, nothing applied:\n{e}")),
+            }
+        }
+        let state_dir = self.state_dir.clone().or_else(|| file.state_dir.clone());
+        if let Some(d) = &state_dir
+            && let Err(e) = std::fs::create_dir_all(d)
+        {
+            errors.push(format!("state directory {}: {e}", d.display()));
+        }
+        if let Some(path) = self.sm_key_file.as_ref().or(file.sm_key_file.as_ref()) {
+            match crate::state::load_sm_key(path) {
+                Ok(k) => cfg.sm_key = k,
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if errors.is_empty()
+            && cfg.m_key.mode == crate::core::mkeys::MKeyMode::PerPort
+            && let Err(e) = mkey_secret(&mut cfg, state_dir.as_deref())
+        {
+            errors.push(e);
+        }
+        if errors.is_empty() { Ok(Built { cfg, file, partitions, state_dir }) } else { Err(errors) }
+    }
+}
+
+/// Per-port M_Keys derive from a secret kept in the state directory.
+fn mkey_secret(cfg: &mut SmConfig, state_dir: Option<&Path>) -> Result<(), String> {
+    let dir =
+        state_dir.ok_or("m-key = \"per-port\" needs a state directory (state-dir or --state-dir) for its secret")?;
+    cfg.m_key.secret = crate::state::load_or_create_mkey_secret(dir).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_every_error_is_listed() {
+        let dir = std::env::temp_dir().join(format!("ibsm-startup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let conf = write(&dir, "a.toml", "priority = 3\nrouting-engine = \"minhop\"\nsa-rate-limit = 7\n");
+        let src = Sources { config: Some(conf.clone()), priority: Some(9), ..Sources::default() };
+        let b = src.build().expect("valid");
+        assert_eq!(
+            (b.cfg.priority, b.cfg.routing_engine.clone(), b.cfg.sa_rate_limit),
+            (9, vec!["minhop".to_owned()], 7)
+        );
+        let bad_policy = write(&dir, "p.conf", "Default=0x7fff : ALL=full ;\nbroken line\n");
+        let src = Sources {
+            config: Some(conf),
+            lmc: Some(9),
+            routing_engine: Some("nope".into()),
+            partitions: Some(bad_policy),
+            ..Sources::default()
+        };
+        let errors = src.build().expect_err("three problems");
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("--lmc") && errors[1].contains("--routing-engine"), "{errors:?}");
+        assert!(errors[2].contains("p.conf:2"), "{errors:?}");
+        let bad_file = write(&dir, "b.toml", "priority = 3\nno-such-key = 1\n");
+        let errors = Sources { config: Some(bad_file), ..Sources::default() }.build().expect_err("unknown key");
+        assert!(errors[0].contains("b.toml:2"), "{errors:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
