@@ -41,6 +41,10 @@ fn sa(c: &mut Criterion) {
     let mut g = c.benchmark_group("sa");
     g.sample_size(10);
     g.bench_function(format!("snapshot_build/{name}"), |b| b.iter(|| sm.build_snapshot()));
+    // What the first `ibsm status` after a sweep works out (problems.unrouted_lids).
+    g.bench_function(format!("unrouted_lids/{name}"), |b| {
+        b.iter(|| assert_eq!(sa::snapshot::Unrouted::of(&snap).total, 0));
+    });
 
     g.throughput(Throughput::Elements(pairs.len() as u64));
     g.bench_function(format!("path_lookup/{name}"), |b| {

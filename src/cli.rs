@@ -438,11 +438,14 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     println!("state {} (phase {}), subnet {}", st.state, st.phase, if st.subnet_up { "up" } else { "not up" });
     if let Some(l) = &st.last_sweep {
         println!(
-            "last sweep: {} switches, {} CAs, {} end ports, {} links; {} SMPs ({} failed); {} ports active, {} not; {}",
+            "last sweep ({} ago, took {}): {} switches, {} CAs, {} end ports, {} links; routed by {}; {} SMPs ({} failed); {} ports active, {} not; {}",
+            fmt_ns(l.age_ms.saturating_mul(1_000_000)),
+            fmt_ns(l.total_ns),
             l.switches,
             l.cas,
             l.end_ports,
             l.links,
+            l.routing_engine,
             l.smps_sent,
             l.smps_failed,
             l.ports_active,
@@ -474,7 +477,33 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     for u in &t.unhealthy_ports {
         println!("  unhealthy: node {} port {}: {} trap(s), last {}", u.node, u.port, u.count, u.trap);
     }
+    print_problems(&st.problems);
     ExitCode::SUCCESS
+}
+
+/// The problems lines of `ibsm status`.
+fn print_problems(p: &ibsm::control::Problems) {
+    if p.count() == 0 {
+        println!("problems: none");
+        return;
+    }
+    println!("problems: {}", p.count());
+    if p.unrouted_lids_total > 0 {
+        let some: Vec<String> =
+            p.unrouted_lids.iter().map(|u| format!("{} ({} switches)", u.lid, u.switches)).collect();
+        let more = p.unrouted_lids_total.saturating_sub(p.unrouted_lids.len());
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        println!("  unrouted LIDs: {}{more}", some.join(", "));
+    }
+    for u in &p.unhealthy_ports {
+        println!("  unhealthy port: node {} port {} (trap {})", u.node, u.port, u.trap);
+    }
+    for b in &p.blocked_nodes {
+        println!("  did not answer in the last sweep: {} {:?}", b.guid, b.desc);
+    }
+    if p.ports_not_active > 0 {
+        println!("  linked ports not active: {}", p.ports_not_active);
+    }
 }
 
 /// The state sync lines of `ibsm status`.

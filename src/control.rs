@@ -147,6 +147,50 @@ pub struct Status {
     /// Traps: received by number, how they were handled, ports reported unhealthy.
     #[serde(default)]
     pub traps: TrapStatus,
+    /// What an operator should look at: unrouted LIDs, unhealthy ports, nodes that blocked the
+    /// last sweep, linked ports not active.
+    #[serde(default)]
+    pub problems: Problems,
+}
+
+/// The `problems` of the `status` answer (all empty or 0 on a healthy fabric).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Problems {
+    /// End-port LIDs some switch has no route for, in all.
+    pub unrouted_lids_total: usize,
+    /// The first 64 of them.
+    pub unrouted_lids: Vec<UnroutedLid>,
+    /// Ports reported by traps 129-131 (as in `traps`).
+    pub unhealthy_ports: Vec<UnhealthyPort>,
+    /// Nodes that did not answer in the last sweep (it was incomplete because of them).
+    pub blocked_nodes: Vec<BlockedNodeJson>,
+    /// Linked ports the last sweep could not bring to Active.
+    pub ports_not_active: usize,
+}
+
+impl Problems {
+    /// How many problems it lists.
+    pub fn count(&self) -> usize {
+        self.unrouted_lids_total + self.unhealthy_ports.len() + self.blocked_nodes.len() + self.ports_not_active
+    }
+}
+
+/// An unrouted LID in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnroutedLid {
+    /// The LID.
+    pub lid: u16,
+    /// Switches without a route for it.
+    pub switches: usize,
+}
+
+/// A node that blocked the last sweep, in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedNodeJson {
+    /// Its node GUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// Its NodeDescription as last read.
+    pub desc: String,
 }
 
 /// Traps in the `status` answer.
@@ -268,6 +312,9 @@ pub struct SweepStatus {
     pub ports_not_active: usize,
     /// Duration of the sweep, ns.
     pub total_ns: u64,
+    /// How long ago it ended, ms, as of this answer.
+    #[serde(default)]
+    pub age_ms: u64,
 }
 
 /// The `status` answer from `sm`'s getters.
@@ -292,8 +339,9 @@ pub fn status(sm: &Sm) -> Status {
         ports_active: r.ports_active,
         ports_not_active: r.ports_not_active,
         total_ns: r.total_ns,
+        age_ms: sm.now().saturating_sub(sm.last_report_at().unwrap_or(0)) / 1_000_000,
     });
-    Status {
+    let mut st = Status {
         version: 1,
         state: state.to_owned(),
         phase: sm.phase().name().to_owned(),
@@ -349,6 +397,29 @@ pub fn status(sm: &Sm) -> Status {
                     .collect(),
             }
         },
+        problems: Problems::default(),
+    };
+    st.problems = problems(sm, &st);
+    st
+}
+
+/// The `problems` of a status: from the last snapshot, the traps and the last report.
+fn problems(sm: &Sm, st: &Status) -> Problems {
+    let unrouted = sm.snapshot().map(|s| s.unrouted().clone()).unwrap_or_default();
+    let report = sm.last_report();
+    Problems {
+        unrouted_lids_total: unrouted.total,
+        unrouted_lids: unrouted.lids.iter().map(|&(lid, switches)| UnroutedLid { lid: lid.0, switches }).collect(),
+        unhealthy_ports: st.traps.unhealthy_ports.clone(),
+        blocked_nodes: report
+            .map(|r| {
+                r.blocked
+                    .iter()
+                    .map(|b| BlockedNodeJson { guid: format!("{:#018x}", b.guid.0), desc: b.desc.clone() })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ports_not_active: report.map_or(0, |r| r.ports_not_active),
     }
 }
 

@@ -57,6 +57,12 @@ pub fn render(sm: &Sm) -> String {
         ],
     );
     metric(&mut out, "sa_requests_total", "counter", "SA requests by outcome.", &samples);
+    let answers: Vec<(String, f64)> = sm
+        .sa_counts()
+        .iter()
+        .map(|((attr, st), n)| (format!("{{attribute=\"{attr}\",status=\"{st}\"}}"), *n as f64))
+        .collect();
+    metric(&mut out, "sa_answers_total", "counter", "SA answers sent, by attribute and status.", &answers);
     traps(&mut out, sm);
     metric(
         &mut out,

@@ -120,9 +120,22 @@ fn check_live_sm(sock: &Path, state: &Path) {
     assert!(out.contains("6 switches, 8 CAs") && out.contains("M_Keys off (protect 1); bad M_Key traps: 0"), "{out}");
     assert!(out.contains("(LID 1, priority 0); this SM's priority 0"), "the master is this SM: {out}");
     assert_eq!(st["master"]["lid"], 1, "{st}");
+    // A healthy fabric: no problems, and the human form says so.
+    assert_eq!(st["problems"]["unrouted_lids_total"], 0, "{st}");
+    assert_eq!(st["problems"]["ports_not_active"], 0, "{st}");
+    assert!(st["last_sweep"]["age_ms"].is_u64(), "{st}");
+    assert!(out.contains("routed by ftree") && out.contains("problems: none\n"), "{out}");
     let (code, out, err) = ibsm(&["status", "--socket", s, "--json"]);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(json(out.trim())["last_sweep"], st["last_sweep"], "{out}");
+    let later = json(out.trim());
+    let age = |v: &serde_json::Value| v["last_sweep"]["age_ms"].as_u64().expect("age_ms");
+    assert!(age(&later) >= age(&st), "the sweep only gets older: {out}");
+    let without_age = |v: &serde_json::Value| {
+        let mut l = v["last_sweep"].clone();
+        l["age_ms"] = serde_json::Value::Null;
+        l
+    };
+    assert_eq!(without_age(&later), without_age(&st), "{out}");
 
     // Garbage gets an error, and the SM keeps answering.
     for bad in [&b"garbage\n"[..], b"{\"query\":\"reboot\"}\n", b"\xff\xfe\n", &[b'x'; 10_000], b""] {

@@ -526,3 +526,48 @@ fn multi_path_records_give_every_source_destination_pair() {
     let none = MultiPathRecord { dgids: Vec::new(), ..req };
     assert_eq!(fab.ask(Method::GetMulti, 0, &none).status, status::SA_REQ_INVALID);
 }
+
+#[test]
+fn answers_are_counted_by_attribute_and_status_in_the_metrics() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let me = drv.sm.subnet().local_lid();
+    let any = NodeRecord::parse(&[0; 108]).expect("record");
+    for _ in 0..2 {
+        let now = drv.now();
+        assert_eq!(through_core(&mut drv, now, me, (Method::GetTable, 0, 1), &any).0, status::OK);
+    }
+    let nobody = NodeRecord { lid: Lid(0xbfff), ..any };
+    let now = drv.now();
+    let st = through_core(&mut drv, now, me, (Method::Get, NodeRecord::COMP_LID, 1), &nobody).0;
+    assert_eq!(st, status::SA_NO_RECORDS);
+    let counted: Vec<_> = drv.sm.sa_counts().iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(counted, [(("NodeRecord", "no_records"), 1), (("NodeRecord", "ok"), 2)]);
+    let text = ibsm::metrics::render(&drv.sm);
+    assert!(text.contains("ibsm_sa_answers_total{attribute=\"NodeRecord\",status=\"ok\"} 2\n"), "{text}");
+    assert!(text.contains("ibsm_sa_answers_total{attribute=\"NodeRecord\",status=\"no_records\"} 1\n"), "{text}");
+}
+
+#[test]
+fn a_switch_without_a_route_for_a_lid_shows_in_the_snapshots_unrouted_lids() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let mut broken = (*snap).clone();
+    assert_eq!(snap.unrouted().total, 0, "every switch routes every end-port LID");
+    // Two switches lose their route to one host's LID, one switch to another's.
+    // Not the SM's host (the first one): another.
+    let host = topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Ca).nth(1).expect("a host").0;
+    let (a, b) = (drv.sm.guid2lid().get(topo.nodes[host].port_guid(1)).expect("LID").0, snap.sm.lid);
+    let switches: Vec<usize> = (0..broken.nodes.len()).filter(|&n| broken.nodes[n].is_switch()).collect();
+    for (&sw, lid) in switches.iter().zip([a, a, b]) {
+        broken.nodes[sw].lft[usize::from(lid.0)] = 0xff;
+    }
+    let u = broken.unrouted();
+    assert_eq!(u.total, 2);
+    let mut want = vec![(a, 2), (b, 1)];
+    want.sort();
+    assert_eq!(u.lids, want);
+}

@@ -257,6 +257,8 @@ pub struct Sm {
     sweep: SweepStats,
     resweep_at: Option<u64>,
     last_report: Option<SubnetReport>,
+    /// When the last report was made.
+    last_report_at: u64,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
     /// Requests seen, by kind.
@@ -277,6 +279,8 @@ pub struct Sm {
     sa_limits: crate::sa::Limits,
     /// Per-requester SA rate limits.
     sa_admission: crate::sa::admission::Admission,
+    /// SA answers by attribute and status.
+    sa_counts: crate::sa::counts::SaCounts,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -335,6 +339,7 @@ impl Sm {
             sweep: SweepStats::default(),
             resweep_at: None,
             last_report: None,
+            last_report_at: 0,
             responses: VecDeque::new(),
             counters: RequestCounters::default(),
             sweep_requested: false,
@@ -345,6 +350,7 @@ impl Sm {
             snapshot: None,
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
+            sa_counts: crate::sa::counts::SaCounts::default(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -387,6 +393,21 @@ impl Sm {
 
     // ---- getters ----
 
+    /// When the last report ([`Sm::last_report`]) was made, on the core's clock.
+    pub fn last_report_at(&self) -> Option<u64> {
+        self.last_report.as_ref().map(|_| self.last_report_at)
+    }
+
+    /// The transport tells the time without an input (before answering a side query, so that
+    /// ages in it are current). Nothing else happens.
+    pub fn set_clock(&mut self, now: u64) {
+        self.now = self.now.max(now);
+    }
+
+    /// SA answers sent, by attribute and status.
+    pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
+        &self.sa_counts
+    }
     /// The configuration.
     pub fn config(&self) -> &SmConfig {
         &self.cfg
@@ -810,6 +831,7 @@ impl Sm {
             self.resweep_at = Some(self.now);
         }
         self.last_report = Some(report.clone());
+        self.last_report_at = self.now;
         self.events.push_back(SmEvent::SubnetUp(report));
     }
 }

@@ -252,6 +252,7 @@ impl Sm {
         }
         if self.sa_admission.admit(src.slid, self.now) == Admit::Busy {
             self.counters.sa_busy += 1;
+            self.sa_counts.count(h.attr_id, status::BUSY);
             if let Some(reply) = response_to(bytes, status::BUSY, None) {
                 self.respond(reply, src.reply_address());
             }
@@ -266,6 +267,7 @@ impl Sm {
         match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
             Ok(answer) => {
                 self.counters.sa_answered += 1;
+                self.sa_counts.count(h.attr_id, answer.status);
                 if answer.truncated {
                     self.counters.sa_truncated += 1;
                 }

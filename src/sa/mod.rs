@@ -18,6 +18,7 @@
 pub mod admission;
 pub mod answer;
 mod class_port_info;
+pub mod counts;
 pub mod forwarding;
 mod guid_info_record;
 pub mod inform;

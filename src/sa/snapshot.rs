@@ -107,6 +107,50 @@ pub struct Snapshot {
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
     by_guid: HashMap<Guid, PortAt>,
+    /// LIDs some switch has no route for, worked out on first use.
+    unrouted: std::sync::OnceLock<Unrouted>,
+}
+
+/// End-port LIDs that some switch's table leaves unrouted (a black hole: every node in a
+/// snapshot was reached from the SM, so every switch should reach every LID).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unrouted {
+    /// Unrouted LIDs in all.
+    pub total: usize,
+    /// The first [`Unrouted::LISTED`] of them: (LID, switches without a route for it).
+    pub lids: Vec<(Lid, usize)>,
+}
+
+impl Unrouted {
+    /// How many LIDs are listed.
+    pub const LISTED: usize = 64;
+
+    /// One pass over every switch's table of `snap`, for every end-port LID.
+    pub fn of(snap: &Snapshot) -> Unrouted {
+        let mut missing = vec![0usize; snap.by_lid.len()];
+        for (n, node) in snap.nodes.iter().enumerate() {
+            if !node.is_switch() {
+                continue;
+            }
+            for (lid, owner) in snap.by_lid.iter().enumerate() {
+                let Some((on, _)) = owner else { continue };
+                if usize::try_from(*on).is_ok_and(|on| on == n) {
+                    continue; // its own LID: to port 0
+                }
+                if node.lft.get(lid).is_none_or(|&p| p == 0 || p == 0xff) {
+                    missing[lid] += 1;
+                }
+            }
+        }
+        let mut out = Unrouted::default();
+        for (lid, &count) in missing.iter().enumerate().filter(|(_, c)| **c > 0) {
+            out.total += 1;
+            if out.lids.len() < Unrouted::LISTED {
+                out.lids.push((Lid(u16::try_from(lid).unwrap_or(u16::MAX)), count));
+            }
+        }
+        out
+    }
 }
 
 /// What a walk through the forwarding tables found.
@@ -149,7 +193,23 @@ impl Snapshot {
                 }
             }
         }
-        Snapshot { subnet_prefix, lmc, nodes, sm, packet_life, routing_engine: String::new(), by_lid, by_guid }
+        Snapshot {
+            subnet_prefix,
+            lmc,
+            nodes,
+            sm,
+            packet_life,
+            routing_engine: String::new(),
+            by_lid,
+            by_guid,
+            unrouted: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// End-port LIDs that some switch leaves unrouted ([`Unrouted::of`]), worked out once per
+    /// snapshot, on the first call.
+    pub fn unrouted(&self) -> &Unrouted {
+        self.unrouted.get_or_init(|| Unrouted::of(self))
     }
 
     /// The node at `n`.

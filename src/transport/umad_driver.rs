@@ -372,6 +372,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                         };
                         req.reply(answer);
                     } else {
+                        self.sm.set_clock(self.now());
                         req.answer(&self.sm);
                     }
                 }
