@@ -41,6 +41,14 @@ fn sa(c: &mut Criterion) {
     let mut g = c.benchmark_group("sa");
     g.sample_size(10);
     g.bench_function(format!("snapshot_build/{name}"), |b| b.iter(|| sm.build_snapshot()));
+    // What `expected-topology` adds to every heavy sweep: the fabric found as a topology, and
+    // its comparison with the plan (here the fabric itself: no difference).
+    g.bench_function(format!("cabling_check/{name}"), |b| {
+        b.iter(|| {
+            let found = ibsm::core::cabling::subnet_topology(sm.subnet());
+            assert!(ibsm_topology::diff(&topo, &found, false).is_empty());
+        });
+    });
     // What the first `ibsm status` after a sweep works out (problems.unrouted_lids).
     g.bench_function(format!("unrouted_lids/{name}"), |b| {
         b.iter(|| assert_eq!(sa::snapshot::Unrouted::of(&snap).total, 0));

@@ -504,6 +504,15 @@ fn print_problems(p: &ibsm::control::Problems) {
     if p.ports_not_active > 0 {
         println!("  linked ports not active: {}", p.ports_not_active);
     }
+    for line in &p.cabling {
+        println!("  cabling: {line}");
+    }
+    if p.cabling_total > p.cabling.len() {
+        println!("  cabling: and {} more", p.cabling_total - p.cabling.len());
+    }
+    for r in &p.refused_ports {
+        println!("  refused (miscabled, left unarmed): node {} port {}", r.node, r.port);
+    }
 }
 
 /// The state sync lines of `ibsm status`.

@@ -50,6 +50,20 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::PortUnhealthy { node, port, trap } => {
             tracing::warn!(error_id = "port-unhealthy", node = %node, port = port.0, trap, "port past an error threshold (trap 129-131)");
         }
+        SmEvent::Cabling { differences, refused } if differences.is_empty() => {
+            tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
+        }
+        SmEvent::Cabling { differences, refused } => {
+            // The first lines; `ibsm status` lists them all.
+            let shown: Vec<&str> = differences.iter().take(20).map(String::as_str).collect();
+            tracing::warn!(
+                error_id = "cabling-differs",
+                differences = differences.len(),
+                refused,
+                first = %shown.join("; "),
+                "the cabling differs from expected-topology"
+            );
+        }
         SmEvent::MalformedMad { from, len } => {
             tracing::warn!(error_id = "malformed-mad", from = from.0, len, "malformed MAD dropped");
         }

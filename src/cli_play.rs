@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use ibsm::config::ConfigFile;
 use ibsm_topology::Topology;
 
 /// Arguments of `ibsm sim play`.
@@ -77,11 +76,14 @@ pub fn play(a: &PlayArgs) -> ExitCode {
 /// The SM configuration of `--config FILE` (the defaults without one); `None` after printing
 /// why the file was refused.
 fn sm_config(path: Option<&std::path::Path>, cmd: &str) -> Option<ibsm::core::SmConfig> {
-    match path.map(ConfigFile::load) {
-        None => Some(ibsm::core::SmConfig::default()),
-        Some(Ok(c)) => Some(c.sm_config()),
-        Some(Err(e)) => {
-            eprintln!("ibsm sim {cmd}: {e}");
+    // As `ibsm run` reads it: the files it names (partition policy, expected topology) too.
+    let sources = ibsm::startup::Sources { config: path.map(std::path::Path::to_path_buf), ..Default::default() };
+    match sources.build() {
+        Ok(b) => Some(b.cfg),
+        Err(errors) => {
+            for e in errors {
+                eprintln!("ibsm sim {cmd}: {e}");
+            }
             None
         }
     }

@@ -78,6 +78,12 @@ pub struct ConfigFile {
     pub sm_poll_retries: Option<u32>,
     /// A master whose ActCount does not move for this long is taken for dead, s (default 25).
     pub sm_act_stall_s: Option<u64>,
+    /// The planned cabling (a `.net` file, ibnetdiscover format): every sweep compares the
+    /// fabric with it and reports the differences (default: none).
+    pub expected_topology: Option<PathBuf>,
+    /// With `expected-topology`: leave both ends of a miscabled cable unarmed and unrouted
+    /// (default false: report only).
+    pub refuse_miscabled: Option<bool>,
 }
 
 /// The M_Key mode a `m-key` value names.
@@ -187,6 +193,8 @@ pub const KEYS: &[&str] = &[
     "m-key-lease-s",
     "guid2mkey",
     "state-dir",
+    "expected-topology",
+    "refuse-miscabled",
 ];
 
 /// The environment variable that sets `key`: `IBSM_` and the key in capitals with `_`.
@@ -427,6 +435,9 @@ impl ConfigFile {
                 err("subnet-prefix", r);
             }
         }
+        if self.refuse_miscabled == Some(true) && self.expected_topology.is_none() {
+            err("refuse-miscabled", "needs expected-topology (the plan the cables are checked against)".to_owned());
+        }
         if let Some(list) = &self.routing_engine {
             let names = list.names();
             if names.is_empty() {
@@ -490,6 +501,9 @@ impl ConfigFile {
                 .map_or(d.sm_poll_interval_ns, |ms| ms.saturating_mul(1_000_000)),
             sm_poll_retries: self.sm_poll_retries.unwrap_or(d.sm_poll_retries),
             sm_act_stall_ns: self.sm_act_stall_s.map_or(d.sm_act_stall_ns, |s| s.saturating_mul(1_000_000_000)),
+            // Read by `startup`, which reads the files the configuration names.
+            expected_topology: d.expected_topology,
+            refuse_miscabled: self.refuse_miscabled.unwrap_or(d.refuse_miscabled),
         }
     }
 }

@@ -166,12 +166,34 @@ pub struct Problems {
     pub blocked_nodes: Vec<BlockedNodeJson>,
     /// Linked ports the last sweep could not bring to Active.
     pub ports_not_active: usize,
+    /// Differences from the planned cabling (`expected-topology`), in all.
+    #[serde(default)]
+    pub cabling_total: usize,
+    /// The first 64 of them, one line each (`missing link ...`, `miscabled ...`).
+    #[serde(default)]
+    pub cabling: Vec<String>,
+    /// Ports left unarmed as ends of miscabled cables (`refuse-miscabled`).
+    #[serde(default)]
+    pub refused_ports: Vec<RefusedPort>,
+}
+
+/// A port refused as an end of a miscabled cable, in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedPort {
+    /// Its node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// The port.
+    pub port: u8,
 }
 
 impl Problems {
     /// How many problems it lists.
     pub fn count(&self) -> usize {
-        self.unrouted_lids_total + self.unhealthy_ports.len() + self.blocked_nodes.len() + self.ports_not_active
+        self.unrouted_lids_total
+            + self.unhealthy_ports.len()
+            + self.blocked_nodes.len()
+            + self.ports_not_active
+            + self.cabling_total
     }
 }
 
@@ -420,6 +442,14 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
             })
             .unwrap_or_default(),
         ports_not_active: report.map_or(0, |r| r.ports_not_active),
+        cabling_total: sm.cabling().diff.differences.len(),
+        cabling: sm.cabling().diff.lines().into_iter().take(64).collect(),
+        refused_ports: sm
+            .cabling()
+            .refused
+            .iter()
+            .map(|(g, p)| RefusedPort { node: format!("{:#018x}", g.0), port: *p })
+            .collect(),
     }
 }
 

@@ -64,6 +64,7 @@ pub fn render(sm: &Sm) -> String {
         .collect();
     metric(&mut out, "sa_answers_total", "counter", "SA answers sent, by attribute and status.", &answers);
     traps(&mut out, sm);
+    cabling(&mut out, sm);
     metric(
         &mut out,
         "malformed_mads_total",
@@ -120,6 +121,25 @@ pub fn render(sm: &Sm) -> String {
         metric(&mut out, "last_sweep_smps", "gauge", "SMPs the last sweep sent.", &one(r.smps_sent));
     }
     out
+}
+
+/// The cabling check's figures (`expected-topology`).
+fn cabling(out: &mut String, sm: &Sm) {
+    let cabling = sm.cabling();
+    metric(
+        out,
+        "cabling_differences",
+        "gauge",
+        "Differences from the planned cabling (expected-topology).",
+        &one(cabling.diff.differences.len() as u64),
+    );
+    metric(
+        out,
+        "refused_ports",
+        "gauge",
+        "Ports left unarmed as ends of miscabled cables (refuse-miscabled).",
+        &one(cabling.refused.len() as u64),
+    );
 }
 
 /// Traps by number and how they were handled, unhealthy ports, light sweeps.

@@ -82,6 +82,12 @@ impl Sources {
                 Err(e) => errors.push(format!("partition policy refused, nothing applied:\n{e}")),
             }
         }
+        if let Some(path) = &file.expected_topology {
+            match ibsm_topology::Topology::load(path) {
+                Ok(t) => cfg.expected_topology = Some(std::sync::Arc::new(t)),
+                Err(e) => errors.push(format!("expected-topology: {e}")),
+            }
+        }
         let state_dir = self.state_dir.clone().or_else(|| file.state_dir.clone());
         if let Some(d) = &state_dir
             && let Err(e) = std::fs::create_dir_all(d)

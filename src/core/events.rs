@@ -77,6 +77,14 @@ pub struct SubnetReport {
 /// Something the core wants the outside world to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SmEvent {
+    /// The fabric's differences from the planned cabling (`expected-topology`) changed: one
+    /// line per difference (none: as planned again), and the ports refused as miscabled.
+    Cabling {
+        /// `missing link "a"[1] - "b"[2]`, `miscabled "a"[3]: expected to ..., found ...`, ...
+        differences: Vec<String>,
+        /// Ports left unarmed and unrouted (`refuse-miscabled`).
+        refused: usize,
+    },
     /// The partition policy could not be honoured in full for this fabric (a table overflow,
     /// a member not in the fabric, ...), or not at all.
     PartitionWarning(String),

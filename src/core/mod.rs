@@ -13,6 +13,7 @@
 //! retries), `discovery`, `bringup` and `lft` (the phases), in the order a sweep uses them.
 
 mod bringup;
+pub mod cabling;
 mod discovery;
 pub mod election;
 pub mod events;
@@ -113,6 +114,11 @@ pub struct SmConfig {
     /// Partition enforcement on the switch ports facing CAs and routers (default both
     /// directions, as OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
+    /// The planned cabling every sweep is compared with (`expected-topology`; default none).
+    pub expected_topology: Option<Arc<ibsm_topology::Topology>>,
+    /// Leave both ends of a cable the plan says goes elsewhere unarmed and unrouted (default
+    /// false: report only).
+    pub refuse_miscabled: bool,
 }
 
 /// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
@@ -176,6 +182,8 @@ impl Default for SmConfig {
             sm_poll_interval_ns: 200_000_000,
             sm_poll_retries: 3,
             sm_act_stall_ns: 25_000_000_000,
+            expected_topology: None,
+            refuse_miscabled: false,
         }
     }
 }
@@ -281,6 +289,8 @@ pub struct Sm {
     sa_admission: crate::sa::admission::Admission,
     /// SA answers by attribute and status.
     sa_counts: crate::sa::counts::SaCounts,
+    /// The last comparison of the fabric with the planned cabling.
+    cabling: cabling::Cabling,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -351,6 +361,7 @@ impl Sm {
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_counts: crate::sa::counts::SaCounts::default(),
+            cabling: cabling::Cabling::default(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -726,6 +737,7 @@ impl Sm {
                         continue;
                     }
                     self.sweep.blocked = self.carry_over_silent();
+                    self.check_cabling();
                     self.enter(SweepPhase::AssigningLids);
                     self.compute = Some(ComputeStep::AssignLids);
                 }
@@ -773,6 +785,12 @@ impl Sm {
                     end_ports += 1;
                 }
                 if p == 0 || !rec.is_linked() || n.carried {
+                    continue;
+                }
+                // Refused as miscabled: not active on purpose.
+                if rec.remote.is_none()
+                    && u8::try_from(p).is_ok_and(|p| self.cabling.refused.contains(&(n.info.node_guid, p)))
+                {
                     continue;
                 }
                 match rec.info.map(|i| i.port_state) {

@@ -116,9 +116,15 @@ impl Sm {
             return Verdict::Nothing;
         }
         let mut far = Vec::new();
+        let mut cables = Vec::new();
         for (node, port, info) in lost {
             let remote = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.remote);
             far.extend(remote);
+            if let (Some(a), Some((rn, rp))) = (self.subnet.node(node), remote)
+                && let Some(b) = self.subnet.node(rn)
+            {
+                cables.push(((a.info.node_guid, port.0), (b.info.node_guid, rp.0)));
+            }
             if let Some(r) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
                 r.remote = None;
                 r.info = Some(info);
@@ -133,6 +139,7 @@ impl Sm {
                 }
             }
         }
+        self.cabling_lost(&cables);
         if !self.reroute_paths() {
             return Verdict::Heavy;
         }

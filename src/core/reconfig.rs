@@ -80,6 +80,8 @@ impl Sm {
             ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
             ("part-enforce", cfg.part_enforce != old.part_enforce),
             ("partitions", cfg.partitions != old.partitions),
+            ("expected-topology", cfg.expected_topology != old.expected_topology),
+            ("refuse-miscabled", cfg.refuse_miscabled != old.refuse_miscabled),
         ];
         let reroute = [("routing-engine", cfg.routing_engine != old.routing_engine)];
         for (key, changed) in now.iter().chain(&sweep).chain(&reroute) {

@@ -1,0 +1,117 @@
+//! The expected cabling (`expected-topology`), checked at every sweep: after discovery the
+//! fabric found is compared with the plan ([`ibsm_topology::diff`]: nodes missing or extra,
+//! cables missing, extra or miscabled); a quick sweep adds the planned cables it saw go down.
+//! The differences are reported when they change ([`SmEvent::Cabling`]) and shown in the
+//! status. With `refuse-miscabled`, both ends of a miscabled cable are taken out of the model
+//! before anything is programmed: neither end is armed or activated, and no route crosses it
+//! (as OPA-FM's pre-defined topology check does; OpenSM has nothing like it).
+
+use std::collections::{BTreeSet, HashMap};
+
+use ibsm_mad::attrs::NodeType;
+use ibsm_mad::{Guid, PortNum};
+use ibsm_topology::diff::End;
+use ibsm_topology::{Difference, NodeKind, Peer, TopoDiff, TopoNode, Topology};
+
+use super::state::{NodeIdx, Subnet};
+use super::{Sm, SmEvent};
+
+/// What the last check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cabling {
+    /// The differences from the plan (empty without a plan).
+    pub diff: TopoDiff,
+    /// Ports left out as ends of miscabled cables (`refuse-miscabled`), by node GUID and port.
+    pub refused: BTreeSet<(Guid, u8)>,
+}
+
+/// The fabric of `subnet` as a [`Topology`]: nodes by GUID and their linked cables.
+pub fn subnet_topology(subnet: &Subnet) -> Topology {
+    let mut t = Topology::default();
+    for n in &subnet.nodes {
+        let kind = match n.info.node_type {
+            NodeType::Switch => NodeKind::Switch,
+            NodeType::Router => NodeKind::Router,
+            _ => NodeKind::Ca,
+        };
+        let mut node = TopoNode::new(kind, n.desc.clone(), n.info.num_ports, n.info.node_guid);
+        for (p, rec) in n.ports.iter().enumerate().skip(1) {
+            if let (Some((rn, rp)), true, Some(slot)) = (rec.remote, rec.is_linked(), node.links.get_mut(p)) {
+                *slot = Some(Peer { node: rn, port: rp.0, attrs: ibsm_topology::LinkAttrs::default() });
+            }
+        }
+        t.nodes.push(node);
+    }
+    t
+}
+
+impl Sm {
+    /// After discovery: compares the fabric with the plan, and with `refuse-miscabled` takes
+    /// the miscabled cables out of the model.
+    pub(super) fn check_cabling(&mut self) {
+        let Some(plan) = self.cfg.expected_topology.clone() else {
+            self.cabling = Cabling::default();
+            return;
+        };
+        let diff = ibsm_topology::diff(&plan, &subnet_topology(&self.subnet), false);
+        let mut refused = BTreeSet::new();
+        if self.cfg.refuse_miscabled {
+            let index: HashMap<Guid, NodeIdx> =
+                self.subnet.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
+            for d in &diff.differences {
+                if let Difference::Miscabled { at, found: Some(f), .. } = d {
+                    for (guid, port) in [*at, *f] {
+                        if let Some(r) = index
+                            .get(&guid)
+                            .and_then(|&i| self.subnet.nodes.get_mut(i))
+                            .and_then(|n| n.port_mut(PortNum(port)))
+                        {
+                            r.remote = None;
+                            refused.insert((guid, port));
+                        }
+                    }
+                }
+            }
+        }
+        self.report_cabling(Cabling { diff, refused });
+    }
+
+    /// A quick sweep saw these cables go down: the planned ones among them are missing now.
+    pub(super) fn cabling_lost(&mut self, cables: &[(End, End)]) {
+        let Some(plan) = self.cfg.expected_topology.clone() else { return };
+        let planned: BTreeSet<(End, End)> = plan
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                (1..=n.num_ports).filter_map(|p| {
+                    let peer = n.peer(p)?;
+                    Some(((n.node_guid, p), (plan.nodes.get(peer.node)?.node_guid, peer.port)))
+                })
+            })
+            .filter(|&(a, b)| cables.iter().any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b)))
+            .collect();
+        if planned.is_empty() {
+            return;
+        }
+        let mut next = self.cabling.clone();
+        for (a, b) in planned {
+            next.diff.differences.push(Difference::MissingLink { a: a.min(b), b: a.max(b) });
+        }
+        next.diff.differences.sort();
+        next.diff.differences.dedup();
+        self.report_cabling(next);
+    }
+
+    /// Keeps `next`, and reports it when it differs from what was reported last.
+    fn report_cabling(&mut self, next: Cabling) {
+        if next.diff.differences != self.cabling.diff.differences || next.refused != self.cabling.refused {
+            self.events.push_back(SmEvent::Cabling { differences: next.diff.lines(), refused: next.refused.len() });
+        }
+        self.cabling = next;
+    }
+
+    /// The last cabling check.
+    pub fn cabling(&self) -> &Cabling {
+        &self.cabling
+    }
+}
