@@ -510,6 +510,9 @@ fn print_problems(p: &ibsm::control::Problems) {
     if p.cabling_total > p.cabling.len() {
         println!("  cabling: and {} more", p.cabling_total - p.cabling.len());
     }
+    for q in &p.quarantined_guids {
+        println!("  duplicate GUID {} (quarantined: {})", q.guid, q.ports.join(" "));
+    }
     for r in &p.refused_ports {
         println!("  refused (miscabled, left unarmed): node {} port {}", r.node, r.port);
     }

@@ -64,6 +64,15 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 "the cabling differs from expected-topology"
             );
         }
+        SmEvent::DuplicateGuid { guid, ports } => {
+            let ends: Vec<String> = ports.iter().map(|(g, p)| format!("{:#018x}[{p}]", g.0)).collect();
+            tracing::error!(
+                error_id = "duplicate-guid",
+                guid = %format_args!("{:#018x}", guid.0),
+                quarantined = %ends.join(" "),
+                "two nodes answer with one GUID; both quarantined, the SM goes on"
+            );
+        }
         SmEvent::MalformedMad { from, len } => {
             tracing::warn!(error_id = "malformed-mad", from = from.0, len, "malformed MAD dropped");
         }

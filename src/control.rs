@@ -175,6 +175,18 @@ pub struct Problems {
     /// Ports left unarmed as ends of miscabled cables (`refuse-miscabled`).
     #[serde(default)]
     pub refused_ports: Vec<RefusedPort>,
+    /// NodeGUIDs two nodes answered with, and the ports quarantined because of them.
+    #[serde(default)]
+    pub quarantined_guids: Vec<QuarantinedGuid>,
+}
+
+/// A duplicated GUID in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedGuid {
+    /// The NodeGUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// The ports taken out (both instances' and their neighbours'), `0x<node GUID>[<port>]`.
+    pub ports: Vec<String>,
 }
 
 /// A port refused as an end of a miscabled cable, in `problems`.
@@ -194,6 +206,7 @@ impl Problems {
             + self.blocked_nodes.len()
             + self.ports_not_active
             + self.cabling_total
+            + self.quarantined_guids.len()
     }
 }
 
@@ -449,6 +462,15 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
             .refused
             .iter()
             .map(|(g, p)| RefusedPort { node: format!("{:#018x}", g.0), port: *p })
+            .collect(),
+        quarantined_guids: sm
+            .quarantine()
+            .guids
+            .iter()
+            .map(|(g, ends)| QuarantinedGuid {
+                guid: format!("{:#018x}", g.0),
+                ports: ends.iter().map(|(n, p)| format!("{:#018x}[{p}]", n.0)).collect(),
+            })
             .collect(),
     }
 }

@@ -123,7 +123,7 @@ pub fn render(sm: &Sm) -> String {
     out
 }
 
-/// The cabling check's figures (`expected-topology`).
+/// The cabling check's figures (`expected-topology`) and the duplicate GUIDs.
 fn cabling(out: &mut String, sm: &Sm) {
     let cabling = sm.cabling();
     metric(
@@ -139,6 +139,13 @@ fn cabling(out: &mut String, sm: &Sm) {
         "gauge",
         "Ports left unarmed as ends of miscabled cables (refuse-miscabled).",
         &one(cabling.refused.len() as u64),
+    );
+    metric(
+        out,
+        "quarantined_guids",
+        "gauge",
+        "NodeGUIDs two nodes answered with (both quarantined).",
+        &one(sm.quarantine().guids.len() as u64),
     );
 }
 

@@ -37,12 +37,16 @@ fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
 impl Sm {
     /// Gives every end port a LID (pure computation over the discovered subnet).
     pub(super) fn assign_lids(&mut self) {
+        self.quarantine_duplicate_port_guids();
         let mut who: Vec<(NodeIdx, PortNum)> = Vec::new();
         let mut reqs = Vec::new();
         for (i, n) in self.subnet.nodes.iter().enumerate() {
             for p in n.end_ports() {
                 let Some(rec) = n.port(p) else { continue };
                 let (Some(guid), Some(info)) = (rec.guid, rec.info) else { continue };
+                if self.quarantined_end(i, p) {
+                    continue; // a duplicate GUID: no LID until it is resolved
+                }
                 who.push((i, p));
                 reqs.push(LidRequest { guid, current: info.lid });
             }

@@ -33,6 +33,7 @@ impl Sm {
             self.last_subnet = Some(last);
         }
         self.unanswered.clear();
+        self.quarantine_sweep = super::duplicates::Quarantine::default();
         self.tx.push(Request::sweep(DrPath::local(), Req::NodeInfo { from: None }));
     }
 
@@ -44,10 +45,30 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
-        self.learn_neighbor(from, ni.port_guid);
+        self.discovered(request, from, ni, false);
+    }
+
+    /// A node answered NodeInfo along `request`'s route: a new node, or another route to one
+    /// already found (after `confirmed`, a suspected duplicate GUID asked again, is not one).
+    pub(super) fn discovered(
+        &mut self,
+        request: &Request,
+        from: Option<(NodeIdx, PortNum)>,
+        ni: NodeInfo,
+        confirmed: bool,
+    ) {
         let path = request.path;
         let arrival = ni.local_port_num;
         if let Some(&idx) = self.subnet.by_guid.get(&ni.node_guid) {
+            if !confirmed
+                && let Some(f) = from
+                && self.contradicts(idx, &ni, from)
+            {
+                // Perhaps a duplicate GUID: asked again before anything is decided.
+                self.confirm_duplicate(request, f);
+                return;
+            }
+            self.learn_neighbor(from, ni.port_guid);
             if let Some(f) = from {
                 self.subnet.link(f, (idx, arrival));
             }
@@ -63,6 +84,7 @@ impl Sm {
             }
             return;
         }
+        self.learn_neighbor(from, ni.port_guid);
         let idx = self.subnet.nodes.len();
         let is_switch = ni.node_type == NodeType::Switch;
         let mut ports = vec![PortRecord::default(); usize::from(ni.num_ports) + 1];

@@ -77,6 +77,15 @@ pub struct SubnetReport {
 /// Something the core wants the outside world to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SmEvent {
+    /// Two nodes answer with one NodeGUID (confirmed by asking again): both instances are
+    /// quarantined at the contradicting port (their cables left out, a CA instance without a
+    /// LID). Reported once, when first found.
+    DuplicateGuid {
+        /// The duplicated NodeGUID.
+        guid: ibsm_mad::Guid,
+        /// The port ends (node GUID, port) taken out.
+        ports: Vec<(ibsm_mad::Guid, u8)>,
+    },
     /// The fabric's differences from the planned cabling (`expected-topology`) changed: one
     /// line per difference (none: as planned again), and the ports refused as miscabled.
     Cabling {

@@ -149,7 +149,7 @@ impl Sm {
         match &r.req {
             Req::NodeInfo { from: None } if self.port_guid == Guid(0) => self.mkeys.neighbors.get(&LOCAL).copied(),
             Req::NodeInfo { from: None } => Some(self.port_guid),
-            Req::NodeInfo { from: Some((n, p)) } => {
+            Req::NodeInfo { from: Some((n, p)) } | Req::ConfirmNodeInfo { from: (n, p) } => {
                 let g = self.subnet.node(*n)?.info.node_guid;
                 self.mkeys.neighbors.get(&(g, p.0)).copied()
             }

@@ -15,6 +15,7 @@
 mod bringup;
 pub mod cabling;
 mod discovery;
+pub mod duplicates;
 pub mod election;
 pub mod events;
 pub mod io;
@@ -291,6 +292,10 @@ pub struct Sm {
     sa_counts: crate::sa::counts::SaCounts,
     /// The last comparison of the fabric with the planned cabling.
     cabling: cabling::Cabling,
+    /// Duplicate GUIDs of the last completed sweep.
+    quarantine: duplicates::Quarantine,
+    /// Duplicate GUIDs found by the running sweep.
+    quarantine_sweep: duplicates::Quarantine,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -362,6 +367,8 @@ impl Sm {
             sa_admission,
             sa_counts: crate::sa::counts::SaCounts::default(),
             cabling: cabling::Cabling::default(),
+            quarantine: duplicates::Quarantine::default(),
+            quarantine_sweep: duplicates::Quarantine::default(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -679,6 +686,7 @@ impl Sm {
             }
             Req::SetPKeys { guid, block, table, .. } => self.on_set_pkeys(request, *guid, *block, table, outcome),
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
+            Req::ConfirmNodeInfo { from } => self.on_confirm_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
@@ -787,9 +795,12 @@ impl Sm {
                 if p == 0 || !rec.is_linked() || n.carried {
                     continue;
                 }
-                // Refused as miscabled: not active on purpose.
+                // Refused as miscabled, or quarantined (duplicate GUID): not active on purpose.
                 if rec.remote.is_none()
-                    && u8::try_from(p).is_ok_and(|p| self.cabling.refused.contains(&(n.info.node_guid, p)))
+                    && u8::try_from(p).is_ok_and(|p| {
+                        let end = (n.info.node_guid, p);
+                        self.cabling.refused.contains(&end) || self.quarantine_sweep.holds(end)
+                    })
                 {
                     continue;
                 }
@@ -848,6 +859,7 @@ impl Sm {
         if std::mem::take(&mut self.sweep_requested) {
             self.resweep_at = Some(self.now);
         }
+        self.settle_quarantine();
         self.last_report = Some(report.clone());
         self.last_report_at = self.now;
         self.events.push_back(SmEvent::SubnetUp(report));

@@ -42,6 +42,8 @@ pub(crate) enum PortStep {
 pub(crate) enum Req {
     /// NodeInfo along `path`; `from` is the port the path leaves last (None for the local node).
     NodeInfo { from: Option<(NodeIdx, PortNum)> },
+    /// NodeInfo along `path` again: the node there gave a GUID already found elsewhere.
+    ConfirmNodeInfo { from: (NodeIdx, PortNum) },
     /// NodeDescription of a node.
     NodeDesc { node: NodeIdx },
     /// PortInfo of one port.
@@ -84,7 +86,7 @@ impl Req {
     fn smp_fields(&self) -> (u16, u32, Method, [u8; SMP_DATA_LEN]) {
         let mut data = [0u8; SMP_DATA_LEN];
         match self {
-            Req::NodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
+            Req::NodeInfo { .. } | Req::ConfirmNodeInfo { .. } => (ids::attr::NODE_INFO, 0, Method::Get, data),
             Req::NodeDesc { .. } | Req::ReadNodeDesc { .. } => (ids::attr::NODE_DESC, 0, Method::Get, data),
             Req::GetPortInfo { port, .. } | Req::CheckPortInfo { port, .. } => {
                 (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data)
