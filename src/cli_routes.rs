@@ -1,7 +1,7 @@
 //! `ibsm routes dump` and `ibsm routes check`: the routing the SM would program, computed
 //! offline from a topology, or the tables a running SM holds (fetched through its control
 //! socket), printed in OpenSM's format, as JSON or as figures; and the analysis of those tables
-//! (or of tables dumped from a live fabric).
+//! (or of tables dumped from a live fabric), optionally drawn as an SVG of the routed load.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,11 +12,12 @@ use ibsm::control::{self, Query};
 use ibsm::core::lids::Guid2Lid;
 use ibsm::routes::dump::{self, Timings};
 use ibsm::routes::live::LiveRoutes;
+use ibsm::routes::svg::{self, SvgOptions};
 use ibsm::routes::{Plan, opensm_dump, plan};
 use ibsm_routing::Routes;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::check::{CdgTraffic, CheckOptions, check_with};
-use ibsm_topology::Topology;
+use ibsm_topology::{Topology, by_tier};
 
 /// `ibsm routes ...`
 #[derive(Debug, Subcommand)]
@@ -95,6 +96,11 @@ pub struct CheckArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Also draw the fabric by tier, each switch cable coloured (cool to hot) and widened by the
+    /// CA-to-CA routes it carries (the forwarding index), and write it to FILE as SVG. Above
+    /// 1,024 CAs only the switches are drawn.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 /// `--cdg` values.
@@ -117,6 +123,8 @@ pub fn run(cmd: &RoutesCommand) -> ExitCode {
 }
 
 struct Routed {
+    /// The fabric routed (offline) or discovered (live), for drawing.
+    topo: Topology,
     plan: Plan,
     routes: Routes,
     engine: String,
@@ -138,8 +146,13 @@ fn fetch(path: &Path) -> Result<Routed, ExitCode> {
         eprintln!("ibsm routes: {}: {e}", path.display());
         ExitCode::FAILURE
     })?;
+    let topo = live.to_topology().map_err(|e| {
+        eprintln!("ibsm routes: {}: {e}", path.display());
+        ExitCode::FAILURE
+    })?;
     let ns = |a: Instant, b: Instant| b.duration_since(a).as_nanos() as u64;
     Ok(Routed {
+        topo,
         plan,
         routes,
         engine: live.engine,
@@ -196,6 +209,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
     }
     let ns = |a: Instant, b: Instant| b.duration_since(a).as_nanos() as u64;
     Ok(Routed {
+        topo,
         plan,
         routes: outcome.routes,
         engine: outcome.engine.to_owned(),
@@ -232,15 +246,21 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
 }
 
 fn check_cmd(a: &CheckArgs) -> ExitCode {
-    let (plan, routes, engine) = if let Some(path) = &a.lfts {
+    let (r, engine) = if let Some(path) = &a.lfts {
         match tables_from_dump(&a.source, path) {
             Ok(x) => x,
             Err(code) => return code,
         }
     } else {
         match source(&a.source) {
-            Ok(r) if a.source.socket.is_some() => (r.plan, r.routes, format!("{} (live tables)", r.engine)),
-            Ok(r) => (r.plan, r.routes, r.engine),
+            Ok(r) if a.source.socket.is_some() => {
+                let engine = format!("{} (live tables)", r.engine);
+                (r, engine)
+            }
+            Ok(r) => {
+                let engine = r.engine.clone();
+                (r, engine)
+            }
             Err(code) => return code,
         }
     };
@@ -250,18 +270,26 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
         Cdg::CaToCa => CdgTraffic::CaToCa,
     };
     let opts = CheckOptions { shifts: !a.no_shifts, cdg_traffic, ..CheckOptions::default() };
-    let report = check_with(&plan.view, &routes, &opts);
+    let report = check_with(&r.plan.view, &r.routes, &opts);
     if a.json {
         println!("{}", ibsm::routes::dump::check_json(&report, &engine));
     } else {
         println!("engine: {engine}");
         print!("{report}");
     }
+    if let Some(path) = &a.svg {
+        let opts = SvgOptions { title: format!("ibsm routes check: {engine}"), ..SvgOptions::default() };
+        let text = svg::render(&r.topo, &by_tier(&r.topo), &report.link_loads, &opts);
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("ibsm routes check: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
     if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// The topology numbered with the LIDs of a dump, and the dump's tables.
-fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Plan, Routes, String), ExitCode> {
+/// The topology numbered with the LIDs of a dump, with the dump's tables.
+fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Routed, String), ExitCode> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         eprintln!("ibsm routes check: {}: {e}", path.display());
         ExitCode::from(2)
@@ -270,7 +298,7 @@ fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Plan, Routes, Strin
         eprintln!("ibsm routes check: {}:{}: {}", path.display(), e.line, e.reason);
         ExitCode::from(2)
     })?;
-    let r = route(src, Some(ibsm::routes::guid2lid_from_dump(&dumped, src.lmc)))?;
-    let routes = ibsm::routes::routes_from_dump(&r.plan, &dumped);
-    Ok((r.plan, routes, format!("tables from {}", path.display())))
+    let mut r = route(src, Some(ibsm::routes::guid2lid_from_dump(&dumped, src.lmc)))?;
+    r.routes = ibsm::routes::routes_from_dump(&r.plan, &dumped);
+    Ok((r, format!("tables from {}", path.display())))
 }

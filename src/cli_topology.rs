@@ -13,7 +13,7 @@ use clap::Subcommand;
 use ibsm::control::{self, Query};
 use ibsm::routes::live::LiveRoutes;
 use ibsm_mad::Guid;
-use ibsm_topology::{NodeKind, Topology};
+use ibsm_topology::{NodeKind, Topology, by_tier};
 
 /// Where the fabric comes from.
 #[derive(Debug, clap::Args)]
@@ -111,23 +111,6 @@ fn load(source: &Source) -> Result<(Topology, HashMap<Guid, u16>, bool), ExitCod
         }
     }
     Ok((t, lids, false))
-}
-
-/// Node indexes by tier, highest first: switch tiers, then the CAs (tier 0), then switches
-/// without a tier (`None`).
-fn by_tier(t: &Topology) -> Vec<(Option<u8>, Vec<usize>)> {
-    let tier = ibsm_topology::tiers(t);
-    let mut levels: Vec<Option<u8>> =
-        tier.iter().copied().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-    levels.sort_by_key(|l| std::cmp::Reverse(l.map_or(-1, i16::from)));
-    levels
-        .into_iter()
-        .map(|l| {
-            let mut members: Vec<usize> = (0..t.nodes.len()).filter(|&i| tier[i] == l).collect();
-            members.sort_by(|&a, &b| t.nodes[a].name.cmp(&t.nodes[b].name));
-            (l, members)
-        })
-        .collect()
 }
 
 fn port_lid(t: &Topology, i: usize, lids: &HashMap<Guid, u16>) -> Option<u16> {

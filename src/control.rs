@@ -509,11 +509,43 @@ impl Pending {
         (Pending { query, reply }, wait)
     }
 
-    /// Answers from `sm`'s getters (the client may have gone; that is not an error).
+    /// Answers from `sm`'s getters (the client may have gone; that is not an error). The
+    /// `routes` answer (about 176 MB of JSON at k=48) is built on a thread of its own from the
+    /// last snapshot, so the SM's loop is not held up; at most [`ROUTE_BUILDERS`] at a time,
+    /// past that the client is told to retry.
     pub fn answer(self, sm: &Sm) {
-        let _ = self.reply.send(respond(sm, self.query));
+        if self.query != Query::Routes {
+            let _ = self.reply.send(respond(sm, self.query));
+            return;
+        }
+        let Some(snap) = sm.snapshot() else {
+            let _ = self.reply.send(respond(sm, self.query));
+            return;
+        };
+        if BUILDERS.fetch_add(1, Ordering::AcqRel) >= ROUTE_BUILDERS {
+            BUILDERS.fetch_sub(1, Ordering::AcqRel);
+            let _ = self.reply.send(error_line("busy: other routes answers are being built; retry"));
+            return;
+        }
+        let reply = self.reply;
+        let build = move || {
+            let json = serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+                .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")));
+            let _ = reply.send(json);
+            BUILDERS.fetch_sub(1, Ordering::AcqRel);
+        };
+        if let Err(e) = std::thread::Builder::new().name("ibsm-routes-answer".to_owned()).spawn(build) {
+            BUILDERS.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!(error_id = "control-thread", err = %e, "could not start a thread for a routes answer");
+        }
     }
 }
+
+/// `routes` answers built at once, at most.
+pub const ROUTE_BUILDERS: usize = 2;
+
+/// `routes` answers being built now.
+static BUILDERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Why the control socket could not be set up or queried.
 #[derive(Debug, thiserror::Error)]

@@ -115,6 +115,11 @@ pub fn load_pkeys(path: &Path) -> Result<BTreeMap<Guid, Vec<PKey>>, StateError> 
 /// # Errors
 /// [`StateError::Io`] when any step fails; the old file is then left as it was.
 pub fn save_pkeys(path: &Path, layouts: &BTreeMap<Guid, Vec<PKey>>) -> Result<(), StateError> {
+    write_atomically(path, pkeys_text(layouts).as_bytes())
+}
+
+/// The `pkeys` file's text.
+fn pkeys_text(layouts: &BTreeMap<Guid, Vec<PKey>>) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
     for (guid, keys) in layouts {
@@ -124,7 +129,7 @@ pub fn save_pkeys(path: &Path, layouts: &BTreeMap<Guid, Vec<PKey>>) -> Result<()
         }
         text.push('\n');
     }
-    write_atomically(path, text.as_bytes())
+    text
 }
 
 /// Reads a `guid2mkey` file (ibsm's, or OpenSM's to take its keys over): `0x<port GUID>
@@ -164,13 +169,18 @@ pub fn parse_guid2mkey(text: &str) -> Result<HashMap<Guid, u64>, (usize, String)
 /// # Errors
 /// [`StateError::Io`] when any step fails; the old file is then left as it was.
 pub fn save_guid2mkey<S: std::hash::BuildHasher>(path: &Path, keys: &HashMap<Guid, u64, S>) -> Result<(), StateError> {
+    write_file(path, guid2mkey_text(keys).as_bytes(), 0o600)
+}
+
+/// The `guid2mkey` file's text.
+fn guid2mkey_text<S: std::hash::BuildHasher>(keys: &HashMap<Guid, u64, S>) -> String {
     use std::fmt::Write as _;
     let sorted: BTreeMap<&Guid, &u64> = keys.iter().collect();
     let mut text = String::new();
     for (g, k) in sorted {
         let _ = writeln!(text, "0x{:016x} 0x{k:016x}", g.0);
     }
-    write_file(path, text.as_bytes(), 0o600)
+    text
 }
 
 /// Reads the neighbour map; a missing file is none.
@@ -208,13 +218,18 @@ pub fn save_neighbors<S: std::hash::BuildHasher>(
     path: &Path,
     map: &HashMap<(Guid, u8), Guid, S>,
 ) -> Result<(), StateError> {
+    write_atomically(path, neighbors_text(map).as_bytes())
+}
+
+/// The `neighbors` file's text.
+fn neighbors_text<S: std::hash::BuildHasher>(map: &HashMap<(Guid, u8), Guid, S>) -> String {
     use std::fmt::Write as _;
     let sorted: BTreeMap<&(Guid, u8), &Guid> = map.iter().collect();
     let mut text = String::new();
     for ((n, p), g) in sorted {
         let _ = writeln!(text, "0x{:016x} {p} 0x{:016x}", n.0, g.0);
     }
-    write_atomically(path, text.as_bytes())
+    text
 }
 
 /// Reads the SM_Key from `path`: `0x` and up to 16 hex digits, or decimal, on the first line.
@@ -283,10 +298,96 @@ pub fn load_or_create_mkey_secret(dir: &Path) -> Result<MKeySecret, StateError> 
 /// # Errors
 /// [`StateError::Io`] naming the file that failed.
 pub fn save_after_sweep(guid2lid: &Path, sm: &Sm) -> Result<(), StateError> {
-    save_guid2lid(guid2lid, sm.guid2lid())?;
-    save_pkeys(&guid2lid.with_file_name(PKEYS), sm.pkey_layout())?;
-    save_guid2mkey(&guid2lid.with_file_name(GUID2MKEY), sm.mkeys_held())?;
-    save_neighbors(&guid2lid.with_file_name(NEIGHBORS), sm.mkey_neighbors())
+    after_sweep_files(guid2lid, sm).write()
+}
+
+/// The state files after a sweep, rendered (`guid2lid` and the files beside it: `pkeys`,
+/// `guid2mkey`, `neighbors`), to be written now ([`StateFiles::write`]) or by a
+/// [`StateWriter`].
+pub fn after_sweep_files(guid2lid: &Path, sm: &Sm) -> StateFiles {
+    StateFiles {
+        files: vec![
+            (guid2lid.to_owned(), sm.guid2lid().to_string(), 0o644),
+            (guid2lid.with_file_name(PKEYS), pkeys_text(sm.pkey_layout()), 0o644),
+            (guid2lid.with_file_name(GUID2MKEY), guid2mkey_text(sm.mkeys_held()), 0o600),
+            (guid2lid.with_file_name(NEIGHBORS), neighbors_text(sm.mkey_neighbors()), 0o644),
+        ],
+    }
+}
+
+/// Rendered state files: (path, text, mode).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateFiles {
+    files: Vec<(PathBuf, String, u32)>,
+}
+
+impl StateFiles {
+    /// Writes every file atomically, in order.
+    ///
+    /// # Errors
+    /// [`StateError::Io`] for the first file that failed (the files before it are written).
+    pub fn write(&self) -> Result<(), StateError> {
+        for (path, text, mode) in &self.files {
+            write_file(path, text.as_bytes(), *mode)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes state files on a thread of its own, in the order they were handed over, skipping a
+/// file whose text is what it last wrote there (a sweep that changed nothing costs no fsync).
+/// Dropping it waits for the files handed over: nothing is lost at exit.
+#[derive(Debug)]
+pub struct StateWriter {
+    tx: Option<std::sync::mpsc::Sender<StateFiles>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StateWriter {
+    /// Starts the thread; `on_error` hears each failed write (the SM goes on).
+    ///
+    /// # Errors
+    /// The thread could not be started.
+    pub fn start(on_error: impl Fn(&StateError) + Send + 'static) -> std::io::Result<StateWriter> {
+        let (tx, rx) = std::sync::mpsc::channel::<StateFiles>();
+        let thread = std::thread::Builder::new().name("ibsm-state".to_owned()).spawn(move || {
+            let mut written: HashMap<PathBuf, String> = HashMap::new();
+            while let Ok(mut set) = rx.recv() {
+                // Only the newest of what waits matters.
+                while let Ok(newer) = rx.try_recv() {
+                    set = newer;
+                }
+                for (path, text, mode) in set.files {
+                    if written.get(&path) == Some(&text) {
+                        continue;
+                    }
+                    match write_file(&path, text.as_bytes(), mode) {
+                        Ok(()) => {
+                            written.insert(path, text);
+                        }
+                        Err(e) => on_error(&e),
+                    }
+                }
+            }
+        })?;
+        Ok(StateWriter { tx: Some(tx), thread: Some(thread) })
+    }
+
+    /// Hands `files` over to be written.
+    pub fn write(&self, files: StateFiles) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(files);
+        }
+    }
+}
+
+impl Drop for StateWriter {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename,

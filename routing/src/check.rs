@@ -10,7 +10,7 @@
 //!   are counted too.
 //! * hop counts against the shortest path through the switch graph.
 //! * the edge forwarding index: the number of CA-to-CA routes over each directed switch-to-switch
-//!   link (max and mean over all such links).
+//!   link (max and mean over all such links, and each link's figure).
 //! * the shift permutations `host i -> host (i + s) mod N` for every `s` in `1..N`, hosts being the
 //!   CA ports cabled to a switch in view order (CA order, then port order), base LIDs only: the
 //!   worst number of flows on one switch egress link.
@@ -34,7 +34,7 @@ use crate::graph::Owner;
 use crate::{FabricView, NodeId, Routes};
 
 pub use cdg::ChannelDeps;
-pub use report::{CdgStats, Channel, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+pub use report::{CdgStats, Channel, ChannelLoad, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
 
 use crate::components::ComponentSize;
 
@@ -106,6 +106,9 @@ pub struct CheckReport {
     pub hops: HopStats,
     /// Edge forwarding index over directed switch-to-switch links.
     pub forwarding_index: LinkLoad,
+    /// The routes on each directed switch-to-switch link, the figures `forwarding_index`
+    /// summarises, in view order (switch, then egress port).
+    pub link_loads: Vec<ChannelLoad>,
     /// Shift permutations, if computed.
     pub shifts: Option<ShiftStats>,
     /// Credit loops, if computed.

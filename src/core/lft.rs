@@ -78,16 +78,33 @@ impl RouteMode {
     }
 }
 
-impl Sm {
-    /// The next sweep routes from scratch (to measure a full route, or after a configuration
-    /// change that routing depends on).
-    pub fn force_full_route(&mut self) {
-        self.route_base = None;
-    }
+/// The routing of one sweep, detached from the SM: a pure computation (the routing view, the
+/// engine chain and the last full route) that a driver may run on another thread while the SM
+/// goes on answering ([`Sm::take_route_job`], [`RouteJob::run`], [`Sm::finish_route`]).
+#[derive(Debug)]
+pub struct RouteJob {
+    view: FabricView,
+    switch_nodes: Vec<NodeIdx>,
+    chain: Vec<String>,
+    base: Option<RouteBase>,
+    epoch: u64,
+}
 
+/// What a [`RouteJob`] produced.
+#[derive(Debug)]
+pub struct RouteDone {
+    switch_nodes: Vec<NodeIdx>,
+    outcome: Result<(Arc<Routes>, RouteMode, String), String>,
+    declined: Vec<(String, String)>,
+    base: Option<RouteBase>,
+    epoch: u64,
+}
+
+impl RouteJob {
     /// Tables without a full route, from the base, when the fabric allows it.
-    fn route_from_base(&mut self, view: &FabricView, chain: &str) -> Option<(Arc<Routes>, RouteMode, String)> {
-        let b = self.route_base.as_mut().filter(|b| b.chain == chain)?;
+    fn reuse_base(&mut self, chain: &str) -> Option<(Arc<Routes>, RouteMode, String)> {
+        let view = &self.view;
+        let b = self.base.as_mut().filter(|b| b.chain == chain)?;
         if b.view == *view {
             b.repaired = None;
             return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone()));
@@ -105,48 +122,106 @@ impl Sm {
         Some((routes, mode, b.engine.clone()))
     }
 
-    /// Runs the routing engine; on failure, reports it and leaves the tables alone.
-    pub(super) fn route(&mut self) {
-        let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
-        let chain_name = self.cfg.routing_engine.join(",");
-        if let Some((routes, mode, engine)) = self.route_from_base(&view, &chain_name) {
-            self.engine_used = engine;
-            self.route_mode = mode;
-            self.routes = Some((switch_nodes, routes));
-            return;
-        }
-        self.route_mode = RouteMode::Full;
-        let chain = match Chain::from_names(&self.cfg.routing_engine) {
-            Ok(c) => c,
-            Err(e) => {
-                self.sweep.failures += 1;
-                self.events.push_back(SmEvent::RoutingFailed { engine: chain_name, reason: e.to_string() });
-                return;
+    /// Routes: from the base when it can, else with the engine chain (a full route becomes the
+    /// new base).
+    pub fn run(mut self) -> RouteDone {
+        let chain_name = self.chain.join(",");
+        let mut declined = Vec::new();
+        let outcome = if let Some(found) = self.reuse_base(&chain_name) {
+            Ok(found)
+        } else {
+            match Chain::from_names(&self.chain)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.run(&self.view).map_err(|e| e.to_string()))
+            {
+                Ok(out) => {
+                    declined = out.declined.into_iter().map(|d| (d.engine.to_owned(), d.error.to_string())).collect();
+                    let routes = Arc::new(out.routes);
+                    self.base = Some(RouteBase {
+                        view: self.view,
+                        routes: Arc::clone(&routes),
+                        engine: out.engine.to_owned(),
+                        chain: chain_name,
+                        repaired: None,
+                    });
+                    Ok((routes, RouteMode::Full, out.engine.to_owned()))
+                }
+                Err(e) => Err(e),
             }
         };
-        match chain.run(&view) {
-            Ok(outcome) => {
-                for d in outcome.declined {
-                    self.events.push_back(SmEvent::EngineDeclined {
-                        engine: d.engine.to_owned(),
-                        reason: d.error.to_string(),
-                    });
-                }
-                outcome.engine.clone_into(&mut self.engine_used);
-                let routes = Arc::new(outcome.routes);
-                self.route_base = Some(RouteBase {
-                    view,
-                    routes: Arc::clone(&routes),
-                    engine: outcome.engine.to_owned(),
-                    chain: chain_name,
-                    repaired: None,
-                });
-                self.routes = Some((switch_nodes, routes));
+        RouteDone { switch_nodes: self.switch_nodes, outcome, declined, base: self.base, epoch: self.epoch }
+    }
+}
+
+impl Sm {
+    /// The next sweep routes from scratch (to measure a full route, or after a configuration
+    /// change that routing depends on).
+    pub fn force_full_route(&mut self) {
+        self.route_base = None;
+        // A job out now must not bring its base back.
+        self.route_epoch += 1;
+    }
+
+    /// The routing step the sweep waits for, as a job to run anywhere; `None` unless
+    /// [`Sm::poll_compute`] says [`super::ComputeStep::Route`]. Until [`Sm::finish_route`]
+    /// the sweep waits in the Routing phase, and the SM answers everything else meanwhile.
+    pub fn take_route_job(&mut self) -> Option<RouteJob> {
+        if self.compute != Some(super::ComputeStep::Route) {
+            return None;
+        }
+        self.compute = None;
+        let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
+        self.route_job_out = true;
+        Some(RouteJob {
+            view,
+            switch_nodes,
+            chain: self.cfg.routing_engine.clone(),
+            base: self.route_base.take(),
+            epoch: self.route_epoch,
+        })
+    }
+
+    /// The job's result, at `now`: the tables go to the switches (or the failure is reported
+    /// and the tables left alone) and the sweep goes on. A result whose sweep has ended (this
+    /// SM stood by meanwhile) is dropped.
+    pub fn finish_route(&mut self, done: RouteDone, now: u64) {
+        self.now = self.now.max(now);
+        let phase = self.phase;
+        self.apply_route(done, phase == super::SweepPhase::Routing);
+        self.advance();
+    }
+
+    /// Keeps the job's base, and with `use_tables` its tables or its failure.
+    fn apply_route(&mut self, done: RouteDone, use_tables: bool) {
+        self.route_job_out = false;
+        if done.epoch == self.route_epoch {
+            self.route_base = done.base;
+        }
+        if !use_tables {
+            return;
+        }
+        for (engine, reason) in done.declined {
+            self.events.push_back(SmEvent::EngineDeclined { engine, reason });
+        }
+        match done.outcome {
+            Ok((routes, mode, engine)) => {
+                self.engine_used = engine;
+                self.route_mode = mode;
+                self.routes = Some((done.switch_nodes, routes));
             }
-            Err(e) => {
+            Err(reason) => {
+                self.route_mode = RouteMode::Full;
                 self.sweep.failures += 1;
-                self.events.push_back(SmEvent::RoutingFailed { engine: chain_name, reason: e.to_string() });
+                self.events.push_back(SmEvent::RoutingFailed { engine: self.cfg.routing_engine.join(","), reason });
             }
+        }
+    }
+
+    /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
+    pub(super) fn route(&mut self) {
+        self.compute = Some(super::ComputeStep::Route);
+        if let Some(job) = self.take_route_job() {
+            self.apply_route(job.run(), true);
         }
     }
 

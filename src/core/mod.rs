@@ -326,6 +326,12 @@ pub struct Sm {
     route_base: Option<lft::RouteBase>,
     /// How the last tables were made.
     route_mode: lft::RouteMode,
+    /// A [`lft::RouteJob`] is out: the sweep waits for [`Sm::finish_route`].
+    route_job_out: bool,
+    /// The driver takes routing as a job instead of [`Sm::handle_compute`] running it.
+    offload_routing: bool,
+    /// Bumped when the route base is dropped, so that a job out does not bring it back.
+    route_epoch: u64,
     /// Light sweeps between heavy ones.
     light: light::Light,
     /// What traps did and are waiting for.
@@ -383,6 +389,9 @@ impl Sm {
             reregister_clients: true,
             route_base: None,
             route_mode: lft::RouteMode::Full,
+            route_job_out: false,
+            offload_routing: false,
+            route_epoch: 0,
             light: light::Light::default(),
             traps: traps::Traps::default(),
             quick: None,
@@ -579,6 +588,12 @@ impl Sm {
         self.advance();
     }
 
+    /// The driver runs routing as a job off its event loop ([`Sm::take_route_job`]):
+    /// [`Sm::handle_compute`] leaves that step to it.
+    pub fn set_offload_routing(&mut self, on: bool) {
+        self.offload_routing = on;
+    }
+
     /// The compute step the sweep waits for, if any: call [`Sm::handle_compute`].
     pub fn poll_compute(&self) -> Option<ComputeStep> {
         self.compute
@@ -589,6 +604,11 @@ impl Sm {
     /// durations in the report are measured where the work happens.
     pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
         while let Some(step) = self.compute.take() {
+            if step == ComputeStep::Route && self.offload_routing {
+                // The driver runs it as a job ([`Sm::take_route_job`]).
+                self.compute = Some(step);
+                return;
+            }
             self.now = self.now.max(clock());
             match step {
                 ComputeStep::AssignLids => self.assign_lids(),
@@ -732,6 +752,9 @@ impl Sm {
     /// Moves to the next phase whenever the sweep has none of its own requests left queued or
     /// in flight (other operations' SMPs do not hold it back) and no compute step is pending.
     fn advance(&mut self) {
+        if self.route_job_out {
+            return; // the routing job's result comes first
+        }
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
             match self.phase {
                 SweepPhase::Discovering if self.quick.is_some() => {

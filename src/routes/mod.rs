@@ -10,11 +10,14 @@
 //! - [`opensm_dump`]: parser for `opensm-lfts.dump` files.
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
 //!   [`Plan`].
+//! - [`svg`]: the fabric drawn by tier with each cable coloured by its routed load
+//!   (`routes check --svg`).
 
 pub mod dump;
 pub mod live;
 pub mod opensm_dump;
 pub mod plan;
+pub mod svg;
 
 pub use plan::{LidOwner, OwnerKind, Plan, plan};
 

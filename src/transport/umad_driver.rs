@@ -7,7 +7,13 @@
 //! clock the core's `now` comes from (also handed to the core's compute steps, so their phase
 //! timings are measured), the periodic re-sweep, SIGINT/SIGTERM, writing `guid2lid` after every
 //! sweep, and side queries (the control socket's, through [`SideQueries`]) answered between two
-//! MADs. It carries bytes and addresses only: every received MAD, request or response, goes to
+//! MADs.
+//!
+//! The heavy work stays off the loop, so that SMPs in flight, a standby's SMInfo polls, traps
+//! and the SA are answered while it runs: routing runs as a job on a thread of its own
+//! ([`Sm::take_route_job`]), the state files are written (fsync and all) by a writer thread
+//! after the first sweep, and the control socket's `routes` answer is built on a thread from
+//! the last snapshot. It carries bytes and addresses only: every received MAD, request or response, goes to
 //! the core, which decides what to answer (SMInfo, TrapRepress, "not supported" for the SA).
 //!
 //! No fixed waits: the loop sleeps until the earliest real deadline (the core's timeout, the
@@ -31,6 +37,7 @@ use tokio::sync::mpsc;
 
 use super::umad::{Address, AgentClass, Received, UmadError, UmadPort};
 use super::{SideQueries, SideQuery, next_query};
+use crate::core::lft::{RouteDone, RouteJob};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
 
 /// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
@@ -107,9 +114,6 @@ pub enum DriverError {
     /// The device failed.
     #[error(transparent)]
     Umad(#[from] UmadError),
-    /// `guid2lid` could not be written.
-    #[error(transparent)]
-    State(#[from] crate::state::StateError),
     /// The async runtime or the signal handlers could not be set up.
     #[error("{what}: {err}")]
     Runtime {
@@ -121,6 +125,36 @@ pub enum DriverError {
     /// The poll thread ended without saying why.
     #[error("the umad poll thread ended unexpectedly")]
     PollThreadGone,
+    /// The routing thread ended without a result.
+    #[error("the routing thread ended without a result")]
+    RouteThreadGone,
+}
+
+/// A state file could not be written: logged, and the SM goes on (the next sweep writes again).
+fn state_write_failed(e: &crate::state::StateError) {
+    tracing::error!(error_id = "state-write-failed", err = %e, "a state file could not be written; the old one stays");
+}
+
+/// Runs `job` on a thread of its own (in place if no thread can be started); its result
+/// arrives on the channel.
+fn spawn_route(job: RouteJob) -> tokio::sync::oneshot::Receiver<RouteDone> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((job, tx))));
+    let theirs = std::sync::Arc::clone(&slot);
+    let run = move || {
+        let taken = theirs.lock().ok().and_then(|mut s| s.take());
+        if let Some((job, tx)) = taken {
+            let _ = tx.send(job.run());
+        }
+    };
+    if std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run).is_err() {
+        tracing::warn!(error_id = "route-thread", "could not start the routing thread; routing on the event loop");
+        let taken = slot.lock().ok().and_then(|mut s| s.take());
+        if let Some((job, tx)) = taken {
+            let _ = tx.send(job.run());
+        }
+    }
+    rx
 }
 
 /// The poll thread, its stop flag, and the channel it says goodbye on.
@@ -202,7 +236,8 @@ impl Drop for Poller {
 
 /// Runs `sm` on `port` until the first report (`once`) or a signal. Opens issm first and
 /// closes it (and the device) before returning, whatever happens. `on_event` sees every event
-/// of the core, including each [`SmEvent::SubnetUp`] (after `guid2lid` was written).
+/// of the core, including each [`SmEvent::SubnetUp`] (after the first, `guid2lid` is written
+/// then; later ones are handed to the writer thread).
 pub fn run(
     port: UmadPort,
     sm: Sm,
@@ -260,6 +295,13 @@ fn run_with_issm<Q: SideQueries>(
             notify,
             watchdog_at,
             ready: false,
+            state_writer: opts.guid2lid.as_ref().and_then(|_| {
+                crate::state::StateWriter::start(state_write_failed)
+                    .inspect_err(|e| {
+                        tracing::warn!(error_id = "state-thread", err = %e, "no state-writer thread; state files written on the loop");
+                    })
+                    .ok()
+            }),
         };
         lp.run(rx, control).await
     });
@@ -285,6 +327,8 @@ struct Loop<'a, F> {
     watchdog_at: Option<Instant>,
     /// `READY=1` was sent.
     ready: bool,
+    /// Writes the state files after each sweep (dropped, and so flushed, with the loop).
+    state_writer: Option<crate::state::StateWriter>,
 }
 
 impl<F: FnMut(&SmEvent)> Loop<'_, F> {
@@ -310,14 +354,23 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         if crate::transport::umad::under_umad2sim() {
             self.sm.set_sa_limits(crate::sa::Limits::UMAD2SIM);
         }
+        // Routing runs on its own thread: the loop goes on answering SMInfo polls, traps, the
+        // SA and the control socket while a large fabric is routed.
+        self.sm.set_offload_routing(true);
+        let mut route_rx: Option<tokio::sync::oneshot::Receiver<RouteDone>> = None;
         self.sm.start_sweep(self.now());
         loop {
             if self.sm.poll_compute().is_some() {
                 let start = self.start;
                 self.sm.handle_compute(&mut || u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
             }
+            if route_rx.is_none()
+                && let Some(job) = self.sm.take_route_job()
+            {
+                route_rx = Some(spawn_route(job));
+            }
             self.flush()?;
-            if let Some(finish) = self.drain_events()? {
+            if let Some(finish) = self.drain_events() {
                 return Ok(finish);
             }
             // The loop is alive: the watchdog hears it.
@@ -327,14 +380,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 self.notify.ping();
                 self.watchdog_at = Some(Instant::now() + every);
             }
-            let deadline_ns = [self.sm.poll_timeout(), self.next_sweep].into_iter().flatten().min();
-            let mut wake = deadline_ns.map(|ns| self.start + Duration::from_nanos(ns));
-            if let Some(w) = self.watchdog_at {
-                wake = Some(wake.map_or(w, |x| x.min(w)));
-            }
-            if let Some(d) = once_deadline {
-                wake = Some(wake.map_or(d, |w| w.min(d)));
-            }
+            let wake = self.next_wake(once_deadline);
             let sleep = async {
                 match wake {
                     Some(w) => tokio::time::sleep_until(w.into()).await,
@@ -376,6 +422,21 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                         req.answer(&self.sm);
                     }
                 }
+                done = async {
+                    match route_rx.as_mut() {
+                        Some(r) => r.await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    route_rx = None;
+                    match done {
+                        Ok(d) => {
+                            let now = self.now();
+                            self.sm.finish_route(d, now);
+                        }
+                        Err(_) => return Err(DriverError::RouteThreadGone),
+                    }
+                }
                 () = sleep => {
                     if once_deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(Finish::NoReport { waited: self.opts.once_limit });
@@ -384,6 +445,19 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 }
             }
         }
+    }
+
+    /// The earliest real deadline: the core's, the next sweep, the watchdog, the `--once` limit.
+    fn next_wake(&self, once_deadline: Option<Instant>) -> Option<Instant> {
+        let deadline_ns = [self.sm.poll_timeout(), self.next_sweep].into_iter().flatten().min();
+        let mut wake = deadline_ns.map(|ns| self.start + Duration::from_nanos(ns));
+        if let Some(w) = self.watchdog_at {
+            wake = Some(wake.map_or(w, |x| x.min(w)));
+        }
+        if let Some(d) = once_deadline {
+            wake = Some(wake.map_or(d, |w| w.min(d)));
+        }
+        wake
     }
 
     /// SIGHUP or `reload` on the control socket: reads the configuration and the partition
@@ -513,29 +587,40 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
 
     /// Hands the core's events to the caller; persists `guid2lid` and decides what follows a
     /// report.
-    fn drain_events(&mut self) -> Result<Option<Finish>, DriverError> {
+    fn drain_events(&mut self) -> Option<Finish> {
         while let Some(ev) = self.sm.poll_event() {
             self.tell_systemd(&ev);
             if let SmEvent::SubnetUp(report) = &ev {
                 self.sweeps += 1;
                 if let Some(p) = &self.opts.guid2lid {
-                    crate::state::save_after_sweep(p, &self.sm)?;
+                    let files = crate::state::after_sweep_files(p, &self.sm);
+                    match &self.state_writer {
+                        // After the first sweep, on the writer's thread: the fsyncs never hold
+                        // the loop up. The first is written before it is reported, so that what
+                        // follows `subnet up` finds the files.
+                        Some(w) if self.sweeps > 1 => w.write(files),
+                        _ => {
+                            if let Err(e) = files.write() {
+                                state_write_failed(&e);
+                            }
+                        }
+                    }
                 }
                 (self.on_event)(&ev);
                 if self.opts.once {
-                    return Ok(Some(Finish::Swept(report.clone())));
+                    return Some(Finish::Swept(report.clone()));
                 }
                 self.schedule_periodic();
             } else if let SmEvent::Standby { master, .. } = &ev {
                 (self.on_event)(&ev);
                 if self.opts.once {
-                    return Ok(Some(Finish::Standby { master: *master }));
+                    return Some(Finish::Standby { master: *master });
                 }
             } else {
                 (self.on_event)(&ev);
             }
         }
-        Ok(None)
+        None
     }
 
     fn schedule_periodic(&mut self) {

@@ -28,7 +28,7 @@ mod lines;
 pub use diff::{Difference, TopoDiff, diff};
 pub use error::{Endpoint, LinkConflict, Pos, TopoError};
 pub use generators::{GenError, GenSpec};
-pub use view::{tiers, to_dot};
+pub use view::{by_tier, tiers, to_dot};
 pub use write::IbsimLimits;
 
 use ibsm_mad::Guid;

@@ -1,4 +1,5 @@
-//! Looking at a fabric: switch tiers and a Graphviz DOT drawing ranked by tier.
+//! Looking at a fabric: switch tiers, the nodes grouped by tier, and a Graphviz DOT drawing
+//! ranked by tier.
 //!
 //! A switch's tier is its distance in switch hops from the nearest switch that has a CA or
 //! router cabled to it (those are tier 1; CAs and routers are tier 0); a switch no CA reaches
@@ -41,6 +42,24 @@ pub fn tiers(t: &Topology) -> Vec<Option<u8>> {
         }
     }
     tier
+}
+
+/// Node indexes grouped by tier, highest first: the switch tiers, then the CAs and routers
+/// (tier 0), then the switches without a tier (`None`); within a group, by name. Empty groups
+/// are left out.
+pub fn by_tier(t: &Topology) -> Vec<(Option<u8>, Vec<usize>)> {
+    let tier = tiers(t);
+    let mut levels: Vec<Option<u8>> =
+        tier.iter().copied().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    levels.sort_by_key(|l| std::cmp::Reverse(l.map_or(-1, i16::from)));
+    levels
+        .into_iter()
+        .map(|l| {
+            let mut members: Vec<usize> = (0..t.nodes.len()).filter(|&i| tier[i] == l).collect();
+            members.sort_by(|&a, &b| t.nodes[a].name.cmp(&t.nodes[b].name));
+            (l, members)
+        })
+        .collect()
 }
 
 fn quote(s: &str) -> String {
@@ -104,5 +123,10 @@ mod tests {
         assert!(dot.starts_with("graph fabric {") && dot.ends_with("}\n"));
         assert_eq!(dot.matches(" -- ").count(), t.link_count(), "one edge per cable");
         assert_eq!(dot.matches("rank=same").count(), 4, "CAs and three switch tiers");
+        let groups = by_tier(&t);
+        let levels: Vec<Option<u8>> = groups.iter().map(|g| g.0).collect();
+        assert_eq!(levels, [Some(3), Some(2), Some(1), Some(0)], "highest first, CAs last");
+        assert_eq!(groups.iter().map(|g| g.1.len()).sum::<usize>(), t.nodes.len());
+        assert_eq!(groups[3].1.len(), t.ca_count());
     }
 }

@@ -94,6 +94,16 @@ pub struct LinkLoad {
     pub worst: Option<Channel>,
 }
 
+/// The CA-to-CA routes over one directed switch-to-switch link: one entry of the edge
+/// forwarding index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelLoad {
+    /// The link.
+    pub channel: Channel,
+    /// CA-to-CA routes over it.
+    pub routes: u64,
+}
+
 /// Worst link load over the shift permutations.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ShiftStats {

@@ -110,6 +110,13 @@ fn both_remote_cas_over_one_spine_contend_in_shift_2() {
     // L0->S2 carries CA0, CA1 to CA2 and CA3: 4 routes.
     assert_eq!(r.forwarding_index.max, 4);
     assert_eq!(r.forwarding_index.worst.map(|c| (c.switch, c.port)), Some((Guid(0x100), PortNum(3))));
+    // Each link's figure: one per directed switch link, in view order, summing to the mean.
+    assert_eq!(r.link_loads.len(), r.forwarding_index.links);
+    let first = r.link_loads.first().map(|l| (l.channel.switch, l.channel.port, l.routes));
+    assert_eq!(first, Some((Guid(0x100), PortNum(3), 4)));
+    assert_eq!(r.link_loads.iter().map(|l| l.routes).max(), Some(r.forwarding_index.max));
+    let sum: u64 = r.link_loads.iter().map(|l| l.routes).sum();
+    assert!((sum as f64 / r.link_loads.len() as f64 - r.forwarding_index.mean).abs() < 1e-9);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use ibsm_mad::{Lid, PortNum};
 
-use super::report::{Channel, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+use super::report::{Channel, ChannelLoad, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
 use super::{CheckOptions, CheckReport, CreditLoops, Fabric, Next};
 use crate::graph::{FAR, Owner};
 
@@ -148,6 +148,7 @@ pub(super) fn walk_all(f: &Fabric<'_>, opts: &CheckOptions) -> CheckReport {
         failures: Vec::new(),
         hops: HopStats::default(),
         forwarding_index: LinkLoad::default(),
+        link_loads: Vec::new(),
         shifts: None,
         credit_loops: CreditLoops::NotChecked,
         cdg: None,
@@ -186,7 +187,7 @@ pub(super) fn walk_all(f: &Fabric<'_>, opts: &CheckOptions) -> CheckReport {
         r.hops.mean = w.sum_hops as f64 / r.reachable as f64;
         r.hops.shortest_mean = w.sum_short as f64 / r.reachable as f64;
     }
-    r.forwarding_index = link_load(f, &w.efi);
+    (r.forwarding_index, r.link_loads) = link_load(f, &w.efi);
     r
 }
 
@@ -344,8 +345,10 @@ fn channel(f: &Fabric<'_>, chan: usize) -> Option<Channel> {
     Some(Channel { switch: f.switch_guid(switch), port, to })
 }
 
-fn link_load(f: &Fabric<'_>, efi: &[u64]) -> LinkLoad {
+/// The forwarding index's summary, and each directed switch-to-switch link's figure.
+fn link_load(f: &Fabric<'_>, efi: &[u64]) -> (LinkLoad, Vec<ChannelLoad>) {
     let mut l = LinkLoad::default();
+    let mut each = Vec::new();
     let mut sum = 0u64;
     let mut worst = None;
     for (c, n) in f.next.iter().enumerate() {
@@ -354,6 +357,9 @@ fn link_load(f: &Fabric<'_>, efi: &[u64]) -> LinkLoad {
         }
         l.links += 1;
         let v = efi.get(c).copied().unwrap_or(0);
+        if let Some(channel) = channel(f, c) {
+            each.push(ChannelLoad { channel, routes: v });
+        }
         sum += v;
         if v > l.max || worst.is_none() {
             l.max = v;
@@ -364,7 +370,7 @@ fn link_load(f: &Fabric<'_>, efi: &[u64]) -> LinkLoad {
         l.mean = sum as f64 / l.links as f64;
         l.worst = worst.and_then(|c| channel(f, c));
     }
-    l
+    (l, each)
 }
 
 /// Every shift permutation over the hosts, base LIDs only.
