@@ -38,6 +38,7 @@ pub fn render(sm: &Sm) -> String {
     metric(&mut out, "smps_sent_total", "counter", "SMPs sent.", &one(sent));
     metric(&mut out, "smps_retried_total", "counter", "SMPs sent again after a timeout or BUSY.", &one(retried));
     metric(&mut out, "smps_failed_total", "counter", "SMPs that failed after every retry.", &one(failed));
+    sweeps(&mut out, sm);
     metric(&mut out, "pkey_blocks_sent_total", "counter", "P_KeyTable blocks written.", &one(sm.pkey_blocks_sent()));
     metric(
         &mut out,
@@ -121,6 +122,28 @@ pub fn render(sm: &Sm) -> String {
         metric(&mut out, "last_sweep_smps", "gauge", "SMPs the last sweep sent.", &one(r.smps_sent));
     }
     out
+}
+
+/// SMP timeouts, sweeps by kind, takeovers.
+fn sweeps(out: &mut String, sm: &Sm) {
+    metric(
+        out,
+        "smps_timed_out_total",
+        "counter",
+        "Waits for an SMP's answer that ran out (each try).",
+        &one(sm.smp_timeouts()),
+    );
+    let (heavy, quick) = sm.sweeps_done();
+    let kinds =
+        labeled("kind", &[("heavy", heavy as f64), ("quick", quick as f64), ("light", sm.light_sweeps() as f64)]);
+    metric(out, "sweeps_total", "counter", "Sweeps completed, by kind.", &kinds);
+    metric(
+        out,
+        "takeovers_total",
+        "counter",
+        "Times this SM took the subnet over from its master (failovers).",
+        &one(sm.takeovers()),
+    );
 }
 
 /// The cabling check's figures (`expected-topology`) and the duplicate GUIDs.

@@ -333,10 +333,19 @@ fn metrics_endpoint_serves_the_prometheus_text_format() {
         "ibsm_ports",
         "ibsm_last_sweep_phase_seconds",
         "ibsm_sa_requests_total",
+        "ibsm_sa_answers_total",
+        "ibsm_smps_timed_out_total",
+        "ibsm_sweeps_total",
+        "ibsm_takeovers_total",
+        "ibsm_cabling_differences",
+        "ibsm_quarantined_guids",
     ] {
         assert!(families.contains(want), "{want} missing:\n{body}");
     }
     assert!(body.contains("ibsm_fabric_size{kind=\"switches\"} 6\n"), "{body}");
+    // `run --sim` sweeps twice; nothing failed over.
+    assert!(body.contains("ibsm_sweeps_total{kind=\"heavy\"} 2\n"), "{body}");
+    assert!(body.contains("ibsm_takeovers_total 0\n"), "{body}");
     assert!(http_get(&addr, "/other").0.contains("404"));
     sigterm(sm.0.id());
     let _ = sm.0.wait();

@@ -58,6 +58,7 @@ fn a_standby_takes_over_a_dead_master_without_renumbering_or_rewriting() {
         let took = h.now() - died;
         assert!(took <= 2 * SECOND, "seed {seed}: master in {} ms", took / 1_000_000);
         assert_eq!(h.sms[standby].sm.state(), SmState::Master);
+        assert_eq!(h.sms[standby].sm.takeovers(), 1, "counted (ibsm_takeovers_total)");
         assert_eq!(lids(&h, standby), before, "no LID changed");
         assert_eq!(report.lft_blocks_sent, 0, "no LFT block rewritten");
         if seed == 1 {

@@ -80,6 +80,8 @@ pub struct FoundSm {
 /// The election state.
 #[derive(Debug, Clone, Default)]
 pub struct Election {
+    /// Times this SM took the subnet over (its master died, or handed over).
+    pub takeovers: u64,
     /// SMs found by the running (or last) sweep.
     pub found: Vec<FoundSm>,
     /// The master a standby watches.
@@ -379,6 +381,7 @@ impl Sm {
     /// a better SM first if there is one).
     fn take_over(&mut self, old: Guid, reason: &'static str) {
         self.events.push_back(SmEvent::MasterLost { master: old, reason });
+        self.election.takeovers += 1;
         // A master that died is not given the subnet back when it returns (elevated-priority);
         // one that handed over is (it asked for it).
         self.election.elevated = reason != HANDED_OVER;

@@ -268,6 +268,10 @@ pub struct Sm {
     last_report: Option<SubnetReport>,
     /// When the last report was made.
     last_report_at: u64,
+    /// Sweeps completed: (heavy, quick).
+    sweeps_done: (u64, u64),
+    /// The running sweep is a quick one.
+    sweep_is_quick: bool,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
     /// Requests seen, by kind.
@@ -361,6 +365,8 @@ impl Sm {
             resweep_at: None,
             last_report: None,
             last_report_at: 0,
+            sweeps_done: (0, 0),
+            sweep_is_quick: false,
             responses: VecDeque::new(),
             counters: RequestCounters::default(),
             sweep_requested: false,
@@ -468,6 +474,18 @@ impl Sm {
     pub fn smp_counters(&self) -> (u64, u64, u64) {
         (self.tx.counters.sent, self.tx.counters.retried, self.tx.counters.failed)
     }
+    /// SMP waits for an answer that ran out (each try counted).
+    pub fn smp_timeouts(&self) -> u64 {
+        self.tx.counters.timed_out
+    }
+    /// Sweeps completed: (heavy, quick).
+    pub fn sweeps_done(&self) -> (u64, u64) {
+        self.sweeps_done
+    }
+    /// Times this SM took the subnet over from its master.
+    pub fn takeovers(&self) -> u64 {
+        self.election.takeovers
+    }
     /// Requests received so far, by kind.
     pub fn request_counters(&self) -> RequestCounters {
         self.counters
@@ -545,6 +563,7 @@ impl Sm {
     /// What every sweep, heavy or quick, starts from: no retry due, no routes yet, fresh
     /// figures (a heavy sweep also drops a quick one left half done).
     fn begin_sweep(&mut self, heavy: bool) {
+        self.sweep_is_quick = !heavy;
         self.resweep_at = None;
         self.quick = None;
         self.traps.sweep_started(heavy);
@@ -885,6 +904,11 @@ impl Sm {
         self.settle_quarantine();
         self.last_report = Some(report.clone());
         self.last_report_at = self.now;
+        if self.sweep_is_quick {
+            self.sweeps_done.1 += 1;
+        } else {
+            self.sweeps_done.0 += 1;
+        }
         self.events.push_back(SmEvent::SubnetUp(report));
     }
 }

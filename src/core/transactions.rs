@@ -201,6 +201,8 @@ pub(crate) struct Counters {
     pub sent: u64,
     pub retried: u64,
     pub failed: u64,
+    /// Waits for an answer that ran out (retried or not).
+    pub timed_out: u64,
 }
 
 /// The window of SMPs.
@@ -337,6 +339,7 @@ impl Transactions {
         let mut failed = Vec::new();
         for tid in expired {
             let Some(f) = self.in_flight.remove(&tid) else { continue };
+            self.counters.timed_out += 1;
             if f.tries_left > 0 {
                 self.counters.retried += 1;
                 self.queue.push_front((f.request, f.tries_left - 1));
@@ -419,7 +422,7 @@ mod tests {
         assert_eq!(failed.len(), 1);
         assert_eq!(failed[0].1, Outcome::Timeout);
         assert!(tx.is_idle());
-        assert_eq!(tx.counters, Counters { sent: 3, retried: 2, failed: 1 });
+        assert_eq!(tx.counters, Counters { sent: 3, retried: 2, failed: 1, timed_out: 3 });
     }
 
     #[test]
