@@ -895,6 +895,15 @@ fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
             names.join(", ")
         );
     }
+    if !r.failed_nodes.is_empty() {
+        let names: Vec<String> = r.failed_nodes.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
+        let _ = write!(
+            s,
+            "; Sets failed on {} node(s), a repair sweep follows: {}",
+            r.failed_nodes.len(),
+            names.join(", ")
+        );
+    }
     s
 }
 

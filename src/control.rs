@@ -162,7 +162,8 @@ pub struct Problems {
     pub unrouted_lids: Vec<UnroutedLid>,
     /// Ports reported by traps 129-131 (as in `traps`).
     pub unhealthy_ports: Vec<UnhealthyPort>,
-    /// Nodes that did not answer in the last sweep (it was incomplete because of them).
+    /// Nodes that did not answer in the last sweep, or that a Set failed on (it was
+    /// incomplete because of them).
     pub blocked_nodes: Vec<BlockedNodeJson>,
     /// Linked ports the last sweep could not bring to Active.
     pub ports_not_active: usize,
@@ -450,6 +451,7 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
             .map(|r| {
                 r.blocked
                     .iter()
+                    .chain(&r.failed_nodes)
                     .map(|b| BlockedNodeJson { guid: format!("{:#018x}", b.guid.0), desc: b.desc.clone() })
                     .collect()
             })

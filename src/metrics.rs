@@ -133,9 +133,16 @@ fn sweeps(out: &mut String, sm: &Sm) {
         "Waits for an SMP's answer that ran out (each try).",
         &one(sm.smp_timeouts()),
     );
-    let (heavy, quick) = sm.sweeps_done();
-    let kinds =
-        labeled("kind", &[("heavy", heavy as f64), ("quick", quick as f64), ("light", sm.light_sweeps() as f64)]);
+    let (heavy, quick, repair) = sm.sweeps_done();
+    let kinds = labeled(
+        "kind",
+        &[
+            ("heavy", heavy as f64),
+            ("quick", quick as f64),
+            ("repair", repair as f64),
+            ("light", sm.light_sweeps() as f64),
+        ],
+    );
     metric(out, "sweeps_total", "counter", "Sweeps completed, by kind.", &kinds);
     metric(
         out,

@@ -28,6 +28,7 @@ mod partial;
 mod pkeys;
 mod quick;
 mod reconfig;
+mod repair;
 pub mod replication;
 mod requests;
 mod snapshot;
@@ -239,6 +240,10 @@ struct SweepStats {
     activated: usize,
     smps_at_start: transactions::Counters,
     blocked: Vec<BlockedNode>,
+    /// Nodes a Set failed on (a repair sweep redoes what they miss).
+    failed_sets: std::collections::BTreeSet<NodeIdx>,
+    /// SMPs of discovery that failed (only a heavy sweep can redo them).
+    read_failures: usize,
 }
 
 /// The subnet manager state machine.
@@ -268,10 +273,12 @@ pub struct Sm {
     last_report: Option<SubnetReport>,
     /// When the last report was made.
     last_report_at: u64,
-    /// Sweeps completed: (heavy, quick).
-    sweeps_done: (u64, u64),
-    /// The running sweep is a quick one.
-    sweep_is_quick: bool,
+    /// Sweeps completed: (heavy, quick, repair).
+    sweeps_done: (u64, u64, u64),
+    /// What the running (or last) sweep is.
+    sweep_kind: repair::SweepKind,
+    /// Repair sweeps after Sets that failed.
+    repair: repair::Repair,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
     /// Requests seen, by kind.
@@ -365,8 +372,9 @@ impl Sm {
             resweep_at: None,
             last_report: None,
             last_report_at: 0,
-            sweeps_done: (0, 0),
-            sweep_is_quick: false,
+            sweeps_done: (0, 0, 0),
+            sweep_kind: repair::SweepKind::Heavy,
+            repair: repair::Repair::default(),
             responses: VecDeque::new(),
             counters: RequestCounters::default(),
             sweep_requested: false,
@@ -478,8 +486,8 @@ impl Sm {
     pub fn smp_timeouts(&self) -> u64 {
         self.tx.counters.timed_out
     }
-    /// Sweeps completed: (heavy, quick).
-    pub fn sweeps_done(&self) -> (u64, u64) {
+    /// Sweeps completed: (heavy, quick, repair).
+    pub fn sweeps_done(&self) -> (u64, u64, u64) {
         self.sweeps_done
     }
     /// Times this SM took the subnet over from its master.
@@ -554,7 +562,7 @@ impl Sm {
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
-        self.begin_sweep(true);
+        self.begin_sweep(repair::SweepKind::Heavy);
         self.enter(SweepPhase::Discovering);
         self.start_discovery();
         self.advance();
@@ -562,11 +570,15 @@ impl Sm {
 
     /// What every sweep, heavy or quick, starts from: no retry due, no routes yet, fresh
     /// figures (a heavy sweep also drops a quick one left half done).
-    fn begin_sweep(&mut self, heavy: bool) {
-        self.sweep_is_quick = !heavy;
+    fn begin_sweep(&mut self, kind: repair::SweepKind) {
+        self.sweep_kind = kind;
         self.resweep_at = None;
+        self.repair.at = None;
         self.quick = None;
-        self.traps.sweep_started(heavy);
+        // A repair sweep reads nothing: the traps waiting for a sweep still wait.
+        if kind != repair::SweepKind::Repair {
+            self.traps.sweep_started(kind == repair::SweepKind::Heavy);
+        }
         self.routes = None;
         self.mkeys.keying = false;
         self.mkeys.keyed_this_sweep = false;
@@ -661,6 +673,7 @@ impl Sm {
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         }
+        self.repair_timer();
         self.election_timer();
         self.advance();
     }
@@ -700,6 +713,7 @@ impl Sm {
         [
             self.tx.poll_timeout(),
             self.resweep_at,
+            self.repair.at.filter(|_| self.state == SmState::Master),
             self.sa_state.informs.poll_timeout(),
             self.mkeys.recovery_at,
             poll,
@@ -753,6 +767,7 @@ impl Sm {
         let failure = outcome.failure().unwrap_or(SmpFailure::Status(ibsm_mad::ids::status::BAD_FIELD));
         let (attr_id, attr_mod) = transactions::describe(&request.req);
         self.sweep.failures += 1;
+        self.note_failure(&request.req);
         self.events.push_back(SmEvent::SmpFailed { attr_id, attr_mod, path: request.path, failure });
     }
 
@@ -875,6 +890,7 @@ impl Sm {
             ports_not_active: not_active,
             complete: s.failures == 0 && not_active == 0 && s.blocked.is_empty(),
             blocked: s.blocked.clone(),
+            failed_nodes: self.failed_nodes(),
             phases: s.phases.iter().copied().filter(|p| p.phase != SweepPhase::Up).collect(),
             total_ns: self.now.saturating_sub(s.started_at),
         };
@@ -894,7 +910,9 @@ impl Sm {
         self.sync_after_sweep();
         self.reregister_clients = false;
         self.schedule_light();
-        if !report.complete {
+        if report.complete {
+            self.repair.attempts = 0;
+        } else if !self.schedule_repair() {
             self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
         }
         self.traps_after_sweep();
@@ -904,10 +922,10 @@ impl Sm {
         self.settle_quarantine();
         self.last_report = Some(report.clone());
         self.last_report_at = self.now;
-        if self.sweep_is_quick {
-            self.sweeps_done.1 += 1;
-        } else {
-            self.sweeps_done.0 += 1;
+        match self.sweep_kind {
+            repair::SweepKind::Heavy => self.sweeps_done.0 += 1,
+            repair::SweepKind::Quick => self.sweeps_done.1 += 1,
+            repair::SweepKind::Repair => self.sweeps_done.2 += 1,
         }
         self.events.push_back(SmEvent::SubnetUp(report));
     }

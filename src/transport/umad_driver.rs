@@ -88,7 +88,7 @@ impl Default for DriverOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finish {
     /// `once`: the first sweep's report (see [`SubnetReport::complete`]).
-    Swept(SubnetReport),
+    Swept(Box<SubnetReport>),
     /// `once`: the first sweep found a better SM or a master; this SM is a standby.
     Standby {
         /// The master it watches.
@@ -608,7 +608,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 }
                 (self.on_event)(&ev);
                 if self.opts.once {
-                    return Some(Finish::Swept(report.clone()));
+                    return Some(Finish::Swept(Box::new(report.clone())));
                 }
                 self.schedule_periodic();
             } else if let SmEvent::Standby { master, .. } = &ev {
