@@ -8,7 +8,7 @@
 //! quiet gap), the checks at each `settle` (exactly one master and every other live SM standing
 //! by; every live HCA reaches every other through the switches' own tables without a loop or a
 //! dead link; the master's routes have no credit loop; every port present since the start keeps
-//! its LID), and the reduction of a failing script to a minimal one that still fails. The script
+//! its LID; no table of a live SM holds more than a few entries per port of the fabric), and the reduction of a failing script to a minimal one that still fails. The script
 //! is plain `ibsm sim play` text, so a failure replays with `ibsm sim play --standbys N`.
 
 use std::collections::BTreeMap;
@@ -192,6 +192,25 @@ fn check(h: &SimSms, first: &BTreeMap<Guid, Lid>) -> Option<String> {
     None
 }
 
+/// The most entries any of an SM's tables may hold on `topo` (see [`Sm::footprint`]): a few
+/// per port of the fabric. A table past it grows with time, not with the fabric.
+///
+/// [`Sm::footprint`]: crate::core::Sm::footprint
+pub fn footprint_bound(topo: &Topology) -> usize {
+    let ports: usize = topo.nodes.iter().map(|n| usize::from(n.num_ports) + 1).sum();
+    4 * ports + 256
+}
+
+/// An SM table past `bound`, if any.
+fn check_footprint(h: &SimSms, bound: usize) -> Option<String> {
+    for (i, s) in h.sms.iter().enumerate().filter(|(_, s)| s.alive) {
+        if let Some((name, n)) = s.sm.footprint().into_iter().find(|&(_, n)| n > bound) {
+            return Some(format!("SM {i}: {name} holds {n} entries, past the bound of {bound} for this fabric"));
+        }
+    }
+    None
+}
+
 /// Plays `steps` on `topo` with seed `seed` (one master and `standbys` standbys configured by
 /// `cfg`) and checks every `settle`.
 ///
@@ -206,6 +225,7 @@ pub fn run(
     let mut h = up(topo, seed, cfg, standbys, ComputeTime::Virtual)?;
     let t0 = h.now();
     let first = lids(&h);
+    let bound = footprint_bound(topo);
     for (i, step) in steps.iter().enumerate() {
         run_to(&mut h, t0 + step.at_ns, &mut |_, _| {});
         apply(&mut h, cfg, step.action);
@@ -214,7 +234,7 @@ pub fn run(
         }
         let end = steps.get(i + 1).map_or(t0 + step.at_ns + QUIET_NS, |s| t0 + s.at_ns);
         run_to(&mut h, end, &mut |_, _| {});
-        if let Some(what) = check(&h, &first) {
+        if let Some(what) = check(&h, &first).or_else(|| check_footprint(&h, bound)) {
             return Ok(Some(Failure { step: i, what }));
         }
     }
@@ -331,6 +351,19 @@ mod tests {
         // Alone: nobody is master after the kill, and the soak says so.
         let f = run(&t, &s, 5, (&SmConfig::default(), 0)).expect("comes up").expect("fails");
         assert!(f.what.contains("not exactly one master"), "{f:?}");
+    }
+
+    #[test]
+    fn a_long_soak_keeps_every_table_of_the_sm_within_the_fabrics_bound() {
+        let t = k8();
+        // The check can fail: a bound of 0 is past at once.
+        let h = up(&t, 9, &SmConfig::default(), 1, ComputeTime::Virtual).expect("up");
+        let f = check_footprint(&h, 0).expect("past a bound of 0");
+        assert!(f.contains("guid2lid holds 208 entries"), "{f}");
+        // 60 rounds of faults on one seed: nothing grows with time.
+        let cfg = SoakConfig { rounds: 60, ..SoakConfig::default() };
+        let s = steps(&t, 9, &cfg).expect("parses");
+        assert_eq!(run(&t, &s, 9, (&SmConfig::default(), 1)).expect("comes up"), None);
     }
 
     #[test]

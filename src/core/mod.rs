@@ -445,6 +445,35 @@ impl Sm {
         self.now = self.now.max(now);
     }
 
+    /// How many entries each of the SM's growing tables holds, by name: what the soak checks
+    /// against the fabric's size, so that nothing grows with time instead.
+    pub fn footprint(&self) -> Vec<(&'static str, usize)> {
+        let (queued, in_flight) = self.tx.sizes();
+        let mut out = vec![
+            ("guid2lid", self.guid2lid.iter().count()),
+            ("lft_cache", self.lft_cache.len()),
+            ("pkeys", self.pkeys.len()),
+            ("enforce", self.enforce.len()),
+            ("pkey_layout", self.pkey_layout.len()),
+            ("pkey_held", self.pkey_held.len()),
+            ("events", self.events.len()),
+            ("responses", self.responses.len()),
+            ("smps_queued", queued),
+            ("smps_in_flight", in_flight),
+            ("sms_found", self.election.found.len()),
+            ("mkeys.held", self.mkeys.held.len()),
+            ("mkeys.neighbors", self.mkeys.neighbors.len()),
+            ("mkeys.violations", self.mkeys.violations.len()),
+            ("mkeys.sent", self.mkeys.sent.len()),
+            ("sa.requesters", self.sa_admission.tracked()),
+            ("sa.services", self.sa_state.services.len()),
+            ("sa.subscriptions", self.sa_state.informs.len()),
+            ("quarantine", self.quarantine.guids.len()),
+        ];
+        out.extend(self.traps.sizes());
+        out
+    }
+
     /// SA answers sent, by attribute and status.
     pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
         &self.sa_counts

@@ -228,6 +228,11 @@ impl Transactions {
         self.retries = retries;
     }
 
+    /// Requests queued and in flight.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.queue.len(), self.in_flight.len())
+    }
+
     pub fn new(window: usize, timeout_ns: u64, retries: u32) -> Transactions {
         Transactions {
             queue: VecDeque::new(),

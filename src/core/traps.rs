@@ -131,6 +131,18 @@ pub struct Traps {
 }
 
 impl Traps {
+    /// Entries each of its tables holds (for [`Sm::footprint`]).
+    pub(super) fn sizes(&self) -> [(&'static str, usize); 6] {
+        [
+            ("traps.recent", self.recent.len()),
+            ("traps.during", self.during.len()),
+            ("traps.read_marks", self.read_marks.len()),
+            ("traps.unhealthy", self.unhealthy.len()),
+            ("traps.quick", self.quick.len()),
+            ("traps.descs", self.descs.len()),
+        ]
+    }
+
     /// Whether this trap is one too many of its kind from `from` (and counts it).
     fn duplicate(&mut self, from: Lid, details: NoticeDetails, now: u64) -> bool {
         if self.recent.len() >= MAX_REMEMBERED {

@@ -38,6 +38,11 @@ impl Admission {
         Admission { rate, buckets: HashMap::new() }
     }
 
+    /// Requesters it keeps a bucket for.
+    pub fn tracked(&self) -> usize {
+        self.buckets.len()
+    }
+
     /// A new rate (a reload); the buckets start full again.
     pub fn set_rate(&mut self, rate: u32) {
         self.rate = rate;
