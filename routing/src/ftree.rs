@@ -36,8 +36,9 @@
 //! management routes can close a cycle in the full channel dependency graph.
 //!
 //! Cost: one up/down labelling per leaf, a walk per CA LID over its chain and the switches below
-//! it, and one breadth-first search per non-leaf switch. Labellings, the per-switch step 3 and the
-//! switch LIDs run on all cores; the result does not depend on their number.
+//! it, and one breadth-first search per non-leaf switch. Labellings, the walks of step 2 (after
+//! the chains, which are sequential, are chosen), the per-switch step 3 and the switch LIDs run on
+//! all cores; the result does not depend on their number.
 
 use ibsm_mad::{Guid, PortNum};
 
@@ -137,6 +138,8 @@ impl Csr {
 struct Tree {
     level: Vec<u32>,
     up: Csr,
+    /// The local port of each of `up.links`.
+    up_ports: Vec<PortNum>,
     down: Csr,
     /// Every switch-to-switch link, ranked or not.
     all: Csr,
@@ -188,7 +191,8 @@ impl Tree {
         let mut by_level: Vec<u32> = (0..n as u32).filter(|&s| level[s as usize] != FAR).collect();
         by_level.sort_by_key(|&s| std::cmp::Reverse(level[s as usize]));
         let (comp, _) = g.components();
-        Ok(Tree { level, up, down, all, by_level, comp })
+        let up_ports = up.links.iter().map(|l| l.port).collect();
+        Ok(Tree { level, up, up_ports, down, all, by_level, comp })
     }
 
     fn len(&self) -> usize {
@@ -205,7 +209,9 @@ impl FatTree {
     pub fn route_typed(&self, view: &FabricView) -> Result<Routes, FtreeError> {
         let idx = Indexed::new(view)?;
         let tree = Tree::new(view, &idx)?;
-        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
+        // Fresh tables fault their pages in on first touch: on all cores.
+        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::default()).collect();
+        par::for_chunks(&mut tables, 64, |_, chunk| chunk.fill_with(|| Lft::unrouted(idx.top)));
         route_cas(view, &idx, &tree, &mut tables)?;
         route_switches(&idx, &tree, &mut tables);
         Ok(Routes::from_tables(tables))
@@ -266,15 +272,29 @@ impl LeafPlan {
                 continue;
             }
             let ups = tree.up.of(x);
-            let Some(min) = ups.iter().map(|l| lab[l.n as usize]).filter(|&v| v != FAR).map(value).min() else {
+            // The nearest up neighbours' distance, and how many up neighbours are that near.
+            let (mut min, mut near) = (FAR, 0);
+            for l in ups {
+                let v = lab[l.n as usize];
+                if v == FAR {
+                    continue;
+                }
+                let v = value(v);
+                if v < min {
+                    (min, near) = (v, 1);
+                } else if v == min {
+                    near += 1;
+                }
+            }
+            if near == 0 {
                 continue;
-            };
+            }
             lab[x] = min + 1;
             let best = |l: &&Link| {
                 let v = lab[l.n as usize];
                 v != FAR && value(v) == min
             };
-            if ups.iter().filter(best).count() == ups.len() {
+            if near == ups.len() {
                 self.span[x].1 = ALL_UP;
             } else {
                 self.pairs.extend(ups.iter().filter(best).map(|l| (x as u32, l.port)));
@@ -313,21 +333,28 @@ impl LeafPlan {
 
     /// Switch `x`'s shortest up/down next hops (or its stranded route), in port order for
     /// all-up switches.
-    fn candidates<'a>(&'a self, tree: &'a Tree, x: usize) -> impl Iterator<Item = PortNum> + 'a {
+    fn candidates<'a>(&'a self, tree: &'a Tree, x: usize) -> &'a [PortNum] {
         let (start, len) = self.span.get(x).copied().unwrap_or((0, 0));
-        let (ups, list): (&[Link], &[PortNum]) = if len == ALL_UP {
-            (tree.up.of(x), &[])
+        if len == ALL_UP {
+            tree.up.range(x).and_then(|r| tree.up_ports.get(r)).unwrap_or(&[])
         } else {
-            (&[], self.hops.get(start as usize..(start + len) as usize).unwrap_or(&[]))
-        };
-        ups.iter().map(|l| l.port).chain(list.iter().copied())
+            self.hops.get(start as usize..(start + len) as usize).unwrap_or(&[])
+        }
     }
 }
 
-/// CA LIDs, grouped by leaf (leaves in order of their first CA), 64 leaves at a time: plans in
-/// parallel, chains and their subtrees in order, then every other switch in parallel.
+/// CA LIDs, grouped by leaf (leaves in order of their first CA), up to 64 leaves at a time: plans
+/// in parallel; the chains in order; the subtrees below them in parallel, one LID per row of a
+/// LID-major scratch (a LID's writes land in one row instead of one cache line in every table);
+/// then every switch in parallel takes its column of the rows and routes the rest.
+///
+/// The result does not depend on the batch boundaries: the chains depend only on earlier chains,
+/// a switch's step 3 only on its own earlier choices, and each LID is written by its own leaf's
+/// steps only.
 fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) -> Result<(), NotFatTree> {
     const BATCH: usize = 64;
+    /// Bytes of LID-major scratch per batch (a batch has at least one leaf, whatever its size).
+    const SCRATCH: usize = 16 << 20;
     let n = tree.len();
     let mut by_leaf: Vec<Vec<Dest>> = vec![Vec::new(); n];
     let mut leaf_order = Vec::new();
@@ -347,20 +374,32 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
     }
     let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
     let guid = |s: usize| view.switches.get(s).map(|s| s.guid).unwrap_or_default();
-    let mut chains = Chains {
-        down_load: vec![0; tree.up.links.len()],
-        stamp: vec![u32::MAX; n],
-        lid_no: 0,
-        chain: Vec::new(),
-        queue: Vec::new(),
-    };
+    let per_port = usize::from(idx.per_port);
+    let max_rows = (SCRATCH / n.max(1)).max(1);
+    let mut chains = Chains { down_load: vec![0; tree.up.links.len()], jobs: Vec::new(), links: Vec::new() };
     let mut plans: Vec<LeafPlan> = (0..BATCH.min(leaf_order.len())).map(|_| LeafPlan::default()).collect();
+    let mut rows: Vec<PortNum> = Vec::new();
     let mut slots: Vec<Slot> = tables
         .iter_mut()
         .zip(&view.switches)
         .map(|(t, sw)| Slot { table: std::mem::take(t), load: vec![0; sw.ports.len().max(1)], block: Vec::new() })
         .collect();
-    for batch in leaf_order.chunks(BATCH) {
+    let mut rest = &leaf_order[..];
+    while !rest.is_empty() {
+        let mut take = 0;
+        let mut m = 0;
+        while let Some(&leaf) = rest.get(take)
+            && take < BATCH
+        {
+            let r = by_leaf[leaf].len() * per_port;
+            if take > 0 && m + r > max_rows {
+                break;
+            }
+            m += r;
+            take += 1;
+        }
+        let (batch, more) = rest.split_at(take);
+        rest = more;
         let plans = &mut plans[..batch.len()];
         par::for_chunks(plans, 2, |off, chunk| {
             let mut queue = Vec::new();
@@ -377,29 +416,22 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
                 return Err(NotFatTree::NoUpDownPath { from: guid(bad), to: guid(leaf) });
             }
         }
-        // 1 and 2, in destination order.
-        for (&leaf, plan) in batch.iter().zip(plans.iter()) {
+        // 1, in destination order; then 2, a row per LID.
+        chains.jobs.clear();
+        chains.links.clear();
+        for (b, &leaf) in batch.iter().enumerate() {
             for d in &by_leaf[leaf] {
                 for k in 0..idx.per_port {
-                    let lid = d.base.saturating_add(k);
-                    set(&mut slots[leaf].table, lid, d.port);
-                    if d.ca.is_some() {
-                        chains.route(tree, &plan.lab, leaf, lid, &mut slots);
-                    }
+                    chains.up(tree, b, leaf, d, d.base.saturating_add(k));
                 }
             }
         }
+        // Cleared row by row in the walks, in parallel.
+        rows.resize(chains.jobs.len() * n, Lft::UNROUTED);
+        let step = Batch { leaves: batch, plans, by_leaf: &by_leaf, per_port: idx.per_port, n };
+        step.walk(tree, &chains, idx.top, &mut rows);
         // 3. Every entry still unrouted: the least-loaded of the shortest up/down ports.
-        let plans = &*plans;
-        let by_leaf = &by_leaf;
-        par::for_chunks(&mut slots, 16, |off, chunk| {
-            for (i, slot) in chunk.iter_mut().enumerate() {
-                let x = off + i;
-                for (&leaf, plan) in batch.iter().zip(plans) {
-                    slot.fill(tree, plan, x, &by_leaf[leaf], idx.per_port);
-                }
-            }
-        });
+        step.fill(tree, &chains.jobs, &rows, &mut slots);
     }
     for (t, slot) in tables.iter_mut().zip(slots) {
         *t = slot.table;
@@ -407,40 +439,133 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
     Ok(())
 }
 
-/// Steps 1 and 2 for one CA LID at a time.
+/// One batch of leaves with their plans, for steps 2 and 3.
+struct Batch<'a> {
+    leaves: &'a [usize],
+    plans: &'a [LeafPlan],
+    by_leaf: &'a [Vec<Dest>],
+    per_port: u16,
+    /// Switches, the length of a row.
+    n: usize,
+}
+
+impl Batch<'_> {
+    /// Step 2 for every LID of the batch (`chains.jobs`), each into its row of `rows` (cleared
+    /// first).
+    fn walk(&self, tree: &Tree, chains: &Chains, top: u16, rows: &mut [PortNum]) {
+        let n = self.n;
+        let mut row_refs: Vec<&mut [PortNum]> = rows.chunks_mut(n.max(1)).collect();
+        par::for_chunks(&mut row_refs, 64, |off, chunk| {
+            let mut walk = Walk { stamp: vec![u32::MAX; n], now: 0, queue: Vec::new() };
+            for (i, row) in chunk.iter_mut().enumerate() {
+                row.fill(Lft::UNROUTED);
+                if let Some(job) = chains.jobs.get(off + i)
+                    && job.lid <= top
+                    && let Some(plan) = self.plans.get(job.plan as usize)
+                {
+                    walk.down(tree, &plan.lab, job, &chains.links, row);
+                }
+            }
+        });
+    }
+
+    /// Step 3 for every switch: a block of switches leaf by leaf, so that the rows of one leaf's
+    /// LIDs are read once for the whole block.
+    fn fill(&self, tree: &Tree, jobs: &[Job], rows: &[PortNum], slots: &mut [Slot]) {
+        par::for_chunks(slots, 16, |off, chunk| {
+            const BLOCK: usize = 64;
+            for (bi, block) in chunk.chunks_mut(BLOCK).enumerate() {
+                let x0 = off + bi * BLOCK;
+                let mut j0 = 0;
+                for (&leaf, plan) in self.leaves.iter().zip(self.plans) {
+                    let j1 = j0 + self.by_leaf[leaf].len() * usize::from(self.per_port);
+                    let jobs = jobs.get(j0..j1).unwrap_or(&[]);
+                    for (i, slot) in block.iter_mut().enumerate() {
+                        let col = rows.get(j0 * self.n + x0 + i..).unwrap_or(&[]).iter().step_by(self.n.max(1));
+                        slot.fill(tree, plan, x0 + i, jobs, col);
+                    }
+                    j0 = j1;
+                }
+            }
+        });
+    }
+}
+
+/// One LID of a batch: its plan, its leaf, the leaf's port to it, and (for a CA LID) its chain.
+struct Job {
+    plan: u32,
+    leaf: u32,
+    lid: u16,
+    port: PortNum,
+    /// `links[start..start + len]` of [`Chains`]: the chain, bottom first.
+    start: u32,
+    len: u32,
+}
+
+/// Step 1 for one LID at a time, in destination order.
 struct Chains {
     /// Destinations routed down each up link so far, aligned with `tree.up.links`.
     down_load: Vec<u32>,
-    /// `stamp[x] == lid_no`: switch `x` already routes the current LID.
-    stamp: Vec<u32>,
-    lid_no: u32,
-    chain: Vec<u32>,
-    queue: Vec<u32>,
+    jobs: Vec<Job>,
+    /// Chain switches and the port each routes the LID down.
+    links: Vec<(u32, PortNum)>,
 }
 
 impl Chains {
-    /// Routes `lid` (on `leaf`) on its chain and on the switches below the chain.
-    fn route(&mut self, tree: &Tree, lab: &[u32], leaf: usize, lid: u16, slots: &mut [Slot]) {
-        self.lid_no = self.lid_no.wrapping_add(1);
-        let now = self.lid_no;
-        self.stamp[leaf] = now;
-        // 1. The chain up from the leaf: each step over the up link with the fewest
-        // destinations routed down it so far (ties: lowest port).
-        self.chain.clear();
-        let mut x = leaf;
-        while let Some(i) =
-            tree.up.range(x).and_then(|r| r.min_by_key(|&i| (self.down_load[i], tree.up.links[i].port.0)))
-        {
-            self.down_load[i] += 1;
-            let l = tree.up.links[i];
-            x = l.n as usize;
-            set(&mut slots[x].table, lid, l.rport);
-            self.stamp[x] = now;
-            self.chain.push(l.n);
+    /// Records `lid` of `d` (on `leaf`, plan `plan`) and, for a CA LID, its chain up from the
+    /// leaf: each step over the up link with the fewest destinations routed down it so far (ties:
+    /// lowest port).
+    fn up(&mut self, tree: &Tree, plan: usize, leaf: usize, d: &Dest, lid: u16) {
+        let start = self.links.len();
+        if d.ca.is_some() {
+            let mut x = leaf;
+            while let Some(i) =
+                tree.up.range(x).and_then(|r| r.min_by_key(|&i| (self.down_load[i], tree.up.links[i].port.0)))
+            {
+                self.down_load[i] += 1;
+                let l = tree.up.links[i];
+                x = l.n as usize;
+                self.links.push((l.n, l.rport));
+            }
         }
-        // 2. Down from each chain switch, bottom first: non-ancestors one hop farther than the
-        // switch they were reached from route up to it.
-        for &top in &self.chain {
+        self.jobs.push(Job {
+            plan: plan as u32,
+            leaf: leaf as u32,
+            lid,
+            port: d.port,
+            start: start as u32,
+            len: (self.links.len() - start) as u32,
+        });
+    }
+}
+
+/// Step 2 for one LID at a time, into its row.
+struct Walk {
+    /// `stamp[x] == now`: switch `x` already routes the current LID.
+    stamp: Vec<u32>,
+    now: u32,
+    queue: Vec<u32>,
+}
+
+impl Walk {
+    /// Routes `job`'s LID on its leaf and chain, then down from each chain switch, bottom first:
+    /// non-ancestors one hop farther than the switch they were reached from route up to it.
+    fn down(&mut self, tree: &Tree, lab: &[u32], job: &Job, links: &[(u32, PortNum)], row: &mut [PortNum]) {
+        self.now = self.now.wrapping_add(1);
+        let now = self.now;
+        let leaf = job.leaf as usize;
+        if let Some(e) = row.get_mut(leaf) {
+            *e = job.port;
+        }
+        self.stamp[leaf] = now;
+        let chain = links.get(job.start as usize..(job.start + job.len) as usize).unwrap_or(&[]);
+        for &(x, p) in chain {
+            if let Some(e) = row.get_mut(x as usize) {
+                *e = p;
+            }
+            self.stamp[x as usize] = now;
+        }
+        for &(top, _) in chain {
             self.queue.clear();
             self.queue.push(top);
             let mut head = 0;
@@ -450,7 +575,9 @@ impl Chains {
                 for l in tree.down.of(y as usize) {
                     let z = l.n as usize;
                     if self.stamp[z] != now && lab[z] & DOWN == 0 && lab[z] == dy + 1 {
-                        set(&mut slots[z].table, lid, l.rport);
+                        if let Some(e) = row.get_mut(z) {
+                            *e = l.rport;
+                        }
                         self.stamp[z] = now;
                         self.queue.push(l.n);
                     }
@@ -478,38 +605,51 @@ impl Slot {
         }
     }
 
-    /// Routes the LIDs of `dests` that steps 1 and 2 left unrouted at switch `x` over the
-    /// least-loaded of its next hops (ties: lowest port), a level of equal loads at a time.
-    fn fill(&mut self, tree: &Tree, plan: &LeafPlan, x: usize, dests: &[Dest], per_port: u16) {
+    /// Writes the LIDs of `jobs` that steps 1 and 2 routed (their entries in `col`), and routes
+    /// the others at switch `x` over the least-loaded of its next hops (ties: lowest port), a
+    /// level of equal loads at a time.
+    fn fill<'a>(
+        &mut self,
+        tree: &Tree,
+        plan: &LeafPlan,
+        x: usize,
+        jobs: &[Job],
+        col: impl Iterator<Item = &'a PortNum>,
+    ) {
         let mut block = std::mem::take(&mut self.block);
         block.clear();
         let mut next = 0;
-        for d in dests {
-            for k in 0..per_port {
-                let lid = d.base.saturating_add(k);
-                if self.table.port_for(ibsm_mad::Lid(lid)).is_some() {
-                    continue;
-                }
-                if next == block.len() {
-                    let mut min = u32::MAX;
-                    block.clear();
-                    for p in plan.candidates(tree, x) {
-                        let l = self.load(p);
-                        if l < min {
-                            min = l;
-                            block.clear();
-                        }
-                        if l == min {
-                            block.push(p);
-                        }
-                    }
-                    next = 0;
-                }
-                let Some(&p) = block.get(next) else { break };
-                next += 1;
+        let mut done = false;
+        let mut cands: Option<&[PortNum]> = None;
+        for (job, &routed) in jobs.iter().zip(col) {
+            let lid = job.lid;
+            if routed != Lft::UNROUTED {
+                set(&mut self.table, lid, routed);
+                continue;
+            }
+            if done {
+                continue;
+            }
+            let cands = *cands.get_or_insert_with(|| plan.candidates(tree, x));
+            if let &[p] = cands {
+                // A single next hop: every level is that port alone.
                 set(&mut self.table, lid, p);
                 self.bump(p);
+                continue;
             }
+            if next == block.len() {
+                let min = cands.iter().map(|&p| self.load(p)).min().unwrap_or(u32::MAX);
+                block.clear();
+                block.extend(cands.iter().copied().filter(|&p| self.load(p) == min));
+                next = 0;
+            }
+            let Some(&p) = block.get(next) else {
+                done = true;
+                continue;
+            };
+            next += 1;
+            set(&mut self.table, lid, p);
+            self.bump(p);
         }
         self.block = block;
     }
@@ -530,16 +670,20 @@ fn route_switches(idx: &Indexed, tree: &Tree, tables: &mut [Lft]) {
                 bfs_column(tree, batch[off + i].attach, &mut queue, col);
             }
         });
-        for (d, col) in batch.iter().zip(cols.iter()) {
-            for (x, &p) in col.iter().enumerate().take(n) {
-                if p == Lft::UNROUTED {
-                    continue;
-                }
-                for k in 0..idx.per_port {
-                    set(&mut tables[x], d.base.saturating_add(k), p);
+        // Switch after switch, so that each table is written in one place at a time.
+        let cols = &*cols;
+        let w = n.min(tables.len());
+        par::for_chunks(&mut tables[..w], 16, |off, chunk| {
+            for (i, table) in chunk.iter_mut().enumerate() {
+                let x = off + i;
+                for (d, col) in batch.iter().zip(cols) {
+                    let Some(&p) = col.get(x).filter(|&&p| p != Lft::UNROUTED) else { continue };
+                    for k in 0..idx.per_port {
+                        set(table, d.base.saturating_add(k), p);
+                    }
                 }
             }
-        }
+        });
     }
 }
 
