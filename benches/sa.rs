@@ -49,6 +49,10 @@ fn sa(c: &mut Criterion) {
             assert!(ibsm_topology::diff(&topo, &found, false).is_empty());
         });
     });
+    // What every routing step of a sweep starts with: the routing view of the discovered subnet.
+    g.bench_function(format!("view_build/{name}"), |b| {
+        b.iter(|| ibsm::fabric_view::build(&sm.subnet().describe(), 0).view.switches.len());
+    });
     // What the first `ibsm status` after a sweep works out (problems.unrouted_lids).
     g.bench_function(format!("unrouted_lids/{name}"), |b| {
         b.iter(|| assert_eq!(sa::snapshot::Unrouted::of(&snap).total, 0));
