@@ -12,7 +12,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ibsm_routing::{ENGINE_NAMES, engine_by_name};
+use ibsm_routing::ftree::FatTree;
+use ibsm_routing::{ENGINE_NAMES, Engine, FabricView, Neighbor, NodeId, engine_by_name};
 use ibsm_topology::generators::GenSpec;
 
 fn engines(c: &mut Criterion) {
@@ -31,8 +32,43 @@ fn engines(c: &mut Criterion) {
             }
             group.bench_function(*name, |b| b.iter(|| engine.route(black_box(&view))));
         }
+        // What a quick sweep computes after a cable is pulled: the last full route repaired.
+        if let Ok(routes) = FatTree.route(&view) {
+            for (what, degraded) in [("edge", without_uplink(&view, true)), ("agg", without_uplink(&view, false))] {
+                let Some(degraded) = degraded else { continue };
+                group.bench_function(format!("ftree-repair-{what}-cable"), |b| {
+                    b.iter(|| FatTree.repair(black_box(&view), &routes, &degraded));
+                });
+            }
+        }
         group.finish();
     }
+}
+
+/// `view` less one cable: the first edge switch's (a switch with a CA) first uplink, or (not
+/// `edge`) the first uplink of the aggregation switch above it.
+fn without_uplink(view: &FabricView, edge: bool) -> Option<FabricView> {
+    let has_ca = |s: usize| view.switches[s].ports.iter().flatten().any(|n| matches!(n.node, NodeId::Ca(_)));
+    // The first port of switch `s` to a switch without CAs: (port, that switch, its port).
+    let up_of = |s: usize| {
+        view.switches[s].ports.iter().enumerate().find_map(|(p, n)| match n {
+            Some(Neighbor { node: NodeId::Switch(t), port }) if !has_ca(*t) => Some((p, *t, *port)),
+            _ => None,
+        })
+    };
+    let leaf = (0..view.switches.len()).find(|&s| has_ca(s))?;
+    let (mut p, mut s, mut t, mut tp) = {
+        let (p, t, tp) = up_of(leaf)?;
+        (p, leaf, t, tp)
+    };
+    if !edge {
+        s = t;
+        (p, t, tp) = up_of(s)?;
+    }
+    let mut v = view.clone();
+    *v.switches[s].ports.get_mut(p)? = None;
+    *v.switches[t].ports.get_mut(usize::from(tp.0))? = None;
+    Some(v)
 }
 
 criterion_group!(benches, engines);
