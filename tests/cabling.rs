@@ -11,23 +11,17 @@ use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::PortState;
 use ibsm_mad::{Guid, PortNum};
 use ibsm_sim::fabric::Fault;
-use ibsm_topology::{Peer, Topology};
+use ibsm_topology::Topology;
 
 mod support;
+use support::fabrics::spine0_uplinks_swapped;
 use support::sa::{LIMIT, example};
 
 /// The plan (the 2-level k=4 fat tree) and the fabric as cabled: leaf-0 and leaf-1's cables
-/// to spine-0 swapped at the spine (leaf-0[3] in spine-0[2], leaf-1[3] in spine-0[1]).
+/// to spine-0 swapped at the spine.
 fn swapped() -> (Topology, Topology) {
     let plan = example("fat-tree-2l-k4.net");
-    let mut t = plan.clone();
-    let (s0, l0, l1) =
-        (t.find("spine-0").expect("spine"), t.find("leaf-0").expect("leaf"), t.find("leaf-1").expect("leaf"));
-    let attrs = t.nodes[s0].peer(1).expect("cabled").attrs;
-    t.nodes[s0].links[1] = Some(Peer { node: l1, port: 3, attrs });
-    t.nodes[s0].links[2] = Some(Peer { node: l0, port: 3, attrs });
-    t.nodes[l0].links[3] = Some(Peer { node: s0, port: 2, attrs });
-    t.nodes[l1].links[3] = Some(Peer { node: s0, port: 1, attrs });
+    let t = spine0_uplinks_swapped(&plan);
     (plan, t)
 }
 

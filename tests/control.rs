@@ -8,39 +8,19 @@ mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::cmd::{ibsm, root, tmp_dir};
 use support::ibsim::{Ibsim, require_ibsim};
 
 const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
 /// The SM's default chain, given to the offline dump so both route alike.
 const CHAIN: &str = "ftree,updn,minhop";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn ibsm_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ibsm")
-}
-
-/// `ibsm args...` from the repository root: (exit code, stdout, stderr).
-fn ibsm(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(ibsm_bin()).args(args).current_dir(root()).output().expect("ibsm runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tmp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ibsm-control-test-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
 }
 
 /// One request line, the raw answer line.

@@ -7,9 +7,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ibsm_topology::{NodeKind, Peer, Topology};
+use ibsm_topology::{NodeKind, Topology};
 
 mod support;
+use support::fabrics::spine0_uplinks_swapped;
 use support::ibsim::{Ibsim, require_ibsim, require_tools, wait_for};
 
 /// `smpquery -D portinfo PATH PORT`'s LinkState (the PortState) from `client`.
@@ -28,14 +29,7 @@ fn miscabled_ports_are_reported_left_in_initialize_and_routed_around() {
     let fabric = Topology::load(&net).expect("fabric");
     // The plan: spine-0[1] to leaf-1[3] and spine-0[2] to leaf-0[3] (the fabric has them the
     // other way round).
-    let mut plan = fabric.clone();
-    let (s0, l0, l1) =
-        (plan.find("spine-0").expect("s"), plan.find("leaf-0").expect("l"), plan.find("leaf-1").expect("l"));
-    let attrs = plan.nodes[s0].peer(1).expect("cabled").attrs;
-    plan.nodes[s0].links[1] = Some(Peer { node: l1, port: 3, attrs });
-    plan.nodes[s0].links[2] = Some(Peer { node: l0, port: 3, attrs });
-    plan.nodes[l0].links[3] = Some(Peer { node: s0, port: 2, attrs });
-    plan.nodes[l1].links[3] = Some(Peer { node: s0, port: 1, attrs });
+    let plan = spine0_uplinks_swapped(&fabric);
     let hosts: Vec<&str> = fabric.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
     let (sm_host, client) = (hosts[0], hosts[hosts.len() - 1]);
     assert_eq!(

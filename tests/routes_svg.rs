@@ -5,35 +5,17 @@
 //! removed cable's load moving onto the cable left beside it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ibsm::routes::svg::{CA_LINK, HOT, IDLE};
 use ibsm_topology::{NodeKind, Topology};
 
+mod support;
+use support::cmd::{ibsm, root, tmp_dir};
+
 const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `ibsm args...` from the repository root: (exit code, stdout, stderr).
-fn ibsm(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ibsm")).args(args).current_dir(root()).output().expect("ibsm runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tmp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ibsm-svg-test-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
 
 /// `routes check ARGS --svg FILE`: the check's JSON and the SVG text.
 fn check_svg(args: &[&str], svg: &Path) -> (serde_json::Value, String) {

@@ -321,11 +321,7 @@ impl Sm {
         }
         if self.state == SmState::Master && self.election.recheck_at.is_some_and(|t| t <= self.now) {
             self.election.recheck_at = None;
-            if self.phase == SweepPhase::Up {
-                self.start_sweep(self.now);
-            } else {
-                self.sweep_requested = true;
-            }
+            self.sweep_soon();
         }
         if self.state != SmState::Standby || self.election.disabled {
             return;

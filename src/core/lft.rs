@@ -170,15 +170,21 @@ impl Sm {
             return None;
         }
         self.compute = None;
+        Some(self.route_job())
+    }
+
+    /// The routing job of the discovered subnet; the sweep waits for it until
+    /// [`Sm::apply_route`].
+    fn route_job(&mut self) -> RouteJob {
         let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
         self.route_job_out = true;
-        Some(RouteJob {
+        RouteJob {
             view,
             switch_nodes,
             chain: self.cfg.routing_engine.clone(),
             base: self.route_base.take(),
             epoch: self.route_epoch,
-        })
+        }
     }
 
     /// The job's result, at `now`: the tables go to the switches (or the failure is reported
@@ -219,10 +225,8 @@ impl Sm {
 
     /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
     pub(super) fn route(&mut self) {
-        self.compute = Some(super::ComputeStep::Route);
-        if let Some(job) = self.take_route_job() {
-            self.apply_route(job.run(), true);
-        }
+        let job = self.route_job();
+        self.apply_route(job.run(), true);
     }
 
     /// Queues the LFT blocks that differ from what each switch holds.

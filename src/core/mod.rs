@@ -416,9 +416,13 @@ impl Sm {
     /// sweep: the sweep writes only the P_Key blocks that change, keeping every key's index.
     pub fn set_partitions(&mut self, policy: ibsm_partitions::Policy) {
         self.cfg.partitions = policy;
-        if self.state == SmState::NotActive {
-            return;
+        if self.state != SmState::NotActive {
+            self.sweep_soon();
         }
+    }
+
+    /// A sweep now, or right after the running one.
+    pub(super) fn sweep_soon(&mut self) {
         if self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         } else {
@@ -693,11 +697,7 @@ impl Sm {
         if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.mkeys.recovery_at = None;
-            if self.phase == SweepPhase::Up {
-                self.start_sweep(self.now);
-            } else {
-                self.sweep_requested = true;
-            }
+            self.sweep_soon();
         }
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);

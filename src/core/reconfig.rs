@@ -111,12 +111,9 @@ impl Sm {
         if out.reroute {
             self.force_full_route();
         }
+        // A master sweeps now or after the running sweep; the first sweep, running, sweeps again.
         if out.sweep && matches!(self.state, SmState::Master | SmState::Discovering) {
-            if self.state == SmState::Master && self.phase == SweepPhase::Up {
-                self.start_sweep(self.now);
-            } else {
-                self.sweep_requested = true;
-            }
+            self.sweep_soon();
         }
         out
     }

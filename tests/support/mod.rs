@@ -8,6 +8,8 @@
 // Every test binary compiles this module on its own and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod cmd;
+pub mod fabrics;
 pub mod ibsim;
 pub mod sa;
 pub mod sms;
