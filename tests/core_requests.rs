@@ -152,7 +152,7 @@ fn unserved_sa_requests_and_unknown_smps_get_0x000c_from_the_core_and_traps_star
     let mut s = setup();
     let first = s.sweep();
     assert!(first.complete);
-    // An SA GetTable of an attribute the SA does not serve yet (SL2VLTableRecord), LID-routed to the SM's LID on QP1, as saquery sends it.
+    // An SA GetTable of an attribute the SA does not serve (RandomForwardingTableRecord), LID-routed to the SM's LID on QP1, as saquery sends it.
     let mut sa = [0u8; MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut sa[..]);
@@ -161,7 +161,7 @@ fn unserved_sa_requests_and_unknown_smps_get_0x000c_from_the_core_and_traps_star
         m.set_class_version(2);
         m.set_method(Method::GetTable);
         m.set_tid(0x1234);
-        m.set_attr_id(ids::sa_attr::SL2VL_RECORD);
+        m.set_attr_id(ids::sa_attr::RFT_RECORD);
     }
     s.drv.fabric.send(s.probe, &sa, Dest { dlid: first.sm_lid, qpn: 1 });
     let r = s.until_probe_hears(|_, _| {}).expect("SA answer");

@@ -368,8 +368,8 @@ fn running_sm_answers_sa_and_stops_on_sigterm() {
     assert_ne!(cap_mask(&sim, &other, sm_lid, cas[0].2) & CAP_IS_SM, 0, "IsSM while the SM runs");
 
     // saquery reaches the SM (MasterSMLID is set): the SA answers what it serves (the SM's own
-    // NodeRecord here; tests/ibsim_sa.rs checks the SA against OpenSM) and gives a clean "not
-    // supported" for what it does not serve yet.
+    // NodeRecord here; tests/ibsim_sa.rs checks the SA against OpenSM; tests/core_requests.rs
+    // the "not supported" status of what it does not serve).
     let out = sim.run_at(Some(&other), "saquery", &["NR", &sm_lid.to_string()]).unwrap();
     assert!(out.success(), "{}", out.describe());
     let records = saquery_records(&out.stdout);
@@ -380,9 +380,10 @@ fn running_sm_answers_sa_and_stops_on_sigterm() {
     let groups = saquery_records(&out.stdout);
     let ipoib = groups.iter().find(|g| g.get("MGID").is_some_and(|m| m == "ff12:401b:ffff::ffff:ffff"));
     assert_eq!(ipoib.and_then(|g| g.get("Mlid")).map(String::as_str), Some("0xC000"), "{}", out.describe());
+    // The SL-to-VL maps are read from the ports when first asked for, and answered then.
     let out = sim.run_at(Some(&other), "saquery", &["SL2VL"]).unwrap();
-    let text = format!("{}{}", out.stdout, out.stderr);
-    assert!(text.contains("0x000c") || text.contains("not supported"), "{}", out.describe());
+    assert!(out.success(), "{}", out.describe());
+    assert!(!saquery_records(&out.stdout).is_empty(), "{}", out.describe());
 
     // sminfo from another HCA sees the master: our port GUID, state 3, a rising activity count.
     let sm_port_guid = cas[0].1 + u64::from(cas[0].2);

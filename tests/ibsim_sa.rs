@@ -4,7 +4,10 @@
 //! 3.3.23 as master on the first host, then ibsm on the same host. From the last host `saquery`
 //! asks each SA the same questions: NodeRecord of every LID, PortInfoRecord of every HCA port,
 //! SwitchInfoRecord of every switch, PathRecord (`--src-to-dst`) between every pair of HCAs,
-//! SMInfoRecord, ClassPortInfo, and the (empty) service and subscription tables. Answers are compared field by field after mapping LIDs to
+//! SMInfoRecord, ClassPortInfo, the (empty) service and subscription tables, and the SL-to-VL
+//! and VL arbitration table records of one switch and one HCA (the same records as OpenSM's;
+//! their contents checked against `smpquery sl2vl` / `vlarb`, as OpenSM with QoS off reports
+//! zeros it never read). Answers are compared field by field after mapping LIDs to
 //! the port GUIDs they name (both SMs number the fabric their own way).
 //!
 //! A second test runs OpenSM's own client, `osmtest -f m` (its multicast flow: about 40 checks
@@ -50,6 +53,10 @@ struct Answers {
     /// ServiceRecords and InformInfoRecords listed (`saquery -S`, `-I`).
     services: usize,
     informs: usize,
+    /// SLtoVLMappingTableRecords and VLArbitrationTableRecords of one switch and one HCA port,
+    /// by their keys with the LID as a GUID; `vl_lids`: (LID, is a switch) of the two.
+    vl: BTreeMap<String, Rec>,
+    vl_lids: Vec<(u16, bool)>,
 }
 
 fn saquery(sim: &Ibsim, client: &str, args: &[&str]) -> Vec<Rec> {
@@ -109,6 +116,39 @@ fn collect(sim: &Ibsim, client: &str, topo: &Topology) -> Answers {
             a.pr.insert((sg.clone(), dg.clone()), r);
         }
     }
+    // The VL tables of the first switch (every output port's maps, every port's blocks) and of
+    // the last HCA port: one record per saquery (one MAD holds only 12 maps or 2 blocks here).
+    // The same two for both SMs: the switch with the smallest GUID, the HCA port with the largest.
+    let by_guid = |switch: bool| {
+        let mut v: Vec<(String, u16)> = (a.guid_of.iter())
+            .filter(|(_, g)| (a.nr[*g]["node_type"] == "Switch") == switch)
+            .map(|(&l, g)| (g.clone(), l))
+            .collect();
+        v.sort();
+        v
+    };
+    let (sw_guid, sw_lid) = by_guid(true).first().cloned().expect("a switch");
+    let last = a.nr[&sw_guid]["num_ports"].parse::<u8>().expect("num_ports");
+    let (_, ca_lid) = by_guid(false).last().cloned().expect("an HCA");
+    let mut vl_queries: Vec<Vec<String>> =
+        (0..=last).map(|out| vec!["SL2VL".into(), format!("{sw_lid}//{out}")]).collect();
+    for p in 0..=last {
+        vl_queries.extend((1..=4).map(|b| vec!["VLAR".into(), format!("{sw_lid}/{p}/{b}")]));
+    }
+    vl_queries.push(vec!["SL2VL".into(), ca_lid.to_string()]);
+    vl_queries.extend((1..=4).map(|b| vec!["VLAR".into(), format!("{ca_lid}//{b}")]));
+    for q in &vl_queries {
+        let args: Vec<&str> = q.iter().map(String::as_str).collect();
+        for r in saquery(sim, client, &args) {
+            let key = if q[0] == "SL2VL" {
+                format!("SL2VL {} in {} out {}", guid(&a, &r["LID"]), r["InPort"], r["OutPort"])
+            } else {
+                format!("VLAR {} port {} block {}", guid(&a, &r["LID"]), r["Port"], r["Block"])
+            };
+            a.vl.insert(key, r);
+        }
+    }
+    a.vl_lids = vec![(sw_lid, true), (ca_lid, false)];
     a.smir = one(sim, client, &["SMIR"]);
     a.cpi = one(sim, client, &["-c"]);
     a.services = saquery(sim, client, &["-S"]).len();
@@ -210,7 +250,9 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
     let ours = {
         let mut sim = Ibsim::start(&f.net).expect("ibsim");
         let _sm = start_ibsm(&mut sim, &f.sm_host, &[]);
-        collect(&sim, client, topo)
+        let a = collect(&sim, client, topo);
+        vl_tables_are_what_the_ports_hold(&sim, client, &a);
+        a
     };
     eprintln!(
         "compared with OpenSM: {} NodeRecords, {} PortInfoRecords, {} SwitchInfoRecords, {} PathRecords, {} GUIDInfoRecords, SMInfoRecord, ClassPortInfo",
@@ -221,6 +263,7 @@ fn saquery_gets_the_answers_opensm_gives_on_the_same_fabric() {
         ours.gir.values().map(Vec::len).sum::<usize>()
     );
     compare(&ours, &theirs, hosts);
+    compare_vl(&ours, &theirs);
 }
 
 /// The steps of an `osmtest -f m` log and their outcomes: its "Checking ..." and other flow
@@ -563,6 +606,100 @@ fn p_key_tables_match_what_opensm_programs_for_the_same_partitions_conf() {
         ours_visible.len(),
         ours.keys().filter(|k| !k.contains('[')).count()
     );
+}
+
+/// The numbers of a `| 0| 1| ...|` row (decimal, or hex with `0x`).
+fn row(text: &str) -> Vec<u8> {
+    text.split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .filter_map(|c| c.strip_prefix("0x").map_or_else(|| c.parse().ok(), |h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+/// Checks ibsm's VL table records in `a` against what `smpquery sl2vl` and `smpquery vlarb` read
+/// from the ports themselves (OpenSM, with QoS off, reports tables it never read: all zero).
+fn vl_tables_are_what_the_ports_hold(sim: &Ibsim, client: &str, a: &Answers) {
+    let mut checked = 0;
+    for &(lid, switch) in &a.vl_lids {
+        let g = guid(a, &lid.to_string());
+        // smpquery sl2vl LID [OUT]: one line per input port, `ports: in  I, out  O: | vl| ...|`.
+        let mut maps: BTreeMap<(String, String), Vec<u8>> = BTreeMap::new();
+        let outs: Vec<String> = if switch {
+            a.vl.iter()
+                .filter(|(k, _)| k.starts_with(&format!("SL2VL {g} ")))
+                .map(|(_, r)| r["OutPort"].clone())
+                .collect()
+        } else {
+            vec![String::new()]
+        };
+        for out in outs.into_iter().collect::<std::collections::BTreeSet<_>>() {
+            let mut args = vec!["sl2vl".to_owned(), lid.to_string()];
+            if !out.is_empty() {
+                args.push(out);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let text = sim.run_at(Some(client), "smpquery", &args).expect("smpquery").stdout;
+            for l in text.lines().filter(|l| l.starts_with("ports:")) {
+                let Some((ports, vls)) = l.split_once(": |") else { continue };
+                let nums: Vec<String> =
+                    ports.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).map(str::to_owned).collect();
+                if let [i, o] = &nums[..] {
+                    maps.insert((i.clone(), o.clone()), row(vls));
+                }
+            }
+        }
+        for (k, r) in a.vl.iter().filter(|(k, _)| k.starts_with(&format!("SL2VL {g} "))) {
+            // A CA's record carries ports 0/0, as smpquery's line does.
+            let held = &maps[&(r["InPort"].clone(), r["OutPort"].clone())];
+            assert_eq!(&row(&r["VL"]), held, "{k}: ibsm's record against smpquery sl2vl");
+            checked += 1;
+        }
+        // smpquery vlarb LID [PORT]: the low-priority table (block 1) then the high (block 3),
+        // VLArbLowCap/HighCap entries each as `VL    : |0x0 |...` and `WEIGHT: |0x0 |...`.
+        for (k, r) in a.vl.iter().filter(|(k, _)| k.starts_with(&format!("VLAR {g} "))) {
+            let block = &r["Block"];
+            if block != "1" && block != "3" {
+                continue;
+            }
+            let mut args = vec!["vlarb".to_owned(), lid.to_string()];
+            if switch {
+                args.push(r["Port"].clone());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let text = sim.run_at(Some(client), "smpquery", &args).expect("smpquery").stdout;
+            let rows: Vec<Vec<u8>> = text
+                .lines()
+                .filter_map(|l| {
+                    l.split_once(": |").filter(|(n, _)| matches!(n.trim(), "VL" | "WEIGHT")).map(|(_, v)| row(v))
+                })
+                .collect();
+            let at = if block == "1" { 0 } else { 2 };
+            // A base switch's port 0 has no data VLs: smpquery prints no table for it.
+            let (Some(vls), Some(weights)) = (rows.get(at), rows.get(at + 1)) else {
+                assert!(text.contains("No VLArbitration tables (BSP0)"), "{k}: no table:\n{text}");
+                continue;
+            };
+            let n = vls.len();
+            assert_eq!(&row(&r["VL"])[..n], &vls[..], "{k}: VLs against smpquery vlarb");
+            assert_eq!(&row(&r["Weight"])[..n], &weights[..], "{k}: weights against smpquery vlarb");
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked} VL table records checked against smpquery");
+    eprintln!("{checked} VL table records agree with smpquery");
+}
+
+/// Asserts that ibsm's VL table records are OpenSM's, key for key.
+fn compare_vl(ours: &Answers, theirs: &Answers) {
+    // SLtoVLMappingTableRecords and VLArbitrationTableRecords: the same records (their tables
+    // are not compared: OpenSM with QoS off reports zeros it never read; ibsm reports what the
+    // ports hold, checked against smpquery above).
+    // OpenSM also lists blocks 2 and 4 (entries 32..63), which ibsim's ports refuse (their caps
+    // are 8): ibsm lists only the blocks a port holds.
+    let held = |k: &&String| !(k.starts_with("VLAR ") && (k.ends_with(" block 2") || k.ends_with(" block 4")));
+    assert_eq!(ours.vl.keys().collect::<Vec<_>>(), theirs.vl.keys().filter(held).collect::<Vec<_>>());
+    assert!(ours.vl.len() > 35, "{:?}", ours.vl.keys());
 }
 
 /// Asserts that ibsm's answers (`ours`) agree with OpenSM's, field by field after mapping LIDs to

@@ -168,7 +168,10 @@ impl Sm {
                 Some(*g)
             }
             Req::ReadNodeDesc { guid, port } => self.subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
-            Req::SetMft { switch, .. } => {
+            Req::GetVlTable { node, port, switch: false, .. } => {
+                self.subnet.by_guid.get(node).and_then(|&i| at(i, Some(*port)))
+            }
+            Req::GetVlTable { node: switch, .. } | Req::SetMft { switch, .. } => {
                 self.subnet.by_guid.get(switch).and_then(|&i| self.subnet.node(i)).map(|n| n.info.port_guid)
             }
         }

@@ -35,6 +35,7 @@ mod snapshot;
 pub mod state;
 mod transactions;
 pub mod traps;
+mod vl_census;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -307,6 +308,8 @@ pub struct Sm {
     quarantine: duplicates::Quarantine,
     /// Duplicate GUIDs found by the running sweep.
     quarantine_sweep: duplicates::Quarantine,
+    /// The reading of SL-to-VL and VL arbitration tables for the SA.
+    census: vl_census::Census,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -389,6 +392,7 @@ impl Sm {
             cabling: cabling::Cabling::default(),
             quarantine: duplicates::Quarantine::default(),
             quarantine_sweep: duplicates::Quarantine::default(),
+            census: vl_census::Census::default(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -473,6 +477,8 @@ impl Sm {
             ("sa.services", self.sa_state.services.len()),
             ("sa.subscriptions", self.sa_state.informs.len()),
             ("quarantine", self.quarantine.guids.len()),
+            ("vl_tables", self.sa_state.vl.len()),
+            ("sa.held_for_tables", self.census.held()),
         ];
         out.extend(self.traps.sizes());
         out
@@ -788,6 +794,7 @@ impl Sm {
                 self.on_handover_sent(*to, outcome);
             }
             Req::SetSmInfo { .. } => {}
+            Req::GetVlTable { node, read, pass, .. } => self.on_vl_table(*node, *read, *pass, outcome),
         }
     }
 
@@ -936,6 +943,7 @@ impl Sm {
         self.sa_state.mcast.take_dirty();
         self.announce_groups(&snapshot);
         self.program_multicast();
+        self.census_after_sweep();
         self.sync_after_sweep();
         self.reregister_clients = false;
         self.schedule_light();

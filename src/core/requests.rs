@@ -239,7 +239,7 @@ impl Sm {
 
     /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is
     /// master with a sweep done, the request gets no answer (clients retry), as the spec has it.
-    fn answer_sa(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+    pub(super) fn answer_sa(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let Some(snap) = self.snapshot.clone().filter(|_| self.state == SmState::Master) else {
             self.counters.sa_not_ready += 1;
             return;
@@ -248,6 +248,10 @@ impl Sm {
         // memory stays bounded whatever arrives.
         if self.responses.len() >= MAX_QUEUED_ANSWERS {
             self.counters.sa_dropped += 1;
+            return;
+        }
+        // The tables wait for their census (answered when it is done).
+        if super::vl_census::wants_tables(h) && self.hold_for_census(bytes, src) {
             return;
         }
         if self.sa_admission.admit(src.slid, self.now) == Admit::Busy {

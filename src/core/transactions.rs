@@ -79,6 +79,9 @@ pub(crate) enum Req {
     /// SubnSet(SMInfo) with a control (AttributeModifier: 1 HANDOVER, 2 ACKNOWLEDGE, 3
     /// DISABLE, 4 STANDBY, 5 DISCOVER) to the SM at port `to`, carrying this SM's SMInfo.
     SetSmInfo { to: Guid, control: u32, info: SmInfo },
+    /// One SL-to-VL or VL arbitration table of node `node` (a switch, or a CA at port `port`),
+    /// for the census of pass `pass`.
+    GetVlTable { node: Guid, port: PortNum, switch: bool, read: crate::sa::vl_tables::VlRead, pass: u32 },
 }
 
 impl Req {
@@ -105,6 +108,10 @@ impl Req {
                 (ids::attr::SM_INFO, *control, Method::Set, data)
             }
             Req::GetLft { block, .. } => (ids::attr::LFT, *block, Method::Get, data),
+            Req::GetVlTable { switch, read, .. } => {
+                let (attr, modifier) = read.smp(*switch);
+                (attr, modifier, Method::Get, data)
+            }
             Req::SetPortInfo { port, info, .. } => {
                 info.emit(&mut data);
                 (ids::attr::PORT_INFO, u32::from(port.0), Method::Set, data)
@@ -140,13 +147,15 @@ pub(crate) enum Op {
     Election,
     /// A light sweep between heavy ones (every switch's SwitchInfo).
     Light,
+    /// The census of SL-to-VL and VL arbitration tables (between sweeps).
+    Census,
     /// Stands for other work beside a sweep in the tests of this layer.
     #[cfg(test)]
     Aside,
 }
 
 impl Op {
-    const COUNT: usize = if cfg!(test) { 5 } else { 4 };
+    const COUNT: usize = if cfg!(test) { 6 } else { 5 };
 
     fn index(self) -> usize {
         match self {
@@ -154,8 +163,9 @@ impl Op {
             Op::Multicast => 1,
             Op::Election => 2,
             Op::Light => 3,
+            Op::Census => 4,
             #[cfg(test)]
-            Op::Aside => 4,
+            Op::Aside => 5,
         }
     }
 }
@@ -267,6 +277,11 @@ impl Transactions {
     /// Nothing of `op` queued or in flight.
     pub fn is_idle_for(&self, op: Op) -> bool {
         self.outstanding[op.index()] == 0
+    }
+
+    /// Requests of `op` queued or in flight.
+    pub fn outstanding_for(&self, op: Op) -> usize {
+        self.outstanding[op.index()]
     }
 
     /// Closes `request`'s entry in its operation's book.

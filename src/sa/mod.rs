@@ -13,7 +13,8 @@
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord, P_KeyTableRecord (Get, GetTable);
 //! PathRecord (Get, GetTable); MultiPathRecord (GetMulti); ServiceRecord (Set, Get, GetTable,
 //! Delete); InformInfo (Set) and InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete,
-//! Get, GetTable). Everything else gets status 0x000c (method/attribute not supported).
+//! Get, GetTable); SLtoVLMappingTableRecord and VLArbitrationTableRecord (Get, GetTable).
+//! Everything else gets status 0x000c (method/attribute not supported).
 
 pub mod admission;
 pub mod answer;
@@ -32,6 +33,7 @@ pub mod service_record;
 mod sm_info_record;
 pub mod snapshot;
 mod switch_info_record;
+pub mod vl_tables;
 
 use ibsm_mad::attrs::SmInfo;
 use ibsm_mad::header::Method;
@@ -125,6 +127,8 @@ pub struct SaState {
     pub mcast: multicast::Groups,
     /// What each switch's multicast table holds (kept by the core's multicast programming).
     pub mfts: forwarding::Mfts,
+    /// Every port's SL-to-VL and VL arbitration tables (read by the core's census).
+    pub vl: vl_tables::VlTables,
 }
 
 /// Why a request got no answer at all.
@@ -175,6 +179,8 @@ pub fn serve(
             state.mcast.query(snap, &q, limits)
         }
         (Method::Get | Method::GetTable, sa_attr::INFORM_INFO_RECORD) => state.informs.records(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::SL2VL_RECORD) => vl_tables::sl2vl_query(snap, &state.vl, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::VL_ARB_RECORD) => vl_tables::vlarb_query(snap, &state.vl, &q, limits),
         _ => Answer::error(h, status::BAD_METHOD_ATTR),
     };
     Ok(answer)

@@ -2,7 +2,7 @@
 //!
 //! Each entry is two bytes: 4 reserved bits, the VL (4 bits), then the weight (8 bits: units of
 //! 64 bytes the VL may send per turn; 0 skips the entry). The attribute modifier's high 16 bits
-//! select the block (1 = low priority 0..31, 2 = high priority 0..31, 3 = low priority 32..63,
+//! select the block (1 = low priority 0..31, 2 = low priority 32..63, 3 = high priority 0..31,
 //! 4 = high priority 32..63); on a switch its low 16 bits name the port.
 
 use crate::{Attribute, PortNum, Result, check_len, ids};
@@ -26,10 +26,10 @@ pub struct VlArbitrationTable {
 impl VlArbitrationTable {
     /// Block selector: low-priority entries 0..31.
     pub const LOW_0_31: u16 = 1;
-    /// Block selector: high-priority entries 0..31.
-    pub const HIGH_0_31: u16 = 2;
     /// Block selector: low-priority entries 32..63.
-    pub const LOW_32_63: u16 = 3;
+    pub const LOW_32_63: u16 = 2;
+    /// Block selector: high-priority entries 0..31.
+    pub const HIGH_0_31: u16 = 3;
     /// Block selector: high-priority entries 32..63.
     pub const HIGH_32_63: u16 = 4;
 
@@ -108,7 +108,7 @@ mod tests {
         let mut b = ibsim_low();
         b[2] |= 0xf0;
         assert_eq!(VlArbitrationTable::parse(&b).unwrap(), t, "reserved high nibble ignored");
-        assert_eq!(VlArbitrationTable::attr_mod(VlArbitrationTable::HIGH_0_31, PortNum(1)), 0x2_0001);
+        assert_eq!(VlArbitrationTable::attr_mod(VlArbitrationTable::HIGH_0_31, PortNum(1)), 0x3_0001);
         assert_eq!(VlArbitrationTable::split_attr_mod(0x3_0005), (3, PortNum(5)));
         rejects_short::<VlArbitrationTable>();
     }

@@ -14,7 +14,7 @@ use crate::Attribute;
 use crate::bits;
 use crate::records::{
     GuidInfoRecord, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, MftRecord, NodeRecord, PKeyTableRecord,
-    PortInfoRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    PortInfoRecord, ServiceRecord, SlToVlTableRecord, SmInfoRecord, SwitchInfoRecord, VlArbTableRecord,
 };
 
 /// A record type whose components are plain bit ranges.
@@ -142,6 +142,16 @@ impl Components for PKeyTableRecord {
     const STARTS: &'static [u16] = &[0, 16, 32, 40, 64];
 }
 
+impl Components for SlToVlTableRecord {
+    // LID, InputPortNum, OutputPortNum, reserved, SLtoVLMappingTable.
+    const STARTS: &'static [u16] = &[0, 16, 24, 32, 64];
+}
+
+impl Components for VlArbTableRecord {
+    // LID, OutputPortNum, BlockNum, reserved, VLArbitrationTable.
+    const STARTS: &'static [u16] = &[0, 16, 24, 32, 64];
+}
+
 impl Components for GuidInfoRecord {
     // LID, BlockNum, reserved (8 bits), reserved (32 bits), GUID 0 .. GUID 7.
     const STARTS: &'static [u16] = &[0, 16, 24, 32, 64, 128, 192, 256, 320, 384, 448, 512];
@@ -218,6 +228,8 @@ mod tests {
         starts_tile::<LinkRecord>();
         starts_tile::<LftRecord>();
         starts_tile::<PKeyTableRecord>();
+        starts_tile::<SlToVlTableRecord>();
+        starts_tile::<VlArbTableRecord>();
         starts_tile::<GuidInfoRecord>();
         starts_tile::<MftRecord>();
         assert_eq!(GuidInfoRecord::STARTS.len(), (GuidInfoRecord::COMP_GUID0 << 7).trailing_zeros() as usize + 1);

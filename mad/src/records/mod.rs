@@ -36,6 +36,7 @@ mod port_info_record;
 mod service_record;
 mod sm_info_record;
 mod switch_info_record;
+mod vl_table_records;
 
 pub use class_port_info::ClassPortInfo;
 pub use forwarding_records::{LftRecord, MftRecord};
@@ -52,6 +53,7 @@ pub use port_info_record::PortInfoRecord;
 pub use service_record::ServiceRecord;
 pub use sm_info_record::SmInfoRecord;
 pub use switch_info_record::SwitchInfoRecord;
+pub use vl_table_records::{SlToVlTableRecord, VlArbTableRecord};
 
 use crate::{Attribute, Gid, bits};
 

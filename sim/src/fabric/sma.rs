@@ -566,13 +566,21 @@ impl Fabric {
             }
             let Some(s) = self.nodes[node].switch else { return ids::status::BAD_FIELD };
             let tbl = &mut self.switches[s as usize].sl2vl;
-            let i = if let Some(i) = tbl.iter().position(|(k, _)| *k == (inp, outp)) {
-                i
-            } else {
-                tbl.push(((inp, outp), [0; 8]));
-                tbl.len() - 1
-            };
-            &mut tbl[i].1
+            let at = tbl.iter().position(|(k, _)| *k == (inp, outp));
+            match (at, set) {
+                (Some(i), _) => &mut tbl[i].1,
+                // A pair never written holds the default; only a Set stores one.
+                (None, false) => {
+                    data.fill(0);
+                    data[..8].copy_from_slice(&DEFAULT_SL2VL);
+                    return ids::status::OK;
+                }
+                (None, true) => {
+                    tbl.push(((inp, outp), DEFAULT_SL2VL));
+                    let last = tbl.len() - 1;
+                    &mut tbl[last].1
+                }
+            }
         } else {
             &mut self.ports[p as usize].sl2vl
         };
@@ -591,11 +599,17 @@ impl Fabric {
         let Some(q) = self.target_port(p, if is_switch { num } else { 0 }) else {
             return ids::status::BAD_FIELD;
         };
-        if !(1..=4).contains(&block) {
+        // Blocks 2 and 4 hold entries 32..63, past the VLArbitrationLowCap/HighCap of 8 every
+        // port reports: refused, as ibsim's ports refuse them.
+        if block != 1 && block != 3 {
             return ids::status::BAD_FIELD;
         }
         let port = &mut self.ports[q as usize];
-        let tables = port.vlarb.get_or_insert_with(|| Box::new([[0; 64]; 4]));
+        if !set && port.vlarb.is_none() {
+            data.copy_from_slice(&default_vlarb()[block - 1]);
+            return ids::status::OK;
+        }
+        let tables = port.vlarb.get_or_insert_with(|| Box::new(default_vlarb()));
         if set {
             tables[block - 1].copy_from_slice(&data[..]);
         }
@@ -764,4 +778,23 @@ impl Fabric {
 enum MkeyVerdict {
     Pass { hide: bool },
     Fail,
+}
+
+/// The SL-to-VL map every port starts with, as ibsim's ports hold it (`smpquery sl2vl`): SL n
+/// to VL n for SL 0..=14, SL 15 to VL 7.
+pub(crate) const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7];
+
+/// The VL arbitration blocks every port starts with, as ibsim's ports hold them (`smpquery
+/// vlarb`): low priority (block 1) VL 0..7 with weights 0,4,4,4,4,4,4,4; high priority (block
+/// 3) VL 0..7 with weights 4,0,0,0,0,0,0,0; blocks 2 and 4 empty.
+fn default_vlarb() -> [[u8; 64]; 4] {
+    let mut t = [[0u8; 64]; 4];
+    for vl in 0..8u8 {
+        let i = usize::from(vl) * 2;
+        t[0][i] = vl;
+        t[0][i + 1] = if vl == 0 { 0 } else { 4 };
+        t[2][i] = vl;
+        t[2][i + 1] = if vl == 0 { 4 } else { 0 };
+    }
+    t
 }

@@ -200,7 +200,7 @@ impl Port {
             filter_raw_in: false,
             filter_raw_out: false,
             pkeys: Vec::new(),
-            sl2vl: [0; 8],
+            sl2vl: super::sma::DEFAULT_SL2VL,
             vlarb: None,
         }
     }
