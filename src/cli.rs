@@ -141,6 +141,10 @@ struct RunArgs {
     /// Simulator: seed for every random choice.
     #[arg(long, default_value_t = 1, requires = "sim")]
     seed: u64,
+    /// Simulator: service time of every switch's and CA's SMA per SMP (SMPs to one node queue);
+    /// `0`: none.
+    #[arg(long, value_name = "TIME", default_value = "10us", value_parser = crate::cli_play::parse_sma_time, requires = "sim")]
+    sma_time: u64,
     /// umad: the CA to run on (e.g. `mlx5_0`) [default: found in sysfs, the first InfiniBand
     /// port whose link is up].
     #[arg(long, value_name = "NAME", conflicts_with = "sim")]
@@ -743,7 +747,7 @@ fn run_on_sim(
             Some((i, port))
         }
     };
-    let mut drv = match SimDriver::new(&topo, a.seed, sm, at) {
+    let mut drv = match SimDriver::with_config(&topo, crate::cli_play::sim_config(a.seed, a.sma_time), sm, at) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("ibsm run: {e}");

@@ -26,6 +26,21 @@ pub struct PlayArgs {
     /// Standby SMs beside the master (on the next hosts), for `sm-kill` and `sm-restart`.
     #[arg(long, default_value_t = 0)]
     standbys: usize,
+    /// Service time of every switch's and CA's SMA per SMP (SMPs to one node queue); `0`: none.
+    #[arg(long, value_name = "TIME", default_value = "10us", value_parser = parse_sma_time)]
+    sma_time: u64,
+}
+
+/// `--sma-time`: a time with a unit (`10us`, `2.5us`, `800ns`), or `0` for no service time.
+pub(crate) fn parse_sma_time(t: &str) -> Result<u64, String> {
+    if t == "0" { Ok(0) } else { ibsm::play::parse_time(t) }
+}
+
+/// The simulator's configuration for `seed` and an SMA service time of `sma_ns` (switches and
+/// CAs alike).
+pub(crate) fn sim_config(seed: u64, sma_ns: u64) -> ibsm_sim::fabric::SimConfig {
+    let d = ibsm_sim::fabric::SimConfig::default();
+    ibsm_sim::fabric::SimConfig { seed, timing: d.timing.with_sma_ns(sma_ns), ..d }
 }
 
 /// Runs `ibsm sim play`: exit 0 when every event ended with the invariants holding, 1 when one
@@ -56,7 +71,8 @@ pub fn play(a: &PlayArgs) -> ExitCode {
     };
     let Some(cfg) = sm_config(a.config.as_deref(), "play") else { return ExitCode::from(2) };
     let mut all_ok = true;
-    let played = ibsm::play::play(&topo, &steps, a.seed, (cfg, a.standbys), |o| {
+    let sim = sim_config(a.seed, a.sma_time);
+    let played = ibsm::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
         all_ok &= o.invariants_ok;
         match serde_json::to_string(o) {
             Ok(line) => println!("{line}"),

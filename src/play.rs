@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use ibsm_sim::fabric::{Fault, LinkRule, SimTime, Stats};
+use ibsm_sim::fabric::{Fault, LinkRule, SimConfig, SimTime, Stats};
 use ibsm_topology::Topology;
 use serde::Serialize;
 
@@ -72,16 +72,21 @@ impl fmt::Display for ScriptError {
     }
 }
 
-/// `2s`, `1500ms`, `250us`, `0.5s` in ns.
-fn parse_time(t: &str) -> Result<u64, String> {
+/// `2s`, `1500ms`, `250us`, `800ns`, `0.5s` in ns.
+///
+/// # Errors
+/// A message when `t` is not a non-negative number with a unit, or above 1,000,000 s.
+pub fn parse_time(t: &str) -> Result<u64, String> {
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e6)
     } else if let Some(n) = t.strip_suffix("us") {
         (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
     } else if let Some(n) = t.strip_suffix('s') {
         (n, 1e9)
     } else {
-        return Err(format!("time {t:?} needs a unit: s, ms or us (e.g. 2s, 1500ms)"));
+        return Err(format!("time {t:?} needs a unit: s, ms, us or ns (e.g. 2s, 1500ms)"));
     };
     let v: f64 = num.parse().map_err(|_| format!("time {t:?} is not a number with a unit"))?;
     if !v.is_finite() || v < 0.0 || v * scale > 1e15 {
@@ -236,18 +241,24 @@ pub fn sm_hosts(topo: &Topology, count: usize) -> Vec<(usize, u8)> {
         .collect()
 }
 
-/// `topo` on the simulator (seed `seed`) with one SM configured by `cfg` and `standbys` more,
-/// run until one is master with its subnet up and the others stand by.
+/// `topo` on the simulator (configured by `sim`: seed, timing) with one SM configured by `cfg`
+/// and `standbys` more, run until one is master with its subnet up and the others stand by.
 ///
 /// # Errors
 /// When an SM cannot be attached or the fabric does not come up (within 600 s virtual).
-pub fn up(topo: &Topology, seed: u64, cfg: &SmConfig, standbys: usize, compute: ComputeTime) -> Result<SimSms, String> {
+pub fn up(
+    topo: &Topology,
+    sim: SimConfig,
+    cfg: &SmConfig,
+    standbys: usize,
+    compute: ComputeTime,
+) -> Result<SimSms, String> {
     let at = sm_hosts(topo, standbys + 1);
     if at.len() != standbys + 1 {
         return Err(format!("the fabric has no {} cabled hosts for the SMs", standbys + 1));
     }
     let sms = at.into_iter().map(|a| (Sm::new(cfg.clone(), Guid2Lid::default()), a)).collect();
-    let mut h = SimSms::new(topo, seed, sms)?;
+    let mut h = SimSms::with_config(topo, sim, sms)?;
     h.compute_time = compute;
     for i in 0..=standbys {
         h.start(i);
@@ -284,7 +295,7 @@ pub fn up(topo: &Topology, seed: u64, cfg: &SmConfig, standbys: usize, compute: 
 }
 
 /// Brings `topo` up with an SM configured by `cfg` (and `standbys` standby SMs) on the
-/// simulator (seed `seed`), then plays `steps`, calling `emit` with each event's outcome when
+/// simulator (configured by `sim`: seed, timing), then plays `steps`, calling `emit` with each event's outcome when
 /// its window closes (at the next event, or for the last one when the SMs are idle or 30 s of
 /// virtual time later).
 ///
@@ -293,11 +304,11 @@ pub fn up(topo: &Topology, seed: u64, cfg: &SmConfig, standbys: usize, compute: 
 pub fn play(
     topo: &Topology,
     steps: &[Step],
-    seed: u64,
+    sim: SimConfig,
     (cfg, standbys): (SmConfig, usize),
     mut emit: impl FnMut(&Outcome),
 ) -> Result<SimSms, String> {
-    let mut h = up(topo, seed, &cfg, standbys, ComputeTime::Wall)?;
+    let mut h = up(topo, sim, &cfg, standbys, ComputeTime::Wall)?;
     let t0 = h.now();
     for (i, step) in steps.iter().enumerate() {
         let at = t0 + step.at_ns;

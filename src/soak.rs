@@ -222,7 +222,8 @@ pub fn run(
     seed: u64,
     (cfg, standbys): (&SmConfig, usize),
 ) -> Result<Option<Failure>, String> {
-    let mut h = up(topo, seed, cfg, standbys, ComputeTime::Virtual)?;
+    let sim = ibsm_sim::fabric::SimConfig { seed, ..Default::default() };
+    let mut h = up(topo, sim, cfg, standbys, ComputeTime::Virtual)?;
     let t0 = h.now();
     let first = lids(&h);
     let bound = footprint_bound(topo);
@@ -357,7 +358,8 @@ mod tests {
     fn a_long_soak_keeps_every_table_of_the_sm_within_the_fabrics_bound() {
         let t = k8();
         // The check can fail: a bound of 0 is past at once.
-        let h = up(&t, 9, &SmConfig::default(), 1, ComputeTime::Virtual).expect("up");
+        let sim = ibsm_sim::fabric::SimConfig { seed: 9, ..Default::default() };
+        let h = up(&t, sim, &SmConfig::default(), 1, ComputeTime::Virtual).expect("up");
         let f = check_footprint(&h, 0).expect("past a bound of 0");
         assert!(f.contains("guid2lid holds 208 entries"), "{f}");
         // 60 rounds of faults on one seed: nothing grows with time.

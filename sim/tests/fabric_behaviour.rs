@@ -643,3 +643,111 @@ fn an_sm_on_a_switch_port_0_gets_its_answers_and_local_port_num_is_the_arrival_p
     assert_eq!(pi.local_port_num, PortNum(3));
     assert_eq!(pi.port_state, PortState::Init);
 }
+
+/// Sends `n` directed-route NodeInfo Gets along each of `paths` at once (TIDs 1.., path after
+/// path) from H1 on a fabric with `timing` and `seed`, runs the fabric until idle, and returns
+/// every answer's (TID, arrival time), in arrival order.
+fn burst(
+    timing: ibsm_sim::fabric::Timing,
+    seed: u64,
+    paths: &[&[u8]],
+    n: u64,
+    rule: Option<LinkRule>,
+) -> Vec<(u64, SimTime)> {
+    let topo = Topology::parse_str(NET, "test.net").expect("parses");
+    let mut f = Fabric::new(&topo, SimConfig { seed, timing, ..SimConfig::default() });
+    let sm = f.attach(topo.find("H1").expect("H1"), 1).expect("attach");
+    if let Some(r) = rule {
+        f.inject_fault(Fault::AddRule(r));
+    }
+    let mut tid = 0;
+    for path in paths {
+        let p = DrPath::new(path).expect("path");
+        for _ in 0..n {
+            tid += 1;
+            let smp = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, tid);
+            f.send(sm, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+        }
+    }
+    f.run_until_idle(SimTime(10_000_000_000));
+    std::iter::from_fn(|| f.recv(sm)).map(|r| (Mad::new_unchecked(&r.mad[..]).tid() & 0xffff_ffff, r.at)).collect()
+}
+
+#[test]
+fn a_burst_to_one_switch_queues_at_its_sma() {
+    let t = ibsm_sim::fabric::Timing::default();
+    assert_eq!((t.switch_sma_ns, t.ca_sma_ns), (10_000, 10_000), "10 µs per SMP by default");
+    let n = 20;
+    let got = burst(t, 1, &[&[1]], n, None);
+    assert_eq!(got.len(), 20, "every SMP answered");
+    // Served one at a time, in arrival order: the answers leave one service time apart.
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), (1..=n).collect::<Vec<_>>());
+    let first = 2 * t.hop_ns + t.switch_sma_ns;
+    for (i, (_, at)) in got.iter().enumerate() {
+        assert_eq!(at.0, first + i as u64 * t.switch_sma_ns, "answer {i}");
+    }
+    let last = got.last().expect("answers").1;
+    assert!(last.0 >= n * t.switch_sma_ns, "{n} SMPs take at least {n} service times: {last:?}");
+}
+
+#[test]
+fn smas_of_different_nodes_serve_in_parallel_and_cas_have_their_own_service_time() {
+    let t = ibsm_sim::fabric::Timing { switch_sma_ns: 10_000, ca_sma_ns: 3_000, ..Default::default() };
+    let n = 10;
+    // S1 (one hop) and S2 (two hops) each take their ten SMPs in parallel with the other.
+    let got = burst(t, 1, &[&[1], &[1, 3]], n, None);
+    assert_eq!(got.len(), 20);
+    let last = got.iter().map(|g| g.1).max().expect("answers");
+    assert_eq!(last.0, 4 * t.hop_ns + n * t.switch_sma_ns, "S2's last answer; not 2n service times");
+    // H1's own SMA (no hop) and H3's (three hops) serve at the CA rate.
+    let own = burst(t, 1, &[&[]], n, None);
+    assert_eq!(own.iter().map(|g| g.1.0).collect::<Vec<_>>(), (1..=n).map(|i| i * 3_000).collect::<Vec<_>>());
+    let h3 = burst(t, 1, &[&[1, 3, 1]], 1, None);
+    assert_eq!(h3, [(1, SimTime(6 * t.hop_ns + 3_000))]);
+}
+
+#[test]
+fn a_zero_service_time_answers_every_smp_at_once() {
+    let t = ibsm_sim::fabric::Timing::default().with_sma_ns(0);
+    assert_eq!((t.switch_sma_ns, t.ca_sma_ns), (0, 0));
+    let got = burst(t, 1, &[&[1]], 20, None);
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|g| g.1 == SimTime(2 * t.hop_ns)), "no service time, no queue: {got:?}");
+}
+
+#[test]
+fn sma_queueing_is_deterministic_for_a_seed() {
+    // Jitter on every cable makes arrivals (and so the queue order) depend on the seed.
+    let jitter = Some(LinkRule::global_delay(0, 30_000));
+    let t = ibsm_sim::fabric::Timing::default();
+    let a = burst(t, 5, &[&[1], &[1, 3], &[1, 3, 2]], 8, jitter);
+    assert_eq!(a.len(), 24);
+    assert_eq!(a, burst(t, 5, &[&[1], &[1, 3], &[1, 3, 2]], 8, jitter), "same seed, same answers at the same times");
+    assert_ne!(a, burst(t, 6, &[&[1], &[1, 3], &[1, 3, 2]], 8, jitter), "another seed, other times");
+}
+
+#[test]
+fn smps_queued_at_an_sma_are_lost_when_the_node_restarts() {
+    let topo = Topology::parse_str(NET, "test.net").expect("parses");
+    let mut f = Fabric::new(&topo, SimConfig::default());
+    let sm = f.attach(topo.find("H1").expect("H1"), 1).expect("attach");
+    let p = DrPath::new(&[1, 3]).expect("path");
+    for tid in 1..=5 {
+        f.send(
+            sm,
+            &SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, tid).to_bytes(),
+            Dest { dlid: Lid::PERMISSIVE, qpn: 0 },
+        );
+    }
+    // S2 has served two SMPs when it crashes; it is back before it would have served the rest.
+    let s2 = topo.find("S2").expect("S2");
+    f.schedule(SimTime(25_000), Fault::Crash(s2));
+    f.schedule(SimTime(26_000), Fault::Restart(s2));
+    f.run_until_idle(SimTime(1_000_000_000));
+    let answers = std::iter::from_fn(|| f.recv(sm))
+        .filter(|r| Mad::new_unchecked(&r.mad[..]).method().is_response())
+        .map(|r| Mad::new_unchecked(&r.mad[..]).tid() & 0xffff_ffff)
+        .collect::<Vec<_>>();
+    assert_eq!(answers, [1, 2]);
+    assert_eq!(f.stats().dropped_unreachable, 3);
+}

@@ -35,12 +35,16 @@ fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
 }
 
 impl Sm {
-    /// Gives every end port a LID (pure computation over the discovered subnet).
+    /// Gives every end port a LID (pure computation over the discovered subnet). Ports ask in
+    /// the subnet's canonical order (nodes by hop count and smallest directed route, ports
+    /// ascending), so the LIDs a fresh port gets do not depend on which answers came first;
+    /// LIDs from `guid2lid` and LIDs ports hold are kept as [`assign`] says.
     pub(super) fn assign_lids(&mut self) {
         self.quarantine_duplicate_port_guids();
         let mut who: Vec<(NodeIdx, PortNum)> = Vec::new();
         let mut reqs = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate() {
+        for i in self.subnet.canonical_order() {
+            let Some(n) = self.subnet.nodes.get(i) else { continue };
             for p in n.end_ports() {
                 let Some(rec) = n.port(p) else { continue };
                 let (Some(guid), Some(info)) = (rec.guid, rec.info) else { continue };

@@ -157,7 +157,8 @@ impl Node {
 /// The subnet as discovered in the current sweep.
 #[derive(Debug, Clone, Default)]
 pub struct Subnet {
-    /// Every node reached, in discovery order (index 0 is the SM's own node).
+    /// Every node reached, in discovery order (index 0 is the SM's own node). That order
+    /// follows the timing of the answers; [`Subnet::canonical_order`] does not.
     pub nodes: Vec<Node>,
     /// NodeGUID to index.
     pub by_guid: HashMap<Guid, NodeIdx>,
@@ -189,6 +190,42 @@ impl Subnet {
     /// Number of links seen from both ends, each counted once.
     pub fn link_count(&self) -> usize {
         self.nodes.iter().map(|n| n.ports.iter().filter(|p| p.remote.is_some()).count()).sum::<usize>() / 2
+    }
+
+    /// Every node, in an order that depends only on the discovered cabling, never on the order
+    /// answers came in: breadth-first from the SM's node over the recorded links, a switch's
+    /// ports ascending, the SM's own CA through its own port only, other CAs not crossed. So
+    /// nodes come by hop count from the SM, and among equals by their smallest directed route
+    /// (the lexicographically smallest of their shortest routes). Nodes no link leads to (none
+    /// after a complete discovery) follow in discovery order.
+    pub fn canonical_order(&self) -> Vec<NodeIdx> {
+        let mut order = Vec::with_capacity(self.nodes.len());
+        let mut seen = vec![false; self.nodes.len()];
+        if let Some((start, _)) = self.local
+            && let Some(s) = seen.get_mut(start)
+        {
+            *s = true;
+            order.push(start);
+        }
+        let mut next = 0;
+        while let Some(&i) = order.get(next) {
+            next += 1;
+            let Some(n) = self.nodes.get(i) else { continue };
+            let crossed = |p: usize| {
+                if n.is_switch() { p > 0 } else { self.local.is_some_and(|(l, lp)| l == i && usize::from(lp.0) == p) }
+            };
+            for (p, rec) in n.ports.iter().enumerate() {
+                let Some((peer, _)) = rec.remote.filter(|_| crossed(p)) else { continue };
+                if let Some(s) = seen.get_mut(peer)
+                    && !*s
+                {
+                    *s = true;
+                    order.push(peer);
+                }
+            }
+        }
+        order.extend((0..self.nodes.len()).filter(|&i| !seen[i]));
+        order
     }
 
     /// The base LID assigned to the SM's own port.

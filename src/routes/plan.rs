@@ -5,13 +5,16 @@
 //! port the SM sits on (its other ports are entered, if at all, from a switch, like any CA's);
 //! a CA port is known once a walk enters it. Nodes the walk does not reach are not in the plan,
 //! as the SM would not see them. LIDs come from the SM's own allocator
-//! ([`crate::core::lids::assign`]) over the end ports in the core's order: nodes in discovery
-//! order, ports ascending. The result is described ([`FabricDesc`]) and built by the builder the
-//! core uses ([`crate::fabric_view::build`]).
+//! ([`crate::core::lids::assign`]) over the end ports in the core's order: nodes in the
+//! subnet's canonical order ([`crate::core::state::Subnet::canonical_order`]: by hop count from
+//! the SM, then by smallest directed route, which is exactly this walk's order), ports
+//! ascending. The result is described ([`FabricDesc`]) and built by the builder the core uses
+//! ([`crate::fabric_view::build`]).
 //!
-//! A live SM meets nodes in the order their answers arrive; on the simulator that is this
-//! breadth-first order, on a real fabric it may differ, and so may the LIDs: give the SM's
-//! `guid2lid` table to reproduce its numbering exactly.
+//! A live SM meets nodes in the order their answers arrive, which depends on how fast each
+//! node's SMA answers; its LIDs do not, as it numbers ports in the canonical order. Ports that
+//! already hold LIDs keep them in the SM (the plan assumes none do): give the SM's `guid2lid`
+//! table to reproduce the numbering of a fabric that has been up before.
 
 use std::collections::HashMap;
 
@@ -57,7 +60,7 @@ pub fn plan(topo: &Topology, lmc: u8, table: Guid2Lid, at: Option<(usize, u8)>) 
         Some((s, 0))
     });
     let walk = at.map(|at| Walk::from(topo, at)).unwrap_or_default();
-    // End ports in the core's order: nodes as discovered, ports ascending.
+    // End ports in the core's order: nodes in the canonical order (this walk's), ports ascending.
     let who: Vec<(usize, u8)> = walk
         .order
         .iter()

@@ -44,13 +44,22 @@ impl SimDriver {
     /// # Errors
     /// A message when the fabric has no cabled CA port or `at` is not a valid attach point.
     pub fn new(topo: &Topology, seed: u64, sm: Sm, at: Option<(usize, u8)>) -> Result<SimDriver, String> {
+        SimDriver::with_config(topo, SimConfig { seed, ..SimConfig::default() }, sm, at)
+    }
+
+    /// As [`SimDriver::new`], with every simulator setting (seed, timing, table sizes) from
+    /// `cfg`.
+    ///
+    /// # Errors
+    /// As [`SimDriver::new`].
+    pub fn with_config(topo: &Topology, cfg: SimConfig, sm: Sm, at: Option<(usize, u8)>) -> Result<SimDriver, String> {
         let at = match at {
             Some(a) => a,
             None => {
                 topo.first_cabled_ca_port().ok_or("the topology has no CA port with a cable to attach the SM to")?
             }
         };
-        let mut fabric = Fabric::new(topo, SimConfig { seed, ..SimConfig::default() });
+        let mut fabric = Fabric::new(topo, cfg);
         let agent =
             fabric.attach(at.0, at.1).ok_or_else(|| format!("cannot attach the SM at node {} port {}", at.0, at.1))?;
         fabric.set_is_sm(agent, true);
@@ -236,7 +245,15 @@ impl SimSms {
     /// # Errors
     /// A message when an attach point is not valid.
     pub fn new(topo: &Topology, seed: u64, sms: Vec<(Sm, (usize, u8))>) -> Result<SimSms, String> {
-        let mut fabric = Fabric::new(topo, SimConfig { seed, ..SimConfig::default() });
+        SimSms::with_config(topo, SimConfig { seed, ..SimConfig::default() }, sms)
+    }
+
+    /// As [`SimSms::new`], with every simulator setting (seed, timing, table sizes) from `cfg`.
+    ///
+    /// # Errors
+    /// As [`SimSms::new`].
+    pub fn with_config(topo: &Topology, cfg: SimConfig, sms: Vec<(Sm, (usize, u8))>) -> Result<SimSms, String> {
+        let mut fabric = Fabric::new(topo, cfg);
         let mut out = Vec::new();
         for (mut sm, at) in sms {
             let agent = fabric

@@ -335,7 +335,7 @@ prop_compose! {
         raw[..27].copy_from_slice(&raw_a);
         raw[27..].copy_from_slice(&raw_b);
         // Trap numbers without a typed variant keep their details raw.
-        let untyped = if matches!(head.2, 64..=67 | 128 | 144 | 256..=259) { 129 } else { head.2 };
+        let untyped = if matches!(head.2, 64..=67 | 128..=131 | 144 | 256..=259) { 145 } else { head.2 };
         let (source, details) = match kind {
             0 => (
                 NoticeSource::Generic {

@@ -187,6 +187,7 @@ impl Fabric {
             self.now = self.now.max(q.at);
             match q.ev {
                 Event::Arrive(pkt) => self.arrive(&pkt),
+                Event::Serve(pkt, boots) => self.serve(&pkt, boots),
                 Event::Fault(f) => self.apply(f),
                 Event::LeaseCheck(p) => self.lease_check(p),
             }
@@ -503,21 +504,69 @@ impl Fabric {
                     self.deliver_to_agent(p, pkt);
                     return;
                 }
-                let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
-                let mut mad = pkt.mad;
-                match self.sma(p, &mut mad, is_dr) {
-                    super::sma::Outcome::Reply => {
-                        self.stats.sma_answered += 1;
-                        let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
-                        let at = self.now.plus(self.cfg.timing.sma_ns);
-                        let src = if is_dr { p } else { self.reply_port(p) };
-                        self.inject(at, src, mad, dest, None);
-                    }
-                    super::sma::Outcome::ToAgent => self.deliver_to_agent(p, &Packet { mad, ..*pkt }),
-                    super::sma::Outcome::Silent => {}
+                if self.sma_service_ns(node) == 0 {
+                    self.sma_answer(p, pkt);
+                    return;
                 }
+                // Queued at the SMA: served when it is done with what came before.
+                let done = self.sma_slot(node);
+                let boots = self.nodes[node].boots;
+                self.push(done, Event::Serve(Box::new(Packet { mad: pkt.mad, ..*pkt }), boots));
             }
             Target::Port(p) => self.deliver_to_agent(p, pkt),
+        }
+    }
+
+    /// SMA service time of node `node`, ns.
+    fn sma_service_ns(&self, node: NodeRef) -> u64 {
+        let t = self.cfg.timing;
+        match self.nodes.get(node) {
+            Some(n) if n.kind == NodeKind::Switch => t.switch_sma_ns,
+            _ => t.ca_sma_ns,
+        }
+    }
+
+    /// Books the next service slot of `node`'s SMA: returns when the work given now is done
+    /// (now, when the service time is 0).
+    pub(crate) fn sma_slot(&mut self, node: NodeRef) -> SimTime {
+        let service = self.sma_service_ns(node);
+        let now = self.now;
+        let Some(n) = self.nodes.get_mut(node) else { return now };
+        if service == 0 {
+            return now;
+        }
+        let done = n.sma_free.max(now).plus(service);
+        n.sma_free = done;
+        done
+    }
+
+    /// A queued SMP's service is over: the SMA handles it now, unless the node died or
+    /// restarted meanwhile.
+    fn serve(&mut self, pkt: &Packet, boots: u32) {
+        let Target::Sma(p) = pkt.target else { return };
+        let node = self.ports[p as usize].node as usize;
+        let n = &self.nodes[node];
+        if !n.alive || n.boots != boots {
+            self.stats.dropped_unreachable += 1;
+            return;
+        }
+        self.sma_answer(p, pkt);
+    }
+
+    /// The SMA of the node owning port `p` handles an SMP that arrived there and sends the
+    /// answer at once.
+    fn sma_answer(&mut self, p: PortRef, pkt: &Packet) {
+        let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
+        let mut mad = pkt.mad;
+        match self.sma(p, &mut mad, is_dr) {
+            super::sma::Outcome::Reply => {
+                self.stats.sma_answered += 1;
+                let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
+                let src = if is_dr { p } else { self.reply_port(p) };
+                self.inject(self.now, src, mad, dest, None);
+            }
+            super::sma::Outcome::ToAgent => self.deliver_to_agent(p, &Packet { mad, ..*pkt }),
+            super::sma::Outcome::Silent => {}
         }
     }
 
@@ -548,7 +597,8 @@ impl Fabric {
                 let mut mad = pkt.mad;
                 if ibsm_mad::smp::make_response(&mut mad, ids::status::BAD_METHOD_ATTR).is_ok() {
                     let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
-                    let at = self.now.plus(self.cfg.timing.sma_ns);
+                    let node = self.ports[p as usize].node as usize;
+                    let at = self.sma_slot(node);
                     self.inject(at, p, mad, dest, None);
                     return;
                 }
@@ -688,7 +738,10 @@ impl Fabric {
             sw.port_state_change = false;
             sw.sl2vl.clear();
         }
-        self.nodes[node].alive = true;
+        let n = &mut self.nodes[node];
+        n.alive = true;
+        n.boots = n.boots.wrapping_add(1);
+        n.sma_free = SimTime(0);
         for i in 1..=np {
             self.retrain(first + PortRef::from(i));
         }

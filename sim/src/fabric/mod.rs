@@ -14,7 +14,8 @@
 //!
 //! Faults ([`Fault`]) are applied now ([`Fabric::inject`]) or at a virtual time
 //! ([`Fabric::schedule`]); per-link or global drop and delay rules ([`LinkRule`]) apply to every
-//! packet crossing a cable.
+//! packet crossing a cable. Each node's SMA serves SMPs one at a time, with a service time
+//! per SMP ([`Timing`]), so bursts to one node queue.
 
 mod check;
 mod deliver;
@@ -120,17 +121,39 @@ pub struct Stats {
 }
 
 /// Timing parameters of the simulated hardware.
+///
+/// Each node's SMA serves the SMPs that reach it one at a time, in arrival order: an SMP
+/// arriving at `t` is served when the SMA is free, and its answer leaves at
+/// `max(t, SMA free) + service time` (the SMA's state changes, a Set's included, take effect at
+/// that moment). A burst of SMPs to one switch therefore queues, as on real switches, whose
+/// management processors answer SMPs in the order of ten microseconds each. A service time of 0
+/// disables the model: the SMA answers at once, whatever else it has been asked. Traps a node
+/// raises also leave through its SMA. Forwarding directed-route SMPs through a switch costs
+/// only the hop latency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     /// Per-hop wire and switching latency, ns.
     pub hop_ns: u64,
-    /// SMA processing time at a node, ns.
-    pub sma_ns: u64,
+    /// Service time of a switch's SMA per SMP, ns (0: no service time, no queueing).
+    pub switch_sma_ns: u64,
+    /// Service time of a CA's (or router's) SMA per SMP, ns (0: no service time, no queueing).
+    pub ca_sma_ns: u64,
+}
+
+impl Timing {
+    /// Default SMA service time of switches and CAs: 10 µs per SMP.
+    pub const DEFAULT_SMA_NS: u64 = 10_000;
+
+    /// These timings with `ns` as the SMA service time of every node, switch or CA.
+    #[must_use]
+    pub const fn with_sma_ns(self, ns: u64) -> Timing {
+        Timing { switch_sma_ns: ns, ca_sma_ns: ns, ..self }
+    }
 }
 
 impl Default for Timing {
     fn default() -> Self {
-        Timing { hop_ns: 200, sma_ns: 1_000 }
+        Timing { hop_ns: 200, switch_sma_ns: Timing::DEFAULT_SMA_NS, ca_sma_ns: Timing::DEFAULT_SMA_NS }
     }
 }
 
@@ -158,6 +181,9 @@ impl Default for SimConfig {
 pub(crate) enum Event {
     /// A packet arrives at a node's SMA or at the end of its path.
     Arrive(Box<deliver::Packet>),
+    /// A node's SMA has served a queued SMP (the node's boot count when it was queued; an SMP
+    /// queued before a restart is lost).
+    Serve(Box<deliver::Packet>, u32),
     /// A scheduled fault fires.
     Fault(Fault),
     /// An M_Key lease may have expired on this port.

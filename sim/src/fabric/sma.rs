@@ -666,7 +666,7 @@ impl Fabric {
         data.copy_from_slice(&full[..64]);
         let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap);
         self.stats.traps_sent += 1;
-        let at = self.now.plus(self.cfg.timing.sma_ns);
+        let at = self.sma_slot(node);
         self.inject(at, from, smp.to_bytes(), Dest { dlid, qpn: 0 }, None);
     }
 

@@ -132,6 +132,10 @@ pub(crate) struct Node {
     pub revision: u32,
     /// Per-node trap TID counter.
     pub trap_tid: u32,
+    /// When the node's SMA is done with the SMPs queued so far.
+    pub sma_free: super::SimTime,
+    /// Restarts so far (SMPs queued at the SMA before a restart are lost).
+    pub boots: u32,
 }
 
 /// Capability mask bits the simulated ports advertise (IBTA PortInfo.CapabilityMask).
@@ -276,6 +280,8 @@ pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
             device_id: tn.device_id,
             revision: tn.revision,
             trap_tid: 0,
+            sma_free: super::SimTime(0),
+            boots: 0,
         });
     }
     // Cables.
