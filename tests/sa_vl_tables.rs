@@ -2,7 +2,7 @@
 //! fabric: nothing is read until the SA is asked; the first request waits for the census and is
 //! answered with what the simulated ports hold (two tables changed by SMP first, so the
 //! answer cannot be a default); Get and the key components select; a node that leaves is
-//! forgotten.
+//! forgotten, and read again when it comes back.
 
 use ibsm_mad::attrs::{SlToVlTable, VlArbEntry, VlArbitrationTable};
 use ibsm_mad::header::Method;
@@ -11,11 +11,11 @@ use ibsm_mad::records::{SlToVlTableRecord, VlArbTableRecord, stride};
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
 use ibsm_mad::{Attribute, DrPath, Lid, PortNum};
-use ibsm_sim::fabric::{AgentId, Dest, SimTime};
+use ibsm_sim::fabric::{AgentId, Dest, Fault, SimTime};
 use ibsm_topology::NodeKind;
 
 mod support;
-use support::sa::{Oracle, Swept, example, listen, sweep};
+use support::sa::{LIMIT, Oracle, Swept, example, listen, sweep};
 
 /// Sends an SA request from `probe` (trusted: SA key 1) and returns the answer's status and
 /// records.
@@ -155,4 +155,19 @@ fn tables_are_read_when_first_asked_and_answered_as_the_ports_hold_them() {
     let sent = s.drv.sm.smp_counters().0;
     ask(&mut s, probe, Method::GetTable, 0, &VlArbTableRecord::default());
     assert_eq!(s.drv.sm.smp_counters().0, sent);
+
+    // The CA crashes: the next sweep forgets its tables. It restarts with power-on tables: the
+    // sweep after that finds it again and the census reads them (block 3 is the default again).
+    s.drv.fabric.inject_fault(Fault::Crash(ca));
+    s.drv.sweep(LIMIT, |_| {}).expect("swept");
+    assert_eq!(footprint(&s, "vl_tables"), nodes - 1);
+    s.drv.fabric.inject_fault(Fault::Restart(ca));
+    s.drv.sweep(LIMIT, |_| {}).expect("swept");
+    let quiet = s.drv.now() + 1_000_000_000;
+    s.drv.run_until(quiet, |_| false);
+    assert_eq!(footprint(&s, "vl_tables"), nodes);
+    let q = VlArbTableRecord { lid: ca_lid, block_num: 3, ..Default::default() };
+    let (st, back) = ask(&mut s, probe, Method::Get, VlArbTableRecord::COMP_LID | VlArbTableRecord::COMP_BLOCK_NUM, &q);
+    assert_eq!((st, back.len()), (status::OK, 1));
+    assert_eq!(back[0].table.entries[0], VlArbEntry { vl: 0, weight: 4 }, "read again after the restart");
 }

@@ -19,7 +19,7 @@ use super::Sm;
 use super::events::SmEvent;
 use super::lids::{LidRequest, assign};
 use super::state::NodeIdx;
-use super::transactions::{Outcome, PortStep, Req, Request};
+use super::transactions::{Outcome, PortStep, Req, Request, interleaved};
 
 /// `info` with the fields a Set must leave alone set to "no change".
 pub(super) fn as_set(info: &PortInfo) -> PortInfo {
@@ -168,8 +168,9 @@ impl Sm {
                 }
             }
         }
-        sets.extend(self.pkey_sets());
-        for s in sets {
+        // Port and switch settings first, then P_Key tables, each spread over the nodes.
+        let pkeys = self.pkey_sets();
+        for s in interleaved(sets).into_iter().chain(interleaved(pkeys)) {
             self.tx.push(s);
         }
     }
@@ -199,7 +200,7 @@ impl Sm {
                 ));
             }
         }
-        for s in sets {
+        for s in interleaved(sets) {
             self.tx.push(s);
         }
     }

@@ -229,24 +229,31 @@ impl Sm {
         self.apply_route(job.run(), true);
     }
 
-    /// Queues the LFT blocks that differ from what each switch holds.
+    /// Queues the LFT blocks that differ from what each switch holds, block by block across the
+    /// switches (block 0 of every switch, then block 1, ...): a switch's agent serves one SMP at
+    /// a time, so the window is spread over many switches instead of waiting on one.
     pub(super) fn program_lfts(&mut self) {
         let Some((switch_nodes, routes)) = self.routes.take() else { return };
-        for (k, &node) in switch_nodes.iter().enumerate() {
-            let (Some(n), Some(table)) = (self.subnet.node(node), routes.tables.get(k)) else { continue };
-            if n.carried {
-                continue; // did not answer: keeps what it holds
-            }
-            let held = self.lft_cache.get(&n.info.node_guid);
-            let blocks = u32::from(table.top()) / 64 + 1;
-            for block in 0..blocks {
+        let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
+        // Each switch's node, what it holds and its table, looked up once.
+        let switches: Vec<_> = (switch_nodes.iter().zip(&routes.tables))
+            .filter_map(|(&node, table)| {
+                let n = self.subnet.node(node).filter(|n| !n.carried)?; // a carried one did not answer: keeps what it holds
+                Some((node, n.path, self.lft_cache.get(&n.info.node_guid), table))
+            })
+            .collect();
+        for block in 0..=last {
+            for &(node, path, held, table) in &switches {
+                if block > u32::from(table.top()) / 64 {
+                    continue;
+                }
                 let want = block_of(table, block);
                 if held.and_then(|h| h.get(block)) == Some(&want) {
                     self.sweep.lft_unchanged += 1;
                     continue;
                 }
                 self.sweep.lft_sent += 1;
-                self.tx.push(Request::sweep(n.path, Req::SetLft { node, block, table: Box::new(want) }));
+                self.tx.push(Request::sweep(path, Req::SetLft { node, block, table: Box::new(want) }));
             }
         }
         self.routes = Some((switch_nodes, routes));

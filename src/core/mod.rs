@@ -310,6 +310,8 @@ pub struct Sm {
     quarantine_sweep: duplicates::Quarantine,
     /// The reading of SL-to-VL and VL arbitration tables for the SA.
     census: vl_census::Census,
+    /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
+    read_backs: Vec<(NodeIdx, ibsm_mad::DrPath, u32)>,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -393,6 +395,7 @@ impl Sm {
             quarantine: duplicates::Quarantine::default(),
             quarantine_sweep: duplicates::Quarantine::default(),
             census: vl_census::Census::default(),
+            read_backs: Vec::new(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -598,6 +601,7 @@ impl Sm {
             return;
         }
         self.election.found.clear();
+        self.read_backs.clear();
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
@@ -826,6 +830,10 @@ impl Sm {
             return; // the routing job's result comes first
         }
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
+            // Discovery's other SMPs are done: the LFT read-backs it planned go now.
+            if self.phase == SweepPhase::Discovering && self.queue_read_backs() {
+                continue;
+            }
             match self.phase {
                 SweepPhase::Discovering if self.quick.is_some() => {
                     if !self.after_quick_reads() {

@@ -186,6 +186,43 @@ impl Request {
     pub fn sweep(path: DrPath, req: Req) -> Request {
         Request { path, req, op: Op::Sweep }
     }
+
+    /// The node a configuration request is about, if it names one by index.
+    fn node(&self) -> Option<NodeIdx> {
+        match &self.req {
+            Req::SetPortInfo { node, .. }
+            | Req::SetSwitchInfo { node, .. }
+            | Req::SetPKeys { node, .. }
+            | Req::SetLft { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+}
+
+/// `sets` reordered round-robin over their nodes: the first request of each node in turn, then
+/// the second, and so on; a node's own requests keep their order. A node's agent serves one SMP
+/// at a time, so requests queued node after node would keep the window waiting on one agent.
+/// Requests are grouped by runs of the same node, as callers list them node by node.
+pub(crate) fn interleaved(sets: Vec<Request>) -> Vec<Request> {
+    let total = sets.len();
+    let mut runs: Vec<std::vec::IntoIter<Request>> = Vec::new();
+    let mut run: Vec<Request> = Vec::new();
+    for r in sets {
+        if run.first().is_some_and(|f| f.node().is_none() || f.node() != r.node()) {
+            runs.push(std::mem::take(&mut run).into_iter());
+        }
+        run.push(r);
+    }
+    if !run.is_empty() {
+        runs.push(run.into_iter());
+    }
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for it in &mut runs {
+            out.extend(it.next());
+        }
+    }
+    out
 }
 
 /// How a request ended.
@@ -396,6 +433,27 @@ mod tests {
 
     fn node_info(path: &[u8]) -> Request {
         Request::sweep(DrPath::new(path).unwrap(), Req::NodeInfo { from: None })
+    }
+
+    #[test]
+    fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
+        let set = |node: NodeIdx, port: u8| {
+            let info = Box::new(PortInfo::default());
+            Request::sweep(
+                DrPath::default(),
+                Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure },
+            )
+        };
+        let key = |r: &Request| match r.req {
+            Req::SetPortInfo { node, port, .. } => (node, port.0),
+            _ => (usize::MAX, 0),
+        };
+        let sets =
+            vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
+        let out: Vec<_> = interleaved(sets).iter().map(key).collect();
+        let other = (usize::MAX, 0);
+        assert_eq!(out, [(0, 1), (1, 1), (2, 1), other, other, (0, 2), (2, 2), (0, 3)]);
+        assert!(interleaved(Vec::new()).is_empty());
     }
 
     /// The GetResp a node would send for `t`, with `status`.
