@@ -24,6 +24,15 @@ fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
     }
 }
 
+/// The PortInfo Gets of one switch still to queue: ports `next..=last`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PortReads {
+    node: NodeIdx,
+    path: ibsm_mad::DrPath,
+    next: u8,
+    last: u8,
+}
+
 impl Sm {
     /// Queues the first SMP of a sweep: NodeInfo of the SM's own node. The last sweep's subnet
     /// is kept aside for the nodes that may not answer this time.
@@ -113,9 +122,9 @@ impl Sm {
         if is_switch {
             self.traps.reading(ni.node_guid);
             self.tx.push(Request::sweep(path, Req::GetSwitchInfo { node: idx }));
-            for p in 0..=ni.num_ports {
-                self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: PortNum(p) }));
-            }
+            // Its ports are read in turn with the other switches' (`feed_port_reads`).
+            self.port_reads.push_back(PortReads { node: idx, path, next: 0, last: ni.num_ports });
+            self.feed_port_reads();
         } else {
             self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
         }
@@ -175,6 +184,21 @@ impl Sm {
         }
         if top > 0 && !cached {
             self.read_back_lft(node);
+        }
+    }
+
+    /// Queues the planned PortInfo Gets of discovered switches, one port of each switch in
+    /// turn, while fewer than a window's worth of SMPs wait: a switch's agent serves one SMP at
+    /// a time, so its 49 reads queued at once would keep the window waiting on it while the
+    /// other switches idle.
+    pub(super) fn feed_port_reads(&mut self) {
+        while self.tx.sizes().0 < self.tx.window() {
+            let Some(mut r) = self.port_reads.pop_front() else { return };
+            self.tx.push(Request::sweep(r.path, Req::GetPortInfo { node: r.node, port: PortNum(r.next) }));
+            if r.next < r.last {
+                r.next += 1;
+                self.port_reads.push_back(r);
+            }
         }
     }
 

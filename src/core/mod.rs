@@ -312,6 +312,8 @@ pub struct Sm {
     census: vl_census::Census,
     /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
     read_backs: Vec<(NodeIdx, ibsm_mad::DrPath, u32)>,
+    /// Switch PortInfo Gets discovery has yet to queue, one switch after another in turn.
+    port_reads: std::collections::VecDeque<discovery::PortReads>,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -396,6 +398,7 @@ impl Sm {
             quarantine_sweep: duplicates::Quarantine::default(),
             census: vl_census::Census::default(),
             read_backs: Vec::new(),
+            port_reads: std::collections::VecDeque::new(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -602,6 +605,7 @@ impl Sm {
         }
         self.election.found.clear();
         self.read_backs.clear();
+        self.port_reads.clear();
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
@@ -826,11 +830,17 @@ impl Sm {
     /// Moves to the next phase whenever the sweep has none of its own requests left queued or
     /// in flight (other operations' SMPs do not hold it back) and no compute step is pending.
     fn advance(&mut self) {
+        self.feed_port_reads();
         if self.route_job_out {
             return; // the routing job's result comes first
         }
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
-            // Discovery's other SMPs are done: the LFT read-backs it planned go now.
+            // Discovery's port reads are all queued before it ends; then the LFT read-backs it
+            // planned go.
+            if self.phase == SweepPhase::Discovering && !self.port_reads.is_empty() {
+                self.feed_port_reads();
+                continue;
+            }
             if self.phase == SweepPhase::Discovering && self.queue_read_backs() {
                 continue;
             }

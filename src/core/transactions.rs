@@ -275,6 +275,11 @@ impl Transactions {
         self.retries = retries;
     }
 
+    /// Most requests in flight at once.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
     /// Requests queued and in flight.
     pub fn sizes(&self) -> (usize, usize) {
         (self.queue.len(), self.in_flight.len())
