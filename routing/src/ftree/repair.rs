@@ -14,11 +14,13 @@
 //! shortest paths, as in a full route. The work is proportional to the damage, not to the
 //! fabric.
 //!
-//! Two passes: the first finds, LID by LID on the tables as they are, which switches must choose
-//! and among which ports (a LID's repair reads and writes only that LID's entries); then the
-//! tables of those switches are copied and their entries counted per port on all cores; the
-//! second pass makes the choices in LID order, each switch's loads as its table stood when it
-//! first chose plus its choices since (the result of choosing LID after LID in one pass).
+//! Two passes: the first finds, on the tables as they are, which switches must choose for each
+//! LID and among which ports, and where switch LIDs reattach (a LID's repair reads and writes
+//! only that LID's entries, so one destination switch's LIDs at a time run on all cores); then
+//! the tables of the switches that choose are copied and their entries counted per port on all
+//! cores; the second pass applies it all in LID order, each switch's loads as its table stood
+//! when it first chose plus its choices since (the result of repairing LID after LID in one
+//! pass).
 //!
 //! Repairing from the same `base` is deterministic: when a cable comes back, repairing `base`
 //! for the cables still missing gives exactly the tables of that state, and when none is
@@ -253,16 +255,71 @@ impl Labels {
 
 /// One LID of the repair, as the first pass found it.
 enum Step {
-    /// A CA LID (or a leaf's own): `choices[range]` must pick a new next hop.
+    /// A CA LID (or a leaf's own): `choices[range]` of its run must pick a new next hop.
     Choose(usize, std::ops::Range<usize>),
-    /// A non-leaf switch's LID: its bad switches reattach.
-    Reattach(usize),
+    /// A non-leaf switch's LID: its bad switches reattach, `sets[range]` of its run.
+    Reattach(usize, std::ops::Range<usize>),
 }
 
-/// A switch that must pick a new next hop for a LID, among `hops[range]`.
+/// A switch that must pick a new next hop for a LID, among `ports[hops]` of its run.
 struct Choice {
     x: usize,
     hops: std::ops::Range<usize>,
+}
+
+/// What the first pass needs to read: the view's index and tree, the tables, the lost ports,
+/// the owner of each LID and the affected (destination switch, LID) pairs.
+type Shared<'a> =
+    (&'a Indexed, &'a Tree, &'a [Arc<Lft>], &'a [(usize, PortNum)], &'a [Option<usize>], &'a [(usize, usize)]);
+
+/// The affected LIDs of one destination switch (`affected[lids]`), and what the first pass
+/// found for them.
+#[derive(Default)]
+struct Run {
+    lids: std::ops::Range<usize>,
+    steps: Vec<Step>,
+    choices: Vec<Choice>,
+    ports: Vec<PortNum>,
+    /// Reattachments: switch, new port.
+    sets: Vec<(usize, PortNum)>,
+}
+
+impl Run {
+    /// The first pass over this run's LIDs, on the tables as they are.
+    fn find(
+        &mut self,
+        (idx, tree, tables, lost, owner, affected): Shared<'_>,
+        labels: &mut Labels,
+        (bad, is_bad, hops): &mut (Vec<usize>, Vec<bool>, Vec<PortNum>),
+    ) {
+        for &(_, lid) in affected.get(self.lids.clone()).unwrap_or(&[]) {
+            let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
+            let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
+            find_bad(idx, tables, lost, lid, bad, is_bad);
+            if !leafy {
+                let first = self.sets.len();
+                reattach(idx, tables, lid, bad, is_bad, &mut self.sets);
+                self.steps.push(Step::Reattach(lid, first..self.sets.len()));
+                continue;
+            }
+            for &x in bad.iter() {
+                is_bad[x] = false;
+            }
+            labels.reset(tree, d.attach);
+            let first = self.choices.len();
+            for &x in bad.iter() {
+                labels.next_hops(tree, x, hops);
+                // A switch that only sent the LID towards a repaired one keeps its port when
+                // that is still a shortest up/down next hop.
+                if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
+                    continue;
+                }
+                self.choices.push(Choice { x, hops: self.ports.len()..self.ports.len() + hops.len() });
+                self.ports.extend_from_slice(hops);
+            }
+            self.steps.push(Step::Choose(lid, first..self.choices.len()));
+        }
+    }
 }
 
 fn repair_lost(
@@ -302,38 +359,28 @@ fn repair_lost(
     affected.sort_unstable();
     affected.dedup();
     // First pass, on the tables as they are: which switches must choose a new next hop for
-    // which LID, and among which ports. A LID's repair reads and writes only that LID's
-    // entries, so the bad switches and their candidates do not depend on the LIDs before it;
-    // only the port loads do, and they are kept in the second pass.
-    let mut labels = Labels::new(n);
-    let (mut bad, mut is_bad, mut hops) = (Vec::new(), vec![false; n], Vec::new());
-    let (mut steps, mut choices, mut ports) = (Vec::new(), Vec::new(), Vec::new());
+    // which LID, and among which ports, and where the switch LIDs reattach. A LID's repair reads
+    // and writes only that LID's entries, so this does not depend on the LIDs before it (only
+    // the port loads do, and they are kept in the second pass): one destination switch's LIDs
+    // at a time, on all cores.
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, &(attach, _)) in affected.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if affected.get(r.lids.start).is_some_and(|a| a.0 == attach) => r.lids.end = i + 1,
+            _ => runs.push(Run { lids: i..i + 1, ..Run::default() }),
+        }
+    }
+    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..]);
+    par::for_chunks(&mut runs, 4, |_, chunk| {
+        let mut labels = Labels::new(n);
+        let mut scratch = (Vec::new(), vec![false; n], Vec::new());
+        for run in chunk {
+            run.find(shared, &mut labels, &mut scratch);
+        }
+    });
     let mut choosers = vec![false; n];
-    for &(_, lid) in &affected {
-        let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
-        let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
-        find_bad(&idx, &tables, &lost, lid, &mut bad, &mut is_bad);
-        for &x in &bad {
-            is_bad[x] = false;
-        }
-        if !leafy {
-            steps.push(Step::Reattach(lid));
-            continue;
-        }
-        labels.reset(&tree, d.attach);
-        let first = choices.len();
-        for &x in &bad {
-            labels.next_hops(&tree, x, &mut hops);
-            // A switch that only sent the LID towards a repaired one keeps its port when that is
-            // still a shortest up/down next hop.
-            if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
-                continue;
-            }
-            choosers[x] = true;
-            choices.push(Choice { x, hops: ports.len()..ports.len() + hops.len() });
-            ports.extend_from_slice(&hops);
-        }
-        steps.push(Step::Choose(lid, first..choices.len()));
+    for c in runs.iter().flat_map(|r| &r.choices) {
+        choosers[c.x] = true;
     }
     // The tables of the switches that choose, copied and their entries counted per port, on
     // all cores.
@@ -341,17 +388,18 @@ fn repair_lost(
     // Second pass, in LID order: each choice takes the least-loaded candidate (ties: lowest
     // port), the loads as the switch's table stood when it first chose, plus its choices since.
     let mut entries = 0;
-    for step in &steps {
-        match *step {
-            Step::Reattach(lid) => {
-                find_bad(&idx, &work.lfts, &lost, lid, &mut bad, &mut is_bad);
-                entries += reattach(&idx, &mut work, lid, &bad, &mut is_bad);
-            }
-            Step::Choose(lid, ref range) => {
-                for c in choices.get(range.clone()).unwrap_or(&[]) {
-                    let hops = ports.get(c.hops.clone()).unwrap_or(&[]);
-                    if work.choose(c.x, lid, hops) {
-                        entries += 1;
+    for run in &runs {
+        for step in &run.steps {
+            match *step {
+                Step::Reattach(lid, ref range) => {
+                    for &(x, p) in run.sets.get(range.clone()).unwrap_or(&[]) {
+                        entries += usize::from(work.set(x, lid, p));
+                    }
+                }
+                Step::Choose(lid, ref range) => {
+                    for c in run.choices.get(range.clone()).unwrap_or(&[]) {
+                        let hops = run.ports.get(c.hops.clone()).unwrap_or(&[]);
+                        entries += usize::from(work.choose(c.x, lid, hops));
                     }
                 }
             }
@@ -382,8 +430,9 @@ impl Tables {
         par::for_chunks(&mut fresh, 16, |_, chunk| {
             for (x, table, loads) in chunk {
                 if let Some(t) = shared.get(*x) {
-                    *loads = port_loads(t);
+                    // Counted on the copy, while it is in the cache.
                     table.ports.clone_from(&t.ports);
+                    *loads = port_loads(table);
                 }
             }
         });
@@ -393,11 +442,6 @@ impl Tables {
             loads[x] = l;
         }
         Tables { lfts: tables, loads, chosen: vec![false; n] }
-    }
-
-    /// Switch `x`'s entry for `lid`.
-    fn entry(&self, x: usize, lid: usize) -> Option<PortNum> {
-        self.lfts.get(x).and_then(|t| t.ports.get(lid)).copied()
     }
 
     /// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
@@ -469,10 +513,17 @@ fn find_bad(
 /// can, the first bad switch (nearest the lost cable) with a repaired or intact neighbour takes
 /// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
 /// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
-/// its links, plus a scan of it per reattachment. Returns the entries changed; clears the flags.
-fn reattach(idx: &Indexed, tables: &mut Tables, lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
-    let entry = |tables: &Tables, x: usize| tables.entry(x, lid);
-    let mut changed = 0;
+/// its links, plus a scan of it per reattachment. Reads the tables only: the new entries go to
+/// `sets`, in order. Clears the flags.
+fn reattach(
+    idx: &Indexed,
+    tables: &[Arc<Lft>],
+    lid: usize,
+    bad: &[usize],
+    is_bad: &mut [bool],
+    sets: &mut Vec<(usize, PortNum)>,
+) {
+    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
     let mut queue = Vec::new();
     for &x in bad {
         let was = entry(tables, x);
@@ -501,20 +552,15 @@ fn reattach(idx: &Indexed, tables: &mut Tables, lid: usize, bad: &[usize], is_ba
         });
         let Some((x, p)) = next else { break };
         is_bad[x] = false;
-        if tables.set(x, lid, p) {
-            changed += 1;
-        }
+        sets.push((x, p));
         queue.push(x);
     }
     for &x in bad {
         if is_bad[x] {
             is_bad[x] = false;
-            if tables.set(x, lid, Lft::UNROUTED) {
-                changed += 1;
-            }
+            sets.push((x, Lft::UNROUTED));
         }
     }
-    changed
 }
 
 #[cfg(test)]
