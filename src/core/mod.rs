@@ -693,8 +693,31 @@ impl Sm {
                 ComputeStep::Route => self.route(),
             }
             self.now = self.now.max(clock());
+            let stamped = self.now;
             self.advance();
+            if self.compute.is_some() && self.sweep.phase_started_at == stamped {
+                self.restamp(clock());
+            }
         }
+    }
+
+    /// The phase the next compute step waits in was entered by [`Sm::advance`] right after a
+    /// step, at the time read before it: the work done on the way (a phase that had nothing to
+    /// send, such as configuring ports that are all set already) took until `now`. That time
+    /// goes to the phase before, where the work was, and the current one starts at `now`.
+    fn restamp(&mut self, now: u64) {
+        let Some(extra) = now.checked_sub(self.sweep.phase_started_at).filter(|&d| d > 0) else { return };
+        if let Some(last) = self.sweep.phases.last_mut() {
+            last.ns += extra;
+        }
+        let phase = self.phase;
+        if let Some(SmEvent::PhaseStarted { at, .. }) =
+            self.events.iter_mut().rev().find(|e| matches!(e, SmEvent::PhaseStarted { phase: p, .. } if *p == phase))
+        {
+            *at = now;
+        }
+        self.sweep.phase_started_at = now;
+        self.now = self.now.max(now);
     }
 
     /// A deadline from [`Sm::poll_timeout`] passed: retries or fails the expired SMPs, or

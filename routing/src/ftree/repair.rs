@@ -14,6 +14,14 @@
 //! shortest paths, as in a full route. The work is proportional to the damage, not to the
 //! fabric.
 //!
+//! Two passes: the first finds, on the tables as they are, which switches must choose for each
+//! LID and among which ports, and where switch LIDs reattach (a LID's repair reads and writes
+//! only that LID's entries, so one destination switch's LIDs at a time run on all cores); then
+//! the tables of the switches that choose are copied and their entries counted per port on all
+//! cores; the second pass applies it all in LID order, each switch's loads as its table stood
+//! when it first chose plus its choices since (the result of repairing LID after LID in one
+//! pass).
+//!
 //! Repairing from the same `base` is deterministic: when a cable comes back, repairing `base`
 //! for the cables still missing gives exactly the tables of that state, and when none is
 //! missing the caller uses `base`'s own tables again (the pre-failure balance).
@@ -25,7 +33,7 @@ use ibsm_mad::{Guid, PortNum};
 
 use super::{DOWN, FatTree, FtreeError, Tree, value};
 use crate::graph::{FAR, Indexed};
-use crate::{FabricView, Lft, NodeId, Routes};
+use crate::{FabricView, Lft, NodeId, Routes, par};
 
 /// What [`FatTree::repair`] made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,11 +66,18 @@ fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
     if base.lmc != view.lmc || view.switches.len() > base.switches.len() {
         return None;
     }
-    let base_switches: HashMap<Guid, usize> = base.switches.iter().enumerate().map(|(i, s)| (s.guid, i)).collect();
+    // Most nodes keep their index: the maps are built only when one moved.
+    let mut base_switches: Option<HashMap<Guid, usize>> = None;
     let mut from = Vec::with_capacity(view.switches.len());
     let mut lost = Vec::new();
     for (i, v) in view.switches.iter().enumerate() {
-        let m = *base_switches.get(&v.guid)?;
+        let m = if base.switches.get(i).is_some_and(|b| b.guid == v.guid) {
+            i
+        } else {
+            let map = base_switches
+                .get_or_insert_with(|| base.switches.iter().enumerate().map(|(i, s)| (s.guid, i)).collect());
+            *map.get(&v.guid)?
+        };
         let b = &base.switches[m];
         if (b.lid, b.ports.len()) != (v.lid, v.ports.len()) {
             return None;
@@ -77,9 +92,14 @@ fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
             }
         }
     }
-    let base_cas: HashMap<Guid, usize> = base.cas.iter().enumerate().map(|(i, c)| (c.guid, i)).collect();
-    for c in &view.cas {
-        let b = base_cas.get(&c.guid).and_then(|&i| base.cas.get(i))?;
+    let mut base_cas: Option<HashMap<Guid, usize>> = None;
+    for (i, c) in view.cas.iter().enumerate() {
+        let b = if let Some(b) = base.cas.get(i).filter(|b| b.guid == c.guid) {
+            b
+        } else {
+            let map = base_cas.get_or_insert_with(|| base.cas.iter().enumerate().map(|(i, c)| (c.guid, i)).collect());
+            map.get(&c.guid).and_then(|&i| base.cas.get(i))?
+        };
         if b.ports.len() != c.ports.len() {
             return None;
         }
@@ -97,13 +117,20 @@ fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
     Some((from, lost))
 }
 
-/// Per-port entry counts of one table (computed when a switch first needs a new choice).
+/// Per-port entry counts of one table (256 counts), four interleaved counters so that runs of
+/// one port do not wait on each other.
 fn port_loads(table: &Lft) -> Vec<u32> {
-    let mut loads = vec![0u32; 256];
-    for p in &table.ports {
-        loads[usize::from(p.0)] += 1;
+    let mut c = [[0u32; 256]; 4];
+    let mut quads = table.ports.chunks_exact(4);
+    for q in &mut quads {
+        for (k, p) in q.iter().enumerate() {
+            c[k][usize::from(p.0)] += 1;
+        }
     }
-    loads
+    for p in quads.remainder() {
+        c[0][usize::from(p.0)] += 1;
+    }
+    (0..256).map(|i| c[0][i] + c[1][i] + c[2][i] + c[3][i]).collect()
 }
 
 impl FatTree {
@@ -226,6 +253,75 @@ impl Labels {
     }
 }
 
+/// One LID of the repair, as the first pass found it.
+enum Step {
+    /// A CA LID (or a leaf's own): `choices[range]` of its run must pick a new next hop.
+    Choose(usize, std::ops::Range<usize>),
+    /// A non-leaf switch's LID: its bad switches reattach, `sets[range]` of its run.
+    Reattach(usize, std::ops::Range<usize>),
+}
+
+/// A switch that must pick a new next hop for a LID, among `ports[hops]` of its run.
+struct Choice {
+    x: usize,
+    hops: std::ops::Range<usize>,
+}
+
+/// What the first pass needs to read: the view's index and tree, the tables, the lost ports,
+/// the owner of each LID and the affected (destination switch, LID) pairs.
+type Shared<'a> =
+    (&'a Indexed, &'a Tree, &'a [Arc<Lft>], &'a [(usize, PortNum)], &'a [Option<usize>], &'a [(usize, usize)]);
+
+/// The affected LIDs of one destination switch (`affected[lids]`), and what the first pass
+/// found for them.
+#[derive(Default)]
+struct Run {
+    lids: std::ops::Range<usize>,
+    steps: Vec<Step>,
+    choices: Vec<Choice>,
+    ports: Vec<PortNum>,
+    /// Reattachments: switch, new port.
+    sets: Vec<(usize, PortNum)>,
+}
+
+impl Run {
+    /// The first pass over this run's LIDs, on the tables as they are.
+    fn find(
+        &mut self,
+        (idx, tree, tables, lost, owner, affected): Shared<'_>,
+        labels: &mut Labels,
+        (bad, is_bad, hops): &mut (Vec<usize>, Vec<bool>, Vec<PortNum>),
+    ) {
+        for &(_, lid) in affected.get(self.lids.clone()).unwrap_or(&[]) {
+            let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
+            let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
+            find_bad(idx, tables, lost, lid, bad, is_bad);
+            if !leafy {
+                let first = self.sets.len();
+                reattach(idx, tables, lid, bad, is_bad, &mut self.sets);
+                self.steps.push(Step::Reattach(lid, first..self.sets.len()));
+                continue;
+            }
+            for &x in bad.iter() {
+                is_bad[x] = false;
+            }
+            labels.reset(tree, d.attach);
+            let first = self.choices.len();
+            for &x in bad.iter() {
+                labels.next_hops(tree, x, hops);
+                // A switch that only sent the LID towards a repaired one keeps its port when
+                // that is still a shortest up/down next hop.
+                if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
+                    continue;
+                }
+                self.choices.push(Choice { x, hops: self.ports.len()..self.ports.len() + hops.len() });
+                self.ports.extend_from_slice(hops);
+            }
+            self.steps.push(Step::Choose(lid, first..self.choices.len()));
+        }
+    }
+}
+
 fn repair_lost(
     view: &FabricView,
     mut tables: Vec<Arc<Lft>>,
@@ -262,51 +358,124 @@ fn repair_lost(
     // By destination switch, so that each leaf is labelled once.
     affected.sort_unstable();
     affected.dedup();
-    let mut labels = Labels::new(n);
-    let mut loads: HashMap<usize, Vec<u32>> = HashMap::new();
-    let (mut bad, mut is_bad, mut hops) = (Vec::new(), vec![false; n], Vec::new());
-    let mut entries = 0;
-    for &(_, lid) in &affected {
-        let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
-        let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
-        find_bad(&idx, &tables, &lost, lid, &mut bad, &mut is_bad);
-        if !leafy {
-            entries += reattach(&idx, &mut tables, lid, &bad, &mut is_bad);
-            continue;
+    // First pass, on the tables as they are: which switches must choose a new next hop for
+    // which LID, and among which ports, and where the switch LIDs reattach. A LID's repair reads
+    // and writes only that LID's entries, so this does not depend on the LIDs before it (only
+    // the port loads do, and they are kept in the second pass): one destination switch's LIDs
+    // at a time, on all cores.
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, &(attach, _)) in affected.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if affected.get(r.lids.start).is_some_and(|a| a.0 == attach) => r.lids.end = i + 1,
+            _ => runs.push(Run { lids: i..i + 1, ..Run::default() }),
         }
-        labels.reset(&tree, d.attach);
-        for &x in &bad {
-            is_bad[x] = false;
-            labels.next_hops(&tree, x, &mut hops);
-            // A switch that only sent the LID towards a repaired one keeps its port when that is
-            // still a shortest up/down next hop.
-            if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
-                continue;
-            }
-            let load = loads.entry(x).or_insert_with(|| port_loads(&tables[x]));
-            let new = hops.iter().copied().min_by_key(|p| (load[usize::from(p.0)], p.0)).unwrap_or(Lft::UNROUTED);
-            if new != Lft::UNROUTED {
-                load[usize::from(new.0)] += 1;
-            }
-            if set(&mut tables, x, lid, new) {
-                entries += 1;
+    }
+    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..]);
+    par::for_chunks(&mut runs, 4, |_, chunk| {
+        let mut labels = Labels::new(n);
+        let mut scratch = (Vec::new(), vec![false; n], Vec::new());
+        for run in chunk {
+            run.find(shared, &mut labels, &mut scratch);
+        }
+    });
+    let mut choosers = vec![false; n];
+    for c in runs.iter().flat_map(|r| &r.choices) {
+        choosers[c.x] = true;
+    }
+    // The tables of the switches that choose, copied and their entries counted per port, on
+    // all cores.
+    let mut work = Tables::new(tables, &choosers);
+    // Second pass, in LID order: each choice takes the least-loaded candidate (ties: lowest
+    // port), the loads as the switch's table stood when it first chose, plus its choices since.
+    let mut entries = 0;
+    for run in &runs {
+        for step in &run.steps {
+            match *step {
+                Step::Reattach(lid, ref range) => {
+                    for &(x, p) in run.sets.get(range.clone()).unwrap_or(&[]) {
+                        entries += usize::from(work.set(x, lid, p));
+                    }
+                }
+                Step::Choose(lid, ref range) => {
+                    for c in run.choices.get(range.clone()).unwrap_or(&[]) {
+                        let hops = run.ports.get(c.hops.clone()).unwrap_or(&[]);
+                        entries += usize::from(work.choose(c.x, lid, hops));
+                    }
+                }
             }
         }
     }
-    Ok(Repaired { routes: Routes { tables }, lost, lids: affected.len(), entries })
+    Ok(Repaired { routes: Routes { tables: work.lfts }, lost, lids: affected.len(), entries })
 }
 
-/// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
-/// whether the entry changed.
-fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
-    let Some(t) = tables.get_mut(x) else { return false };
-    if t.ports.get(lid).is_none_or(|&e| e == port) {
-        return false;
+/// The tables being repaired, with the per-port entry counts of the switches that choose.
+struct Tables {
+    lfts: Vec<Arc<Lft>>,
+    /// Per switch, its entries per port (256 counts; empty for a switch that never chooses).
+    loads: Vec<Vec<u32>>,
+    /// Whether the switch has chosen yet: until then its counts follow its table exactly; from
+    /// then on they only count its own choices on top.
+    chosen: Vec<bool>,
+}
+
+impl Tables {
+    /// `tables`, with the tables of the `choosers` copied (they will change) and counted.
+    fn new(mut tables: Vec<Arc<Lft>>, choosers: &[bool]) -> Tables {
+        let n = tables.len();
+        let mut fresh: Vec<(usize, Lft, Vec<u32>)> = (0..n)
+            .filter(|&x| choosers.get(x).copied().unwrap_or(false))
+            .map(|x| (x, Lft::default(), Vec::new()))
+            .collect();
+        let shared = &tables;
+        par::for_chunks(&mut fresh, 16, |_, chunk| {
+            for (x, table, loads) in chunk {
+                if let Some(t) = shared.get(*x) {
+                    // Counted on the copy, while it is in the cache.
+                    table.ports.clone_from(&t.ports);
+                    *loads = port_loads(table);
+                }
+            }
+        });
+        let mut loads = vec![Vec::new(); n];
+        for (x, table, l) in fresh {
+            tables[x] = Arc::new(table);
+            loads[x] = l;
+        }
+        Tables { lfts: tables, loads, chosen: vec![false; n] }
     }
-    if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
-        *e = port;
+
+    /// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
+    /// whether the entry changed.
+    fn set(&mut self, x: usize, lid: usize, port: PortNum) -> bool {
+        let Some(t) = self.lfts.get_mut(x) else { return false };
+        let Some(&was) = t.ports.get(lid) else { return false };
+        if was == port {
+            return false;
+        }
+        if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
+            *e = port;
+        }
+        if !self.chosen.get(x).copied().unwrap_or(true)
+            && let Some(l) = self.loads.get_mut(x)
+            && !l.is_empty()
+        {
+            l[usize::from(was.0)] -= 1;
+            l[usize::from(port.0)] += 1;
+        }
+        true
     }
-    true
+
+    /// Switch `x` routes `lid` over the least-loaded of `hops` (ties: lowest port; none:
+    /// unrouted); whether the entry changed.
+    fn choose(&mut self, x: usize, lid: usize, hops: &[PortNum]) -> bool {
+        let Some(load) = self.loads.get_mut(x).filter(|l| !l.is_empty()) else { return false };
+        let new = hops.iter().copied().min_by_key(|p| (load[usize::from(p.0)], p.0)).unwrap_or(Lft::UNROUTED);
+        if new != Lft::UNROUTED {
+            load[usize::from(new.0)] += 1;
+        }
+        self.chosen[x] = true;
+        self.set(x, lid, new)
+    }
 }
 
 /// The switches whose path to `lid` crosses a lost cable, into `bad` (and flagged in
@@ -344,10 +513,17 @@ fn find_bad(
 /// can, the first bad switch (nearest the lost cable) with a repaired or intact neighbour takes
 /// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
 /// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
-/// its links, plus a scan of it per reattachment. Returns the entries changed; clears the flags.
-fn reattach(idx: &Indexed, tables: &mut [Arc<Lft>], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
+/// its links, plus a scan of it per reattachment. Reads the tables only: the new entries go to
+/// `sets`, in order. Clears the flags.
+fn reattach(
+    idx: &Indexed,
+    tables: &[Arc<Lft>],
+    lid: usize,
+    bad: &[usize],
+    is_bad: &mut [bool],
+    sets: &mut Vec<(usize, PortNum)>,
+) {
     let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
-    let mut changed = 0;
     let mut queue = Vec::new();
     for &x in bad {
         let was = entry(tables, x);
@@ -376,18 +552,16 @@ fn reattach(idx: &Indexed, tables: &mut [Arc<Lft>], lid: usize, bad: &[usize], i
         });
         let Some((x, p)) = next else { break };
         is_bad[x] = false;
-        if set(tables, x, lid, p) {
-            changed += 1;
-        }
+        sets.push((x, p));
         queue.push(x);
     }
     for &x in bad {
         if is_bad[x] {
             is_bad[x] = false;
-            if set(tables, x, lid, Lft::UNROUTED) {
-                changed += 1;
-            }
+            sets.push((x, Lft::UNROUTED));
         }
     }
-    changed
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,302 @@
+//! The repair against the straightforward form it was first written in (one pass, LID after
+//! LID, each switch's loads counted from its table when it first chooses, tables copied as they
+//! change): the same tables, LIDs and entries on single and double cable cuts, crashed switches
+//! and degraded trees, at LMC 0 and 1.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ibsm_mad::{Lid, PortNum};
+use ibsm_topology::NodeKind;
+use ibsm_topology::generators::{FatTree as Gen, GenSpec};
+
+use super::{Labels, Repaired, find_bad, lost_cables};
+use crate::ftree::{FatTree, FtreeError, Tree};
+use crate::graph::Indexed;
+use crate::{CaPortView, CaView, Engine, FabricView, Lft, Neighbor, NodeId, Routes, SwitchView};
+
+/// The first form of the repair (see the module doc).
+fn reference_repair(base: &FabricView, old: &Routes, view: &FabricView) -> Option<Repaired> {
+    let (from, lost) = lost_cables(base, view)?;
+    let tables = from.iter().map(|&m| Arc::clone(&old.tables[m])).collect();
+    reference(view, tables, lost).ok()
+}
+
+fn port_loads_ref(table: &Lft) -> Vec<u32> {
+    let mut loads = vec![0u32; 256];
+    for p in &table.ports {
+        loads[usize::from(p.0)] += 1;
+    }
+    loads
+}
+
+fn reference(
+    view: &FabricView,
+    mut tables: Vec<Arc<Lft>>,
+    lost: Vec<(usize, PortNum)>,
+) -> Result<Repaired, FtreeError> {
+    let idx = Indexed::new(view)?;
+    let tree = Tree::new(view, &idx)?;
+    let n = tree.len();
+    for t in &mut tables {
+        if t.ports.len() != usize::from(idx.top) + 1 {
+            Arc::make_mut(t).ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
+        }
+    }
+    // LIDs routed over a lost cable somewhere, that still have an owner.
+    let mut owner: Vec<Option<usize>> = vec![None; usize::from(idx.top) + 1];
+    for (k, d) in idx.dests.iter().enumerate() {
+        for j in 0..idx.per_port {
+            if let Some(o) = owner.get_mut(usize::from(d.base.saturating_add(j))) {
+                *o = Some(k);
+            }
+        }
+    }
+    let mut affected: Vec<(usize, usize)> = Vec::new();
+    for &(s, p) in &lost {
+        let Some(t) = tables.get(s) else { continue };
+        for (lid, &e) in t.ports.iter().enumerate() {
+            if e == p
+                && let Some(Some(k)) = owner.get(lid)
+            {
+                affected.push((idx.dests[*k].attach, lid));
+            }
+        }
+    }
+    // By destination switch, so that each leaf is labelled once.
+    affected.sort_unstable();
+    affected.dedup();
+    let mut labels = Labels::new(n);
+    let mut loads: HashMap<usize, Vec<u32>> = HashMap::new();
+    let (mut bad, mut is_bad, mut hops) = (Vec::new(), vec![false; n], Vec::new());
+    let mut entries = 0;
+    for &(_, lid) in &affected {
+        let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
+        let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
+        find_bad(&idx, &tables, &lost, lid, &mut bad, &mut is_bad);
+        if !leafy {
+            entries += reattach_ref(&idx, &mut tables, lid, &bad, &mut is_bad);
+            continue;
+        }
+        labels.reset(&tree, d.attach);
+        for &x in &bad {
+            is_bad[x] = false;
+            labels.next_hops(&tree, x, &mut hops);
+            // A switch that only sent the LID towards a repaired one keeps its port when that is
+            // still a shortest up/down next hop.
+            if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
+                continue;
+            }
+            let load = loads.entry(x).or_insert_with(|| port_loads_ref(&tables[x]));
+            let new = hops.iter().copied().min_by_key(|p| (load[usize::from(p.0)], p.0)).unwrap_or(Lft::UNROUTED);
+            if new != Lft::UNROUTED {
+                load[usize::from(new.0)] += 1;
+            }
+            if set(&mut tables, x, lid, new) {
+                entries += 1;
+            }
+        }
+    }
+    Ok(Repaired { routes: Routes { tables }, lost, lids: affected.len(), entries })
+}
+
+/// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
+/// whether the entry changed.
+fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
+    let Some(t) = tables.get_mut(x) else { return false };
+    if t.ports.get(lid).is_none_or(|&e| e == port) {
+        return false;
+    }
+    if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
+        *e = port;
+    }
+    true
+}
+
+fn reattach_ref(idx: &Indexed, tables: &mut [Arc<Lft>], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
+    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
+    let mut changed = 0;
+    let mut queue = Vec::new();
+    for &x in bad {
+        let was = entry(tables, x);
+        if idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]) {
+            queue.push(x);
+        }
+    }
+    for &x in &queue {
+        is_bad[x] = false;
+    }
+    loop {
+        // Switches that send the LID to a repaired one are repaired as they are.
+        while let Some(z) = queue.pop() {
+            for &(_, y, rport) in idx.graph.links(z) {
+                if is_bad[y] && entry(tables, y) == Some(rport) {
+                    is_bad[y] = false;
+                    queue.push(y);
+                }
+            }
+        }
+        let next = bad.iter().find_map(|&x| {
+            if !is_bad[x] {
+                return None;
+            }
+            idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (x, l.0))
+        });
+        let Some((x, p)) = next else { break };
+        is_bad[x] = false;
+        if set(tables, x, lid, p) {
+            changed += 1;
+        }
+        queue.push(x);
+    }
+    for &x in bad {
+        if is_bad[x] {
+            is_bad[x] = false;
+            if set(tables, x, lid, Lft::UNROUTED) {
+                changed += 1;
+            }
+        }
+    }
+    changed
+}
+
+/// The view of generated fabric `spec`, LIDs in order (switches, then CA ports), each aligned
+/// to `2^lmc`.
+fn generated(spec: &GenSpec, lmc: u8) -> FabricView {
+    let t = spec.generate().expect("a valid spec");
+    let (mut sw, mut ca) = (0, 0);
+    let ids: Vec<NodeId> = t
+        .nodes
+        .iter()
+        .map(|n| {
+            let id = if n.kind == NodeKind::Switch { NodeId::Switch(sw) } else { NodeId::Ca(ca) };
+            if n.kind == NodeKind::Switch {
+                sw += 1;
+            } else {
+                ca += 1;
+            }
+            id
+        })
+        .collect();
+    let step = 1u16 << lmc;
+    let mut next = 0u16;
+    let mut lid = || {
+        next += step;
+        Lid(next)
+    };
+    let mut v = FabricView { switches: Vec::new(), cas: Vec::new(), lmc };
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
+        let ports = n
+            .links
+            .iter()
+            .enumerate()
+            .map(|(p, l)| if p == 0 { None } else { l.map(|l| Neighbor { node: ids[l.node], port: PortNum(l.port) }) })
+            .collect();
+        v.switches.push(SwitchView { guid: n.node_guid, lid: lid(), ports });
+    }
+    for n in t.nodes.iter().filter(|n| n.kind != NodeKind::Switch) {
+        let ports = (1..=n.num_ports)
+            .filter_map(|p| {
+                let l = n.peer(p)?;
+                let neighbor = Some(Neighbor { node: ids[l.node], port: PortNum(l.port) });
+                Some(CaPortView { num: PortNum(p), lid: lid(), neighbor })
+            })
+            .collect();
+        v.cas.push(CaView { guid: n.node_guid, ports });
+    }
+    v
+}
+
+/// `view` less the switch-to-switch cable at switch `s` port `p` (both ends).
+fn cut(view: &FabricView, s: usize, p: usize) -> FabricView {
+    let mut v = view.clone();
+    if let Some(nb) = v.switches[s].ports[p].take()
+        && let NodeId::Switch(o) = nb.node
+    {
+        v.switches[o].ports[usize::from(nb.port.0)] = None;
+    }
+    v
+}
+
+/// `view` less switch `s` and its cables (and its CAs' cables).
+fn crash(view: &FabricView, s: usize) -> FabricView {
+    let mut v = view.clone();
+    v.switches.remove(s);
+    let fix = |n: &mut Option<crate::Neighbor>| match n.map(|x| x.node) {
+        Some(NodeId::Switch(o)) if o == s => *n = None,
+        Some(NodeId::Switch(o)) if o > s => {
+            if let Some(x) = n.as_mut() {
+                x.node = NodeId::Switch(o - 1);
+            }
+        }
+        _ => {}
+    };
+    for sw in &mut v.switches {
+        sw.ports.iter_mut().for_each(fix);
+    }
+    for ca in &mut v.cas {
+        for p in &mut ca.ports {
+            fix(&mut p.neighbor);
+        }
+    }
+    v
+}
+
+/// Switch-to-switch cables, as (switch, port) on the lower-indexed end.
+fn trunks(view: &FabricView) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (s, sw) in view.switches.iter().enumerate() {
+        for (p, nb) in sw.ports.iter().enumerate() {
+            if matches!(nb.map(|n| n.node), Some(NodeId::Switch(o)) if o > s) {
+                out.push((s, p));
+            }
+        }
+    }
+    out
+}
+
+fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
+    let want = reference_repair(base, old, view);
+    let got = FatTree.repair(base, old, view).and_then(Result::ok);
+    assert_eq!(want.is_some(), got.is_some(), "{what}");
+    if let (Some(w), Some(g)) = (want, got) {
+        assert_eq!((w.lids, w.entries, &w.lost), (g.lids, g.entries, &g.lost), "{what}");
+        assert!(w.routes == g.routes, "{what}: tables differ");
+    }
+}
+
+#[test]
+fn repairs_equal_the_first_form_on_cuts_pairs_and_crashes() {
+    let specs = [
+        GenSpec::fat_tree(3, 8),
+        GenSpec::fat_tree(2, 8),
+        GenSpec::FatTree(Gen::new(3, 6).oversubscribed(2)),
+        GenSpec::FatTree(Gen::new(3, 8).degraded(12, 3, 11)),
+        GenSpec::FatTree(Gen::new(3, 8).degraded(30, 2, 5)),
+    ];
+    for (k, spec) in specs.iter().enumerate() {
+        for lmc in [0, 1] {
+            let base = generated(spec, lmc);
+            let Ok(old) = FatTree.route(&base) else { continue };
+            let cables = trunks(&base);
+            let mut changed = 0;
+            for (i, &(s, p)) in cables.iter().enumerate() {
+                let one = cut(&base, s, p);
+                assert_same(&base, &old, &one, &format!("fabric {k} lmc {lmc} cut {s}/{p}"));
+                changed +=
+                    usize::from(FatTree.repair(&base, &old, &one).and_then(Result::ok).is_some_and(|r| r.entries > 0));
+                // And with a second cable further on (several LIDs through both, reattachments
+                // before choices on one switch).
+                if i % 3 == 0 {
+                    let (s2, p2) = cables[(i * 7 + 5) % cables.len()];
+                    let two = cut(&one, s2, p2);
+                    assert_same(&base, &old, &two, &format!("fabric {k} lmc {lmc} cuts {s}/{p} {s2}/{p2}"));
+                }
+            }
+            assert!(changed > 0, "fabric {k}: some cut changes routes");
+            for s in (0..base.switches.len()).step_by(5) {
+                assert_same(&base, &old, &crash(&base, s), &format!("fabric {k} lmc {lmc} crash {s}"));
+            }
+        }
+    }
+}
