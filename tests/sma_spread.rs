@@ -20,7 +20,7 @@ fn lft_blocks_are_spread_over_the_switches() {
     let mut drv = SimDriver::with_config(&topo, sim, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     let report = drv.sweep(60_000_000_000, |_| {}).expect("subnet up");
     assert!(report.complete, "{report:?}");
-    let blocks = report.lft_blocks_sent as u64;
+    let blocks = report.lft_blocks_sent;
     let per_switch = blocks / switches;
     assert!(per_switch > 20, "{blocks} blocks over {switches} switches");
     let lfts = report.phases.iter().find(|p| p.phase == SweepPhase::ProgrammingLfts).expect("phase").ns;
