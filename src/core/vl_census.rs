@@ -6,7 +6,8 @@
 //! fabrics never are, and a switch holds a map per (input, output) pair (2,401 SMPs for a
 //! 48-port switch). From then on, between sweeps, the nodes without tables are read, at most
 //! [`WINDOW`] SMPs at a time under [`Op::Census`] (a sweep starting meanwhile is not held up by
-//! them), and each sweep's new nodes after it. Requests for the two records wait (at most
+//! them), one read of each of up to [`WINDOW`] nodes in turn (a node's agent serves one SMP at a
+//! time), and each sweep's new nodes after it. Requests for the two records wait (at most
 //! [`MAX_HELD`]) until every node of the subnet has been read, then are answered. A node that
 //! leaves the subnet is forgotten and read again if it comes back. A read that fails leaves
 //! that table out of the answers; it is not a sweep failure.
@@ -39,8 +40,8 @@ pub(super) struct Census {
     pass: u32,
     /// The next node (subnet index) of this pass.
     next: usize,
-    /// Reads of the node being started, not yet queued.
-    todo: VecDeque<Request>,
+    /// The nodes being read (at most [`WINDOW`]), each with its reads not yet queued.
+    active: VecDeque<VecDeque<Request>>,
     /// Reads of this pass not yet answered, per node.
     remaining: HashMap<Guid, usize>,
     /// Every node of the subnet has its tables.
@@ -95,7 +96,7 @@ impl Sm {
         }
         self.census.pass += 1;
         self.census.next = 0;
-        self.census.todo.clear();
+        self.census.active.clear();
         self.census.done = false;
         self.census_pump();
     }
@@ -107,36 +108,21 @@ impl Sm {
             return;
         }
         while self.tx.outstanding_for(Op::Census) < WINDOW {
-            if let Some(r) = self.census.todo.pop_front() {
+            if self.census.active.len() < WINDOW && self.census.next < self.subnet.nodes.len() {
+                self.start_node_reads();
+                continue;
+            }
+            // One read of each node in turn.
+            let Some(mut reads) = self.census.active.pop_front() else { break };
+            if let Some(r) = reads.pop_front() {
                 self.tx.push(r);
-                continue;
             }
-            let Some(n) = self.subnet.nodes.get(self.census.next) else { break };
-            self.census.next += 1;
-            let guid = n.info.node_guid;
-            if self.sa_state.vl.has(guid) {
-                continue;
-            }
-            let switch = n.is_switch();
-            let last = u8::try_from(n.ports.len().saturating_sub(1)).unwrap_or(u8::MAX);
-            let ca_ports: Vec<u8> = if switch { Vec::new() } else { n.end_ports().map(|p| p.0).collect() };
-            let caps = |p: u8| {
-                let info = n.ports.get(usize::from(p)).and_then(|r| r.info)?;
-                Some((info.vl_arbitration_low_cap, info.vl_arbitration_high_cap))
-            };
-            let reads = self.sa_state.vl.start(guid, (switch, last), &ca_ports, caps);
-            if reads.is_empty() {
-                continue;
-            }
-            self.census.remaining.insert(guid, reads.len());
-            let pass = self.census.pass;
-            for (at, read) in reads {
-                let req = Req::GetVlTable { node: guid, port: PortNum(at), switch, read, pass };
-                self.census.todo.push_back(Request { path: n.path_for(PortNum(at)), req, op: Op::Census });
+            if !reads.is_empty() {
+                self.census.active.push_back(reads);
             }
         }
         let finished = self.census.next >= self.subnet.nodes.len()
-            && self.census.todo.is_empty()
+            && self.census.active.is_empty()
             && self.tx.is_idle_for(Op::Census)
             && self.census.remaining.is_empty();
         if finished {
@@ -147,6 +133,37 @@ impl Sm {
                 }
             }
         }
+    }
+
+    /// Starts the next node of the pass without tables: its entry and its list of reads.
+    fn start_node_reads(&mut self) {
+        let Some(n) = self.subnet.nodes.get(self.census.next) else { return };
+        self.census.next += 1;
+        let guid = n.info.node_guid;
+        if self.sa_state.vl.has(guid) {
+            return;
+        }
+        let switch = n.is_switch();
+        let last = u8::try_from(n.ports.len().saturating_sub(1)).unwrap_or(u8::MAX);
+        let ca_ports: Vec<u8> = if switch { Vec::new() } else { n.end_ports().map(|p| p.0).collect() };
+        let caps = |p: u8| {
+            let info = n.ports.get(usize::from(p)).and_then(|r| r.info)?;
+            Some((info.vl_arbitration_low_cap, info.vl_arbitration_high_cap))
+        };
+        let reads = self.sa_state.vl.start(guid, (switch, last), &ca_ports, caps);
+        if reads.is_empty() {
+            return;
+        }
+        self.census.remaining.insert(guid, reads.len());
+        let pass = self.census.pass;
+        let list = reads
+            .into_iter()
+            .map(|(at, read)| {
+                let req = Req::GetVlTable { node: guid, port: PortNum(at), switch, read, pass };
+                Request { path: n.path_for(PortNum(at)), req, op: Op::Census }
+            })
+            .collect();
+        self.census.active.push_back(list);
     }
 
     /// A table read ended.
