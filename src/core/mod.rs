@@ -8,12 +8,14 @@
 //! GUID-to-LID table goes in through [`Sm::new`] and out through [`Sm::guid2lid`] (the caller
 //! writes the file).
 //!
-//! Submodules: [`state`] (explicit states and the discovered subnet), [`events`] (what the core
-//! reports), [`lids`] (LID assignment and `guid2lid`), `transactions` (SMP window, TIDs,
-//! retries), `discovery`, `bringup` and `lft` (the phases), in the order a sweep uses them.
+//! Submodules: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
+//! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
+//! `transactions` (SMP window, TIDs, retries), `discovery`, `bringup` and `lft` (the phases), in
+//! the order a sweep uses them.
 
 mod bringup;
 pub mod cabling;
+mod config;
 mod discovery;
 pub mod duplicates;
 pub mod election;
@@ -45,6 +47,7 @@ use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 use ibsm_routing::Routes;
 
+pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
@@ -54,148 +57,6 @@ pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
 use requests::Inbound;
 use transactions::{Op, Outcome, PortStep, Req, Request, Transactions};
-
-/// Tunables of the core. `Default` gives the documented defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmConfig {
-    /// SMPs in flight at once (default 64; OpenSM's default is 4).
-    pub max_smps_in_flight: usize,
-    /// Time to wait for an SMP's answer before retrying, ns (default 200 ms, as OpenSM).
-    pub smp_timeout_ns: u64,
-    /// Retries after the first try (default 3, as OpenSM).
-    pub smp_retries: u32,
-    /// LID mask control, 0..=7 (default 0): every end port gets `2^lmc` LIDs.
-    pub lmc: u8,
-    /// PortInfo.SubnetTimeout given to every end port (default 18, as OpenSM).
-    pub subnet_timeout: u8,
-    /// SwitchInfo.LifeTimeValue given to every switch (default 18, as OpenSM).
-    pub switch_life_time: u8,
-    /// Routing engines in the `ibsm-routing` registry, tried in order until one routes the
-    /// fabric (default `["ftree", "updn", "minhop"]`: fat-tree routing where the fabric is a fat
-    /// tree, deadlock-free up/down elsewhere, min-hop as the last resort).
-    pub routing_engine: Vec<String>,
-    /// After an incomplete sweep, start another one this much later, ns (default 10 s);
-    /// `None` never re-sweeps.
-    pub resweep_interval_ns: Option<u64>,
-    /// Interval of light sweeps (every switch's SwitchInfo; a change brings a heavy sweep), ns;
-    /// `None`: none.
-    pub sweep_interval_ns: Option<u64>,
-    /// Subnet prefix programmed into every port's PortInfo.GidPrefix (default
-    /// 0xfe80000000000000, the link-local prefix, as OpenSM).
-    pub subnet_prefix: u64,
-    /// SM priority, 0..=15, reported in SMInfo (default 0, as OpenSM).
-    pub priority: u8,
-    /// SM_Key, shown in SMInfo to requesters that present it or pass this SM's port's M_Key
-    /// check; SMs obey each other's controls, and take part in each other's elections, only
-    /// when their keys match (default 1, OpenSM's default, so that the two cooperate out of the
-    /// box; set your own with `sm-key-file`).
-    pub sm_key: u64,
-    /// SA requests per second each requesting port may send before it gets BUSY (default
-    /// 50,000; 0: no limit).
-    pub sa_rate_limit: u32,
-    /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
-    /// `saquery` and OpenSM's clients send).
-    pub sa_key: u64,
-    /// M_Keys: mode, protect bits, lease and the per-port secret (default off, as OpenSM).
-    pub m_key: mkeys::MKeyConfig,
-    /// The priority a standby takes when it takes the subnet over from a dead master, so that
-    /// the old master, when it comes back, stands by instead of taking the subnet back (as
-    /// OPA-FM offers); `None` (the default) keeps the configured priority, and the better SM
-    /// gets the subnet back by handover.
-    pub elevated_priority: Option<u8>,
-    /// A standby polls the master's SMInfo this often, ns (default 200 ms).
-    pub sm_poll_interval_ns: u64,
-    /// Polls in a row without an answer after which a standby takes over (default 3: with the
-    /// SMP timeout, a dead master is noticed within about 1.2 s).
-    pub sm_poll_retries: u32,
-    /// A master whose ActCount stays the same this long is taken for dead, ns (default 25 s:
-    /// OpenSM raises its count once per 10 s sweep).
-    pub sm_act_stall_ns: u64,
-    /// Partition policy (default: OpenSM's policy without a file, the default partition 0x7FFF
-    /// with every port a full member).
-    pub partitions: ibsm_partitions::Policy,
-    /// Partition enforcement on the switch ports facing CAs and routers (default both
-    /// directions, as OpenSM's `part_enforce`).
-    pub part_enforce: PartEnforce,
-    /// The planned cabling every sweep is compared with (`expected-topology`; default none).
-    pub expected_topology: Option<Arc<ibsm_topology::Topology>>,
-    /// Leave both ends of a cable the plan says goes elsewhere unarmed and unrouted (default
-    /// false: report only).
-    pub refuse_miscabled: bool,
-}
-
-/// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PartEnforce {
-    /// Inbound and outbound.
-    #[default]
-    Both,
-    /// Packets entering the switch only.
-    In,
-    /// Packets leaving the switch only.
-    Out,
-    /// No enforcement: the switch ports get no P_Key tables and the enforcement bits are off.
-    Off,
-}
-
-impl PartEnforce {
-    /// Parses `both`, `in`, `out` or `off`.
-    pub fn parse(text: &str) -> Option<PartEnforce> {
-        match text {
-            "both" => Some(PartEnforce::Both),
-            "in" => Some(PartEnforce::In),
-            "out" => Some(PartEnforce::Out),
-            "off" => Some(PartEnforce::Off),
-            _ => None,
-        }
-    }
-
-    /// (inbound, outbound) enforcement bits.
-    pub const fn bits(self) -> (bool, bool) {
-        match self {
-            PartEnforce::Both => (true, true),
-            PartEnforce::In => (true, false),
-            PartEnforce::Out => (false, true),
-            PartEnforce::Off => (false, false),
-        }
-    }
-}
-
-impl Default for SmConfig {
-    fn default() -> Self {
-        SmConfig {
-            max_smps_in_flight: 64,
-            smp_timeout_ns: 200_000_000,
-            smp_retries: 3,
-            lmc: 0,
-            subnet_timeout: 18,
-            switch_life_time: 18,
-            routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
-            resweep_interval_ns: Some(10_000_000_000),
-            sweep_interval_ns: Some(10_000_000_000),
-            subnet_prefix: DEFAULT_SUBNET_PREFIX,
-            priority: 0,
-            sm_key: DEFAULT_SM_KEY,
-            sa_rate_limit: 50_000,
-            sa_key: crate::sa::DEFAULT_SA_KEY,
-            partitions: ibsm_partitions::Policy::no_file(),
-            part_enforce: PartEnforce::Both,
-            m_key: mkeys::MKeyConfig::default(),
-            elevated_priority: None,
-            sm_poll_interval_ns: 200_000_000,
-            sm_poll_retries: 3,
-            sm_act_stall_ns: 25_000_000_000,
-            expected_topology: None,
-            refuse_miscabled: false,
-        }
-    }
-}
-
-/// OpenSM's default SM_Key.
-pub const DEFAULT_SM_KEY: u64 = 1;
-
-/// The link-local subnet prefix, fe80::/64.
-pub const DEFAULT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
 
 /// A step of pure computation in a sweep, run by [`Sm::handle_compute`] so that the driver's
 /// clock measures it.

@@ -88,9 +88,9 @@ impl Sm {
     /// A sweep ended: forget the nodes that left and those whose reads were cut short, and read
     /// the new ones.
     pub(super) fn census_after_sweep(&mut self) {
-        let present: std::collections::HashSet<Guid> = self.subnet.nodes.iter().map(|n| n.info.node_guid).collect();
         let unfinished = std::mem::take(&mut self.census.remaining);
-        self.sa_state.vl.retain(|g| present.contains(&g) && !unfinished.contains_key(&g));
+        let present = &self.subnet.by_guid;
+        self.sa_state.vl.retain(|g| present.contains_key(&g) && !unfinished.contains_key(&g));
         if !self.census.wanted {
             return;
         }
