@@ -73,6 +73,14 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 "two nodes answer with one GUID; both quarantined, the SM goes on"
             );
         }
+        SmEvent::SaBadKey { from, key } => {
+            tracing::warn!(
+                error_id = "sa-bad-key",
+                from = from.0,
+                key = %format_args!("{key:#018x}"),
+                "SA request with a wrong SA key dropped"
+            );
+        }
         SmEvent::MalformedMad { from, len } => {
             tracing::warn!(error_id = "malformed-mad", from = from.0, len, "malformed MAD dropped");
         }

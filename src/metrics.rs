@@ -54,6 +54,7 @@ pub fn render(sm: &Sm) -> String {
             ("answered", c.sa_answered as f64),
             ("busy", c.sa_busy as f64),
             ("dropped", c.sa_dropped as f64),
+            ("bad_key", c.sa_bad_key as f64),
             ("not_ready", c.sa_not_ready as f64),
         ],
     );

@@ -160,19 +160,24 @@ fn trusted_p_key_table_records_include_the_enforcing_switch_ports() {
     let leaf = f.topo.nodes[h1].peer(1).expect("cabled");
     let leaf_lid = f.drv.sm.guid2lid().get(f.topo.nodes[leaf.node].port_guid(0)).expect("switch LID").0;
     let rec = PKeyTableRecord { lid: leaf_lid, ..PKeyTableRecord::parse(&[0; 72]).expect("record") };
-    let ask = |f: &mut Fabric, key: u64| -> Vec<(u8, Vec<u16>)> {
+    let ask = |f: &mut Fabric, key: u64| -> (u16, Vec<(u8, Vec<u16>)>) {
         let (from, now) = (f.lid(0), f.drv.now());
         let (st, data) = through_core(&mut f.drv, now, from, (Method::GetTable, PKeyTableRecord::COMP_LID, key), &rec);
-        assert_eq!(st, status::OK);
-        data.chunks_exact(stride::<PKeyTableRecord>())
+        let recs = data
+            .chunks_exact(stride::<PKeyTableRecord>())
             .map(|c| PKeyTableRecord::parse(c).expect("record"))
+            .filter(|r| r.lid.0 == leaf_lid.0)
             .map(|r| (r.port_num.0, r.pkey_table.keys.iter().map(|k| k.0).filter(|&k| k != 0).collect()))
-            .collect()
+            .collect();
+        (st, recs)
     };
-    let trusted = ask(&mut f, 1);
+    let (st, trusted) = ask(&mut f, 1);
+    assert_eq!(st, status::OK);
     assert!(trusted.iter().any(|(p, _)| *p == 0), "the switch's port 0: {trusted:?}");
+    // A record per block of the port's PartitionEnforcementCap: the first holds h1's table.
     let facing: Vec<&Vec<u16>> = trusted.iter().filter(|(p, _)| *p == leaf.port).map(|(_, k)| k).collect();
-    assert_eq!(facing, [&vec![0xffff, 0x8a01, 0x0a03]], "h1's table on the port facing it");
-    let untrusted = ask(&mut f, 0);
-    assert!(untrusted.iter().all(|(p, _)| *p == 0), "untrusted: port 0 only, {untrusted:?}");
+    assert_eq!(facing.first(), Some(&&vec![0xffff, 0x8a01, 0x0a03]), "h1's table on the port facing it");
+    assert!(facing[1..].iter().all(|k| k.is_empty()), "{facing:?}");
+    let (st, untrusted) = ask(&mut f, 0);
+    assert_eq!((st, untrusted.len()), (status::SA_REQ_INVALID, 0), "untrusted: refused");
 }

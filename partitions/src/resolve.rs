@@ -2,8 +2,9 @@
 //! table, and optionally to switch-port enforcement tables.
 //!
 //! Rules, in order:
-//! 1. The default partition (`0x7fff`, "Default") always exists with `ALL=limited, SELF=full`,
-//!    and the SM's own port (`SELF`) is a full member of every partition;
+//! 1. The default partition (`0x7fff`, "Default") always exists with `ALL=limited, SELF=full`
+//!    (the SM's own port a full member of it, whatever the policy says, as OpenSM programs it;
+//!    of the other partitions only where the policy names it);
 //!    a policy definition of `0x7fff` (or named `Default` without a P_Key) only adds to it, as in
 //!    OpenSM. [`Policy::no_file`] is the policy to pass when there is no file at all.
 //! 2. Repeated P_Keys merge (first name wins); a partition without a P_Key joins an earlier one of
@@ -197,13 +198,12 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
             }
         }
     }
-    // The SM's port is a full member of every partition (the default one included): it must
-    // reach every port, and the SA answers for every partition.
+    // The SM's port is a full member of the default partition, through which every port
+    // reaches the SA, and of what the policy gives it (`SELF`, its GUID), no more: OpenSM's
+    // rule. The policy decides which other partitions the SM's host is in.
     for p in fabric.ports.iter().filter(|p| p.is_sm) {
         let Some(table) = member.get_mut(&p.guid) else { continue };
-        for base in effective.iter().map(|(b, _)| *b).chain(std::iter::once(DEFAULT_PKEY_BASE)) {
-            table.entry(base).or_default().full = true;
-        }
+        table.entry(DEFAULT_PKEY_BASE).or_default().full = true;
     }
 
     for p in &fabric.ports {

@@ -135,12 +135,13 @@ fn enforcement_copies_ca_and_router_keys_within_capacity() {
     assert_eq!(out.switch_ports[&(SW, PortNum(4))], keys(&[0x7fff, 0x8005]));
     assert!(!out.switch_ports.contains_key(&(SW, PortNum(2))), "5 keys exceed the cap of 4");
     assert!(!out.switch_ports.contains_key(&(SW, PortNum(0))), "switch end ports are not enforced");
-    // The SM's port (on switch port 1) is a full member of all five partitions and the default.
-    assert!(!out.switch_ports.contains_key(&(SW, PortNum(1))), "6 keys exceed the cap of 4");
+    // The SM's port (on switch port 1) is in the default partition only, as a full member (as
+    // OpenSM programs it): the policy names it nowhere else.
+    assert_eq!(out.switch_ports[&(SW, PortNum(1))], keys(&[0xffff]));
+    assert_eq!(out.ports[&SM], keys(&[0xffff]));
     assert_eq!(
         out.warnings,
         vec![
-            ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(1), needed: 6, capacity: 4 },
             ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(2), needed: 5, capacity: 4 },
         ]
     );
@@ -155,4 +156,14 @@ fn unknown_members_and_duplicate_ports() {
     let mut f = fabric();
     f.ports.push(f.ports[0]);
     assert_eq!(resolve(&Policy::default(), &f, ResolveOptions::default()), Err(ResolveError::DuplicatePort(SM)));
+}
+
+#[test]
+fn the_sms_port_holds_what_the_policy_gives_it_plus_full_default() {
+    // OpenSM's rule: full in the default partition (even where the policy makes ALL limited
+    // there), otherwise only where the policy names SELF or its GUID.
+    let text = "Default=0x7fff : ALL=limited ;\na=0x1 : SELF=limited ;\nb=0x2 : 0x101 ;\nc=0x3 : ALL=full ;";
+    let out = resolve(&policy(text), &fabric(), ResolveOptions::default()).expect("resolves");
+    assert_eq!(out.ports[&SM], keys(&[0xffff, 0x0001, 0x8003]));
+    assert!(!out.ports[&SM].iter().any(|k| k.base() == 0x2), "not in b: the policy does not put it there");
 }

@@ -266,6 +266,14 @@ pub enum SmEvent {
         /// The master's version this SM was last current at.
         current_at: Option<u64>,
     },
+    /// An SA request carrying a non-zero SM_Key other than the SA key was dropped unanswered
+    /// (as OpenSM drops it): a client that guesses keys learns nothing.
+    SaBadKey {
+        /// Sender's LID as the transport reported it.
+        from: Lid,
+        /// The key it carried.
+        key: u64,
+    },
     /// A MAD whose header could not be read was dropped.
     MalformedMad {
         /// Sender's LID as the transport reported it.
@@ -296,4 +304,6 @@ pub struct RequestCounters {
     pub sa_busy: u64,
     /// SA requests dropped unanswered because too many answers were waiting to be sent.
     pub sa_dropped: u64,
+    /// SA requests dropped unanswered because they carried a wrong non-zero SA key.
+    pub sa_bad_key: u64,
 }

@@ -244,6 +244,13 @@ impl Sm {
             self.counters.sa_not_ready += 1;
             return;
         };
+        // A wrong non-zero SA key: dropped, counted and reported, never answered (OpenSM's rule;
+        // an answer would tell a guesser that its request arrived).
+        if let Some(key) = crate::sa::wrong_key(bytes, self.cfg.sa_key) {
+            self.counters.sa_bad_key += 1;
+            self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
+            return;
+        }
         // Answers wait in a bounded queue: past it, requests are dropped (clients retry) and
         // memory stays bounded whatever arrives.
         if self.responses.len() >= MAX_QUEUED_ANSWERS {
@@ -297,6 +304,10 @@ impl Sm {
                         self.publish(&[s]);
                     }
                 }
+            }
+            Err(crate::sa::Dropped::BadKey(key)) => {
+                self.counters.sa_bad_key += 1;
+                self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
             }
             Err(crate::sa::Dropped::Malformed) => {
                 self.counters.malformed += 1;

@@ -59,7 +59,7 @@ impl Sm {
             })
             .collect();
         let sm = SmPort { guid: self.port_guid, lid: self.subnet.local_lid() };
-        let mut snap = Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.switch_life_time, nodes, sm);
+        let mut snap = Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.subnet_timeout, nodes, sm);
         snap.routing_engine.clone_from(&self.engine_used);
         snap
     }

@@ -46,8 +46,15 @@ impl Table {
 
     /// Adds `rec` if it matches the query's components. Returns false once the table is full.
     pub fn offer<A: Components>(&mut self, q: &Query<'_>, rec: &A) -> bool {
+        self.offer_under(q, q.header.comp_mask, rec)
+    }
+
+    /// Adds `rec` if it matches the query's template on the components in `mask` (the query's
+    /// mask less the components the caller matched by meaning). Returns false once the table is
+    /// full.
+    pub fn offer_under<A: Components>(&mut self, q: &Query<'_>, mask: u64, rec: &A) -> bool {
         let Some(at) = self.append(rec) else { return false };
-        if matches::<A>(q.header.comp_mask, q.template, &self.bytes[at..]) {
+        if matches::<A>(mask, q.template, &self.bytes[at..]) {
             self.count += 1;
         } else {
             self.bytes.truncate(at);

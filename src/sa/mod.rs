@@ -136,6 +136,15 @@ pub struct SaState {
 pub enum Dropped {
     /// Not an SA request we can answer: short, wrong class version, or a response.
     Malformed,
+    /// It carried this non-zero SM_Key, which is not the SA key (OpenSM drops such requests).
+    BadKey(u64),
+}
+
+/// The SM_Key of the SA request in `bytes` when it is neither zero (untrusted) nor `sa_key`
+/// (trusted): such a request is dropped unanswered.
+pub fn wrong_key(bytes: &[u8], sa_key: u64) -> Option<u64> {
+    let key = SaHeader::from_bytes(bytes).ok()?.sm_key;
+    (key != 0 && key != sa_key).then_some(key)
 }
 
 /// Answers the SA request in `bytes` from `requester` with `snap` and `state`.
@@ -155,6 +164,9 @@ pub fn serve(
         return Err(Dropped::Malformed);
     }
     let template = bytes.get(SA_HEADER_LEN..SA_HEADER_LEN + SA_DATA_LEN).ok_or(Dropped::Malformed)?;
+    if let Some(key) = wrong_key(bytes, live.sa_key) {
+        return Err(Dropped::BadKey(key));
+    }
     let trusted = header.sm_key == live.sa_key;
     let q = Query { header, template, requester, trusted };
     let h = &q.header;

@@ -15,7 +15,7 @@
 //! Rules (IBTA 15.2.5.17 and the o15-0.1 compliance statements, as OpenSM applies them):
 //! - A Set or Delete must name MGID (zero asks the SA for one on a create), PortGID and
 //!   JoinState, else INSUFFICIENT_COMPONENTS; a PortGID of another subnet prefix is INVALID_GID. Creating a group also needs Q_Key, P_Key, SL, FlowLabel and
-//!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member JoinState.
+//!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member or send-only full-member JoinState.
 //! - A requested MTU or rate with its selector must be one the requesting port's link can carry
 //!   (not "greater than" its own, "less than" the smallest, an undefined code), else
 //!   REQ_INVALID. A new group takes what the request selects among those, else the port's.
@@ -357,7 +357,8 @@ impl Groups {
         if mask & create != create {
             return Answer::error(h, status::SA_INSUFFICIENT_COMPONENTS);
         }
-        if !req.join_state.contains(JoinState::FULL_MEMBER) {
+        // A full member, or a send-only full member (IBTA 1.3, as OpenSM), may create a group.
+        if req.join_state.0 & (JoinState::FULL_MEMBER.0 | JoinState::SEND_ONLY_FULL_MEMBER.0) == 0 {
             return Answer::error(h, status::SA_REQ_INVALID);
         }
         let mgid = if mgid_given {

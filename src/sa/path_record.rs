@@ -3,12 +3,15 @@
 //!
 //! Source and destination are named by GID or LID (or left open in a GetTable: every end
 //! port). MTU and rate are the minimum along the path the switches' LFTs actually take, not the
-//! shortest one. PacketLifeTime is the switches' LifeTimeValue plus log2 of the switches
-//! crossed, rounded up (OpenSM reports its configured value for every path, however long);
+//! shortest one. PacketLifeTime is the SubnetTimeout the SM programs, 0x12 by default, as
+//! OpenSM gives it (an RC transport derives its retransmission timeout from it);
 //! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
-//! ways) and on SL 0. A pair gets a record only under a P_Key that both ports and the requester
-//! hold, with one of the two a full member (two limited members cannot talk); the record's
-//! P_Key is the source port's entry (or the one asked for). With LMC > 0, GetTable returns every source LID × destination LID pair (at most
+//! ways) and on SL 0. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
+//! requester must share a partition with the source and, separately, with the destination (so
+//! an admin host in the default partition gets the paths between two storage servers of a
+//! partition it is not in); the record is under a P_Key the two ends share with one of them a
+//! full member (two limited members cannot talk), the lowest such, as the source port's entry
+//! (or the one asked for). With LMC > 0, GetTable returns every source LID × destination LID pair (at most
 //! NumbPath per port pair when NumbPath is given). Requested FlowLabel, HopLimit, TClass and
 //! ServiceID are echoed.
 //!
@@ -74,13 +77,9 @@ fn selected(sel: Selector, have: u32, want: u32) -> bool {
     }
 }
 
-/// PacketLifeTime for a walk: `base` plus log2 of the switches crossed, rounded up.
+/// PacketLifeTime for a walk: `base`, or 0 for a port to itself (IBTA table 205).
 fn life_time(base: u8, w: &Walk) -> u8 {
-    if w.switches == 0 {
-        return 0;
-    }
-    let extra = u32::BITS - (w.switches - 1).leading_zeros();
-    (u32::from(base) + extra).min(63) as u8
+    if w.switches == 0 { 0 } else { base.min(63) }
 }
 
 /// Get/GetTable(PathRecord).
@@ -327,14 +326,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn life_time_grows_with_log2_of_the_switches() {
+    fn life_time_is_the_configured_value_whatever_the_hops() {
         let w = |switches| Walk { switches, mtu: ibsm_mad::attrs::Mtu::M2048, rate_mbps: 10_000, dest: (0, 0) };
-        assert_eq!(life_time(18, &w(0)), 0);
+        assert_eq!(life_time(18, &w(0)), 0, "loopback");
         assert_eq!(life_time(18, &w(1)), 18);
-        assert_eq!(life_time(18, &w(2)), 19);
-        assert_eq!(life_time(18, &w(3)), 20);
-        assert_eq!(life_time(18, &w(4)), 20);
-        assert_eq!(life_time(18, &w(5)), 21);
-        assert_eq!(life_time(62, &w(64)), 63);
+        assert_eq!(life_time(18, &w(5)), 18);
+        assert_eq!(life_time(0x13, &w(9)), 0x13);
     }
 }

@@ -99,7 +99,8 @@ pub struct Snapshot {
     pub nodes: Vec<SnapNode>,
     /// The SM's own port.
     pub sm: SmPort,
-    /// The switches' LifeTimeValue: the PacketLifeTime of a path through one switch.
+    /// The PacketLifeTime of every path between two ports and of every multicast group: the
+    /// SubnetTimeout the SM programs (as OpenSM gives its `subnet_timeout`, 0x12 by default).
     pub packet_life: u8,
     /// The routing engine that computed the forwarding tables (empty: none).
     pub routing_engine: String,
@@ -170,7 +171,7 @@ pub struct Walk {
 const MAX_HOPS: u32 = 64;
 
 impl Snapshot {
-    /// A snapshot of `nodes`, indexes built. `packet_life` is the switches' LifeTimeValue.
+    /// A snapshot of `nodes`, indexes built. `packet_life` is the PacketLifeTime of paths (the SubnetTimeout).
     pub fn new(subnet_prefix: u64, lmc: u8, packet_life: u8, nodes: Vec<SnapNode>, sm: SmPort) -> Snapshot {
         let span = 1usize << lmc.min(7);
         let mut by_lid: Vec<Option<PortAt>> = Vec::new();
@@ -293,22 +294,31 @@ impl Snapshot {
             .any(|k| pb.pkeys.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
     }
 
-    /// The P_Key under which end ports `a` and `b` may talk, as a requester at `by` sees it: a
-    /// partition all three are members of, with `a` or `b` a full member (two limited members
-    /// cannot talk). `want` restricts it to that partition. The key is `a`'s table entry (or
-    /// `want` as given). `None` when they share no such partition.
+    /// Whether end ports `a` and `b` share a partition as OpenSM's path rule asks it of each
+    /// pair: the same port, or [`Snapshot::can_talk`].
+    fn shares(&self, a: PortAt, b: PortAt) -> bool {
+        a == b || self.can_talk(Some(a), b)
+    }
+
+    /// The P_Key of a path between end ports `a` and `b` asked by the port at `by`, by
+    /// OpenSM's rule: the requester shares a partition with `a` and, separately, with `b`
+    /// ([`Snapshot::can_talk`]: a common partition with one of the two a full member); the
+    /// record is under a partition that `a` and `b` share with one of them a full member, the
+    /// one with the lowest P_Key base (`a`'s table entry), or `want` when that partition is
+    /// shared so. `None` when any of this fails, or the requester is unknown. A port whose
+    /// table is empty shares nothing (fail closed; OpenSM lets such a port pass).
     pub fn shared_pkey(&self, a: PortAt, b: PortAt, by: Option<PortAt>, want: Option<PKey>) -> Option<PKey> {
+        let by = by?;
+        if !(self.shares(by, a) && self.shares(by, b)) {
+            return None;
+        }
         let (ka, kb) = (&self.port(a)?.pkeys, &self.port(b)?.pkeys);
-        let kr = &self.port(by?)?.pkeys;
         let find = |t: &[PKey], base: u16| t.iter().copied().find(|k| k.0 != 0 && k.base() == base);
-        ka.iter().copied().filter(|k| k.0 != 0).find_map(|k| {
-            if want.is_some_and(|w| w.base() != k.base()) {
-                return None;
-            }
-            let other = find(kb, k.base())?;
-            find(kr, k.base())?;
-            (k.is_full() || other.is_full()).then_some(want.unwrap_or(k))
-        })
+        let pair = |k: PKey| find(kb, k.base()).is_some_and(|other| k.is_full() || other.is_full());
+        match want {
+            Some(w) => find(ka, w.base()).filter(|&k| pair(k)).map(|_| w),
+            None => ka.iter().copied().filter(|k| k.0 != 0 && pair(*k)).min_by_key(|k| k.base()),
+        }
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`: the switches crossed, the
