@@ -47,7 +47,8 @@ enum Command {
         #[command(subcommand)]
         command: crate::cli_routes::RoutesCommand,
     },
-    /// Ask the running SM to read its partition policy file again (over its control socket).
+    /// Ask the running SM to read its whole configuration again (the config file, partition
+    /// policy, SM_Key file and expected topology; over its control socket), as SIGHUP does.
     Reload {
         /// The SM's control socket (`--control` of `ibsm run`, or `<state-dir>/ibsm.sock`).
         #[arg(long, value_name = "PATH")]
@@ -658,9 +659,9 @@ fn run_on_umad(
     let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {
         crate::cli_log::log_event(ev);
         match ev {
-            SmEvent::SubnetUp(r) => println!("{}", summary(r, wall.elapsed())),
+            SmEvent::SubnetUp(r) => say_report(r, wall.elapsed()),
             SmEvent::Standby { master, priority, lid } => {
-                println!("standby: the master is {:#018x} (priority {priority}, LID {}); watching it", master.0, lid.0);
+                say(&format!("standby: the master is {:#018x} (priority {priority}, LID {}); watching it", master.0, lid.0));
             }
             _ => {}
         }
@@ -675,7 +676,7 @@ fn run_on_umad(
             1
         }
         Ok(Finish::Standby { master }) => {
-            println!("standby: the master is {:#018x}", master.0);
+            say(&format!("standby: the master is {:#018x}", master.0));
             0
         }
         Ok(Finish::NoReport { waited }) => {
@@ -771,7 +772,7 @@ fn run_on_sim(
             }
         }
         if let Some(r) = report {
-            println!("{}", summary(&r, wall.elapsed()));
+            say_report(&r, wall.elapsed());
             if sweeps == 1 {
                 // systemd (Type=notify): the simulated SM is ready once its first sweep is done.
                 let up = if r.complete { "up" } else { "not fully up" };
@@ -791,11 +792,11 @@ fn run_on_sim(
         // control socket, until a signal.
         if sweeps >= 2 {
             match control.as_ref().and_then(ControlServer::path) {
-                Some(p) => println!(
+                Some(p) => say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
                     p.display()
-                ),
-                None => println!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"),
+                )),
+                None => say(&format!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)")),
             }
             let _ = std::io::Write::flush(&mut std::io::stdout());
             return match drv.serve_until_signal(control.as_mut()) {
@@ -860,6 +861,55 @@ fn restore_state(
 }
 
 /// One line an operator can read: what came up, how, and where the time went.
+/// Set by `--log-format json`: the daemon's own lines (sweep summaries, "standby", "fabric
+/// stable") go out as info events of target `ibsm::summary` in the log's format, not as text on
+/// stdout. One-shot commands print to stdout whatever the format.
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says one of the daemon's own lines: on stdout, or as an info event under JSON logging.
+fn say(line: &str) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(target: "ibsm::summary", "{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// Says a sweep's summary: the line [`summary`] makes, or under JSON logging an info event
+/// with its figures as fields.
+fn say_report(r: &SubnetReport, wall: std::time::Duration) {
+    if !JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", summary(r, wall));
+        return;
+    }
+    let phases: Vec<String> = r.phases.iter().map(|p| format!("{}={}", p.phase.name(), p.ns)).collect();
+    let blocked: Vec<String> = r.blocked.iter().map(|b| b.guid.to_string()).collect();
+    tracing::info!(
+        target: "ibsm::summary",
+        complete = r.complete,
+        switches = r.switches,
+        cas = r.cas,
+        end_ports = r.end_ports,
+        links = r.links,
+        lmc = r.lmc,
+        sm_lid = r.sm_lid.0,
+        routing = %r.routing_engine,
+        smps = r.smps_sent,
+        smps_retried = r.smps_retried,
+        smps_failed = r.smps_failed,
+        lft_blocks_sent = r.lft_blocks_sent,
+        lft_blocks_unchanged = r.lft_blocks_unchanged,
+        ports_active = r.ports_active,
+        ports_not_active = r.ports_not_active,
+        fabric_ns = r.total_ns,
+        wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+        phases_ns = %phases.join(" "),
+        blocked = %blocked.join(" "),
+        "{}",
+        if r.complete { "subnet up" } else { "subnet NOT up" }
+    );
+}
+
 fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
     use std::fmt::Write;
     let mut s = format!(
@@ -923,11 +973,20 @@ fn fmt_ns(ns: u64) -> String {
     }
 }
 
-/// Logs to stderr; `RUST_LOG` selects the level (default: warnings and errors).
+/// Logs to stderr; `RUST_LOG` selects the level (default: warnings and errors, and under JSON
+/// logging the daemon's own summaries). Colour only when stderr is a terminal (not a file, a
+/// pipe or journald).
 fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
+    let json = matches!(format, LogFormat::Json);
+    JSON_LOGS.store(json, std::sync::atomic::Ordering::Relaxed);
+    let default = if json { "warn,ibsm::summary=info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Human => fmt.try_init(),
         LogFormat::Json => fmt.event_format(ibsm::logfmt::JsonLines).try_init(),

@@ -14,7 +14,7 @@ pub(crate) fn log_event(ev: &SmEvent) {
             progress(phase.name());
         }
         SmEvent::SmpFailed { attr_id, attr_mod, path, failure } => {
-            tracing::warn!(error_id = "smp-failed", attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, ?failure, "SMP failed");
+            tracing::warn!(error_id = "smp-failed", attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, failure = %failure, "SMP failed");
         }
         SmEvent::LidSpaceExhausted { ports } => {
             tracing::error!(error_id = "lid-space-exhausted", ports, "LID space exhausted");

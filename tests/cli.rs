@@ -273,6 +273,27 @@ fn systemd_units_verify_and_the_sm_says_ready_on_the_notify_socket() {
 }
 
 #[test]
+fn under_json_logging_the_daemon_writes_only_json_events_and_human_logs_have_no_colour_in_a_pipe() {
+    let out = ibsm().args(["--log-format", "json", "run", "--once", "--no-control", "--sim"]).output().expect("runs");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "nothing on stdout: {}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let events: Vec<serde_json::Value> =
+        err.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let up = events.iter().find(|v| v["message"] == "subnet up").unwrap_or_else(|| panic!("a subnet-up event: {err}"));
+    assert_eq!((up["level"].as_str(), up["target"].as_str()), (Some("INFO"), Some("ibsm::summary")));
+    assert_eq!((up["switches"].as_u64(), up["cas"].as_u64(), up["complete"].as_bool()), (Some(20), Some(16), Some(true)));
+    assert!(up["smps"].as_u64().is_some_and(|n| n > 0) && up["fabric_ns"].as_u64().is_some());
+
+    // Human format into a pipe: a warning (ftree declines a random graph), without ANSI codes.
+    let net = examples().join("fabrics/random-8sw.net");
+    let out = ibsm().args(["run", "--once", "--no-control", "--sim"]).arg(&net).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("WARN"), "{err}");
+    assert!(!err.contains('\u{1b}'), "no colour codes in a pipe: {err:?}");
+}
+
+#[test]
 fn json_logs_carry_an_error_id_on_every_warning_and_the_readme_lists_each() {
     // ftree declines a random graph: a warning.
     let net = examples().join("fabrics/random-8sw.net");

@@ -38,6 +38,10 @@ struct Site {
 
 impl Site {
     fn up(cfg: SmConfig) -> Site {
+        Site::up_on(cfg, ibsm_sim::fabric::SimConfig { seed: 5, ..ibsm_sim::fabric::SimConfig::default() })
+    }
+
+    fn up_on(cfg: SmConfig, sim: ibsm_sim::fabric::SimConfig) -> Site {
         let topo =
             Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net")).unwrap();
         let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
@@ -58,7 +62,7 @@ impl Site {
         );
         let policy = ibsm_partitions::parse_partitions_conf(&text).expect("policy");
         let cfg = SmConfig { partitions: policy, ..cfg };
-        let mut drv = SimDriver::new(&topo, 5, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+        let mut drv = SimDriver::with_config(&topo, sim, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
         assert_eq!(drv.at.0, sm, "the SM sits on the first host");
         let report = drv.sweep(LIMIT, |_| {}).expect("up");
         assert!(report.complete, "{report:?}");
@@ -129,9 +133,9 @@ fn class_port_info_advertises_what_the_sa_serves() {
     // OpenSM 3.3.23 on the same fabric: 0x2602 (notices, UD multicast, MultiPathRecord,
     // PortInfo CapabilityMask match).
     assert_eq!(cpi.capability_mask, 0x2602);
-    // Extended speeds, CapMask2 match, send-only full member, 2x, HDR, NDR; not the alias GUIDs,
-    // full PortInfoRecord, multicast ServiceRecords or MulticastFDBTop that ibsm lacks.
-    assert_eq!(cpi.capability_mask2, (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17));
+    // MulticastFDBTop, extended speeds, CapMask2 match, send-only full member, 2x, HDR, NDR; not
+    // the alias GUIDs, full PortInfoRecord or multicast ServiceRecords that ibsm lacks.
+    assert_eq!(cpi.capability_mask2, (1 << 3) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17));
 }
 
 #[test]
@@ -290,6 +294,83 @@ fn a_send_only_full_member_may_create_a_group_that_ends_with_it() {
     assert_eq!(st, status::OK);
     let (st, _) = support::sa::through_core(&mut s.drv, now, from, (Method::Get, McMemberRecord::COMP_MGID, 1), &req);
     assert_eq!(st, status::SA_NO_RECORDS, "the group ended with its only member");
+}
+
+/// The MulticastFDBTop every switch reports, read with SubnGet(SwitchInfo) along a directed
+/// route from the SM's port.
+fn mft_tops(s: &mut Site) -> Vec<u16> {
+    let (start, port) = s.drv.at;
+    let topo = s.topo.clone();
+    let mut tops = Vec::new();
+    let mut seen = vec![false; topo.nodes.len()];
+    let mut q = std::collections::VecDeque::new();
+    let first = topo.nodes[start].peer(port).expect("cabled");
+    q.push_back((first.node, vec![port]));
+    seen[first.node] = true;
+    while let Some((i, route)) = q.pop_front() {
+        let path = ibsm_mad::DrPath::new(&route).expect("route");
+        let data = support::sa::dr_get(&mut s.drv, &path, ibsm_mad::ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
+        tops.push(ibsm_mad::attrs::SwitchInfo::parse(&data).unwrap().multicast_fdb_top.0);
+        for p in 1..=topo.nodes[i].num_ports {
+            let Some(peer) = topo.nodes[i].peer(p) else { continue };
+            if topo.nodes[peer.node].kind == NodeKind::Switch && !seen[peer.node] {
+                seen[peer.node] = true;
+                let mut r = route.clone();
+                r.push(p);
+                q.push_back((peer.node, r));
+            }
+        }
+    }
+    tops
+}
+
+#[test]
+fn multicast_fdb_top_follows_the_blocks_in_use_where_the_switches_honour_it() {
+    use ibsm_mad::Gid;
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    // As ibsim's: no switch advertises IsMulticastFDBTopSupported, so the top is left as the
+    // switch reports it (0), as OpenSM leaves it.
+    let mut plain = Site::up(SmConfig::default());
+    assert!(mft_tops(&mut plain).iter().all(|&t| t == 0));
+    // Switches that honour it: 0xBFFF while no block is in use (the policy's IPoIB group has no
+    // member yet), the end of block 0 once a group has members, 0xBFFF again when they leave.
+    let sim = ibsm_sim::fabric::SimConfig { seed: 5, mft_top_supported: true, ..ibsm_sim::fabric::SimConfig::default() };
+    let mut s = Site::up_on(SmConfig::default(), sim);
+    let tops = mft_tops(&mut s);
+    assert!(!tops.is_empty() && tops.iter().all(|&t| t == 0xbfff), "{tops:x?}");
+    let now = s.drv.now();
+    let join = |s: &mut Site, host: usize, method: Method, mgid: Gid| {
+        let gid = Gid { prefix: 0xfe80_0000_0000_0000, guid: s.guid(host) };
+        let req = McMemberRecord {
+            mgid,
+            port_gid: gid,
+            qkey: 0x1234,
+            pkey: PKey(0xffff),
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let mask = if method == Method::Set {
+            support::sa::MC_CREATE
+        } else {
+            McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE
+        };
+        let from = s.lid(host);
+        let (st, _) = support::sa::through_core(&mut s.drv, now, from, (method, mask, 0), &req);
+        assert_eq!(st, status::OK);
+        let until = s.drv.now() + 1_000_000_000;
+        s.drv.run_until(until, |_| false);
+    };
+    let mgid = Gid { prefix: 0xff12_4001_0000_0000, guid: Guid(0x7070) };
+    let (admin, guest) = (s.admin, s.guest);
+    join(&mut s, admin, Method::Set, mgid);
+    join(&mut s, guest, Method::Set, mgid);
+    let tops = mft_tops(&mut s);
+    assert!(tops.contains(&0xc01f), "the switches of the group's tree: block 0 in use: {tops:x?}");
+    assert!(tops.iter().all(|&t| t == 0xc01f || t == 0xbfff), "{tops:x?}");
+    join(&mut s, admin, Method::Delete, mgid);
+    join(&mut s, guest, Method::Delete, mgid);
+    let tops = mft_tops(&mut s);
+    assert!(tops.iter().all(|&t| t == 0xbfff), "no block in use again: {tops:x?}");
 }
 
 mod support;

@@ -133,6 +133,29 @@ pub enum ResolveWarning {
     },
 }
 
+impl std::fmt::Display for ResolveWarning {
+    /// A sentence for the log, GUIDs and P_Keys in hex.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveWarning::TableOverflow { port, capacity, dropped } => {
+                let keys: Vec<String> = dropped.iter().map(ToString::to_string).collect();
+                write!(f, "port {port} holds {capacity} P_Keys; left out: {}", keys.join(", "))
+            }
+            ResolveWarning::EnforcementOverflow { switch, port, needed, capacity } => write!(
+                f,
+                "switch {switch} port {port} would need {needed} P_Keys to enforce, its capacity is {capacity}: not enforced there"
+            ),
+            ResolveWarning::Indx0Conflict { port, kept, ignored } => write!(
+                f,
+                "port {port} is in two indx0 partitions: 0x{kept:04x} kept at index 0, 0x{ignored:04x} not"
+            ),
+            ResolveWarning::MemberNotInFabric { base, guid } => {
+                write!(f, "partition 0x{base:04x} names {guid}, which is not a port of the fabric")
+            }
+        }
+    }
+}
+
 /// The resolver's output.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PortPkeys {

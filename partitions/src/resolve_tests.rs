@@ -167,3 +167,11 @@ fn the_sms_port_holds_what_the_policy_gives_it_plus_full_default() {
     assert_eq!(out.ports[&SM], keys(&[0xffff, 0x0001, 0x8003]));
     assert!(!out.ports[&SM].iter().any(|k| k.base() == 0x2), "not in b: the policy does not put it there");
 }
+
+#[test]
+fn warnings_read_as_sentences_with_hex_guids() {
+    let w = ResolveWarning::MemberNotInFabric { base: 0x0a01, guid: Guid(0x0002_c903_0000_1234) };
+    assert_eq!(w.to_string(), "partition 0x0a01 names 0x0002c90300001234, which is not a port of the fabric");
+    let w = ResolveWarning::TableOverflow { port: Guid(0x10), capacity: 2, dropped: keys(&[0x0002, 0x8003]) };
+    assert_eq!(w.to_string(), "port 0x0000000000000010 holds 2 P_Keys; left out: 0x0002, 0x8003");
+}

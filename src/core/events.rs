@@ -16,6 +16,15 @@ pub enum SmpFailure {
     Timeout,
 }
 
+impl std::fmt::Display for SmpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SmpFailure::Status(s) => write!(f, "status {s:#06x}"),
+            SmpFailure::Timeout => f.write_str("no answer after every retry"),
+        }
+    }
+}
+
 /// How long one phase of a sweep took, in virtual nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhaseTiming {

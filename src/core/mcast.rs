@@ -7,15 +7,20 @@
 //! senders included) and what the SM believes each switch holds, so that only blocks that
 //! change are written. Programming runs between sweeps (node indexes are stable then); its SMPs
 //! belong to [`Op::Multicast`], so a sweep starting meanwhile is not held up by them.
+//!
+//! SwitchInfo.MulticastFDBTop ([`mft_top`]) is programmed as OpenSM does, on the switches whose
+//! port 0 advertises IsMulticastFDBTopSupported: the last MLID of the highest MFT block that
+//! holds an entry, or 0xBFFF (below the multicast range: no entry) when none does; switches
+//! that do not advertise it (ibsim's among them) keep what they report.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use ibsm_mad::attrs::MulticastForwardingTable;
+use ibsm_mad::attrs::{CapabilityMask, MulticastForwardingTable, SwitchInfo};
 use ibsm_mad::records::JoinState;
 use ibsm_mad::{Guid, Lid};
 
 use super::Sm;
-use super::state::SweepPhase;
+use super::state::{Node, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 use crate::sa::Snapshot;
 
@@ -81,6 +86,29 @@ pub(super) fn tables<'a>(
     out
 }
 
+/// SwitchInfo.MulticastFDBTop for a switch holding `held`: the last MLID of the highest block
+/// with an entry, 0xBFFF when no block has one.
+pub(super) fn mft_top(held: Option<&Blocks>) -> Lid {
+    let top_block = held
+        .into_iter()
+        .flatten()
+        .filter(|(_, t)| t.masks.iter().any(|m| m.0 != 0))
+        .map(|(&(block, _), _)| block)
+        .max();
+    match top_block {
+        None => Lid(0xbfff),
+        Some(b) => Lid(0xc000u16.saturating_add(b.saturating_add(1).saturating_mul(32)).saturating_sub(1)),
+    }
+}
+
+/// Whether switch `n` honours SwitchInfo.MulticastFDBTop (its port 0 says so).
+pub(super) fn honours_mft_top(n: &Node) -> bool {
+    n.ports
+        .first()
+        .and_then(|p| p.info)
+        .is_some_and(|i| i.capability_mask.contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED))
+}
+
 /// Breadth-first tree over the switches from `root`: for each other switch reached, its parent,
 /// the port toward the parent, and the parent's port toward it.
 fn tree(snap: &Snapshot, root: u32) -> HashMap<u32, (u32, u8, u8)> {
@@ -138,6 +166,17 @@ impl Sm {
                     op: Op::Multicast,
                 });
             }
+            // The top follows the blocks in use, on switches that honour it; PortStateChange
+            // is left alone (writing 1 would clear it).
+            let top = mft_top(Some(held));
+            if let Some(sn) = self.subnet.nodes.get(n)
+                && honours_mft_top(sn)
+                && let Some(si) = sn.switch_info
+                && si.multicast_fdb_top != top
+            {
+                let info = SwitchInfo { multicast_fdb_top: top, port_state_change: false, ..si };
+                sets.push(Request { path, req: Req::SetSwitchInfo { node: n, info }, op: Op::Multicast });
+            }
             for s in sets {
                 self.tx.push(s);
             }
@@ -154,5 +193,25 @@ impl Sm {
         } else {
             self.mft_blocks_sent += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibsm_mad::attrs::PortMask;
+
+    #[test]
+    fn the_top_is_the_end_of_the_highest_block_with_an_entry() {
+        assert_eq!(mft_top(None), Lid(0xbfff));
+        let mut held = Blocks::new();
+        held.insert((3, 0), MulticastForwardingTable::default());
+        assert_eq!(mft_top(Some(&held)), Lid(0xbfff), "an empty block is not in use");
+        let mut t = MulticastForwardingTable::default();
+        t.masks[5] = PortMask(0).with(2);
+        held.insert((1, 1), t);
+        assert_eq!(mft_top(Some(&held)), Lid(0xc03f), "block 1 ends at 0xc03f");
+        held.insert((0, 0), t);
+        assert_eq!(mft_top(Some(&held)), Lid(0xc03f));
     }
 }

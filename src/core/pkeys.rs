@@ -57,7 +57,7 @@ impl Sm {
         match resolve(&self.cfg.partitions, &FabricPorts { ports }, opts) {
             Ok(r) => {
                 for w in &r.warnings {
-                    self.events.push_back(SmEvent::PartitionWarning(format!("{w:?}")));
+                    self.events.push_back(SmEvent::PartitionWarning(w.to_string()));
                 }
                 self.pkeys = r.ports;
                 self.enforce = r.switch_ports;

@@ -168,11 +168,19 @@ pub struct SimConfig {
     pub linear_fdb_cap: u16,
     /// SwitchInfo.MulticastFDBCap of every switch.
     pub multicast_fdb_cap: u16,
+    /// Switches advertise IsMulticastFDBTopSupported on port 0 (default off, as ibsim's).
+    pub mft_top_supported: bool,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { seed: 1, timing: Timing::default(), linear_fdb_cap: 49152, multicast_fdb_cap: 1024 }
+        SimConfig {
+            seed: 1,
+            timing: Timing::default(),
+            linear_fdb_cap: 49152,
+            multicast_fdb_cap: 1024,
+            mft_top_supported: false,
+        }
     }
 }
 

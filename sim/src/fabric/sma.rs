@@ -197,7 +197,11 @@ impl Fabric {
             gid_prefix: base.gid_prefix,
             lid: Lid(base.lid),
             master_sm_lid: Lid(base.sm_lid),
-            capability_mask: CapabilityMask(if is_switch { base.cap_mask } else { port.cap_mask }),
+            capability_mask: CapabilityMask(if is_switch {
+                base.cap_mask | if self.cfg.mft_top_supported { super::state::cap::IS_MULTICAST_FDB_TOP_SUPPORTED } else { 0 }
+            } else {
+                port.cap_mask
+            }),
             diag_code: 0,
             m_key_lease_period: base.lease,
             // "The link port number this SMP came in on", whatever port it asks about.
@@ -454,7 +458,8 @@ impl Fabric {
             let Ok(req) = SwitchInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
             let mcap = self.cfg.multicast_fdb_cap;
             let top_ok = req.linear_fdb_top.0 < cap;
-            let mtop_ok = req.multicast_fdb_top.0 == 0
+            // 0, or 0xBFFF (below the multicast range: no entry valid), or an MLID within the cap.
+            let mtop_ok = matches!(req.multicast_fdb_top.0, 0 | 0xbfff)
                 || (req.multicast_fdb_top.0 >= 0xc000 && req.multicast_fdb_top.0 - 0xc000 < mcap);
             if !top_ok || !mtop_ok {
                 self.switch_info_of(s).emit(data);

@@ -149,6 +149,7 @@ pub(crate) mod cap {
     pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 19;
     pub const IS_CAP_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
     pub const IS_CLIENT_REREG_SUPPORTED: u32 = 1 << 25;
+    pub const IS_MULTICAST_FDB_TOP_SUPPORTED: u32 = 1 << 30;
     pub const CA_DEFAULT: u32 = IS_TRAP_SUPPORTED
         | IS_SL_MAPPING_SUPPORTED
         | IS_SYSTEM_IMAGE_GUID_SUPPORTED
