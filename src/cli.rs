@@ -661,7 +661,10 @@ fn run_on_umad(
         match ev {
             SmEvent::SubnetUp(r) => say_report(r, wall.elapsed()),
             SmEvent::Standby { master, priority, lid } => {
-                say(&format!("standby: the master is {:#018x} (priority {priority}, LID {}); watching it", master.0, lid.0));
+                say(&format!(
+                    "standby: the master is {:#018x} (priority {priority}, LID {}); watching it",
+                    master.0, lid.0
+                ));
             }
             _ => {}
         }

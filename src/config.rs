@@ -25,6 +25,11 @@ pub struct ConfigFile {
     pub subnet_timeout: Option<u8>,
     /// SwitchInfo.LifeTimeValue for switches (default 18).
     pub switch_life_time: Option<u8>,
+    /// PortInfo.HOQLife of switch ports cabled to switches (default 0x12 = 18, as OpenSM).
+    pub head_of_queue_lifetime: Option<u8>,
+    /// PortInfo.HOQLife of switch ports cabled to CAs and routers (default 0x10 = 16, as
+    /// OpenSM).
+    pub leaf_head_of_queue_lifetime: Option<u8>,
     /// Routing engine, or a list tried in order (default `["ftree", "updn", "minhop"]`).
     pub routing_engine: Option<EngineList>,
     /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
@@ -174,6 +179,8 @@ pub const KEYS: &[&str] = &[
     "lmc",
     "subnet-timeout",
     "switch-life-time",
+    "head-of-queue-lifetime",
+    "leaf-head-of-queue-lifetime",
     "routing-engine",
     "resweep-interval-s",
     "sweep-interval-s",
@@ -391,6 +398,14 @@ impl ConfigFile {
         if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
             err("switch-life-time", format!("must be 0..=31, found {t}"));
         }
+        for (key, v) in [
+            ("head-of-queue-lifetime", self.head_of_queue_lifetime),
+            ("leaf-head-of-queue-lifetime", self.leaf_head_of_queue_lifetime),
+        ] {
+            if let Some(t) = v.filter(|&t| t > 31) {
+                err(key, format!("must be 0..=31 (20 and above: infinite), found {t}"));
+            }
+        }
         if let Some(e) = &self.part_enforce
             && crate::core::PartEnforce::parse(e).is_none()
         {
@@ -463,6 +478,8 @@ impl ConfigFile {
             lmc: self.lmc.unwrap_or(d.lmc),
             subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
             switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
+            hoq_life: self.head_of_queue_lifetime.unwrap_or(d.hoq_life),
+            leaf_hoq_life: self.leaf_head_of_queue_lifetime.unwrap_or(d.leaf_hoq_life),
             routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
                 None => d.resweep_interval_ns,

@@ -282,7 +282,10 @@ fn under_json_logging_the_daemon_writes_only_json_events_and_human_logs_have_no_
         err.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
     let up = events.iter().find(|v| v["message"] == "subnet up").unwrap_or_else(|| panic!("a subnet-up event: {err}"));
     assert_eq!((up["level"].as_str(), up["target"].as_str()), (Some("INFO"), Some("ibsm::summary")));
-    assert_eq!((up["switches"].as_u64(), up["cas"].as_u64(), up["complete"].as_bool()), (Some(20), Some(16), Some(true)));
+    assert_eq!(
+        (up["switches"].as_u64(), up["cas"].as_u64(), up["complete"].as_bool()),
+        (Some(20), Some(16), Some(true))
+    );
     assert!(up["smps"].as_u64().is_some_and(|n| n > 0) && up["fabric_ns"].as_u64().is_some());
 
     // Human format into a pipe: a warning (ftree declines a random graph), without ANSI codes.

@@ -126,7 +126,8 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     };
     assert_eq!(sminfo(&sim, client, Some(standby_lid)), Some((guid_of(second), 2)), "standby");
     let master_lid = sim.run_at(Some(client), "sminfo", &[]).expect("sminfo").stdout;
-    let master_lid: u16 = master_lid.split("sm lid ").nth(1).and_then(|t| t.split_whitespace().next()?.parse().ok()).expect("lid");
+    let master_lid: u16 =
+        master_lid.split("sm lid ").nth(1).and_then(|t| t.split_whitespace().next()?.parse().ok()).expect("lid");
     // `saquery -s` lists the master's port (the standby's too: it is an SM as well).
     let sms = saquery_sms(&sim, client).expect("saquery -s");
     assert!(sms.contains(&master_lid) && sms.contains(&standby_lid), "saquery -s: {sms:?}");

@@ -45,7 +45,8 @@ impl Site {
         let topo =
             Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/fat-tree-2l-k4.net")).unwrap();
         let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
-        let (sm, admin, storage, compute, guest) = (hosts[0], hosts[1], [hosts[2], hosts[3]], [hosts[4], hosts[5]], hosts[6]);
+        let (sm, admin, storage, compute, guest) =
+            (hosts[0], hosts[1], [hosts[2], hosts[3]], [hosts[4], hosts[5]], hosts[6]);
         let g = |i: usize| format!("0x{:016x}", topo.nodes[i].port_guid(1).0);
         let text = format!(
             "Default=0x7fff : ALL=limited, {}=full ;\nstorage=0x0010 : {}=full, {}=full ;\n\
@@ -79,12 +80,18 @@ impl Site {
     }
 
     /// `rec` asked by host `from` with `attr_mod` and `sm_key` in the header.
-    fn ask<A: Attribute>(&self, from: usize, (method, mask, attr_mod, sm_key): (Method, u64, u32, u64), rec: &A) -> sa::Answer {
+    fn ask<A: Attribute>(
+        &self,
+        from: usize,
+        (method, mask, attr_mod, sm_key): (Method, u64, u32, u64),
+        rec: &A,
+    ) -> sa::Answer {
         let mut bytes = request(method, mask, 9, rec).unwrap();
         bytes[20..24].copy_from_slice(&attr_mod.to_be_bytes());
         bytes[36..44].copy_from_slice(&sm_key.to_be_bytes());
         let live = Live::new(self.drv.sm.sm_info(false));
-        sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, self.lid(from), &Limits::default()).expect("answered")
+        sa::serve(&self.snap, &mut SaState::default(), &live, &bytes, self.lid(from), &Limits::default())
+            .expect("answered")
     }
 
     /// The P_Key of the PathRecord `a` -> `b` asked by `from` (untrusted), or the status.
@@ -281,11 +288,8 @@ fn a_send_only_full_member_may_create_a_group_that_ends_with_it() {
     assert_eq!(st, status::OK, "created by a send-only full member (IBTA 1.3, as OpenSM)");
     assert_eq!(McMemberRecord::parse(&data).unwrap().join_state, JoinState::SEND_ONLY_FULL_MEMBER);
     // A send-only non-member still cannot create one.
-    let other = McMemberRecord {
-        mgid: Gid { guid: Guid(0x5151), ..mgid },
-        join_state: JoinState::SEND_ONLY_NON_MEMBER,
-        ..req
-    };
+    let other =
+        McMemberRecord { mgid: Gid { guid: Guid(0x5151), ..mgid }, join_state: JoinState::SEND_ONLY_NON_MEMBER, ..req };
     let (st, _) = support::sa::through_core(&mut s.drv, now, from, (Method::Set, support::sa::MC_CREATE, 0), &other);
     assert_eq!(st, status::SA_REQ_INVALID);
     // Its leave ends the group.
@@ -296,21 +300,18 @@ fn a_send_only_full_member_may_create_a_group_that_ends_with_it() {
     assert_eq!(st, status::SA_NO_RECORDS, "the group ended with its only member");
 }
 
-/// The MulticastFDBTop every switch reports, read with SubnGet(SwitchInfo) along a directed
-/// route from the SM's port.
-fn mft_tops(s: &mut Site) -> Vec<u16> {
+/// Every switch, as (topology node, directed route from the SM's port), breadth first.
+fn switch_routes(s: &Site) -> Vec<(usize, ibsm_mad::DrPath)> {
     let (start, port) = s.drv.at;
-    let topo = s.topo.clone();
-    let mut tops = Vec::new();
+    let topo = &s.topo;
+    let mut out = Vec::new();
     let mut seen = vec![false; topo.nodes.len()];
     let mut q = std::collections::VecDeque::new();
     let first = topo.nodes[start].peer(port).expect("cabled");
     q.push_back((first.node, vec![port]));
     seen[first.node] = true;
     while let Some((i, route)) = q.pop_front() {
-        let path = ibsm_mad::DrPath::new(&route).expect("route");
-        let data = support::sa::dr_get(&mut s.drv, &path, ibsm_mad::ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
-        tops.push(ibsm_mad::attrs::SwitchInfo::parse(&data).unwrap().multicast_fdb_top.0);
+        out.push((i, ibsm_mad::DrPath::new(&route).expect("route")));
         for p in 1..=topo.nodes[i].num_ports {
             let Some(peer) = topo.nodes[i].peer(p) else { continue };
             if topo.nodes[peer.node].kind == NodeKind::Switch && !seen[peer.node] {
@@ -321,7 +322,48 @@ fn mft_tops(s: &mut Site) -> Vec<u16> {
             }
         }
     }
+    out
+}
+
+/// The MulticastFDBTop every switch reports, read with SubnGet(SwitchInfo) along a directed
+/// route from the SM's port.
+fn mft_tops(s: &mut Site) -> Vec<u16> {
+    let mut tops = Vec::new();
+    for (_, path) in switch_routes(s) {
+        let data = support::sa::dr_get(&mut s.drv, &path, ibsm_mad::ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
+        tops.push(ibsm_mad::attrs::SwitchInfo::parse(&data).unwrap().multicast_fdb_top.0);
+    }
     tops
+}
+
+#[test]
+fn switch_ports_get_opensms_head_of_queue_lifetimes() {
+    for (cfg, (inner, leaf)) in [
+        (SmConfig::default(), (0x12, 0x10)),
+        (SmConfig { hoq_life: 0x14, leaf_hoq_life: 0x0c, ..SmConfig::default() }, (0x14, 0x0c)),
+    ] {
+        let mut s = Site::up(cfg);
+        let mut seen = 0;
+        for (sw, path) in switch_routes(&s) {
+            for p in 1..=s.topo.nodes[sw].num_ports {
+                let Some(peer) = s.topo.nodes[sw].peer(p) else { continue };
+                let data = support::sa::dr_get(&mut s.drv, &path, ibsm_mad::ids::attr::PORT_INFO, u32::from(p))
+                    .expect("PortInfo");
+                let hoq = ibsm_mad::attrs::PortInfo::parse(&data).unwrap().hoq_life;
+                let want = if s.topo.nodes[peer.node].kind == NodeKind::Switch { inner } else { leaf };
+                assert_eq!(hoq, want, "{}[{p}]", s.topo.nodes[sw].name);
+                seen += 1;
+            }
+        }
+        assert!(seen > 10);
+        // Kept: a second sweep sends as many SMPs as one of an SM that leaves HOQLife as the
+        // simulated ports power on (0), i.e. no PortInfo Set.
+        let second = s.drv.sweep(LIMIT, |_| {}).expect("again");
+        let mut plain = Site::up(SmConfig { hoq_life: 0, leaf_hoq_life: 0, ..SmConfig::default() });
+        let plain_second = plain.drv.sweep(LIMIT, |_| {}).expect("again");
+        assert!(second.complete && plain_second.complete);
+        assert_eq!(second.smps_sent, plain_second.smps_sent, "HOQLife is written once, not at every sweep");
+    }
 }
 
 #[test]
@@ -334,7 +376,8 @@ fn multicast_fdb_top_follows_the_blocks_in_use_where_the_switches_honour_it() {
     assert!(mft_tops(&mut plain).iter().all(|&t| t == 0));
     // Switches that honour it: 0xBFFF while no block is in use (the policy's IPoIB group has no
     // member yet), the end of block 0 once a group has members, 0xBFFF again when they leave.
-    let sim = ibsm_sim::fabric::SimConfig { seed: 5, mft_top_supported: true, ..ibsm_sim::fabric::SimConfig::default() };
+    let sim =
+        ibsm_sim::fabric::SimConfig { seed: 5, mft_top_supported: true, ..ibsm_sim::fabric::SimConfig::default() };
     let mut s = Site::up_on(SmConfig::default(), sim);
     let tops = mft_tops(&mut s);
     assert!(!tops.is_empty() && tops.iter().all(|&t| t == 0xbfff), "{tops:x?}");

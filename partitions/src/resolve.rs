@@ -145,10 +145,9 @@ impl std::fmt::Display for ResolveWarning {
                 f,
                 "switch {switch} port {port} would need {needed} P_Keys to enforce, its capacity is {capacity}: not enforced there"
             ),
-            ResolveWarning::Indx0Conflict { port, kept, ignored } => write!(
-                f,
-                "port {port} is in two indx0 partitions: 0x{kept:04x} kept at index 0, 0x{ignored:04x} not"
-            ),
+            ResolveWarning::Indx0Conflict { port, kept, ignored } => {
+                write!(f, "port {port} is in two indx0 partitions: 0x{kept:04x} kept at index 0, 0x{ignored:04x} not")
+            }
             ResolveWarning::MemberNotInFabric { base, guid } => {
                 write!(f, "partition 0x{base:04x} names {guid}, which is not a port of the fabric")
             }

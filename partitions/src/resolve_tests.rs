@@ -141,9 +141,7 @@ fn enforcement_copies_ca_and_router_keys_within_capacity() {
     assert_eq!(out.ports[&SM], keys(&[0xffff]));
     assert_eq!(
         out.warnings,
-        vec![
-            ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(2), needed: 5, capacity: 4 },
-        ]
+        vec![ResolveWarning::EnforcementOverflow { switch: SW, port: PortNum(2), needed: 5, capacity: 4 },]
     );
     let off = resolve(&policy(text), &fabric(), ResolveOptions::default()).expect("resolves");
     assert!(off.switch_ports.is_empty());

@@ -126,6 +126,13 @@ impl Sm {
                 if is_switch == (p == 0) {
                     self.apply_mkey(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
                 }
+                // Head-of-queue lifetime on a switch port with a peer, as OpenSM sets it: its
+                // leaf value toward CAs and routers. (VL stall counts and error thresholds are
+                // left as the firmware set them: ibsim keeps neither, so a Set would repeat at
+                // every sweep there.)
+                if is_switch && p > 0 && rec.remote.is_some() {
+                    after.hoq_life = if faces_ca { self.cfg.leaf_hoq_life } else { self.cfg.hoq_life };
+                }
                 if let Some((inbound, outbound)) = self.enforcement_bits(n.info.node_guid, port, faces_ca) {
                     after.partition_enforcement_inbound = inbound;
                     after.partition_enforcement_outbound = outbound;

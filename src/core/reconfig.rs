@@ -77,6 +77,8 @@ impl Sm {
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
             ("switch-life-time", cfg.switch_life_time != old.switch_life_time),
+            ("head-of-queue-lifetime", cfg.hoq_life != old.hoq_life),
+            ("leaf-head-of-queue-lifetime", cfg.leaf_hoq_life != old.leaf_hoq_life),
             ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
             ("part-enforce", cfg.part_enforce != old.part_enforce),
             ("partitions", cfg.partitions != old.partitions),

@@ -269,12 +269,7 @@ impl Sm {
             }
             return;
         }
-        let live = crate::sa::Live {
-            sm_info: self.sm_info(false),
-            sm_key: self.cfg.sm_key,
-            sa_key: self.cfg.sa_key,
-            now: self.now,
-        };
+        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
         match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
             Ok(answer) => {
                 self.counters.sa_answered += 1;

@@ -93,13 +93,11 @@ pub struct Query<'a> {
 }
 
 /// What the SA answers with besides the snapshot: the SM's live SMInfo (its ActCount moves),
-/// the keys that decide trust, and the time.
+/// the key that decides trust, and the time.
 #[derive(Debug, Clone, Copy)]
 pub struct Live {
-    /// The SM's SMInfo with SM_Key zero (a trusted requester gets [`Live::sm_key`] filled in).
+    /// The SM's SMInfo (its SM_Key is never shown by the SA).
     pub sm_info: SmInfo,
-    /// The SM_Key, shown only to trusted requesters.
-    pub sm_key: u64,
     /// The SA key: a request carrying it in its SM_Key field is trusted (default 1, as OpenSM).
     pub sa_key: u64,
     /// Now, ns on the core's timeline (service leases).
@@ -109,7 +107,7 @@ pub struct Live {
 impl Live {
     /// A `Live` for `sm_info` with the default keys at time 0.
     pub fn new(sm_info: SmInfo) -> Live {
-        Live { sm_info, sm_key: 0, sa_key: DEFAULT_SA_KEY, now: 0 }
+        Live { sm_info, sa_key: DEFAULT_SA_KEY, now: 0 }
     }
 }
 

@@ -34,9 +34,9 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
 }
 
 /// The end ports a query can match: the one owning the template's LID (read at byte
-/// `lid_at`) when `lid_comp` is in the mask, otherwise all; for an untrusted requester only
-/// itself and the ports it can talk to (a partition in common where one of the two is a full
-/// member), as OpenSM hides the others.
+/// `lid_at`) when `lid_comp` is in the mask, otherwise all; of those only the requester itself
+/// and the ports it can talk to (a partition in common where one of the two is a full
+/// member), as OpenSM hides the others from every requester, trusted or not.
 pub(super) fn candidates<'a>(
     snap: &'a Snapshot,
     q: &Query<'_>,
@@ -44,13 +44,22 @@ pub(super) fn candidates<'a>(
     lid_at: usize,
 ) -> Box<dyn Iterator<Item = PortAt> + 'a> {
     let requester = snap.by_lid(q.requester);
-    let trusted = q.trusted;
-    let visible = move |at: &PortAt| trusted || Some(*at) == requester || snap.can_talk(requester, *at);
+    Box::new(end_ports(snap, q, lid_comp, lid_at).filter(move |at| snap.visible_to(requester, *at)))
+}
+
+/// The end ports a query can match, whoever asks: the one owning the template's LID when
+/// `lid_comp` is in the mask, otherwise all.
+pub(super) fn end_ports<'a>(
+    snap: &'a Snapshot,
+    q: &Query<'_>,
+    lid_comp: u64,
+    lid_at: usize,
+) -> Box<dyn Iterator<Item = PortAt> + 'a> {
     if q.header.comp_mask & lid_comp != 0 {
         let lid = Lid(bits::u16_at(q.template, lid_at));
         // Only the base LID names a port in a record.
         let at = snap.by_lid(lid).filter(|&at| snap.port(at).is_some_and(|p| p.lid == lid));
-        return Box::new(at.into_iter().filter(visible));
+        return Box::new(at.into_iter());
     }
-    Box::new(snap.end_ports().filter(visible))
+    Box::new(snap.end_ports())
 }

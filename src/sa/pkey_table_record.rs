@@ -16,7 +16,7 @@ use ibsm_mad::ids::status;
 use ibsm_mad::records::PKeyTableRecord;
 
 use super::answer::Table;
-use super::node_record::candidates;
+use super::node_record::end_ports;
 use super::snapshot::Snapshot;
 use super::{Answer, Limits, Query};
 
@@ -35,16 +35,21 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         return Answer::error(&q.header, status::SA_REQ_INVALID);
     }
     let mut t = Table::new::<PKeyTableRecord>(q, limits);
-    'ports: for at in candidates(snap, q, PKeyTableRecord::COMP_LID, 0) {
+    let requester = snap.by_lid(q.requester);
+    'ports: for at in end_ports(snap, q, PKeyTableRecord::COMP_LID, 0) {
         let (Some(node), Some(port)) = (snap.node(at.0), snap.port(at)) else { continue };
         let lid = port.lid;
         // A switch's enforcing ports follow its port 0.
         let enforce_cap = node.switch_info.map_or(0, |s| s.partition_enforcement_cap);
         let switch_ports = if node.is_switch() { node.ports.get(1..).unwrap_or(&[]) } else { &[] };
         let tables = std::iter::once((at.1, node.info.partition_cap, &port.pkeys)).chain(
-            switch_ports.iter().enumerate().map(|(i, p)| (u8::try_from(i + 1).unwrap_or(u8::MAX), enforce_cap, &p.pkeys)),
+            switch_ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (u8::try_from(i + 1).unwrap_or(u8::MAX), enforce_cap, &p.pkeys)),
         );
-        for (port_num, cap, pkeys) in tables {
+        // Each port as OpenSM filters it (see `Snapshot::visible_to`).
+        for (port_num, cap, pkeys) in tables.filter(|(p, ..)| snap.visible_to(requester, (at.0, *p))) {
             for b in 0..blocks(cap, pkeys.len()) {
                 let Ok(block_num) = u16::try_from(b) else { break };
                 let mut table = PKeyTable::default();

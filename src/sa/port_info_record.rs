@@ -2,6 +2,10 @@
 //! (a switch's port 0 LID for all its ports) and the port number (a CA port's own number, as
 //! OpenSM gives it). M_Key is never shown.
 //!
+//! A requester, trusted or not, sees the ports it may see ([`Snapshot::visible_to`]), port by
+//! port: a switch's port 0 by its partitions, the switch's external ports by their
+//! enforcement tables, as OpenSM filters them.
+//!
 //! CapabilityMask and CapabilityMask2 match as the IBTA 1.2 errata has it (and as OpenSM
 //! does): by equality, unless bit 31 of the AttributeModifier asks for the enhanced match
 //! (ClassPortInfo advertises it), where a port matches when it has every bit the template
@@ -12,7 +16,7 @@ use ibsm_mad::records::PortInfoRecord;
 use ibsm_mad::{Attribute, MKey, PortNum};
 
 use super::answer::Table;
-use super::node_record::candidates;
+use super::node_record::end_ports;
 use super::snapshot::Snapshot;
 use super::{Answer, Limits, Query};
 
@@ -51,7 +55,8 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let mut t = Table::new::<PortInfoRecord>(q, limits);
     let caps = CapMatch::of(q);
     let mask = q.header.comp_mask & !caps.as_ref().map_or(0, |c| c.mask);
-    'ends: for (n, end) in candidates(snap, q, PortInfoRecord::COMP_ENDPORT_LID, 0) {
+    let requester = snap.by_lid(q.requester);
+    'ends: for (n, end) in end_ports(snap, q, PortInfoRecord::COMP_ENDPORT_LID, 0) {
         let (Some(node), Some(end_port)) = (snap.node(n), snap.port((n, end))) else { continue };
         let ports: Vec<u8> = if node.is_switch() {
             (0..node.ports.len()).filter_map(|p| u8::try_from(p).ok()).collect()
@@ -59,6 +64,11 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
             vec![end]
         };
         for p in ports {
+            // Each port as OpenSM filters it: a switch's port 0 by its partitions, its external
+            // ports by their enforcement tables (none: visible).
+            if !snap.visible_to(requester, (n, p)) {
+                continue;
+            }
             let Some(mut info) = node.ports.get(usize::from(p)).and_then(|r| r.info) else { continue };
             if caps.as_ref().is_some_and(|c| !c.holds(&info)) {
                 continue;

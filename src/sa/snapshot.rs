@@ -108,6 +108,10 @@ pub struct Snapshot {
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
     by_guid: HashMap<Guid, PortAt>,
+    /// Node indexes in ascending node GUID order: the order of GetTable answers, as OpenSM
+    /// lists records (from its GUID-keyed node table), so that an answer cut to one MAD holds
+    /// the same records from both SMs.
+    guid_order: Vec<u32>,
     /// LIDs some switch has no route for, worked out on first use.
     unrouted: std::sync::OnceLock<Unrouted>,
 }
@@ -194,9 +198,12 @@ impl Snapshot {
                 }
             }
         }
+        let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
+        guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid));
         Snapshot {
             subnet_prefix,
             lmc,
+            guid_order,
             nodes,
             sm,
             packet_life,
@@ -240,12 +247,12 @@ impl Snapshot {
         (0..span).filter_map(move |i| u16::try_from(u32::from(base) + i).ok().map(Lid))
     }
 
-    /// The end ports in node order (every LID owner once).
+    /// The end ports in ascending node GUID order, then port number (every LID owner once),
+    /// as OpenSM lists them.
     pub fn end_ports(&self) -> impl Iterator<Item = PortAt> + '_ {
-        self.nodes
+        self.guid_order
             .iter()
-            .enumerate()
-            .filter_map(|(n, node)| u32::try_from(n).ok().map(|n| (n, node)))
+            .filter_map(|&n| self.node(n).map(|node| (n, node)))
             .flat_map(|(n, node)| node.end_ports().map(move |p| (n, p)))
     }
 
@@ -292,6 +299,22 @@ impl Snapshot {
             .iter()
             .filter(|k| k.0 != 0)
             .any(|k| pb.pkeys.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+    }
+
+    /// Whether a requester at `requester` may see the records of port `at` (any port: an end
+    /// port, or a switch's external port), as OpenSM filters every record: its own port, a port
+    /// it can talk to ([`Snapshot::can_talk`]), or a switch's external port that holds no
+    /// P_Key table (one cabled to another switch: it enforces no partition, so nothing hides
+    /// it). An end port whose table is empty is seen by nobody else (fail closed).
+    pub fn visible_to(&self, requester: Option<PortAt>, at: PortAt) -> bool {
+        if requester == Some(at) {
+            return true;
+        }
+        let switch_port = at.1 > 0 && self.node(at.0).is_some_and(SnapNode::is_switch);
+        if switch_port && self.port(at).is_some_and(|p| p.pkeys.is_empty()) {
+            return true;
+        }
+        self.can_talk(requester, at)
     }
 
     /// Whether end ports `a` and `b` share a partition as OpenSM's path rule asks it of each

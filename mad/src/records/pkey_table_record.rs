@@ -3,6 +3,11 @@
 //! Layout: LID at byte 0, BlockNum (16 bits) at byte 2, PortNum at byte 4, 24 reserved bits,
 //! the P_KeyTable block's 64 bytes at byte 8; 72 bytes. The block is read and written by
 //! [`crate::attrs::PKeyTable`].
+//!
+//! BlockNum travels little-endian, unlike every other field: OpenSM writes it in host order
+//! and `saquery` reads and sends it so (`saquery PKTR 5//1` asks for bytes `01 00`, and prints
+//! OpenSM's block 1 as 1 and a big-endian 1 as 256). Every client in use speaks that form, so
+//! this crate does too.
 
 use crate::attrs::PKeyTable;
 use crate::records::{comp, emit_embedded, parse_embedded};
@@ -44,7 +49,7 @@ impl Attribute for PKeyTableRecord {
         check_len("P_KeyTableRecord", buf, Self::LEN)?;
         Ok(PKeyTableRecord {
             lid: Lid(bits::u16_at(buf, 0)),
-            block_num: bits::u16_at(buf, 2),
+            block_num: u16::from_le_bytes([buf[2], buf[3]]),
             port_num: PortNum(bits::get(buf, 32, 8) as u8),
             pkey_table: parse_embedded(buf, Self::TABLE_OFF, 64)?,
         })
@@ -54,7 +59,9 @@ impl Attribute for PKeyTableRecord {
         let end = Self::LEN.min(buf.len());
         buf[..end].fill(0);
         bits::put_u16(buf, 0, self.lid.0);
-        bits::put_u16(buf, 2, self.block_num);
+        if let Some(b) = buf.get_mut(2..4) {
+            b.copy_from_slice(&self.block_num.to_le_bytes());
+        }
         bits::set(buf, 32, 8, self.port_num.0.into());
         emit_embedded(&self.pkey_table, buf, Self::TABLE_OFF, 64);
     }
@@ -67,7 +74,8 @@ mod tests {
     use crate::records::testutil::{emit_short_is_safe, hex, rejects_short, round_trip};
     use proptest::prelude::*;
 
-    /// OpenSM 3.3.23 `ib_pkey_table_record_t`: LID=7 BlockNum=0x800 PortNum=12,
+    /// OpenSM 3.3.23 `ib_pkey_table_record_t`: LID=7 BlockNum=8 (bytes `08 00`: host order, as
+    /// OpenSM writes it) PortNum=12,
     /// P_Keys [0]=0xffff [1]=0x8001 [2]=0x0002 [31]=0x7fff, the rest 0.
     const OPENSM: &str = "
         00 07 08 00 0c 00 00 00 ff ff 80 01 00 02 00 00
@@ -82,7 +90,7 @@ mod tests {
         keys[1] = PKey(0x8001);
         keys[2] = PKey(0x0002);
         keys[31] = PKey(0x7fff);
-        PKeyTableRecord { lid: Lid(7), block_num: 0x800, port_num: PortNum(12), pkey_table: PKeyTable { keys } }
+        PKeyTableRecord { lid: Lid(7), block_num: 8, port_num: PortNum(12), pkey_table: PKeyTable { keys } }
     }
 
     #[test]

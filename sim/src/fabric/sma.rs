@@ -198,7 +198,8 @@ impl Fabric {
             lid: Lid(base.lid),
             master_sm_lid: Lid(base.sm_lid),
             capability_mask: CapabilityMask(if is_switch {
-                base.cap_mask | if self.cfg.mft_top_supported { super::state::cap::IS_MULTICAST_FDB_TOP_SUPPORTED } else { 0 }
+                base.cap_mask
+                    | if self.cfg.mft_top_supported { super::state::cap::IS_MULTICAST_FDB_TOP_SUPPORTED } else { 0 }
             } else {
                 port.cap_mask
             }),
