@@ -74,15 +74,16 @@ impl Topology {
         asm.finish()
     }
 
-    /// Read and parse a `.net` file, resolving includes relative to the including file.
+    /// Read and parse a `.net` file, resolving includes relative to the including file. Each
+    /// file must be a regular file of at most [`NET_LIMIT`](crate::file::NET_LIMIT) bytes.
     pub fn load(path: &Path) -> Result<Topology, TopoError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::file::read_text(path, crate::file::NET_LIMIT)
             .map_err(|e| TopoError::Read { path: path.display().to_string(), reason: e.to_string() })?;
         let origin = path.display().to_string();
         Topology::parse_with_includes(&text, &origin, &mut |file, from| {
             let base = Path::new(from).parent().unwrap_or_else(|| Path::new(""));
             let p = normalize(&base.join(file));
-            std::fs::read_to_string(&p).map(|t| (p.display().to_string(), t)).map_err(|e| e.to_string())
+            crate::file::read_text(&p, crate::file::NET_LIMIT).map(|t| (p.display().to_string(), t)).map_err(|e| e.to_string())
         })
     }
 }
