@@ -25,7 +25,10 @@
 //!   simulator's own fault API instead.
 //!
 //! Anything else is an error, unlike ibsim, which silently skips unknown lines (so a typo such
-//! as `Swich` is reported instead of dropping a node). ibsim's `module=` prefixes and `@` port
+//! as `Swich` is reported instead of dropping a node). An error quotes the offending text only
+//! when the file has shown a `.net` line (anything but a comment, a blank or a decoration)
+//! before it; otherwise it names the file and the line only ([`TopoError::NotNet`]), so that
+//! `include /etc/shadow` does not print the shadow file's first line. ibsim's `module=` prefixes and `@` port
 //! aliases are reported as unsupported.
 //!
 //! Links may be listed from one end or from both; both ends must agree, and a port may not be
@@ -210,9 +213,16 @@ impl Assembler {
 
     fn feed(&mut self, text: &str, origin: usize, resolver: &mut Resolver<'_>) -> Result<(), TopoError> {
         self.current = None;
+        // Whether this file has shown a .net line yet: until then an error quotes nothing of it.
+        let mut net_text = false;
         for (i, raw) in text.lines().enumerate() {
             let at = Loc { origin, line: i + 1 };
-            let line = lines::parse_line(raw).map_err(|e| self.line_error(e, at, raw))?;
+            let line = match lines::parse_line(raw) {
+                Ok(line) => line,
+                Err(e) if net_text => return Err(self.line_error(e, at, raw)),
+                Err(_) => return Err(TopoError::NotNet { at: self.pos(at) }),
+            };
+            net_text |= !matches!(line, Line::Skip);
             match line {
                 Line::Skip => {}
                 Line::Node { kind, ports, name, desc } => self.node(kind, ports, name, desc, at)?,
