@@ -178,6 +178,16 @@ pub enum TopoError {
         /// The port.
         port: Endpoint,
     },
+    /// Two ports of one node cabled together (a loopback cable).
+    #[error("{at}: {port} is cabled to {peer} of the same node (a loopback cable)")]
+    Loopback {
+        /// Where.
+        at: Pos,
+        /// The port of this line.
+        port: Endpoint,
+        /// The other port.
+        peer: Endpoint,
+    },
     /// Two port lines disagree about a cable.
     #[error("{0}")]
     LinkConflict(Box<LinkConflict>),
@@ -272,6 +282,7 @@ impl TopoError {
             | TopoError::BadName { at, .. }
             | TopoError::UnknownNode { at, .. }
             | TopoError::SelfLink { at, .. }
+            | TopoError::Loopback { at, .. }
             | TopoError::BadOption { at, .. }
             | TopoError::AttrConflict { at, .. }
             | TopoError::GuidMismatch { at, .. }

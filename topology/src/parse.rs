@@ -32,7 +32,8 @@
 //! aliases are reported as unsupported.
 //!
 //! Links may be listed from one end or from both; both ends must agree, and a port may not be
-//! claimed by two cables. Width and speed of a link are the best values both ends enable (as
+//! claimed by two cables. A node cabled to itself (on one port, or a loopback cable between two
+//! of its ports) is an error. Width and speed of a link are the best values both ends enable (as
 //! ibsim computes them); a link with no common width or speed is an error.
 //!
 //! GUIDs follow ibsim, so that this simulator and ibsim agree on the same file: without a
@@ -389,6 +390,10 @@ impl Assembler {
             targets.push((r, rp));
             if (r, rp) == (node, port) {
                 return Err(TopoError::SelfLink { at: self.pos(at), port: self.endpoint(r, rp) });
+            }
+            if r == node {
+                let (port, peer) = (self.endpoint(node, port), self.endpoint(r, rp));
+                return Err(TopoError::Loopback { at: self.pos(at), port, peer });
             }
             let here = self.nodes[node].links[usize::from(port)];
             let there = self.nodes[r].links[usize::from(rp)];

@@ -312,6 +312,14 @@ fn link_errors() {
         "fabric.net:2: port 3 out of range for \"b\" (2 ports)"
     );
     assert_eq!(err("Switch 8 \"a\"\n[1] \"a\"[1]\n"), "fabric.net:2: \"a\"[1] is cabled to itself");
+    assert_eq!(
+        err("Switch 8 \"sw0\"\n[2] \"sw0\"[3]\n"),
+        "fabric.net:2: \"sw0\"[2] is cabled to \"sw0\"[3] of the same node (a loopback cable)"
+    );
+    assert_eq!(
+        err("Switch 8 \"sw0\"\n[3] \"sw0\"[2]\n[2] \"sw0\"[3]\n"),
+        "fabric.net:2: \"sw0\"[3] is cabled to \"sw0\"[2] of the same node (a loopback cable)"
+    );
     // Both ends listed, disagreeing.
     assert_eq!(
         err("Switch 8 \"a\"\n[1] \"b\"[2]\nSwitch 8 \"b\"\n[2] \"a\"[3]\n"),
