@@ -113,6 +113,14 @@ fn devices_and_fifos_are_refused_at_once_wherever_a_file_is_read() {
         let want = format!("{}: not a regular file (a FIFO)", state.join(name).display());
         assert!(err.contains(&want), "{name}: wanted {want:?} in {err}");
     }
+    // A file over the limit (sparse: nothing is written, 65 MiB of zeros are read back).
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).expect("state dir");
+    std::fs::File::create(state.join("guid2lid")).and_then(|f| f.set_len(65 << 20)).expect("sparse file");
+    let (code, err) = run_once(&state, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    let want = format!("{}: larger than 64 MiB", state.join("guid2lid").display());
+    assert!(err.contains(&want), "wanted {want:?} in {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
