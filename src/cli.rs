@@ -585,6 +585,14 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         sm_key_file: a.sm_key_file.clone(),
         state_dir: a.state_dir.clone(),
     };
+    // Held until the SM exits: one SM per state directory, locked before anything in it is read.
+    let _held = match sources.state_dir().as_deref().map(ibsm::state::StateDir::acquire).transpose() {
+        Ok(held) => held,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let built = match sources.build() {
         Ok(b) => b,
         Err(errors) => {

@@ -61,7 +61,7 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 differences = differences.len(),
                 refused,
                 first = %shown.join("; "),
-                "the cabling differs from expected-topology"
+                "the cabling differs from expected-topology, or has a loopback cable"
             );
         }
         SmEvent::DuplicateGuid { guid, ports } => {

@@ -354,7 +354,7 @@ impl ConfigFile {
         let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("IBSM_")).collect();
         let Some(path) = path else { return ConfigFile::check("", "environment", &env) };
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT)
             .map_err(|e| vec![ConfigError { path: origin.clone(), line: 0, col: 0, reason: e.to_string() }])?;
         ConfigFile::check(&text, &origin, &env)
     }
@@ -373,7 +373,7 @@ impl ConfigFile {
     /// [`ConfigError`] for an unreadable or invalid file.
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT).map_err(|e| ConfigError {
             path: origin.clone(),
             line: 0,
             col: 0,

@@ -168,7 +168,7 @@ fn cabling(out: &mut String, sm: &Sm) {
         out,
         "refused_ports",
         "gauge",
-        "Ports left unarmed as ends of miscabled cables (refuse-miscabled).",
+        "Ports left unarmed as ends of miscabled cables (refuse-miscabled) or of loopback cables.",
         &one(cabling.refused.len() as u64),
     );
     metric(

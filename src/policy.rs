@@ -30,7 +30,7 @@ pub fn form_of(path: &Path, text: &str) -> Form {
 /// Reads and parses a policy file. The error names the file, and for partitions.conf the line
 /// and column of every error.
 pub fn load(path: &Path) -> Result<(Policy, Form), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT).map_err(|e| format!("{}: {e}", path.display()))?;
     let form = form_of(path, &text);
     let policy = match form {
         Form::Conf => parse_partitions_conf(&text)

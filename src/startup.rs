@@ -49,6 +49,15 @@ impl Built {
 }
 
 impl Sources {
+    /// The state directory these sources name (`--state-dir`, else the config file's
+    /// `state-dir`), without building the rest: `ibsm run` locks it before anything in it is
+    /// read. A config file that cannot be read names none here; [`Sources::build`] reports it.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.state_dir.clone().or_else(|| {
+            ConfigFile::load_layered(self.config.as_deref()).ok().and_then(|(c, _)| c.state_dir)
+        })
+    }
+
     /// Reads every source and builds the configuration; nothing half-read is returned.
     ///
     /// # Errors

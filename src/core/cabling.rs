@@ -5,6 +5,11 @@
 //! status. With `refuse-miscabled`, both ends of a miscabled cable are taken out of the model
 //! before anything is programmed: neither end is armed or activated, and no route crosses it
 //! (as OPA-FM's pre-defined topology check does; OpenSM has nothing like it).
+//!
+//! A loopback cable (a switch cabled to itself on two ports, `sw0[2]-sw0[3]`) is taken out of
+//! the model the same way at every sweep, with or without a plan, and reported as a difference
+//! (`loopback cable "sw0"[2] - "sw0"[3]`) with its two ports among the refused ones; the `.net`
+//! reader refuses such a cable outright, as it refuses a port cabled to itself.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -21,7 +26,8 @@ use super::{Sm, SmEvent};
 pub struct Cabling {
     /// The differences from the plan (empty without a plan).
     pub diff: TopoDiff,
-    /// Ports left out as ends of miscabled cables (`refuse-miscabled`), by node GUID and port.
+    /// Ports left out, by node GUID and port: the ends of loopback cables, and with
+    /// `refuse-miscabled` the ends of miscabled cables.
     pub refused: BTreeSet<(Guid, u8)>,
 }
 
@@ -46,34 +52,58 @@ pub fn subnet_topology(subnet: &Subnet) -> Topology {
 }
 
 impl Sm {
-    /// After discovery: compares the fabric with the plan, and with `refuse-miscabled` takes
-    /// the miscabled cables out of the model.
+    /// After discovery: takes loopback cables (a node cabled to itself on two ports) out of
+    /// the model, compares the fabric with the plan, and with `refuse-miscabled` takes the
+    /// miscabled cables out of the model.
     pub(super) fn check_cabling(&mut self) {
-        let Some(plan) = self.cfg.expected_topology.clone() else {
-            self.cabling = Cabling::default();
+        let loops = self.loopback_ends();
+        let plan = self.cfg.expected_topology.clone();
+        if plan.is_none() && loops.is_empty() {
+            let had_loops = self.cabling.diff.differences.iter().any(|d| matches!(d, Difference::Loopback { .. }));
+            if had_loops { self.report_cabling(Cabling::default()) } else { self.cabling = Cabling::default() }
             return;
-        };
-        let diff = ibsm_topology::diff(&plan, &subnet_topology(&self.subnet), false);
-        let mut refused = BTreeSet::new();
+        }
+        let found = subnet_topology(&self.subnet);
+        // Without a plan the fabric is its own: the loopbacks are the only differences.
+        let diff = ibsm_topology::diff(plan.as_deref().unwrap_or(&found), &found, false);
+        let mut ends: Vec<(Guid, u8)> = loops;
         if self.cfg.refuse_miscabled {
-            let index: HashMap<Guid, NodeIdx> =
-                self.subnet.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
             for d in &diff.differences {
                 if let Difference::Miscabled { at, found: Some(f), .. } = d {
-                    for (guid, port) in [*at, *f] {
-                        if let Some(r) = index
-                            .get(&guid)
-                            .and_then(|&i| self.subnet.nodes.get_mut(i))
-                            .and_then(|n| n.port_mut(PortNum(port)))
-                        {
-                            r.remote = None;
-                            refused.insert((guid, port));
-                        }
-                    }
+                    ends.extend([*at, *f]);
                 }
             }
         }
+        let index: HashMap<Guid, NodeIdx> =
+            self.subnet.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
+        let mut refused = BTreeSet::new();
+        for (guid, port) in ends {
+            if let Some(r) =
+                index.get(&guid).and_then(|&i| self.subnet.nodes.get_mut(i)).and_then(|n| n.port_mut(PortNum(port)))
+            {
+                r.remote = None;
+                refused.insert((guid, port));
+            }
+        }
         self.report_cabling(Cabling { diff, refused });
+    }
+
+    /// Both ends of every loopback cable discovered: (node GUID, port) of a port whose remote
+    /// is another port of its own node. Such a cable joins a switch to itself (or a CA's two
+    /// ports): no route can use it, and the ports are left unarmed.
+    fn loopback_ends(&self) -> Vec<(Guid, u8)> {
+        let mut out = Vec::new();
+        for (i, n) in self.subnet.nodes.iter().enumerate() {
+            for (p, rec) in n.ports.iter().enumerate().skip(1) {
+                if let (Some((rn, rp)), true, Ok(p)) = (rec.remote, rec.is_linked(), u8::try_from(p))
+                    && rn == i
+                    && rp.0 != p
+                {
+                    out.push((n.info.node_guid, p));
+                }
+            }
+        }
+        out
     }
 
     /// A quick sweep saw these cables go down: the planned ones among them are missing now.

@@ -7,7 +7,8 @@
 //! Guarantees: assigned ranges never overlap, are aligned to `2^lmc`, and lie in
 //! `1..=0xbfff`. Preference order: the table entry for the port, then the LID the port already
 //! holds (when valid, aligned and free), then the lowest free range. Parsing never panics;
-//! malformed lines are rejected with their line number and reason. Reading or writing the file
+//! malformed lines, and a range that shares a LID with an earlier line's, are rejected with
+//! their line number and reason. Reading or writing the file
 //! is the caller's business: nothing here touches the file system.
 
 use std::collections::BTreeMap;
@@ -55,6 +56,24 @@ pub enum Guid2LidErrorKind {
         /// Line of the first occurrence.
         first: usize,
     },
+    /// The range shares a LID with the range of another GUID on an earlier line.
+    #[error("LIDs 0x{min:x}..0x{max:x} of GUID {guid} overlap LIDs 0x{other_min:x}..0x{other_max:x} of GUID {other} on line {first}")]
+    Overlap {
+        /// This line's GUID.
+        guid: Guid,
+        /// Its minimum LID.
+        min: u16,
+        /// Its maximum LID.
+        max: u16,
+        /// The GUID that has (some of) these LIDs already.
+        other: Guid,
+        /// Its minimum LID.
+        other_min: u16,
+        /// Its maximum LID.
+        other_max: u16,
+        /// Line of the other GUID.
+        first: usize,
+    },
 }
 
 /// A rejected `guid2lid` text: the 1-based line and the reason.
@@ -87,6 +106,8 @@ impl Guid2Lid {
     pub fn parse(text: &str) -> Result<Guid2Lid, Guid2LidError> {
         let mut entries = BTreeMap::new();
         let mut first_line: BTreeMap<Guid, usize> = BTreeMap::new();
+        // Ranges read so far, by their first LID: (last LID, GUID, line).
+        let mut ranges: BTreeMap<u16, (u16, Guid, usize)> = BTreeMap::new();
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let err = |kind| Guid2LidError { line, kind };
@@ -111,6 +132,14 @@ impl Guid2Lid {
             if let Some(&first) = first_line.get(&guid) {
                 return Err(err(Guid2LidErrorKind::DuplicateGuid { guid, first }));
             }
+            // Ranges are disjoint, so the one starting last at or before `max` is the only
+            // candidate for an overlap.
+            if let Some((&other_min, &(other_max, other, first))) = ranges.range(..=max).next_back()
+                && other_max >= min
+            {
+                return Err(err(Guid2LidErrorKind::Overlap { guid, min, max, other, other_min, other_max, first }));
+            }
+            ranges.insert(min, (max, guid, line));
             first_line.insert(guid, line);
             entries.insert(guid, (Lid(min), Lid(max)));
         }
@@ -391,6 +420,9 @@ mod tests {
             ("0x1 0x2 0x5\n", 1, |k| matches!(k, Guid2LidErrorKind::BadRange { .. })),
             ("0x1 0x1 0x1\n0x1 0x2 0x2\n", 2, |k| matches!(k, Guid2LidErrorKind::DuplicateGuid { first: 1, .. })),
             ("0x 0x1 0x1\n", 1, |k| matches!(k, Guid2LidErrorKind::BadNumber { .. })),
+            ("0x1 0x4 0x4\n0x2 0x4 0x4\n", 2, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
+            ("0x1 0x8 0xf\n0x2 0x1 0x1\n0x3 0xc 0xc\n", 3, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
+            ("0x1 0x9 0x9\n0x2 0x8 0xb\n", 2, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
         ];
         for (text, line, pred) in cases {
             let e = Guid2Lid::parse(text).expect_err(text);

@@ -1,6 +1,7 @@
 //! Comparing a fabric with its expected cabling: nodes missing or extra, links missing, extra
-//! or miscabled (a port cabled to another port than the plan says), and links whose width or
-//! speed differ from the plan.
+//! or miscabled (a port cabled to another port than the plan says), links whose width or
+//! speed differ from the plan, and loopback cables (a node cabled to itself, which no plan
+//! wants: reported whatever the plan says).
 //!
 //! Nodes are matched by NodeGUID, ports by number; names come from the expected fabric when it
 //! has the node. Pure: [`diff`] takes two [`Topology`] values, however they were obtained (two
@@ -57,6 +58,13 @@ pub enum Difference {
         /// Where it is cabled (`None`: nowhere).
         found: Option<End>,
     },
+    /// A cable in the fabric between two ports of one node.
+    Loopback {
+        /// One end (the lower port).
+        a: End,
+        /// The other.
+        b: End,
+    },
     /// A cable as planned, at another width or speed.
     LinkAttrs {
         /// One end (the lower).
@@ -100,6 +108,9 @@ impl TopoDiff {
                 Difference::ExtraNode { guid, name } => format!("extra node \"{name}\" (0x{:016x})", guid.0),
                 Difference::MissingLink { a, b } => format!("missing link {} - {}", self.end(*a), self.end(*b)),
                 Difference::ExtraLink { a, b } => format!("extra link {} - {}", self.end(*a), self.end(*b)),
+                Difference::Loopback { a, b } => {
+                    format!("loopback cable {} - {}: a node cabled to itself", self.end(*a), self.end(*b))
+                }
                 Difference::Miscabled { at, expected, found } => format!(
                     "miscabled {}: expected to {}, found {}",
                     self.end(*at),
@@ -174,6 +185,12 @@ pub fn diff(expected: &Topology, found: &Topology, compare_attrs: bool) -> TopoD
         }
     }
     for (&at, &(peer, _)) in &cabled {
+        if at.0 == peer.0 {
+            if at < peer {
+                out.push(Difference::Loopback { a: at, b: peer });
+            }
+            continue;
+        }
         if at < peer
             && want.contains(&at.0)
             && want.contains(&peer.0)
@@ -218,6 +235,20 @@ mod tests {
         assert!(!text.contains("missing link"), "the missing node's cable is not reported again: {text}");
         // And the other way round: the extra node.
         assert!(diff(&parse(found), &plan, true).to_string().contains("extra node \"h3\""));
+    }
+
+    #[test]
+    fn a_loopback_cable_is_named_with_or_without_a_plan() {
+        let plan = parse(&PLAN.replace("Switch 4 \"sw\"", "Switch 6 \"sw\""));
+        let mut found = plan.clone();
+        let sw = found.find("sw").expect("sw");
+        for (p, q) in [(5, 4), (4, 5)] {
+            found.nodes[sw].links[p] = Some(crate::Peer { node: sw, port: q, attrs: LinkAttrs::default() });
+        }
+        let line = "loopback cable \"sw\"[4] - \"sw\"[5]: a node cabled to itself";
+        assert_eq!(diff(&plan, &found, true).lines(), [line]);
+        // Against itself: the loopback is all there is to say.
+        assert_eq!(diff(&found, &found, true).lines(), [line]);
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The `.net` parser's error type. Every variant says where (`file:line`), what was expected and
 //! what was found; `Display` starts with `file:line: ` so messages read like compiler errors.
+//! Text of a line is quoted only from a file that has shown a `.net` line before it
+//! ([`TopoError::NotNet`] otherwise), so an `include` of a file that is not `.net` text does not
+//! print its contents.
 
 use core::fmt;
 
@@ -71,6 +74,13 @@ pub enum TopoError {
         at: Pos,
         /// The line (shortened).
         text: String,
+    },
+    /// A bad line in a file that holds no `.net` line before it: the file may not be `.net`
+    /// text at all (`include /etc/shadow`), so the line is not quoted.
+    #[error("{at}: not a .net line, and no .net line before it in this file (its text is not quoted)")]
+    NotNet {
+        /// Where.
+        at: Pos,
     },
     /// A known line form with bad syntax.
     #[error("{at}: expected {expected}, found {found:?}")]
@@ -168,6 +178,16 @@ pub enum TopoError {
         /// The port.
         port: Endpoint,
     },
+    /// Two ports of one node cabled together (a loopback cable).
+    #[error("{at}: {port} is cabled to {peer} of the same node (a loopback cable)")]
+    Loopback {
+        /// Where.
+        at: Pos,
+        /// The port of this line.
+        port: Endpoint,
+        /// The other port.
+        peer: Endpoint,
+    },
     /// Two port lines disagree about a cable.
     #[error("{0}")]
     LinkConflict(Box<LinkConflict>),
@@ -251,6 +271,7 @@ impl TopoError {
         match self {
             TopoError::Read { .. } => None,
             TopoError::UnknownLine { at, .. }
+            | TopoError::NotNet { at }
             | TopoError::Syntax { at, .. }
             | TopoError::BadNumber { at, .. }
             | TopoError::PortBeforeNode { at }
@@ -261,6 +282,7 @@ impl TopoError {
             | TopoError::BadName { at, .. }
             | TopoError::UnknownNode { at, .. }
             | TopoError::SelfLink { at, .. }
+            | TopoError::Loopback { at, .. }
             | TopoError::BadOption { at, .. }
             | TopoError::AttrConflict { at, .. }
             | TopoError::GuidMismatch { at, .. }

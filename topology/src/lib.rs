@@ -11,12 +11,15 @@
 //! [`Topology::load`]), [`write`] emits it ([`Topology::to_net`]), [`diff`] compares a fabric
 //! with its expected cabling, [`view`] ranks switches by tier and draws the fabric as DOT, [`generators`] builds standard
 //! shapes (fat trees, tori, random graphs) from a [`generators::GenSpec`], [`error`] holds the
-//! parser's error type, and [`rng`] is the seeded generator behind every random choice (the
-//! generators' and the simulator's). Depends on `ibsm-mad` only; nothing here touches MADs,
+//! parser's error type, [`file`] reads a file bounded (regular files only, up to a size limit;
+//! the SM reads its own files through it too), and [`rng`] is the seeded generator behind every
+//! random choice (the generators' and the simulator's). Depends on `ibsm-mad` (and `libc` for
+//! one flag) only; nothing here touches MADs,
 //! run-time port state or the clock.
 
 pub mod diff;
 pub mod error;
+pub mod file;
 pub mod generators;
 pub mod parse;
 pub mod rng;

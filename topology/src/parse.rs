@@ -25,11 +25,15 @@
 //!   simulator's own fault API instead.
 //!
 //! Anything else is an error, unlike ibsim, which silently skips unknown lines (so a typo such
-//! as `Swich` is reported instead of dropping a node). ibsim's `module=` prefixes and `@` port
+//! as `Swich` is reported instead of dropping a node). An error quotes the offending text only
+//! when the file has shown a `.net` line (anything but a comment, a blank or a decoration)
+//! before it; otherwise it names the file and the line only ([`TopoError::NotNet`]), so that
+//! `include /etc/shadow` does not print the shadow file's first line. ibsim's `module=` prefixes and `@` port
 //! aliases are reported as unsupported.
 //!
 //! Links may be listed from one end or from both; both ends must agree, and a port may not be
-//! claimed by two cables. Width and speed of a link are the best values both ends enable (as
+//! claimed by two cables. A node cabled to itself (on one port, or a loopback cable between two
+//! of its ports) is an error. Width and speed of a link are the best values both ends enable (as
 //! ibsim computes them); a link with no common width or speed is an error.
 //!
 //! GUIDs follow ibsim, so that this simulator and ibsim agree on the same file: without a
@@ -74,15 +78,16 @@ impl Topology {
         asm.finish()
     }
 
-    /// Read and parse a `.net` file, resolving includes relative to the including file.
+    /// Read and parse a `.net` file, resolving includes relative to the including file. Each
+    /// file must be a regular file of at most [`NET_LIMIT`](crate::file::NET_LIMIT) bytes.
     pub fn load(path: &Path) -> Result<Topology, TopoError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::file::read_text(path, crate::file::NET_LIMIT)
             .map_err(|e| TopoError::Read { path: path.display().to_string(), reason: e.to_string() })?;
         let origin = path.display().to_string();
         Topology::parse_with_includes(&text, &origin, &mut |file, from| {
             let base = Path::new(from).parent().unwrap_or_else(|| Path::new(""));
             let p = normalize(&base.join(file));
-            std::fs::read_to_string(&p).map(|t| (p.display().to_string(), t)).map_err(|e| e.to_string())
+            crate::file::read_text(&p, crate::file::NET_LIMIT).map(|t| (p.display().to_string(), t)).map_err(|e| e.to_string())
         })
     }
 }
@@ -209,9 +214,16 @@ impl Assembler {
 
     fn feed(&mut self, text: &str, origin: usize, resolver: &mut Resolver<'_>) -> Result<(), TopoError> {
         self.current = None;
+        // Whether this file has shown a .net line yet: until then an error quotes nothing of it.
+        let mut net_text = false;
         for (i, raw) in text.lines().enumerate() {
             let at = Loc { origin, line: i + 1 };
-            let line = lines::parse_line(raw).map_err(|e| self.line_error(e, at, raw))?;
+            let line = match lines::parse_line(raw) {
+                Ok(line) => line,
+                Err(e) if net_text => return Err(self.line_error(e, at, raw)),
+                Err(_) => return Err(TopoError::NotNet { at: self.pos(at) }),
+            };
+            net_text |= !matches!(line, Line::Skip);
             match line {
                 Line::Skip => {}
                 Line::Node { kind, ports, name, desc } => self.node(kind, ports, name, desc, at)?,
@@ -378,6 +390,10 @@ impl Assembler {
             targets.push((r, rp));
             if (r, rp) == (node, port) {
                 return Err(TopoError::SelfLink { at: self.pos(at), port: self.endpoint(r, rp) });
+            }
+            if r == node {
+                let (port, peer) = (self.endpoint(node, port), self.endpoint(r, rp));
+                return Err(TopoError::Loopback { at: self.pos(at), port, peer });
             }
             let here = self.nodes[node].links[usize::from(port)];
             let there = self.nodes[r].links[usize::from(rp)];

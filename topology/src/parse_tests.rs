@@ -239,19 +239,46 @@ fn load_reads_files_and_includes_relative_to_the_includer() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+const NOT_NET: &str = "not a .net line, and no .net line before it in this file (its text is not quoted)";
+
+#[test]
+fn a_file_that_is_not_net_text_is_named_but_never_quoted() {
+    let dir = std::env::temp_dir().join(format!("ibsm-topo-notnet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret = "root:$6$salt$hash:19000:0:99999:7:::";
+    std::fs::write(dir.join("shadow"), format!("{secret}\n")).unwrap();
+    std::fs::write(dir.join("main.net"), "Switch 8 \"a\"\ninclude shadow\n").unwrap();
+    let e = Topology::load(&dir.join("main.net")).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:1: {NOT_NET}", dir.join("shadow").display()));
+    assert!(!e.contains("root"), "{e}");
+    // The top-level file alike, and a bracketed first line (parsed as a port line) too.
+    std::fs::write(dir.join("main.net"), "[credentials]\npassword = hunter2\n").unwrap();
+    let e = Topology::load(&dir.join("main.net")).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:1: {NOT_NET}", dir.join("main.net").display()));
+    // Devices and FIFOs are not read at all.
+    std::fs::write(dir.join("main.net"), "Switch 8 \"a\"\ninclude /dev/zero\n").unwrap();
+    let e = Topology::load(&dir.join("main.net")).unwrap_err().to_string();
+    assert!(e.ends_with("cannot include \"/dev/zero\": not a regular file (a character device)"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn line_errors_carry_file_and_line() {
     let cases: &[(&str, &str)] = &[
-        ("\nSwich 8 \"a\"\n", "fabric.net:2: unrecognised line \"Swich 8 \\\"a\\\"\""),
-        ("Switch 8 a\n", "fabric.net:1: expected a quoted node id after the port count, found \"a\""),
-        ("Switch 300 \"a\"\n", "fabric.net:1: invalid port count (1..=255) \"300\""),
-        ("vendid=0xq\n", "fabric.net:1: invalid vendid \"0xq\""),
+        ("Ca 1 \"z\"\n\nSwich 8 \"a\"\n", "fabric.net:3: unrecognised line \"Swich 8 \\\"a\\\"\""),
+        ("Ca 1 \"z\"\nSwitch 8 a\n", "fabric.net:2: expected a quoted node id after the port count, found \"a\""),
+        ("Ca 1 \"z\"\nSwitch 300 \"a\"\n", "fabric.net:2: invalid port count (1..=255) \"300\""),
+        ("Ca 1 \"z\"\nvendid=0xq\n", "fabric.net:2: invalid vendid \"0xq\""),
+        // Before any .net line of the file, the text is not quoted.
+        ("# fabric\n\nSwich 8 \"a\"\n", &format!("fabric.net:3: {NOT_NET}")),
+        ("vendid=0xq\n", &format!("fabric.net:1: {NOT_NET}")),
         ("[1] \"a\"[1]\n", "fabric.net:1: port line before any node header"),
         (
             "Switch 2 \"a\"\n[1] \"b\"[1] w=99\n",
             "fabric.net:2: invalid link option \"w=99\": width mask must be 1..=31",
         ),
-        ("module=\"x\"\n", "fabric.net:1: ibsim's 'module' name prefix is not supported"),
+        ("Ca 1 \"z\"\nmodule=\"x\"\n", "fabric.net:2: ibsim's 'module' name prefix is not supported"),
         ("Switch 2 \"a\"\n@[1] \"x\"\n", "fabric.net:2: an ibsim port alias ('@') is not supported"),
     ];
     for (text, want) in cases {
@@ -285,6 +312,14 @@ fn link_errors() {
         "fabric.net:2: port 3 out of range for \"b\" (2 ports)"
     );
     assert_eq!(err("Switch 8 \"a\"\n[1] \"a\"[1]\n"), "fabric.net:2: \"a\"[1] is cabled to itself");
+    assert_eq!(
+        err("Switch 8 \"sw0\"\n[2] \"sw0\"[3]\n"),
+        "fabric.net:2: \"sw0\"[2] is cabled to \"sw0\"[3] of the same node (a loopback cable)"
+    );
+    assert_eq!(
+        err("Switch 8 \"sw0\"\n[3] \"sw0\"[2]\n[2] \"sw0\"[3]\n"),
+        "fabric.net:2: \"sw0\"[3] is cabled to \"sw0\"[2] of the same node (a loopback cable)"
+    );
     // Both ends listed, disagreeing.
     assert_eq!(
         err("Switch 8 \"a\"\n[1] \"b\"[2]\nSwitch 8 \"b\"\n[2] \"a\"[3]\n"),

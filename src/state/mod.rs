@@ -1,8 +1,15 @@
 //! The SM's state directory: persisted tables (`guid2lid`, the P_Key table layouts `pkeys`,
-//! the M_Keys ports hold `guid2mkey`) and the M_Key secret `mkey-secret`, read at start and
-//! written atomically (temporary file, fsync, rename, directory fsync) so that a crash never
-//! leaves a torn file behind. Files holding keys are created with mode 0600, and a secret
-//! readable by others is refused.
+//! the M_Keys ports hold `guid2mkey`, the neighbour map `neighbors`) and the M_Key secret
+//! `mkey-secret`, read at start and written atomically (temporary file, fsync, rename,
+//! directory fsync) so that a crash never leaves a torn file behind. [`dir`] holds the
+//! directory (one SM at a time, no state file kept as a symbolic link).
+//!
+//! Reading is strict, so that the SM never rewrites a file from a state it did not load: every
+//! file is read only when it is a regular file within a size limit
+//! ([`ibsm_topology::file`]), and checked whole; a malformed line, a GUID listed twice, two
+//! GUIDs sharing a LID or a last line cut short refuses the file with `FILE:LINE: reason`, and
+//! `ibsm run` then does not start. Files holding keys are created with mode 0600, and one
+//! others may read (the SM_Key file, `mkey-secret`, `guid2mkey`) is refused.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,6 +21,10 @@ use ibsm_mad::{Guid, PKey};
 use crate::core::Sm;
 use crate::core::lids::Guid2Lid;
 use crate::core::mkeys::MKeySecret;
+
+pub mod dir;
+
+pub use dir::{LOCK, StateDir};
 
 /// File name of the GUID-to-LID table inside the state directory (OpenSM's name and format).
 pub const GUID2LID: &str = "guid2lid";
@@ -41,6 +52,22 @@ pub enum StateError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Another process holds the state directory.
+    #[error("state directory {} is in use by {}", dir.display(), pid.map_or_else(|| "another process (no PID in its lock file)".to_owned(), |p| format!("PID {p}")))]
+    InUse {
+        /// The directory.
+        dir: PathBuf,
+        /// The holder's PID, as it wrote it in the lock file.
+        pid: Option<u32>,
+    },
+    /// A state file is a symbolic link.
+    #[error("{}: a symbolic link (to {}); ibsm replaces state files by renaming a new file over them, which would leave the target stale: keep the file itself in the state directory", path.display(), target.display())]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
     /// A persisted table is malformed.
     #[error("{path}:{line}: {reason}")]
     Parse {
@@ -58,12 +85,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io { path: path.to_owned(), source }
 }
 
-/// Reads `guid2lid` from `path`; a missing file is an empty table.
+/// Reads `guid2lid` from `path`; a missing file is an empty table. The whole file is checked:
+/// a malformed line, a GUID listed twice, two GUIDs sharing a LID, or a last line cut short
+/// (no newline) refuses it.
 ///
 /// # Errors
-/// [`StateError`] for an unreadable or malformed file.
+/// [`StateError`] for an unreadable or malformed file, with the line and the reason.
 pub fn load_guid2lid(path: &Path) -> Result<Guid2Lid, StateError> {
-    let Some(text) = read_if_present(path)? else { return Ok(Guid2Lid::default()) };
+    let Some(text) = read_if_present(path, STATE_LIMIT)? else { return Ok(Guid2Lid::default()) };
+    complete(path, &text)?;
     Guid2Lid::parse(&text).map_err(|e| StateError::Parse {
         path: path.to_owned(),
         line: e.line,
@@ -71,9 +101,39 @@ pub fn load_guid2lid(path: &Path) -> Result<Guid2Lid, StateError> {
     })
 }
 
+/// Refuses a file whose last line has no newline: every writer ends each line with one, so the
+/// file was cut short (a copy interrupted, a disk full) and its last value may be a prefix of
+/// the real one.
+fn complete(path: &Path, text: &str) -> Result<(), StateError> {
+    if text.is_empty() || text.ends_with('\n') {
+        return Ok(());
+    }
+    Err(StateError::Parse {
+        path: path.to_owned(),
+        line: text.lines().count(),
+        reason: "the last line has no newline: the file is truncated".to_owned(),
+    })
+}
+
+/// `0x` and exactly `digits` hexadecimal digits, as the state files' writers put them.
+fn exact_hex(word: &str, digits: usize) -> Option<u64> {
+    let h = word.strip_prefix("0x")?;
+    (h.len() == digits && h.bytes().all(|b| b.is_ascii_hexdigit())).then(|| u64::from_str_radix(h, 16).ok())?
+}
+
+/// Size limit of a state file: a `guid2lid` for all 49,151 unicast LIDs is about 1.5 MB, and
+/// `pkeys` for as many ports with 32 P_Keys each about 12 MB.
+pub const STATE_LIMIT: u64 = 64 << 20;
+/// Size limit of a file holding a key (the SM_Key file, `mkey-secret`): one line.
+pub const SECRET_LIMIT: u64 = 64 << 10;
+/// Size limit of a configuration file or a partition policy (a policy listing every port
+/// GUID of a large fabric by name runs to a few MB).
+pub const CONFIG_LIMIT: u64 = 64 << 20;
+
 /// The text of `path`, or `None` when there is no such file (a state file not written yet).
-fn read_if_present(path: &Path) -> Result<Option<String>, StateError> {
-    match std::fs::read_to_string(path) {
+/// Only a regular file of at most `limit` bytes is read.
+fn read_if_present(path: &Path, limit: u64) -> Result<Option<String>, StateError> {
+    match ibsm_topology::file::read_text(path, limit) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(StateError::Io { path: path.to_owned(), source }),
@@ -93,19 +153,24 @@ pub fn save_guid2lid(path: &Path, table: &Guid2Lid) -> Result<(), StateError> {
 /// # Errors
 /// [`StateError`] for an unreadable or malformed file.
 pub fn load_pkeys(path: &Path) -> Result<BTreeMap<Guid, Vec<PKey>>, StateError> {
-    let Some(text) = read_if_present(path)? else { return Ok(BTreeMap::new()) };
-    let hex = |w: &str| w.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok());
+    let Some(text) = read_if_present(path, STATE_LIMIT)? else { return Ok(BTreeMap::new()) };
+    complete(path, &text)?;
     let mut out = BTreeMap::new();
+    let mut first_line: HashMap<Guid, usize> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let mut words = line.split_whitespace();
         let Some(first) = words.next() else { continue };
-        let bad = |reason: &str| StateError::Parse { path: path.to_owned(), line: i + 1, reason: reason.to_owned() };
-        let guid = hex(first).ok_or_else(|| bad("expected a GUID as 0x<hex>"))?;
-        let keys = words
-            .map(|w| hex(w).and_then(|k| u16::try_from(k).ok()).map(PKey))
-            .collect::<Option<Vec<PKey>>>()
-            .ok_or_else(|| bad("expected P_Keys as 0x<hex>"))?;
-        out.insert(Guid(guid), keys);
+        let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: i + 1, reason };
+        let guid = Guid(exact_hex(first, 16).ok_or_else(|| bad(format!("expected a GUID as 0x<16 hex digits>, found {first:?}")))?);
+        let mut keys = Vec::new();
+        for w in words {
+            let k = exact_hex(w, 4).ok_or_else(|| bad(format!("expected a P_Key as 0x<4 hex digits>, found {w:?}")))?;
+            keys.push(PKey(k as u16));
+        }
+        if let Some(first) = first_line.insert(guid, i + 1) {
+            return Err(bad(format!("GUID {guid} already listed on line {first}")));
+        }
+        out.insert(guid, keys);
     }
     Ok(out)
 }
@@ -133,20 +198,26 @@ fn pkeys_text(layouts: &BTreeMap<Guid, Vec<PKey>>) -> String {
 }
 
 /// Reads a `guid2mkey` file (ibsm's, or OpenSM's to take its keys over): `0x<port GUID>
-/// 0x<M_Key>` per line; blank lines and `#` comments are skipped. A missing file is none.
+/// 0x<M_Key>` per line; blank lines and `#` comments are skipped. A missing file is none. The
+/// keys are secrets: a file others may read is refused, as the SM_Key file and `mkey-secret`
+/// are.
 ///
 /// # Errors
-/// [`StateError`] for an unreadable file, or one with a malformed line (named).
+/// [`StateError`] for an unreadable or readable-by-others file, or one with a malformed line,
+/// a GUID listed twice or a last line cut short (named).
 pub fn load_guid2mkey(path: &Path) -> Result<HashMap<Guid, u64>, StateError> {
-    let Some(text) = read_if_present(path)? else { return Ok(HashMap::new()) };
+    let Some(text) = read_private(path, "the M_Keys", STATE_LIMIT)? else { return Ok(HashMap::new()) };
+    complete(path, &text)?;
     parse_guid2mkey(&text).map_err(|(line, reason)| StateError::Parse { path: path.to_owned(), line, reason })
 }
 
-/// Parses `guid2mkey` text; `Err((line, reason))` for the first bad line.
+/// Parses `guid2mkey` text; `Err((line, reason))` for the first bad line (a GUID listed twice
+/// included).
 pub fn parse_guid2mkey(text: &str) -> Result<HashMap<Guid, u64>, (usize, String)> {
     let hex =
         |w: &str| w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).and_then(|h| u64::from_str_radix(h, 16).ok());
     let mut out = HashMap::new();
+    let mut first_line: HashMap<Guid, usize> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -156,6 +227,9 @@ pub fn parse_guid2mkey(text: &str) -> Result<HashMap<Guid, u64>, (usize, String)
                 let (Some(g), Some(k)) = (hex(g), hex(k)) else {
                     return Err((i + 1, "expected 0x<port GUID> 0x<M_Key>".to_owned()));
                 };
+                if let Some(first) = first_line.insert(Guid(g), i + 1) {
+                    return Err((i + 1, format!("GUID {} already listed on line {first}", Guid(g))));
+                }
                 out.insert(Guid(g), k);
             }
             _ => return Err((i + 1, format!("expected 2 fields, found {}", words.len()))),
@@ -186,9 +260,11 @@ fn guid2mkey_text<S: std::hash::BuildHasher>(keys: &HashMap<Guid, u64, S>) -> St
 /// Reads the neighbour map; a missing file is none.
 ///
 /// # Errors
-/// [`StateError`] for an unreadable file or a malformed line (named).
+/// [`StateError`] for an unreadable file, a malformed line, a port listed twice or a last line
+/// cut short (named).
 pub fn load_neighbors(path: &Path) -> Result<HashMap<(Guid, u8), Guid>, StateError> {
-    let Some(text) = read_if_present(path)? else { return Ok(HashMap::new()) };
+    let Some(text) = read_if_present(path, STATE_LIMIT)? else { return Ok(HashMap::new()) };
+    complete(path, &text)?;
     let hex = |w: &str| w.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok());
     let mut out = HashMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -199,7 +275,10 @@ pub fn load_neighbors(path: &Path) -> Result<HashMap<(Guid, u8), Guid>, StateErr
                     let reason = "expected 0x<node GUID> <port> 0x<port GUID>".to_owned();
                     return Err(StateError::Parse { path: path.to_owned(), line: i + 1, reason });
                 };
-                out.insert((Guid(n), p), Guid(g));
+                if out.insert((Guid(n), p), Guid(g)).is_some() {
+                    let reason = format!("port {p} of node {} listed twice", Guid(n));
+                    return Err(StateError::Parse { path: path.to_owned(), line: i + 1, reason });
+                }
             }
             _ => {
                 let reason = "expected 3 fields".to_owned();
@@ -238,22 +317,31 @@ fn neighbors_text<S: std::hash::BuildHasher>(map: &HashMap<(Guid, u8), Guid, S>)
 /// # Errors
 /// [`StateError`] for an unreadable, malformed or readable-by-others file.
 pub fn load_sm_key(path: &Path) -> Result<u64, StateError> {
-    let text = read_private(path, "the SM_Key")?
+    let text = read_private(path, "the SM_Key", SECRET_LIMIT)?
         .ok_or_else(|| StateError::Io { path: path.to_owned(), source: std::io::ErrorKind::NotFound.into() })?;
     let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: 1, reason };
     crate::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
 }
 
 /// The text of a file holding a secret (`what`), `None` when there is no such file; refused when
-/// others than its owner may read it.
-fn read_private(path: &Path, what: &str) -> Result<Option<String>, StateError> {
+/// others than its owner may read it (any of the bits 077 set). One rule for every secret file:
+/// the SM_Key file, `mkey-secret` and `guid2mkey`.
+fn read_private(path: &Path, what: &str, limit: u64) -> Result<Option<String>, StateError> {
     use std::os::unix::fs::PermissionsExt;
-    let Some(text) = read_if_present(path)? else { return Ok(None) };
-    let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode();
+    let (bytes, meta) = match ibsm_topology::file::read_with_metadata(path, limit) {
+        Ok(read) => read,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(StateError::Io { path: path.to_owned(), source }),
+    };
+    let mode = meta.permissions().mode();
     if mode & 0o077 != 0 {
         let reason = format!("mode {:o} lets others read {what}; chmod 600 it", mode & 0o777);
         return Err(StateError::Parse { path: path.to_owned(), line: 1, reason });
     }
+    let text = String::from_utf8(bytes).map_err(|_| StateError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+    })?;
     Ok(Some(text))
 }
 
@@ -265,7 +353,7 @@ fn read_private(path: &Path, what: &str) -> Result<Option<String>, StateError> {
 pub fn load_or_create_mkey_secret(dir: &Path) -> Result<MKeySecret, StateError> {
     use std::io::Read;
     let path = dir.join(MKEY_SECRET);
-    if let Some(text) = read_private(&path, "the secret")? {
+    if let Some(text) = read_private(&path, "the secret", SECRET_LIMIT)? {
         let t = text.trim();
         let bytes: Option<Vec<u8>> = (t.len() == 32 && t.is_ascii())
             .then(|| (0..16).map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()).collect())
