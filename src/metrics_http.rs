@@ -207,7 +207,7 @@ async fn respond(req: &Request<Incoming>, ticket: &Ticket, shared: &Shared) -> R
         Ok(()) => wait.await.ok(),
         Err(_) => None,
     };
-    let Some(mut body) = answer else {
+    let Some(mut body) = answer.map(|a| a.text) else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "the SM is shutting down\n".to_owned());
     };
     let mut surfaces = Vec::with_capacity(2);

@@ -275,6 +275,27 @@ fn a_client_that_does_not_read_its_routes_answer_locks_nobody_out() {
     c.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     c.read_exact(&mut first).expect("the routes answer begins within 20 s");
     assert_responsive(&sm, "a client not reading its routes answer");
+    // Answers nobody reads cannot pile up in memory: with a second one held as well, a third
+    // `routes` is told to retry at once; once a holder goes, `routes` is answered again.
+    let mut c2 = UnixStream::connect(&sm.sock).expect("connects");
+    c2.write_all(Query::Routes.request_line().as_bytes()).and_then(|()| c2.write_all(b"\n")).expect("asks");
+    c2.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    c2.read_exact(&mut [0u8; 1]).expect("the second routes answer begins within 20 s");
+    let t = Instant::now();
+    let third = ibsm::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(5)).expect("third");
+    assert!(third.contains("busy") && t.elapsed() < ANSWER_LIMIT, "{:.200} after {:?}", third, t.elapsed());
+    drop(c2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let again =
+            ibsm::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(10)).expect("again");
+        if !again.contains("busy") {
+            assert!(again.len() > 1 << 20, "{again:.200}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "routes still busy 10 s after a holder left");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // The reader comes back before the answer's deadline: the answer is whole.
     let rest = read_all_until(&mut c, Instant::now() + Duration::from_secs(10)).expect("the rest of the answer");
     let mut answer = first.to_vec();

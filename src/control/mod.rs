@@ -140,53 +140,95 @@ pub fn error_line(message: &str) -> String {
 pub struct Pending {
     /// What was asked.
     pub query: Query,
-    reply: oneshot::Sender<String>,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// The SM's answer to a [`Pending`] query, as the connection that asked receives it.
+#[derive(Debug)]
+pub struct Answer {
+    /// The answer line (without the newline), or the Prometheus text.
+    pub text: String,
+    /// A `routes` answer holds one of the [`ROUTE_ANSWERS`] places until the connection is
+    /// done with it (written, or dropped at its deadline).
+    _place: Option<RoutePlace>,
+}
+
+impl Answer {
+    fn plain(text: String) -> Answer {
+        Answer { text, _place: None }
+    }
 }
 
 impl Pending {
     /// A query for the SM's loop, and where its answer will arrive.
-    pub fn new(query: Query) -> (Pending, oneshot::Receiver<String>) {
+    pub fn new(query: Query) -> (Pending, oneshot::Receiver<Answer>) {
         let (reply, wait) = oneshot::channel();
         (Pending { query, reply }, wait)
     }
 
+    /// Answers with `text` (the client may have gone; that is not an error).
+    pub fn reply(self, text: String) {
+        let _ = self.reply.send(Answer::plain(text));
+    }
+
     /// Answers from `sm`'s getters (the client may have gone; that is not an error). The
     /// `routes` answer (about 176 MB of JSON at k=48) is built on a thread of its own from the
-    /// last snapshot, so the SM's loop is not held up; at most [`ROUTE_BUILDERS`] at a time,
-    /// past that the client is told to retry.
+    /// last snapshot, so the SM's loop is not held up; at most [`ROUTE_ANSWERS`] are built or
+    /// being written at a time (so that clients that do not read cannot pile them up in
+    /// memory), past that the client is told to retry.
     pub fn answer(self, sm: &Sm) {
         if self.query != Query::Routes {
-            let _ = self.reply.send(respond(sm, self.query));
+            let text = respond(sm, self.query);
+            self.reply(text);
             return;
         }
         let Some(snap) = sm.snapshot() else {
-            let _ = self.reply.send(respond(sm, self.query));
+            let text = respond(sm, self.query);
+            self.reply(text);
             return;
         };
-        if BUILDERS.fetch_add(1, Ordering::AcqRel) >= ROUTE_BUILDERS {
-            BUILDERS.fetch_sub(1, Ordering::AcqRel);
-            let _ = self.reply.send(error_line("busy: other routes answers are being built; retry"));
+        let Some(place) = RoutePlace::take() else {
+            self.reply(error_line("busy: other routes answers are being built or read; retry"));
             return;
-        }
+        };
         let reply = self.reply;
+        // The place goes with the answer, or is given back when the thread cannot start.
         let build = move || {
-            let json = serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+            let text = serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
                 .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")));
-            let _ = reply.send(json);
-            BUILDERS.fetch_sub(1, Ordering::AcqRel);
+            let _ = reply.send(Answer { text, _place: Some(place) });
         };
         if let Err(e) = std::thread::Builder::new().name("ibsm-routes-answer".to_owned()).spawn(build) {
-            BUILDERS.fetch_sub(1, Ordering::AcqRel);
             tracing::warn!(error_id = "control-thread", err = %e, "could not start a thread for a routes answer");
         }
     }
 }
 
-/// `routes` answers built at once, at most.
-pub const ROUTE_BUILDERS: usize = 2;
+/// `routes` answers built or being written at once, at most.
+pub const ROUTE_ANSWERS: usize = 2;
 
-/// `routes` answers being built now.
-static BUILDERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// `routes` answers being built or written now.
+static ROUTE_PLACES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One of the [`ROUTE_ANSWERS`] places; given back when dropped.
+#[derive(Debug)]
+struct RoutePlace(());
+
+impl RoutePlace {
+    fn take() -> Option<RoutePlace> {
+        if ROUTE_PLACES.fetch_add(1, Ordering::AcqRel) >= ROUTE_ANSWERS {
+            ROUTE_PLACES.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(RoutePlace(()))
+    }
+}
+
+impl Drop for RoutePlace {
+    fn drop(&mut self) {
+        ROUTE_PLACES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Why the control socket could not be set up or queried.
 #[derive(Debug, thiserror::Error)]
@@ -220,7 +262,7 @@ impl crate::transport::SideQuery for Pending {
         self.query == Query::Reload
     }
     fn reply(self, answer: String) {
-        let _ = self.reply.send(answer);
+        Pending::reply(self, answer);
     }
     fn answer(self, sm: &Sm) {
         Pending::answer(self, sm);

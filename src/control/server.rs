@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-use super::{ControlError, MAX_REQUEST, Pending, error_line, parse_request};
+use super::{Answer, ControlError, MAX_REQUEST, Pending, error_line, parse_request};
 use crate::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
 
 /// Distinguishes the temporary names of sockets bound by one process.
@@ -236,10 +236,10 @@ async fn serve(
         Err(_) => {
             Counters::bump(&counters.request_deadline);
             tracing::debug!("control socket: a request did not come whole in time");
-            error_line(&format!(
+            Answer::plain(error_line(&format!(
                 "no whole request line within {} ms; send one line of JSON such as {{\"query\":\"status\"}}",
                 limits.request_deadline.as_millis()
-            ))
+            )))
         }
         Ok(Err(_)) => {
             Counters::bump(&counters.broken);
@@ -251,26 +251,27 @@ async fn serve(
             let mut sink = tokio::io::sink();
             let _ = tokio::time::timeout(DRAIN_TIME, tokio::io::copy(&mut (&mut stream).take(DRAIN_LIMIT), &mut sink))
                 .await;
-            error_line(&format!("request longer than {MAX_REQUEST} bytes"))
+            Answer::plain(error_line(&format!("request longer than {MAX_REQUEST} bytes")))
         }
         Ok(Ok(Request::Line(line))) => {
             match std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_owned()).and_then(parse_request)
             {
-                Err(msg) => error_line(&msg),
+                Err(msg) => Answer::plain(error_line(&msg)),
                 Ok(query) => {
                     let (pending, wait) = Pending::new(query);
-                    if tx.send(pending).is_err() {
-                        error_line("the SM is shutting down")
-                    } else {
-                        wait.await.unwrap_or_else(|_| error_line("the SM is shutting down"))
-                    }
+                    let answer = match tx.send(pending) {
+                        Ok(()) => wait.await.ok(),
+                        Err(_) => None,
+                    };
+                    answer.unwrap_or_else(|| Answer::plain(error_line("the SM is shutting down")))
                 }
             }
         }
     };
-    let deadline = limits.answer_deadline_for(answer.len() + 1);
+    // `answer` (and the place a `routes` answer holds) lives until the write is over.
+    let deadline = limits.answer_deadline_for(answer.text.len() + 1);
     let write = async {
-        stream.write_all(answer.as_bytes()).await?;
+        stream.write_all(answer.text.as_bytes()).await?;
         stream.write_all(b"\n").await?;
         stream.shutdown().await
     };
@@ -279,7 +280,10 @@ async fn serve(
         Ok(Err(_)) => Counters::bump(&counters.broken),
         Err(_) => {
             Counters::bump(&counters.answer_deadline);
-            tracing::debug!(bytes = answer.len(), "control socket: an answer was not read in time; connection dropped");
+            tracing::debug!(
+                bytes = answer.text.len(),
+                "control socket: an answer was not read in time; connection dropped"
+            );
         }
     }
 }
@@ -387,8 +391,8 @@ mod tests {
         let mut fourth = UnixStream::connect(&path).unwrap();
         assert!(read_to_end(&mut fourth).contains("busy"));
         assert_eq!(server.counters().refused.load(Ordering::Relaxed), 1);
-        crate::transport::SideQuery::reply(pending, "{\"ok\":3}".to_owned());
-        crate::transport::SideQuery::reply(pending2, "{\"ok\":2}".to_owned());
+        pending.reply("{\"ok\":3}".to_owned());
+        pending2.reply("{\"ok\":2}".to_owned());
         assert_eq!(read_to_end(&mut third), "{\"ok\":3}\n");
         assert_eq!(read_to_end(&mut second), "{\"ok\":2}\n");
         drop(server);
@@ -414,7 +418,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         };
         // 8 MiB: far more than the socket buffers hold.
-        crate::transport::SideQuery::reply(pending, "x".repeat(8 << 20));
+        pending.reply("x".repeat(8 << 20));
         let deadline = Instant::now() + Duration::from_secs(30);
         while server.counters().answer_deadline.load(Ordering::Relaxed) == 0 {
             assert!(Instant::now() < deadline, "the unread answer was not dropped");
