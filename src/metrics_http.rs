@@ -225,3 +225,101 @@ fn text(status: StatusCode, body: String) -> Response<String> {
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_FORMAT));
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The next query the endpoint handed to the (absent) SM's loop, within 5 s.
+    fn next_query(control: &mut ControlServer) -> Pending {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(p) = control.try_next() {
+                return p;
+            }
+            assert!(Instant::now() < deadline, "no query reached the SM's channel");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn get(addr: SocketAddr, path: &str) -> TcpStream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+        s
+    }
+
+    fn read_to_end(s: &mut TcpStream) -> String {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn a_scrape_gets_the_sms_text_and_the_surface_counters_and_other_paths_404() {
+        let mut control = ControlServer::without_socket();
+        let server = MetricsServer::bind("127.0.0.1:0", &control).unwrap();
+        let mut c = get(server.addr(), "/metrics?x=1");
+        let p = next_query(&mut control);
+        assert_eq!(p.query, Query::Metrics);
+        p.reply("ibsm_sm_state 3\n".to_owned());
+        let said = read_to_end(&mut c);
+        assert!(said.starts_with("HTTP/1.1 200 OK\r\n"), "{said}");
+        assert!(said.contains("\r\n\r\nibsm_sm_state 3\n"), "{said}");
+        assert!(
+            said.contains("ibsm_surface_connections_total{surface=\"metrics\",outcome=\"answered\"} 0\n"),
+            "{said}"
+        );
+        assert!(!said.contains("surface=\"control\""), "no control socket, no control counters: {said}");
+        let said = read_to_end(&mut get(server.addr(), "/"));
+        assert!(said.starts_with("HTTP/1.1 404 "), "{said}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.counters().answered.load(Ordering::Relaxed) < 2 {
+            assert!(Instant::now() < deadline, "both answers counted");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn past_the_cap_an_idle_connection_makes_room_and_answering_ones_get_503() {
+        let mut control = ControlServer::without_socket();
+        let limits = Limits { max_connections: 1, ..Limits::DEFAULT };
+        let server = MetricsServer::bind_with("127.0.0.1:0", &control, limits).unwrap();
+        let mut idle = TcpStream::connect(server.addr()).unwrap();
+        // Accepted and admitted before the next one arrives (the accept loop takes them in order).
+        let mut c = get(server.addr(), "/metrics");
+        assert_eq!(read_to_end(&mut idle), "", "the idle connection is closed");
+        let p = next_query(&mut control);
+        // `c` waits for its answer: the next connection is refused.
+        let said = read_to_end(&mut get(server.addr(), "/metrics"));
+        assert!(said.starts_with("HTTP/1.1 503 ") || said.is_empty(), "{said}");
+        assert_eq!(server.counters().refused.load(Ordering::Relaxed), 1);
+        assert_eq!(server.counters().evicted.load(Ordering::Relaxed), 1);
+        p.reply("ibsm_sm_state 3\n".to_owned());
+        assert!(read_to_end(&mut c).starts_with("HTTP/1.1 200 OK\r\n"));
+    }
+
+    #[test]
+    fn an_answer_nobody_reads_is_dropped_at_its_deadline() {
+        let mut control = ControlServer::without_socket();
+        // 0.3 s whatever the size.
+        let limits =
+            Limits { answer_deadline: Duration::from_millis(300), answer_min_rate: 1 << 50, ..Limits::DEFAULT };
+        let server = MetricsServer::bind_with("127.0.0.1:0", &control, limits).unwrap();
+        let mut c = get(server.addr(), "/metrics");
+        // 32 MiB: far more than the socket buffers hold.
+        next_query(&mut control).reply("x".repeat(32 << 20));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while server.counters().answer_deadline.load(Ordering::Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the unread answer was not dropped");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let got = read_to_end(&mut c);
+        assert!(got.len() < 32 << 20, "{} bytes", got.len());
+    }
+}
