@@ -117,6 +117,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 let id = ticket.id();
                 let task = tokio::spawn(serve(stream, ticket, Arc::clone(&shared)));
                 gate.track(id, task.abort_handle());
+                // Let it read what has already arrived before accepting more: under a flood of
+                // connections, a client whose request is in is then past eviction.
+                tokio::task::yield_now().await;
             }
             Admission::Refused => {
                 let body = "busy: too many scrapes at once; retry\n";

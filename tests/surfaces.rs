@@ -1,10 +1,10 @@
 //! The operator surfaces under an adversarial local user: `ibsm run --sim` as a child process
 //! with its control socket and metrics endpoint, attacked the ways issue 22 lists (hundreds of
 //! idle connections, a client dripping its request a byte at a time, a client that asks for
-//! `routes` and never reads, slowloris headers, a request line that is not UTF-8). After each
-//! attack, while the attackers are still connected, `status` and a scrape must each answer
-//! within a second. Every wait is a deadline; the only sleeps are the drip interval, which is
-//! the attack itself.
+//! `routes` and never reads, slowloris headers, a request line that is not UTF-8), and a flood
+//! of connections held open. After each attack, while the attackers are still connected,
+//! `status` and a scrape must each answer within a second. Every wait is a deadline; the only
+//! sleeps are the drip interval, which is the attack itself.
 
 mod support;
 
@@ -319,4 +319,47 @@ fn a_request_line_that_is_not_utf8_gets_400() {
         assert!(said.starts_with("HTTP/1.1 400 "), "{:?}: {said:?}", String::from_utf8_lossy(request));
     }
     assert_responsive(&sm, "after requests that are not UTF-8");
+}
+
+#[test]
+fn a_flood_of_connections_held_open_locks_nobody_out() {
+    let sm = start("flood", &root().join(FABRIC));
+    let stop = Arc::new(AtomicBool::new(false));
+    let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = |open: Box<dyn Fn() -> Option<Box<dyn Send>> + Send>| {
+        let (stop, made) = (Arc::clone(&stop), Arc::clone(&made));
+        std::thread::spawn(move || {
+            // Holds the newest 2,000, so that the server keeps having to make room.
+            let mut held = std::collections::VecDeque::new();
+            while !stop.load(Ordering::Acquire) {
+                if let Some(c) = open() {
+                    held.push_back(c);
+                    made.fetch_add(1, Ordering::Relaxed);
+                }
+                if held.len() > 2000 {
+                    held.pop_front();
+                }
+            }
+        })
+    };
+    let sock = sm.sock.clone();
+    let a = flood(Box::new(move || UnixStream::connect(&sock).ok().map(|c| Box::new(c) as Box<dyn Send>)));
+    let addr = sm.addr.clone();
+    let b = flood(Box::new(move || TcpStream::connect(&addr).ok().map(|c| Box::new(c) as Box<dyn Send>)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while made.load(Ordering::Relaxed) < 1000 {
+        assert!(Instant::now() < deadline, "the flood did not get going");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let result = std::panic::catch_unwind(|| {
+        for round in 0..3 {
+            assert_responsive(&sm, &format!("a flood of connections, round {round}"));
+        }
+    });
+    stop.store(true, Ordering::Release);
+    let _ = (a.join(), b.join());
+    eprintln!("flood: {} connections opened", made.load(Ordering::Relaxed));
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
 }

@@ -199,6 +199,9 @@ async fn accept_loop(
                 let id = ticket.id();
                 let task = tokio::spawn(serve(stream, ticket, tx.clone(), limits, Arc::clone(&counters)));
                 gate.track(id, task.abort_handle());
+                // Let it read what has already arrived before accepting more: under a flood of
+                // connections, a client whose request is in is then past eviction.
+                tokio::task::yield_now().await;
             }
             Admission::Refused => {
                 let busy =
