@@ -12,7 +12,9 @@
 //! `answer_deadline` plus its size at `answer_min_rate` to be read. When the cap is reached a
 //! new connection takes the place of the oldest one still sending its request (an honest
 //! client sends it at once, so only idle or dripping ones are evicted); when every connection
-//! is past its request (waiting for or reading an answer), the new one is refused at once.
+//! is past its request (waiting for or reading an answer), the new one is refused at once. The
+//! listeners let each new connection's task read before they accept the next, so under a flood
+//! of connections a client whose request has arrived is read, and past eviction, first.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
