@@ -841,7 +841,7 @@ fn listeners(
     })?;
     let Some(addr) = &a.metrics else { return Ok((control, None)) };
     let control = control.unwrap_or_else(ControlServer::without_socket);
-    let metrics = ibsm::metrics_http::MetricsServer::bind(addr, control.sender()).map_err(|e| {
+    let metrics = ibsm::metrics_http::MetricsServer::bind(addr, &control).map_err(|e| {
         eprintln!("ibsm run: --metrics {addr}: {e}");
         ExitCode::FAILURE
     })?;

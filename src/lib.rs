@@ -14,7 +14,8 @@
 //!
 //! Around the core, for operators: [`config`] (the file, the environment, the checks),
 //! [`state`] (the state directory), [`control`] (the local control socket), [`metrics`] and
-//! [`metrics_http`] (Prometheus), [`logfmt`] (JSON log lines), [`policy`] (partition policy
+//! [`metrics_http`] (Prometheus), [`surface`] (the limits, connection cap and listener thread
+//! the control socket and the metrics endpoint share), [`logfmt`] (JSON log lines), [`policy`] (partition policy
 //! files), and [`transport`] (umad, the simulator, systemd's notify socket).
 
 pub mod config;
@@ -33,5 +34,6 @@ pub mod siphash;
 pub mod soak;
 pub mod startup;
 pub mod state;
+pub mod surface;
 pub mod sync;
 pub mod transport;

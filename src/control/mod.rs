@@ -1,0 +1,325 @@
+//! The SM's local control socket: a Unix stream socket through which operators' tools
+//! (`ibsm status`, `ibsm reload`, `ibsm routes dump --socket`, `ibsm routes check --socket`) ask
+//! the running SM what it holds.
+//!
+//! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}`,
+//! `{"query":"status"}` or `{"query":"reload"}`, and reads one line of JSON back; then the SM
+//! closes the connection. `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; `reload`
+//! (which the transport carries out: it knows the files) answers [`Reloaded`]; anything else
+//! (malformed JSON, an unknown query, a line over 4 KiB, a client too slow to send its line)
+//! gets `{"error":"..."}`.
+//!
+//! This module owns the protocol (queries, [`parse_request`], [`respond`]), the hand-over of a
+//! query to the SM's loop ([`Pending`]: the loop answers it from the sans-IO core's getters and
+//! its last sweep's snapshot between two events, at once even while a sweep runs) and the
+//! client side ([`request`], [`query`]). Below it: [`status`] (the `status` answer) and
+//! `server` ([`ControlServer`]: the socket file and the connections, under the limits of
+//! [`crate::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
+//! the SM's loop.
+
+mod server;
+mod status;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use crate::core::Sm;
+use crate::routes::live::LiveRoutes;
+
+pub use server::ControlServer;
+pub use status::{
+    BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, Problems, QuarantinedGuid, RefusedPort, Status,
+    SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status,
+};
+
+/// The socket's file name inside the state directory, when `--control` is not given.
+pub const DEFAULT_NAME: &str = "ibsm.sock";
+
+/// Longest request line accepted, bytes.
+const MAX_REQUEST: u64 = 4096;
+
+/// What a client may ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Query {
+    /// The discovered fabric and every switch's forwarding table ([`LiveRoutes`]).
+    Routes,
+    /// The SM's state and its last sweep ([`Status`]).
+    Status,
+    /// Read the configuration and the partition policy again ([`Reloaded`]); answered by the
+    /// transport, which knows the files.
+    Reload,
+    /// Prometheus text ([`crate::metrics::render`]); asked by the metrics endpoint only.
+    Metrics,
+}
+
+/// The answer to `reload`: the files read and what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reloaded {
+    /// The files read again (the config file, the partition policy), comma-separated.
+    pub reloaded: String,
+    /// Options changed and in force now (config-file key names).
+    #[serde(default)]
+    pub applied: Vec<String>,
+    /// Options changed in the file but kept at their running value until a restart.
+    #[serde(default)]
+    pub restart: Vec<String>,
+    /// A heavy sweep follows, writing only what differs.
+    #[serde(default)]
+    pub sweep: bool,
+    /// That sweep routes from scratch (the routing engine changed).
+    #[serde(default)]
+    pub reroute: bool,
+}
+
+impl Query {
+    /// The name on the wire.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Query::Routes => "routes",
+            Query::Status => "status",
+            Query::Reload => "reload",
+            Query::Metrics => "metrics",
+        }
+    }
+
+    /// The request line for this query (without the newline).
+    pub fn request_line(self) -> String {
+        format!("{{\"query\":\"{}\"}}", self.name())
+    }
+}
+
+/// The request as sent on the wire.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestLine {
+    query: String,
+}
+
+/// Parses one request line.
+///
+/// # Errors
+/// A message saying what is wrong with the line.
+pub fn parse_request(line: &str) -> Result<Query, String> {
+    let req: RequestLine = serde_json::from_str(line.trim())
+        .map_err(|e| format!("expected one line of JSON such as {{\"query\":\"status\"}}: {e}"))?;
+    match req.query.as_str() {
+        "routes" => Ok(Query::Routes),
+        "status" => Ok(Query::Status),
+        "reload" => Ok(Query::Reload),
+        other => Err(format!("unknown query {other:?}; expected \"routes\", \"status\" or \"reload\"")),
+    }
+}
+
+/// The response line (without the newline) to `query`, answered from `sm`'s getters.
+pub fn respond(sm: &Sm, query: Query) -> String {
+    let out = match query {
+        Query::Status => serde_json::to_string(&status(sm)),
+        Query::Routes => match LiveRoutes::from_sm(sm) {
+            Ok(r) => serde_json::to_string(&r),
+            Err(e) => return error_line(&e.to_string()),
+        },
+        Query::Reload => return error_line("reload is answered by the transport, not from the SM's getters"),
+        Query::Metrics => return crate::metrics::render(sm),
+    };
+    out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
+}
+
+/// `{"error":"..."}`.
+pub fn error_line(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
+/// A valid request waiting for the SM's answer.
+#[derive(Debug)]
+pub struct Pending {
+    /// What was asked.
+    pub query: Query,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// The SM's answer to a [`Pending`] query, as the connection that asked receives it.
+#[derive(Debug)]
+pub struct Answer {
+    /// The answer line (without the newline), or the Prometheus text.
+    pub text: String,
+    /// A `routes` answer holds one of the [`ROUTE_ANSWERS`] places until the connection is
+    /// done with it (written, or dropped at its deadline).
+    _place: Option<RoutePlace>,
+}
+
+impl Answer {
+    fn plain(text: String) -> Answer {
+        Answer { text, _place: None }
+    }
+}
+
+impl Pending {
+    /// A query for the SM's loop, and where its answer will arrive.
+    pub fn new(query: Query) -> (Pending, oneshot::Receiver<Answer>) {
+        let (reply, wait) = oneshot::channel();
+        (Pending { query, reply }, wait)
+    }
+
+    /// Answers with `text` (the client may have gone; that is not an error).
+    pub fn reply(self, text: String) {
+        let _ = self.reply.send(Answer::plain(text));
+    }
+
+    /// Answers from `sm`'s getters (the client may have gone; that is not an error). The
+    /// `routes` answer (about 176 MB of JSON at k=48) is built on a thread of its own from the
+    /// last snapshot, so the SM's loop is not held up; at most [`ROUTE_ANSWERS`] are built or
+    /// being written at a time (so that clients that do not read cannot pile them up in
+    /// memory), past that the client is told to retry.
+    pub fn answer(self, sm: &Sm) {
+        if self.query != Query::Routes {
+            let text = respond(sm, self.query);
+            self.reply(text);
+            return;
+        }
+        let Some(snap) = sm.snapshot() else {
+            let text = respond(sm, self.query);
+            self.reply(text);
+            return;
+        };
+        let Some(place) = RoutePlace::take() else {
+            self.reply(error_line("busy: other routes answers are being built or read; retry"));
+            return;
+        };
+        let reply = self.reply;
+        // The place goes with the answer, or is given back when the thread cannot start.
+        let build = move || {
+            let text = serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+                .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")));
+            let _ = reply.send(Answer { text, _place: Some(place) });
+        };
+        if let Err(e) = std::thread::Builder::new().name("ibsm-routes-answer".to_owned()).spawn(build) {
+            tracing::warn!(error_id = "control-thread", err = %e, "could not start a thread for a routes answer");
+        }
+    }
+}
+
+/// `routes` answers built or being written at once, at most.
+pub const ROUTE_ANSWERS: usize = 2;
+
+/// `routes` answers being built or written now.
+static ROUTE_PLACES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One of the [`ROUTE_ANSWERS`] places; given back when dropped.
+#[derive(Debug)]
+struct RoutePlace(());
+
+impl RoutePlace {
+    fn take() -> Option<RoutePlace> {
+        if ROUTE_PLACES.fetch_add(1, Ordering::AcqRel) >= ROUTE_ANSWERS {
+            ROUTE_PLACES.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(RoutePlace(()))
+    }
+}
+
+impl Drop for RoutePlace {
+    fn drop(&mut self) {
+        ROUTE_PLACES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Why the control socket could not be set up or queried.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// A system call on the socket failed.
+    #[error("control socket {path}: {what}: {err}")]
+    Io {
+        /// The socket path.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        err: std::io::Error,
+    },
+    /// Another SM answers on the socket.
+    #[error("control socket {0}: another SM is listening there")]
+    InUse(PathBuf),
+    /// The path exists and is not a socket (never removed).
+    #[error("control socket {0}: exists and is not a socket; not replacing it")]
+    NotSocket(PathBuf),
+    /// The SM answered with an error.
+    #[error("the SM says: {0}")]
+    Refused(String),
+    /// The SM's answer could not be read.
+    #[error("unexpected answer from the SM: {0}")]
+    BadReply(String),
+}
+
+impl crate::transport::SideQuery for Pending {
+    fn is_reload(&self) -> bool {
+        self.query == Query::Reload
+    }
+    fn reply(self, answer: String) {
+        Pending::reply(self, answer);
+    }
+    fn answer(self, sm: &Sm) {
+        Pending::answer(self, sm);
+    }
+}
+
+/// Sends `line` to the SM at `path` and returns its one-line answer (without the newline).
+///
+/// # Errors
+/// [`ControlError::Io`] when the socket cannot be reached or the answer cannot be read.
+pub fn request(path: &Path, line: &str, timeout: Duration) -> Result<String, ControlError> {
+    let io = |what: &'static str| move |err| ControlError::Io { path: path.to_owned(), what, err };
+    let mut s = UnixStream::connect(path).map_err(io("connecting"))?;
+    s.set_read_timeout(Some(timeout)).map_err(io("setting a timeout"))?;
+    s.write_all(line.as_bytes()).and_then(|()| s.write_all(b"\n")).map_err(io("sending the request"))?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(io("reading the answer"))?;
+    Ok(answer.trim_end().to_owned())
+}
+
+/// Asks `query` and decodes the answer as `T`, turning `{"error":...}` into
+/// [`ControlError::Refused`].
+///
+/// # Errors
+/// As [`request`]; [`ControlError::Refused`] when the SM answers with an error, and
+/// [`ControlError::BadReply`] when the answer is not a `T`.
+pub fn query<T: serde::de::DeserializeOwned>(path: &Path, query: Query, timeout: Duration) -> Result<T, ControlError> {
+    let answer = request(path, &query.request_line(), timeout)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&answer).map_err(|e| ControlError::BadReply(format!("{e}: {answer:.80}")))?;
+    if let Some(msg) = value.get("error") {
+        return Err(ControlError::Refused(msg.as_str().map_or_else(|| msg.to_string(), str::to_owned)));
+    }
+    serde_json::from_value(value).map_err(|e| ControlError::BadReply(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_request("{\"query\":\"routes\"}\n"), Ok(Query::Routes));
+        assert_eq!(parse_request(&Query::Status.request_line()), Ok(Query::Status));
+        assert_eq!(parse_request(&Query::Reload.request_line()), Ok(Query::Reload));
+        assert!(parse_request("{\"query\":\"reboot\"}").unwrap_err().contains("unknown query"));
+        assert!(parse_request("garbage").unwrap_err().contains("one line of JSON"));
+        assert!(parse_request("{\"query\":\"status\",\"x\":1}").is_err(), "unknown fields are refused");
+        assert!(parse_request("").is_err());
+    }
+
+    #[test]
+    fn an_sm_before_its_first_sweep_reports_not_up_and_refuses_routes() {
+        let sm = Sm::new(crate::core::SmConfig::default(), crate::core::Guid2Lid::default());
+        let s = status(&sm);
+        assert_eq!((s.state.as_str(), s.subnet_up, s.last_sweep.is_none()), ("not-active", false, true));
+        let v: serde_json::Value = serde_json::from_str(&respond(&sm, Query::Routes)).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("not completed a sweep"), "{v}");
+    }
+}

@@ -1,0 +1,365 @@
+//! The control socket's `status` answer: its schema ([`Status`] and the types it holds, schema
+//! version 1: keys may be added, none renamed or removed) and how it is read from the SM's
+//! getters and its last sweep's snapshot ([`status`]). Pure: no I/O, called on the SM's loop.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::{Sm, SmState};
+
+/// The answer to `status` (schema version 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Schema version (1).
+    pub version: u32,
+    /// `not-active`, `discovering`, `standby` or `master`.
+    pub state: String,
+    /// Phase of the running sweep, `up` when none runs.
+    pub phase: String,
+    /// `true` when the last completed sweep brought every linked port up without a failure.
+    pub subnet_up: bool,
+    /// The last completed sweep, if any.
+    pub last_sweep: Option<SweepStatus>,
+    /// M_Keys: the mode and the bad-M_Key traps received.
+    #[serde(default)]
+    pub m_keys: MKeyStatus,
+    /// This SM's priority (elevated after a takeover, when configured).
+    #[serde(default)]
+    pub priority: u8,
+    /// The master: this SM when master, the one it watches when standby; none before either.
+    #[serde(default)]
+    pub master: Option<MasterStatus>,
+    /// The state sync between this SM and the others.
+    #[serde(default)]
+    pub sync: SyncStatusJson,
+    /// Traps: received by number, how they were handled, ports reported unhealthy.
+    #[serde(default)]
+    pub traps: TrapStatus,
+    /// What an operator should look at: unrouted LIDs, unhealthy ports, nodes that blocked the
+    /// last sweep, linked ports not active.
+    #[serde(default)]
+    pub problems: Problems,
+}
+
+/// The `problems` of the `status` answer (all empty or 0 on a healthy fabric).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Problems {
+    /// End-port LIDs some switch has no route for, in all.
+    pub unrouted_lids_total: usize,
+    /// The first 64 of them.
+    pub unrouted_lids: Vec<UnroutedLid>,
+    /// Ports reported by traps 129-131 (as in `traps`).
+    pub unhealthy_ports: Vec<UnhealthyPort>,
+    /// Nodes that did not answer in the last sweep, or that a Set failed on (it was
+    /// incomplete because of them).
+    pub blocked_nodes: Vec<BlockedNodeJson>,
+    /// Linked ports the last sweep could not bring to Active.
+    pub ports_not_active: usize,
+    /// Differences from the planned cabling (`expected-topology`), in all.
+    #[serde(default)]
+    pub cabling_total: usize,
+    /// The first 64 of them, one line each (`missing link ...`, `miscabled ...`).
+    #[serde(default)]
+    pub cabling: Vec<String>,
+    /// Ports left unarmed as ends of miscabled cables (`refuse-miscabled`).
+    #[serde(default)]
+    pub refused_ports: Vec<RefusedPort>,
+    /// NodeGUIDs two nodes answered with, and the ports quarantined because of them.
+    #[serde(default)]
+    pub quarantined_guids: Vec<QuarantinedGuid>,
+}
+
+/// A duplicated GUID in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedGuid {
+    /// The NodeGUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// The ports taken out (both instances' and their neighbours'), `0x<node GUID>[<port>]`.
+    pub ports: Vec<String>,
+}
+
+/// A port refused as an end of a miscabled cable, in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedPort {
+    /// Its node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// The port.
+    pub port: u8,
+}
+
+impl Problems {
+    /// How many problems it lists.
+    pub fn count(&self) -> usize {
+        self.unrouted_lids_total
+            + self.unhealthy_ports.len()
+            + self.blocked_nodes.len()
+            + self.ports_not_active
+            + self.cabling_total
+            + self.quarantined_guids.len()
+    }
+}
+
+/// An unrouted LID in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnroutedLid {
+    /// The LID.
+    pub lid: u16,
+    /// Switches without a route for it.
+    pub switches: usize,
+}
+
+/// A node that blocked the last sweep, in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedNodeJson {
+    /// Its node GUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// Its NodeDescription as last read.
+    pub desc: String,
+}
+
+/// Traps in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TrapStatus {
+    /// Traps received by generic number (as a string key; `0`: vendor or unreadable).
+    pub received: std::collections::BTreeMap<String, u64>,
+    /// Identical traps from one source dropped past the threshold.
+    pub suppressed: u64,
+    /// Traps handled with others: gathered into a sweep about to start, or covered by a running
+    /// sweep that read their source after them (no extra sweep).
+    pub coalesced: u64,
+    /// Heavy sweeps the rate limit deferred.
+    pub deferred: u64,
+    /// Light sweeps completed.
+    pub light_sweeps: u64,
+    /// Ports reported by traps 129-131.
+    pub unhealthy_ports: Vec<UnhealthyPort>,
+}
+
+/// A port reported by trap 129, 130 or 131.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhealthyPort {
+    /// The node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// The port.
+    pub port: u8,
+    /// The last trap number reported for it.
+    pub trap: u16,
+    /// Traps received for it.
+    pub count: u64,
+}
+
+/// The state sync in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SyncStatusJson {
+    /// Master: its state version. Standby: the master's, as of its last query.
+    pub version: u64,
+    /// Standby: the master's version at which this SM held exactly the master's state (none:
+    /// not current, or never synced).
+    pub current_at: Option<u64>,
+    /// Standby: the sections it holds.
+    pub sections: Vec<String>,
+    /// Master: the standbys it syncs.
+    pub standbys: Vec<SyncPeerStatus>,
+}
+
+/// One standby in the master's `sync.standbys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncPeerStatus {
+    /// Its port GUID.
+    pub guid: String,
+    /// Its LID.
+    pub lid: u16,
+    /// `asking`, `sending`, `current`, `foreign` (not ibsm: no sync), `unreachable` or
+    /// `refused` (an ibsm SM that was not standing by for this master when asked).
+    pub state: String,
+    /// The version it is current at.
+    pub current_at: Option<u64>,
+}
+
+/// The master in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MasterStatus {
+    /// Its port GUID, `0x` and 16 hex digits.
+    pub guid: String,
+    /// Its port's LID.
+    pub lid: u16,
+    /// Its priority.
+    pub priority: u8,
+}
+
+/// M_Keys in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MKeyStatus {
+    /// `off`, `per-port` or `subnet` (one key).
+    pub mode: String,
+    /// M_KeyProtectBits the SM sets.
+    pub protect: u8,
+    /// Bad-M_Key traps (256) by source, in LID order.
+    pub violations: Vec<MKeyViolation>,
+}
+
+/// Bad-M_Key traps from one source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MKeyViolation {
+    /// The LID that raised them.
+    pub lid: u16,
+    /// How many.
+    pub traps: u64,
+}
+
+/// The figures of the last completed sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepStatus {
+    /// Every linked port active and no SMP failed.
+    pub complete: bool,
+    /// Switches found.
+    pub switches: usize,
+    /// CAs (and routers) found.
+    pub cas: usize,
+    /// End ports with a LID.
+    pub end_ports: usize,
+    /// Links.
+    pub links: usize,
+    /// LID mask control.
+    pub lmc: u8,
+    /// The SM's own LID.
+    pub sm_lid: u16,
+    /// Routing engine that routed it.
+    pub routing_engine: String,
+    /// SMPs sent.
+    pub smps_sent: u64,
+    /// SMPs that failed after every retry.
+    pub smps_failed: u64,
+    /// Linked ports active.
+    pub ports_active: usize,
+    /// Linked ports not active.
+    pub ports_not_active: usize,
+    /// Duration of the sweep, ns.
+    pub total_ns: u64,
+    /// How long ago it ended, ms, as of this answer.
+    #[serde(default)]
+    pub age_ms: u64,
+}
+
+/// The `status` answer from `sm`'s getters.
+pub fn status(sm: &Sm) -> Status {
+    let state = match sm.state() {
+        SmState::NotActive => "not-active",
+        SmState::Discovering => "discovering",
+        SmState::Standby => "standby",
+        SmState::Master => "master",
+    };
+    let last = sm.last_report().map(|r| SweepStatus {
+        complete: r.complete,
+        switches: r.switches,
+        cas: r.cas,
+        end_ports: r.end_ports,
+        links: r.links,
+        lmc: r.lmc,
+        sm_lid: r.sm_lid.0,
+        routing_engine: r.routing_engine.clone(),
+        smps_sent: r.smps_sent,
+        smps_failed: r.smps_failed,
+        ports_active: r.ports_active,
+        ports_not_active: r.ports_not_active,
+        total_ns: r.total_ns,
+        age_ms: sm.now().saturating_sub(sm.last_report_at().unwrap_or(0)) / 1_000_000,
+    });
+    let mut st = Status {
+        version: 1,
+        state: state.to_owned(),
+        phase: sm.phase().name().to_owned(),
+        subnet_up: sm.state() == SmState::Master && last.as_ref().is_some_and(|l| l.complete),
+        last_sweep: last,
+        m_keys: MKeyStatus {
+            mode: match sm.config().m_key.mode {
+                crate::core::mkeys::MKeyMode::Off => "off",
+                crate::core::mkeys::MKeyMode::PerPort => "per-port",
+                crate::core::mkeys::MKeyMode::Fixed(_) => "subnet",
+            }
+            .to_owned(),
+            protect: sm.config().m_key.protect,
+            violations: sm.mkey_violations().iter().map(|(l, v)| MKeyViolation { lid: l.0, traps: v.count }).collect(),
+        },
+        priority: sm.priority(),
+        master: sm.master().map(|(g, l, p)| MasterStatus { guid: format!("{:#018x}", g.0), lid: l.0, priority: p }),
+        sync: {
+            let s = sm.sync_status();
+            SyncStatusJson {
+                version: s.version,
+                current_at: s.current_at,
+                sections: s.sections.iter().map(|x| (*x).to_owned()).collect(),
+                standbys: s
+                    .standbys
+                    .iter()
+                    .map(|(g, lid, state, v)| SyncPeerStatus {
+                        guid: format!("{:#018x}", g.0),
+                        lid: lid.0,
+                        state: (*state).to_owned(),
+                        current_at: *v,
+                    })
+                    .collect(),
+            }
+        },
+        traps: {
+            let t = sm.trap_book();
+            TrapStatus {
+                received: t.counters.by_number.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+                suppressed: t.counters.suppressed,
+                coalesced: t.counters.coalesced,
+                deferred: t.counters.deferred,
+                light_sweeps: sm.light_sweeps(),
+                unhealthy_ports: t
+                    .unhealthy
+                    .iter()
+                    .map(|((g, p), u)| UnhealthyPort {
+                        node: format!("{:#018x}", g.0),
+                        port: *p,
+                        trap: u.trap,
+                        count: u.count,
+                    })
+                    .collect(),
+            }
+        },
+        problems: Problems::default(),
+    };
+    st.problems = problems(sm, &st);
+    st
+}
+
+/// The `problems` of a status: from the last snapshot, the traps and the last report.
+fn problems(sm: &Sm, st: &Status) -> Problems {
+    let unrouted = sm.snapshot().map(|s| s.unrouted().clone()).unwrap_or_default();
+    let report = sm.last_report();
+    Problems {
+        unrouted_lids_total: unrouted.total,
+        unrouted_lids: unrouted.lids.iter().map(|&(lid, switches)| UnroutedLid { lid: lid.0, switches }).collect(),
+        unhealthy_ports: st.traps.unhealthy_ports.clone(),
+        blocked_nodes: report
+            .map(|r| {
+                r.blocked
+                    .iter()
+                    .chain(&r.failed_nodes)
+                    .map(|b| BlockedNodeJson { guid: format!("{:#018x}", b.guid.0), desc: b.desc.clone() })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ports_not_active: report.map_or(0, |r| r.ports_not_active),
+        cabling_total: sm.cabling().diff.differences.len(),
+        cabling: sm.cabling().diff.lines().into_iter().take(64).collect(),
+        refused_ports: sm
+            .cabling()
+            .refused
+            .iter()
+            .map(|(g, p)| RefusedPort { node: format!("{:#018x}", g.0), port: *p })
+            .collect(),
+        quarantined_guids: sm
+            .quarantine()
+            .guids
+            .iter()
+            .map(|(g, ends)| QuarantinedGuid {
+                guid: format!("{:#018x}", g.0),
+                ports: ends.iter().map(|(n, p)| format!("{:#018x}[{p}]", n.0)).collect(),
+            })
+            .collect(),
+    }
+}
