@@ -1,7 +1,9 @@
 //! Command-line interface: argument parsing (clap) and one function per subcommand.
 //!
 //! Exit statuses: 0 success, 1 the operation failed, 2 bad input (arguments, config or
-//! topology file), with the file, line and reason on stderr.
+//! topology file), with the file, line and reason on stderr. A one-shot command whose standard
+//! output is a pipe closed early (`| head`) ends quietly by SIGPIPE, as Unix tools do; `ibsm run`
+//! keeps SIGPIPE ignored.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -251,6 +253,10 @@ struct GenArgs {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    if !matches!(cli.command, Command::Run(_)) {
+        // A one-shot command whose reader goes away (`| head`) ends quietly, as Unix tools do.
+        ibsm::transport::umad::default_sigpipe();
+    }
     match cli.command {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
