@@ -89,6 +89,11 @@ impl Sources {
                 Err(e) => errors.push(format!("expected-topology: {e}")),
             }
         }
+        for (flag, path) in [("--state-dir", &self.state_dir), ("--partitions", &self.partitions)] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                errors.push(format!("{flag}: an empty path; give a non-empty one"));
+            }
+        }
         let state_dir = self.state_dir.clone().or_else(|| file.state_dir.clone());
         if let Some(d) = &state_dir
             && let Err(e) = std::fs::create_dir_all(d)
