@@ -79,7 +79,12 @@ impl Sources {
         let partitions = self.partitions.clone().or_else(|| file.partitions.clone());
         if let Some(path) = &partitions {
             match crate::policy::load(path) {
-                Ok((policy, _)) => cfg.partitions = policy,
+                Ok((policy, _, warnings)) => {
+                    for w in &warnings {
+                        tracing::warn!(error_id = "partition-warning", "partition policy: {w}");
+                    }
+                    cfg.partitions = policy;
+                }
                 Err(e) => errors.push(format!("partition policy refused, nothing applied:\n{e}")),
             }
         }
