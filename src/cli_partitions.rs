@@ -14,8 +14,8 @@ use clap::Subcommand;
 use ibsm::policy::{Form, load};
 use ibsm_mad::records::Rate;
 use ibsm_partitions::{
-    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, MemberSpec, Partition, Policy, mtu_bytes, partitions_in_force, policy_to_toml,
-    render_partitions_conf,
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, MemberSpec, Partition, Policy, mtu_bytes, partitions_in_force,
+    policy_to_toml, render_partitions_conf,
 };
 
 /// `ibsm partitions ...`.

@@ -274,12 +274,16 @@ fn position(text: &str, at: usize) -> (usize, usize) {
 /// at all at line 0.
 fn read_text(path: &Path) -> Result<String, ConfigError> {
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|e| ConfigError { path: origin.clone(), line: 0, col: 0, reason: e.to_string() })?;
+    let bytes = std::fs::read(path).map_err(|e| ConfigError {
+        path: origin.clone(),
+        line: 0,
+        col: 0,
+        reason: e.to_string(),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let before = e.as_bytes().get(..at).unwrap_or_default();
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = before.split(|&b| b == b'\n').count();
         let col = before.iter().rposition(|&b| b == b'\n').map_or(at, |nl| at - nl - 1) + 1;
         let byte = e.as_bytes().get(at).copied().unwrap_or(0);
         ConfigError {
@@ -698,7 +702,10 @@ mod tests {
         let e = ConfigFile::parse("smp-timeout-ms = 0\n", "t.toml").expect_err("every SMP would time out");
         assert_eq!(e.to_string(), "t.toml:1:1: smp-timeout-ms: must be 1..=60000, found 0");
         let e = ConfigFile::parse("lmc = 0\nstate-dir = \"\"\n", "s.toml").expect_err("empty path");
-        assert_eq!(e.to_string(), "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)");
+        assert_eq!(
+            e.to_string(),
+            "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)"
+        );
         for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology"] {
             let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
             assert!(e.reason.starts_with(&format!("{key}: an empty path; allowed: a non-empty file path")), "{e}");

@@ -41,10 +41,9 @@ impl Signal {
     pub fn log(self) {
         match self {
             Signal::Hup => tracing::info!(signal = self.name(), "reloading the configuration"),
-            Signal::Usr1 => tracing::info!(
-                signal = self.name(),
-                "SIGUSR1: logs go to stderr, no log file to reopen; going on"
-            ),
+            Signal::Usr1 => {
+                tracing::info!(signal = self.name(), "SIGUSR1: logs go to stderr, no log file to reopen; going on")
+            }
             Signal::Usr2 => tracing::warn!(error_id = "signal-ignored", signal = self.name(), "SIGUSR2 ignored"),
         }
     }

@@ -2,6 +2,7 @@
 //! as Unix tools do: no panic, no backtrace on stderr.
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -49,7 +50,6 @@ fn routes_dump_into_a_pipe_closed_after_one_line_exits_quietly() {
     let status = child.wait().expect("exits");
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "stderr: {stderr}");
     // Ended by SIGPIPE, or by an exit status of its own: either way quietly.
-    use std::os::unix::process::ExitStatusExt;
     assert!(status.signal() == Some(13) || status.code().is_some(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

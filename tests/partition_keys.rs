@@ -40,11 +40,15 @@ fn the_whole_pkey_space_shows_in_linear_time_and_one_more_is_an_error_at_its_lin
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "nothing shown: {}", &out[..out.len().min(200)]);
     assert!(
-        err.starts_with(&format!("{}:32768:1: no free P_Key left to generate one for partition \"p32766\"", over.display())),
+        err.starts_with(&format!(
+            "{}:32768:1: no free P_Key left to generate one for partition \"p32766\"",
+            over.display()
+        )),
         "{err}"
     );
     // The SM refuses it the same way.
-    let (code, _, err) = ibsm(&["run", "--sim", "--once", "--no-control", "--partitions", over.to_str().expect("utf-8")]);
+    let (code, _, err) =
+        ibsm(&["run", "--sim", "--once", "--no-control", "--partitions", over.to_str().expect("utf-8")]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("over.conf:32768:1: no free P_Key"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -54,7 +58,8 @@ fn the_whole_pkey_space_shows_in_linear_time_and_one_more_is_an_error_at_its_lin
 fn a_repeated_pkey_keeps_the_first_name_and_warns_naming_both() {
     let dir = tmp_dir("pkey-dup");
     let conf = dir.join("dup.conf");
-    std::fs::write(&conf, "a=0x10 : ALL=full ;\nb=0x10 : 0x0002000000000001=full ;\nc=0x7fff : SELF ;\n").expect("write");
+    std::fs::write(&conf, "a=0x10 : ALL=full ;\nb=0x10 : 0x0002000000000001=full ;\nc=0x7fff : SELF ;\n")
+        .expect("write");
     let (code, out, err) = ibsm(&["partitions", "show", conf.to_str().expect("utf-8")]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("0x0010 \"a\"\n") && out.contains("  0x0002000000000001=full\n"), "merged into a: {out}");
@@ -78,9 +83,13 @@ fn a_repeated_pkey_keeps_the_first_name_and_warns_naming_both() {
     let (code, out, err) = ibsm(&["partitions", "show", toml.to_str().expect("utf-8")]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("0x0010 \"a\"\n") && out.contains("  ALL=full\n  0x0002000000000001=full\n"), "{out}");
-    assert!(err.contains("[[partition]] 1: partition \"b\" repeats P_Key 0x0010 of partition \"a\" ([[partition]] 0)"), "{err}");
+    assert!(
+        err.contains("[[partition]] 1: partition \"b\" repeats P_Key 0x0010 of partition \"a\" ([[partition]] 0)"),
+        "{err}"
+    );
     // The SM logs it when it reads the policy.
-    let (code, _, err) = ibsm(&["run", "--sim", "--once", "--no-control", "--partitions", conf.to_str().expect("utf-8")]);
+    let (code, _, err) =
+        ibsm(&["run", "--sim", "--once", "--no-control", "--partitions", conf.to_str().expect("utf-8")]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("partition \"b\" repeats P_Key 0x0010 of partition \"a\""), "{err}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -128,15 +128,15 @@ impl Book {
         if let Some(k) = part.pkey {
             let first = target.and_then(|t| Some((self.policy.partitions.get(t)?, *self.at.get(t)?)));
             let warning = match first {
-                _ if k == DEFAULT_PKEY_BASE => (part.name != DEFAULT_PARTITION_NAME).then(|| {
-                    PolicyWarning::DuplicatePkey {
+                _ if k == DEFAULT_PKEY_BASE => {
+                    (part.name != DEFAULT_PARTITION_NAME).then(|| PolicyWarning::DuplicatePkey {
                         pkey: k,
                         kept: DEFAULT_PARTITION_NAME.to_owned(),
                         kept_at: None,
                         merged: part.name.clone(),
                         merged_at: Place::Line(at.0),
-                    }
-                }),
+                    })
+                }
                 Some((p, (line, _))) => Some(PolicyWarning::DuplicatePkey {
                     pkey: k,
                     kept: p.name.clone(),
@@ -148,19 +148,18 @@ impl Book {
             };
             self.warnings.extend(warning);
         }
-        match target.and_then(|t| self.policy.partitions.get_mut(t)) {
-            Some(existing) => existing.merge(part),
-            None => {
-                let i = self.policy.partitions.len();
-                if let Some(k) = part.pkey {
-                    self.by_pkey.insert(k, i);
-                }
-                if !part.name.is_empty() {
-                    self.by_name.entry(part.name.clone()).or_insert(i);
-                }
-                self.policy.partitions.push(part);
-                self.at.push(at);
+        if let Some(existing) = target.and_then(|t| self.policy.partitions.get_mut(t)) {
+            existing.merge(part);
+        } else {
+            let i = self.policy.partitions.len();
+            if let Some(k) = part.pkey {
+                self.by_pkey.insert(k, i);
             }
+            if !part.name.is_empty() {
+                self.by_name.entry(part.name.clone()).or_insert(i);
+            }
+            self.policy.partitions.push(part);
+            self.at.push(at);
         }
     }
 
@@ -171,7 +170,8 @@ impl Book {
         let mut generated = self.policy.partitions.iter().enumerate().filter(|(_, p)| p.pkey.is_none());
         let (first, p) = generated.clone().nth(free)?;
         let (line, col) = self.at.get(first).copied().unwrap_or((0, 0));
-        let kind = ParseErrorKind::PkeysExhausted { name: p.name.clone(), explicit, generated: generated.by_ref().count() };
+        let kind =
+            ParseErrorKind::PkeysExhausted { name: p.name.clone(), explicit, generated: generated.by_ref().count() };
         Some(ParseError { line, col, kind })
     }
 }

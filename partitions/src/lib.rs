@@ -40,7 +40,7 @@ pub use model::{
 };
 pub use render::render_partitions_conf;
 pub use resolve::{
-    EndPort, FabricPorts, NodeKind, PortPkeys, ResolveOptions, ResolveWarning, ResolvedPartition, SwitchPeer, partitions_in_force,
-    resolve,
+    EndPort, FabricPorts, NodeKind, PortPkeys, ResolveOptions, ResolveWarning, ResolvedPartition, SwitchPeer,
+    partitions_in_force, resolve,
 };
 pub use toml_form::{policy_from_toml, policy_from_toml_with_warnings, policy_to_toml};

@@ -112,7 +112,11 @@ fn pkey_exhaustion_is_an_error() {
         p.partitions.push(crate::Partition { name: format!("p{i}"), ..crate::Partition::default() });
     }
     let e = resolve(&p, &fabric(), ResolveOptions::default());
-    assert_eq!(e, Err(ResolveError::PkeysExhausted { name: "p32766".to_owned(), index: 32_766 }), "the first that does not fit");
+    assert_eq!(
+        e,
+        Err(ResolveError::PkeysExhausted { name: "p32766".to_owned(), index: 32_766 }),
+        "the first that does not fit"
+    );
     p.partitions.pop();
     let start = std::time::Instant::now();
     let ok = crate::partitions_in_force(&p).expect("32,766 generated keys fit");

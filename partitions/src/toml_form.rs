@@ -26,11 +26,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::conf::number;
 use crate::error::{Place, PolicyWarning, ResolveError, TomlError};
-use crate::resolve::partitions_in_force;
 use crate::model::{
-    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership, Partition, Policy,
-    format_mgid, is_multicast, parse_mgid, set_flag,
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership,
+    Partition, Policy, format_mgid, is_multicast, parse_mgid, set_flag,
 };
+use crate::resolve::partitions_in_force;
 use ibsm_mad::Guid;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -284,14 +284,11 @@ pub fn policy_from_toml_with_warnings(text: &str) -> Result<(Policy, Vec<PolicyW
         let Some(k) = p.pkey else { continue };
         let kept = if k == DEFAULT_PKEY_BASE {
             (p.name != DEFAULT_PARTITION_NAME).then(|| (DEFAULT_PARTITION_NAME.to_owned(), None))
+        } else if let Some(&f) = first.get(&k) {
+            policy.partitions.get(f).map(|q| (q.name.clone(), Some(Place::Table(f))))
         } else {
-            match first.get(&k) {
-                Some(&f) => policy.partitions.get(f).map(|q| (q.name.clone(), Some(Place::Table(f)))),
-                None => {
-                    first.insert(k, i);
-                    None
-                }
-            }
+            first.insert(k, i);
+            None
         };
         if let Some((kept, kept_at)) = kept {
             warnings.push(PolicyWarning::DuplicatePkey {
