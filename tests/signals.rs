@@ -1,7 +1,8 @@
-//! Signals sent to a running `ibsm run --sim` as a child process: SIGHUP from the first instant
-//! (while the first sweep runs) reloads instead of killing, SIGUSR1 (what OpenSM's logrotate
-//! hooks send) and SIGUSR2 are logged and survived, SIGTERM stops the SM with status 0. The SM
-//! is checked alive with `status` over its control socket; every wait polls to a deadline.
+//! Signals sent to a running `ibsm run` as a child process, on the simulated fabric and on umad
+//! under ibsim: SIGHUP from the first instant (while the first sweep runs) reloads instead of
+//! killing, SIGUSR1 (what OpenSM's logrotate hooks send) and SIGUSR2 are logged and survived,
+//! SIGTERM stops the SM with status 0. The SM is checked alive with `status` over its control
+//! socket; every wait polls to a deadline.
 
 mod support;
 
@@ -12,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::cmd::{ibsm, root, tmp_dir};
+use support::ibsim::{Ibsim, require_ibsim};
 
 /// A child `ibsm run` killed if the test fails half-way.
 struct Sm(Child);
@@ -147,4 +149,57 @@ fn sim_sm_survives_hup_at_start_usr1_and_usr2_and_stops_on_term() {
     assert!(exit.success(), "{exit}: {log}");
     assert!(log.contains("stopped by SIGTERM"), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn umad_sm_under_ibsim_survives_hup_at_start_usr1_and_usr2_and_stops_on_term() {
+    if !require_ibsim() {
+        return;
+    }
+    let net = root().join("examples/fabrics/fat-tree-2l-k4.net");
+    let sim = Ibsim::start(&net).expect("ibsim");
+    let (sock, err_file, policy) =
+        (sim.dir().join("ibsm.sock"), sim.dir().join("ibsm.stderr"), sim.dir().join("partitions.conf"));
+    std::fs::write(&policy, "Default=0x7fff : ALL=full ;\n").expect("policy");
+    let child = sim
+        .command(Some("h0"), env!("CARGO_BIN_EXE_ibsm"))
+        .args(["--log-format", "json", "run", "--control"])
+        .arg(&sock)
+        .arg("--partitions")
+        .arg(&policy)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
+        .spawn()
+        .expect("ibsm run starts under ibsim-run");
+    let mut sm = Sm(child);
+    let pid = sm.0.id();
+    let all = bit(HUP) | bit(USR1) | bit(USR2);
+    // Caught before the port is opened and the first sweep runs: SIGHUP at once.
+    wait_for(&mut sm, "SIGHUP, SIGUSR1 and SIGUSR2 caught", &err_file, || caught(pid) & all == all);
+    sm.send("HUP");
+    wait_for(&mut sm, "the subnet up on the control socket", &err_file, || {
+        status(&sock).is_some_and(|s| s["subnet_up"] == true)
+    });
+    wait_for(&mut sm, "the reload after SIGHUP", &err_file, || {
+        std::fs::read_to_string(&err_file).unwrap_or_default().contains("configuration reloaded")
+    });
+    sm.send("USR1");
+    sm.send("USR2");
+    wait_for(&mut sm, "the SIGUSR1 and SIGUSR2 log lines", &err_file, || {
+        let log = std::fs::read_to_string(&err_file).unwrap_or_default();
+        log.contains("no log file to reopen") && log.contains("SIGUSR2 ignored")
+    });
+    assert!(status(&sock).is_some_and(|s| s["subnet_up"] == true), "the SM answers after SIGUSR1 and SIGUSR2");
+    sm.send("TERM");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(s) = sm.0.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the SM did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let log = std::fs::read_to_string(&err_file).unwrap_or_default();
+    assert!(exit.success(), "{exit}: {log}");
 }
