@@ -819,7 +819,7 @@ fn run_on_sim(
             return match drv.serve_until_signal(control.as_mut(), &mut signals, Some(reload), |ev| {
                 crate::cli_log::log_event(ev);
                 if let SmEvent::SubnetUp(r) = ev {
-                    println!("{}", summary(r, wall.elapsed()));
+                    say_report(r, wall.elapsed());
                 }
             }) {
                 Ok(signal) => {
