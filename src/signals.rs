@@ -42,7 +42,7 @@ impl Signal {
         match self {
             Signal::Hup => tracing::info!(signal = self.name(), "reloading the configuration"),
             Signal::Usr1 => {
-                tracing::info!(signal = self.name(), "SIGUSR1: logs go to stderr, no log file to reopen; going on")
+                tracing::info!(signal = self.name(), "SIGUSR1: logs go to stderr, no log file to reopen; going on");
             }
             Signal::Usr2 => tracing::warn!(error_id = "signal-ignored", signal = self.name(), "SIGUSR2 ignored"),
         }
