@@ -1,7 +1,9 @@
 //! Command-line interface: argument parsing (clap) and one function per subcommand.
 //!
 //! Exit statuses: 0 success, 1 the operation failed, 2 bad input (arguments, config or
-//! topology file), with the file, line and reason on stderr.
+//! topology file), with the file, line and reason on stderr. A one-shot command whose standard
+//! output is a pipe closed early (`| head`) ends quietly by SIGPIPE, as Unix tools do; `ibsm run`
+//! keeps SIGPIPE ignored.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -251,6 +253,10 @@ struct GenArgs {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    if !matches!(cli.command, Command::Run(_)) {
+        // A one-shot command whose reader goes away (`| head`) ends quietly, as Unix tools do.
+        ibsm::transport::umad::default_sigpipe();
+    }
     match cli.command {
         Command::Run(args) => run_sm(&args),
         Command::Routes { command } => crate::cli_routes::run(&command),
@@ -576,6 +582,15 @@ fn reload(socket: &std::path::Path) -> ExitCode {
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen
 /// transport.
 fn run_sm(a: &RunArgs) -> ExitCode {
+    // First of all: from here on SIGHUP, SIGUSR1 and SIGUSR2 are caught, never fatal; each is
+    // taken by the transport once it runs (a SIGHUP during the first sweep reloads after it).
+    let signals = match ibsm::signals::Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ibsm run: installing the handlers of SIGHUP, SIGUSR1, SIGUSR2: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let sources = ibsm::startup::Sources {
         config: a.config.clone(),
         lmc: a.lmc,
@@ -624,9 +639,9 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     let Some(topology) = &a.sim else {
-        return run_on_umad(a, sm, guid2lid_path, (sources, built), control);
+        return run_on_umad(a, sm, guid2lid_path, (sources, built), control, signals);
     };
-    run_on_sim(a, topology, sm, guid2lid_path.as_deref(), control)
+    run_on_sim(a, topology, sm, guid2lid_path.as_deref(), control, (signals, &(sources, built)))
 }
 
 /// `ibsm run` on a umad port (real hardware, or ibsim through `ibsim-run`).
@@ -636,6 +651,7 @@ fn run_on_umad(
     guid2lid: Option<PathBuf>,
     reload: (ibsm::startup::Sources, ibsm::startup::Built),
     control: Option<ControlServer>,
+    signals: ibsm::signals::Signals,
 ) -> ExitCode {
     use ibsm::transport::umad::{UmadPort, find_port};
     use ibsm::transport::umad_driver::{self, DriverOptions, Finish};
@@ -664,7 +680,7 @@ fn run_on_umad(
         reload: Some(reload),
         ..DriverOptions::default()
     };
-    let result = umad_driver::run_with_control(port, sm, &opts, control, |ev| {
+    let result = umad_driver::run_with_control(port, sm, &opts, control, Some(signals), |ev| {
         crate::cli_log::log_event(ev);
         match ev {
             SmEvent::SubnetUp(r) => say_report(r, wall.elapsed()),
@@ -731,6 +747,7 @@ fn run_on_sim(
     sm: Sm,
     guid2lid: Option<&Path>,
     mut control: Option<ControlServer>,
+    (mut signals, reload): (ibsm::signals::Signals, &(ibsm::startup::Sources, ibsm::startup::Built)),
 ) -> ExitCode {
     let wall = Instant::now();
     let builtin = topology.as_os_str() == BUILTIN_ARG;
@@ -810,7 +827,12 @@ fn run_on_sim(
                 None => say(&format!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)")),
             }
             let _ = std::io::Write::flush(&mut std::io::stdout());
-            return match drv.serve_until_signal(control.as_mut()) {
+            return match drv.serve_until_signal(control.as_mut(), &mut signals, Some(reload), |ev| {
+                crate::cli_log::log_event(ev);
+                if let SmEvent::SubnetUp(r) = ev {
+                    say_report(r, wall.elapsed());
+                }
+            }) {
                 Ok(signal) => {
                     eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
                     ExitCode::SUCCESS

@@ -2,9 +2,9 @@
 //! `partitions.conf` grammar or ibsm's TOML form), print it resolved, or write it in the other
 //! form.
 //!
-//! Owns reading a policy file ([`load`]: the form is chosen by extension, `.toml` or `.conf`, else
-//! by content; every error is `FILE:LINE:COL: reason`, all errors of a file at once) and the two
-//! commands. Parsing and resolution are the `ibsm-partitions` crate's.
+//! Owns the two commands; reading a policy file is [`load`]'s (the form is chosen by extension,
+//! `.toml` or `.conf`, else by content; every error is `FILE:LINE:COL: reason`, all errors of a
+//! file at once; warnings, printed on stderr by `show`, name the file and line). Parsing and resolution are the `ibsm-partitions` crate's.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -14,7 +14,8 @@ use clap::Subcommand;
 use ibsm::policy::{Form, load};
 use ibsm_mad::records::Rate;
 use ibsm_partitions::{
-    FabricPorts, MemberSpec, Policy, ResolveOptions, mtu_bytes, policy_to_toml, render_partitions_conf, resolve,
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, MemberSpec, Partition, Policy, mtu_bytes, partitions_in_force,
+    policy_to_toml, render_partitions_conf,
 };
 
 /// `ibsm partitions ...`.
@@ -39,8 +40,13 @@ pub enum PartitionsCommand {
 /// Runs a `partitions` subcommand.
 pub fn run(command: &PartitionsCommand) -> ExitCode {
     let result = match command {
-        PartitionsCommand::Show { file } => load(file).map(|(p, _)| show(&p)),
-        PartitionsCommand::Convert { file, to } => load(file).and_then(|(p, form)| {
+        PartitionsCommand::Show { file } => load(file).and_then(|(p, _, warnings)| {
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+            show(&p).map_err(|e| format!("{}: {e}", file.display()))
+        }),
+        PartitionsCommand::Convert { file, to } => load(file).and_then(|(p, form, _)| {
             let to = to.unwrap_or(if form == Form::Conf { Form::Toml } else { Form::Conf });
             match to {
                 Form::Conf => render_partitions_conf(&p).map_err(|e| format!("{}: {e}", file.display())),
@@ -75,17 +81,30 @@ fn who(m: MemberSpec) -> String {
     }
 }
 
-/// The policy as it resolves (P_Keys generated where the file gives none), one partition per
-/// block: P_Key, name, flags with OpenSM's numeric codes and their meaning, members, groups.
-pub fn show(policy: &Policy) -> String {
-    // Resolving against no ports gives every partition's final name and base.
-    let resolved = resolve(policy, &FabricPorts::default(), ResolveOptions::default()).map(|r| r.partitions);
+/// The policy as it resolves (P_Keys generated where the file gives none, repeated P_Keys
+/// merged), one partition per block: P_Key, name, flags with OpenSM's numeric codes and their
+/// meaning, members, groups. Linear in the size of the policy.
+///
+/// # Errors
+/// A policy that cannot resolve (no P_Key left to generate one), with the reason.
+pub fn show(policy: &Policy) -> Result<String, String> {
+    let in_force = partitions_in_force(policy).map_err(|e| e.to_string())?;
+    // The default partition as the file defines it (its definitions merged), if it does: shown
+    // without the implicit members every policy gives it.
+    let mut default: Option<Partition> = None;
+    let is_default =
+        |p: &&Partition| p.pkey == Some(DEFAULT_PKEY_BASE) || (p.pkey.is_none() && p.name == DEFAULT_PARTITION_NAME);
+    for p in policy.partitions.iter().filter(is_default) {
+        match &mut default {
+            Some(d) => d.merge(p.clone()),
+            None => default = Some(p.clone()),
+        }
+    }
     let mut out = String::new();
-    let resolved = resolved.unwrap_or_default();
-    let _ = writeln!(out, "{} partition(s)", resolved.len());
-    for r in &resolved {
-        let p = policy.by_pkey(r.base).or_else(|| policy.partitions.iter().find(|p| p.name == r.name));
-        let _ = write!(out, "0x{:04x} {:?}", r.base, r.name);
+    let _ = writeln!(out, "{} partition(s)", in_force.len());
+    for (base, merged) in &in_force {
+        let p = if *base == DEFAULT_PKEY_BASE { default.as_ref() } else { Some(merged) };
+        let _ = write!(out, "0x{base:04x} {:?}", merged.name);
         let Some(p) = p else {
             let _ = writeln!(out, " (implicit: ALL=limited, SELF=full)");
             continue;
@@ -125,7 +144,7 @@ pub fn show(policy: &Policy) -> String {
             let _ = writeln!(out, "  mgid=0x{:016x}{:016x}", g.mgid.prefix, g.mgid.guid.0);
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -138,7 +157,7 @@ mod tests {
             "Default=0x7fff, ipoib, mtu=4, rate=7 : ALL=full ;\nstorage : 0x0002000000000001=full, ALL=limited ;\n",
         )
         .unwrap();
-        let text = show(&p);
+        let text = show(&p).expect("resolves");
         assert!(text.contains("0x7fff \"Default\" ipoib mtu=4 (2048 bytes) rate=7 (40 Gb/s)"), "{text}");
         assert!(text.contains("0x0001 \"storage\""), "a generated P_Key: {text}");
         assert!(text.contains("  0x0002000000000001=full") && text.contains("  ALL=limited"), "{text}");

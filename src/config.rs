@@ -138,13 +138,38 @@ pub fn parse_subnet_prefix(text: &str) -> Result<u64, String> {
 }
 
 /// `routing-engine = "updn"` or `routing-engine = ["ftree", "updn", "minhop"]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(untagged)]
 pub enum EngineList {
     /// One engine.
     One(String),
     /// A chain, tried in order.
     Chain(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for EngineList {
+    /// A string or a list of strings; anything else is refused with what was expected (the
+    /// derived untagged form could only say that no variant matched).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> serde::de::Visitor<'de> for Names {
+            type Value = EngineList;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an engine name or a list of engine names")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EngineList, E> {
+                Ok(EngineList::One(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<EngineList, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = seq.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(EngineList::Chain(names))
+            }
+        }
+        d.deserialize_any(Names)
+    }
 }
 
 impl EngineList {
@@ -204,6 +229,41 @@ pub const KEYS: &[&str] = &[
     "refuse-miscabled",
 ];
 
+/// What `key` accepts, in words, for error messages (empty for an unknown key).
+pub fn allowed(key: &str) -> String {
+    let s = match key {
+        "max-smps-in-flight" => "an integer 1..=65536",
+        "smp-timeout-ms" => "an integer 1..=60000 (milliseconds)",
+        "smp-retries" => "an integer 0..=100",
+        "lmc" => "an integer 0..=7",
+        "subnet-timeout" | "switch-life-time" => "an integer 0..=31",
+        "head-of-queue-lifetime" | "leaf-head-of-queue-lifetime" => "an integer 0..=31 (20 and above: infinite)",
+        "routing-engine" => {
+            return format!(
+                "an engine name or a list of engine names, each one of {}",
+                ibsm_routing::ENGINE_NAMES.join(", ")
+            );
+        }
+        "resweep-interval-s" | "sweep-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",
+        "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
+        "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
+        "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
+        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" => "a non-empty file path (a string)",
+        "state-dir" => "a non-empty directory path (a string)",
+        "part-enforce" => "one of \"both\", \"in\", \"out\", \"off\"",
+        "priority" | "elevated-priority" => "an integer 0..=15",
+        "sm-poll-interval-ms" => "an integer 1..=3600000 (milliseconds)",
+        "sm-poll-retries" => "an integer 1..=100",
+        "sm-act-stall-s" => "an integer 1..=86400 (seconds)",
+        "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
+        "m-key-protect" => "an integer 0..=3",
+        "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
+        "refuse-miscabled" => "true or false",
+        _ => "",
+    };
+    s.to_owned()
+}
+
 /// The environment variable that sets `key`: `IBSM_` and the key in capitals with `_`.
 pub fn env_name(key: &str) -> String {
     format!("IBSM_{}", key.to_ascii_uppercase().replace('-', "_"))
@@ -215,6 +275,33 @@ fn position(text: &str, at: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
     (line, col)
+}
+
+/// Reads a configuration file as UTF-8 text. A file that is not UTF-8 is reported at the line
+/// and column of its first invalid byte (columns count bytes there); a file that cannot be read
+/// at all at line 0.
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    let origin = path.display().to_string();
+    // Bounded: a regular file of at most CONFIG_LIMIT bytes (never /dev/zero or a FIFO).
+    let bytes = ibsm_topology::file::read_bytes(path, crate::state::CONFIG_LIMIT).map_err(|e| ConfigError {
+        path: origin.clone(),
+        line: 0,
+        col: 0,
+        reason: e.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let before = e.as_bytes().get(..at).unwrap_or_default();
+        let line = before.split(|&b| b == b'\n').count();
+        let col = before.iter().rposition(|&b| b == b'\n').map_or(at, |nl| at - nl - 1) + 1;
+        let byte = e.as_bytes().get(at).copied().unwrap_or(0);
+        ConfigError {
+            path: origin,
+            line,
+            col,
+            reason: format!("not UTF-8 text: byte {byte:#04x} at offset {at} (a TOML file must be UTF-8)"),
+        }
+    })
 }
 
 /// 1-based (line, column) where `key` is set in `text` ((1, 1) if not found).
@@ -296,7 +383,12 @@ impl ConfigFile {
             one.insert(k.clone(), v.clone());
             if let Err(e) = toml::Value::Table(one).try_into::<ConfigFile>() {
                 bad_keys.push(k.clone());
-                let reason = format!("{k}: {}", e.message().trim());
+                let allowed = allowed(k);
+                let reason = if allowed.is_empty() {
+                    format!("{k}: {}", e.message().trim())
+                } else {
+                    format!("{k}: {} (allowed: {allowed})", e.message().trim())
+                };
                 if from_env.contains(&k.as_str()) {
                     errors.push(ConfigError {
                         path: "environment".to_owned(),
@@ -354,8 +446,7 @@ impl ConfigFile {
         let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("IBSM_")).collect();
         let Some(path) = path else { return ConfigFile::check("", "environment", &env) };
         let origin = path.display().to_string();
-        let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT)
-            .map_err(|e| vec![ConfigError { path: origin.clone(), line: 0, col: 0, reason: e.to_string() }])?;
+        let text = read_text(path).map_err(|e| vec![e])?;
         ConfigFile::check(&text, &origin, &env)
     }
 
@@ -372,96 +463,92 @@ impl ConfigFile {
     /// # Errors
     /// [`ConfigError`] for an unreadable or invalid file.
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let origin = path.display().to_string();
-        let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT).map_err(|e| ConfigError {
-            path: origin.clone(),
-            line: 0,
-            col: 0,
-            reason: e.to_string(),
-        })?;
-        ConfigFile::parse(&text, &origin)
+        let text = read_text(path)?;
+        ConfigFile::parse(&text, &path.display().to_string())
     }
 
-    /// Range checks that the types alone do not express: (key, reason) for each.
+    /// Range checks that the types alone do not express: (key, reason) for each, the reason
+    /// naming what was found and what is allowed ([`allowed`]).
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
-        let mut err = |key: &'static str, reason: String| out.push((key, reason));
-        if let Some(l) = self.lmc.filter(|&l| l > 7) {
-            err("lmc", format!("must be 0..=7, found {l}"));
+        let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
+        let ranges: [(&'static str, Option<u64>, u64, u64); 16] = [
+            ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
+            ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
+            ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
+            ("lmc", self.lmc.map(u64::from), 0, 7),
+            ("subnet-timeout", self.subnet_timeout.map(u64::from), 0, 31),
+            ("switch-life-time", self.switch_life_time.map(u64::from), 0, 31),
+            ("head-of-queue-lifetime", self.head_of_queue_lifetime.map(u64::from), 0, 31),
+            ("leaf-head-of-queue-lifetime", self.leaf_head_of_queue_lifetime.map(u64::from), 0, 31),
+            ("resweep-interval-s", self.resweep_interval_s, 0, 86_400),
+            ("sweep-interval-s", self.sweep_interval_s, 0, 86_400),
+            ("priority", self.priority.map(u64::from), 0, 15),
+            ("elevated-priority", self.elevated_priority.map(u64::from), 0, 15),
+            ("sm-poll-interval-ms", self.sm_poll_interval_ms, 1, 3_600_000),
+            ("sm-poll-retries", self.sm_poll_retries.map(u64::from), 1, 100),
+            ("sm-act-stall-s", self.sm_act_stall_s, 1, 86_400),
+            ("m-key-protect", self.m_key_protect.map(u64::from), 0, 3),
+        ];
+        for (key, value, lo, hi) in ranges {
+            if let Some(v) = value.filter(|v| !(lo..=hi).contains(v)) {
+                out.push((key, format!("must be {lo}..={hi}, found {v}")));
+            }
         }
-        if self.max_smps_in_flight == Some(0) {
-            err("max-smps-in-flight", "must be at least 1".to_owned());
-        }
-        if let Some(t) = self.subnet_timeout.filter(|&t| t > 31) {
-            err("subnet-timeout", format!("must be 0..=31, found {t}"));
-        }
-        if let Some(t) = self.switch_life_time.filter(|&t| t > 31) {
-            err("switch-life-time", format!("must be 0..=31, found {t}"));
-        }
-        for (key, v) in [
-            ("head-of-queue-lifetime", self.head_of_queue_lifetime),
-            ("leaf-head-of-queue-lifetime", self.leaf_head_of_queue_lifetime),
+        for (key, path) in [
+            ("state-dir", &self.state_dir),
+            ("partitions", &self.partitions),
+            ("sm-key-file", &self.sm_key_file),
+            ("guid2mkey", &self.guid2mkey),
+            ("expected-topology", &self.expected_topology),
         ] {
-            if let Some(t) = v.filter(|&t| t > 31) {
-                err(key, format!("must be 0..=31 (20 and above: infinite), found {t}"));
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                out.push(bad(key, "an empty path".to_owned()));
             }
         }
         if let Some(e) = &self.part_enforce
             && crate::core::PartEnforce::parse(e).is_none()
         {
-            err("part-enforce", format!("{e:?} is not one of both, in, out, off"));
-        }
-        if let Some(p) = self.priority.filter(|&p| p > 15) {
-            err("priority", format!("must be 0..=15, found {p}"));
-        }
-        if let Some(p) = self.elevated_priority.filter(|&p| p > 15) {
-            err("elevated-priority", format!("must be 0..=15, found {p}"));
-        }
-        if self.sm_poll_interval_ms == Some(0) {
-            err("sm-poll-interval-ms", "must be at least 1".to_owned());
-        }
-        if self.sm_poll_retries == Some(0) {
-            err("sm-poll-retries", "must be at least 1".to_owned());
+            out.push(bad("part-enforce", format!("{e:?} is not one of them")));
         }
         if let Some(m) = &self.m_key {
             if let Err(r) = parse_mkey_mode(m) {
-                err("m-key", r);
+                out.push(bad("m-key", r));
             }
-        }
-        if let Some(p) = self.m_key_protect.filter(|&p| p > 3) {
-            err("m-key-protect", format!("must be 0..=3, found {p}"));
         }
         let resweep = self.resweep_interval_s.unwrap_or(10);
         if let Some(l) = self.m_key_lease_s.filter(|&l| l != 0 && u64::from(l) <= resweep) {
-            err(
+            out.push((
                 "m-key-lease-s",
                 format!(
                     "{l} s is not longer than the re-sweep interval ({resweep} s); a port would drop its protection between sweeps"
                 ),
-            );
+            ));
         }
         if let Some(k) = &self.sa_key {
             if let Err(r) = parse_key(k) {
-                err("sa-key", r);
+                out.push(bad("sa-key", r));
             }
         }
         if let Some(p) = &self.subnet_prefix {
             if let Err(r) = parse_subnet_prefix(p) {
-                err("subnet-prefix", r);
+                out.push(bad("subnet-prefix", r));
             }
         }
         if self.refuse_miscabled == Some(true) && self.expected_topology.is_none() {
-            err("refuse-miscabled", "needs expected-topology (the plan the cables are checked against)".to_owned());
+            out.push((
+                "refuse-miscabled",
+                "needs expected-topology (the plan the cables are checked against)".to_owned(),
+            ));
         }
         if let Some(list) = &self.routing_engine {
             let names = list.names();
             if names.is_empty() {
-                err("routing-engine", "names no engine".to_owned());
+                out.push(bad("routing-engine", "an empty list".to_owned()));
             }
             for e in names {
                 if ibsm_routing::engine_by_name(&e).is_none() || e.contains(',') {
-                    let known = ibsm_routing::ENGINE_NAMES.join(", ");
-                    err("routing-engine", format!("unknown engine {e:?} (known: {known})"));
+                    out.push(bad("routing-engine", format!("unknown engine {e:?}")));
                 }
             }
         }
@@ -580,7 +667,10 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[2].starts_with("c.toml:3:1: sa-key: "), "{lines:?}");
-        assert_eq!(lines[3], "c.toml:4:1: priority: invalid type: string \"x\", expected u8");
+        assert_eq!(
+            lines[3],
+            "c.toml:4:1: priority: invalid type: string \"x\", expected u8 (allowed: an integer 0..=15)"
+        );
         // A syntax error: its own position.
         let e = ConfigFile::check("lmc = 1\nlmc = = 2\n", "s.toml", &[]).expect_err("syntax");
         assert_eq!((e.len(), e[0].line), (1, 2), "{e:?}");
@@ -611,6 +701,60 @@ mod tests {
         let err = ConfigFile::check("nope = 1\n", "k", &[]).err().unwrap_or_default();
         let named = err.first().map_or(0, |e| e.reason.matches('`').count() / 2);
         assert_eq!(named, KEYS.len() + 1, "{err:?}");
+    }
+
+    /// Issue 22: values that parsed but could not work are refused at `config check`, each with
+    /// its key and what is allowed.
+    #[test]
+    fn every_value_is_checked_with_its_key_and_the_allowed_values() {
+        let e = ConfigFile::parse("routing-engine = 5\n", "r.toml").expect_err("not a name");
+        assert!(e.to_string().starts_with("r.toml:1:1: routing-engine: invalid type: integer `5`"), "{e}");
+        assert!(!e.reason.contains("untagged") && e.reason.contains("ftree, updn, minhop"), "{e}");
+        let e = ConfigFile::parse("routing-engine = [\"updn\", 3]\n", "r.toml").expect_err("not names");
+        assert!(e.reason.starts_with("routing-engine: ") && e.reason.contains("allowed: an engine name"), "{e}");
+        let e = ConfigFile::parse("smp-timeout-ms = 0\n", "t.toml").expect_err("every SMP would time out");
+        assert_eq!(e.to_string(), "t.toml:1:1: smp-timeout-ms: must be 1..=60000, found 0");
+        let e = ConfigFile::parse("lmc = 0\nstate-dir = \"\"\n", "s.toml").expect_err("empty path");
+        assert_eq!(
+            e.to_string(),
+            "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)"
+        );
+        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology"] {
+            let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
+            assert!(e.reason.starts_with(&format!("{key}: an empty path; allowed: a non-empty file path")), "{e}");
+        }
+        for (text, key) in [
+            ("sm-poll-interval-ms = 0", "sm-poll-interval-ms"),
+            ("sm-act-stall-s = 0", "sm-act-stall-s"),
+            ("smp-retries = 1000", "smp-retries"),
+            ("max-smps-in-flight = 0", "max-smps-in-flight"),
+            ("sweep-interval-s = 100000000", "sweep-interval-s"),
+        ] {
+            let e = ConfigFile::parse(text, "n.toml").expect_err(text);
+            assert!(e.reason.starts_with(&format!("{key}: must be ")), "{e}");
+        }
+        let e = ConfigFile::parse("part-enforce = \"yes\"\n", "e.toml").expect_err("word");
+        assert!(e.reason.contains(r#"allowed: one of "both", "in", "out", "off""#), "{e}");
+        // Every key has words for what it allows.
+        assert!(KEYS.iter().all(|k| !allowed(k).is_empty()));
+        // The boundaries themselves pass.
+        let ok = "smp-timeout-ms = 1\nsm-act-stall-s = 1\nsmp-retries = 100\nsweep-interval-s = 0\n";
+        assert!(ConfigFile::parse(ok, "ok.toml").is_ok());
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_reported_at_the_line_of_its_first_bad_byte() {
+        let dir = std::env::temp_dir().join(format!("ibsm-config-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("latin1.toml");
+        std::fs::write(&path, b"lmc = 1\n# caf\xe9\npriority = 2\n").expect("write");
+        let origin = path.display().to_string();
+        let e = ConfigFile::load(&path).expect_err("not UTF-8");
+        assert_eq!((e.line, e.col), (2, 6), "{e}");
+        assert!(e.to_string().starts_with(&format!("{origin}:2:6: not UTF-8 text: byte 0xe9 at offset 13")), "{e}");
+        let e = ConfigFile::load_layered(Some(&path)).expect_err("not UTF-8");
+        assert_eq!((e[0].line, e[0].col), (2, 6), "{e:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //! Around the core, for operators: [`config`] (the file, the environment, the checks),
 //! [`state`] (the state directory), [`control`] (the local control socket), [`metrics`] and
 //! [`metrics_http`] (Prometheus), [`surface`] (the limits, connection cap and listener thread
-//! the control socket and the metrics endpoint share), [`logfmt`] (JSON log lines), [`policy`] (partition policy
-//! files), and [`transport`] (umad, the simulator, systemd's notify socket).
+//! the control socket and the metrics endpoint share), [`logfmt`] (JSON log lines), [`policy`]
+//! (partition policy files), [`signals`] (SIGHUP, SIGUSR1, SIGUSR2 caught from the start of
+//! `ibsm run`), and [`transport`] (umad, the simulator, systemd's notify socket).
 
 pub mod config;
 pub mod control;
@@ -30,6 +31,7 @@ pub mod play;
 pub mod policy;
 pub mod routes;
 pub mod sa;
+pub mod signals;
 pub mod siphash;
 pub mod soak;
 pub mod startup;

@@ -1,12 +1,13 @@
 //! Partition policy files: reading OpenSM's `partitions.conf` grammar or ibsm's TOML form from a
 //! path, the form chosen by extension (`.toml`, `.conf`), else by content (a `[[partition]]`
-//! table means TOML), every error as `FILE:LINE:COL: reason` (all errors of a file at once).
+//! table means TOML), every error as `FILE:LINE:COL: reason` (all errors of a file at once), and
+//! its warnings (a repeated P_Key merged into the first definition) as lines naming the file.
 //! Parsing is the `ibsm-partitions` crate's; this module adds the file and the error text, for
 //! `ibsm run --partitions`, a reload on SIGHUP, and `ibsm partitions`.
 
 use std::path::Path;
 
-use ibsm_partitions::{Policy, parse_partitions_conf, policy_from_toml};
+use ibsm_partitions::{Policy, parse_partitions_conf_with_warnings, policy_from_toml_with_warnings};
 
 /// The two forms of a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,17 +28,21 @@ pub fn form_of(path: &Path, text: &str) -> Form {
     }
 }
 
-/// Reads and parses a policy file. The error names the file, and for partitions.conf the line
-/// and column of every error.
-pub fn load(path: &Path) -> Result<(Policy, Form), String> {
-    let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Reads and parses a policy file: the policy, its form, and its warnings as lines that name
+/// the file (`FILE: line 3: partition "b" repeats P_Key 0x0010 of ...`, see
+/// [`ibsm_partitions::PolicyWarning`]). The error names the file, and for partitions.conf the
+/// line and column of every error.
+pub fn load(path: &Path) -> Result<(Policy, Form, Vec<String>), String> {
+    let text = ibsm_topology::file::read_text(path, crate::state::CONFIG_LIMIT)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let form = form_of(path, &text);
-    let policy = match form {
-        Form::Conf => parse_partitions_conf(&text)
+    let (policy, warnings) = match form {
+        Form::Conf => parse_partitions_conf_with_warnings(&text)
             .map_err(|errs| errs.0.iter().map(|e| format!("{}:{e}", path.display())).collect::<Vec<_>>().join("\n"))?,
-        Form::Toml => policy_from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+        Form::Toml => policy_from_toml_with_warnings(&text).map_err(|e| format!("{}: {e}", path.display()))?,
     };
-    Ok((policy, form))
+    let warnings = warnings.iter().map(|w| format!("{}: {w}", path.display())).collect();
+    Ok((policy, form, warnings))
 }
 
 #[cfg(test)]

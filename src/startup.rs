@@ -1,13 +1,14 @@
 //! The running SM's configuration and where it comes from: the config file, the `IBSM_*`
 //! environment, the command-line flags over both, and the files they name (the partition
 //! policy, the SM_Key file, the M_Key secret). `ibsm run` builds it once at start, and the
-//! driver builds it again on every reload (SIGHUP, `ibsm reload`), from the same sources, so a
-//! flag given at start still wins after a reload.
+//! transport builds it again on every reload (SIGHUP, `ibsm reload`: [`reload`], shared by the
+//! umad and simulated transports), from the same sources, so a flag given at start still wins
+//! after a reload.
 
 use std::path::{Path, PathBuf};
 
 use crate::config::ConfigFile;
-use crate::core::SmConfig;
+use crate::core::{Sm, SmConfig};
 
 /// What `ibsm run` was started with: the config file and the flags that override it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,9 +54,9 @@ impl Sources {
     /// `state-dir`), without building the rest: `ibsm run` locks it before anything in it is
     /// read. A config file that cannot be read names none here; [`Sources::build`] reports it.
     pub fn state_dir(&self) -> Option<PathBuf> {
-        self.state_dir.clone().or_else(|| {
-            ConfigFile::load_layered(self.config.as_deref()).ok().and_then(|(c, _)| c.state_dir)
-        })
+        self.state_dir
+            .clone()
+            .or_else(|| ConfigFile::load_layered(self.config.as_deref()).ok().and_then(|(c, _)| c.state_dir))
     }
 
     /// Reads every source and builds the configuration; nothing half-read is returned.
@@ -87,7 +88,12 @@ impl Sources {
         let partitions = self.partitions.clone().or_else(|| file.partitions.clone());
         if let Some(path) = &partitions {
             match crate::policy::load(path) {
-                Ok((policy, _)) => cfg.partitions = policy,
+                Ok((policy, _, warnings)) => {
+                    for w in &warnings {
+                        tracing::warn!(error_id = "partition-warning", "partition policy: {w}");
+                    }
+                    cfg.partitions = policy;
+                }
                 Err(e) => errors.push(format!("partition policy refused, nothing applied:\n{e}")),
             }
         }
@@ -95,6 +101,11 @@ impl Sources {
             match ibsm_topology::Topology::load(path) {
                 Ok(t) => cfg.expected_topology = Some(std::sync::Arc::new(t)),
                 Err(e) => errors.push(format!("expected-topology: {e}")),
+            }
+        }
+        for (flag, path) in [("--state-dir", &self.state_dir), ("--partitions", &self.partitions)] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                errors.push(format!("{flag}: an empty path; give a non-empty one"));
             }
         }
         let state_dir = self.state_dir.clone().or_else(|| file.state_dir.clone());
@@ -117,6 +128,64 @@ impl Sources {
         }
         if errors.is_empty() { Ok(Built { cfg, file, partitions, state_dir }) } else { Err(errors) }
     }
+}
+
+/// SIGHUP or `reload` on the control socket, on any transport: reads the configuration and the
+/// partition policy again from the sources the SM started with (`from`: the sources and what
+/// they gave at start; flags still win). A valid one is put in force where it differs
+/// ([`Sm::reconfigure`]: at once, with a sweep the core schedules, or with a full re-route;
+/// options only a restart changes are kept and named); an invalid one is refused with every
+/// error and the running configuration stays. Each outcome is logged.
+///
+/// # Errors
+/// Why nothing was reloaded: no file to read again, or every error of the refused one.
+pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::control::Reloaded, String> {
+    let Some((sources, started)) = from else {
+        let why = "no configuration to reload";
+        tracing::warn!(error_id = "reload-no-file", "reload: {why}");
+        return Err(why.to_owned());
+    };
+    if sources.config.is_none() && started.partitions.is_none() {
+        let why = "no configuration file or partition policy file to reload (start with --config or --partitions)";
+        tracing::warn!(error_id = "reload-no-file", "reload: {why}");
+        return Err(why.to_owned());
+    }
+    let built = match sources.build() {
+        Ok(b) => b,
+        Err(errors) => {
+            let errors = errors.join("\n");
+            tracing::error!(error_id = "config-refused", errors = %errors, "configuration refused; the running one stays");
+            return Err(format!("configuration refused; the running one stays:\n{errors}"));
+        }
+    };
+    let mut done = sm.reconfigure(built.cfg.clone());
+    for ((key, now), (_, then)) in built.restart_only().into_iter().zip(started.restart_only()) {
+        if now != then {
+            done.restart.push(key);
+        }
+    }
+    let reloaded = [sources.config.as_ref(), built.partitions.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    tracing::warn!(
+        error_id = "config-reloaded",
+        files = %reloaded,
+        applied = %done.applied.join(","),
+        restart = %done.restart.join(","),
+        sweep = done.sweep,
+        reroute = done.reroute,
+        "configuration reloaded"
+    );
+    Ok(crate::control::Reloaded {
+        reloaded,
+        applied: done.applied.iter().map(|s| (*s).to_owned()).collect(),
+        restart: done.restart.iter().map(|s| (*s).to_owned()).collect(),
+        sweep: done.sweep,
+        reroute: done.reroute,
+    })
 }
 
 /// Per-port M_Keys derive from a secret kept in the state directory.

@@ -44,7 +44,9 @@ fn check(plan: Option<Topology>) {
     assert_eq!(lines, ["loopback cable \"sw0\"[2] - \"sw0\"[3]: a node cabled to itself"], "{lines:?}");
     let reported: Vec<_> = events
         .iter()
-        .filter_map(|e| if let SmEvent::Cabling { differences, refused } = e { Some((differences, *refused)) } else { None })
+        .filter_map(|e| {
+            if let SmEvent::Cabling { differences, refused } = e { Some((differences, *refused)) } else { None }
+        })
         .collect();
     assert_eq!(reported.len(), 1, "{events:?}");
     assert_eq!((reported[0].0, reported[0].1), (&lines, 2));

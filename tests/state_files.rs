@@ -67,7 +67,8 @@ fn mkfifo(path: &Path) {
 
 /// `ibsm run --sim FABRIC --once --no-control --state-dir DIR` and `extra`.
 fn run_once(dir: &Path, extra: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
-    let mut args = vec![os("run"), os("--sim"), os(FABRIC), os("--once"), os("--no-control"), os("--state-dir"), os(dir)];
+    let mut args =
+        vec![os("run"), os("--sim"), os(FABRIC), os("--once"), os("--no-control"), os("--state-dir"), os(dir)];
     args.extend_from_slice(extra);
     run_bounded(&args)
 }
@@ -222,7 +223,9 @@ fn malformed_state_files_stop_the_start_and_are_left_as_they_were() {
         &state,
         "guid2lid",
         &spoiled,
-        &format!("3: LIDs 0x{min:x}..0x{max:x} of GUID {guid_b} overlap LIDs 0x{min:x}..0x{max:x} of GUID {guid_a} on line 1"),
+        &format!(
+            "3: LIDs 0x{min:x}..0x{max:x} of GUID {guid_b} overlap LIDs 0x{min:x}..0x{max:x} of GUID {guid_a} on line 1"
+        ),
     );
     std::fs::write(state.join("guid2lid"), &g2l).expect("restore");
 
@@ -251,7 +254,10 @@ fn guid2mkey_readable_by_others_is_refused_as_mkey_secret_is() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let (code, err) = run_once(&state, &[]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains(&format!("{}:1: mode 644 lets others read the M_Keys; chmod 600 it", path.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}:1: mode 644 lets others read the M_Keys; chmod 600 it", path.display())),
+        "{err}"
+    );
     let meta = std::fs::metadata(&path).expect("still there");
     assert_eq!(meta.permissions().mode() & 0o777, 0o644, "not rewritten");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text);

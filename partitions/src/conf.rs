@@ -8,7 +8,8 @@
 //! several statements.
 //!
 //! Semantics kept from OpenSM: a repeated P_Key merges into the first definition (first name
-//! wins, see [`Partition::merge`]); a definition without a P_Key merges into an earlier one of the
+//! wins, see [`Partition::merge`]) with a [`PolicyWarning`] naming both, as OpenSM logs it (a
+//! definition of `0x7fff` under another name merges into `Default`, with one too); a definition without a P_Key merges into an earlier one of the
 //! same non-empty name; `Default` without a P_Key is the default partition `0x7fff`; bit 15 of a
 //! written P_Key is ignored; `defmember=` sets the membership of this statement's ports written
 //! without one; membership words may be abbreviated (`limi`); `NONE` is an empty port entry.
@@ -21,7 +22,9 @@
 //!
 //! Errors: every statement is parsed; the first error of a statement is recorded, the parser
 //! skips past that statement's `;` and goes on, so one run reports every broken statement. A
-//! broken statement contributes nothing to the policy. Parsing never panics.
+//! broken statement contributes nothing to the policy. More partitions without a P_Key than the
+//! P_Key space holds is an error at the first that does not fit. Parsing never panics and is
+//! linear in the size of the text.
 
 use nom::bytes::complete::{take_till, take_while, take_while1};
 use nom::character::complete::char;
@@ -29,7 +32,7 @@ use nom::combinator::recognize;
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 
-use crate::error::{ParseError, ParseErrorKind, ParseErrors};
+use crate::error::{ParseError, ParseErrorKind, ParseErrors, Place, PolicyWarning};
 use crate::model::{
     DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership,
     Partition, Policy, is_multicast, parse_mgid, set_flag,
@@ -44,15 +47,25 @@ const HEADER_FLAGS: &str = "indx0, ipoib, defmember, rate, mtu, sl, scope, Q_Key
 const GROUP_FLAGS: &str = "rate, mtu, sl, scope, Q_Key, TClass, FlowLabel";
 
 /// Parses partitions.conf text into a [`Policy`], or returns every statement's first error.
+/// The warnings of [`parse_partitions_conf_with_warnings`] are dropped.
 pub fn parse_partitions_conf(text: &str) -> Result<Policy, ParseErrors> {
+    parse_partitions_conf_with_warnings(text).map(|(p, _)| p)
+}
+
+/// Parses partitions.conf text into a [`Policy`] and the warnings for what it merged (a
+/// repeated P_Key, see [`PolicyWarning::DuplicatePkey`]), or returns every statement's first
+/// error. A file with more partitions without a P_Key than the P_Key space has room for is an
+/// error at the first one that does not fit. Linear in the size of the file.
+pub fn parse_partitions_conf_with_warnings(text: &str) -> Result<(Policy, Vec<PolicyWarning>), ParseErrors> {
     let cx = Cx { src: text };
-    let mut policy = Policy::default();
+    let mut book = Book::default();
     let mut errors = Vec::new();
     let mut rest = skip_space(text);
     while !rest.is_empty() {
+        let at = book.position(text, rest);
         match cx.statement(rest) {
             Ok((r, part)) => {
-                merge_into(&mut policy, part);
+                book.merge_into(part, at);
                 rest = r;
             }
             Err((error, at)) => {
@@ -62,23 +75,104 @@ pub fn parse_partitions_conf(text: &str) -> Result<Policy, ParseErrors> {
         }
         rest = skip_space(rest);
     }
-    if errors.is_empty() { Ok(policy) } else { Err(ParseErrors(errors)) }
+    if let Some(e) = book.exhausted() {
+        errors.push(e);
+        errors.sort_by_key(|e| (e.line, e.col));
+    }
+    if errors.is_empty() { Ok((book.policy, book.warnings)) } else { Err(ParseErrors(errors)) }
 }
 
-/// Adds a parsed statement to the policy, merging by P_Key or, without one, by name.
-fn merge_into(policy: &mut Policy, mut part: Partition) {
-    let mut target = match part.pkey {
-        Some(k) => policy.partitions.iter().position(|p| p.pkey == Some(k)),
-        None if !part.name.is_empty() => policy.partitions.iter().position(|p| p.name == part.name),
-        None => None,
-    };
-    if target.is_none() && part.pkey.is_none() && part.name == DEFAULT_PARTITION_NAME {
-        part.pkey = Some(DEFAULT_PKEY_BASE);
-        target = policy.partitions.iter().position(|p| p.pkey == part.pkey);
+/// The policy being built, with indexes by P_Key and by name so that merging each statement
+/// costs O(1), and where each partition was first defined.
+#[derive(Default)]
+struct Book {
+    policy: Policy,
+    warnings: Vec<PolicyWarning>,
+    /// (line, column) of each partition's first definition, by index in the policy.
+    at: Vec<(u32, u32)>,
+    by_pkey: std::collections::HashMap<u16, usize>,
+    by_name: std::collections::HashMap<String, usize>,
+    /// The line count up to `counted` bytes of the text, for [`Book::position`].
+    counted: usize,
+    line: u32,
+    line_start: usize,
+}
+
+impl Book {
+    /// 1-based (line, column) of `rest`, a suffix of `text` further on than the last one asked.
+    fn position(&mut self, text: &str, rest: &str) -> (u32, u32) {
+        let offset = text.len().saturating_sub(rest.len());
+        let chunk = text.get(self.counted..offset).unwrap_or("");
+        for (i, b) in chunk.bytes().enumerate() {
+            if b == b'\n' {
+                self.line += 1;
+                self.line_start = self.counted + i + 1;
+            }
+        }
+        self.counted = offset.max(self.counted);
+        let col = text.get(self.line_start..offset).map_or(0, |s| s.chars().count());
+        (self.line + 1, u32::try_from(col + 1).unwrap_or(u32::MAX))
     }
-    match target.and_then(|t| policy.partitions.get_mut(t)) {
-        Some(existing) => existing.merge(part),
-        None => policy.partitions.push(part),
+
+    /// Adds a parsed statement, merging by P_Key or, without one, by name; a repeated P_Key is
+    /// a warning naming both definitions.
+    fn merge_into(&mut self, mut part: Partition, at: (u32, u32)) {
+        if part.pkey.is_none() && part.name == DEFAULT_PARTITION_NAME && !self.by_name.contains_key(&part.name) {
+            part.pkey = Some(DEFAULT_PKEY_BASE);
+        }
+        let target = match part.pkey {
+            Some(k) => self.by_pkey.get(&k).copied(),
+            None if !part.name.is_empty() => self.by_name.get(&part.name).copied(),
+            None => None,
+        };
+        if let Some(k) = part.pkey {
+            let first = target.and_then(|t| Some((self.policy.partitions.get(t)?, *self.at.get(t)?)));
+            let warning = match first {
+                _ if k == DEFAULT_PKEY_BASE => {
+                    (part.name != DEFAULT_PARTITION_NAME).then(|| PolicyWarning::DuplicatePkey {
+                        pkey: k,
+                        kept: DEFAULT_PARTITION_NAME.to_owned(),
+                        kept_at: None,
+                        merged: part.name.clone(),
+                        merged_at: Place::Line(at.0),
+                    })
+                }
+                Some((p, (line, _))) => Some(PolicyWarning::DuplicatePkey {
+                    pkey: k,
+                    kept: p.name.clone(),
+                    kept_at: Some(Place::Line(line)),
+                    merged: part.name.clone(),
+                    merged_at: Place::Line(at.0),
+                }),
+                None => None,
+            };
+            self.warnings.extend(warning);
+        }
+        if let Some(existing) = target.and_then(|t| self.policy.partitions.get_mut(t)) {
+            existing.merge(part);
+        } else {
+            let i = self.policy.partitions.len();
+            if let Some(k) = part.pkey {
+                self.by_pkey.insert(k, i);
+            }
+            if !part.name.is_empty() {
+                self.by_name.entry(part.name.clone()).or_insert(i);
+            }
+            self.policy.partitions.push(part);
+            self.at.push(at);
+        }
+    }
+
+    /// The error at the first partition without a P_Key for which none is left, if any.
+    fn exhausted(&self) -> Option<ParseError> {
+        let explicit = self.by_pkey.keys().filter(|&&k| k != DEFAULT_PKEY_BASE).count();
+        let free = usize::from(DEFAULT_PKEY_BASE - 1).saturating_sub(explicit);
+        let mut generated = self.policy.partitions.iter().enumerate().filter(|(_, p)| p.pkey.is_none());
+        let (first, p) = generated.clone().nth(free)?;
+        let (line, col) = self.at.get(first).copied().unwrap_or((0, 0));
+        let kind =
+            ParseErrorKind::PkeysExhausted { name: p.name.clone(), explicit, generated: generated.by_ref().count() };
+        Some(ParseError { line, col, kind })
     }
 }
 

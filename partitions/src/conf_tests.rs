@@ -259,3 +259,65 @@ fn render_refuses_what_the_syntax_cannot_carry() {
     let policy = Policy { partitions: vec![Partition { pkey: Some(0x8000), ..Partition::default() }] };
     assert!(render_partitions_conf(&policy).is_err());
 }
+
+#[test]
+fn a_repeated_pkey_merges_into_the_first_definition_with_a_warning_naming_both() {
+    let text = "a=0x10 : ALL=full ;\n# b repeats a's key\nb=0x10 : 0x0002000000000001=full ;\n";
+    let (p, warnings) = crate::parse_partitions_conf_with_warnings(text).expect("valid");
+    assert_eq!(p.partitions.len(), 1);
+    assert_eq!(
+        (p.partitions[0].name.as_str(), p.partitions[0].members.len()),
+        ("a", 2),
+        "first name kept, members merged"
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(
+        warnings[0].to_string(),
+        "line 3: partition \"b\" repeats P_Key 0x0010 of partition \"a\" (line 1): merged into \"a\", whose name is kept"
+    );
+    // The default partition's key under another name: merged into Default, with a warning; the
+    // default partition written as such is no warning.
+    let (_, warnings) =
+        crate::parse_partitions_conf_with_warnings("Default=0x7fff : ALL=full ;\nx=0x7fff : SELF ;\nDefault : ALL ;\n")
+            .expect("valid");
+    let shown: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "line 2: partition \"x\" has the default partition's P_Key 0x7fff: merged into \"Default\", whose name is kept"
+        ]
+    );
+    // The TOML form says the same, by table.
+    let toml = "[[partition]]\nname = \"a\"\npkey = 16\n[[partition]]\nname = \"b\"\npkey = 16\n";
+    let (_, warnings) = crate::policy_from_toml_with_warnings(toml).expect("valid");
+    assert_eq!(
+        warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [
+            "[[partition]] 1: partition \"b\" repeats P_Key 0x0010 of partition \"a\" ([[partition]] 0): merged into \"a\", whose name is kept"
+        ]
+    );
+}
+
+/// The P_Key space holds 32,766 generated keys (1..=0x7ffe) less the explicit ones: one more
+/// is an error at the line of the first partition that does not fit, found in linear time.
+#[test]
+fn more_generated_pkeys_than_the_space_holds_is_an_error_at_the_first_that_does_not_fit() {
+    use std::fmt::Write as _;
+    let mut text = String::from("Default=0x7fff : ALL=full ;\nfixed=0x0005 : SELF ;\n");
+    for i in 0..32_765 {
+        let _ = writeln!(text, "p{i} : ALL=limited ;");
+    }
+    let start = std::time::Instant::now();
+    let p = parse(&text);
+    let resolved = crate::resolve(&p, &crate::FabricPorts::default(), crate::ResolveOptions::default()).expect("fits");
+    assert_eq!(resolved.partitions.len(), 32_767, "Default, fixed and 32,765 generated");
+    assert_eq!(resolved.partitions.last().map(|r| r.base), Some(0x7ffe));
+    text.push_str("one-too-many : ALL=limited ;\n");
+    let e = parse_partitions_conf(&text).expect_err("no room");
+    assert_eq!((e.0.len(), e.0[0].line, e.0[0].col), (1, 32_768, 1), "{e}");
+    assert!(
+        matches!(&e.0[0].kind, ParseErrorKind::PkeysExhausted { name, explicit: 1, generated: 32_766 } if name == "one-too-many")
+    );
+    // Quadratic merging took seconds here; linear takes milliseconds.
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "{:?}", start.elapsed());
+}

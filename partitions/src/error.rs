@@ -1,5 +1,6 @@
 //! Error and warning types of the crate: [`ParseError`] (partitions.conf, `line:col: reason`),
-//! [`ParseErrors`] (all of a file's errors), [`TomlError`], [`RenderError`] and [`ResolveError`].
+//! [`ParseErrors`] (all of a file's errors), [`TomlError`], [`RenderError`], [`ResolveError`],
+//! and [`PolicyWarning`] (what a valid file says that may surprise, e.g. a repeated P_Key).
 //!
 //! Messages say what was expected and what was found; the caller adds the file name.
 
@@ -78,6 +79,18 @@ pub enum ParseErrorKind {
     /// An `mgid=` that is not a multicast GID.
     #[error("mgid {0} is not multicast (the first byte must be 0xff)")]
     NotMulticast(String),
+    /// More partitions without a P_Key than the P_Key space has free bases.
+    #[error(
+        "no free P_Key left to generate one for partition {name:?}: the file names {explicit} P_Keys and asks for {generated} more, but 1..=0x7ffe holds 32766"
+    )]
+    PkeysExhausted {
+        /// The first partition that does not fit.
+        name: String,
+        /// Distinct explicit P_Keys other than the default one.
+        explicit: usize,
+        /// Partitions without a P_Key.
+        generated: usize,
+    },
     /// Anything else out of place.
     #[error("unexpected {found} {context}")]
     Unexpected {
@@ -105,6 +118,61 @@ impl fmt::Display for ParseErrors {
 }
 
 impl std::error::Error for ParseErrors {}
+
+/// Where a definition is in a policy file: a partitions.conf line, or a TOML `[[partition]]`
+/// table (0-based, counted as written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// 1-based line of partitions.conf.
+    Line(u32),
+    /// 0-based index of a TOML `[[partition]]` table.
+    Table(usize),
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Line(l) => write!(f, "line {l}"),
+            Place::Table(i) => write!(f, "[[partition]] {i}"),
+        }
+    }
+}
+
+/// Something a policy file says that is honoured, but maybe not as its author meant; the file
+/// is still valid. The readers return these beside the policy; the caller shows or logs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyWarning {
+    /// A definition repeats the P_Key of an earlier one (or takes the default partition's,
+    /// `0x7fff`, under another name): its members, groups and flags are merged into the first,
+    /// whose name is kept, as OpenSM does.
+    DuplicatePkey {
+        /// The 15-bit base.
+        pkey: u16,
+        /// The name kept (the first definition's, or `Default`).
+        kept: String,
+        /// Where the kept definition is (`None`: the implicit default partition).
+        kept_at: Option<Place>,
+        /// The repeating definition's name.
+        merged: String,
+        /// Where it is.
+        merged_at: Place,
+    },
+}
+
+impl fmt::Display for PolicyWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyWarning::DuplicatePkey { pkey, kept, kept_at: Some(at), merged, merged_at } => write!(
+                f,
+                "{merged_at}: partition {merged:?} repeats P_Key {pkey:#06x} of partition {kept:?} ({at}): merged into {kept:?}, whose name is kept"
+            ),
+            PolicyWarning::DuplicatePkey { pkey, kept, kept_at: None, merged, merged_at } => write!(
+                f,
+                "{merged_at}: partition {merged:?} has the default partition's P_Key {pkey:#06x}: merged into {kept:?}, whose name is kept"
+            ),
+        }
+    }
+}
 
 /// A policy that partitions.conf syntax cannot express.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -146,9 +214,17 @@ pub enum TomlError {
 /// Errors that stop resolution.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
-    /// More partitions without a P_Key than free P_Key bases.
-    #[error("no free P_Key left to generate one for partition {0:?}")]
-    PkeysExhausted(String),
+    /// More partitions without a P_Key than free P_Key bases (`1..=0x7ffe` less those named
+    /// explicitly).
+    #[error(
+        "no free P_Key left to generate one for partition {name:?}: every base of 1..=0x7ffe is taken by an explicit P_Key or an earlier generated one"
+    )]
+    PkeysExhausted {
+        /// The first partition that does not fit.
+        name: String,
+        /// Its index in the policy's partitions.
+        index: usize,
+    },
     /// A port GUID appears twice in the fabric list.
     #[error("port {0} is listed twice in the fabric")]
     DuplicatePort(ibsm_mad::Guid),

@@ -20,7 +20,7 @@ use ibsm_mad::{Gid, Guid, PKey};
 
 use crate::error::ResolveError;
 use crate::model::{DEFAULT_PKEY_BASE, McastFlags, Policy};
-use crate::resolve::effective_partitions;
+use crate::resolve::partitions_in_force;
 
 /// Q_Key of IP-over-IB groups (RFC 4391).
 pub const IPOIB_QKEY: u32 = 0x0000_0b1b;
@@ -62,7 +62,7 @@ pub fn policy_groups(policy: &Policy) -> Result<Vec<GroupSpec>, ResolveError> {
             out.push(g);
         }
     };
-    for (base, part) in effective_partitions(policy)? {
+    for (base, part) in partitions_in_force(policy)? {
         let pkey = PKey::new(base, true);
         if part.ipoib || base == DEFAULT_PKEY_BASE {
             for scope in scopes(&part.flags.scope, LINK_LOCAL) {

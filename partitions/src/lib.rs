@@ -5,9 +5,11 @@
 //!
 //! - the typed policy model ([`Policy`], [`Partition`], [`Member`], [`McastGroup`]);
 //! - two front ends: OpenSM's `partitions.conf` ([`parse_partitions_conf`], written back by
-//!   [`render_partitions_conf`]) and our TOML form ([`policy_from_toml`], [`policy_to_toml`]);
+//!   [`render_partitions_conf`]) and our TOML form ([`policy_from_toml`], [`policy_to_toml`]),
+//!   each also with the [`PolicyWarning`]s of what a valid file merged (`*_with_warnings`);
 //! - the resolver ([`resolve`]) from a policy and a list of fabric end ports to each port's
-//!   ordered P_Key table, plus switch-port enforcement tables;
+//!   ordered P_Key table, plus switch-port enforcement tables, and [`partitions_in_force`], the
+//!   merged partitions with their final P_Keys (linear in the size of the policy);
 //! - the multicast groups a policy pre-creates ([`policy_groups`]).
 //!
 //! Guarantees: parsing never panics on any input (property-tested and fuzzed, see
@@ -29,8 +31,8 @@ mod proptests;
 #[cfg(test)]
 mod resolve_tests;
 
-pub use conf::parse_partitions_conf;
-pub use error::{ParseError, ParseErrorKind, ParseErrors, RenderError, ResolveError, TomlError};
+pub use conf::{parse_partitions_conf, parse_partitions_conf_with_warnings};
+pub use error::{ParseError, ParseErrorKind, ParseErrors, Place, PolicyWarning, RenderError, ResolveError, TomlError};
 pub use groups::{GroupSpec, IPOIB_QKEY, policy_groups};
 pub use model::{
     DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, McastFlags, McastGroup, Member, MemberSpec, Membership, Partition,
@@ -38,6 +40,7 @@ pub use model::{
 };
 pub use render::render_partitions_conf;
 pub use resolve::{
-    EndPort, FabricPorts, NodeKind, PortPkeys, ResolveOptions, ResolveWarning, ResolvedPartition, SwitchPeer, resolve,
+    EndPort, FabricPorts, NodeKind, PortPkeys, ResolveOptions, ResolveWarning, ResolvedPartition, SwitchPeer,
+    partitions_in_force, resolve,
 };
-pub use toml_form::{policy_from_toml, policy_to_toml};
+pub use toml_form::{policy_from_toml, policy_from_toml_with_warnings, policy_to_toml};

@@ -9,7 +9,9 @@
 //!    OpenSM. [`Policy::no_file`] is the policy to pass when there is no file at all.
 //! 2. Repeated P_Keys merge (first name wins); a partition without a P_Key joins an earlier one of
 //!    the same non-empty name, else gets the lowest base `>= 1` that no partition of the policy
-//!    names explicitly (unlike OpenSM, a generated key never collides with a later explicit one).
+//!    names explicitly (unlike OpenSM, a generated key never collides with a later explicit one);
+//!    none left is [`ResolveError::PkeysExhausted`]. The readers warn about repeated P_Keys
+//!    ([`crate::PolicyWarning`]); the resolver merges silently.
 //! 3. Members apply in order. Without `allow_both_pkeys` a port that is full anywhere in a
 //!    partition gets the full key, `both` means full. With it, `full` and `limited` replace each
 //!    other and `both` gives two entries.
@@ -183,7 +185,7 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
             return Err(ResolveError::DuplicatePort(p.guid));
         }
     }
-    let effective = effective_partitions(policy)?;
+    let effective = partitions_in_force(policy)?;
     let mut out = PortPkeys {
         partitions: effective.iter().map(|(base, p)| ResolvedPartition { name: p.name.clone(), base: *base }).collect(),
         ..PortPkeys::default()
@@ -289,9 +291,24 @@ fn enforcement(fabric: &FabricPorts, out: &mut PortPkeys) {
     }
 }
 
-/// The implicit default partition plus the policy's, merged, each with its base.
-pub(crate) fn effective_partitions(policy: &Policy) -> Result<Vec<(u16, Partition)>, ResolveError> {
-    let explicit: Vec<u16> = policy.partitions.iter().filter_map(|p| p.pkey).collect();
+/// The partitions in force: the implicit default partition plus the policy's, merged (rule 2
+/// of the module doc), each with its 15-bit base, in resolution order. Linear in the number of
+/// partitions: the bases in use are a bitmap of the whole P_Key space, and earlier partitions
+/// are found by base and by name through indexes.
+///
+/// # Errors
+/// [`ResolveError::BadPkey`] for a base outside `1..=0x7fff`; [`ResolveError::PkeysExhausted`]
+/// naming the first partition (and its index in the policy) for which no base is left.
+pub fn partitions_in_force(policy: &Policy) -> Result<Vec<(u16, Partition)>, ResolveError> {
+    const SPACE: usize = DEFAULT_PKEY_BASE as usize + 1;
+    // Every base some partition of the policy names explicitly, and the default one.
+    let mut taken = vec![false; SPACE];
+    taken[usize::from(DEFAULT_PKEY_BASE)] = true;
+    for p in &policy.partitions {
+        if let Some(k) = p.pkey.filter(|&k| k != 0 && k <= DEFAULT_PKEY_BASE) {
+            taken[usize::from(k)] = true;
+        }
+    }
     let mut out = vec![(
         DEFAULT_PKEY_BASE,
         Partition {
@@ -304,33 +321,47 @@ pub(crate) fn effective_partitions(policy: &Policy) -> Result<Vec<(u16, Partitio
             ..Partition::default()
         },
     )];
+    // Where each base and each (first) name sits in `out`.
+    let mut by_base: Vec<Option<usize>> = vec![None; SPACE];
+    by_base[usize::from(DEFAULT_PKEY_BASE)] = Some(0);
+    let mut by_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    by_name.insert(DEFAULT_PARTITION_NAME.to_owned(), 0);
     let mut next: u16 = 1;
-    for p in &policy.partitions {
+    for (index, p) in policy.partitions.iter().enumerate() {
         let target = match p.pkey {
             Some(k) if k == 0 || k > DEFAULT_PKEY_BASE => {
                 return Err(ResolveError::BadPkey { name: p.name.clone(), pkey: k });
             }
-            Some(k) => out.iter().position(|(b, _)| *b == k).ok_or(k),
-            None if !p.name.is_empty() => out.iter().position(|(_, q)| q.name == p.name).ok_or(0),
-            None => Err(0),
+            Some(k) => by_base[usize::from(k)].ok_or(Some(k)),
+            None if !p.name.is_empty() => by_name.get(&p.name).copied().ok_or(None),
+            None => Err(None),
         };
-        match target {
+        let base = match target {
             Ok(t) => {
                 if let Some((_, existing)) = out.get_mut(t) {
                     existing.merge(p.clone());
                 }
+                continue;
             }
-            Err(0) => {
-                while next < DEFAULT_PKEY_BASE && (explicit.contains(&next) || out.iter().any(|(b, _)| *b == next)) {
+            Err(Some(k)) => k,
+            Err(None) => {
+                // The lowest base no partition names explicitly and none was given yet; `next`
+                // only moves up, so the whole loop costs one pass over the space.
+                while next < DEFAULT_PKEY_BASE && taken[usize::from(next)] {
                     next += 1;
                 }
                 if next >= DEFAULT_PKEY_BASE {
-                    return Err(ResolveError::PkeysExhausted(p.name.clone()));
+                    return Err(ResolveError::PkeysExhausted { name: p.name.clone(), index });
                 }
-                out.push((next, p.clone()));
+                taken[usize::from(next)] = true;
+                next
             }
-            Err(k) => out.push((k, p.clone())),
+        };
+        by_base[usize::from(base)] = Some(out.len());
+        if !p.name.is_empty() {
+            by_name.entry(p.name.clone()).or_insert(out.len());
         }
+        out.push((base, p.clone()));
     }
     Ok(out)
 }

@@ -111,7 +111,17 @@ fn pkey_exhaustion_is_an_error() {
     for i in 0..0x7fff {
         p.partitions.push(crate::Partition { name: format!("p{i}"), ..crate::Partition::default() });
     }
-    assert!(matches!(resolve(&p, &fabric(), ResolveOptions::default()), Err(ResolveError::PkeysExhausted(_))));
+    let e = resolve(&p, &fabric(), ResolveOptions::default());
+    assert_eq!(
+        e,
+        Err(ResolveError::PkeysExhausted { name: "p32766".to_owned(), index: 32_766 }),
+        "the first that does not fit"
+    );
+    p.partitions.pop();
+    let start = std::time::Instant::now();
+    let ok = crate::partitions_in_force(&p).expect("32,766 generated keys fit");
+    assert_eq!((ok.len(), ok.last().map(|(b, _)| *b)), (32_767, Some(0x7ffe)));
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "linear: {:?}", start.elapsed());
 }
 
 #[test]

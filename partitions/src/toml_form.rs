@@ -25,11 +25,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::conf::number;
-use crate::error::TomlError;
+use crate::error::{Place, PolicyWarning, ResolveError, TomlError};
 use crate::model::{
-    DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership, Partition, Policy,
-    format_mgid, is_multicast, parse_mgid, set_flag,
+    DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, GroupFlag, McastFlags, McastGroup, Member, MemberSpec, Membership,
+    Partition, Policy, format_mgid, is_multicast, parse_mgid, set_flag,
 };
+use crate::resolve::partitions_in_force;
 use ibsm_mad::Guid;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -256,15 +257,50 @@ fn partition_to(p: &Partition) -> PartitionToml {
 }
 
 /// Reads a policy from our TOML form. Partitions are taken as written: the TOML form does not
-/// merge repeated P_Keys (the resolver does, keeping the first name).
+/// merge repeated P_Keys (the resolver does, keeping the first name). The warnings of
+/// [`policy_from_toml_with_warnings`] are dropped.
 pub fn policy_from_toml(text: &str) -> Result<Policy, TomlError> {
+    policy_from_toml_with_warnings(text).map(|(p, _)| p)
+}
+
+/// [`policy_from_toml`], with a [`PolicyWarning::DuplicatePkey`] for each table that repeats
+/// an earlier one's P_Key (the resolver merges it into the first, whose name is kept). More
+/// tables without a P_Key than the P_Key space holds is an error at the first that does not fit.
+pub fn policy_from_toml_with_warnings(text: &str) -> Result<(Policy, Vec<PolicyWarning>), TomlError> {
     let raw: PolicyToml = toml::from_str(text).map_err(|e| TomlError::Syntax(e.to_string()))?;
     let mut partitions = Vec::with_capacity(raw.partitions.len());
     for (index, p) in raw.partitions.into_iter().enumerate() {
         let name = p.name.clone();
         partitions.push(partition_from(p).map_err(|reason| TomlError::Invalid { index, name, reason })?);
     }
-    Ok(Policy { partitions })
+    let policy = Policy { partitions };
+    if let Err(ResolveError::PkeysExhausted { name, index }) = partitions_in_force(&policy) {
+        let reason = ResolveError::PkeysExhausted { name: name.clone(), index }.to_string();
+        return Err(TomlError::Invalid { index, name, reason });
+    }
+    let mut warnings = Vec::new();
+    let mut first: std::collections::HashMap<u16, usize> = std::collections::HashMap::new();
+    for (i, p) in policy.partitions.iter().enumerate() {
+        let Some(k) = p.pkey else { continue };
+        let kept = if k == DEFAULT_PKEY_BASE {
+            (p.name != DEFAULT_PARTITION_NAME).then(|| (DEFAULT_PARTITION_NAME.to_owned(), None))
+        } else if let Some(&f) = first.get(&k) {
+            policy.partitions.get(f).map(|q| (q.name.clone(), Some(Place::Table(f))))
+        } else {
+            first.insert(k, i);
+            None
+        };
+        if let Some((kept, kept_at)) = kept {
+            warnings.push(PolicyWarning::DuplicatePkey {
+                pkey: k,
+                kept,
+                kept_at,
+                merged: p.name.clone(),
+                merged_at: Place::Table(i),
+            });
+        }
+    }
+    Ok((policy, warnings))
 }
 
 /// Writes a policy in our TOML form; [`policy_from_toml`] reads it back unchanged.

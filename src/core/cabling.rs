@@ -60,7 +60,11 @@ impl Sm {
         let plan = self.cfg.expected_topology.clone();
         if plan.is_none() && loops.is_empty() {
             let had_loops = self.cabling.diff.differences.iter().any(|d| matches!(d, Difference::Loopback { .. }));
-            if had_loops { self.report_cabling(Cabling::default()) } else { self.cabling = Cabling::default() }
+            if had_loops {
+                self.report_cabling(Cabling::default())
+            } else {
+                self.cabling = Cabling::default()
+            }
             return;
         }
         let found = subnet_topology(&self.subnet);

@@ -57,7 +57,9 @@ pub enum Guid2LidErrorKind {
         first: usize,
     },
     /// The range shares a LID with the range of another GUID on an earlier line.
-    #[error("LIDs 0x{min:x}..0x{max:x} of GUID {guid} overlap LIDs 0x{other_min:x}..0x{other_max:x} of GUID {other} on line {first}")]
+    #[error(
+        "LIDs 0x{min:x}..0x{max:x} of GUID {guid} overlap LIDs 0x{other_min:x}..0x{other_max:x} of GUID {other} on line {first}"
+    )]
     Overlap {
         /// This line's GUID.
         guid: Guid,
@@ -421,7 +423,9 @@ mod tests {
             ("0x1 0x1 0x1\n0x1 0x2 0x2\n", 2, |k| matches!(k, Guid2LidErrorKind::DuplicateGuid { first: 1, .. })),
             ("0x 0x1 0x1\n", 1, |k| matches!(k, Guid2LidErrorKind::BadNumber { .. })),
             ("0x1 0x4 0x4\n0x2 0x4 0x4\n", 2, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
-            ("0x1 0x8 0xf\n0x2 0x1 0x1\n0x3 0xc 0xc\n", 3, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
+            ("0x1 0x8 0xf\n0x2 0x1 0x1\n0x3 0xc 0xc\n", 3, |k| {
+                matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })
+            }),
             ("0x1 0x9 0x9\n0x2 0x8 0xb\n", 2, |k| matches!(k, Guid2LidErrorKind::Overlap { first: 1, .. })),
         ];
         for (text, line, pred) in cases {

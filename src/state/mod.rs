@@ -161,7 +161,10 @@ pub fn load_pkeys(path: &Path) -> Result<BTreeMap<Guid, Vec<PKey>>, StateError> 
         let mut words = line.split_whitespace();
         let Some(first) = words.next() else { continue };
         let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: i + 1, reason };
-        let guid = Guid(exact_hex(first, 16).ok_or_else(|| bad(format!("expected a GUID as 0x<16 hex digits>, found {first:?}")))?);
+        let guid = Guid(
+            exact_hex(first, 16)
+                .ok_or_else(|| bad(format!("expected a GUID as 0x<16 hex digits>, found {first:?}")))?,
+        );
         let mut keys = Vec::new();
         for w in words {
             let k = exact_hex(w, 4).ok_or_else(|| bad(format!("expected a P_Key as 0x<4 hex digits>, found {w:?}")))?;

@@ -18,6 +18,9 @@
 //! - `read` returning -11 means "queue empty" (umad2sim) just like `EAGAIN` (kernel);
 //! - the issm fd is closed explicitly (umad2sim does not clear IsSM at exit otherwise).
 //!
+//! It also holds the two process-level calls that need `libc` ([`exit_now`], [`default_sigpipe`]),
+//! so that no other module needs `unsafe`.
+//!
 //! Guarantees: errors name the device or sysfs file and the errno; no input from the device or
 //! sysfs can make this module panic. Every `unsafe` block carries a `// SAFETY:` note.
 #![allow(unsafe_code)]
@@ -317,6 +320,18 @@ pub fn under_umad2sim() -> bool {
 pub fn exit_now(code: u8) -> ! {
     // SAFETY: `_exit` takes no pointers and never returns; skipping exit handlers is the point.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// Gives SIGPIPE back its default action (end the process quietly), as a one-shot command
+/// that prints to a pipe needs: Rust ignores SIGPIPE, so a write to a pipe whose reader has
+/// gone (`ibsm routes dump ... | head`) fails with EPIPE and `println!` panics. Never for the
+/// daemon (`ibsm run`), whose control socket and metrics writes must get EPIPE, not kill the SM.
+pub fn default_sigpipe() {
+    // SAFETY: `signal` with a valid signal number and `SIG_DFL` takes no pointers; it only
+    // changes this process's disposition of SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// Which management classes the SM registers an agent for.

@@ -5,7 +5,8 @@
 //! out), a dedicated thread blocked in `poll()` on the umad fd that forwards each MAD into a
 //! tokio channel (umad2sim's fake fds cannot go into epoll, so no `AsyncFd`), the monotonic
 //! clock the core's `now` comes from (also handed to the core's compute steps, so their phase
-//! timings are measured), the periodic re-sweep, SIGINT/SIGTERM, writing `guid2lid` after every
+//! timings are measured), the periodic re-sweep, SIGINT/SIGTERM (SIGHUP, SIGUSR1 and SIGUSR2 come
+//! from [`crate::signals`]: a reload, a log line), writing `guid2lid` after every
 //! sweep, and side queries (the control socket's, through [`SideQueries`]) answered between two
 //! MADs.
 //!
@@ -244,21 +245,31 @@ pub fn run(
     opts: &DriverOptions,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
-    run_with_control(port, sm, opts, None::<super::NoQueries>, on_event)
+    run_with_control(port, sm, opts, None::<super::NoQueries>, None, on_event)
 }
 
-/// [`run`], also answering the queries of `control` from the loop. The control socket is
-/// removed (the server dropped) before this returns.
+/// [`run`], also answering the queries of `control` from the loop, and taking SIGHUP, SIGUSR1
+/// and SIGUSR2 from `signals` (installed by the caller at its start, so that one caught before
+/// the loop runs is acted on; `None`: installed here). The control socket is removed (the
+/// server dropped) before this returns.
 pub fn run_with_control<Q: SideQueries>(
     port: UmadPort,
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
+    signals: Option<crate::signals::Signals>,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
+    let signals = match signals {
+        Some(s) => s,
+        None => crate::signals::Signals::install()
+            .map_err(|err| DriverError::Runtime { what: "installing SIGHUP, SIGUSR1, SIGUSR2", err })?,
+    };
     let port = Arc::new(port);
-    let result =
-        port.open_issm().map_err(DriverError::from).and_then(|()| run_with_issm(&port, sm, opts, control, on_event));
+    let result = port
+        .open_issm()
+        .map_err(DriverError::from)
+        .and_then(|()| run_with_issm(&port, sm, opts, control, signals, on_event));
     // The poll thread has been joined by now, so this is the last reference unless a panic
     // unwound through it; close explicitly so issm is cleared before the process exits.
     let closed = port.close();
@@ -272,6 +283,7 @@ fn run_with_issm<Q: SideQueries>(
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
+    signals: crate::signals::Signals,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -303,7 +315,7 @@ fn run_with_issm<Q: SideQueries>(
                     .ok()
             }),
         };
-        lp.run(rx, control).await
+        lp.run(rx, control, signals).await
     });
     poller.stop();
     result
@@ -340,13 +352,12 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         &mut self,
         mut rx: mpsc::Receiver<Burst>,
         mut control: Option<Q>,
+        mut signals: crate::signals::Signals,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
             signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
         let mut sigterm =
             signal(SignalKind::terminate()).map_err(|err| DriverError::Runtime { what: "installing SIGTERM", err })?;
-        let mut sighup =
-            signal(SignalKind::hangup()).map_err(|err| DriverError::Runtime { what: "installing SIGHUP", err })?;
         let once_deadline = self.opts.once.then(|| self.start + self.opts.once_limit);
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
         // umad2sim carries single MADs only (no RMPP) and copies the last bytes of an answer
@@ -390,8 +401,11 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             tokio::select! {
                 _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
-                _ = sighup.recv() => {
-                    let _ = self.reload();
+                sig = signals.recv() => {
+                    sig.log();
+                    if sig == crate::signals::Signal::Hup {
+                        let _ = self.reload();
+                    }
                 }
                 msg = rx.recv() => match msg {
                     Some(Ok(batch)) => {
@@ -460,58 +474,9 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         wake
     }
 
-    /// SIGHUP or `reload` on the control socket: reads the configuration and the partition
-    /// policy again, from the sources the SM started with (flags still win). A valid one is put
-    /// in force where it differs ([`Sm::reconfigure`]: at once, with a sweep, or with a full
-    /// re-route; options only a restart changes are kept and named); an invalid one is refused
-    /// with every error and the running configuration stays.
+    /// SIGHUP or `reload` on the control socket ([`crate::startup::reload`]).
     fn reload(&mut self) -> Result<crate::control::Reloaded, String> {
-        let Some((sources, started)) = &self.opts.reload else {
-            let why = "no configuration to reload";
-            tracing::warn!(error_id = "reload-no-file", "reload: {why}");
-            return Err(why.to_owned());
-        };
-        if sources.config.is_none() && started.partitions.is_none() {
-            let why = "no configuration file or partition policy file to reload (start with --config or --partitions)";
-            tracing::warn!(error_id = "reload-no-file", "reload: {why}");
-            return Err(why.to_owned());
-        }
-        let built = match sources.build() {
-            Ok(b) => b,
-            Err(errors) => {
-                let errors = errors.join("\n");
-                tracing::error!(error_id = "config-refused", errors = %errors, "configuration refused; the running one stays");
-                return Err(format!("configuration refused; the running one stays:\n{errors}"));
-            }
-        };
-        let mut done = self.sm.reconfigure(built.cfg.clone());
-        for ((key, now), (_, then)) in built.restart_only().into_iter().zip(started.restart_only()) {
-            if now != then {
-                done.restart.push(key);
-            }
-        }
-        let reloaded = [sources.config.as_ref(), built.partitions.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        tracing::warn!(
-            error_id = "config-reloaded",
-            files = %reloaded,
-            applied = %done.applied.join(","),
-            restart = %done.restart.join(","),
-            sweep = done.sweep,
-            reroute = done.reroute,
-            "configuration reloaded"
-        );
-        Ok(crate::control::Reloaded {
-            reloaded,
-            applied: done.applied.iter().map(|s| (*s).to_owned()).collect(),
-            restart: done.restart.iter().map(|s| (*s).to_owned()).collect(),
-            sweep: done.sweep,
-            reroute: done.reroute,
-        })
+        crate::startup::reload(&mut self.sm, self.opts.reload.as_ref())
     }
 
     /// `READY=1` once this SM knows its role, `STATUS=` on every change of it.

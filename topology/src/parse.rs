@@ -87,7 +87,9 @@ impl Topology {
         Topology::parse_with_includes(&text, &origin, &mut |file, from| {
             let base = Path::new(from).parent().unwrap_or_else(|| Path::new(""));
             let p = normalize(&base.join(file));
-            crate::file::read_text(&p, crate::file::NET_LIMIT).map(|t| (p.display().to_string(), t)).map_err(|e| e.to_string())
+            crate::file::read_text(&p, crate::file::NET_LIMIT)
+                .map(|t| (p.display().to_string(), t))
+                .map_err(|e| e.to_string())
         })
     }
 }
