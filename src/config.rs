@@ -105,6 +105,10 @@ pub fn parse_mkey_mode(text: &str) -> Result<crate::core::mkeys::MKeyMode, Strin
     }
 }
 
+/// Size limit of a configuration file or a partition policy (a policy listing every port
+/// GUID of a large fabric by name runs to a few MB).
+pub const CONFIG_LIMIT: u64 = 64 << 20;
+
 /// Parses a 64-bit key: `0x` and up to 16 hex digits, or a decimal number.
 pub fn parse_key(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -283,7 +287,7 @@ fn position(text: &str, at: usize) -> (usize, usize) {
 fn read_text(path: &Path) -> Result<String, ConfigError> {
     let origin = path.display().to_string();
     // Bounded: a regular file of at most CONFIG_LIMIT bytes (never /dev/zero or a FIFO).
-    let bytes = ibsm_topology::file::read_bytes(path, crate::state::CONFIG_LIMIT).map_err(|e| ConfigError {
+    let bytes = ibsm_topology::file::read_bytes(path, CONFIG_LIMIT).map_err(|e| ConfigError {
         path: origin.clone(),
         line: 0,
         col: 0,

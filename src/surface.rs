@@ -1,11 +1,12 @@
-//! What the operator surfaces (the control socket, [`crate::control`], and the metrics endpoint,
-//! [`crate::metrics_http`]) share: their limits, the gate that caps their connections, their
+//! What the operator surfaces (the control socket, module `control`, and the metrics endpoint,
+//! module `metrics_http`, both above this one) share: their limits, the gate that caps their connections, their
 //! counters, and the thread each runs its listener on.
 //!
 //! Each surface runs a tokio runtime of its own on one std thread ([`Runner`]), separate from the
 //! SM's loop, so that it serves the simulated SM (whose sweeps are synchronous) and the umad SM
 //! alike; every connection is a task, so a slow or idle client only ever holds its own task.
-//! Connections never touch the SM: valid queries go to its loop as [`crate::control::Pending`].
+//! Connections never touch the SM: valid queries go to its loop as the control module's `Pending`
+//! (this module knows nothing of them: it only moves bytes and enforces the limits).
 //!
 //! Guarantees, per surface ([`Limits`]): at most `max_connections` at once; a client has
 //! `request_deadline` to send its whole request (however it is dripped); an answer has

@@ -162,8 +162,8 @@ pub fn serve(
         return Err(Dropped::Malformed);
     }
     let template = bytes.get(SA_HEADER_LEN..SA_HEADER_LEN + SA_DATA_LEN).ok_or(Dropped::Malformed)?;
-    if let Some(key) = wrong_key(bytes, live.sa_key) {
-        return Err(Dropped::BadKey(key));
+    if header.sm_key != 0 && header.sm_key != live.sa_key {
+        return Err(Dropped::BadKey(header.sm_key));
     }
     let trusted = header.sm_key == live.sa_key;
     let q = Query { header, template, requester, trusted };

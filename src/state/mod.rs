@@ -126,9 +126,6 @@ fn exact_hex(word: &str, digits: usize) -> Option<u64> {
 pub const STATE_LIMIT: u64 = 64 << 20;
 /// Size limit of a file holding a key (the SM_Key file, `mkey-secret`): one line.
 pub const SECRET_LIMIT: u64 = 64 << 10;
-/// Size limit of a configuration file or a partition policy (a policy listing every port
-/// GUID of a large fabric by name runs to a few MB).
-pub const CONFIG_LIMIT: u64 = 64 << 20;
 
 /// The text of `path`, or `None` when there is no such file (a state file not written yet).
 /// Only a regular file of at most `limit` bytes is read.
