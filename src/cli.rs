@@ -387,7 +387,7 @@ fn config_check(file: &std::path::Path) -> ExitCode {
 /// `ibsm config import-opensm FILE`: the TOML on stdout, exit 0; 2 when the file cannot be
 /// read.
 fn import_opensm(file: &std::path::Path) -> ExitCode {
-    match std::fs::read(file) {
+    match ibsm_topology::file::read_bytes(file, ibsm::config::CONFIG_LIMIT) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
             let imported = ibsm::import_opensm::import(&text);
