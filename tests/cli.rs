@@ -378,3 +378,22 @@ fn opensms_own_configuration_imports_cleanly() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
 }
+
+#[test]
+fn offline_commands_refuse_devices_instead_of_reading_them_forever() {
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    let out = ibsm().args(["config", "import-opensm", "/dev/zero"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{out:?}");
+    let net = examples().join("fabrics/fat-tree-2l-k4.net");
+    let out = ibsm()
+        .args(["routes", "check", "--topology"])
+        .arg(&net)
+        .args(["--lfts", "/dev/urandom"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{out:?}");
+    assert!(start.elapsed() < Duration::from_secs(10), "refused at once");
+}
