@@ -617,7 +617,8 @@ fn run_sm(a: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (cfg, file, state_dir) = (built.cfg.clone(), &built.file, built.state_dir.clone());
+    let (mut cfg, file, state_dir) = (built.cfg.clone(), &built.file, built.state_dir.clone());
+    cfg.tid_key = random_key();
     let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::state::GUID2LID));
     let table = match &guid2lid_path {
         Some(p) => match ibsm::state::load_guid2lid(p) {
@@ -894,6 +895,14 @@ fn restore_state(
 }
 
 /// One line an operator can read: what came up, how, and where the time went.
+/// A key no other host can guess, for the SMPs' TIDs: std's per-process random hasher keys
+/// (from the OS's random source) over the PID and the time.
+fn random_key() -> u64 {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    std::hash::RandomState::new().hash_one((std::process::id(), now))
+}
+
 /// Set by `--log-format json`: the daemon's own lines (sweep summaries, "standby", "fabric
 /// stable") go out as info events of target `ibsm::summary` in the log's format, not as text on
 /// stdout. One-shot commands print to stdout whatever the format.

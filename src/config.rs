@@ -611,6 +611,7 @@ impl ConfigFile {
             sm_act_stall_ns: self.sm_act_stall_s.map_or(d.sm_act_stall_ns, |s| s.saturating_mul(1_000_000_000)),
             // Read by `startup`, which reads the files the configuration names.
             expected_topology: d.expected_topology,
+            tid_key: d.tid_key,
             refuse_miscabled: self.refuse_miscabled.unwrap_or(d.refuse_miscabled),
         }
     }

@@ -354,7 +354,10 @@ fn converges_with_ten_percent_smp_loss() {
         let ctx = h.ctx();
         let r = h.run_until(600_000_000_000, |r| r.complete);
         let r = r.unwrap_or_else(|| panic!("{ctx}: never converged; reports {:?}", h.reports));
-        assert!(r.smps_retried > 0, "{ctx}: loss rule had no effect");
+        // The loss shows over the whole run (the sweep that finally completes may be a short
+        // one that happened to lose nothing).
+        let retried: u64 = h.reports.iter().map(|x| x.smps_retried).sum();
+        assert!(retried > 0, "{ctx}: loss rule had no effect");
         assert!(h.drv.fabric.stats().dropped_fault > 0, "{ctx}");
         let rb = read_back(&mut h, &HashSet::new());
         check_all_pairs(&h, &rb);

@@ -79,6 +79,9 @@ pub struct SmConfig {
     /// Leave both ends of a cable the plan says goes elsewhere unarmed and unrouted (default
     /// false: report only).
     pub refuse_miscabled: bool,
+    /// The key of the SMPs' TID permutation (`core::transactions::tid_of`): `ibsm run` draws
+    /// one at random at start; the default, 0, keeps simulations repeatable.
+    pub tid_key: u64,
 }
 
 /// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
@@ -146,6 +149,7 @@ impl Default for SmConfig {
             sm_act_stall_ns: 25_000_000_000,
             expected_topology: None,
             refuse_miscabled: false,
+            tid_key: 0,
         }
     }
 }

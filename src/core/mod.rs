@@ -222,7 +222,7 @@ pub struct Sm {
 impl Sm {
     /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
-        let tx = Transactions::new(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries);
+        let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
         let sa_admission = crate::sa::admission::Admission::new(cfg.sa_rate_limit);
         Sm {
             cfg,

@@ -238,6 +238,7 @@ pub(crate) enum Outcome {
 struct InFlight {
     request: Request,
     attr_id: u16,
+    attr_mod: u32,
     deadline: u64,
     tries_left: u32,
 }
@@ -252,6 +253,21 @@ pub(crate) struct Counters {
     pub timed_out: u64,
 }
 
+/// The low 32 bits of the TID of the `n`th SMP sent under `key`: a bijection of the count on
+/// 32 bits (xor with the key, then multiply by odd constants and xor-shift, each step
+/// invertible), so TIDs do not repeat for 2^32 SMPs, yet neither start at 1 nor follow one
+/// another: another host cannot guess the TID of an SMP in flight and forge its answer without
+/// the key, which the daemon draws at random at start (tests use a fixed one). An answer must
+/// also carry the request's attribute and modifier to be taken ([`Transactions::on_response`]).
+pub(crate) fn tid_of(n: u32, key: u64) -> u32 {
+    let mut x = n ^ (key as u32);
+    x = x.wrapping_mul(0x9e37_79b1);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x85eb_ca77 | 1);
+    x ^= x >> 13;
+    x ^ ((key >> 32) as u32)
+}
+
 /// The window of SMPs.
 #[derive(Debug)]
 pub(crate) struct Transactions {
@@ -259,7 +275,10 @@ pub(crate) struct Transactions {
     in_flight: HashMap<u32, InFlight>,
     /// Requests queued or in flight, per operation.
     outstanding: [usize; Op::COUNT],
-    next_tid: u32,
+    /// SMPs given a TID so far; the TID is this count through [`tid_of`].
+    tids_given: u32,
+    /// The key of the TID permutation ([`tid_of`]).
+    tid_key: u64,
     window: usize,
     timeout_ns: u64,
     retries: u32,
@@ -285,12 +304,19 @@ impl Transactions {
         (self.queue.len(), self.in_flight.len())
     }
 
+    #[cfg(test)]
     pub fn new(window: usize, timeout_ns: u64, retries: u32) -> Transactions {
+        Transactions::keyed(window, timeout_ns, retries, 0)
+    }
+
+    /// As [`Transactions::new`], the TIDs permuted under `tid_key` ([`tid_of`]).
+    pub fn keyed(window: usize, timeout_ns: u64, retries: u32, tid_key: u64) -> Transactions {
         Transactions {
             queue: VecDeque::new(),
             in_flight: HashMap::new(),
             outstanding: [0; Op::COUNT],
-            next_tid: 1,
+            tids_given: 0,
+            tid_key,
             window: window.max(1),
             timeout_ns: timeout_ns.max(1),
             retries,
@@ -353,20 +379,32 @@ impl Transactions {
             return None;
         }
         let (request, tries_left) = self.queue.pop_front()?;
-        let tid = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        let tid = self.fresh_tid();
         let (attr_id, attr_mod, method, data) = request.req.smp_fields();
         let mut smp = SmpRepr::set_dr(&request.path, attr_id, attr_mod, u64::from(tid), data).with_method(method);
         smp.m_key = m_key;
         let bytes = smp.to_bytes();
         self.counters.sent += 1;
-        self.in_flight
-            .insert(tid, InFlight { request, attr_id, deadline: now.saturating_add(self.timeout_ns), tries_left });
+        self.in_flight.insert(
+            tid,
+            InFlight { request, attr_id, attr_mod, deadline: now.saturating_add(self.timeout_ns), tries_left },
+        );
         Some(Transmit {
             bytes: bytes.to_vec(),
             to: Address::DIRECTED_ROUTE,
             kind: TransmitKind::Request { timeout_ns: self.timeout_ns },
         })
+    }
+
+    /// The next TID: never 0, never one in flight.
+    fn fresh_tid(&mut self) -> u32 {
+        loop {
+            self.tids_given = self.tids_given.wrapping_add(1);
+            let tid = tid_of(self.tids_given, self.tid_key);
+            if tid != 0 && !self.in_flight.contains_key(&tid) {
+                return tid;
+            }
+        }
     }
 
     /// Earliest deadline of the requests in flight.
@@ -378,7 +416,8 @@ impl Transactions {
     /// mismatched attribute, or a Busy status that was queued for retry.
     pub fn on_response(&mut self, smp: &SmpRepr) -> Option<(Request, Outcome)> {
         let tid = (smp.tid & 0xffff_ffff) as u32;
-        if self.in_flight.get(&tid)?.attr_id != smp.attr_id {
+        let f = self.in_flight.get(&tid)?;
+        if f.attr_id != smp.attr_id || f.attr_mod != smp.attr_mod {
             return None;
         }
         let f = self.in_flight.remove(&tid)?;
@@ -559,5 +598,34 @@ mod tests {
         let failed = tx.on_timeout(200);
         assert_eq!(failed, vec![(aside, Outcome::Timeout)]);
         assert!(tx.is_idle_for(Op::Aside) && tx.is_idle());
+    }
+
+    #[test]
+    fn tids_are_unique_and_neither_start_at_one_nor_follow_each_other() {
+        for key in [0u64, 0x1234_5678_9abc_def0, u64::MAX] {
+            let tids: Vec<u32> = (1..=100_000).map(|n| tid_of(n, key)).collect();
+            let unique: std::collections::HashSet<u32> = tids.iter().copied().collect();
+            assert_eq!(unique.len(), tids.len(), "a bijection: no TID repeats");
+            assert!(tids[0] > 1, "key {key:#x}: the first TID is not 1");
+            let steps = tids.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
+            assert!(steps < 10, "key {key:#x}: {steps} TIDs follow their predecessor");
+        }
+        assert_ne!(tid_of(7, 1), tid_of(7, 2), "the key changes the sequence");
+    }
+
+    #[test]
+    fn an_answer_must_carry_the_requests_tid_attribute_and_modifier() {
+        let mut tx = Transactions::keyed(64, 100, 0, 0xfeed);
+        tx.push(Request::sweep(DrPath::new(&[1]).unwrap(), Req::GetPortInfo { node: 0, port: PortNum(3) }));
+        let t = tx.poll_transmit(0).unwrap();
+        let sent = SmpRepr::parse(&t.bytes).unwrap();
+        assert_ne!(sent.tid & 0xffff_ffff, 1);
+        let mut other_port = answer(&t, 0);
+        other_port.attr_mod = 4;
+        assert!(tx.on_response(&other_port).is_none(), "PortInfo of another port: not this answer");
+        let mut other_attr = answer(&t, 0);
+        other_attr.attr_id = ibsm_mad::ids::attr::NODE_INFO;
+        assert!(tx.on_response(&other_attr).is_none());
+        assert!(tx.on_response(&answer(&t, 0)).is_some(), "the right one is taken");
     }
 }
