@@ -50,9 +50,8 @@ impl StateDir {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(io(&path))?;
-        // std's flock(LOCK_EX | LOCK_NB) wrapper (Rust 1.89; the toolchain in use is newer, and
-        // the workspace's let-chains already need 1.88): no `unsafe` outside the umad transport.
-        #[allow(clippy::incompatible_msrv)]
+        // std's flock(LOCK_EX | LOCK_NB) wrapper (Rust 1.89, the workspace's rust-version): no
+        // `unsafe` outside the umad transport.
         let locked = file.try_lock();
         match locked {
             Ok(()) => {}
