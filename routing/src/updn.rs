@@ -19,10 +19,18 @@
 //! **Routes.** For each destination switch `t`: a switch with a pure down path to `t` sends the
 //! LID down along a shortest such path; any other switch sends it up along a shortest up/down
 //! path. Among equally short next hops, the port carrying the fewest LIDs wins (ties: lowest
-//! port); with LMC > 0 the LIDs of one end port prefer different neighbours. CA-attached switches
-//! always reach every LID (or the engine declines); a switch without CAs may have no legal route
-//! to another switch's LID in multi-root mode (a root cannot go down and back up to another
-//! root): that entry stays unrouted rather than risk a credit loop.
+//! port); with LMC > 0 the LIDs of one end port prefer different neighbours.
+//!
+//! **Every switch reaches every LID of its component.** With several roots, a switch without
+//! CAs may have no up/down path to another switch's LID (a root cannot go down and back up to
+//! another root). Such a switch is *stranded* for that LID and routes it along a shortest path
+//! into the switches that have one; no switch with an up/down path ever forwards into a stranded
+//! one, so no forwarding loop forms, and only the stranded switch's own packets to a switch
+//! (management traffic between switches, SMPs on VL15, which has no credits) take that path.
+//! Stranding is allowed only there: every switch must have an up/down path to every CA LID and
+//! every CA-attached switch to every LID, or the roots are rejected (tiered roots, then the
+//! centres; a single root per component strands nothing). So all traffic that holds credits (to
+//! and from CAs, `routes check --cdg data-plane`) is free of credit loops.
 //!
 //! Cost: one breadth-first search per destination switch and one pass per LFT entry; the
 //! per-switch work runs on all cores and does not depend on their number.
@@ -171,12 +179,24 @@ fn centre(g: &SwitchGraph, comp: &[usize], c: usize, guids: &[Guid]) -> usize {
 /// Label bit: the switch has a pure down path to the destination.
 const DOWN: u32 = 1 << 31;
 
+/// Label bit: the switch has no up/down path to the destination (it is stranded); the value is
+/// its hop distance to the nearest switch that has one. [`FAR`] has this bit set too, so
+/// `label & STRAND == 0` means "has an up/down path".
+const STRAND: u32 = 1 << 30;
+
 /// The up/down orientation: per switch, its up links and its down links.
 struct Oriented {
     up: Adj,
     down: Adj,
     /// Switches in orientation order (roots first).
     by_pos: Vec<u32>,
+}
+
+impl Oriented {
+    /// Every link of switch `x`, up then down.
+    fn links(&self, x: usize) -> impl Iterator<Item = &Link> {
+        self.up.of(x).iter().chain(self.down.of(x))
+    }
 }
 
 impl Policy for Oriented {
@@ -212,6 +232,26 @@ impl Policy for Oriented {
                 lab[x] = b + 1;
             }
         }
+        // Stranded switches: breadth-first from those with an up/down path, over any link.
+        queue.clear();
+        for &x in &self.by_pos {
+            let x = x as usize;
+            if lab[x] == FAR && self.links(x).any(|l| lab[l.n as usize] & STRAND == 0) {
+                lab[x] = STRAND | 1;
+                queue.push(x as u32);
+            }
+        }
+        let mut head = 0;
+        while let Some(&y) = queue.get(head) {
+            head += 1;
+            let d = (lab[y as usize] & !STRAND) + 1;
+            for l in self.links(y as usize) {
+                if lab[l.n as usize] == FAR {
+                    lab[l.n as usize] = STRAND | d;
+                    queue.push(l.n);
+                }
+            }
+        }
     }
 
     fn next_hops(&self, lab: &[u32], x: usize, cands: &mut Vec<(PortNum, u32)>) {
@@ -221,6 +261,19 @@ impl Policy for Oriented {
             return;
         }
         let want = lx - 1;
+        if lx & STRAND != 0 {
+            if lx == STRAND | 1 {
+                // Into the routed switches: the nearest to the destination.
+                let legal = |l: &&Link| lab[l.n as usize] & STRAND == 0;
+                let best = self.links(x).filter(legal).map(|l| lab[l.n as usize] & !DOWN).min();
+                cands.extend(
+                    self.links(x).filter(|l| legal(l) && Some(lab[l.n as usize] & !DOWN) == best).map(|l| (l.port, l.n)),
+                );
+            } else {
+                cands.extend(self.links(x).filter(|l| lab[l.n as usize] == want).map(|l| (l.port, l.n)));
+            }
+            return;
+        }
         if lx & DOWN != 0 {
             cands.extend(self.down.of(x).iter().filter(|l| lab[l.n as usize] == want).map(|l| (l.port, l.n)));
         } else {
@@ -238,8 +291,9 @@ impl Policy for Oriented {
     }
 }
 
-/// Routes every LID with up/down directions from `roots`; `Err((from, to))` if a CA-attached
-/// switch has no legal path to switch `to`.
+/// Routes every LID with up/down directions from `roots`; `Err((from, to))` if switch `from`
+/// has no up/down path to switch `to` where one is required: from every switch when `to` has
+/// CAs, from every CA-attached switch otherwise (see the module docs).
 fn route_with(view: &FabricView, idx: &Indexed, roots: &[usize], guids: &[Guid]) -> Result<Routes, (usize, usize)> {
     let g = &idx.graph;
     let n = g.len();
@@ -256,10 +310,12 @@ fn route_with(view: &FabricView, idx: &Indexed, roots: &[usize], guids: &[Guid])
     let down = Adj::build(n, |s, out| out.extend(g.links(s).iter().filter(|l| pos[l.1] > pos[s]).map(link)));
     let policy = Oriented { up, down, by_pos: by_pos.iter().map(|&s| s as u32).collect() };
     let (comp, _) = g.components();
-    let host_switches: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
     spread(view, idx, &groups(idx), &policy, |t, lab| {
-        match host_switches.iter().find(|&&x| comp[x] == comp[t] && lab[x] == FAR) {
-            Some(&x) => Err((x, t)),
+        let strict = idx.hosts_at[t] > 0;
+        let stranded =
+            (0..n).find(|&x| comp[x] == comp[t] && (strict || idx.hosts_at[x] > 0) && lab[x] & STRAND != 0);
+        match stranded {
+            Some(x) => Err((x, t)),
             None => Ok(()),
         }
     })

@@ -62,9 +62,11 @@ fn minhop_torus_has_credit_loops_and_updn_tree_has_none() {
 
     let tree = common::view(&common::generate(&GenSpec::fat_tree(3, 8)), 0);
     let routes = engine_by_name("updn").unwrap().route(&tree).unwrap();
-    for traffic in [CdgTraffic::DataPlane, CdgTraffic::All] {
+    // The cores (one root each) reach each other only down and up again: those routes, used by
+    // the cores' own VL15 SMPs alone, close cycles that only the switch-to-switch graph holds.
+    for (traffic, clean) in [(CdgTraffic::DataPlane, true), (CdgTraffic::CaToCa, true), (CdgTraffic::All, false)] {
         let (loops, stats) = ChannelDeps::new(&tree, &routes, traffic).credit_loops();
-        assert_eq!(loops, CreditLoops::None, "{traffic:?}");
+        assert_eq!(loops == CreditLoops::None, clean, "{traffic:?}");
         assert_eq!(
             stats.channels,
             tree.switches

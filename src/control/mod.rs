@@ -35,7 +35,7 @@ use crate::routes::live::LiveRoutes;
 pub use server::ControlServer;
 pub use status::{
     BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, Problems, QuarantinedGuid, RefusedPort, Status,
-    SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status,
+    SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status, status_after_idle,
 };
 
 /// The socket's file name inside the state directory, when `--control` is not given.
@@ -266,6 +266,15 @@ impl crate::transport::SideQuery for Pending {
     }
     fn answer(self, sm: &Sm) {
         Pending::answer(self, sm);
+    }
+    fn answer_after_idle(self, sm: &Sm, idle_ns: u64) {
+        if self.query == Query::Status {
+            let text = serde_json::to_string(&status_after_idle(sm, idle_ns))
+                .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")));
+            self.reply(text);
+        } else {
+            Pending::answer(self, sm);
+        }
     }
 }
 

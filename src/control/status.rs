@@ -242,6 +242,14 @@ pub struct SweepStatus {
 
 /// The `status` answer from `sm`'s getters.
 pub fn status(sm: &Sm) -> Status {
+    status_after_idle(sm, 0)
+}
+
+/// The `status` answer from `sm`'s getters, when the driver's clock has stood still for
+/// `idle_ns` of wall-clock time since the core last saw its time (the simulator's virtual
+/// clock does not move while the fabric is idle): the last sweep's age adds it, so it is the
+/// wall-clock age an operator expects.
+pub fn status_after_idle(sm: &Sm, idle_ns: u64) -> Status {
     let state = match sm.state() {
         SmState::NotActive => "not-active",
         SmState::Discovering => "discovering",
@@ -262,7 +270,7 @@ pub fn status(sm: &Sm) -> Status {
         ports_active: r.ports_active,
         ports_not_active: r.ports_not_active,
         total_ns: r.total_ns,
-        age_ms: sm.now().saturating_sub(sm.last_report_at().unwrap_or(0)) / 1_000_000,
+        age_ms: sm.now().saturating_sub(sm.last_report_at().unwrap_or(0)).saturating_add(idle_ns) / 1_000_000,
     });
     let mut st = Status {
         version: 1,

@@ -33,6 +33,16 @@ pub trait SideQuery {
     fn reply(self, answer: String);
     /// Answers it from the core's getters.
     fn answer(self, sm: &Sm);
+    /// Answers it from the core's getters when the driver's clock has stood still for
+    /// `idle_ns` of wall-clock time (the simulator between events): ages in the answer
+    /// (`status`'s last sweep) add it.
+    fn answer_after_idle(self, sm: &Sm, idle_ns: u64)
+    where
+        Self: Sized,
+    {
+        let _ = idle_ns;
+        self.answer(sm);
+    }
 }
 
 /// No side queries at all (a driver without a control socket).

@@ -2,7 +2,9 @@
 //! time. The SM sits on one port (a CA port or a switch's port 0); its MADs go through the
 //! fabric exactly as they would through umad, and the clock jumps from one event to the next.
 //! Once the fabric is stable, [`SimDriver::serve_until_signal`] keeps the process alive on the
-//! wall clock, answering the control socket and reloading on SIGHUP, until SIGINT or SIGTERM.
+//! wall clock, answering the control socket and reloading on SIGHUP, until SIGINT or SIGTERM;
+//! meanwhile the virtual clock stands still, so ages in its answers add the wall-clock time
+//! since the fabric went idle.
 
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
 use ibsm_topology::Topology;
@@ -126,6 +128,8 @@ impl SimDriver {
         rt.block_on(async {
             let mut sigint = signal(SignalKind::interrupt())?;
             let mut sigterm = signal(SignalKind::terminate())?;
+            // The virtual clock stands still from here: the wall clock measures how long.
+            let mut idle_since = std::time::Instant::now();
             loop {
                 tokio::select! {
                     _ = sigint.recv() => return Ok("SIGINT"),
@@ -134,6 +138,7 @@ impl SimDriver {
                         sig.log();
                         if sig == Signal::Hup {
                             let _ = self.reload(reload, &mut on_event);
+                            idle_since = std::time::Instant::now();
                         }
                     }
                     req = next_query(control.as_deref_mut()) => {
@@ -143,8 +148,10 @@ impl SimDriver {
                                 Err(e) => serde_json::json!({ "error": e }).to_string(),
                             };
                             req.reply(answer);
+                            idle_since = std::time::Instant::now();
                         } else {
-                            req.answer(&self.sm);
+                            let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                            req.answer_after_idle(&self.sm, idle);
                         }
                     }
                 }
