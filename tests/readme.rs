@@ -127,8 +127,9 @@ fn checkout(tag: &str) -> PathBuf {
     dir
 }
 
-/// Runs one block; `Err` with the README line, the script's output and its status.
-fn run_block(b: &Block, tag: &str) -> Result<Duration, String> {
+/// Runs one block; `Err` with the README line, the script's output and its status. The
+/// block's directory is removed, unless it failed and `keep` asks to keep it for a look.
+fn run_block(b: &Block, tag: &str, keep: bool) -> Result<Duration, String> {
     let script = b.script()?;
     let dir = checkout(tag);
     std::fs::write(dir.join("prelude.sh"), PRELUDE).expect("write the prelude");
@@ -157,12 +158,14 @@ fn run_block(b: &Block, tag: &str) -> Result<Duration, String> {
         });
     let took = start.elapsed();
     let out = out.map_err(|e| format!("README.md:{}: cannot run bash under timeout: {e}", b.line))?;
-    if out.status.success() {
+    if out.status.success() || !keep {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    if out.status.success() {
         return Ok(took);
     }
     Err(format!(
-        "README.md:{}: the sh block failed ({}, after {:.1} s; kept in {}):\n--- script\n{script}--- stdout\n{}--- stderr\n{}",
+        "README.md:{}: the sh block failed ({}, after {:.1} s; in {}):\n--- script\n{script}--- stdout\n{}--- stderr\n{}",
         b.line,
         out.status,
         took.as_secs_f64(),
@@ -175,8 +178,11 @@ fn run_block(b: &Block, tag: &str) -> Result<Duration, String> {
 /// Runs `blocks` side by side and panics with every failure.
 fn run_all(blocks: &[&Block]) {
     let results: Vec<(usize, Result<Duration, String>)> = std::thread::scope(|s| {
-        let handles: Vec<_> =
-            blocks.iter().enumerate().map(|(i, b)| s.spawn(move || (b.line, run_block(b, &i.to_string())))).collect();
+        let handles: Vec<_> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| s.spawn(move || (b.line, run_block(b, &i.to_string(), true))))
+            .collect();
         handles.into_iter().map(|h| h.join().unwrap_or((0, Err("a block's thread panicked".into())))).collect()
     });
     let mut failures = Vec::new();
@@ -235,9 +241,9 @@ fn a_failing_command_fails_its_block() {
         vec!["cargo test --workspace"],
     ] {
         let b = Block { line: 1, lines: lines.iter().map(|l| (*l).to_owned()).collect() };
-        assert!(run_block(&b, "neg").is_err(), "{lines:?} passed");
+        assert!(run_block(&b, "neg", false).is_err(), "{lines:?} passed");
     }
     let ok =
         Block { line: 1, lines: vec!["cargo run --release -- --version".into(), "ibsm --help > /dev/null".into()] };
-    assert!(run_block(&ok, "pos").is_ok());
+    assert!(run_block(&ok, "pos", false).is_ok());
 }
