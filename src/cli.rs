@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ibsm::config::ConfigFile;
 use ibsm::control::ControlServer;
 use ibsm::core::lids::Guid2Lid;
@@ -84,6 +84,13 @@ enum Command {
     Sim {
         #[command(subcommand)]
         command: SimCommand,
+    },
+    /// Write the man pages of ibsm and of every subcommand into DIR (`ibsm.1`, `ibsm-run.1`,
+    /// `ibsm-routes-dump.1`, ...), e.g. `ibsm man /usr/local/share/man/man1`.
+    Man {
+        /// The directory (created if missing; pages of the same name are overwritten).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 
@@ -271,6 +278,7 @@ pub fn run() -> ExitCode {
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
         Command::Sim { command: SimCommand::Play(args) } => crate::cli_play::play(&args),
         Command::Sim { command: SimCommand::Soak(args) } => crate::cli_play::soak(&args),
+        Command::Man { dir } => crate::cli_man::run(Cli::command(), &dir),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod cli;
 mod cli_log;
+mod cli_man;
 mod cli_partitions;
 mod cli_play;
 mod cli_routes;

@@ -3,6 +3,13 @@
 //! speed differ from the plan, and loopback cables (a node cabled to itself, which no plan
 //! wants: reported whatever the plan says).
 //!
+//! A width or speed is compared only where both files state it for the cable: a `.net` file
+//! that names no rate (no `w=`/`s=`/`e=`, no `width=`-style default, no ibnetdiscover `4xQDR`)
+//! makes no claim about it, so a plan written without rates matches an `ibnetdiscover` dump
+//! whatever rates that shows, and stated values are compared as values (`w=2`, i.e. 4x, is
+//! ibnetdiscover's `4x`). Width and speed are taken apart: a plan that states only `w=1` has
+//! its width checked and any speed accepted.
+//!
 //! Nodes are matched by NodeGUID, ports by number; names come from the expected fabric when it
 //! has the node. Pure: [`diff`] takes two [`Topology`] values, however they were obtained (two
 //! `.net` files, or a running SM's view of the fabric).
@@ -138,6 +145,17 @@ impl fmt::Display for TopoDiff {
     }
 }
 
+/// Whether `found` contradicts `expected`: a width, or a speed (with its extended speed), that
+/// both state and that differ; what one of them leaves unset is not compared.
+fn attrs_differ(expected: LinkAttrs, found: LinkAttrs) -> bool {
+    let width_differs = matches!((expected.width, found.width), (Some(a), Some(b)) if a != b);
+    let stated = |a: LinkAttrs| a.speed.is_some() || a.ext_speed.is_some();
+    // The effective speed: the extended one when given, else the base one (SDR by default).
+    let speed = |a: LinkAttrs| (a.ext_speed, a.ext_speed.map_or(a.speed.unwrap_or(1), |_| 0));
+    let speed_differs = stated(expected) && stated(found) && speed(expected) != speed(found);
+    width_differs || speed_differs
+}
+
 /// Every cable of `t` by both of its ends, with its attributes.
 fn cables(t: &Topology) -> BTreeMap<End, (End, LinkAttrs)> {
     let mut out = BTreeMap::new();
@@ -152,7 +170,8 @@ fn cables(t: &Topology) -> BTreeMap<End, (End, LinkAttrs)> {
 }
 
 /// What differs between the `expected` fabric and the `found` one; link widths and speeds are
-/// compared only with `compare_attrs` (a running SM's view of the fabric does not carry them).
+/// compared only with `compare_attrs` (a running SM's view of the fabric does not carry them),
+/// and only where both files state them (see the module doc).
 pub fn diff(expected: &Topology, found: &Topology, compare_attrs: bool) -> TopoDiff {
     let mut names: BTreeMap<Guid, String> = found.nodes.iter().map(|n| (n.node_guid, n.name.clone())).collect();
     names.extend(expected.nodes.iter().map(|n| (n.node_guid, n.name.clone())));
@@ -172,7 +191,9 @@ pub fn diff(expected: &Topology, found: &Topology, compare_attrs: bool) -> TopoD
             continue;
         }
         match cabled.get(&at) {
-            Some(&(f, found_attrs)) if f == peer && compare_attrs && at < peer && found_attrs != planned_attrs => {
+            Some(&(f, found_attrs))
+                if f == peer && compare_attrs && at < peer && attrs_differ(planned_attrs, found_attrs) =>
+            {
                 out.push(Difference::LinkAttrs { a: at, b: peer, expected: planned_attrs, found: found_attrs });
             }
             Some(&(f, _)) if f == peer => {}
@@ -253,9 +274,10 @@ mod tests {
 
     #[test]
     fn an_unplanned_cable_and_a_slow_link_are_named() {
-        let plan = PLAN.replace("Hca 1 \"h3\"", "Hca 2 \"h3\"");
+        // The plan states the width (w=2: 4x) of the cable that comes up at 1x.
+        let plan = PLAN.replace("Hca 1 \"h3\"", "Hca 2 \"h3\"").replace("[3] \"h3\"[1]\n", "[3] \"h3\"[1] w=2\n");
         let found = plan
-            .replace("[3] \"h3\"[1]\n\nHca", "[3] \"h3\"[1] w=1\n[4] \"h3\"[2]\n\nHca")
+            .replace("[3] \"h3\"[1] w=2\n\nHca", "[3] \"h3\"[1] w=1\n[4] \"h3\"[2]\n\nHca")
             .replace("Hca 2 \"h3\"\n[1] \"sw\"[3]\n", "Hca 2 \"h3\"\n[1] \"sw\"[3]\n[2] \"sw\"[4]\n");
         let d = diff(&parse(&plan), &parse(&found), true);
         assert_eq!(diff(&parse(&plan), &parse(&found), false).differences.len(), 1, "widths not compared");
@@ -270,6 +292,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(d.differences.len(), 2, "{text}");
+    }
+
+    #[test]
+    fn a_rate_one_file_leaves_unset_is_not_a_difference() {
+        // An ibnetdiscover dump states every rate; a plan without rates makes no claim.
+        let dump = PLAN
+            .replace("[1] \"h1\"[1]\n", "[1] \"h1\"[1] # \"h1\" lid 2 4xSDR\n")
+            .replace("[2] \"h2\"[1]\n", "[2] \"h2\"[1] # \"h2\" lid 3 4xQDR\n")
+            .replace("[3] \"h3\"[1]\n", "[3] \"h3\"[1] # \"h3\" lid 4 1xEDR\n");
+        let (plan, dump) = (parse(PLAN), parse(&dump));
+        assert!(diff(&plan, &dump, true).is_empty(), "{}", diff(&plan, &dump, true));
+        assert!(diff(&dump, &plan, true).is_empty(), "{}", diff(&dump, &plan, true));
+        // Stated on both sides, values are compared as values: `w=2 s=1` is ibnetdiscover's 4xSDR.
+        let stated = PLAN.replace("[1] \"h1\"[1]\n", "[1] \"h1\"[1] w=2 s=1\n");
+        assert!(diff(&parse(&stated), &dump, true).is_empty());
+        // A plan that states only a speed has that speed checked, and no width.
+        let qdr =
+            PLAN.replace("[2] \"h2\"[1]\n", "[2] \"h2\"[1] s=4\n").replace("[3] \"h3\"[1]\n", "[3] \"h3\"[1] s=4\n");
+        let d = diff(&parse(&qdr), &dump, true);
+        assert_eq!(d.differences.len(), 1, "{d}");
+        let line = d.to_string();
+        assert!(line.contains("\"h3\"[1]") && line.contains(": expected 4xQDR, found 1xEDR"), "{d}");
     }
 
     #[test]
