@@ -41,8 +41,7 @@ fn play_still_fails_when_the_end_of_the_script_is_broken() {
     let script = dir.join("s.txt");
     std::fs::write(&script, "1s sm-kill\n").expect("script");
     let fabric = support::cmd::root().join("examples/fabrics/fat-tree-2l-k4.net");
-    let (code, out, err) =
-        ibsm(&["sim", "play", fabric.to_str().expect("utf-8"), script.to_str().expect("utf-8")]);
+    let (code, out, err) = ibsm(&["sim", "play", fabric.to_str().expect("utf-8"), script.to_str().expect("utf-8")]);
     assert_eq!(code, Some(1), "{out}{err}");
     let line: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
     assert_eq!((line["quiescent"].as_bool(), line["invariants_ok"].as_bool()), (Some(true), Some(false)), "{line}");

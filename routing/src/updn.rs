@@ -267,7 +267,9 @@ impl Policy for Oriented {
                 let legal = |l: &&Link| lab[l.n as usize] & STRAND == 0;
                 let best = self.links(x).filter(legal).map(|l| lab[l.n as usize] & !DOWN).min();
                 cands.extend(
-                    self.links(x).filter(|l| legal(l) && Some(lab[l.n as usize] & !DOWN) == best).map(|l| (l.port, l.n)),
+                    self.links(x)
+                        .filter(|l| legal(l) && Some(lab[l.n as usize] & !DOWN) == best)
+                        .map(|l| (l.port, l.n)),
                 );
             } else {
                 cands.extend(self.links(x).filter(|l| lab[l.n as usize] == want).map(|l| (l.port, l.n)));
@@ -312,8 +314,7 @@ fn route_with(view: &FabricView, idx: &Indexed, roots: &[usize], guids: &[Guid])
     let (comp, _) = g.components();
     spread(view, idx, &groups(idx), &policy, |t, lab| {
         let strict = idx.hosts_at[t] > 0;
-        let stranded =
-            (0..n).find(|&x| comp[x] == comp[t] && (strict || idx.hosts_at[x] > 0) && lab[x] & STRAND != 0);
+        let stranded = (0..n).find(|&x| comp[x] == comp[t] && (strict || idx.hosts_at[x] > 0) && lab[x] & STRAND != 0);
         match stranded {
             Some(x) => Err((x, t)),
             None => Ok(()),
