@@ -138,13 +138,29 @@ fn sm_info_poll_in_the_middle_of_a_sweep_is_answered_and_changes_no_phase() {
     assert!(report.complete, "{report:?}");
     assert_eq!(phases, SweepPhase::ALL.to_vec(), "each phase once, in order");
 
-    // As master: state 3 and an activity count that rises between polls.
+    // As master: state 3, and an activity count that the master's own sweeps raise (a standby
+    // takes a count that stays the same for a dead master). Each answered SMInfo query counts
+    // too (as in OpenSM), so two polls in a row differ; a sweep between two polls must raise
+    // the count by at least the SMPs the sweep sent (a sweep sends dozens; a poll counts one).
     s.sm_info_get(0x78);
     let first = sm_info_of(&s.until_probe_hears(|_, _| {}).expect("answer"));
+    assert_eq!(first.sm_state, SmState::Master);
     s.sm_info_get(0x79);
     let second = sm_info_of(&s.until_probe_hears(|_, _| {}).expect("answer"));
-    assert_eq!(first.sm_state, SmState::Master);
-    assert!(second.act_count > first.act_count, "{} then {}", first.act_count, second.act_count);
+    assert!(second.act_count.wrapping_sub(first.act_count) >= 1, "an answered poll counts");
+    let swept = s.sweep();
+    assert!(swept.smps_sent > 1, "{swept:?}");
+    s.sm_info_get(0x7a);
+    let third = sm_info_of(&s.until_probe_hears(|_, _| {}).expect("answer"));
+    let by_sweep = u64::from(third.act_count.wrapping_sub(second.act_count));
+    assert!(
+        by_sweep >= swept.smps_sent,
+        "ActCount {} -> {} -> {}: a sweep of {} SMPs between the last two polls",
+        first.act_count,
+        second.act_count,
+        third.act_count,
+        swept.smps_sent
+    );
 }
 
 #[test]

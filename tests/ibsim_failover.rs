@@ -1,7 +1,9 @@
 //! Master and standby under ibsim, judged with infiniband-diags: two `ibsm run` on two HCAs;
 //! `sminfo` shows the master and the standby; the master is killed with SIGKILL; `sminfo` from a
 //! third HCA shows the new master, `saquery` is answered, and `ibnetdiscover` shows every LID as
-//! it was.
+//! it was. The takeover's goal is 2 s from the kill; `sminfo` and `saquery -s` must see the new
+//! master within [`BOUND`] (the goal plus a second for a loaded machine), with ibsm or OpenSM as
+//! the dead master.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,6 +12,10 @@ use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::ibsim::{Ibsim, require_ibsim, require_tools, wait_for};
+
+/// The takeover goal (2 s from the kill) plus a second for a loaded CI machine, where the
+/// standby's polls and the tools' start-up both wait for a core.
+const BOUND: Duration = Duration::from_secs(3);
 
 /// `sminfo` from `client` (optionally of `lid`): (sm guid, state) from its one-line answer.
 fn sminfo(sim: &Ibsim, client: &str, lid: Option<u16>) -> Option<(u64, u8)> {
@@ -145,10 +151,9 @@ fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
         saquery_sms(&sim, client).is_some_and(|l| l.contains(&standby_lid))
     });
     let sa_after_kill = killed.elapsed();
-    // The goal is 2 s from the kill (1.7 s measured here with other builds running); the bound
-    // leaves a second for a loaded CI machine, where the standby's polls and the tools' start-up
-    // both wait for a core.
-    assert!(sa_after_kill < Duration::from_secs(3), "saquery -s named the new master {sa_after_kill:?} after the kill");
+    // 1.2 s (sminfo) and 1.7 s (saquery -s) measured here with other builds running.
+    assert!(took < BOUND, "sminfo showed the new master {took:?} after the kill");
+    assert!(sa_after_kill < BOUND, "saquery -s named the new master {sa_after_kill:?} after the kill");
     let nr = sim.run_at(Some(client), "saquery", &["NR", &standby_lid.to_string()]).expect("saquery");
     assert!(nr.success(), "the new master's SA answers: {}", nr.describe());
     assert_eq!(fabric(&sim, client), before, "every LID, port and cable as it was");
@@ -223,6 +228,7 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
         let took = wait_for("ibsm master after OpenSM's death", Duration::from_secs(30), || {
             sminfo(&sim, client, None).is_some_and(|(g, s)| g == guid_of(second) && s == 3)
         });
+        assert!(took < BOUND, "sminfo showed ibsm as master {took:?} after OpenSM's death");
         let after: Vec<Option<u16>> = hosts.iter().map(|h| lid_of(&sim, h)).collect();
         assert_eq!(after, before, "no host renumbered");
         let nr = sim.run_at(Some(client), "saquery", &["NR", &ours_lid.to_string()]).expect("saquery");

@@ -5,7 +5,8 @@
 //! every host to and from one client on the larger one) without crossing the dead cable, and
 //! neither end's `ibroute` names the dead port; after `ReLink`, ibsm's tables on every switch
 //! are exactly those before the cut. The time from the cut to the first good trace is printed
-//! for both SMs (BENCHMARKS.md records it; no test asserts a time).
+//! for both SMs (BENCHMARKS.md records it) and ibsm's must meet the 1 s goal with a margin for
+//! noise ([`REROUTE_BOUND`]; 12–88 ms measured, each probe an `ibtracert` of 10–25 ms).
 
 use std::time::Duration;
 
@@ -209,6 +210,10 @@ fn cut_cable(topo: &Topology, which: Which, all_pairs: bool) -> Duration {
     around
 }
 
+/// The re-route goal (1 s from the cut to a route around it) plus half a second for a loaded
+/// machine, where each `ibtracert` probe waits for a core.
+const REROUTE_BOUND: Duration = Duration::from_millis(1_500);
+
 fn both(topo: &Topology, what: &str, all_pairs: bool) {
     let ibsm = cut_cable(topo, Which::Ibsm, all_pairs);
     let osm = cut_cable(topo, Which::OpenSm, all_pairs);
@@ -217,6 +222,7 @@ fn both(topo: &Topology, what: &str, all_pairs: bool) {
         ibsm.as_millis(),
         osm.as_millis()
     );
+    assert!(ibsm < REROUTE_BOUND, "{what}: ibsm routed around the cut after {ibsm:?} (OpenSM: {osm:?})");
 }
 
 fn tools() -> bool {

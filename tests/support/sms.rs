@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use ibsm::core::{Guid2Lid, Sm, SmConfig, SmState};
+use ibsm::core::{Guid2Lid, MadSource, Sm, SmConfig, SmState};
 use ibsm::transport::sim::SimSms;
-use ibsm_mad::{Guid, Lid};
-use ibsm_sim::fabric::SimTime;
+use ibsm_mad::{Attribute as _, Guid, Lid};
+use ibsm_sim::fabric::{Dest, SimTime};
 use ibsm_topology::{NodeKind, Topology};
 
 pub const SECOND: u64 = 1_000_000_000;
@@ -51,4 +51,105 @@ pub fn elect(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize) {
 pub fn lids(h: &SimSms, i: usize) -> BTreeMap<Guid, Lid> {
     let snap = h.sms[i].sm.snapshot().expect("snapshot");
     snap.end_ports().filter_map(|at| snap.port(at).map(|p| (p.guid, p.lid))).collect()
+}
+
+/// What each SM sent while [`run_counting`] stepped it: every MAD, and the Sets among them
+/// (SubnSet or SubnAdmSet, the methods that change a port, a switch or a record).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub mads: u64,
+    pub sets: u64,
+}
+
+/// Steps the live SMs of `h` and the fabric as [`SimSms::run_until`] does (compute in virtual
+/// time, transmit, timers, received MADs), until `limit_ns` or nothing is left to do, counting
+/// what each SM hands to the fabric in `sent` (indexed as `h.sms`). Written here, not taken
+/// from the harness, so that the count sees every MAD on its way out.
+pub fn run_counting(h: &mut SimSms, limit_ns: u64, sent: &mut [Sent]) {
+    const SET: u8 = 0x02;
+    loop {
+        let now = h.now();
+        for (i, s) in h.sms.iter_mut().enumerate().filter(|(_, s)| s.alive) {
+            if s.sm.poll_compute().is_some() {
+                s.sm.handle_compute(&mut || now);
+            }
+            while let Some(t) = s.sm.poll_transmit(now) {
+                sent[i].mads += 1;
+                sent[i].sets += u64::from(t.bytes.get(3) == Some(&SET));
+                let mut mad = [0u8; ibsm_mad::MAD_LEN];
+                let n = t.bytes.len().min(mad.len());
+                mad[..n].copy_from_slice(&t.bytes[..n]);
+                h.fabric.send_pkey(s.agent, &mad, Dest { dlid: t.to.lid, qpn: t.to.qpn }, t.to.pkey_index);
+            }
+            while s.sm.poll_event().is_some() {}
+        }
+        let timers = h.sms.iter().filter(|s| s.alive).filter_map(|s| s.sm.poll_timeout()).min();
+        let next = match (h.fabric.next_event().map(|t| t.0), timers) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return,
+        };
+        if next > limit_ns {
+            return;
+        }
+        h.fabric.advance_to(SimTime(next));
+        let now = h.now();
+        for s in h.sms.iter_mut().filter(|s| s.alive) {
+            while let Some(r) = h.fabric.recv(s.agent) {
+                let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
+                s.sm.handle_mad(r.at.0, &r.mad[..], src);
+            }
+            if s.sm.poll_timeout().is_some_and(|t| t <= now) {
+                s.sm.handle_timeout(now);
+            }
+        }
+    }
+}
+
+/// As [`elect`], stepping with [`run_counting`] from the start: also returns what each SM sent.
+pub fn elect_counting(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize, Vec<Sent>) {
+    let at = hosts(topo);
+    let sms = priorities.iter().enumerate().map(|(i, &p)| (Sm::new(cfg(p, 7), Guid2Lid::default()), at[i])).collect();
+    let mut h = SimSms::new(topo, seed, sms).expect("attach");
+    let mut sent = vec![Sent::default(); priorities.len()];
+    for i in 0..priorities.len() {
+        h.start(i);
+    }
+    let settled = |h: &SimSms| {
+        let states: Vec<SmState> = h.sms.iter().map(|s| s.sm.state()).collect();
+        states.iter().filter(|s| **s == SmState::Master).count() == 1
+            && states.iter().filter(|s| **s == SmState::Standby).count() == states.len() - 1
+    };
+    let end = h.now() + 60 * SECOND;
+    while !settled(&h) {
+        assert!(h.now() < end, "no single master: {:?}", h.sms.iter().map(|s| s.sm.state()).collect::<Vec<_>>());
+        let step = h.now() + 100_000_000;
+        run_counting(&mut h, step, &mut sent);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+    }
+    let master = h.sms.iter().position(|s| s.sm.state() == SmState::Master).expect("a master");
+    (h, master, sent)
+}
+
+/// Sends a NodeRecord GetTable (as `saquery` sends it) from `probe` to the SA at `dlid`, steps
+/// the SMs for a second with [`run_counting`], and says whether an answer came back.
+pub fn sa_answers(h: &mut SimSms, probe: ibsm_sim::fabric::AgentId, dlid: Lid, sent: &mut [Sent]) -> bool {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::NodeRecord;
+    const TID: u64 = 0x5a_0001;
+    let bytes = ibsm_mad::sa::request(Method::GetTable, 0, TID, &NodeRecord::parse(&[0; 108]).expect("record")).expect("request");
+    h.fabric.send(probe, &bytes, Dest { dlid, qpn: 1 });
+    let end = h.now() + SECOND;
+    run_counting(h, end, sent);
+    if h.now() < end {
+        h.fabric.advance_to(SimTime(end));
+    }
+    let mut answered = false;
+    while let Some(r) = h.fabric.recv(probe) {
+        answered |= ibsm_mad::sa::SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == TID);
+    }
+    answered
 }
