@@ -2,7 +2,8 @@
 //! every end port's P_Key table (read back from the simulated ports with SMPs), written only
 //! where it changes on the next sweep, and the SA's PathRecord and P_KeyTableRecord answers
 //! limited by it: a pair gets a path only under a P_Key that both ports and the requester hold,
-//! and two limited members never do.
+//! and two limited members never do; a port whose P_Key table write failed gets no path and is
+//! seen by nobody until a later sweep writes it (fail closed).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -327,4 +328,72 @@ fn p_keys_keep_their_index_across_a_restart_with_a_changed_policy() {
     ibsm::state::save_pkeys(&path, &layout).expect("save");
     assert_eq!(ibsm::state::load_pkeys(&path).expect("load"), layout);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_port_whose_p_key_write_failed_is_reachable_by_nobody_until_it_is_written() {
+    // PK4, fail closed: the SM cannot tell what a port whose P_Key table write failed holds, so
+    // the SA treats its table as empty: no path to or from it, no record of it for others, under
+    // any partition, the default one included. Once a later sweep writes it, it is back.
+    use ibsm::core::{SmEvent, SubnetReport, SweepPhase};
+    use ibsm_mad::records::NodeRecord;
+    use ibsm_sim::fabric::{Fault, LinkRule};
+    let topo = topo();
+    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
+    let (sm_host, h1, h2, h4) = (hosts[0], hosts[1], hosts[2], hosts[4]);
+    let guid = |i: usize| topo.nodes[i].port_guid(1);
+    let mut drv = SimDriver::new(&topo, 11, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    // A new policy puts h1 and h4 in alpha: the next sweep writes their P_Key tables. Every MAD on
+    // h4's cable is lost from the moment the sweep configures the ports.
+    let text = format!("Default=0x7fff : ALL=full ;\nalpha=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\n", guid(h1).0, guid(h4).0);
+    let policy = ibsm_partitions::parse_partitions_conf(&text).expect("policy");
+    assert!(drv.sm.reconfigure(SmConfig { partitions: policy, ..SmConfig::default() }).sweep);
+    let at = drv.run_until(drv.now() + LIMIT, |ev| {
+        matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::ConfiguringPorts, .. })
+    });
+    assert!(at.is_some(), "the sweep configures ports");
+    drv.fabric.inject_fault(Fault::AddRule(LinkRule { link: Some((h4, 1)), drop: 1.0, delay_ns: 0, jitter_ns: 0 }));
+    let report = |drv: &mut SimDriver| -> SubnetReport {
+        match drv.run_until(drv.now() + LIMIT, |ev| matches!(ev, SmEvent::SubnetUp(_))) {
+            Some(SmEvent::SubnetUp(r)) => r,
+            other => panic!("no report: {other:?}"),
+        }
+    };
+    let failed = report(&mut drv);
+    assert!(!failed.complete, "{failed:?}");
+    assert_eq!(drv.sm.port_pkeys().get(&guid(h1)).map(|t| t.iter().any(|k| k.0 == 0x8001)), Some(true));
+
+    let lid = |i: usize| drv.sm.guid2lid().get(guid(i)).expect("LID").0;
+    let (l1, l2, l4, lsm) = (lid(h1), lid(h2), lid(h4), lid(sm_host));
+    let ask = |drv: &SimDriver, from: ibsm_mad::Lid, bytes: &[u8]| -> (u16, usize) {
+        let snap = drv.sm.snapshot().expect("snapshot");
+        let live = Live::new(drv.sm.sm_info(false));
+        let ans = sa::serve(&snap, &mut SaState::default(), &live, bytes, from, &Limits::default()).expect("served");
+        (ans.status, ans.records)
+    };
+    let path = |drv: &SimDriver, from: ibsm_mad::Lid, a: ibsm_mad::Lid, b: ibsm_mad::Lid| -> u16 {
+        let q = PathRecord { slid: a, dlid: b, ..PathRecord::default() };
+        ask(drv, from, &request(Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, 1, &q).unwrap()).0
+    };
+    let node_of = |drv: &SimDriver, from: ibsm_mad::Lid, l: ibsm_mad::Lid| -> usize {
+        let q = NodeRecord { lid: l, ..NodeRecord::parse(&[0; 108]).unwrap() };
+        ask(drv, from, &request(Method::GetTable, NodeRecord::COMP_LID, 2, &q).unwrap()).1
+    };
+    assert_eq!(path(&drv, l1, l1, l2), status::OK, "h1 and h2 share the default partition");
+    assert_eq!(path(&drv, l1, l1, l4), status::SA_NO_RECORDS, "h1 -> h4 (alpha, default)");
+    assert_eq!(path(&drv, l2, l2, l4), status::SA_NO_RECORDS, "h2 -> h4 (default)");
+    assert_eq!(path(&drv, l4, l4, l1), status::SA_NO_RECORDS, "h4 -> h1");
+    assert_eq!(path(&drv, lsm, l1, l4), status::SA_NO_RECORDS, "h1 -> h4 asked by the SM's host");
+    assert_eq!(node_of(&drv, l1, l2), 1, "h1 sees h2");
+    assert_eq!(node_of(&drv, l1, l4), 0, "h1 sees no record of h4");
+    assert!(!drv.sm.port_pkeys().contains_key(&guid(h4)), "h4's table is not taken as written");
+
+    // The cable heals; the repair sweep writes h4's table and h4 is reachable again.
+    drv.fabric.inject_fault(Fault::ClearRules);
+    let repaired = report(&mut drv);
+    assert!(repaired.complete, "{repaired:?}");
+    assert_eq!(read_pkeys(&mut drv, &topo, h4), [0xffff, 0x8001]);
+    assert_eq!(path(&drv, l1, l1, l4), status::OK, "h1 -> h4 once h4's table is written");
+    assert_eq!(node_of(&drv, l1, l4), 1, "h1 sees h4 again");
 }
