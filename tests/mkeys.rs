@@ -290,3 +290,47 @@ fn keys_imported_from_opensms_guid2mkey_let_ibsm_take_over_without_a_refusal() {
         assert_eq!(info.m_key.0, keys.key_for(guid));
     }
 }
+
+/// Sends SubnSet(PortInfo) `info` from `agent` along `path` (attribute modifier `port`) with
+/// M_Key `key`, and lets the fabric carry it and any answer (the SMs are not stepped).
+fn set_port_info(drv: &mut SimDriver, agent: AgentId, path: &DrPath, port: u8, key: u64, info: &PortInfo) {
+    let mut data = [0u8; 64];
+    info.emit(&mut data);
+    let mut smp = SmpRepr::set_dr(path, ids::attr::PORT_INFO, u32::from(port), 0x6b00 + u64::from(port), data);
+    smp.m_key = MKey(key);
+    drv.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let t = drv.fabric.now().0 + 1_000_000_000;
+    drv.fabric.run_until_idle(SimTime(t));
+}
+
+#[test]
+fn the_m_key_violation_counter_saturates_at_0xffff() {
+    // MK2: M_KeyViolations (PortInfo) counts refused SMPs and stops at 0xFFFF (IBTA 14.2.4.1):
+    // it never wraps to 0, which would hide an attack from an SM that reads it.
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 5, Sm::new(mkey_cfg(7, 1), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let host = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
+    let guid = topo.nodes[host].port_guid(1);
+    let (path, port, _) = end_ports(&topo, &drv).into_iter().find(|p| p.2 == guid).expect("the host's port");
+    let key = drv.sm.mkeys_held()[&guid];
+    let sm = drv.agent;
+    let read = |drv: &mut SimDriver| port_info(drv, sm, &path, port, key).expect("answered with the key");
+    assert_eq!(read(&mut drv).m_key_violations, 0, "no violation yet");
+    // The holder of the key sets the counter near its top (as a management tool may clear it).
+    let mut info = read(&mut drv);
+    info.port_state = ibsm_mad::attrs::PortState::NoChange;
+    info.port_physical_state = ibsm_mad::attrs::PhysPortState::NoChange;
+    info.m_key_violations = 0xfffd;
+    set_port_info(&mut drv, sm, &path, port, key, &info);
+    assert_eq!(read(&mut drv).m_key_violations, 0xfffd, "the key's holder set the counter");
+    // A rogue on the host sends Sets with a wrong key: each is refused and counted, up to 0xFFFF.
+    let rogue = drv.fabric.attach(host, 1).expect("rogue");
+    let forged = PortInfo { lid: Lid(0x777), ..info };
+    for n in 1..=5u16 {
+        set_port_info(&mut drv, rogue, &DrPath::local(), 1, 0x1234, &forged);
+        let now = read(&mut drv);
+        assert_eq!(now.m_key_violations, 0xfffd_u16.saturating_add(n), "after {n} refused Sets");
+        assert_ne!(now.lid, Lid(0x777), "the forged Set changed nothing");
+    }
+}
