@@ -123,6 +123,7 @@ fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
 fn a_second_sm_without_the_key_is_locked_out_and_reported() {
     locked_out(1);
     locked_out(2);
+    locked_out(3);
 }
 
 /// A rogue SM on another host, ports keyed at `protect`.
@@ -138,9 +139,9 @@ fn locked_out(protect: u8) {
         // Level 1: the Get is answered, without the key, and is no violation.
         assert_eq!(read.map(|i| (i.m_key.0, i.m_key_protect_bits)), Some((0, 1)), "level 1: the key is hidden");
     } else {
-        assert_eq!(read, None, "level 2: a Get without the key fails");
+        assert_eq!(read, None, "level {protect}: a Get without the key fails");
     }
-    let refusals = u64::from(protect == 2) + 1;
+    let refusals = u64::from(protect >= 2) + 1;
     if protect == 1 {
         // The SM_Key in the SM's SMInfo is shown only to a requester with the M_Key of the
         // SM's port (the Get itself passes at level 1).
@@ -176,7 +177,7 @@ fn locked_out(protect: u8) {
     let host_lid = drv.sm.guid2lid().get(topo.nodes[host].port_guid(1)).expect("LID").0;
     // The first refusal is reported at once (at level 2 the Get, with key 0, else the Set); a
     // second within the 10 s per-source report interval is counted, not logged again.
-    let first_key = if protect == 2 { MKey(0) } else { MKey(0x1234) };
+    let first_key = if protect >= 2 { MKey(0) } else { MKey(0x1234) };
     assert_eq!(reports, [(host_lid, first_key, false, 1)], "reported once, not ours");
     assert_eq!(drv.sm.mkey_violations()[&host_lid].count, refusals, "every refusal counted");
     // The port is unchanged: the SM reads its LID with its key.
@@ -184,6 +185,20 @@ fn locked_out(protect: u8) {
     let key = drv.sm.mkeys_held()[&topo.nodes[host].port_guid(1)];
     let agent = drv.agent;
     assert_eq!(port_info(&mut drv, agent, &path.0, 1, key).expect("answered").lid, host_lid);
+    if protect >= 2 {
+        // SM5: at levels 2 and 3 an SMInfo Get that fails the SM's port's M_Key check gets no
+        // answer at all (as an SMA drops a failed Get), not an answer with the key hidden; with
+        // the port's M_Key it is answered, with the SM_Key.
+        let routes = Oracle::from_topology(&topo, (host, 1)).routes;
+        let peer = topo.nodes[drv.at.0].peer(drv.at.1).expect("cabled");
+        let mut r = routes[&peer.node].clone();
+        r.push(peer.port);
+        let to_sm = DrPath::new(&r).expect("route");
+        let sm_port_key = mkey_cfg(7, protect).m_key.key_for(topo.nodes[drv.at.0].port_guid(drv.at.1));
+        assert_eq!(sm_key_seen(&mut drv, rogue, &to_sm, 0), None, "level {protect}: no answer without the M_Key");
+        assert_eq!(sm_key_seen(&mut drv, rogue, &to_sm, 0x1234), None, "level {protect}: nor with a wrong one");
+        assert_eq!(sm_key_seen(&mut drv, rogue, &to_sm, sm_port_key), Some(ibsm::core::DEFAULT_SM_KEY), "with it");
+    }
 }
 
 #[test]

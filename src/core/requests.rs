@@ -2,7 +2,8 @@
 //! attribute), and the handlers of what the SM answers today.
 //!
 //! Owns: reading the common MAD header first ([`classify`]); answering SubnGet(SMInfo) on the
-//! SM's own port, LID-routed and directed-route; acknowledging traps with TrapRepress and
+//! SM's own port, LID-routed and directed-route (a Get that fails the port's M_Key check at
+//! protect levels 2 and 3 gets no answer); acknowledging traps with TrapRepress and
 //! turning them into a sweep request; and the spec's "method/attribute not supported" status
 //! (0x000c) for every request nobody serves yet, SA included. Answers are queued as responses
 //! outside the SMP window (no timeout, no retry). It never trusts a byte: a MAD too short for
@@ -185,7 +186,14 @@ impl Sm {
         // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
         // SMInfo shows another key than its own, so a pair with the same key needs this.
         let smp_mkey = (bytes.len() >= 32).then(|| ibsm_mad::smp::Smp::new_unchecked(bytes).m_key());
-        let proven = asked_key == Some(self.cfg.sm_key) || smp_mkey.is_some_and(|k| self.passes_own_mkey(k));
+        let mkey_ok = smp_mkey.is_some_and(|k| self.passes_own_mkey(k));
+        // At protect levels 2 and 3 a Get that fails the port's M_Key check gets no answer at
+        // all, as an SMA drops it (an answer, even with the key hidden, tells a prober that an
+        // SM is there and which one).
+        if !mkey_ok && self.cfg.m_key.protect >= 2 {
+            return;
+        }
+        let proven = asked_key == Some(self.cfg.sm_key) || mkey_ok;
         // A master counts the query as activity (a standby's poll sees the count rise).
         if self.state == SmState::Master {
             self.counters.sm_info_answered += 1;
