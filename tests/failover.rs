@@ -1,7 +1,8 @@
 //! Master and standby on the simulated fabric: two and three SMs in one harness; exactly one
 //! master; the master killed and a standby master within the bound in virtual time, no LID
 //! changed and no LFT block rewritten; a better standby gets the subnet by handover; forged
-//! controls with a wrong SM_Key change nothing.
+//! controls with a wrong SM_Key, or with the right key and the master's GUID from another
+//! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed.
 
 use ibsm::core::election::control;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
@@ -183,7 +184,7 @@ fn send_control(h: &mut SimSms, from: usize, path: &DrPath, control: u32, info: 
 }
 
 #[test]
-fn forged_controls_with_a_wrong_key_change_nothing() {
+fn forged_controls_change_nothing_and_only_the_masters_port_is_obeyed() {
     let topo = example("fat-tree-2l-k4.net");
     let (mut h, master) = elect(&topo, 4, &[9, 5]);
     let standby = 1 - master;
@@ -198,15 +199,19 @@ fn forged_controls_with_a_wrong_key_change_nothing() {
         saved: Guid2Lid::default(),
     });
     let forged = SmInfo { guid: h.sms[master].sm.port_guid(), sm_key: 0x666, priority: 15, ..SmInfo::default() };
-    // Directed routes from the rogue's port to each SM.
-    let routes = support::sa::Oracle::from_topology(&topo, rogue_at).routes;
-    let route = |h: &SimSms, to: usize| -> DrPath {
-        let target = h.sms[to].at;
-        let peer = topo.nodes[target.0].peer(target.1).expect("cabled");
-        let mut r = routes[&peer.node].clone();
-        r.push(peer.port);
-        DrPath::new(&r).expect("route")
+    // Directed routes from a port to each SM.
+    let route_from = |from: (usize, u8)| {
+        let routes = support::sa::Oracle::from_topology(&topo, from).routes;
+        let topo = &topo;
+        move |h: &SimSms, to: usize| -> DrPath {
+            let target = h.sms[to].at;
+            let peer = topo.nodes[target.0].peer(target.1).expect("cabled");
+            let mut r = routes[&peer.node].clone();
+            r.push(peer.port);
+            DrPath::new(&r).expect("route")
+        }
     };
+    let route = route_from(rogue_at);
     let to_standby = route(&h, standby);
     let to_master = route(&h, master);
     for c in [control::HANDOVER, control::DISABLE, control::STANDBY] {
@@ -220,10 +225,29 @@ fn forged_controls_with_a_wrong_key_change_nothing() {
     let imposter = SmInfo { guid: Guid(0xdead), sm_key: 7, ..SmInfo::default() };
     assert_eq!(send_control(&mut h, 2, &to_standby, control::HANDOVER, imposter), (Some(0x001c), 1));
     assert_eq!(h.sms[standby].sm.state(), SmState::Standby);
-    // The real master's identity and key are obeyed: DISABLE stops the standby.
+    // SM4: the right key and the master's own GUID, sent from a third host: refused, whatever
+    // the control. A control is bound to the port it came from, not to the GUID it carries.
     let real = SmInfo { sm_key: 7, ..h.sms[master].sm.sm_info(true) };
-    assert_eq!(send_control(&mut h, 2, &to_standby, control::DISABLE, real), (Some(0), 0));
+    for c in [control::HANDOVER, control::DISABLE, control::STANDBY, control::DISCOVER] {
+        assert_eq!(send_control(&mut h, 2, &to_standby, c, real), (Some(0x001c), 1), "{} from a third host", control::name(c));
+    }
+    assert_eq!(h.sms[standby].sm.state(), SmState::Standby);
+    // From the master's own port the same DISABLE is obeyed, then DISCOVER brings the standby
+    // back. (The master is not stepped while it sends, so that its agent keeps the answer.)
+    let from_master = route_from(h.sms[master].at)(&h, standby);
+    let as_master = |h: &mut SimSms, c: u32| {
+        h.sms[master].alive = false;
+        let r = send_control(h, master, &from_master, c, real);
+        h.sms[master].alive = true;
+        r
+    };
+    assert_eq!(as_master(&mut h, control::DISABLE), (Some(0), 0));
     assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
+    // Disabled, it obeys DISCOVER from the master only.
+    assert_eq!(send_control(&mut h, 2, &to_standby, control::DISCOVER, real), (Some(0x001c), 1), "DISCOVER, third host");
+    assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
+    assert_eq!(as_master(&mut h, control::DISCOVER).0, Some(0));
+    assert_ne!(h.sms[standby].sm.state(), SmState::NotActive, "DISCOVER from the master re-enables it");
 }
 
 #[test]

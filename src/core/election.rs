@@ -23,8 +23,11 @@
 //!   blocks back first and writes only those that differ.
 //! - Controls are obeyed only with the right SM_Key: HANDOVER, DISABLE and STANDBY only from the
 //!   master this SM knows (or, for STANDBY, from a master when it knows none), ACKNOWLEDGE only
-//!   from the standby it handed over to, DISCOVER only while disabled. Anything else is answered
-//!   with status 0x001C (invalid attribute value) and reported.
+//!   from the standby it handed over to, DISCOVER only from the master and while disabled. "From"
+//!   is where the fabric carried the control from, not the GUID in its payload: the port at the
+//!   end of its directed route walked back through the cables discovery found, or the SM found
+//!   at its source LID, must be the port whose GUID the payload names ([`Sm::control_sender`]).
+//!   Anything else is answered with status 0x001C (invalid attribute value) and reported.
 
 use ibsm_mad::attrs::{
     CapabilityMask, Notice, NoticeDetails, NoticeType, PortInfo, ProducerType, SmInfo, SmState as WireSmState,
@@ -118,6 +121,42 @@ pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
 }
 
 impl Sm {
+    /// The port GUID of the port a SubnSet(SMInfo) came from, as the fabric carried it. A
+    /// directed-route SMP (`dr`) is walked back from this SM's port through the cables discovery
+    /// found: out of each hop's ReturnPath port (written by the hop on the way in), last hop
+    /// first, to the sender's port; a route that starts LID-routed (DrSLID not permissive) is
+    /// not followed. A LID-routed SMP names its sender by source LID: an SM this SM found or
+    /// watches at that LID. `None` when the route or LID leads to no port this SM knows.
+    pub(super) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
+        if !dr {
+            return self
+                .election
+                .master
+                .iter()
+                .chain(&self.election.found)
+                .find(|f| f.lid == slid && slid != Lid::UNASSIGNED)
+                .map(|f| f.info.guid);
+        }
+        let smp = ibsm_mad::smp::DrSmp::new_checked(bytes).ok()?;
+        if smp.dr_slid() != Lid::PERMISSIVE {
+            return None;
+        }
+        let hops = smp.hop_count();
+        if hops == 0 {
+            return Some(self.port_guid);
+        }
+        let (mut node, _) = self.subnet.local?;
+        let mut at = None;
+        for i in (1..=hops).rev() {
+            let exit = PortNum(smp.return_path_port(i)?);
+            let (next, port) = self.subnet.node(node)?.port(exit)?.remote?;
+            node = next;
+            at = Some(port);
+        }
+        let n = self.subnet.node(node)?;
+        if n.is_switch() { Some(n.info.port_guid) } else { n.port(at?)?.guid }
+    }
+
     fn me(&self) -> (u8, Guid) {
         (self.priority(), self.port_guid)
     }
@@ -402,8 +441,10 @@ impl Sm {
 
     /// SubnSet(SMInfo) from another SM: whether the control is obeyed (the caller answers with
     /// this SM's SMInfo, or status 0x001C).
-    pub(super) fn on_sm_control(&mut self, control: u32, from: &SmInfo) -> bool {
-        let key_ok = from.sm_key == self.cfg.sm_key;
+    pub(super) fn on_sm_control(&mut self, control: u32, from: &SmInfo, sender: Option<Guid>) -> bool {
+        // The right key, from the port the payload names (a third host that knows the key and
+        // writes the master's GUID is refused).
+        let key_ok = from.sm_key == self.cfg.sm_key && sender == Some(from.guid);
         let from_master = self.election.master.is_some_and(|m| m.info.guid == from.guid);
         let ok = key_ok
             && match control {
@@ -416,7 +457,7 @@ impl Sm {
                             && from.sm_state == WireSmState::Master
                             && self.election.found.iter().any(|f| f.info.guid == from.guid))
                 }
-                control::DISCOVER => self.election.disabled,
+                control::DISCOVER => self.election.disabled && from_master,
                 _ => false,
             };
         self.events.push_back(SmEvent::SmControl { control, from: from.guid, accepted: ok });

@@ -169,7 +169,8 @@ impl Sm {
     /// carries this SM's SMInfo as it is after the control.
     fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
-        let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f));
+        let sender = self.control_sender(bytes, h.mgmt_class == MgmtClass::SubnDr, src.slid);
+        let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f, sender));
         let mut data = [0u8; SMP_DATA_LEN];
         self.sm_info(obeyed).emit(&mut data);
         let st = if obeyed { status::OK } else { status::BAD_FIELD };
