@@ -25,11 +25,22 @@ fn subscribers_get_reports_of_traps_and_of_ports_leaving_until_they_acknowledge(
     let victim = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("a host");
     let send = |drv: &mut SimDriver, bytes: &[u8; MAD_LEN]| drv.fabric.send(probe, bytes, Dest { dlid: sm, qpn: 1 });
     let all = inform_all();
-    // An untrusted subscription to a security trap by number is refused.
-    let security = InformInfo { trap_number_or_device_id: 256, ..all };
-    send(&mut drv, &request(Method::Set, 0, 0x62, &security).unwrap());
-    let r = listen(&mut drv, probe).expect("answer");
-    assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::SA_REQ_DENIED);
+    // An untrusted subscription to a security trap (256 to 259) by number is refused; the
+    // trap next to them is not.
+    for trap in 255..=260u16 {
+        let one = InformInfo { trap_number_or_device_id: trap, ..all };
+        send(&mut drv, &request(Method::Set, 0, 0x6200 + u64::from(trap), &one).unwrap());
+        let r = listen(&mut drv, probe).expect("answer");
+        let want = if (256..=259).contains(&trap) { status::SA_REQ_DENIED } else { status::OK };
+        assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, want, "trap {trap}");
+        if want == status::OK {
+            // Unsubscribe again, so that the records below see the catch-all only.
+            let off = InformInfo { subscribe: false, ..one };
+            send(&mut drv, &request(Method::Set, 0, 0x6300 + u64::from(trap), &off).unwrap());
+            let r = listen(&mut drv, probe).expect("answer");
+            assert_eq!(SaHeader::from_bytes(&r.mad[..]).unwrap().status, status::OK, "unsubscribe {trap}");
+        }
+    }
     // The probe sees its subscription.
     send(&mut drv, &request(Method::GetTable, 0, 0x63, &InformInfoRecord::parse(&[0; 60]).unwrap()).unwrap());
     let r = listen(&mut drv, probe).expect("answer");
