@@ -150,12 +150,24 @@ fn a_better_standby_gets_the_subnet_by_handover() {
     assert_eq!(h.sms[1].sm.state(), SmState::Standby);
     h.start(0);
     let mut handed = false;
+    let mut controls = Vec::new();
     let up = h.run_until(h.now() + 30 * SECOND, |i, e| {
         handed |= i == 0 && matches!(e, SmEvent::HandedOver { .. });
+        if let SmEvent::SmControl { control, from, accepted } = e {
+            controls.push((i, *control, *from, *accepted));
+        }
         i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
     });
     assert!(up.is_some() && handed, "handed over and up");
     assert_eq!((h.sms[0].sm.state(), h.sms[1].sm.state()), (SmState::Standby, SmState::Master));
+    // SM3: the new master took HANDOVER from the old one and acknowledged it; the old master
+    // checked the ACKNOWLEDGE (the right key, from the SM it handed over to) and accepted it.
+    let (old, new) = (h.sms[0].sm.port_guid(), h.sms[1].sm.port_guid());
+    assert_eq!(
+        controls,
+        [(1, control::HANDOVER, old, true), (0, control::ACKNOWLEDGE, new, true)],
+        "the controls each SM took"
+    );
 }
 
 /// Sends SubnSet(SMInfo) `control` from the agent of SM `from` (not stepped) along `path`

@@ -12,7 +12,8 @@
 //!   stops the sweep there, before touching anything, and watches the master (or, when the
 //!   better SM is not master yet, re-sweeps after the poll interval to find it master).
 //! - A master that finds a better standby hands over (SubnSet(SMInfo) HANDOVER with its
-//!   SM_Key) and becomes a standby when the standby accepts. A standby better than its master
+//!   SM_Key) and becomes a standby when the standby accepts; the standby, master now,
+//!   acknowledges (SubnSet(SMInfo) ACKNOWLEDGE) to the SM that handed over. A standby better than its master
 //!   tells it with a trap 144 (SM priority changed), which makes the master sweep; a master
 //!   that finds a better SM still discovering sweeps again a poll interval later.
 //! - A standby polls the master's SMInfo every `sm-poll-interval`, one try each; after
@@ -95,8 +96,9 @@ pub struct Election {
     pub last_act: Option<(u32, u64)>,
     /// When the next poll (or, waiting for a better SM to become master, the next sweep) is due.
     pub poll_at: Option<u64>,
-    /// The standby this SM handed the subnet to (expects its ACKNOWLEDGE).
-    pub handed_to: Option<Guid>,
+    /// The standby this SM handed the subnet to (expects its ACKNOWLEDGE), as found when the
+    /// HANDOVER went out: the sweep that follows may forget it from `found`.
+    pub handed_to: Option<FoundSm>,
     /// DISABLE received: no sweeping, no polling until DISCOVER.
     pub disabled: bool,
     /// This SM took the subnet over from a dead master: it reports `elevated-priority`.
@@ -124,9 +126,11 @@ impl Sm {
     /// The port GUID of the port a SubnSet(SMInfo) came from, as the fabric carried it. A
     /// directed-route SMP (`dr`) is walked back from this SM's port through the cables discovery
     /// found: out of each hop's ReturnPath port (written by the hop on the way in), last hop
-    /// first, to the sender's port; a route that starts LID-routed (DrSLID not permissive) is
-    /// not followed. A LID-routed SMP names its sender by source LID: an SM this SM found or
-    /// watches at that LID. `None` when the route or LID leads to no port this SM knows.
+    /// first, to the sender's port; through the subnet being swept, or, when that is still
+    /// being discovered, the last sweep's snapshot. A route that starts LID-routed (DrSLID not
+    /// permissive) is not followed. A LID-routed SMP names its sender by source LID: an SM this
+    /// SM found or watches at that LID. `None` when the route or LID leads to no port this SM
+    /// knows.
     pub(super) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
         if !dr {
             return self
@@ -145,16 +149,36 @@ impl Sm {
         if hops == 0 {
             return Some(self.port_guid);
         }
+        let exits: Vec<u8> = (1..=hops).rev().map(|i| smp.return_path_port(i)).collect::<Option<_>>()?;
+        self.walk_subnet(&exits).or_else(|| self.walk_snapshot(&exits))
+    }
+
+    /// The port at the end of `exits` (a port number to leave each node by, this SM's first)
+    /// through the cables of the subnet being swept.
+    fn walk_subnet(&self, exits: &[u8]) -> Option<Guid> {
         let (mut node, _) = self.subnet.local?;
         let mut at = None;
-        for i in (1..=hops).rev() {
-            let exit = PortNum(smp.return_path_port(i)?);
-            let (next, port) = self.subnet.node(node)?.port(exit)?.remote?;
+        for &exit in exits {
+            let (next, port) = self.subnet.node(node)?.port(PortNum(exit))?.remote?;
             node = next;
             at = Some(port);
         }
         let n = self.subnet.node(node)?;
         if n.is_switch() { Some(n.info.port_guid) } else { n.port(at?)?.guid }
+    }
+
+    /// As [`Sm::walk_subnet`], through the cables of the last sweep's snapshot.
+    fn walk_snapshot(&self, exits: &[u8]) -> Option<Guid> {
+        let snap = self.snapshot.as_ref()?;
+        let (mut node, _) = snap.by_guid(self.port_guid)?;
+        let mut at = None;
+        for &exit in exits {
+            let (next, port) = snap.port((node, exit))?.remote?;
+            node = next;
+            at = Some(port);
+        }
+        let n = snap.node(node)?;
+        if n.is_switch() { Some(n.info.port_guid) } else { Some(snap.port((node, at?))?.guid) }
     }
 
     fn me(&self) -> (u8, Guid) {
@@ -346,7 +370,7 @@ impl Sm {
         let info = self.sm_info(true);
         let req = Req::SetSmInfo { to: to.info.guid, control: control::HANDOVER, info };
         self.tx.push(Request { path: to.path, req, op: Op::Election });
-        self.election.handed_to = Some(to.info.guid);
+        self.election.handed_to = Some(to);
     }
 
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
@@ -433,7 +457,10 @@ impl Sm {
             self.election.handed_to = None;
             return;
         };
-        if let Some(target) = self.election.found.iter().find(|f| f.info.guid == to).copied() {
+        // The standby as found when the HANDOVER went out: a sweep started since (a trap, the
+        // state sync) may have emptied `found`, and the standby is master now all the same.
+        let target = self.election.handed_to.filter(|t| t.info.guid == to);
+        if let Some(target) = target.or_else(|| self.election.found.iter().find(|f| f.info.guid == to).copied()) {
             self.events.push_back(SmEvent::HandedOver { to });
             self.become_standby(FoundSm { info: SmInfo { sm_state: WireSmState::Master, ..target.info }, ..target });
         }
@@ -449,7 +476,7 @@ impl Sm {
         let ok = key_ok
             && match control {
                 control::HANDOVER => self.state == SmState::Standby && from_master,
-                control::ACKNOWLEDGE => self.election.handed_to == Some(from.guid),
+                control::ACKNOWLEDGE => self.election.handed_to.is_some_and(|t| t.info.guid == from.guid),
                 control::DISABLE => from_master,
                 control::STANDBY => {
                     from_master
@@ -465,7 +492,15 @@ impl Sm {
             return false;
         }
         match control {
-            control::HANDOVER => self.take_over(from.guid, HANDED_OVER),
+            control::HANDOVER => {
+                let old = self.election.master;
+                self.take_over(from.guid, HANDED_OVER);
+                // Acknowledged to the SM that handed over, along the route it was polled at.
+                if let Some(old) = old {
+                    let req = Req::SetSmInfo { to: old.info.guid, control: control::ACKNOWLEDGE, info: self.sm_info(true) };
+                    self.tx.push(Request { path: old.path, req, op: Op::Election });
+                }
+            }
             control::ACKNOWLEDGE => self.election.handed_to = None,
             control::DISABLE => {
                 self.election.disabled = true;
