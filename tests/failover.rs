@@ -241,7 +241,12 @@ fn forged_controls_change_nothing_and_only_the_masters_port_is_obeyed() {
     // the control. A control is bound to the port it came from, not to the GUID it carries.
     let real = SmInfo { sm_key: 7, ..h.sms[master].sm.sm_info(true) };
     for c in [control::HANDOVER, control::DISABLE, control::STANDBY, control::DISCOVER] {
-        assert_eq!(send_control(&mut h, 2, &to_standby, c, real), (Some(0x001c), 1), "{} from a third host", control::name(c));
+        assert_eq!(
+            send_control(&mut h, 2, &to_standby, c, real),
+            (Some(0x001c), 1),
+            "{} from a third host",
+            control::name(c)
+        );
     }
     assert_eq!(h.sms[standby].sm.state(), SmState::Standby);
     // From the master's own port the same DISABLE is obeyed, then DISCOVER brings the standby
@@ -256,7 +261,11 @@ fn forged_controls_change_nothing_and_only_the_masters_port_is_obeyed() {
     assert_eq!(as_master(&mut h, control::DISABLE), (Some(0), 0));
     assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
     // Disabled, it obeys DISCOVER from the master only.
-    assert_eq!(send_control(&mut h, 2, &to_standby, control::DISCOVER, real), (Some(0x001c), 1), "DISCOVER, third host");
+    assert_eq!(
+        send_control(&mut h, 2, &to_standby, control::DISCOVER, real),
+        (Some(0x001c), 1),
+        "DISCOVER, third host"
+    );
     assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
     assert_eq!(as_master(&mut h, control::DISCOVER).0, Some(0));
     assert_ne!(h.sms[standby].sm.state(), SmState::NotActive, "DISCOVER from the master re-enables it");
@@ -335,9 +344,9 @@ impl Lcg {
 
 #[test]
 fn three_sms_random_priorities_and_start_times_and_a_kill_at_a_random_moment() {
+    const SEEDS: u64 = 20;
     let topo = example("fat-tree-3l-k4.net");
     let at = hosts(&topo);
-    const SEEDS: u64 = 20;
     let mut skipped = 0;
     for seed in 1..=SEEDS {
         let mut rng = Lcg(seed);

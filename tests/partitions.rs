@@ -346,7 +346,11 @@ fn a_port_whose_p_key_write_failed_is_reachable_by_nobody_until_it_is_written() 
     assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
     // A new policy puts h1 and h4 in alpha: the next sweep writes their P_Key tables. Every MAD on
     // h4's cable is lost from the moment the sweep configures the ports.
-    let text = format!("Default=0x7fff : ALL=full ;\nalpha=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\n", guid(h1).0, guid(h4).0);
+    let text = format!(
+        "Default=0x7fff : ALL=full ;\nalpha=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\n",
+        guid(h1).0,
+        guid(h4).0
+    );
     let policy = ibsm_partitions::parse_partitions_conf(&text).expect("policy");
     assert!(drv.sm.reconfigure(SmConfig { partitions: policy, ..SmConfig::default() }).sweep);
     let at = drv.run_until(drv.now() + LIMIT, |ev| {

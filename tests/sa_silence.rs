@@ -7,10 +7,10 @@
 
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
 use ibsm::transport::sim::{SimDriver, SimSm};
-use ibsm_mad::{Attribute as _, Lid};
 use ibsm_mad::header::Method;
 use ibsm_mad::records::NodeRecord;
 use ibsm_mad::sa::{SaHeader, request};
+use ibsm_mad::{Attribute as _, Lid};
 use ibsm_sim::fabric::{AgentId, Dest};
 use ibsm_topology::NodeKind;
 
@@ -39,7 +39,8 @@ fn an_sm_whose_first_sweep_runs_answers_no_sa_request() {
     assert!(up.complete, "{up:?}");
     let host = (0..topo.nodes.len()).rfind(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
     let probe = drv.fabric.attach(host, 1).expect("probe");
-    let ask = |drv: &mut SimDriver, tid: u64| drv.fabric.send(probe, &node_records(tid), Dest { dlid: up.sm_lid, qpn: 1 });
+    let ask =
+        |drv: &mut SimDriver, tid: u64| drv.fabric.send(probe, &node_records(tid), Dest { dlid: up.sm_lid, qpn: 1 });
     // The master answers.
     ask(&mut drv, 1);
     drv.run_until(drv.now() + SECOND, |_| false);

@@ -497,7 +497,8 @@ impl Sm {
                 self.take_over(from.guid, HANDED_OVER);
                 // Acknowledged to the SM that handed over, along the route it was polled at.
                 if let Some(old) = old {
-                    let req = Req::SetSmInfo { to: old.info.guid, control: control::ACKNOWLEDGE, info: self.sm_info(true) };
+                    let req =
+                        Req::SetSmInfo { to: old.info.guid, control: control::ACKNOWLEDGE, info: self.sm_info(true) };
                     self.tx.push(Request { path: old.path, req, op: Op::Election });
                 }
             }

@@ -140,7 +140,8 @@ pub fn sa_answers(h: &mut SimSms, probe: ibsm_sim::fabric::AgentId, dlid: Lid, s
     use ibsm_mad::header::Method;
     use ibsm_mad::records::NodeRecord;
     const TID: u64 = 0x5a_0001;
-    let bytes = ibsm_mad::sa::request(Method::GetTable, 0, TID, &NodeRecord::parse(&[0; 108]).expect("record")).expect("request");
+    let bytes = ibsm_mad::sa::request(Method::GetTable, 0, TID, &NodeRecord::parse(&[0; 108]).expect("record"))
+        .expect("request");
     h.fabric.send(probe, &bytes, Dest { dlid, qpn: 1 });
     let end = h.now() + SECOND;
     run_counting(h, end, sent);
