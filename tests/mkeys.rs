@@ -349,3 +349,53 @@ fn the_m_key_violation_counter_saturates_at_0xffff() {
         assert_ne!(now.lid, Lid(0x777), "the forged Set changed nothing");
     }
 }
+
+#[test]
+fn a_rogue_sending_bad_keys_every_half_lease_for_three_leases_changes_nothing() {
+    // MK3: each bad-key Set starts the port's lease timer; the SM represses the port's trap 256
+    // with the port's key, which stops the timer, so the protection never lapses. No periodic
+    // sweep runs here: only the SM's answer to the trap keeps the port's key in force.
+    let topo = example("fat-tree-2l-k4.net");
+    let lease = 60;
+    let cfg = SmConfig { sweep_interval_ns: None, resweep_interval_ns: None, ..mkey_cfg(7, 2) };
+    let mut drv = SimDriver::new(&topo, 8, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("up").complete);
+    let host = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
+    let guid = topo.nodes[host].port_guid(1);
+    let (path, port, _) = end_ports(&topo, &drv).into_iter().find(|p| p.2 == guid).expect("the host's port");
+    let key = drv.sm.mkeys_held()[&guid];
+    let rogue = drv.fabric.attach(host, 1).expect("rogue");
+    let forged = PortInfo { lid: Lid(0x777), m_key: MKey(0x1234), m_key_protect_bits: 0, ..PortInfo::default() };
+    let start = drv.now();
+    let mut traps = 0;
+    let mut sent = 0u64;
+    while drv.now() < start + 3 * lease * 1_000_000_000 + 10_000_000_000 {
+        // Sent with the SM stepped at once: it gets the trap as the fabric delivers it.
+        let mut data = [0u8; 64];
+        forged.emit(&mut data);
+        let mut smp = SmpRepr::set_dr(&DrPath::local(), ids::attr::PORT_INFO, 1, 0x6c00 + sent, data);
+        smp.m_key = MKey(0xbad);
+        drv.fabric.send(rogue, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+        sent += 1;
+        let next = drv.now() + lease / 2 * 1_000_000_000;
+        drv.run_until(next, |e| {
+            traps += usize::from(matches!(e, SmEvent::TrapReceived { number: Some(256), .. }));
+            false
+        });
+        if drv.now() < next {
+            drv.fabric.advance_to(SimTime(next));
+        }
+    }
+    assert!(sent >= 7, "{sent} bad-key Sets over three leases");
+    assert_eq!(traps, usize::try_from(sent).expect("few"), "every refusal trapped to the SM");
+    let host_lid = drv.sm.guid2lid().get(guid).expect("LID").0;
+    assert_eq!(drv.sm.mkey_violations()[&host_lid].count, sent, "every trap 256 counted by the SM");
+    // The rogue still cannot read the port (protect 2 in force), and the SM reads its own key,
+    // protect bits and the LID it gave.
+    assert_eq!(port_info(&mut drv, rogue, &DrPath::local(), 1, 0), None, "protection lapsed");
+    let sm = drv.agent;
+    let now = port_info(&mut drv, sm, &path, port, key).expect("answered with the key");
+    assert_eq!((now.m_key.0, now.m_key_protect_bits), (key, 2));
+    assert_ne!(now.lid, Lid(0x777));
+    assert_eq!(u64::from(now.m_key_violations), sent + 1, "every bad-key Set counted, and the Get");
+}
