@@ -90,6 +90,48 @@ fn a_standby_takes_over_a_dead_master_without_renumbering_or_rewriting() {
 }
 
 #[test]
+fn a_takeover_changes_nothing_in_the_data_plane() {
+    // FO4: while the standby notices the death and takes over, every host pair keeps reaching
+    // every other through the switches' own tables (checked every 20 ms of the takeover), and
+    // the new master writes no forwarding table and no SwitchInfo. (It does write PortInfo, to
+    // point every port at the new master, and, not yet as the rule asks, every P_Key table
+    // again: docs/safety-rules.md, FO4.)
+    use ibsm_mad::ids::attr;
+    let topo = example("fat-tree-2l-k4.net");
+    for seed in 1..=3 {
+        let (mut h, master, mut sent) = elect_counting(&topo, seed, &[9, 5]);
+        let standby = 1 - master;
+        assert!(h.fabric.check_routes().ok(), "seed {seed}: routed before the kill");
+        let before = sent[standby].clone();
+        h.kill(master);
+        let died = h.now();
+        let mut checks = 0;
+        while !(h.sms[standby].sm.state() == SmState::Master && h.sms[standby].sm.phase() == ibsm::core::SweepPhase::Up)
+        {
+            assert!(h.now() < died + 10 * SECOND, "seed {seed}: no takeover");
+            let step = h.now() + 20_000_000;
+            run_counting(&mut h, step, &mut sent);
+            if h.now() < step {
+                h.fabric.advance_to(SimTime(step));
+            }
+            let check = h.fabric.check_routes();
+            assert!(check.ok(), "seed {seed}: {} ms after the kill: {check:?}", (h.now() - died) / 1_000_000);
+            checks += 1;
+        }
+        assert!(checks >= 10, "seed {seed}: only {checks} checks");
+        let set = |a: u16| {
+            sent[standby].sets_by_attr.get(&a).copied().unwrap_or(0) - before.sets_by_attr.get(&a).copied().unwrap_or(0)
+        };
+        if seed == 1 {
+            eprintln!("takeover: the new master's Sets by attribute: {:?}", sent[standby].sets_by_attr);
+        }
+        assert_eq!(set(attr::LFT), 0, "seed {seed}: LFT blocks written");
+        assert_eq!(set(attr::MFT), 0, "seed {seed}: MFT blocks written");
+        assert_eq!(set(attr::SWITCH_INFO), 0, "seed {seed}: SwitchInfo written");
+    }
+}
+
+#[test]
 fn two_masters_after_a_stalled_master_resolve_within_a_light_sweep() {
     let topo = example("fat-tree-2l-k4.net");
     let (mut h, master) = elect(&topo, 2, &[9, 5]);

@@ -59,6 +59,8 @@ pub fn lids(h: &SimSms, i: usize) -> BTreeMap<Guid, Lid> {
 pub struct Sent {
     pub mads: u64,
     pub sets: u64,
+    /// The Sets by attribute ID.
+    pub sets_by_attr: BTreeMap<u16, u64>,
 }
 
 /// Steps the live SMs of `h` and the fabric as [`SimSms::run_until`] does (compute in virtual
@@ -75,7 +77,11 @@ pub fn run_counting(h: &mut SimSms, limit_ns: u64, sent: &mut [Sent]) {
             }
             while let Some(t) = s.sm.poll_transmit(now) {
                 sent[i].mads += 1;
-                sent[i].sets += u64::from(t.bytes.get(3) == Some(&SET));
+                if t.bytes.get(3) == Some(&SET) {
+                    sent[i].sets += 1;
+                    let attr = t.bytes.get(16..18).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+                    *sent[i].sets_by_attr.entry(attr).or_default() += 1;
+                }
                 let mut mad = [0u8; ibsm_mad::MAD_LEN];
                 let n = t.bytes.len().min(mad.len());
                 mad[..n].copy_from_slice(&t.bytes[..n]);
