@@ -8,7 +8,8 @@
 //! (0x000c) for every request nobody serves yet, SA included. Answers are queued as responses
 //! outside the SMP window (no timeout, no retry). It never trusts a byte: a MAD too short for
 //! its header, of another base version, or of a class whose header does not parse is counted
-//! as malformed and dropped.
+//! as malformed and dropped, and so is a LID-routed request from LID 0, a GS request from
+//! QP0 or a LID-routed SMP from another QP.
 //!
 //! Must not touch: the sweep's transactions (responses to our own SMPs go back to
 //! `Sm::handle_mad`, which hands them to the transaction table).
@@ -126,6 +127,20 @@ fn reply_to(h: &MadHeader, src: &MadSource) -> Address {
 impl Sm {
     /// Dispatches a request (anything that is not a response) to its handler.
     pub(super) fn handle_request(&mut self, kind: Inbound, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        // A LID-routed request from LID 0 (a reserved source LID) has nobody to answer; QP0
+        // carries SMPs only, so a GS request (SA, sync) from QP0 would be answered to QP0 and a
+        // LID-routed SMP from another QP to that QP. All are dropped and counted as malformed.
+        // (A directed-route answer goes back along its route to QP0 whatever the source.)
+        let no_lid = src.slid == ibsm_mad::Lid::UNASSIGNED;
+        let bad_source = match h.mgmt_class {
+            MgmtClass::SubnDr => false,
+            MgmtClass::SubnLid => no_lid || src.sqpn != 0,
+            _ => no_lid || src.sqpn == 0,
+        };
+        if bad_source {
+            self.counters.malformed += 1;
+            return;
+        }
         match kind {
             Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
             Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
