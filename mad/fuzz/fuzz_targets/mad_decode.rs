@@ -19,6 +19,10 @@ fuzz_target!(|data: &[u8]| {
             let mad = header.to_mad(&[]).expect("an empty record always fits");
             assert_eq!(SaHeader::from_bytes(&mad), Ok(header));
         }
+        Ok(Decoded::Unsupported { header, .. }) => {
+            // The header it kept is the one at the start of the bytes.
+            assert_eq!(ibsm_mad::header::MadHeader::from_bytes(data).ok(), Some(header));
+        }
         Ok(Decoded::Other(_)) | Err(_) => {}
     }
 });
