@@ -268,3 +268,79 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
         let _ = ours.wait_timeout(Duration::from_secs(10));
     }
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to the process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let st = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().expect("kill");
+    assert!(st.success(), "kill -{signal} {pid}");
+}
+
+#[test]
+fn a_frozen_ibsm_master_is_replaced_and_stands_by_when_it_resumes() {
+    // SM6: the master frozen with SIGSTOP (a hung host: its port keeps IsSM, nothing answers)
+    // loses its standby's polls; the standby is master within the bound. Resumed with SIGCONT,
+    // the old master finds the new one and stands by, and `sminfo` (which asks the SM the
+    // client's port names) shows the new master at every look meanwhile. Both run with
+    // `elevated-priority = 15`, so that the new master keeps the subnet: without it the old
+    // master, the better one, would be handed the subnet back (tests/failover.rs).
+    if !require_ibsim() || !require_tools(&["sminfo", "smpquery"]) {
+        return;
+    }
+    let (net, topo) = test_fabric();
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
+    let mut sim = Ibsim::start(&net).expect("ibsim");
+    let config = sim.dir().join("elevated.toml");
+    std::fs::write(&config, "elevated-priority = 15\n").expect("config");
+    let config = config.to_str().expect("utf-8 path").to_owned();
+    let mut master = sim
+        .spawn_at(
+            Some(first),
+            env!("CARGO_BIN_EXE_ibsm"),
+            &["run", "--config", &config, "--priority", "9", "--no-control"],
+        )
+        .expect("ibsm");
+    wait_for("the master's subnet up", Duration::from_secs(60), || master.stdout().contains("subnet up: "));
+    let mut standby = sim
+        .spawn_at(
+            Some(second),
+            env!("CARGO_BIN_EXE_ibsm"),
+            &["run", "--config", &config, "--priority", "5", "--no-control"],
+        )
+        .expect("ibsm");
+    wait_for("the second SM standing by", Duration::from_secs(60), || {
+        standby.stdout().contains("standby: the master is")
+    });
+    assert_eq!(sminfo(&sim, client, None), Some((guid_of(first), 3)), "master");
+    let old_lid = {
+        let out = sim.run_at(Some(client), "smpquery", &["-G", "portinfo", &format!("0x{:x}", guid_of(first))]);
+        let fields = support::ibsim::dump_fields(&out.expect("smpquery").stdout);
+        fields.iter().find(|(k, _)| k == "Lid").and_then(|(_, v)| v.parse::<u16>().ok()).expect("the master's LID")
+    };
+
+    signal(master.pid(), "STOP");
+    let took = wait_for("the standby master in sminfo", Duration::from_secs(30), || {
+        sminfo(&sim, client, None) == Some((guid_of(second), 3))
+    });
+    assert!(took < BOUND, "sminfo showed the new master {took:?} after the freeze");
+    assert!(standby.stderr().contains("master gone"), "{}", standby.stderr());
+
+    signal(master.pid(), "CONT");
+    let mut looks = 0;
+    let settled = wait_for("the resumed master standing by", Duration::from_secs(30), || {
+        looks += 1;
+        assert_eq!(sminfo(&sim, client, None), Some((guid_of(second), 3)), "look {looks} after the resume");
+        sminfo(&sim, client, Some(old_lid)) == Some((guid_of(first), 2))
+    });
+    assert_eq!(sminfo(&sim, client, None), Some((guid_of(second), 3)), "the new master stays");
+    eprintln!(
+        "frozen master under ibsim: the standby was master {} ms after SIGSTOP; the resumed master stood by {} ms after SIGCONT ({looks} looks, one master each)",
+        took.as_millis(),
+        settled.as_millis()
+    );
+    for sm in [&mut master, &mut standby] {
+        sm.terminate().expect("SIGTERM");
+        let _ = sm.wait_timeout(Duration::from_secs(10));
+    }
+}
