@@ -353,7 +353,7 @@ fn converges_with_ten_percent_smp_loss() {
         h.drv.sm.start_sweep(0);
         let ctx = h.ctx();
         let r = h.run_until(600_000_000_000, |r| r.complete);
-        let r = r.unwrap_or_else(|| panic!("{ctx}: never converged; reports {:?}", h.reports));
+        assert!(r.is_some_and(|r| r.complete), "{ctx}: never converged; reports {:?}", h.reports);
         // The loss shows over the whole run (the sweep that finally completes may be a short
         // one that happened to lose nothing).
         let retried: u64 = h.reports.iter().map(|x| x.smps_retried).sum();
