@@ -327,15 +327,21 @@ fn a_frozen_ibsm_master_is_replaced_and_stands_by_when_it_resumes() {
     assert!(standby.stderr().contains("master gone"), "{}", standby.stderr());
 
     signal(master.pid(), "CONT");
-    let mut looks = 0;
+    let (mut looks, mut answered) = (0, 0);
     let settled = wait_for("the resumed master standing by", Duration::from_secs(30), || {
         looks += 1;
-        assert_eq!(sminfo(&sim, client, None), Some((guid_of(second), 3)), "look {looks} after the resume");
+        // One master throughout: every answer names the new one (a look may get no answer at
+        // all on a loaded machine, which shows no second master either).
+        if let Some(seen) = sminfo(&sim, client, None) {
+            answered += 1;
+            assert_eq!(seen, (guid_of(second), 3), "look {looks} after the resume");
+        }
         sminfo(&sim, client, Some(old_lid)) == Some((guid_of(first), 2))
     });
+    assert!(answered > 0, "sminfo answered none of {looks} looks after the resume");
     assert_eq!(sminfo(&sim, client, None), Some((guid_of(second), 3)), "the new master stays");
     eprintln!(
-        "frozen master under ibsim: the standby was master {} ms after SIGSTOP; the resumed master stood by {} ms after SIGCONT ({looks} looks, one master each)",
+        "frozen master under ibsim: the standby was master {} ms after SIGSTOP; the resumed master stood by {} ms after SIGCONT ({answered} of {looks} looks answered, one master each)",
         took.as_millis(),
         settled.as_millis()
     );
