@@ -399,3 +399,103 @@ fn a_rogue_sending_bad_keys_every_half_lease_for_three_leases_changes_nothing() 
     assert_ne!(now.lid, Lid(0x777));
     assert_eq!(u64::from(now.m_key_violations), sent + 1, "every bad-key Set counted, and the Get");
 }
+
+#[test]
+fn a_standby_takes_over_a_protected_fabric_without_a_refusal_and_keeps_every_key() {
+    // MK5: per-port keys at protect 2 and the same secret on both SMs; the standby is synced
+    // (its sync holds the keys); the master is killed. The new master is up within 2 s of the
+    // kill, no port refuses it (no trap 256, no SMP failed), and every port still holds its key
+    // with protect bits 2, read back with that key.
+    use ibsm::core::SmState;
+    use ibsm::transport::sim::SimSms;
+    const SECOND: u64 = 1_000_000_000;
+    let topo = example("fat-tree-2l-k4.net");
+    let hosts: Vec<(usize, u8)> =
+        (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).map(|i| (i, 1)).collect();
+    let sms = [9u8, 5]
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (Sm::new(SmConfig { priority: p, ..mkey_cfg(7, 2) }, Guid2Lid::default()), hosts[i]))
+        .collect();
+    let mut h = SimSms::new(&topo, 4, sms).expect("attach");
+    // Both start together (a fresh SM with only the secret cannot read a port at protect 2:
+    // it needs the keys, from the state sync or `guid2mkey`).
+    h.start(0);
+    h.start(1);
+    let mut standby = false;
+    let up = h.run_until(60 * SECOND, |i, e| {
+        standby |= i == 1 && matches!(e, SmEvent::Standby { .. });
+        i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    });
+    assert!(up.is_some(), "the master's subnet up");
+    h.run_until(h.now() + 10 * SECOND, |i, e| {
+        standby |= i == 1 && matches!(e, SmEvent::Standby { .. });
+        standby
+    });
+    assert!(standby && h.sms[1].sm.state() == SmState::Standby, "{:?}", h.sms[1].sm.state());
+    // Until the standby is current with the master's state (the keys included).
+    let end = h.now() + 30 * SECOND;
+    while h.sms[0].sm.sync_status().version == 0
+        || h.sms[1].sm.sync_status().current_at != Some(h.sms[0].sm.sync_status().version)
+    {
+        assert!(h.now() < end, "no sync: {:?}", h.sms[1].sm.sync_status());
+        let step = h.now() + 100_000_000;
+        h.run_until(step, |_, _| false);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+    }
+    let keys = h.sms[0].sm.mkeys_held().clone();
+    assert!(keys.len() >= 14, "every end port keyed: {}", keys.len());
+    h.kill(0);
+    let died = h.now();
+    let mut refusals = Vec::new();
+    let up = h.run_until(died + 30 * SECOND, |i, e| {
+        if let SmEvent::BadMKey { lid, .. } = e {
+            refusals.push(*lid);
+        }
+        i == 1 && matches!(e, SmEvent::SubnetUp(_))
+    });
+    let Some((_, SmEvent::SubnetUp(report))) = up else { panic!("no takeover: {up:?}") };
+    let took = h.now() - died;
+    assert_eq!(h.sms[1].sm.state(), SmState::Master);
+    assert!(report.complete && report.smps_failed == 0, "{report:?}");
+    assert!(refusals.is_empty(), "ports refused the new master: {refusals:?}");
+    assert!(took <= 2 * SECOND, "master with the subnet up {} ms after the kill", took / 1_000_000);
+    assert_eq!(h.sms[1].sm.mkeys_held(), &keys, "the new master holds the same keys");
+    // Every end port, read from the new master's port with its key: the same key, protect 2.
+    let routes = Oracle::from_topology(&topo, hosts[1]).routes;
+    let agent = h.sms[1].agent;
+    h.sms[1].alive = false;
+    for (i, n) in topo.nodes.iter().enumerate() {
+        let (path, port, guid) = if n.kind == NodeKind::Switch {
+            (DrPath::new(&routes[&i]).expect("route"), 0u8, n.port_guid(0))
+        } else if (i, 1) == hosts[1] {
+            (DrPath::local(), 1, n.port_guid(1))
+        } else {
+            let peer = n.peer(1).expect("cabled");
+            let mut r = routes[&peer.node].clone();
+            r.push(peer.port);
+            (DrPath::new(&r).expect("route"), 1, n.port_guid(1))
+        };
+        let mut smp = SmpRepr::get_dr(
+            &path,
+            ids::attr::PORT_INFO,
+            u32::from(port),
+            0x7a00 + u64::try_from(i).expect("few nodes"),
+        );
+        smp.m_key = MKey(keys[&guid]);
+        h.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+        h.fabric.run_until_idle(SimTime(h.now() + SECOND));
+        let mut info = None;
+        while let Some(r) = h.fabric.recv(agent) {
+            if let Ok(resp) = SmpRepr::parse(&r.mad[..])
+                && resp.tid & 0xffff_ffff == 0x7a00 + u64::try_from(i).expect("few nodes")
+            {
+                info = PortInfo::parse(&resp.data).ok();
+            }
+        }
+        let info = info.unwrap_or_else(|| panic!("{} did not answer with its key", n.name));
+        assert_eq!((info.m_key.0, info.m_key_protect_bits), (keys[&guid], 2), "{}", n.name);
+    }
+}
