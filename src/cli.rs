@@ -13,7 +13,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ibsm::config::ConfigFile;
 use ibsm::control::ControlServer;
 use ibsm::core::lids::Guid2Lid;
-use ibsm::core::{Sm, SmEvent, SubnetReport};
+use ibsm::core::{Sm, SmEvent};
 use ibsm::transport::sim::SimDriver;
 use ibsm_sim::fabric::{Fabric, SimConfig};
 use ibsm_topology::generators::{Degrade, FatTree, Grid, RailFatTree, RandomGraph};
@@ -259,7 +259,7 @@ struct GenArgs {
 /// Parses the command line and runs the subcommand.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
+    crate::cli_log::init_logging(matches!(cli.log_format, LogFormat::Json));
     if !matches!(cli.command, Command::Run(_)) {
         // A one-shot command whose reader goes away (`| head`) ends quietly, as Unix tools do.
         ibsm::transport::umad::default_sigpipe();
@@ -458,8 +458,8 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     if let Some(l) = &st.last_sweep {
         println!(
             "last sweep ({} ago, took {}): {} switches, {} CAs, {} end ports, {} links; routed by {}; {} SMPs ({} failed); {} ports active, {} not; {}",
-            fmt_ns(l.age_ms.saturating_mul(1_000_000)),
-            fmt_ns(l.total_ns),
+            crate::cli_log::fmt_ns(l.age_ms.saturating_mul(1_000_000)),
+            crate::cli_log::fmt_ns(l.total_ns),
             l.switches,
             l.cas,
             l.end_ports,
@@ -692,9 +692,9 @@ fn run_on_umad(
     let result = umad_driver::run_with_control(port, sm, &opts, control, Some(signals), |ev| {
         crate::cli_log::log_event(ev);
         match ev {
-            SmEvent::SubnetUp(r) => say_report(r, wall.elapsed()),
+            SmEvent::SubnetUp(r) => crate::cli_log::say_report(r, wall.elapsed()),
             SmEvent::Standby { master, priority, lid } => {
-                say(&format!(
+                crate::cli_log::say(&format!(
                     "standby: the master is {:#018x} (priority {priority}, LID {}); watching it",
                     master.0, lid.0
                 ));
@@ -712,7 +712,7 @@ fn run_on_umad(
             1
         }
         Ok(Finish::Standby { master }) => {
-            say(&format!("standby: the master is {:#018x}", master.0));
+            crate::cli_log::say(&format!("standby: the master is {:#018x}", master.0));
             0
         }
         Ok(Finish::NoReport { waited }) => {
@@ -809,7 +809,7 @@ fn run_on_sim(
             }
         }
         if let Some(r) = report {
-            say_report(&r, wall.elapsed());
+            crate::cli_log::say_report(&r, wall.elapsed());
             if sweeps == 1 {
                 // systemd (Type=notify): the simulated SM is ready once its first sweep is done.
                 let up = if r.complete { "up" } else { "not fully up" };
@@ -829,17 +829,19 @@ fn run_on_sim(
         // control socket, until a signal.
         if sweeps >= 2 {
             match control.as_ref().and_then(ControlServer::path) {
-                Some(p) => say(&format!(
+                Some(p) => crate::cli_log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
                     p.display()
                 )),
-                None => say(&format!("fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)")),
+                None => crate::cli_log::say(&format!(
+                    "fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"
+                )),
             }
             let _ = std::io::Write::flush(&mut std::io::stdout());
             return match drv.serve_until_signal(control.as_mut(), &mut signals, Some(reload), |ev| {
                 crate::cli_log::log_event(ev);
                 if let SmEvent::SubnetUp(r) = ev {
-                    say_report(r, wall.elapsed());
+                    crate::cli_log::say_report(r, wall.elapsed());
                 }
             }) {
                 Ok(signal) => {
@@ -902,143 +904,10 @@ fn restore_state(
     Ok(())
 }
 
-/// One line an operator can read: what came up, how, and where the time went.
 /// A key no other host can guess, for the SMPs' TIDs: std's per-process random hasher keys
 /// (from the OS's random source) over the PID and the time.
 fn random_key() -> u64 {
     use std::hash::BuildHasher;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     std::hash::RandomState::new().hash_one((std::process::id(), now))
-}
-
-/// Set by `--log-format json`: the daemon's own lines (sweep summaries, "standby", "fabric
-/// stable") go out as info events of target `ibsm::summary` in the log's format, not as text on
-/// stdout. One-shot commands print to stdout whatever the format.
-static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Says one of the daemon's own lines: on stdout, or as an info event under JSON logging.
-fn say(line: &str) {
-    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
-        tracing::info!(target: "ibsm::summary", "{line}");
-    } else {
-        println!("{line}");
-    }
-}
-
-/// Says a sweep's summary: the line [`summary`] makes, or under JSON logging an info event
-/// with its figures as fields.
-fn say_report(r: &SubnetReport, wall: std::time::Duration) {
-    if !JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
-        println!("{}", summary(r, wall));
-        return;
-    }
-    let phases: Vec<String> = r.phases.iter().map(|p| format!("{}={}", p.phase.name(), p.ns)).collect();
-    let blocked: Vec<String> = r.blocked.iter().map(|b| b.guid.to_string()).collect();
-    tracing::info!(
-        target: "ibsm::summary",
-        complete = r.complete,
-        switches = r.switches,
-        cas = r.cas,
-        end_ports = r.end_ports,
-        links = r.links,
-        lmc = r.lmc,
-        sm_lid = r.sm_lid.0,
-        routing = %r.routing_engine,
-        smps = r.smps_sent,
-        smps_retried = r.smps_retried,
-        smps_failed = r.smps_failed,
-        lft_blocks_sent = r.lft_blocks_sent,
-        lft_blocks_unchanged = r.lft_blocks_unchanged,
-        ports_active = r.ports_active,
-        ports_not_active = r.ports_not_active,
-        fabric_ns = r.total_ns,
-        wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
-        phases_ns = %phases.join(" "),
-        blocked = %blocked.join(" "),
-        "{}",
-        if r.complete { "subnet up" } else { "subnet NOT up" }
-    );
-}
-
-fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
-    use std::fmt::Write;
-    let mut s = format!(
-        "subnet {}: {} switches, {} CAs, {} end ports, {} links; LMC {}, SM LID {}; routing {}{}; \
-         {} SMPs ({} retried, {} failed), {} LFT blocks sent ({} unchanged); {} ports active, {} not; phases",
-        if r.complete { "up" } else { "NOT up" },
-        r.switches,
-        r.cas,
-        r.end_ports,
-        r.links,
-        r.lmc,
-        r.sm_lid,
-        r.routing_engine,
-        match r.routing_mode {
-            ibsm::core::lft::RouteMode::Full => String::new(),
-            ibsm::core::lft::RouteMode::Reused => " (tables of the last full route)".to_owned(),
-            ibsm::core::lft::RouteMode::Repaired { lids, .. } => format!(" (repaired: {lids} LIDs rerouted)"),
-        },
-        r.smps_sent,
-        r.smps_retried,
-        r.smps_failed,
-        r.lft_blocks_sent,
-        r.lft_blocks_unchanged,
-        r.ports_active,
-        r.ports_not_active,
-    );
-    for p in &r.phases {
-        let _ = write!(s, " {} {},", p.phase.name(), fmt_ns(p.ns));
-    }
-    let _ = write!(s, " total {} fabric time, {} wall", fmt_ns(r.total_ns), fmt_ns(wall.as_nanos() as u64));
-    if !r.blocked.is_empty() {
-        let names: Vec<String> = r.blocked.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
-        let _ = write!(
-            s,
-            "; {} node(s) did not answer, kept from the last sweep with their LIDs and routes: {}",
-            r.blocked.len(),
-            names.join(", ")
-        );
-    }
-    if !r.failed_nodes.is_empty() {
-        let names: Vec<String> = r.failed_nodes.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
-        let _ = write!(
-            s,
-            "; Sets failed on {} node(s), a repair sweep follows: {}",
-            r.failed_nodes.len(),
-            names.join(", ")
-        );
-    }
-    s
-}
-
-/// A duration in the unit that reads best: `850 us`, `12.3 ms`, `4.56 s`.
-fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    if ns < 1_000_000 {
-        format!("{:.0} us", f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.1} ms", f / 1e6)
-    } else {
-        format!("{:.2} s", f / 1e9)
-    }
-}
-
-/// Logs to stderr; `RUST_LOG` selects the level (default: warnings and errors, and under JSON
-/// logging the daemon's own summaries). Colour only when stderr is a terminal (not a file, a
-/// pipe or journald).
-fn init_logging(format: LogFormat) {
-    use std::io::IsTerminal;
-    let json = matches!(format, LogFormat::Json);
-    JSON_LOGS.store(json, std::sync::atomic::Ordering::Relaxed);
-    let default = if json { "warn,ibsm::summary=info" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    let _ = match format {
-        LogFormat::Human => fmt.try_init(),
-        LogFormat::Json => fmt.event_format(ibsm::logfmt::JsonLines).try_init(),
-    };
 }

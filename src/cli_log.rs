@@ -1,10 +1,11 @@
 //! The SM's events as log lines: every warning and error with its stable `error_id`, the
 //! progress line on a terminal.
 //!
-//! Owns the mapping from [`SmEvent`] to `tracing` events for `ibsm run`; the log format itself
-//! (human or JSON lines) is set up in `cli`.
+//! Owns the mapping from [`SmEvent`] to `tracing` events for `ibsm run`, the daemon's own lines
+//! (sweep summaries, "standby", "fabric stable": text on stdout, or info events under JSON
+//! logging) and the setting up of the log format (human or JSON lines).
 
-use ibsm::core::SmEvent;
+use ibsm::core::{SmEvent, SubnetReport};
 
 /// Logs one event of the core (warnings and errors with their `error_id`).
 pub(crate) fn log_event(ev: &SmEvent) {
@@ -220,4 +221,133 @@ fn progress(phase: &str) {
         let _ = write!(err, "\r\x1b[Ksweep: {phase}...{end}");
         let _ = err.flush();
     }
+}
+
+/// Set by `--log-format json`: the daemon's own lines (sweep summaries, "standby", "fabric
+/// stable") go out as info events of target `ibsm::summary` in the log's format, not as text on
+/// stdout. One-shot commands print to stdout whatever the format.
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says one of the daemon's own lines: on stdout, or as an info event under JSON logging.
+pub(crate) fn say(line: &str) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(target: "ibsm::summary", "{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// Says a sweep's summary: the line [`summary`] makes, or under JSON logging an info event
+/// with its figures as fields.
+pub(crate) fn say_report(r: &SubnetReport, wall: std::time::Duration) {
+    if !JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", summary(r, wall));
+        return;
+    }
+    let phases: Vec<String> = r.phases.iter().map(|p| format!("{}={}", p.phase.name(), p.ns)).collect();
+    let blocked: Vec<String> = r.blocked.iter().map(|b| b.guid.to_string()).collect();
+    tracing::info!(
+        target: "ibsm::summary",
+        complete = r.complete,
+        switches = r.switches,
+        cas = r.cas,
+        end_ports = r.end_ports,
+        links = r.links,
+        lmc = r.lmc,
+        sm_lid = r.sm_lid.0,
+        routing = %r.routing_engine,
+        smps = r.smps_sent,
+        smps_retried = r.smps_retried,
+        smps_failed = r.smps_failed,
+        lft_blocks_sent = r.lft_blocks_sent,
+        lft_blocks_unchanged = r.lft_blocks_unchanged,
+        ports_active = r.ports_active,
+        ports_not_active = r.ports_not_active,
+        fabric_ns = r.total_ns,
+        wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+        phases_ns = %phases.join(" "),
+        blocked = %blocked.join(" "),
+        "{}",
+        if r.complete { "subnet up" } else { "subnet NOT up" }
+    );
+}
+
+/// One line an operator can read: what came up, how, and where the time went.
+fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "subnet {}: {} switches, {} CAs, {} end ports, {} links; LMC {}, SM LID {}; routing {}{}; \
+         {} SMPs ({} retried, {} failed), {} LFT blocks sent ({} unchanged); {} ports active, {} not; phases",
+        if r.complete { "up" } else { "NOT up" },
+        r.switches,
+        r.cas,
+        r.end_ports,
+        r.links,
+        r.lmc,
+        r.sm_lid,
+        r.routing_engine,
+        match r.routing_mode {
+            ibsm::core::lft::RouteMode::Full => String::new(),
+            ibsm::core::lft::RouteMode::Reused => " (tables of the last full route)".to_owned(),
+            ibsm::core::lft::RouteMode::Repaired { lids, .. } => format!(" (repaired: {lids} LIDs rerouted)"),
+        },
+        r.smps_sent,
+        r.smps_retried,
+        r.smps_failed,
+        r.lft_blocks_sent,
+        r.lft_blocks_unchanged,
+        r.ports_active,
+        r.ports_not_active,
+    );
+    for p in &r.phases {
+        let _ = write!(s, " {} {},", p.phase.name(), fmt_ns(p.ns));
+    }
+    let _ = write!(s, " total {} fabric time, {} wall", fmt_ns(r.total_ns), fmt_ns(wall.as_nanos() as u64));
+    if !r.blocked.is_empty() {
+        let names: Vec<String> = r.blocked.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
+        let _ = write!(
+            s,
+            "; {} node(s) did not answer, kept from the last sweep with their LIDs and routes: {}",
+            r.blocked.len(),
+            names.join(", ")
+        );
+    }
+    if !r.failed_nodes.is_empty() {
+        let names: Vec<String> = r.failed_nodes.iter().map(|b| format!("{} ({})", b.desc, b.guid)).collect();
+        let _ = write!(
+            s,
+            "; Sets failed on {} node(s), a repair sweep follows: {}",
+            r.failed_nodes.len(),
+            names.join(", ")
+        );
+    }
+    s
+}
+
+/// A duration in the unit that reads best: `850 us`, `12.3 ms`, `4.56 s`.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    let f = ns as f64;
+    if ns < 1_000_000 {
+        format!("{:.0} us", f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.1} ms", f / 1e6)
+    } else {
+        format!("{:.2} s", f / 1e9)
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` selects the level (default: warnings and errors, and under JSON
+/// logging the daemon's own summaries). Colour only when stderr is a terminal (not a file, a
+/// pipe or journald).
+pub(crate) fn init_logging(json: bool) {
+    use std::io::IsTerminal;
+    JSON_LOGS.store(json, std::sync::atomic::Ordering::Relaxed);
+    let default = if json { "warn,ibsm::summary=info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = if json { fmt.event_format(ibsm::logfmt::JsonLines).try_init() } else { fmt.try_init() };
 }
