@@ -16,7 +16,9 @@
 //!   worst number of flows on one switch egress link.
 //! * credit loops: the strongly connected components of the channel dependency graph
 //!   ([`ChannelDeps`], built from the routes [`CdgTraffic`] selects, searched with petgraph),
-//!   how many are cyclic and how many channels they hold ([`CdgStats`]), with one example cycle.
+//!   how many are cyclic and how many channels they hold ([`CdgStats`]), with one example cycle;
+//!   when the data-plane graph has one, whether the traffic between CAs alone has one too
+//!   ([`CheckReport::credit_loops_between_cas`], [`CheckReport::is_sound`]).
 //! * connectivity: the connected components of the cabling ([`crate::components`]).
 //!
 //! Guarantees: never panics, whatever the view and tables (tables may be missing, short, point at
@@ -113,6 +115,11 @@ pub struct CheckReport {
     pub shifts: Option<ShiftStats>,
     /// Credit loops, if computed.
     pub credit_loops: CreditLoops,
+    /// When the data-plane graph ([`CdgTraffic::DataPlane`]) has a loop: the verdict for the
+    /// traffic between CAs alone ([`CdgTraffic::CaToCa`]). [`CreditLoops::None`] there means every
+    /// loop needs the management traffic of switches (requests to their management ports and
+    /// their answers): see [`CheckReport::is_sound`]. Otherwise [`CreditLoops::NotChecked`].
+    pub credit_loops_between_cas: CreditLoops,
     /// Figures of the channel dependency graph, if credit loops were computed.
     pub cdg: Option<CdgStats>,
     /// Connected components of the cabling (switches and CAs as nodes): 1 for a connected
@@ -125,9 +132,36 @@ pub struct CheckReport {
 impl CheckReport {
     /// Every CA pair and every switch-to-LID route reachable, and no credit loop found.
     pub fn is_clean(&self) -> bool {
-        self.reachable == self.pairs
-            && self.switch_reachable == self.switch_pairs
-            && !matches!(self.credit_loops, CreditLoops::Found(_))
+        self.is_reachable() && !matches!(self.credit_loops, CreditLoops::Found(_))
+    }
+
+    /// Every CA pair and every switch-to-LID route reachable, and no credit loop in the traffic
+    /// between CAs: the data plane's loops, if any, all need the management traffic of switches.
+    ///
+    /// That is what a fat tree routed with one VL can promise once it is degraded: a switch cut
+    /// off from part of the tree (a spine that lost its cable into a pod, and the spines and
+    /// aggregation switches of its column with it) can only reach that part, and be reached from
+    /// it, down and then up again; and routes that keep the CAs' traffic up-then-down cannot also
+    /// keep both directions of those valleys out of every cycle. Such a loop can stall only while
+    /// management packets (performance or vendor MADs to or from those switches; SMPs use VL15,
+    /// which has no credits) sit at the head of full queues all around it, and the switches'
+    /// head-of-queue lifetime discards them. `updn` routes the same fabric with none at all.
+    pub fn is_sound(&self) -> bool {
+        self.is_reachable()
+            && match self.credit_loops {
+                CreditLoops::Found(_) => self.credit_loops_between_cas == CreditLoops::None,
+                _ => true,
+            }
+    }
+
+    /// Every CA pair and every switch-to-LID route reachable.
+    fn is_reachable(&self) -> bool {
+        self.reachable == self.pairs && self.switch_reachable == self.switch_pairs
+    }
+
+    /// The data plane has credit loops and every one of them needs switch management traffic.
+    pub fn loops_need_management_traffic(&self) -> bool {
+        matches!(self.credit_loops, CreditLoops::Found(_)) && self.credit_loops_between_cas == CreditLoops::None
     }
 }
 
@@ -145,6 +179,9 @@ pub fn check_with(view: &FabricView, routes: &Routes, opts: &CheckOptions) -> Ch
     }
     if opts.credit_loops {
         let (loops, stats) = cdg::credit_loops(&fabric, opts.cdg_traffic);
+        if opts.cdg_traffic == CdgTraffic::DataPlane && matches!(loops, CreditLoops::Found(_)) {
+            report.credit_loops_between_cas = cdg::credit_loops(&fabric, CdgTraffic::CaToCa).0;
+        }
         report.credit_loops = loops;
         report.cdg = Some(stats);
     }

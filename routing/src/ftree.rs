@@ -212,9 +212,84 @@ impl FatTree {
         // Fresh tables fault their pages in on first touch: on all cores.
         let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::default()).collect();
         par::for_chunks(&mut tables, 64, |_, chunk| chunk.fill_with(|| Lft::unrouted(idx.top)));
-        route_cas(view, &idx, &tree, &mut tables)?;
-        route_switches(&idx, &tree, &mut tables);
+        let tops = valley::Tops::new(&tree);
+        let valleys = route_cas(view, &idx, &tree, &tops, &mut tables)?;
+        route_switches(&idx, &tree, &valley::Valleys::new(&tree, &tops, &valleys), &mut tables);
         Ok(Routes::from_tables(tables))
+    }
+}
+
+/// Up/down labels towards switch `t` into `lab`: `DOWN | d` for `t` and its ancestors (a pure
+/// down path of `d` hops), `v` for a shortest up-then-down path of `v` hops, else [`FAR`].
+/// `pair(x, port)` hears each ancestor's down ports towards `t` (in breadth-first order) and each
+/// other switch's shortest up ports, unless all its up links are shortest: then `all_up(x)`.
+fn label(
+    tree: &Tree,
+    t: usize,
+    lab: &mut Vec<u32>,
+    queue: &mut Vec<u32>,
+    mut pair: impl FnMut(u32, PortNum),
+    mut all_up: impl FnMut(usize),
+) {
+    lab.clear();
+    lab.resize(tree.len(), FAR);
+    queue.clear();
+    if t >= tree.len() || tree.level[t] == FAR {
+        return;
+    }
+    // Ancestors, breadth-first up from `t`; each records the links it can go down.
+    lab[t] = DOWN;
+    queue.push(t as u32);
+    let mut head = 0;
+    while let Some(&y) = queue.get(head) {
+        head += 1;
+        let d = lab[y as usize] + 1;
+        for l in tree.up.of(y as usize) {
+            let x = l.n as usize;
+            if lab[x] == FAR {
+                lab[x] = d;
+                queue.push(l.n);
+            }
+            if lab[x] == d {
+                pair(l.n, l.rport);
+            }
+        }
+    }
+    // Everything else, top level first: up to the nearest of its up neighbours.
+    for &x in &tree.by_level {
+        let x = x as usize;
+        if lab[x] != FAR {
+            continue;
+        }
+        let ups = tree.up.of(x);
+        // The nearest up neighbours' distance, and how many up neighbours are that near.
+        let (mut min, mut near) = (FAR, 0);
+        for l in ups {
+            let v = lab[l.n as usize];
+            if v == FAR {
+                continue;
+            }
+            let v = value(v);
+            if v < min {
+                (min, near) = (v, 1);
+            } else if v == min {
+                near += 1;
+            }
+        }
+        if near == 0 {
+            continue;
+        }
+        lab[x] = min + 1;
+        if near == ups.len() {
+            all_up(x);
+        } else {
+            for l in ups {
+                let v = lab[l.n as usize];
+                if v != FAR && value(v) == min {
+                    pair(x as u32, l.port);
+                }
+            }
+        }
     }
 }
 
@@ -232,76 +307,25 @@ struct LeafPlan {
     span: Vec<(u32, u32)>,
     hops: Vec<PortNum>,
     pairs: Vec<(u32, PortNum)>,
+    /// The valley switch of the switches cut off from this leaf, if one was chosen
+    /// ([`valley::Strand::routes`]).
+    valley: Option<u32>,
 }
 
 impl LeafPlan {
-    fn build(&mut self, tree: &Tree, leaf: usize, queue: &mut Vec<u32>, strand: &mut Vec<(u32, PortNum)>) {
+    fn build(&mut self, tree: &Tree, leaf: usize, queue: &mut Vec<u32>, strand: &mut valley::Strand<'_>) {
         let n = tree.len();
-        let lab = &mut self.lab;
-        lab.clear();
-        lab.resize(n, FAR);
         self.span.clear();
         self.span.resize(n, (0, 0));
         self.pairs.clear();
-        queue.clear();
-        if leaf >= n || tree.level[leaf] == FAR {
+        let (span, pairs) = (&mut self.span, &mut self.pairs);
+        label(tree, leaf, &mut self.lab, queue, |x, p| pairs.push((x, p)), |x| span[x].1 = ALL_UP);
+        if self.lab.get(leaf).is_none_or(|&l| l == FAR) {
             return;
         }
-        // Ancestors, breadth-first up from the leaf; each records the links it can go down.
-        lab[leaf] = DOWN;
-        queue.push(leaf as u32);
-        let mut head = 0;
-        while let Some(&y) = queue.get(head) {
-            head += 1;
-            let d = lab[y as usize] + 1;
-            for l in tree.up.of(y as usize) {
-                let x = l.n as usize;
-                if lab[x] == FAR {
-                    lab[x] = d;
-                    queue.push(l.n);
-                }
-                if lab[x] == d {
-                    self.pairs.push((l.n, l.rport));
-                }
-            }
-        }
-        // Everything else, top level first: up to the nearest of its up neighbours.
-        for &x in &tree.by_level {
-            let x = x as usize;
-            if lab[x] != FAR {
-                continue;
-            }
-            let ups = tree.up.of(x);
-            // The nearest up neighbours' distance, and how many up neighbours are that near.
-            let (mut min, mut near) = (FAR, 0);
-            for l in ups {
-                let v = lab[l.n as usize];
-                if v == FAR {
-                    continue;
-                }
-                let v = value(v);
-                if v < min {
-                    (min, near) = (v, 1);
-                } else if v == min {
-                    near += 1;
-                }
-            }
-            if near == 0 {
-                continue;
-            }
-            lab[x] = min + 1;
-            let best = |l: &&Link| {
-                let v = lab[l.n as usize];
-                v != FAR && value(v) == min
-            };
-            if near == ups.len() {
-                self.span[x].1 = ALL_UP;
-            } else {
-                self.pairs.extend(ups.iter().filter(best).map(|l| (x as u32, l.port)));
-            }
-        }
-        stranded(tree, leaf, lab, strand);
-        self.pairs.extend_from_slice(strand);
+        let lab = &self.lab;
+        self.valley = strand.routes(tree, leaf, lab);
+        self.pairs.extend_from_slice(&strand.out);
         // Counting sort of the pairs by switch, keeping their order.
         for &(x, _) in &self.pairs {
             let sp = &mut self.span[x as usize];
@@ -351,7 +375,13 @@ impl LeafPlan {
 /// The result does not depend on the batch boundaries: the chains depend only on earlier chains,
 /// a switch's step 3 only on its own earlier choices, and each LID is written by its own leaf's
 /// steps only.
-fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) -> Result<(), NotFatTree> {
+fn route_cas(
+    view: &FabricView,
+    idx: &Indexed,
+    tree: &Tree,
+    tops: &valley::Tops,
+    tables: &mut [Lft],
+) -> Result<Vec<Option<u32>>, NotFatTree> {
     const BATCH: usize = 64;
     /// Bytes of LID-major scratch per batch (a batch has at least one leaf, whatever its size).
     const SCRATCH: usize = 16 << 20;
@@ -384,6 +414,7 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
         .zip(&view.switches)
         .map(|(t, sw)| Slot { table: std::mem::take(t), load: vec![0; sw.ports.len().max(1)], block: Vec::new() })
         .collect();
+    let mut valleys = vec![None; n];
     let mut rest = &leaf_order[..];
     while !rest.is_empty() {
         let mut take = 0;
@@ -403,12 +434,13 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
         let plans = &mut plans[..batch.len()];
         par::for_chunks(plans, 2, |off, chunk| {
             let mut queue = Vec::new();
-            let mut strand = Vec::new();
+            let mut strand = valley::Strand::new(tops);
             for (i, plan) in chunk.iter_mut().enumerate() {
                 plan.build(tree, batch[off + i], &mut queue, &mut strand);
             }
         });
         for (&leaf, plan) in batch.iter().zip(plans.iter()) {
+            valleys[leaf] = plan.valley;
             if let Some(&bad) = leaves.iter().find(|&&x| tree.comp[x] == tree.comp[leaf] && plan.lab[x] == FAR) {
                 for (t, slot) in tables.iter_mut().zip(slots.iter_mut()) {
                     *t = std::mem::take(&mut slot.table);
@@ -436,7 +468,7 @@ fn route_cas(view: &FabricView, idx: &Indexed, tree: &Tree, tables: &mut [Lft]) 
     for (t, slot) in tables.iter_mut().zip(slots) {
         *t = slot.table;
     }
-    Ok(())
+    Ok(valleys)
 }
 
 /// One batch of leaves with their plans, for steps 2 and 3.
@@ -655,9 +687,11 @@ impl Slot {
     }
 }
 
-/// LIDs of switches without CAs: shortest paths (a breadth-first tree from the switch over every
-/// link), as OpenSM's ftree does. On a complete tree every shortest path is an up/down path.
-fn route_switches(idx: &Indexed, tree: &Tree, tables: &mut [Lft]) {
+/// LIDs of switches without CAs: shortest paths, as OpenSM's ftree routes them (on a complete
+/// tree every shortest path from a leaf is an up/down path); when some leaf is cut off from some
+/// switch, up/down paths wherever they exist, and the leaves cut off from the switch through their
+/// valley switch ([`valley::switch_column`], [`valley::Valleys::reroute`]).
+fn route_switches(idx: &Indexed, tree: &Tree, valleys: &valley::Valleys, tables: &mut [Lft]) {
     const BATCH: usize = 256;
     let n = tree.len();
     let targets: Vec<&Dest> = idx.dests.iter().filter(|d| d.ca.is_none() && idx.hosts_at[d.attach] == 0).collect();
@@ -665,9 +699,13 @@ fn route_switches(idx: &Indexed, tree: &Tree, tables: &mut [Lft]) {
     for batch in targets.chunks(BATCH) {
         let cols = &mut cols[..batch.len()];
         par::for_chunks(cols, 8, |off, chunk| {
-            let mut queue = Vec::new();
+            let (mut queue, mut lab, mut out, mut path) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for (i, col) in chunk.iter_mut().enumerate() {
-                bfs_column(tree, batch[off + i].attach, &mut queue, col);
+                let t = batch[off + i].attach;
+                valley::switch_column(tree, t, valleys.cut, (&mut lab, &mut queue, &mut out), col);
+                if !valleys.is_empty() {
+                    valleys.reroute(tree, &lab, col, &mut path);
+                }
             }
         });
         // Switch after switch, so that each table is written in one place at a time.
@@ -752,6 +790,7 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
 }
 
 mod repair;
+mod valley;
 pub use repair::Repaired;
 
 #[cfg(test)]

@@ -205,6 +205,13 @@ pub struct JsonCheck {
     pub shifts: Option<JsonShifts>,
     /// `"not-checked"`, `"none"`, or `"found"` with one example cycle.
     pub credit_loops: String,
+    /// When `credit_loops` is `"found"` in the data-plane graph: the verdict for the traffic
+    /// between CAs alone (`"none"`: every loop needs switch management traffic); else
+    /// `"not-checked"`.
+    pub credit_loops_between_cas: String,
+    /// `true` when every pair is reachable and no credit loop needs traffic between CAs alone
+    /// (the exit status of `routes check`).
+    pub sound: bool,
     /// One example cycle: `[switch GUID, egress port]` per channel.
     pub credit_loop_example: Vec<(String, u8)>,
     /// The first failing pairs, as text.
@@ -262,10 +269,14 @@ pub struct JsonShifts {
 /// The check report as JSON ([`JsonCheck`]).
 pub fn check_json(r: &ibsm_routing::check::CheckReport, engine: &str) -> String {
     use ibsm_routing::check::CreditLoops;
-    let (loops, example) = match &r.credit_loops {
-        CreditLoops::NotChecked => ("not-checked", Vec::new()),
-        CreditLoops::None => ("none", Vec::new()),
-        CreditLoops::Found(c) => ("found", c.iter().map(|ch| (ch.switch.to_string(), ch.port.0)).collect()),
+    let name = |l: &CreditLoops| match l {
+        CreditLoops::NotChecked => "not-checked",
+        CreditLoops::None => "none",
+        CreditLoops::Found(_) => "found",
+    };
+    let example = match &r.credit_loops {
+        CreditLoops::Found(c) => c.iter().map(|ch| (ch.switch.to_string(), ch.port.0)).collect(),
+        _ => Vec::new(),
     };
     let doc = JsonCheck {
         version: 1,
@@ -291,7 +302,9 @@ pub fn check_json(r: &ibsm_routing::check::CheckReport, engine: &str) -> String 
             worst: s.worst,
             contended: s.contended_shifts,
         }),
-        credit_loops: loops.to_owned(),
+        credit_loops: name(&r.credit_loops).to_owned(),
+        credit_loops_between_cas: name(&r.credit_loops_between_cas).to_owned(),
+        sound: r.is_sound(),
         credit_loop_example: example,
         failures: r.failures.iter().map(|f| format!("{f:?}")).collect(),
     };

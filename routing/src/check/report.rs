@@ -205,7 +205,11 @@ impl fmt::Display for CheckReport {
                 writeln!(f)?;
             }
             CreditLoops::Found(cycle) => {
-                write!(f, "credit loops        FOUND")?;
+                if self.loops_need_management_traffic() {
+                    write!(f, "credit loops        none between CAs; in switch management traffic only: FOUND")?;
+                } else {
+                    write!(f, "credit loops        FOUND")?;
+                }
                 if let Some(g) = &self.cdg {
                     write!(
                         f,
@@ -216,6 +220,20 @@ impl fmt::Display for CheckReport {
                 writeln!(f, ", a cycle of {} channels:", cycle.len())?;
                 for c in cycle {
                     writeln!(f, "                    {c}")?;
+                }
+                if self.loops_need_management_traffic() {
+                    writeln!(
+                        f,
+                        "note                every loop needs packets to or from switches cut off from part of"
+                    )?;
+                    writeln!(
+                        f,
+                        "                    the tree (routed down then up); the switches' head-of-queue lifetime"
+                    )?;
+                    writeln!(
+                        f,
+                        "                    ends a stall, and `--engine updn` routes this fabric without any"
+                    )?;
                 }
             }
         }

@@ -151,6 +151,7 @@ pub(super) fn walk_all(f: &Fabric<'_>, opts: &CheckOptions) -> CheckReport {
         link_loads: Vec::new(),
         shifts: None,
         credit_loops: CreditLoops::NotChecked,
+        credit_loops_between_cas: CreditLoops::NotChecked,
         cdg: None,
         components: 0,
         component_sizes: Vec::new(),

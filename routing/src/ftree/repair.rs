@@ -7,15 +7,18 @@
 //! switches whose path crossed it: those that sent the LID over a lost port, and, going back,
 //! every switch that sent it to one of those. Each of them takes, among its shortest up/down next
 //! hops towards the destination leaf (the engine's own candidates, from up/down labels on the
-//! new fabric, computed only as far as needed), the one its table uses least. Every new entry
-//! goes strictly closer to the destination along an up/down path, and every untouched switch
-//! keeps a path that never meets a changed one, so the repaired tables have no loop and no
-//! credit loop between CAs, and cross no lost cable. Switch LIDs of non-leaf switches follow
-//! shortest paths, as in a full route. The work is proportional to the damage, not to the
-//! fabric.
+//! new fabric, computed only as far as needed), the one its table uses least; a switch cut off
+//! from the leaf takes the route a full route gives it, through the leaf's valley switch
+//! ([`super::valley`], computed for every cut-off leaf of the new fabric). Every new entry goes
+//! strictly closer to the destination along an up/down path (or along the cut-off route into
+//! the switches that have one), and every untouched switch keeps a path that never meets a
+//! changed one, so the repaired tables have no loop and no credit loop between CAs, and cross no
+//! lost cable. A non-leaf switch's LID whose routes crossed a lost cable is routed again as in a
+//! full route (one labelling: its whole column). The work is proportional to the damage, not to
+//! the fabric.
 //!
 //! Two passes: the first finds, on the tables as they are, which switches must choose for each
-//! LID and among which ports, and where switch LIDs reattach (a LID's repair reads and writes
+//! LID and among which ports, and the new columns of switch LIDs (a LID's repair reads and writes
 //! only that LID's entries, so one destination switch's LIDs at a time run on all cores); then
 //! the tables of the switches that choose are copied and their entries counted per port on all
 //! cores; the second pass applies it all in LID order, each switch's loads as its table stood
@@ -31,6 +34,7 @@ use std::sync::Arc;
 
 use ibsm_mad::{Guid, PortNum};
 
+use super::valley::{Tops, Valleys, switch_column};
 use super::{DOWN, FatTree, FtreeError, Tree, value};
 use crate::graph::{FAR, Indexed};
 use crate::{FabricView, Lft, NodeId, Routes, par};
@@ -257,8 +261,8 @@ impl Labels {
 enum Step {
     /// A CA LID (or a leaf's own): `choices[range]` of its run must pick a new next hop.
     Choose(usize, std::ops::Range<usize>),
-    /// A non-leaf switch's LID: its bad switches reattach, `sets[range]` of its run.
-    Reattach(usize, std::ops::Range<usize>),
+    /// A non-leaf switch's LID, routed again: the entries that change, `sets[range]` of its run.
+    Reroute(usize, std::ops::Range<usize>),
 }
 
 /// A switch that must pick a new next hop for a LID, among `ports[hops]` of its run.
@@ -269,8 +273,15 @@ struct Choice {
 
 /// What the first pass needs to read: the view's index and tree, the tables, the lost ports,
 /// the owner of each LID and the affected (destination switch, LID) pairs.
-type Shared<'a> =
-    (&'a Indexed, &'a Tree, &'a [Arc<Lft>], &'a [(usize, PortNum)], &'a [Option<usize>], &'a [(usize, usize)]);
+type Shared<'a> = (
+    &'a Indexed,
+    &'a Tree,
+    &'a [Arc<Lft>],
+    &'a [(usize, PortNum)],
+    &'a [Option<usize>],
+    &'a [(usize, usize)],
+    &'a Valleys,
+);
 
 /// The affected LIDs of one destination switch (`affected[lids]`), and what the first pass
 /// found for them.
@@ -280,15 +291,20 @@ struct Run {
     steps: Vec<Step>,
     choices: Vec<Choice>,
     ports: Vec<PortNum>,
-    /// Reattachments: switch, new port.
+    /// Switch LIDs routed again: switch, new port.
     sets: Vec<(usize, PortNum)>,
+    /// Scratch of a switch LID's column.
+    column: Column,
 }
+
+/// Scratch of a switch LID's column: labels, queue, next hops, the column, a path.
+type Column = (Vec<u32>, Vec<u32>, Vec<(u32, PortNum)>, Vec<PortNum>, Vec<(u32, PortNum)>);
 
 impl Run {
     /// The first pass over this run's LIDs, on the tables as they are.
     fn find(
         &mut self,
-        (idx, tree, tables, lost, owner, affected): Shared<'_>,
+        (idx, tree, tables, lost, owner, affected, valleys): Shared<'_>,
         labels: &mut Labels,
         (bad, is_bad, hops): &mut (Vec<usize>, Vec<bool>, Vec<PortNum>),
     ) {
@@ -296,19 +312,37 @@ impl Run {
             let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
             let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
             find_bad(idx, tables, lost, lid, bad, is_bad);
-            if !leafy {
-                let first = self.sets.len();
-                reattach(idx, tables, lid, bad, is_bad, &mut self.sets);
-                self.steps.push(Step::Reattach(lid, first..self.sets.len()));
-                continue;
-            }
             for &x in bad.iter() {
                 is_bad[x] = false;
             }
+            if !leafy {
+                let first = self.sets.len();
+                if !bad.is_empty() {
+                    // Routed again from scratch, as a full route would: one labelling.
+                    let (lab, queue, out, col, path) = &mut self.column;
+                    switch_column(tree, d.attach, valleys.cut, (lab, queue, out), col);
+                    valleys.reroute(tree, lab, col, path);
+                    for (x, &p) in col.iter().enumerate() {
+                        if tables.get(x).and_then(|t| t.ports.get(lid)).is_some_and(|&was| was != p) {
+                            self.sets.push((x, p));
+                        }
+                    }
+                }
+                self.steps.push(Step::Reroute(lid, first..self.sets.len()));
+                continue;
+            }
             labels.reset(tree, d.attach);
+            let strand = valleys.strand_of(d.attach);
             let first = self.choices.len();
             for &x in bad.iter() {
                 labels.next_hops(tree, x, hops);
+                if let Some(routes) = strand
+                    && labels.of(tree, x) == FAR
+                {
+                    // Cut off from the leaf: the route a full route gives it ([`Valleys`]).
+                    hops.clear();
+                    hops.extend(routes.iter().filter(|r| r.0 as usize == x).map(|r| r.1));
+                }
                 // A switch that only sent the LID towards a repaired one keeps its port when
                 // that is still a shortest up/down next hop.
                 if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
@@ -359,7 +393,7 @@ fn repair_lost(
     affected.sort_unstable();
     affected.dedup();
     // First pass, on the tables as they are: which switches must choose a new next hop for
-    // which LID, and among which ports, and where the switch LIDs reattach. A LID's repair reads
+    // which LID, and among which ports, and the new columns of switch LIDs. A LID's repair reads
     // and writes only that LID's entries, so this does not depend on the LIDs before it (only
     // the port loads do, and they are kept in the second pass): one destination switch's LIDs
     // at a time, on all cores.
@@ -370,7 +404,9 @@ fn repair_lost(
             _ => runs.push(Run { lids: i..i + 1, ..Run::default() }),
         }
     }
-    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..]);
+    let tops = Tops::new(&tree);
+    let valleys = Valleys::compute(&tree, &tops);
+    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..], &valleys);
     par::for_chunks(&mut runs, 4, |_, chunk| {
         let mut labels = Labels::new(n);
         let mut scratch = (Vec::new(), vec![false; n], Vec::new());
@@ -391,7 +427,7 @@ fn repair_lost(
     for run in &runs {
         for step in &run.steps {
             match *step {
-                Step::Reattach(lid, ref range) => {
+                Step::Reroute(lid, ref range) => {
                     for &(x, p) in run.sets.get(range.clone()).unwrap_or(&[]) {
                         entries += usize::from(work.set(x, lid, p));
                     }
@@ -504,61 +540,6 @@ fn find_bad(
                 is_bad[y] = true;
                 bad.push(y);
             }
-        }
-    }
-}
-
-/// A non-leaf switch's LID: the `bad` switches reattach to switches whose paths are intact or
-/// already repaired. One whose old next hop is (or becomes) repaired keeps its port; when none
-/// can, the first bad switch (nearest the lost cable) with a repaired or intact neighbour takes
-/// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
-/// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
-/// its links, plus a scan of it per reattachment. Reads the tables only: the new entries go to
-/// `sets`, in order. Clears the flags.
-fn reattach(
-    idx: &Indexed,
-    tables: &[Arc<Lft>],
-    lid: usize,
-    bad: &[usize],
-    is_bad: &mut [bool],
-    sets: &mut Vec<(usize, PortNum)>,
-) {
-    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
-    let mut queue = Vec::new();
-    for &x in bad {
-        let was = entry(tables, x);
-        if idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]) {
-            queue.push(x);
-        }
-    }
-    for &x in &queue {
-        is_bad[x] = false;
-    }
-    loop {
-        // Switches that send the LID to a repaired one are repaired as they are.
-        while let Some(z) = queue.pop() {
-            for &(_, y, rport) in idx.graph.links(z) {
-                if is_bad[y] && entry(tables, y) == Some(rport) {
-                    is_bad[y] = false;
-                    queue.push(y);
-                }
-            }
-        }
-        let next = bad.iter().find_map(|&x| {
-            if !is_bad[x] {
-                return None;
-            }
-            idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (x, l.0))
-        });
-        let Some((x, p)) = next else { break };
-        is_bad[x] = false;
-        sets.push((x, p));
-        queue.push(x);
-    }
-    for &x in bad {
-        if is_bad[x] {
-            is_bad[x] = false;
-            sets.push((x, Lft::UNROUTED));
         }
     }
 }

@@ -118,3 +118,29 @@ fn oversubscribed_leaf_shares_uplinks_evenly() {
     assert_eq!(rep.reachable, rep.pairs);
     assert_eq!(rep.shifts.unwrap().worst, 2, "{rep}");
 }
+
+#[test]
+fn a_spine_cut_off_from_a_leaf_answers_it_through_one_valley_switch() {
+    // Leaf 0 lost its cable to spine 1: spine 1 reaches leaf 0's hosts only down and up again.
+    let v = two_level(2, 3, &[vec![0, 2], vec![0, 1, 2], vec![0, 1, 2], vec![0, 1, 2]]);
+    let idx = Indexed::new(&v).unwrap();
+    let tree = Tree::new(&v, &idx).unwrap();
+    let tops = valley::Tops::new(&tree);
+    let spine1 = 5;
+    assert!(!tops.meet(0, spine1) && tops.meet(1, spine1) && tops.meet(0, 1));
+    assert!(tops.cut_off(&tree, 0) && !tops.cut_off(&tree, 1), "only leaf 0 is cut off");
+    let r = FatTree.route(&v).unwrap();
+    // Spine 1 answers leaf 0's hosts (LIDs 8, 9) down to leaf 1, the valley switch (its port 2),
+    // and leaf 0 reaches spine 1 (LID 6) through leaf 1 too: up to a spine, down to leaf 1.
+    for lid in [8, 9] {
+        assert_eq!(r.tables[spine1].port_for(Lid(lid)), Some(PortNum(2)), "LID {lid}");
+    }
+    let up = r.tables[0].port_for(Lid(6)).unwrap();
+    let spine = match v.switches[0].ports[usize::from(up.0)].unwrap().node {
+        NodeId::Switch(s) => s,
+        NodeId::Ca(_) => panic!("leaf 0 sends spine 1's LID to a CA"),
+    };
+    assert_eq!(r.tables[spine].port_for(Lid(6)).map(|p| p.0), Some(1 + 1), "down to leaf 1 from spine {spine}");
+    let rep = check(&v, &r);
+    assert!(rep.is_clean(), "the whole data plane is free of credit loops: {rep}");
+}

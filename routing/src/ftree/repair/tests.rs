@@ -11,6 +11,7 @@ use ibsm_topology::NodeKind;
 use ibsm_topology::generators::{FatTree as Gen, GenSpec};
 
 use super::{Labels, Repaired, find_bad, lost_cables};
+use crate::ftree::valley::{Tops, Valleys, switch_column};
 use crate::ftree::{FatTree, FtreeError, Tree};
 use crate::graph::Indexed;
 use crate::{CaPortView, CaView, Engine, FabricView, Lft, Neighbor, NodeId, Routes, SwitchView};
@@ -66,6 +67,8 @@ fn reference(
     // By destination switch, so that each leaf is labelled once.
     affected.sort_unstable();
     affected.dedup();
+    let tops = Tops::new(&tree);
+    let valleys = Valleys::compute(&tree, &tops);
     let mut labels = Labels::new(n);
     let mut loads: HashMap<usize, Vec<u32>> = HashMap::new();
     let (mut bad, mut is_bad, mut hops) = (Vec::new(), vec![false; n], Vec::new());
@@ -74,14 +77,29 @@ fn reference(
         let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
         let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
         find_bad(&idx, &tables, &lost, lid, &mut bad, &mut is_bad);
+        for &x in &bad {
+            is_bad[x] = false;
+        }
         if !leafy {
-            entries += reattach_ref(&idx, &mut tables, lid, &bad, &mut is_bad);
+            // Routed again from scratch, the whole column.
+            let (mut lab, mut queue, mut out, mut col, mut path) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            switch_column(&tree, d.attach, valleys.cut, (&mut lab, &mut queue, &mut out), &mut col);
+            valleys.reroute(&tree, &lab, &mut col, &mut path);
+            for (x, &p) in col.iter().enumerate() {
+                entries += usize::from(set(&mut tables, x, lid, p));
+            }
             continue;
         }
         labels.reset(&tree, d.attach);
         for &x in &bad {
-            is_bad[x] = false;
             labels.next_hops(&tree, x, &mut hops);
+            if let Some(routes) = valleys.strand_of(d.attach)
+                && labels.of(&tree, x) == crate::graph::FAR
+            {
+                hops.clear();
+                hops.extend(routes.iter().filter(|r| r.0 as usize == x).map(|r| r.1));
+            }
             // A switch that only sent the LID towards a repaired one keeps its port when that is
             // still a shortest up/down next hop.
             if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
@@ -111,53 +129,6 @@ fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
         *e = port;
     }
     true
-}
-
-fn reattach_ref(idx: &Indexed, tables: &mut [Arc<Lft>], lid: usize, bad: &[usize], is_bad: &mut [bool]) -> usize {
-    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
-    let mut changed = 0;
-    let mut queue = Vec::new();
-    for &x in bad {
-        let was = entry(tables, x);
-        if idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]) {
-            queue.push(x);
-        }
-    }
-    for &x in &queue {
-        is_bad[x] = false;
-    }
-    loop {
-        // Switches that send the LID to a repaired one are repaired as they are.
-        while let Some(z) = queue.pop() {
-            for &(_, y, rport) in idx.graph.links(z) {
-                if is_bad[y] && entry(tables, y) == Some(rport) {
-                    is_bad[y] = false;
-                    queue.push(y);
-                }
-            }
-        }
-        let next = bad.iter().find_map(|&x| {
-            if !is_bad[x] {
-                return None;
-            }
-            idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (x, l.0))
-        });
-        let Some((x, p)) = next else { break };
-        is_bad[x] = false;
-        if set(tables, x, lid, p) {
-            changed += 1;
-        }
-        queue.push(x);
-    }
-    for &x in bad {
-        if is_bad[x] {
-            is_bad[x] = false;
-            if set(tables, x, lid, Lft::UNROUTED) {
-                changed += 1;
-            }
-        }
-    }
-    changed
 }
 
 /// The view of generated fabric `spec`, LIDs in order (switches, then CA ports), each aligned

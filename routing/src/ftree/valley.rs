@@ -1,0 +1,330 @@
+//! Where the valleys of a degraded fat tree go.
+//!
+//! A switch cut off from a leaf's subtree (no up-then-down path to it: a spine that lost its
+//! cable into a pod, and in a k-ary tree every switch of that spine's column above the pod) can
+//! reach that leaf only down and then up again, a *valley*; and so can the leaf reach it, for the
+//! CAs' requests to its management port. Each valley is a down-to-up turn, and two valleys in
+//! different places, with the CAs' own up-then-down routes between them, close a credit loop.
+//!
+//! Owns the choice of one *valley switch* `V` per cut-off leaf `L` ([`Strand::routes`]): a
+//! switch with an up/down path to `L`, next to one without, that has an up/down path to every
+//! switch cut off from `L` (the nearest to `L` that does, ties by index: a sibling leaf when a
+//! leaf cable is lost, a switch of the next pod when a spine loses its cable into a pod). Every
+//! switch cut off from `L` routes `L`'s LIDs to `V` along shortest up/down paths through
+//! switches cut off from `L` too, and `V` routes them on to `L` like any other switch; the LIDs
+//! of the switches cut off from `L` are routed from `L` the same way in reverse
+//! ([`Valleys::reroute`]): up/down to `V` through switches cut off from the destination, then on
+//! from `V`. So every valley of `L`'s traffic turns at `V`, in both directions. With one cut-off
+//! leaf (or several sharing their cut), no credit loop forms: leaving `V` upwards, a route comes
+//! back down into `V` only through another valley, and there is none elsewhere. With several
+//! cuts their valleys can still close a loop between them; `routes check` reports those (they
+//! need switch management traffic only).
+//!
+//! When no candidate qualifies (or a cut-off switch has no such path), the old rule stays: a
+//! breadth-first route into the switches that have an up/down path ([`super::stranded`]).
+
+use ibsm_mad::PortNum;
+
+use super::{DOWN, Tree, label, stranded, value};
+use crate::graph::FAR;
+
+/// Candidate valley leaves tried per cut-off leaf.
+const CANDIDATES: usize = 8;
+
+/// Per switch, the set of top switches (switches with no up link) it reaches going up. Two
+/// switches have an up-then-down path between them exactly when their sets meet: going up from
+/// a common ancestor always ends at a common top switch.
+pub(super) struct Tops {
+    words: usize,
+    bits: Vec<u64>,
+    /// Per component of the switch graph, its top switches.
+    comp_bits: Vec<u64>,
+}
+
+impl Tops {
+    pub(super) fn new(tree: &Tree) -> Tops {
+        let n = tree.len();
+        let tops: Vec<u32> = tree.by_level.iter().copied().filter(|&x| tree.up.of(x as usize).is_empty()).collect();
+        let words = tops.len().div_ceil(64).max(1);
+        let mut bits = vec![0u64; n * words];
+        for (i, &x) in tops.iter().enumerate() {
+            bits[x as usize * words + i / 64] |= 1 << (i % 64);
+        }
+        // Highest level first: a switch's up neighbours are done before it.
+        for &x in &tree.by_level {
+            let x = x as usize;
+            for l in tree.up.of(x) {
+                let u = l.n as usize;
+                for w in 0..words {
+                    let b = bits[u * words + w];
+                    bits[x * words + w] |= b;
+                }
+            }
+        }
+        let ncomp = tree.comp.iter().copied().max().map_or(0, |c| c + 1);
+        let mut comp_bits = vec![0u64; ncomp * words];
+        for (i, &x) in tops.iter().enumerate() {
+            comp_bits[tree.comp[x as usize] * words + i / 64] |= 1 << (i % 64);
+        }
+        Tops { words, bits, comp_bits }
+    }
+
+    /// Some switch of `x`'s component has no up-then-down path to `x`: `x` does not reach
+    /// every top switch of its component going up (a top switch outside its set is one).
+    pub(super) fn cut_off(&self, tree: &Tree, x: usize) -> bool {
+        let w = self.words;
+        let Some(&c) = tree.comp.get(x) else { return false };
+        match (self.bits.get(x * w..(x + 1) * w), self.comp_bits.get(c * w..(c + 1) * w)) {
+            (Some(mine), Some(all)) => mine != all,
+            _ => false,
+        }
+    }
+
+    /// An up-then-down path joins `first` and `second`.
+    pub(super) fn meet(&self, first: usize, second: usize) -> bool {
+        let words = self.words;
+        let set = |x: usize| self.bits.get(x * words..(x + 1) * words);
+        match (set(first), set(second)) {
+            (Some(mine), Some(theirs)) => mine.iter().zip(theirs).any(|(p, q)| p & q != 0),
+            _ => false,
+        }
+    }
+}
+
+/// Switch `x`'s shortest up/down next hops towards the switch `lab` labels, that `ok` accepts:
+/// `(port, neighbour)` into `out`.
+fn hops(tree: &Tree, lab: &[u32], x: usize, ok: impl Fn(usize) -> bool, out: &mut Vec<(PortNum, u32)>) {
+    out.clear();
+    let lx = lab[x];
+    if lx == FAR || lx == DOWN {
+        return;
+    }
+    if lx & DOWN != 0 {
+        let want = lx - 1;
+        out.extend(
+            tree.down.of(x).iter().filter(|l| lab[l.n as usize] == want && ok(l.n as usize)).map(|l| (l.port, l.n)),
+        );
+    } else {
+        let want = lx - 1;
+        out.extend(
+            tree.up
+                .of(x)
+                .iter()
+                .filter(|l| {
+                    let v = lab[l.n as usize];
+                    v != FAR && value(v) == want && ok(l.n as usize)
+                })
+                .map(|l| (l.port, l.n)),
+        );
+    }
+}
+
+/// Scratch for the routes of the switches cut off from one leaf, per worker.
+pub(super) struct Strand<'a> {
+    tops: &'a Tops,
+    /// The routes found: switch, port (several per switch: its choices).
+    pub(super) out: Vec<(u32, PortNum)>,
+    lab_v: Vec<u32>,
+    queue: Vec<u32>,
+    cands: Vec<u32>,
+    hops: Vec<(PortNum, u32)>,
+}
+
+impl<'a> Strand<'a> {
+    pub(super) fn new(tops: &'a Tops) -> Strand<'a> {
+        Strand { tops, out: Vec::new(), lab_v: Vec::new(), queue: Vec::new(), cands: Vec::new(), hops: Vec::new() }
+    }
+
+    /// Routes, into `out`, the switches of `leaf`'s component that have no up/down path to it
+    /// (`lab` labels `leaf`): through a valley switch when one qualifies (returned), else
+    /// breadth-first into the routed switches.
+    pub(super) fn routes(&mut self, tree: &Tree, leaf: usize, lab: &[u32]) -> Option<u32> {
+        self.out.clear();
+        let n = tree.len();
+        let &ct = tree.comp.get(leaf)?;
+        let cut = |x: usize| x != leaf && lab[x] == FAR && tree.level[x] != FAR && tree.comp[x] == ct;
+        if !(0..n).any(cut) {
+            return None;
+        }
+        // Candidates: the switches with an up/down path next to one without, nearest the leaf
+        // first (ties: index).
+        self.cands.clear();
+        for x in (0..n).filter(|&x| cut(x)) {
+            for l in tree.all.of(x) {
+                if lab[l.n as usize] != FAR {
+                    self.cands.push(l.n);
+                }
+            }
+        }
+        self.cands.sort_unstable_by_key(|&v| (value(lab[v as usize]), v));
+        self.cands.dedup();
+        let cands = std::mem::take(&mut self.cands);
+        let mut found = None;
+        for &v in cands.iter().take(CANDIDATES) {
+            let v = v as usize;
+            if !(0..n).filter(|&x| cut(x)).all(|x| self.tops.meet(x, v)) {
+                continue;
+            }
+            label(tree, v, &mut self.lab_v, &mut self.queue, |_, _| {}, |_| {});
+            self.out.clear();
+            let mut ok = true;
+            for x in (0..n).filter(|&x| cut(x)) {
+                hops(tree, &self.lab_v, x, |y| y == v || lab[y] == FAR, &mut self.hops);
+                if self.hops.is_empty() {
+                    ok = false;
+                    break;
+                }
+                self.out.extend(self.hops.iter().map(|&(p, _)| (x as u32, p)));
+            }
+            if ok {
+                found = Some(v as u32);
+                break;
+            }
+        }
+        self.cands = cands;
+        if found.is_none() {
+            stranded(tree, leaf, lab, &mut self.out);
+        }
+        found
+    }
+}
+
+/// The valley leaves chosen while routing the CA LIDs, for the switch LIDs: per leaf, its valley
+/// leaf and the labels towards it.
+pub(super) struct Valleys {
+    /// `(cut-off leaf, valley switch)`, in leaf order.
+    pairs: Vec<(u32, u32)>,
+    /// The routes of the switches cut off from each cut-off leaf (with or without a valley
+    /// switch), in leaf order, when computed by [`Valleys::compute`].
+    strands: Vec<(u32, Vec<(u32, PortNum)>)>,
+    /// Labels towards each distinct valley switch, in `pairs` order of first use.
+    labels: Vec<(u32, Vec<u32>)>,
+    /// Some leaf is cut off from some switch ([`Tops::cut_off`]).
+    pub(super) cut: bool,
+}
+
+impl Valleys {
+    /// From the valley switch of each leaf (`None` for a leaf that is not cut off from anything).
+    pub(super) fn new(tree: &Tree, tops: &Tops, of_leaf: &[Option<u32>]) -> Valleys {
+        let pairs: Vec<(u32, u32)> = of_leaf.iter().enumerate().filter_map(|(l, v)| v.map(|v| (l as u32, v))).collect();
+        let mut labels: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut queue = Vec::new();
+        for &(_, v) in &pairs {
+            if labels.iter().all(|(w, _)| *w != v) {
+                let mut lab = Vec::new();
+                label(tree, v as usize, &mut lab, &mut queue, |_, _| {}, |_| {});
+                labels.push((v, lab));
+            }
+        }
+        let cut = (0..tree.len()).any(|x| tree.level[x] == 0 && tops.cut_off(tree, x));
+        Valleys { pairs, labels, strands: Vec::new(), cut }
+    }
+
+    /// For a whole tree (a repair, which does not route every leaf): every leaf cut off from a
+    /// switch gets its valley switch and the routes of the switches cut off from it, as
+    /// [`Strand::routes`] gives them while a full route labels the leaf.
+    pub(super) fn compute(tree: &Tree, tops: &Tops) -> Valleys {
+        let n = tree.len();
+        let mut of_leaf = vec![None; n];
+        let mut strands = Vec::new();
+        let (mut lab, mut queue) = (Vec::new(), Vec::new());
+        let mut strand = Strand::new(tops);
+        for leaf in (0..n).filter(|&x| tree.level[x] == 0 && tops.cut_off(tree, x)) {
+            label(tree, leaf, &mut lab, &mut queue, |_, _| {}, |_| {});
+            of_leaf[leaf] = strand.routes(tree, leaf, &lab);
+            strands.push((leaf as u32, std::mem::take(&mut strand.out)));
+        }
+        let mut v = Valleys::new(tree, tops, &of_leaf);
+        v.strands = strands;
+        v
+    }
+
+    /// The routes [`Valleys::compute`] found for the switches cut off from `leaf`, if it is
+    /// cut off from any.
+    pub(super) fn strand_of(&self, leaf: usize) -> Option<&[(u32, PortNum)]> {
+        self.strands.iter().find(|(l, _)| *l as usize == leaf).map(|(_, r)| r.as_slice())
+    }
+
+    /// No leaf is cut off from anything.
+    pub(super) fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// In `col` (every switch's port towards switch `t`, labelled `lab`), routes each cut-off
+    /// leaf that has no up/down path to `t` through its valley switch: up/down to it through
+    /// switches that have none either, then on as `col` has it. A leaf whose way there passes a
+    /// switch with an up/down path keeps `col`'s route.
+    pub(super) fn reroute(&self, tree: &Tree, lab: &[u32], col: &mut [PortNum], path: &mut Vec<(u32, PortNum)>) {
+        let mut hop = Vec::new();
+        for &(l, v) in &self.pairs {
+            let (l, vu) = (l as usize, v as usize);
+            if lab.get(l) != Some(&FAR) || lab.get(vu).is_none_or(|&x| x == FAR) {
+                continue;
+            }
+            let Some((_, lab_v)) = self.labels.iter().find(|(w, _)| *w == v) else { continue };
+            path.clear();
+            let mut x = l;
+            let complete = loop {
+                if x == vu {
+                    break true;
+                }
+                hops(tree, lab_v, x, |y| y == vu || lab[y] == FAR, &mut hop);
+                let Some(&(p, y)) = hop.first() else { break false };
+                path.push((x as u32, p));
+                x = y as usize;
+            };
+            if complete {
+                for &(x, p) in path.iter() {
+                    if let Some(c) = col.get_mut(x as usize) {
+                        *c = p;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every switch's port towards switch `t` into `col`, along a breadth-first tree towards `t`
+/// (shortest paths over any link), as OpenSM's ftree routes switch LIDs. On a tree where some
+/// leaf is cut off from some switch (`cut`), a shortest path may go down and up where an
+/// up/down path exists: there every switch with an up/down path takes one instead (the `t`-th
+/// of its next hops, modulo their number, so that the targets spread over them); the others
+/// keep the breadth-first tree, which only ever enters switches that have an up/down path or
+/// are nearer `t`, so no loop forms. `lab` gets the up/down labels towards `t` when `cut` (else
+/// it is cleared); `pairs` is scratch.
+pub(super) fn switch_column(
+    tree: &Tree,
+    t: usize,
+    cut: bool,
+    (lab, queue, pairs): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<(u32, PortNum)>),
+    col: &mut Vec<PortNum>,
+) {
+    super::bfs_column(tree, t, queue, col);
+    if !cut {
+        lab.clear();
+        return;
+    }
+    pairs.clear();
+    label(
+        tree,
+        t,
+        lab,
+        queue,
+        |x, p| pairs.push((x, p)),
+        |x| {
+            let ports = tree.up.range(x).and_then(|r| tree.up_ports.get(r)).unwrap_or(&[]);
+            if let (Some(c), Some(&p)) = (col.get_mut(x), ports.get(t % ports.len().max(1))) {
+                *c = p;
+            }
+        },
+    );
+    // Ancestors' down ports come in breadth-first order: group them by switch.
+    pairs.sort_by_key(|&(x, _)| x);
+    for group in pairs.chunk_by(|a, b| a.0 == b.0) {
+        if let Some(&(x, p)) = group.get(t % group.len())
+            && let Some(c) = col.get_mut(x as usize)
+        {
+            *c = p;
+        }
+    }
+}
