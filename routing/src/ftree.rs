@@ -214,7 +214,7 @@ impl FatTree {
         par::for_chunks(&mut tables, 64, |_, chunk| chunk.fill_with(|| Lft::unrouted(idx.top)));
         let tops = valley::Tops::new(&tree);
         let valleys = route_cas(view, &idx, &tree, &tops, &mut tables)?;
-        route_switches(&idx, &tree, &valley::Valleys::new(&tree, &tops, &valleys), &mut tables);
+        route_switches(&idx, (&tree, &tops), &valley::Valleys::new(&tree, &tops, &valleys), &mut tables);
         Ok(Routes::from_tables(tables))
     }
 }
@@ -691,7 +691,7 @@ impl Slot {
 /// tree every shortest path from a leaf is an up/down path); when some leaf is cut off from some
 /// switch, up/down paths wherever they exist, and the leaves cut off from the switch through their
 /// valley switch ([`valley::switch_column`], [`valley::Valleys::reroute`]).
-fn route_switches(idx: &Indexed, tree: &Tree, valleys: &valley::Valleys, tables: &mut [Lft]) {
+fn route_switches(idx: &Indexed, (tree, tops): (&Tree, &valley::Tops), valleys: &valley::Valleys, tables: &mut [Lft]) {
     const BATCH: usize = 256;
     let n = tree.len();
     let targets: Vec<&Dest> = idx.dests.iter().filter(|d| d.ca.is_none() && idx.hosts_at[d.attach] == 0).collect();
@@ -704,7 +704,11 @@ fn route_switches(idx: &Indexed, tree: &Tree, valleys: &valley::Valleys, tables:
                 let t = batch[off + i].attach;
                 valley::switch_column(tree, t, valleys.cut, (&mut lab, &mut queue, &mut out), col);
                 if !valleys.is_empty() {
-                    valleys.reroute(tree, &lab, col, &mut path);
+                    valleys.reroute((tree, tops), t, &mut path, |x, p| {
+                        if let Some(c) = col.get_mut(x) {
+                            *c = p;
+                        }
+                    });
                 }
             }
         });

@@ -13,12 +13,13 @@
 //! strictly closer to the destination along an up/down path (or along the cut-off route into
 //! the switches that have one), and every untouched switch keeps a path that never meets a
 //! changed one, so the repaired tables have no loop and no credit loop between CAs, and cross no
-//! lost cable. A non-leaf switch's LID whose routes crossed a lost cable is routed again as in a
-//! full route (one labelling: its whole column). The work is proportional to the damage, not to
-//! the fabric.
+//! lost cable. A non-leaf switch's LID whose routes crossed a lost cable: its bad switches with
+//! an up/down path take the next hop a full route gives them, the others reattach to switches
+//! whose paths are intact or repaired, and the leaves cut off from it go through their valley
+//! switch, as in a full route. The work is proportional to the damage, not to the fabric.
 //!
 //! Two passes: the first finds, on the tables as they are, which switches must choose for each
-//! LID and among which ports, and the new columns of switch LIDs (a LID's repair reads and writes
+//! LID and among which ports, and the new ports for switch LIDs (a LID's repair reads and writes
 //! only that LID's entries, so one destination switch's LIDs at a time run on all cores); then
 //! the tables of the switches that choose are copied and their entries counted per port on all
 //! cores; the second pass applies it all in LID order, each switch's loads as its table stood
@@ -34,7 +35,7 @@ use std::sync::Arc;
 
 use ibsm_mad::{Guid, PortNum};
 
-use super::valley::{Tops, Valleys, switch_column};
+use super::valley::{Tops, Valleys};
 use super::{DOWN, FatTree, FtreeError, Tree, value};
 use crate::graph::{FAR, Indexed};
 use crate::{FabricView, Lft, NodeId, Routes, par};
@@ -280,7 +281,7 @@ type Shared<'a> = (
     &'a [(usize, PortNum)],
     &'a [Option<usize>],
     &'a [(usize, usize)],
-    &'a Valleys,
+    (&'a Valleys, &'a Tops),
 );
 
 /// The affected LIDs of one destination switch (`affected[lids]`), and what the first pass
@@ -293,18 +294,15 @@ struct Run {
     ports: Vec<PortNum>,
     /// Switch LIDs routed again: switch, new port.
     sets: Vec<(usize, PortNum)>,
-    /// Scratch of a switch LID's column.
-    column: Column,
+    /// Scratch for a valley path.
+    path: Vec<(u32, PortNum)>,
 }
-
-/// Scratch of a switch LID's column: labels, queue, next hops, the column, a path.
-type Column = (Vec<u32>, Vec<u32>, Vec<(u32, PortNum)>, Vec<PortNum>, Vec<(u32, PortNum)>);
 
 impl Run {
     /// The first pass over this run's LIDs, on the tables as they are.
     fn find(
         &mut self,
-        (idx, tree, tables, lost, owner, affected, valleys): Shared<'_>,
+        (idx, tree, tables, lost, owner, affected, (valleys, tops)): Shared<'_>,
         labels: &mut Labels,
         (bad, is_bad, hops): &mut (Vec<usize>, Vec<bool>, Vec<PortNum>),
     ) {
@@ -312,24 +310,31 @@ impl Run {
             let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
             let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
             find_bad(idx, tables, lost, lid, bad, is_bad);
-            for &x in bad.iter() {
-                is_bad[x] = false;
-            }
             if !leafy {
                 let first = self.sets.len();
                 if !bad.is_empty() {
-                    // Routed again from scratch, as a full route would: one labelling.
-                    let (lab, queue, out, col, path) = &mut self.column;
-                    switch_column(tree, d.attach, valleys.cut, (lab, queue, out), col);
-                    valleys.reroute(tree, lab, col, path);
-                    for (x, &p) in col.iter().enumerate() {
-                        if tables.get(x).and_then(|t| t.ports.get(lid)).is_some_and(|&was| was != p) {
-                            self.sets.push((x, p));
-                        }
+                    let shared = (idx, tree, tables);
+                    reroute_switch_lid(shared, (d.attach, lid), (bad, is_bad, valleys.cut), labels, &mut self.sets);
+                    // The cut-off leaves go through their valley switch: a switch on that way
+                    // takes its port from there.
+                    let mut via: Vec<(usize, PortNum)> = Vec::new();
+                    valleys.reroute((tree, tops), d.attach, &mut self.path, |x, p| via.push((x, p)));
+                    if !via.is_empty() {
+                        let mut keep = std::collections::HashSet::new();
+                        via.reverse();
+                        via.retain(|v| keep.insert(v.0));
+                        via.reverse();
+                        let mut head = self.sets.split_off(first);
+                        head.retain(|h| !keep.contains(&h.0));
+                        self.sets.extend(head);
+                        self.sets.extend(via);
                     }
                 }
                 self.steps.push(Step::Reroute(lid, first..self.sets.len()));
                 continue;
+            }
+            for &x in bad.iter() {
+                is_bad[x] = false;
             }
             labels.reset(tree, d.attach);
             let strand = valleys.strand_of(d.attach);
@@ -393,7 +398,7 @@ fn repair_lost(
     affected.sort_unstable();
     affected.dedup();
     // First pass, on the tables as they are: which switches must choose a new next hop for
-    // which LID, and among which ports, and the new columns of switch LIDs. A LID's repair reads
+    // which LID, and among which ports, and the new ports for switch LIDs. A LID's repair reads
     // and writes only that LID's entries, so this does not depend on the LIDs before it (only
     // the port loads do, and they are kept in the second pass): one destination switch's LIDs
     // at a time, on all cores.
@@ -405,8 +410,12 @@ fn repair_lost(
         }
     }
     let tops = Tops::new(&tree);
-    let valleys = Valleys::compute(&tree, &tops);
-    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..], &valleys);
+    // The leaves whose LIDs are repaired: those cut off from a switch need their valley switch.
+    let mut leaves: Vec<usize> =
+        affected.iter().map(|a| a.0).filter(|&s| idx.hosts_at.get(s).is_some_and(|&h| h > 0)).collect();
+    leaves.dedup();
+    let valleys = Valleys::compute(&tree, &tops, &leaves);
+    let shared = (&idx, &tree, &tables[..], &lost[..], &owner[..], &affected[..], (&valleys, &tops));
     par::for_chunks(&mut runs, 4, |_, chunk| {
         let mut labels = Labels::new(n);
         let mut scratch = (Vec::new(), vec![false; n], Vec::new());
@@ -540,6 +549,89 @@ fn find_bad(
                 is_bad[y] = true;
                 bad.push(y);
             }
+        }
+    }
+}
+
+/// A non-leaf switch's LID whose routes crossed a lost cable, into `sets` in order. With some
+/// leaf cut off (`cut`), each `bad` switch with an up/down path takes the next hop a full route
+/// would give it ([`super::valley::switch_column`]: the `t`-th, modulo their number, in port
+/// order) and counts as repaired; the other bad switches [`reattach`]. Clears the flags.
+fn reroute_switch_lid(
+    (idx, tree, tables): (&Indexed, &Tree, &[Arc<Lft>]),
+    (t, lid): (usize, usize),
+    (bad, is_bad, cut): (&[usize], &mut [bool], bool),
+    labels: &mut Labels,
+    sets: &mut Vec<(usize, PortNum)>,
+) {
+    if cut {
+        labels.reset(tree, t);
+        let mut hops = Vec::new();
+        for &x in bad {
+            if labels.of(tree, x) == FAR {
+                continue;
+            }
+            labels.next_hops(tree, x, &mut hops);
+            if let Some(&p) = hops.get(t % hops.len().max(1)) {
+                sets.push((x, p));
+                is_bad[x] = false;
+            }
+        }
+    }
+    reattach(idx, tables, lid, bad, is_bad, sets);
+}
+
+/// A non-leaf switch's LID: the `bad` switches reattach to switches whose paths are intact or
+/// already repaired. One whose old next hop is (or becomes) repaired keeps its port; when none
+/// can, the first bad switch (nearest the lost cable) with a repaired or intact neighbour takes
+/// its lowest port to one, and so on. One that cannot (cut off) drops the LID. A switch is only
+/// ever pointed at a path that meets no bad switch, so no loop forms. Linear in the bad set and
+/// its links, plus a scan of it per reattachment. Reads the tables only: the new entries go to
+/// `sets`, in order. Clears the flags.
+fn reattach(
+    idx: &Indexed,
+    tables: &[Arc<Lft>],
+    lid: usize,
+    bad: &[usize],
+    is_bad: &mut [bool],
+    sets: &mut Vec<(usize, PortNum)>,
+) {
+    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
+    let mut queue = Vec::new();
+    for &x in bad {
+        let was = entry(tables, x);
+        if idx.graph.links(x).iter().any(|l| Some(l.0) == was && !is_bad[l.1]) {
+            queue.push(x);
+        }
+    }
+    for &x in &queue {
+        is_bad[x] = false;
+    }
+    loop {
+        // Switches that send the LID to a repaired one are repaired as they are.
+        while let Some(z) = queue.pop() {
+            for &(_, y, rport) in idx.graph.links(z) {
+                if is_bad[y] && entry(tables, y) == Some(rport) {
+                    is_bad[y] = false;
+                    queue.push(y);
+                }
+            }
+        }
+        let next = bad.iter().find_map(|&x| {
+            if !is_bad[x] {
+                return None;
+            }
+            idx.graph.links(x).iter().find(|l| !is_bad[l.1]).map(|l| (x, l.0))
+        });
+        let Some((x, p)) = next else { break };
+        is_bad[x] = false;
+        sets.push((x, p));
+        queue.push(x);
+    }
+    for &x in bad {
+        if is_bad[x] {
+            is_bad[x] = false;
+            sets.push((x, Lft::UNROUTED));
         }
     }
 }

@@ -93,7 +93,7 @@ impl Tops {
 
 /// Switch `x`'s shortest up/down next hops towards the switch `lab` labels, that `ok` accepts:
 /// `(port, neighbour)` into `out`.
-fn hops(tree: &Tree, lab: &[u32], x: usize, ok: impl Fn(usize) -> bool, out: &mut Vec<(PortNum, u32)>) {
+fn hops(tree: &Tree, lab: &[u32], x: usize, mut ok: impl FnMut(usize) -> bool, out: &mut Vec<(PortNum, u32)>) {
     out.clear();
     let lx = lab[x];
     if lx == FAR || lx == DOWN {
@@ -220,16 +220,16 @@ impl Valleys {
         Valleys { pairs, labels, strands: Vec::new(), cut }
     }
 
-    /// For a whole tree (a repair, which does not route every leaf): every leaf cut off from a
-    /// switch gets its valley switch and the routes of the switches cut off from it, as
-    /// [`Strand::routes`] gives them while a full route labels the leaf.
-    pub(super) fn compute(tree: &Tree, tops: &Tops) -> Valleys {
+    /// For a repair, which does not route every leaf: each of `leaves` (sorted, no repeats) that
+    /// is cut off from a switch gets its valley switch and the routes of the switches cut off
+    /// from it, as [`Strand::routes`] gives them while a full route labels the leaf.
+    pub(super) fn compute(tree: &Tree, tops: &Tops, leaves: &[usize]) -> Valleys {
         let n = tree.len();
         let mut of_leaf = vec![None; n];
         let mut strands = Vec::new();
         let (mut lab, mut queue) = (Vec::new(), Vec::new());
         let mut strand = Strand::new(tops);
-        for leaf in (0..n).filter(|&x| tree.level[x] == 0 && tops.cut_off(tree, x)) {
+        for &leaf in leaves.iter().filter(|&&x| tree.level.get(x) == Some(&0) && tops.cut_off(tree, x)) {
             label(tree, leaf, &mut lab, &mut queue, |_, _| {}, |_| {});
             of_leaf[leaf] = strand.routes(tree, leaf, &lab);
             strands.push((leaf as u32, std::mem::take(&mut strand.out)));
@@ -250,34 +250,39 @@ impl Valleys {
         self.pairs.is_empty()
     }
 
-    /// In `col` (every switch's port towards switch `t`, labelled `lab`), routes each cut-off
-    /// leaf that has no up/down path to `t` through its valley switch: up/down to it through
-    /// switches that have none either, then on as `col` has it. A leaf whose way there passes a
-    /// switch with an up/down path keeps `col`'s route.
-    pub(super) fn reroute(&self, tree: &Tree, lab: &[u32], col: &mut [PortNum], path: &mut Vec<(u32, PortNum)>) {
+    /// Routes each cut-off leaf that has no up/down path to switch `t` through its valley
+    /// switch: up/down to it through switches that have none either, then on as they route `t`
+    /// already. `set(x, port)` hears the new ports, in path order. A leaf whose way there passes
+    /// a switch with an up/down path keeps its route.
+    pub(super) fn reroute(
+        &self,
+        (tree, tops): (&Tree, &Tops),
+        t: usize,
+        path: &mut Vec<(u32, PortNum)>,
+        mut set: impl FnMut(usize, PortNum),
+    ) {
+        let far = |x: usize| !tops.meet(x, t);
         let mut hop = Vec::new();
-        for &(l, v) in &self.pairs {
-            let (l, vu) = (l as usize, v as usize);
-            if lab.get(l) != Some(&FAR) || lab.get(vu).is_none_or(|&x| x == FAR) {
+        for &(leaf, valley) in &self.pairs {
+            let (leaf, target) = (leaf as usize, valley as usize);
+            if !far(leaf) || far(target) {
                 continue;
             }
-            let Some((_, lab_v)) = self.labels.iter().find(|(w, _)| *w == v) else { continue };
+            let Some((_, lab_v)) = self.labels.iter().find(|(w, _)| *w == valley) else { continue };
             path.clear();
-            let mut x = l;
+            let mut at = leaf;
             let complete = loop {
-                if x == vu {
+                if at == target {
                     break true;
                 }
-                hops(tree, lab_v, x, |y| y == vu || lab[y] == FAR, &mut hop);
-                let Some(&(p, y)) = hop.first() else { break false };
-                path.push((x as u32, p));
-                x = y as usize;
+                hops(tree, lab_v, at, |y| y == target || far(y), &mut hop);
+                let Some(&(port, next)) = hop.first() else { break false };
+                path.push((at as u32, port));
+                at = next as usize;
             };
             if complete {
-                for &(x, p) in path.iter() {
-                    if let Some(c) = col.get_mut(x as usize) {
-                        *c = p;
-                    }
+                for &(x, port) in path.iter() {
+                    set(x as usize, port);
                 }
             }
         }
@@ -318,8 +323,8 @@ pub(super) fn switch_column(
             }
         },
     );
-    // Ancestors' down ports come in breadth-first order: group them by switch.
-    pairs.sort_by_key(|&(x, _)| x);
+    // Ancestors' down ports come in breadth-first order: by switch, in port order.
+    pairs.sort_unstable();
     for group in pairs.chunk_by(|a, b| a.0 == b.0) {
         if let Some(&(x, p)) = group.get(t % group.len())
             && let Some(c) = col.get_mut(x as usize)

@@ -10,9 +10,10 @@ use ibsm_mad::{Lid, PortNum};
 use ibsm_topology::NodeKind;
 use ibsm_topology::generators::{FatTree as Gen, GenSpec};
 
-use super::{Labels, Repaired, find_bad, lost_cables};
-use crate::ftree::valley::{Tops, Valleys, switch_column};
+use super::{Labels, Repaired, find_bad, lost_cables, reroute_switch_lid};
+use crate::ftree::valley::{Tops, Valleys};
 use crate::ftree::{FatTree, FtreeError, Tree};
+use crate::graph::FAR;
 use crate::graph::Indexed;
 use crate::{CaPortView, CaView, Engine, FabricView, Lft, Neighbor, NodeId, Routes, SwitchView};
 
@@ -68,8 +69,11 @@ fn reference(
     affected.sort_unstable();
     affected.dedup();
     let tops = Tops::new(&tree);
-    let valleys = Valleys::compute(&tree, &tops);
+    let mut leaves: Vec<usize> = affected.iter().map(|a| a.0).filter(|&s| idx.hosts_at[s] > 0).collect();
+    leaves.dedup();
+    let valleys = Valleys::compute(&tree, &tops, &leaves);
     let mut labels = Labels::new(n);
+    let mut path = Vec::new();
     let mut loads: HashMap<usize, Vec<u32>> = HashMap::new();
     let (mut bad, mut is_bad, mut hops) = (Vec::new(), vec![false; n], Vec::new());
     let mut entries = 0;
@@ -77,25 +81,35 @@ fn reference(
         let Some(d) = owner.get(lid).copied().flatten().and_then(|k| idx.dests.get(k)) else { continue };
         let leafy = d.ca.is_some() || idx.hosts_at.get(d.attach).is_some_and(|&h| h > 0);
         find_bad(&idx, &tables, &lost, lid, &mut bad, &mut is_bad);
-        for &x in &bad {
-            is_bad[x] = false;
-        }
         if !leafy {
-            // Routed again from scratch, the whole column.
-            let (mut lab, mut queue, mut out, mut col, mut path) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            switch_column(&tree, d.attach, valleys.cut, (&mut lab, &mut queue, &mut out), &mut col);
-            valleys.reroute(&tree, &lab, &mut col, &mut path);
-            for (x, &p) in col.iter().enumerate() {
-                entries += usize::from(set(&mut tables, x, lid, p));
+            if bad.is_empty() {
+                continue;
+            }
+            let mut sets = Vec::new();
+            let shared = (&idx, &tree, &tables[..]);
+            reroute_switch_lid(shared, (d.attach, lid), (&bad, &mut is_bad, valleys.cut), &mut labels, &mut sets);
+            valleys.reroute((&tree, &tops), d.attach, &mut path, |x, p| sets.push((x, p)));
+            // In order, later entries win: what changes in the end is what counts.
+            let was: Vec<(usize, PortNum)> = sets.iter().map(|&(x, _)| (x, tables[x].ports[lid])).collect();
+            for &(x, p) in &sets {
+                set(&mut tables, x, lid, p);
+            }
+            let mut seen = std::collections::HashSet::new();
+            for &(x, old) in &was {
+                if seen.insert(x) && tables[x].ports[lid] != old {
+                    entries += 1;
+                }
             }
             continue;
+        }
+        for &x in &bad {
+            is_bad[x] = false;
         }
         labels.reset(&tree, d.attach);
         for &x in &bad {
             labels.next_hops(&tree, x, &mut hops);
             if let Some(routes) = valleys.strand_of(d.attach)
-                && labels.of(&tree, x) == crate::graph::FAR
+                && labels.of(&tree, x) == FAR
             {
                 hops.clear();
                 hops.extend(routes.iter().filter(|r| r.0 as usize == x).map(|r| r.1));
