@@ -103,6 +103,34 @@ fn a_broken_table_fails_the_check() {
 }
 
 #[test]
+fn credit_loops_between_cas_fail_the_check_and_management_only_loops_are_reported() {
+    // The shipped degraded tree: ftree's loops there need switch management traffic only.
+    let net = "examples/fabrics/fat-tree-3l-k4-degraded.net";
+    let (ok, out, err) = ibsm(&["routes", "check", "--topology", net, "--no-shifts"]);
+    assert!(ok, "exit 0: {out}{err}");
+    assert!(out.contains("none between CAs; in switch management traffic only: FOUND"), "{out}");
+    let (ok, out, _) = ibsm(&["routes", "check", "--topology", net, "--no-shifts", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(ok && v["sound"] == true && v["clean"] == false, "{out}");
+    assert_eq!((v["credit_loops"].as_str(), v["credit_loops_between_cas"].as_str()), (Some("found"), Some("none")));
+    // updn has none at all.
+    let (ok, out, _) = ibsm(&["routes", "check", "--topology", net, "--no-shifts", "--engine", "updn", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(ok && v["clean"] == true && v["credit_loops"] == "none", "{out}");
+    // minhop on a mesh: loops between CAs, exit 1.
+    let (ok, out, _) = ibsm(&[
+        "routes",
+        "check",
+        "--topology",
+        "examples/fabrics/mesh-2x2x2.net",
+        "--engine",
+        "minhop",
+        "--no-shifts",
+    ]);
+    assert!(!ok && out.contains("credit loops        FOUND"), "{out}");
+}
+
+#[test]
 fn dump_formats_and_switch_filter() {
     let t = "examples/fabrics/fat-tree-3l-k4.net";
     let (ok, all, _) = ibsm(&["routes", "dump", "--topology", t]);

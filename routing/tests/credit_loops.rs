@@ -77,3 +77,46 @@ fn minhop_torus_has_credit_loops_and_updn_tree_has_none() {
         );
     }
 }
+
+/// The verdict `routes check` exits on: loops between CAs fail it (minhop on a torus), loops
+/// that need switch management traffic do not (ftree on a heavily degraded tree, where several
+/// cuts meet), and the report says which.
+#[test]
+fn loops_that_need_switch_management_traffic_are_told_from_loops_between_cas() {
+    use ibsm_routing::check::{CheckOptions, check_with};
+    use ibsm_topology::generators::FatTree;
+    let opts = CheckOptions { shifts: false, ..CheckOptions::default() };
+    let torus = common::view(&common::generate(&GenSpec::torus(&[6, 6], 1)), 0);
+    let routes = engine_by_name("minhop").unwrap().route(&torus).unwrap();
+    let rep = check_with(&torus, &routes, &opts);
+    assert!(
+        matches!(rep.credit_loops, CreditLoops::Found(_))
+            && matches!(rep.credit_loops_between_cas, CreditLoops::Found(_))
+    );
+    assert!(!rep.is_sound() && !rep.is_clean(), "{rep}");
+    assert!(!rep.to_string().contains("management"), "{rep}");
+
+    let mut shown = 0;
+    for seed in 1..=6 {
+        let tree = common::view(&common::generate(&GenSpec::FatTree(FatTree::new(3, 8).degraded(8, 0, seed))), 0);
+        let routes = engine_by_name("ftree").unwrap().route(&tree).unwrap();
+        let rep = check_with(&tree, &routes, &opts);
+        assert_eq!(rep.reachable, rep.pairs, "seed {seed}: {rep}");
+        assert_eq!(
+            rep.credit_loops_between_cas == CreditLoops::None,
+            matches!(rep.credit_loops, CreditLoops::Found(_)),
+            "seed {seed}: searched between CAs only when the data plane has a loop"
+        );
+        if rep.loops_need_management_traffic() {
+            shown += 1;
+            assert!(rep.is_sound() && !rep.is_clean(), "seed {seed}: {rep}");
+            assert!(rep.to_string().contains("none between CAs; in switch management traffic only"), "{rep}");
+            // updn routes the same fabric without any.
+            let updn = engine_by_name("updn").unwrap().route(&tree).unwrap();
+            assert!(check_with(&tree, &updn, &opts).is_clean(), "seed {seed}: updn");
+        } else {
+            assert!(rep.is_clean(), "seed {seed}: {rep}");
+        }
+    }
+    assert!(shown > 0, "eight cut cables give some fabric a management-only loop");
+}
