@@ -1,5 +1,5 @@
 //! The validated, index-friendly form of a [`FabricView`] shared by the engines in this crate
-//! (`updn`, `ftree`) and by the [`crate::check`] analysis.
+//! (`updn`, `ftree`) and by the `check` analysis.
 //!
 //! Owns: the switch-to-switch adjacency in compressed form (per switch, its `(port, neighbour)`
 //! links in port order), the list of routable destinations (end-port LID ranges and where they
