@@ -417,3 +417,92 @@ fn multicast_fdb_top_follows_the_blocks_in_use_where_the_switches_honour_it() {
 }
 
 mod support;
+
+/// SA4: a LinkRecord is listed only when its two ends share a partition and the requester
+/// shares one with each (OpenSM's rule): the guest (a limited member of the default partition)
+/// learns nothing of the cable of a storage server (also limited there), while the admin host
+/// (a full member) sees it; both see the admin host's cable.
+#[test]
+fn link_records_of_ports_outside_the_requesters_partitions_are_withheld() {
+    use ibsm_mad::records::LinkRecord;
+    let s = Site::up(SmConfig::default());
+    let links = |from: usize| -> Vec<LinkRecord> {
+        let a = s.ask(from, (Method::GetTable, 0, 0, 0), &LinkRecord::parse(&[0; 8]).unwrap());
+        assert_eq!(a.status, status::OK);
+        records(&a)
+    };
+    let touches = |recs: &[LinkRecord], host: usize| {
+        recs.iter().filter(|r| r.from_lid == s.lid(host) || r.to_lid == s.lid(host)).count()
+    };
+    let (guest, admin) = (links(s.guest), links(s.admin));
+    assert_eq!(touches(&guest, s.storage[0]), 0, "the guest sees no cable of a storage server: {guest:?}");
+    assert_eq!(touches(&admin, s.storage[0]), 2, "the admin host sees it, both ways");
+    assert_eq!(touches(&guest, s.admin), 2, "the guest sees the admin host's cable, both ways");
+    // As OpenSM: the guest's leaf port holds the guest's P_Keys as they are (limited), so the
+    // two ends of the guest's own cable share no partition with a full member.
+    assert_eq!(touches(&guest, s.guest), 0, "nor its own");
+    assert!(guest.len() < admin.len(), "{} < {}", guest.len(), admin.len());
+}
+
+/// SA4: a Report about a port goes only to subscribers who share a partition with it (IBTA
+/// o13-17.1.1, as OpenSM): when a storage server's cable is pulled, the admin host hears that
+/// its port went out of service (65) and the leaf's trap 128; the guest hears neither (the
+/// storage port and the leaf's management port, `ALL=limited`, are limited members of the
+/// default partition, as the guest is). A group created in the ops partition, where the guest
+/// is not, is reported (66) to the admin host only; one created in the default partition to both.
+#[test]
+fn reports_about_ports_and_groups_outside_the_subscribers_partitions_are_withheld() {
+    use ibsm_mad::Gid;
+    use ibsm_mad::attrs::{Notice, NoticeDetails};
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let mut s = Site::up(SmConfig::default());
+    // Each subscribes (straight into the core, as the other tests here ask the SA) and listens
+    // on its port.
+    let mut probes = Vec::new();
+    for host in [s.guest, s.admin] {
+        let probe = s.drv.fabric.attach(host, 1).expect("probe");
+        let (now, from) = (s.drv.now(), s.lid(host));
+        let all = support::sa::inform_all();
+        let (st, _) = support::sa::through_core(&mut s.drv, now, from, (Method::Set, 0, 0), &all);
+        assert_eq!(st, status::OK);
+        probes.push(probe);
+    }
+    let heard = |s: &mut Site, probe, ns| -> Vec<Notice> {
+        support::sa::hear_for(&mut s.drv, probe, ns)
+            .iter()
+            .filter_map(|r| {
+                let h = SaHeader::from_bytes(&r.mad[..]).ok()?;
+                (h.method == Method::Report).then(|| Notice::parse(&r.mad[SA_HEADER_LEN..]).expect("notice"))
+            })
+            .collect()
+    };
+    // Two groups created by the admin host: in the ops partition (0x0040) and in the default one.
+    let gid = Gid { prefix: 0xfe80_0000_0000_0000, guid: s.guid(s.admin) };
+    let ops = Gid { prefix: 0xff12_4001_0000_0000, guid: Guid(0x4040) };
+    let default = Gid { prefix: 0xff12_4001_0000_0000, guid: Guid(0x7fff) };
+    for (mgid, pkey) in [(ops, 0x8040), (default, 0xffff)] {
+        let join = McMemberRecord {
+            mgid,
+            port_gid: gid,
+            qkey: 0x1234,
+            pkey: PKey(pkey),
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let (now, from) = (s.drv.now(), s.lid(s.admin));
+        let (st, _) =
+            support::sa::through_core(&mut s.drv, now, from, (Method::Set, support::sa::MC_CREATE, 0), &join);
+        assert_eq!(st, status::OK);
+    }
+    // The storage server's cable is pulled at its leaf.
+    let leaf = s.topo.nodes[s.storage[0]].peer(1).expect("cabled");
+    s.drv.fabric.inject_fault(ibsm_sim::fabric::Fault::LinkDown { node: leaf.node, port: leaf.port });
+    let (guest, admin) = (heard(&mut s, probes[0], 3_000_000_000), heard(&mut s, probes[1], 3_000_000_000));
+    let of = |ns: &[Notice], n: u16| ns.iter().filter(|x| x.trap_number() == Some(n)).count();
+    let created = |ns: &[Notice], mgid| ns.iter().any(|x| x.details == NoticeDetails::Trap66 { mgid });
+    assert!(of(&admin, 65) >= 1 && of(&admin, 128) >= 1, "the admin host hears of the storage port: {admin:?}");
+    assert!(created(&admin, ops) && created(&admin, default), "and of both groups: {admin:?}");
+    assert!(created(&guest, default), "the guest hears of the default partition's group: {guest:?}");
+    assert!(!created(&guest, ops), "not of the ops partition's: {guest:?}");
+    assert_eq!((of(&guest, 65), of(&guest, 128)), (0, 0), "nor of the storage port or its leaf: {guest:?}");
+}

@@ -255,7 +255,11 @@ impl Sm {
             if number == Some(256) {
                 self.on_bad_mkey(src.slid, &n.details);
             }
-            self.sa_state.informs.notify(n, n.issuer_lid, self.now);
+            // Only to subscribers who share a partition with the issuer (o13-17.1.1).
+            if let Some(snap) = self.snapshot() {
+                let about = crate::sa::inform::Audience::Port(snap.by_lid(n.issuer_lid));
+                self.sa_state.informs.notify(&snap, n, n.issuer_lid, about, self.now);
+            }
         }
         let action = self.act_on_trap(src.slid, notice.as_ref());
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });

@@ -82,7 +82,10 @@ impl Sm {
         for (in_service, guid, lid) in changes {
             let gid = Gid { prefix: new.subnet_prefix, guid };
             if let Some(n) = crate::sa::inform::gid_notice(in_service, gid, new.sm.lid, sm_gid) {
-                self.sa_state.informs.notify(&n, lid, self.now);
+                // Heard by those who share a partition with the port, as it is (64) or was (65).
+                let s = if in_service { new } else { old };
+                let about = crate::sa::inform::Audience::Port(s.by_guid(guid));
+                self.sa_state.informs.notify(s, &n, lid, about, self.now);
             }
         }
         self.sa_state.informs.retain_present(new);
@@ -92,9 +95,10 @@ impl Sm {
     /// call.
     pub(super) fn announce_groups(&mut self, snap: &Snapshot) {
         let sm_gid = Gid { prefix: snap.subnet_prefix, guid: snap.sm.guid };
-        for (created, mgid) in self.sa_state.mcast.take_events() {
+        for (created, mgid, pkey) in self.sa_state.mcast.take_events() {
             if let Some(n) = crate::sa::inform::group_notice(created, mgid, snap.sm.lid, sm_gid) {
-                self.sa_state.informs.notify(&n, snap.sm.lid, self.now);
+                let about = crate::sa::inform::Audience::Partition(pkey);
+                self.sa_state.informs.notify(snap, &n, snap.sm.lid, about, self.now);
             }
         }
     }

@@ -13,6 +13,10 @@
 //! security traps 256–259 by number (REQ_DENIED), and a catch-all subscription of an untrusted
 //! requester never receives them. Unsubscribing what is not subscribed is REQ_INVALID.
 //! InformInfoRecords show a trusted requester every subscription, others only their own.
+//! A Report goes only to a subscriber allowed to know of its subject (IBTA o13-17.1.1, as
+//! OpenSM applies it; see [`Audience`]): the port a 64/65 or a trap is about must share a
+//! partition with the subscriber's port, and the subscriber's port must hold the P_Key of the
+//! group a 66/67 is about; otherwise the Report is withheld.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -22,10 +26,10 @@ use ibsm_mad::ids::{sa_attr, status};
 use ibsm_mad::records::{InformInfo, InformInfoRecord};
 use ibsm_mad::rmpp::RmppHeader;
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader};
-use ibsm_mad::{Attribute, Gid, Lid, MAD_LEN};
+use ibsm_mad::{Attribute, Gid, Lid, MAD_LEN, PKey};
 
 use super::answer::Table;
-use super::snapshot::Snapshot;
+use super::snapshot::{PortAt, Snapshot};
 use super::{Answer, Limits, Query};
 
 /// Most subscriptions held.
@@ -53,6 +57,32 @@ pub struct Subscription {
     pub enum_: u16,
     /// The subscriber proved the SA key.
     pub trusted: bool,
+}
+
+/// Who may hear of a notice (IBTA o13-17.1.1, as OpenSM applies it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Subscribers whose port shares a partition with this port, the notice's subject (the
+    /// port of a 64/65, the issuer of a trap): the same port, a common partition with one of
+    /// the two a full member, or a switch port without a P_Key table. `None` (the port is not
+    /// in the snapshot): nobody.
+    Port(Option<PortAt>),
+    /// Subscribers whose port holds this P_Key, any membership (the group of a 66/67).
+    Partition(PKey),
+}
+
+impl Audience {
+    /// Whether the subscriber at `lid` may hear of the notice.
+    fn admits(self, snap: &Snapshot, lid: Lid) -> bool {
+        let Some(dest) = snap.by_lid(lid) else { return false };
+        match self {
+            Audience::Port(None) => false,
+            Audience::Port(Some(src)) => snap.visible_to(Some(dest), src) || snap.visible_to(Some(src), dest),
+            Audience::Partition(pkey) => {
+                snap.port(dest).is_some_and(|p| p.pkeys.iter().any(|k| k.0 != 0 && k.base() == pkey.base()))
+            }
+        }
+    }
 }
 
 /// A Report waiting for its ReportResp.
@@ -191,9 +221,10 @@ impl Informs {
         self.subs.retain(|s| snap.by_guid(s.subscriber.guid).is_some());
     }
 
-    /// Queues a Report of `notice` to every subscription it matches, at `now`. `lid` is the
-    /// LID the notice is about (for LID ranges): the port of a 64/65, the issuer otherwise.
-    pub fn notify(&mut self, notice: &Notice, lid: Lid, now: u64) {
+    /// Queues a Report of `notice` to every subscription it matches whose port is in its
+    /// `audience` in `snap`, at `now`. `lid` is the LID the notice is about (for LID ranges):
+    /// the port of a 64/65, the issuer otherwise.
+    pub fn notify(&mut self, snap: &Snapshot, notice: &Notice, lid: Lid, audience: Audience, now: u64) {
         let NoticeSource::Generic { producer, trap_number } = notice.source else { return };
         let targets: Vec<(Lid, u32)> = self
             .subs
@@ -208,6 +239,7 @@ impl Informs {
                         || i.producer_type_or_vendor_id == producer.raw())
                     && (all_lids || (i.lid_range_begin.0..=i.lid_range_end.0.max(i.lid_range_begin.0)).contains(&lid.0))
                     && (s.trusted || !SECURITY_TRAPS.contains(&trap_number))
+                    && audience.admits(snap, s.lid)
             })
             .map(|s| (s.lid, s.info.qpn))
             .collect();

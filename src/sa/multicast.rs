@@ -68,9 +68,9 @@ pub struct Groups {
     by_mgid: BTreeMap<Gid, Group>,
     next_mgid: u32,
     dirty: bool,
-    /// Groups created (`true`) and deleted since the last [`Groups::take_events`], for the
-    /// notices 66 and 67.
-    events: Vec<(bool, Gid)>,
+    /// Groups created (`true`) and deleted since the last [`Groups::take_events`], with their
+    /// P_Keys, for the notices 66 and 67.
+    events: Vec<(bool, Gid, PKey)>,
 }
 
 fn mtu_bytes(m: Mtu) -> Option<u32> {
@@ -163,8 +163,8 @@ impl Groups {
         self.dirty = true;
     }
 
-    /// Groups created (`true`) or deleted since the last call, in order.
-    pub fn take_events(&mut self) -> Vec<(bool, Gid)> {
+    /// Groups created (`true`) or deleted since the last call, with their P_Keys, in order.
+    pub fn take_events(&mut self) -> Vec<(bool, Gid, PKey)> {
         std::mem::take(&mut self.events)
     }
 
@@ -212,7 +212,7 @@ impl Groups {
             }
             let Some(mlid) = self.free_mlid() else { continue };
             self.by_mgid.insert(spec.mgid, Group { params: params(mlid), members: BTreeMap::new(), persistent: true });
-            self.events.push((true, spec.mgid));
+            self.events.push((true, spec.mgid, spec.pkey));
             self.dirty = true;
         }
         let events = &mut self.events;
@@ -220,7 +220,7 @@ impl Groups {
         self.by_mgid.retain(|mgid, g| {
             let keep = g.persistent || !g.members.is_empty();
             if !keep {
-                events.push((false, *mgid));
+                events.push((false, *mgid, g.params.pkey));
             }
             keep
         });
@@ -240,7 +240,7 @@ impl Groups {
         self.by_mgid.retain(|mgid, g| {
             let keep = g.persistent || !g.members.is_empty();
             if !keep {
-                events.push((false, *mgid));
+                events.push((false, *mgid, g.params.pkey));
             }
             keep
         });
@@ -410,7 +410,7 @@ impl Groups {
         let mut members = BTreeMap::new();
         members.insert(guid, req.join_state);
         self.by_mgid.insert(mgid, Group { params, members, persistent: false });
-        self.events.push((true, mgid));
+        self.events.push((true, mgid, params.pkey));
         self.dirty = true;
         let rec =
             McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
@@ -482,8 +482,9 @@ impl Groups {
         let full_left = g.members.values().any(|s| s.contains(JoinState::FULL_MEMBER));
         let gone = !g.persistent && (g.members.is_empty() || (was_full && !full_left));
         if gone {
+            let pkey = g.params.pkey;
             self.by_mgid.remove(&req.mgid);
-            self.events.push((false, req.mgid));
+            self.events.push((false, req.mgid, pkey));
         }
         self.dirty = true;
         Self::single(h, &rec)
