@@ -579,3 +579,49 @@ fn a_switch_without_a_route_for_a_lid_shows_in_the_snapshots_unrouted_lids() {
     want.sort();
     assert_eq!(u.lids, want);
 }
+
+/// SA2: one requesting port cannot fill the SA's registration tables. Past its own cap (64
+/// subscriptions, 1,024 services) a port gets NO_RESOURCES, as OpenSM answers when it cannot
+/// take a registration; another port is still served, and a repeated registration (which
+/// replaces) is not refused.
+#[test]
+fn one_port_cannot_fill_the_subscriptions_or_the_services_others_are_served() {
+    use ibsm::sa::inform::MAX_SUBSCRIPTIONS_PER_PORT;
+    use ibsm::sa::service_record::MAX_SERVICES_PER_PORT;
+    let s = sweep(example("fat-tree-2l-k4.net"), 0);
+    let cas: Vec<Guid> = s.end_ports().iter().filter(|(_, p, _)| *p > 0).map(|(_, _, g)| *g).collect();
+    let (greedy, other) = (cas[0], cas[1]);
+    let live = Live::new(s.drv.sm.sm_info(false));
+    let mut state = SaState::default();
+    let mut ask = |from: Guid, bytes: &[u8; MAD_LEN]| {
+        let a = sa::serve(&s.snap, &mut state, &live, bytes, s.lid_of(from), &Limits::default()).expect("answered");
+        a.status
+    };
+    let sub = |qpn: u32| request(Method::Set, 0, 0x900, &ibsm_mad::records::InformInfo { qpn, ..inform_all() }).unwrap();
+    for qpn in 0..MAX_SUBSCRIPTIONS_PER_PORT as u32 {
+        assert_eq!(ask(greedy, &sub(qpn + 2)), status::OK, "subscription {qpn}");
+    }
+    assert_eq!(ask(greedy, &sub(10_000)), status::SA_NO_RESOURCES, "one subscription past the cap");
+    assert_eq!(ask(greedy, &sub(2)), status::OK, "the same subscription again replaces");
+    assert_eq!(ask(other, &sub(2)), status::OK, "another port subscribes");
+
+    let service = |id: u64, gid: Guid| {
+        let rec = ServiceRecord {
+            service_id: id,
+            service_gid: Gid { prefix: PREFIX, guid: gid },
+            service_pkey: PKey(0xffff),
+            service_lease: ServiceRecord::INFINITE_LEASE,
+            ..ServiceRecord::default()
+        };
+        request(Method::Set, ServiceRecord::COMP_SERVICE_ID | ServiceRecord::COMP_SERVICE_GID, 0x901, &rec).unwrap()
+    };
+    for id in 0..MAX_SERVICES_PER_PORT as u64 {
+        // Naming other ports' GIDs does not escape the cap: it counts the requester.
+        let gid = if id % 2 == 0 { greedy } else { other };
+        assert_eq!(ask(greedy, &service(id, gid)), status::OK, "service {id}");
+    }
+    assert_eq!(ask(greedy, &service(1 << 40, other)), status::SA_NO_RESOURCES, "one service past the cap");
+    assert_eq!(ask(greedy, &service(0, greedy)), status::OK, "the same service again replaces");
+    assert_eq!(ask(other, &service(1 << 40, other)), status::OK, "another port registers");
+    assert_eq!(state.services.len(), MAX_SERVICES_PER_PORT + 1);
+}

@@ -1,8 +1,10 @@
 //! Event subscriptions: InformInfo (Set: subscribe, unsubscribe), InformInfoRecord (Get,
 //! GetTable), and the Reports the SA sends to subscribers.
 //!
-//! Owns the subscriptions (at most [`MAX_SUBSCRIPTIONS`]) and the Reports in flight (at most
-//! [`MAX_PENDING`]), each retried until the subscriber's ReportResp arrives or its tries run
+//! Owns the subscriptions (at most [`MAX_SUBSCRIPTIONS`], and at most [`MAX_SUBSCRIPTIONS_PER_PORT`]
+//! from one requesting port, so that one port cannot fill the table: past either, a new
+//! subscription gets NO_RESOURCES, as OpenSM answers when it cannot take one) and the Reports in
+//! flight (at most [`MAX_PENDING`]), each retried until the subscriber's ReportResp arrives or its tries run
 //! out. It builds Report MADs (SubnAdmReport(Notice)) and says where they go; the core puts them
 //! on the wire, feeds back ReportResps and timeouts, and tells it what happened: notices to
 //! forward (traps from the fabric, and the SA's own 64/65 when ports come and go between
@@ -34,6 +36,9 @@ use super::{Answer, Limits, Query};
 
 /// Most subscriptions held.
 pub const MAX_SUBSCRIPTIONS: usize = 4096;
+/// Most subscriptions made from one requesting port (its LIDs, under any LMC, count as one):
+/// every generic trap number a port may care about, for a few QPs each.
+pub const MAX_SUBSCRIPTIONS_PER_PORT: usize = 64;
 /// Most Reports waiting for their ReportResp; more are dropped and counted.
 pub const MAX_PENDING: usize = 4096;
 /// Time to wait for a ReportResp before sending the Report again, ns.
@@ -169,7 +174,9 @@ impl Informs {
             let sub = Subscription { subscriber, lid: q.requester, info, enum_: self.next_enum, trusted: q.trusted };
             if let Some(s) = self.subs.iter_mut().find(|s| same(s)) {
                 *s = Subscription { enum_: s.enum_, ..sub };
-            } else if self.subs.len() >= MAX_SUBSCRIPTIONS {
+            } else if self.subs.len() >= MAX_SUBSCRIPTIONS
+                || self.subs.iter().filter(|s| same_port(snap, s.lid, q.requester)).count() >= MAX_SUBSCRIPTIONS_PER_PORT
+            {
                 return Answer::error(h, status::SA_NO_RESOURCES);
             } else {
                 self.subs.push(sub);
@@ -310,6 +317,15 @@ impl Informs {
                 self.queue.push_back(tid);
             }
         }
+    }
+}
+
+/// Whether LIDs `a` and `b` belong to the same port of `snap` (the same LID when either is
+/// not in it).
+fn same_port(snap: &Snapshot, a: Lid, b: Lid) -> bool {
+    match (snap.by_lid(a), snap.by_lid(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
     }
 }
 

@@ -4,10 +4,13 @@
 //! its lease ends (ServiceLease seconds after the Set; 0xFFFFFFFF never). Expired records are
 //! dropped before every access. A Set must name ServiceID and ServiceGID and the GID must be a
 //! port of the subnet; it replaces a record with the same key. The registry holds at most
-//! [`MAX_SERVICES`] records; a Set past that gets NO_RESOURCES. Get, GetTable and Delete select
+//! [`MAX_SERVICES`] records, and at most [`MAX_SERVICES_PER_PORT`] registered by one requesting
+//! port (so that one port cannot fill it; records restored from the state sync count for the
+//! port of their ServiceGID); a Set past either gets NO_RESOURCES, as OpenSM answers when it
+//! cannot take a record. Get, GetTable and Delete select
 //! by ComponentMask; Delete answers with the record it removed (NO_RECORDS when none matched).
 
-use ibsm_mad::Attribute;
+use ibsm_mad::{Attribute, Guid};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::ServiceRecord;
@@ -19,12 +22,16 @@ use super::{Answer, Limits, Query};
 
 /// Most services the registry holds.
 pub const MAX_SERVICES: usize = 65_536;
+/// Most services one requesting port may register (its LIDs, under any LMC, count as one).
+pub const MAX_SERVICES_PER_PORT: usize = 1024;
 
 #[derive(Debug, Clone)]
 struct Entry {
     rec: ServiceRecord,
     /// When the lease ends, ns (`None`: never).
     expires: Option<u64>,
+    /// The port GUID of the requester that registered it (`None`: not a port of the snapshot).
+    owner: Option<Guid>,
 }
 
 /// The registered services.
@@ -52,7 +59,11 @@ impl Services {
 
     /// Replaces the registry with `services` (from the state sync; at most [`MAX_SERVICES`]).
     pub fn restore(&mut self, services: Vec<(ServiceRecord, Option<u64>)>) {
-        self.entries = services.into_iter().take(MAX_SERVICES).map(|(rec, expires)| Entry { rec, expires }).collect();
+        self.entries = services
+            .into_iter()
+            .take(MAX_SERVICES)
+            .map(|(rec, expires)| Entry { rec, expires, owner: Some(rec.service_gid.guid) })
+            .collect();
     }
 
     fn expire(&mut self, now: u64) {
@@ -91,13 +102,16 @@ impl Services {
         }
         let expires = (rec.service_lease != ServiceRecord::INFINITE_LEASE)
             .then(|| now.saturating_add(u64::from(rec.service_lease).saturating_mul(1_000_000_000)));
+        let owner = snap.by_lid(q.requester).and_then(|at| snap.port(at)).map(|p| p.guid);
         let key = |r: &ServiceRecord| (r.service_id, r.service_gid, r.service_pkey);
         if let Some(e) = self.entries.iter_mut().find(|e| key(&e.rec) == key(&rec)) {
-            *e = Entry { rec, expires };
-        } else if self.entries.len() >= MAX_SERVICES {
+            *e = Entry { rec, expires, owner };
+        } else if self.entries.len() >= MAX_SERVICES
+            || self.entries.iter().filter(|e| e.owner == owner).count() >= MAX_SERVICES_PER_PORT
+        {
             return Answer::error(h, status::SA_NO_RESOURCES);
         } else {
-            self.entries.push(Entry { rec, expires });
+            self.entries.push(Entry { rec, expires, owner });
         }
         let offset = (ibsm_mad::records::stride::<ServiceRecord>() / 8) as u16;
         Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
