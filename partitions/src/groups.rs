@@ -12,6 +12,11 @@
 //!   With a scope written (on the line or on the partition) there is one group per scope, the
 //!   MGID's scope nibble replaced; with none, the MGID stays as written. (OpenSM 3.3.23 rewrites
 //!   the nibble to link-local even then; an operator who wrote `ff15:…` meant site-local.)
+//!   An IP group (signature 0x401B or 0x601B) written with P_Key bits 0 (`ff12:401b::1`) gets
+//!   the partition's full-member P_Key there, as OpenSM fills it in.
+//! - A partition's own `sl=` is a QoS setting: OpenSM applies it only with QoS enabled, and ibsm
+//!   has no QoS, so its groups (the broadcast group, `mgid=` lines without their own `sl=`) are
+//!   on SL 0, as under OpenSM's default configuration; an `sl=` on an `mgid=` line is kept.
 //! - Defaults: MTU 4 (2048), rate 3 (10 Gb/s), SL 0, TClass 0, FlowLabel 0; Q_Key 0x0B1B for IP
 //!   groups (signature 0x401B or 0x601B), 0 otherwise.
 //! - An MGID named twice is created once, with the first specification.
@@ -64,18 +69,24 @@ pub fn policy_groups(policy: &Policy) -> Result<Vec<GroupSpec>, ResolveError> {
     };
     for (base, part) in partitions_in_force(policy)? {
         let pkey = PKey::new(base, true);
+        // The partition's flags without its SL (a QoS setting, see the module doc).
+        let part_flags = McastFlags { sl: None, ..part.flags.clone() };
         if part.ipoib || base == DEFAULT_PKEY_BASE {
             for scope in scopes(&part.flags.scope, LINK_LOCAL) {
                 let prefix = 0xff10_401b_0000_0000 | u64::from(scope) << 48 | u64::from(pkey.0) << 16;
-                push(spec(Gid { prefix, guid: Guid(0xffff_ffff) }, pkey, &part.flags));
+                push(spec(Gid { prefix, guid: Guid(0xffff_ffff) }, pkey, &part_flags));
             }
         }
         for g in &part.mcast_groups {
             let mut flags = g.flags.clone();
-            flags.fill_from(&part.flags);
+            flags.fill_from(&part_flags);
             let own = (g.mgid.prefix >> 48) as u8 & 0x0f;
+            let mut written = g.mgid.prefix;
+            if is_ip(written) && (written >> 16) & 0xffff == 0 {
+                written |= u64::from(pkey.0) << 16;
+            }
             for scope in scopes(&flags.scope, own) {
-                let prefix = g.mgid.prefix & !(0x000f << 48) | u64::from(scope) << 48;
+                let prefix = written & !(0x000f << 48) | u64::from(scope) << 48;
                 push(spec(Gid { prefix, guid: g.mgid.guid }, pkey, &flags));
             }
         }
@@ -88,9 +99,14 @@ fn scopes(written: &[u8], fallback: u8) -> Vec<u8> {
     if written.is_empty() { vec![fallback] } else { written.to_vec() }
 }
 
+/// Whether an MGID prefix carries the IPv4 or IPv6 signature (an IP-over-IB group).
+fn is_ip(prefix: u64) -> bool {
+    let signature = (prefix >> 32) as u16;
+    signature == 0x401b || signature == 0x601b
+}
+
 fn spec(mgid: Gid, pkey: PKey, flags: &McastFlags) -> GroupSpec {
-    let signature = (mgid.prefix >> 32) as u16;
-    let ip = signature == 0x401b || signature == 0x601b;
+    let ip = is_ip(mgid.prefix);
     GroupSpec {
         mgid,
         pkey,
@@ -145,11 +161,35 @@ mod tests {
             ]
         );
         let storage = groups[2];
-        assert_eq!((storage.pkey, storage.mtu, storage.rate, storage.sl, storage.scope), (PKey(0x8a01), 5, 7, 1, 5));
+        // The partition's sl=1 is a QoS setting OpenSM ignores without QoS: SL 0.
+        assert_eq!((storage.pkey, storage.mtu, storage.rate, storage.sl, storage.scope), (PKey(0x8a01), 5, 7, 0, 5));
         // The line's flags first, then the partition's; Q_Key 0 unless an IP group or written.
         let apps = groups[3];
         assert_eq!((apps.pkey, apps.qkey, apps.mtu, apps.scope), (PKey(0x8a03), 0x10, 4, 5));
         assert_eq!((groups[4].qkey, groups[4].mtu), (IPOIB_QKEY, 3));
         assert_eq!(groups[5].scope, 8);
+    }
+
+    /// Found by the differential test against OpenSM (`tests/data/ring-mixed.partitions.conf`):
+    /// OpenSM fills an IP group's zero P_Key bits with the partition's and puts groups on SL 0
+    /// whatever the partition's `sl=`; a line's own `sl=` stays.
+    #[test]
+    fn ip_mgid_lines_take_the_partitions_pkey_and_only_their_own_sl() {
+        let text = "Default=0x7fff : ALL=full ;\n\
+                    storage=0x0a01,ipoib,sl=1 :\n mgid=ff12:401b::707,sl=3\n mgid=ff12:601b::16\n mgid=ff12:1234::9\n ALL ;\n";
+        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
+        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
+        let Ok(groups) = groups else { panic!("{groups:?}") };
+        let got: Vec<(Gid, u8)> = groups.iter().map(|g| (g.mgid, g.sl)).collect();
+        assert_eq!(
+            got,
+            [
+                (gid("ff12:401b:ffff::ffff:ffff"), 0),
+                (gid("ff12:401b:8a01::ffff:ffff"), 0),
+                (gid("ff12:401b:8a01::707"), 3),
+                (gid("ff12:601b:8a01::16"), 0),
+                (gid("ff12:1234::9"), 0),
+            ]
+        );
     }
 }
