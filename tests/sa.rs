@@ -625,3 +625,24 @@ fn one_port_cannot_fill_the_subscriptions_or_the_services_others_are_served() {
     assert_eq!(ask(other, &service(1 << 40, other)), status::OK, "another port registers");
     assert_eq!(state.services.len(), MAX_SERVICES_PER_PORT + 1);
 }
+
+/// Found by the differential test on `tests/data/chain-4.net`: OpenSM lists NodeRecords in the
+/// order of its node table, keyed by the GUID as it travels (big-endian) and compared as a
+/// little-endian integer. There host h0 (0x0008000000000000) comes before switch s1
+/// (0x0007000000000100), which ascending GUID order puts first; under umad2sim, which carries
+/// the first record only, `saquery -O 1` named h0 under OpenSM and nothing under ibsm.
+#[test]
+fn get_table_answers_list_nodes_in_opensms_order() {
+    let topo = ibsm_topology::Topology::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/chain-4.net"),
+    )
+    .expect("chain-4.net");
+    let s = sweep(topo, 0);
+    let all = s.ask(Method::GetTable, 0, &NodeRecord::parse(&[0; 108]).unwrap());
+    assert_eq!(all.status, status::OK);
+    let guids: Vec<u64> = records::<NodeRecord>(&all).iter().map(|r| r.node_info.node_guid.0).collect();
+    assert_eq!(guids.first(), Some(&0x0008_0000_0000_0000), "h0 first, as from OpenSM: {guids:x?}");
+    let s1 = guids.iter().position(|&g| g == 0x0007_0000_0000_0100);
+    let h1 = guids.iter().position(|&g| g == 0x0008_0000_0000_0100);
+    assert!(s1.is_some() && h1.is_some() && s1 < h1, "s1 (last byte 0x00 0x01 ...) before h1: {guids:x?}");
+}

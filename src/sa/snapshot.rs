@@ -108,9 +108,10 @@ pub struct Snapshot {
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
     by_guid: HashMap<Guid, PortAt>,
-    /// Node indexes in ascending node GUID order: the order of GetTable answers, as OpenSM
-    /// lists records (from its GUID-keyed node table), so that an answer cut to one MAD holds
-    /// the same records from both SMs.
+    /// Node indexes in OpenSM's node order: the order of GetTable answers, as OpenSM lists
+    /// records from its GUID-keyed node table, whose key is the GUID as it travels (big-endian)
+    /// compared as a little-endian integer (so by the GUID's last byte first), so that an
+    /// answer cut to one MAD holds the same records from both SMs.
     guid_order: Vec<u32>,
     /// LIDs some switch has no route for, worked out on first use.
     unrouted: std::sync::OnceLock<Unrouted>,
@@ -199,7 +200,7 @@ impl Snapshot {
             }
         }
         let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
-        guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid));
+        guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid.0.swap_bytes()));
         Snapshot {
             subnet_prefix,
             lmc,
@@ -247,8 +248,8 @@ impl Snapshot {
         (0..span).filter_map(move |i| u16::try_from(u32::from(base) + i).ok().map(Lid))
     }
 
-    /// The end ports in ascending node GUID order, then port number (every LID owner once),
-    /// as OpenSM lists them.
+    /// The end ports in OpenSM's node order (see `guid_order`), then port number (every LID
+    /// owner once), as OpenSM lists them.
     pub fn end_ports(&self) -> impl Iterator<Item = PortAt> + '_ {
         self.guid_order
             .iter()
