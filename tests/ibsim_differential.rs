@@ -15,7 +15,11 @@
 //! Fabrics: the 2-level fat tree of the examples, and `tests/data/dual-port-1x.net` (two
 //! switches cabled twice, dual-port HCAs, a 1x link). Policies: none (the default partition,
 //! every port a full member) and five partitions where the hosts are only limited members of
-//! the default partition, the admin host a full one, and a guest in no other partition.
+//! the default partition, the admin host a full one, and a guest in no other partition. Then
+//! two fabrics with a policy each, of kinds the others do not use: `tests/data/ring-mixed.net`
+//! (a switch ring, mixed widths and speeds, enhanced and base port 0) with members by class,
+//! IPoIB flags and `mgid=` lines, and `tests/data/chain-4.net` (a chain of four switches) with
+//! the admin host outside the default partition.
 //! Skipped with `IBSM_SKIP_IBSIM=1` or without ibsim, OpenSM and infiniband-diags.
 
 mod support;
@@ -191,6 +195,7 @@ fn commands(case: &Case, lids: &BTreeMap<u64, u16>) -> Vec<(String, &'static str
                 add("saquery", vec![rec.into(), lid.to_string()]);
             }
             add("saquery", with(trusted(), &["PKTR".into(), lid.to_string()]));
+            add("saquery", vec!["LR".into(), lid.to_string()]);
             if is_client {
                 add("saquery", with(trusted(), &["NR".into(), lid.to_string()]));
             }
@@ -349,13 +354,26 @@ fn compare(net: &Path, policy: bool) {
         return;
     }
     let case = Case::new(net, policy);
-    let (theirs, g2l) = under_opensm(&case);
-    let ours = under_ibsm(&case, &g2l);
+    judge(&case, if policy { "five-partition policy" } else { "no policy" });
+}
+
+/// As [`compare`], with the policy in `policy_file` (next to the fabric in `tests/data/`).
+fn compare_with_file(net: &Path, policy_file: &Path) {
+    if !require_ibsim() || !require_tools(&["opensm", "saquery", "smpquery", "sminfo"]) {
+        return;
+    }
+    let mut case = Case::new(net, false);
+    case.policy = Some(std::fs::read_to_string(policy_file).expect("policy file"));
+    judge(&case, &policy_file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
+}
+
+fn judge(case: &Case, policy: &str) {
+    let (theirs, g2l) = under_opensm(case);
+    let ours = under_ibsm(case, &g2l);
     let (diffs, deliberate, lines) = differences(&ours, &theirs);
     eprintln!(
-        "{} {}: {} commands, {lines} lines compared; {deliberate} deliberate differences; {} others",
-        net.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
-        if policy { "five-partition policy" } else { "no policy" },
+        "{} {policy}: {} commands, {lines} lines compared; {deliberate} deliberate differences; {} others",
+        case.net.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
         ours.len(),
         diffs.len()
     );
@@ -367,7 +385,11 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn dual() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dual-port-1x.net")
+    data("dual-port-1x.net")
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 #[test]
@@ -390,8 +412,26 @@ fn dual_port_hcas_and_a_1x_link_with_five_partitions_answer_as_under_opensm() {
     compare(&dual(), true);
 }
 
+/// A ring of three switches (no tree), enhanced and base port 0, links from 1xSDR to 12xDDR, a
+/// host cabled on its port 2 only; members by class (`ALL_CAS`, `ALL_SWITCHES`, `SELF`, `ALL`),
+/// IPoIB flags with `mtu=`, `rate=`, `sl=`, `defmember=`, `mgid=` lines, a host limited in one
+/// partition and full in another.
+#[test]
+fn a_switch_ring_with_mixed_links_and_members_by_class_answers_as_under_opensm() {
+    compare_with_file(&data("ring-mixed.net"), &data("ring-mixed.partitions.conf"));
+}
+
+/// A chain of four switches (three hops, parallel cables, 12x, 2x and 1xDDR links, a host
+/// dual-ported on the two ends); the admin host in no partition but a management one (not in
+/// the default partition), a dual-ported host limited on one port and full on the other.
+#[test]
+fn a_switch_chain_with_the_admin_outside_the_default_partition_answers_as_under_opensm() {
+    compare_with_file(&data("chain-4.net"), &data("chain-4.partitions.conf"));
+}
+
 /// Any fabric and policy: `IBSM_DIFF_NET=FILE [IBSM_DIFF_POLICY=partitions.conf] cargo test
-/// --test ibsim_differential given`. The policy file may name hosts' port GUIDs as it likes; the
+/// --test ibsim_differential given` (`IBSM_DIFF_DUMP=DIR` writes both answers in full to
+/// `DIR/opensm.txt` and `DIR/ibsm.txt`). The policy file may name hosts' port GUIDs as it likes; the
 /// SM sits on the first CA of the file, the admin host is the last but one, the client the last.
 #[test]
 fn a_given_fabric_and_policy_answer_as_under_opensm() {
@@ -408,6 +448,13 @@ fn a_given_fabric_and_policy_answer_as_under_opensm() {
     }
     let (theirs, g2l) = under_opensm(&case);
     let ours = under_ibsm(&case, &g2l);
+    if let Some(dir) = std::env::var_os("IBSM_DIFF_DUMP") {
+        // Both batteries in full, to read a difference in its context.
+        for (name, b) in [("opensm.txt", &theirs), ("ibsm.txt", &ours)] {
+            let text: String = b.iter().map(|(cmd, lines)| format!("== {cmd}\n{}\n", lines.join("\n"))).collect();
+            std::fs::write(Path::new(&dir).join(name), text).expect("IBSM_DIFF_DUMP writable");
+        }
+    }
     let (diffs, deliberate, lines) = differences(&ours, &theirs);
     eprintln!(
         "{} commands, {lines} lines compared; {deliberate} deliberate differences; {} others",
