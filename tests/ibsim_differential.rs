@@ -451,7 +451,13 @@ fn a_given_fabric_and_policy_answer_as_under_opensm() {
     if let Some(dir) = std::env::var_os("IBSM_DIFF_DUMP") {
         // Both batteries in full, to read a difference in its context.
         for (name, b) in [("opensm.txt", &theirs), ("ibsm.txt", &ours)] {
-            let text: String = b.iter().map(|(cmd, lines)| format!("== {cmd}\n{}\n", lines.join("\n"))).collect();
+            let mut text = String::new();
+            for (cmd, lines) in b {
+                for l in std::iter::once(format!("== {cmd}")).chain(lines.iter().cloned()) {
+                    text.push_str(&l);
+                    text.push('\n');
+                }
+            }
             std::fs::write(Path::new(&dir).join(name), text).expect("IBSM_DIFF_DUMP writable");
         }
     }

@@ -82,7 +82,7 @@ pub fn policy_groups(policy: &Policy) -> Result<Vec<GroupSpec>, ResolveError> {
             flags.fill_from(&part_flags);
             let own = (g.mgid.prefix >> 48) as u8 & 0x0f;
             let mut written = g.mgid.prefix;
-            if is_ip(written) && (written >> 16) & 0xffff == 0 {
+            if is_ip(written) && (written >> 16) as u16 == 0 {
                 written |= u64::from(pkey.0) << 16;
             }
             for scope in scopes(&flags.scope, own) {

@@ -44,8 +44,9 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
             let Ok(p) = u8::try_from(p) else { break };
             let Some((rn, rp)) = port.remote else { continue };
             let (Some(from_lid), Some(to_lid)) = (lid_of(snap, n, p), lid_of(snap, rn, rp)) else { continue };
-            let (a, b) = ((n, p), (rn, rp));
-            if !requester.is_some_and(|r| shares(snap, a, b) && shares(snap, r, a) && shares(snap, r, b)) {
+            let (here, there) = ((n, p), (rn, rp));
+            let shared = |r| shares(snap, here, there) && shares(snap, r, here) && shares(snap, r, there);
+            if !requester.is_some_and(shared) {
                 continue;
             }
             let rec = LinkRecord { from_lid, from_port: PortNum(p), to_port: PortNum(rp), to_lid };
