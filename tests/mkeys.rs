@@ -290,7 +290,7 @@ fn keys_imported_from_opensms_guid2mkey_let_ibsm_take_over_without_a_refusal() {
     for g in drv.sm.mkeys_held().keys() {
         let _ = writeln!(text, "0x{:016x} 0x{:016x}", g.0, 0x0bad_cafe_u64);
     }
-    let imported = ibsm::state::parse_guid2mkey(&text).expect("OpenSM's format");
+    let imported = ibsm::daemon::state::parse_guid2mkey(&text).expect("OpenSM's format");
     let table = drv.sm.guid2lid().clone();
     let neighbors = drv.sm.mkey_neighbors().clone();
     drv.sm = Sm::new(mkey_cfg(5, 2), table);

@@ -2,8 +2,8 @@
 //! and its I/O; the core never sees either.
 //!
 //! - [`sim`]: the in-process simulated fabric of `ibsm-sim`, in virtual time.
-//! - [`umad`]: a real (or ibsim-emulated) port through the kernel's `ib_umad` ABI, and
-//!   [`umad_driver`], the wall-clock loop that runs the core on it.
+//! - [`umad`]: a real (or ibsim-emulated) port through the kernel's `ib_umad` ABI; the
+//!   wall-clock loop that runs the core on it is the daemon's (`daemon::umad_loop`).
 //!
 //! Drivers also answer side queries (the control socket's) between two MADs. They know them
 //! only through [`SideQueries`] and [`SideQuery`], defined here, so that the transports import
@@ -11,10 +11,8 @@
 
 use crate::core::Sm;
 
-pub mod notify;
 pub mod sim;
 pub mod umad;
-pub mod umad_driver;
 
 /// A source of queries a driver answers from the core between two MADs (the control socket).
 pub trait SideQueries {

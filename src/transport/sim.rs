@@ -11,7 +11,7 @@ use ibsm_topology::Topology;
 
 use super::{SideQueries, SideQuery, next_query};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, Transmit};
-use crate::signals::{Signal, Signals};
+use crate::daemon::signals::{Signal, Signals};
 
 /// How the time the core spends computing (LID assignment, routing) enters virtual time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,7 +110,7 @@ impl SimDriver {
     /// SIGTERM, and returns the signal's name. The simulated fabric does not move meanwhile,
     /// except for a reload: SIGHUP (from `signals`, caught since the start, so one that came
     /// during the first sweeps is taken now) and `reload` on the control socket read the
-    /// configuration again ([`crate::startup::reload`] from `reload`) and, when it asks for a
+    /// configuration again ([`crate::daemon::startup::reload`] from `reload`) and, when it asks for a
     /// sweep, run the fabric to that sweep's report; every event goes to `on_event`. SIGUSR1 and
     /// SIGUSR2 are logged ([`Signal::log`]).
     ///
@@ -120,7 +120,7 @@ impl SimDriver {
         &mut self,
         mut control: Option<&mut Q>,
         signals: &mut Signals,
-        reload: Option<&(crate::startup::Sources, crate::startup::Built)>,
+        reload: Option<&(crate::daemon::startup::Sources, crate::daemon::startup::Built)>,
         mut on_event: impl FnMut(&SmEvent),
     ) -> std::io::Result<&'static str> {
         use tokio::signal::unix::{SignalKind, signal};
@@ -163,10 +163,10 @@ impl SimDriver {
     /// the sweep it brings run to its report (at most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time).
     fn reload(
         &mut self,
-        from: Option<&(crate::startup::Sources, crate::startup::Built)>,
+        from: Option<&(crate::daemon::startup::Sources, crate::daemon::startup::Built)>,
         on_event: &mut dyn FnMut(&SmEvent),
-    ) -> Result<crate::control::Reloaded, String> {
-        let done = crate::startup::reload(&mut self.sm, from)?;
+    ) -> Result<crate::daemon::control::Reloaded, String> {
+        let done = crate::daemon::startup::reload(&mut self.sm, from)?;
         if done.sweep {
             let limit = self.now().saturating_add(RELOAD_SWEEP_LIMIT_NS);
             self.run_until(limit, |ev| {

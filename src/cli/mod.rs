@@ -1,19 +1,28 @@
-//! Command-line interface: argument parsing (clap) and one function per subcommand.
+//! Command-line interface: argument parsing (clap) and one function per subcommand; the
+//! bigger subcommands have a file each: [`routes`], [`topology`], [`partitions`], [`sim`]
+//! (`sim play`, `sim soak`), [`man`]; [`log`] holds the daemon's log set-up and its own lines.
 //!
 //! Exit statuses: 0 success, 1 the operation failed, 2 bad input (arguments, config or
 //! topology file), with the file, line and reason on stderr. A one-shot command whose standard
 //! output is a pipe closed early (`| head`) ends quietly by SIGPIPE, as Unix tools do; `ibsm run`
 //! keeps SIGPIPE ignored.
 
+mod log;
+mod man;
+mod partitions;
+mod routes;
+mod sim;
+mod topology;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use ibsm::config::ConfigFile;
-use ibsm::control::ControlServer;
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{Sm, SmEvent};
+use ibsm::daemon::config::ConfigFile;
+use ibsm::daemon::control::ControlServer;
 use ibsm::transport::sim::SimDriver;
 use ibsm_sim::fabric::{Fabric, SimConfig};
 use ibsm_topology::generators::{Degrade, FatTree, Grid, RailFatTree, RandomGraph};
@@ -47,7 +56,7 @@ enum Command {
     /// Routing: dump the forwarding tables the SM would program, and check them.
     Routes {
         #[command(subcommand)]
-        command: crate::cli_routes::RoutesCommand,
+        command: crate::cli::routes::RoutesCommand,
     },
     /// Ask the running SM to read its whole configuration again (the config file, partition
     /// policy, SM_Key file and expected topology; over its control socket), as SIGHUP does.
@@ -73,12 +82,12 @@ enum Command {
     /// The fabric's cabling: compare it with the expected one.
     Topology {
         #[command(subcommand)]
-        command: crate::cli_topology::TopologyCommand,
+        command: crate::cli::topology::TopologyCommand,
     },
     /// Partition policies: print one as it resolves, convert between partitions.conf and TOML.
     Partitions {
         #[command(subcommand)]
-        command: crate::cli_partitions::PartitionsCommand,
+        command: crate::cli::partitions::PartitionsCommand,
     },
     /// The simulated fabric: generate topologies, load and inspect them.
     Sim {
@@ -130,10 +139,10 @@ enum SimCommand {
     },
     /// Bring FABRIC up with the SM on the simulator, then run SCRIPT's timed faults and print
     /// one JSON line per event (see the README, "Fault scripts").
-    Play(crate::cli_play::PlayArgs),
+    Play(crate::cli::sim::PlayArgs),
     /// Seeded random fault sequences against the SM on the simulator, with the invariants
     /// checked at every quiescent point; a failure prints its seed and a minimal script.
-    Soak(crate::cli_play::SoakArgs),
+    Soak(crate::cli::sim::SoakArgs),
 }
 
 #[derive(Debug, Args)]
@@ -153,7 +162,7 @@ struct RunArgs {
     seed: u64,
     /// Simulator: service time of every switch's and CA's SMA per SMP (SMPs to one node queue);
     /// `0`: none.
-    #[arg(long, value_name = "TIME", default_value = "10us", value_parser = crate::cli_play::parse_sma_time, requires = "sim")]
+    #[arg(long, value_name = "TIME", default_value = "10us", value_parser = crate::cli::sim::parse_sma_time, requires = "sim")]
     sma_time: u64,
     /// umad: the CA to run on (e.g. `mlx5_0`) [default: found in sysfs, the first InfiniBand
     /// port whose link is up].
@@ -196,7 +205,7 @@ struct RunArgs {
     sm_key_file: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics [ADDR default: 127.0.0.1:9464, loopback
     /// only; give an address to listen elsewhere, `:0` for any free port].
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::metrics_http::DEFAULT_ADDR)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::daemon::metrics_http::DEFAULT_ADDR)]
     metrics: Option<String>,
 }
 
@@ -259,16 +268,16 @@ struct GenArgs {
 /// Parses the command line and runs the subcommand.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    crate::cli_log::init_logging(matches!(cli.log_format, LogFormat::Json));
+    crate::cli::log::init_logging(matches!(cli.log_format, LogFormat::Json));
     if !matches!(cli.command, Command::Run(_)) {
         // A one-shot command whose reader goes away (`| head`) ends quietly, as Unix tools do.
         ibsm::transport::umad::default_sigpipe();
     }
     match cli.command {
         Command::Run(args) => run_sm(&args),
-        Command::Routes { command } => crate::cli_routes::run(&command),
-        Command::Partitions { command } => crate::cli_partitions::run(&command),
-        Command::Topology { command } => crate::cli_topology::run(&command),
+        Command::Routes { command } => crate::cli::routes::run(&command),
+        Command::Partitions { command } => crate::cli::partitions::run(&command),
+        Command::Topology { command } => crate::cli::topology::run(&command),
         Command::Config { command: ConfigCommand::Check { file } } => config_check(&file),
         Command::Config { command: ConfigCommand::Show { config } } => config_show(config.as_deref()),
         Command::Config { command: ConfigCommand::ImportOpensm { file } } => import_opensm(&file),
@@ -276,9 +285,9 @@ pub fn run() -> ExitCode {
         Command::Status { socket, json } => status(&socket, json),
         Command::Sim { command: SimCommand::Gen(args) } => sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim_info(&topology, json),
-        Command::Sim { command: SimCommand::Play(args) } => crate::cli_play::play(&args),
-        Command::Sim { command: SimCommand::Soak(args) } => crate::cli_play::soak(&args),
-        Command::Man { dir } => crate::cli_man::run(Cli::command(), &dir),
+        Command::Sim { command: SimCommand::Play(args) } => crate::cli::sim::play(&args),
+        Command::Sim { command: SimCommand::Soak(args) } => crate::cli::sim::soak(&args),
+        Command::Man { dir } => crate::cli::man::run(Cli::command(), &dir),
     }
 }
 
@@ -318,7 +327,7 @@ fn sim_gen(a: &GenArgs) -> ExitCode {
     let text = topo.to_net();
     if a.output == "-" {
         print!("{text}");
-    } else if let Err(e) = ibsm::state::write_atomically(Path::new(&a.output), text.as_bytes()) {
+    } else if let Err(e) = ibsm::daemon::state::write_atomically(Path::new(&a.output), text.as_bytes()) {
         eprintln!("ibsm sim gen: {e}");
         return ExitCode::FAILURE;
     } else {
@@ -395,11 +404,11 @@ fn config_check(file: &std::path::Path) -> ExitCode {
 /// `ibsm config import-opensm FILE`: the TOML on stdout, exit 0; 2 when the file cannot be
 /// read.
 fn import_opensm(file: &std::path::Path) -> ExitCode {
-    match ibsm_topology::file::read_bytes(file, ibsm::config::CONFIG_LIMIT) {
+    match ibsm_topology::file::read_bytes(file, ibsm::daemon::config::CONFIG_LIMIT) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
-            let imported = ibsm::import_opensm::import(&text);
-            print!("{}", ibsm::import_opensm::to_toml(&imported, &file.display().to_string()));
+            let imported = ibsm::opensm::config_import::import(&text);
+            print!("{}", ibsm::opensm::config_import::to_toml(&imported, &file.display().to_string()));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -431,9 +440,9 @@ fn config_show(file: Option<&std::path::Path>) -> ExitCode {
 
 /// `ibsm status`: what the running SM says about itself.
 fn status(socket: &std::path::Path, json: bool) -> ExitCode {
-    let st = match ibsm::control::query::<ibsm::control::Status>(
+    let st = match ibsm::daemon::control::query::<ibsm::daemon::control::Status>(
         socket,
-        ibsm::control::Query::Status,
+        ibsm::daemon::control::Query::Status,
         std::time::Duration::from_secs(10),
     ) {
         Ok(st) => st,
@@ -458,8 +467,8 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     if let Some(l) = &st.last_sweep {
         println!(
             "last sweep ({} ago, took {}): {} switches, {} CAs, {} end ports, {} links; routed by {}; {} SMPs ({} failed); {} ports active, {} not; {}",
-            crate::cli_log::fmt_ns(l.age_ms.saturating_mul(1_000_000)),
-            crate::cli_log::fmt_ns(l.total_ns),
+            crate::cli::log::fmt_ns(l.age_ms.saturating_mul(1_000_000)),
+            crate::cli::log::fmt_ns(l.total_ns),
             l.switches,
             l.cas,
             l.end_ports,
@@ -501,7 +510,7 @@ fn status(socket: &std::path::Path, json: bool) -> ExitCode {
 }
 
 /// The problems lines of `ibsm status`.
-fn print_problems(p: &ibsm::control::Problems) {
+fn print_problems(p: &ibsm::daemon::control::Problems) {
     if p.count() == 0 {
         println!("problems: none");
         return;
@@ -538,7 +547,7 @@ fn print_problems(p: &ibsm::control::Problems) {
 }
 
 /// The state sync lines of `ibsm status`.
-fn print_sync(state: &str, s: &ibsm::control::SyncStatusJson) {
+fn print_sync(state: &str, s: &ibsm::daemon::control::SyncStatusJson) {
     match state {
         "master" => {
             println!("state sync: version {}, {} standby(s)", s.version, s.standbys.len());
@@ -560,9 +569,9 @@ fn print_sync(state: &str, s: &ibsm::control::SyncStatusJson) {
 /// what changed; a refused one (its errors printed) leaves the running one in force and exits
 /// with status 1.
 fn reload(socket: &std::path::Path) -> ExitCode {
-    match ibsm::control::query::<ibsm::control::Reloaded>(
+    match ibsm::daemon::control::query::<ibsm::daemon::control::Reloaded>(
         socket,
-        ibsm::control::Query::Reload,
+        ibsm::daemon::control::Query::Reload,
         std::time::Duration::from_secs(10),
     ) {
         Ok(r) => {
@@ -592,14 +601,14 @@ fn reload(socket: &std::path::Path) -> ExitCode {
 fn run_sm(a: &RunArgs) -> ExitCode {
     // First of all: from here on SIGHUP, SIGUSR1 and SIGUSR2 are caught, never fatal; each is
     // taken by the transport once it runs (a SIGHUP during the first sweep reloads after it).
-    let signals = match ibsm::signals::Signals::install() {
+    let signals = match ibsm::daemon::signals::Signals::install() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ibsm run: installing the handlers of SIGHUP, SIGUSR1, SIGUSR2: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let sources = ibsm::startup::Sources {
+    let sources = ibsm::daemon::startup::Sources {
         config: a.config.clone(),
         lmc: a.lmc,
         routing_engine: a.routing_engine.clone(),
@@ -609,7 +618,7 @@ fn run_sm(a: &RunArgs) -> ExitCode {
         state_dir: a.state_dir.clone(),
     };
     // Held until the SM exits: one SM per state directory, locked before anything in it is read.
-    let _held = match sources.state_dir().as_deref().map(ibsm::state::StateDir::acquire).transpose() {
+    let _held = match sources.state_dir().as_deref().map(ibsm::daemon::state::StateDir::acquire).transpose() {
         Ok(held) => held,
         Err(e) => {
             eprintln!("ibsm run: {e}");
@@ -627,9 +636,9 @@ fn run_sm(a: &RunArgs) -> ExitCode {
     };
     let (mut cfg, file, state_dir) = (built.cfg.clone(), &built.file, built.state_dir.clone());
     cfg.tid_key = random_key();
-    let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::state::GUID2LID));
+    let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::daemon::state::GUID2LID));
     let table = match &guid2lid_path {
-        Some(p) => match ibsm::state::load_guid2lid(p) {
+        Some(p) => match ibsm::daemon::state::load_guid2lid(p) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("ibsm run: {e}");
@@ -658,12 +667,12 @@ fn run_on_umad(
     a: &RunArgs,
     sm: Sm,
     guid2lid: Option<PathBuf>,
-    reload: (ibsm::startup::Sources, ibsm::startup::Built),
+    reload: (ibsm::daemon::startup::Sources, ibsm::daemon::startup::Built),
     control: Option<ControlServer>,
-    signals: ibsm::signals::Signals,
+    signals: ibsm::daemon::signals::Signals,
 ) -> ExitCode {
+    use ibsm::daemon::umad_loop::{self, DriverOptions, Finish};
     use ibsm::transport::umad::{UmadPort, find_port};
-    use ibsm::transport::umad_driver::{self, DriverOptions, Finish};
 
     let wall = Instant::now();
     let location = match find_port(a.ca.as_deref(), a.port) {
@@ -689,12 +698,12 @@ fn run_on_umad(
         reload: Some(reload),
         ..DriverOptions::default()
     };
-    let result = umad_driver::run_with_control(port, sm, &opts, control, Some(signals), |ev| {
-        crate::cli_log::log_event(ev);
+    let result = umad_loop::run_with_control(port, sm, &opts, control, Some(signals), |ev| {
+        crate::cli::log::log_event(ev);
         match ev {
-            SmEvent::SubnetUp(r) => crate::cli_log::say_report(r, wall.elapsed()),
+            SmEvent::SubnetUp(r) => crate::cli::log::say_report(r, wall.elapsed()),
             SmEvent::Standby { master, priority, lid } => {
-                crate::cli_log::say(&format!(
+                crate::cli::log::say(&format!(
                     "standby: the master is {:#018x} (priority {priority}, LID {}); watching it",
                     master.0, lid.0
                 ));
@@ -712,7 +721,7 @@ fn run_on_umad(
             1
         }
         Ok(Finish::Standby { master }) => {
-            crate::cli_log::say(&format!("standby: the master is {:#018x}", master.0));
+            crate::cli::log::say(&format!("standby: the master is {:#018x}", master.0));
             0
         }
         Ok(Finish::NoReport { waited }) => {
@@ -744,7 +753,7 @@ fn run_on_umad(
 }
 
 /// The built-in simulated fabric of `ibsm run --sim`.
-const BUILTIN_FABRIC: &str = include_str!("../examples/fabrics/fat-tree-3l-k4.net");
+const BUILTIN_FABRIC: &str = include_str!("../../examples/fabrics/fat-tree-3l-k4.net");
 /// The value `--sim` takes when given without a file.
 const BUILTIN_ARG: &str = "@builtin";
 /// How the built-in fabric is named in messages.
@@ -756,7 +765,10 @@ fn run_on_sim(
     sm: Sm,
     guid2lid: Option<&Path>,
     mut control: Option<ControlServer>,
-    (mut signals, reload): (ibsm::signals::Signals, &(ibsm::startup::Sources, ibsm::startup::Built)),
+    (mut signals, reload): (
+        ibsm::daemon::signals::Signals,
+        &(ibsm::daemon::startup::Sources, ibsm::daemon::startup::Built),
+    ),
 ) -> ExitCode {
     let wall = Instant::now();
     let builtin = topology.as_os_str() == BUILTIN_ARG;
@@ -785,7 +797,7 @@ fn run_on_sim(
             Some((i, port))
         }
     };
-    let mut drv = match SimDriver::with_config(&topo, crate::cli_play::sim_config(a.seed, a.sma_time), sm, at) {
+    let mut drv = match SimDriver::with_config(&topo, crate::cli::sim::sim_config(a.seed, a.sma_time), sm, at) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("ibsm run: {e}");
@@ -796,20 +808,20 @@ fn run_on_sim(
     drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
     let host = &topo.nodes[drv.at.0].name;
     tracing::info!(topology = %topology.display(), sm_at = %host, port = drv.at.1, "starting on the simulated fabric");
-    let notify = ibsm::transport::notify::Notifier::from_env();
+    let notify = ibsm::daemon::notify::Notifier::from_env();
     let mut sweeps = 0u32;
     loop {
         sweeps += 1;
-        let report = drv.sweep(600_000_000_000, crate::cli_log::log_event);
+        let report = drv.sweep(600_000_000_000, crate::cli::log::log_event);
         if let Some(p) = guid2lid {
-            let saved = ibsm::state::save_after_sweep(p, &drv.sm);
+            let saved = ibsm::daemon::state::save_after_sweep(p, &drv.sm);
             if let Err(e) = saved {
                 eprintln!("ibsm run: {e}");
                 return ExitCode::FAILURE;
             }
         }
         if let Some(r) = report {
-            crate::cli_log::say_report(&r, wall.elapsed());
+            crate::cli::log::say_report(&r, wall.elapsed());
             if sweeps == 1 {
                 // systemd (Type=notify): the simulated SM is ready once its first sweep is done.
                 let up = if r.complete { "up" } else { "not fully up" };
@@ -829,19 +841,19 @@ fn run_on_sim(
         // control socket, until a signal.
         if sweeps >= 2 {
             match control.as_ref().and_then(ControlServer::path) {
-                Some(p) => crate::cli_log::say(&format!(
+                Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
                     p.display()
                 )),
-                None => crate::cli_log::say(&format!(
+                None => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle (Ctrl-C to stop)"
                 )),
             }
             let _ = std::io::Write::flush(&mut std::io::stdout());
             return match drv.serve_until_signal(control.as_mut(), &mut signals, Some(reload), |ev| {
-                crate::cli_log::log_event(ev);
+                crate::cli::log::log_event(ev);
                 if let SmEvent::SubnetUp(r) = ev {
-                    crate::cli_log::say_report(r, wall.elapsed());
+                    crate::cli::log::say_report(r, wall.elapsed());
                 }
             }) {
                 Ok(signal) => {
@@ -862,11 +874,11 @@ fn run_on_sim(
 fn listeners(
     a: &RunArgs,
     state_dir: Option<&std::path::Path>,
-) -> Result<(Option<ControlServer>, Option<ibsm::metrics_http::MetricsServer>), ExitCode> {
+) -> Result<(Option<ControlServer>, Option<ibsm::daemon::metrics_http::MetricsServer>), ExitCode> {
     let control_path = if a.no_control {
         None
     } else {
-        a.control.clone().or_else(|| state_dir.map(|d| d.join(ibsm::control::DEFAULT_NAME)))
+        a.control.clone().or_else(|| state_dir.map(|d| d.join(ibsm::daemon::control::DEFAULT_NAME)))
     };
     let control = control_path.as_deref().map(ControlServer::bind).transpose().map_err(|e| {
         eprintln!("ibsm run: {e}");
@@ -874,7 +886,7 @@ fn listeners(
     })?;
     let Some(addr) = &a.metrics else { return Ok((control, None)) };
     let control = control.unwrap_or_else(ControlServer::without_socket);
-    let metrics = ibsm::metrics_http::MetricsServer::bind(addr, &control).map_err(|e| {
+    let metrics = ibsm::daemon::metrics_http::MetricsServer::bind(addr, &control).map_err(|e| {
         eprintln!("ibsm run: --metrics {addr}: {e}");
         ExitCode::FAILURE
     })?;
@@ -890,15 +902,17 @@ fn restore_state(
     opensm_guid2mkey: Option<&std::path::Path>,
     state_dir: Option<&std::path::Path>,
 ) -> Result<(), String> {
-    let mut held = match opensm_guid2mkey.map(ibsm::state::load_guid2mkey).transpose() {
+    let mut held = match opensm_guid2mkey.map(ibsm::daemon::state::load_guid2mkey).transpose() {
         Ok(keys) => keys.unwrap_or_default(),
         Err(e) => return Err(format!("guid2mkey: {e}")),
     };
     if let Some(d) = state_dir {
-        let err = |e: ibsm::state::StateError| e.to_string();
-        sm.set_pkey_layout(ibsm::state::load_pkeys(&d.join(ibsm::state::PKEYS)).map_err(err)?);
-        sm.set_mkey_neighbors(ibsm::state::load_neighbors(&d.join(ibsm::state::NEIGHBORS)).map_err(err)?);
-        held.extend(ibsm::state::load_guid2mkey(&d.join(ibsm::state::GUID2MKEY)).map_err(err)?);
+        let err = |e: ibsm::daemon::state::StateError| e.to_string();
+        sm.set_pkey_layout(ibsm::daemon::state::load_pkeys(&d.join(ibsm::daemon::state::PKEYS)).map_err(err)?);
+        sm.set_mkey_neighbors(
+            ibsm::daemon::state::load_neighbors(&d.join(ibsm::daemon::state::NEIGHBORS)).map_err(err)?,
+        );
+        held.extend(ibsm::daemon::state::load_guid2mkey(&d.join(ibsm::daemon::state::GUID2MKEY)).map_err(err)?);
     }
     sm.set_mkeys_held(held);
     Ok(())

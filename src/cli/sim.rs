@@ -2,7 +2,7 @@
 //!
 //! Owns reading the fabric, the script and the configuration, and printing one JSON line per
 //! event on stdout (errors on stderr, `FILE:LINE: reason` for the script). The runner itself is
-//! `ibsm::play`.
+//! `ibsm::lab::play`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +33,7 @@ pub struct PlayArgs {
 
 /// `--sma-time`: a time with a unit (`10us`, `2.5us`, `800ns`), or `0` for no service time.
 pub(crate) fn parse_sma_time(t: &str) -> Result<u64, String> {
-    if t == "0" { Ok(0) } else { ibsm::play::parse_time(t) }
+    if t == "0" { Ok(0) } else { ibsm::lab::play::parse_time(t) }
 }
 
 /// The simulator's configuration for `seed` and an SMA service time of `sma_ns` (switches and
@@ -60,7 +60,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let steps = match ibsm::play::parse_script(&text, &topo) {
+    let steps = match ibsm::lab::play::parse_script(&text, &topo) {
         Ok(s) => s,
         Err(errors) => {
             for e in errors {
@@ -72,7 +72,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
     let Some(cfg) = sm_config(a.config.as_deref(), "play") else { return ExitCode::from(2) };
     let mut all_ok = true;
     let sim = sim_config(a.seed, a.sma_time);
-    let played = ibsm::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
+    let played = ibsm::lab::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
         all_ok &= !o.fails();
         match serde_json::to_string(o) {
             Ok(line) => println!("{line}"),
@@ -93,7 +93,8 @@ pub fn play(a: &PlayArgs) -> ExitCode {
 /// why the file was refused.
 fn sm_config(path: Option<&std::path::Path>, cmd: &str) -> Option<ibsm::core::SmConfig> {
     // As `ibsm run` reads it: the files it names (partition policy, expected topology) too.
-    let sources = ibsm::startup::Sources { config: path.map(std::path::Path::to_path_buf), ..Default::default() };
+    let sources =
+        ibsm::daemon::startup::Sources { config: path.map(std::path::Path::to_path_buf), ..Default::default() };
     match sources.build() {
         Ok(b) => Some(b.cfg),
         Err(errors) => {
@@ -147,16 +148,19 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
         }
     };
     let Some(cfg) = sm_config(a.config.as_deref(), "soak") else { return ExitCode::from(2) };
-    let soak_cfg =
-        ibsm::soak::SoakConfig { rounds: a.rounds, standbys: a.standbys, ..ibsm::soak::SoakConfig::default() };
+    let soak_cfg = ibsm::lab::soak::SoakConfig {
+        rounds: a.rounds,
+        standbys: a.standbys,
+        ..ibsm::lab::soak::SoakConfig::default()
+    };
     if let Some(seed) = a.show {
-        print!("{}", ibsm::soak::script(&topo, seed, &soak_cfg));
+        print!("{}", ibsm::lab::soak::script(&topo, seed, &soak_cfg));
         return ExitCode::SUCCESS;
     }
     let start = std::time::Instant::now();
     let (mut events, mut failed) = (0usize, 0u64);
     for seed in a.first..a.first.saturating_add(a.seeds) {
-        let steps = match ibsm::soak::steps(&topo, seed, &soak_cfg) {
+        let steps = match ibsm::lab::soak::steps(&topo, seed, &soak_cfg) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("ibsm sim soak: seed {seed}: {e}");
@@ -164,11 +168,11 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
             }
         };
         events += steps.len();
-        match ibsm::soak::run(&topo, &steps, seed, (&cfg, a.standbys)) {
+        match ibsm::lab::soak::run(&topo, &steps, seed, (&cfg, a.standbys)) {
             Ok(None) => {}
             Ok(Some(f)) => {
                 failed += 1;
-                let (min, why) = ibsm::soak::minimize(&topo, &steps, seed, (&cfg, a.standbys));
+                let (min, why) = ibsm::lab::soak::minimize(&topo, &steps, seed, (&cfg, a.standbys));
                 println!("seed {seed} FAILED at `{}`: {}", steps[f.step].line, f.what);
                 if let Some(w) = why {
                     println!(
