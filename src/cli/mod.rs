@@ -850,12 +850,18 @@ fn run_on_sim(
                 )),
             }
             let _ = std::io::Write::flush(&mut std::io::stdout());
-            return match drv.serve_until_signal(control.as_mut(), &mut signals, Some(reload), |ev| {
-                crate::cli::log::log_event(ev);
-                if let SmEvent::SubnetUp(r) = ev {
-                    crate::cli::log::say_report(r, wall.elapsed());
-                }
-            }) {
+            return match ibsm::daemon::sim_loop::serve_until_signal(
+                &mut drv,
+                control.as_mut(),
+                &mut signals,
+                Some(reload),
+                |ev| {
+                    crate::cli::log::log_event(ev);
+                    if let SmEvent::SubnetUp(r) = ev {
+                        crate::cli::log::say_report(r, wall.elapsed());
+                    }
+                },
+            ) {
                 Ok(signal) => {
                     eprintln!("ibsm run: stopped by {signal} after {sweeps} sweeps");
                     ExitCode::SUCCESS

@@ -11,7 +11,8 @@
 //! - [`logfmt`]: JSON log lines (`--log-format json`).
 //!
 //! Running: [`umad_loop`], the wall-clock loop that runs the core on a umad port, with the
-//! signals, the reloads, the state files and the side queries between two MADs.
+//! signals, the reloads, the state files and the side queries ([`side_queries`]) between two
+//! MADs; [`sim_loop`], the simulated SM (`ibsm run --sim`) kept alive once its fabric is up.
 //!
 //! What operators reach it by:
 //! - [`control`]: the local control socket (`ibsm status`, `ibsm reload`, live routes).
@@ -25,7 +26,9 @@ pub mod metrics;
 pub mod metrics_http;
 pub mod notify;
 pub mod partition_policy;
+pub mod side_queries;
 pub mod signals;
+pub mod sim_loop;
 pub mod startup;
 pub mod state;
 pub mod surface;

@@ -36,10 +36,10 @@ use ibsm_mad::{DrPath, ids};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
+use super::side_queries::{SideQueries, SideQuery, next_query};
 use crate::core::lft::{RouteDone, RouteJob};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
 use crate::transport::umad::{Address, AgentClass, Received, UmadError, UmadPort};
-use crate::transport::{SideQueries, SideQuery, next_query};
 
 /// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
 const WAKE_TID: u64 = 0;
@@ -245,7 +245,7 @@ pub fn run(
     opts: &DriverOptions,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
-    run_with_control(port, sm, opts, None::<crate::transport::NoQueries>, None, on_event)
+    run_with_control(port, sm, opts, None::<super::side_queries::NoQueries>, None, on_event)
 }
 
 /// [`run`], also answering the queries of `control` from the loop, and taking SIGHUP, SIGUSR1

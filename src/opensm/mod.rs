@@ -5,7 +5,7 @@
 //!   back into per-switch tables.
 //!
 //! OpenSM's `partitions.conf` grammar is parsed by the `ibsm-partitions` crate; writing the
-//! dump is [`crate::routes::dump`]'s.
+//! dump is the `routes` module's (`routes::dump`).
 
 pub mod config_import;
 pub mod lfts_dump;

@@ -257,7 +257,7 @@ pub enum ControlError {
     BadReply(String),
 }
 
-impl crate::transport::SideQuery for Pending {
+impl crate::daemon::side_queries::SideQuery for Pending {
     fn is_reload(&self) -> bool {
         self.query == Query::Reload
     }

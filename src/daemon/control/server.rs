@@ -155,7 +155,7 @@ impl ControlServer {
     }
 }
 
-impl crate::transport::SideQueries for ControlServer {
+impl crate::daemon::side_queries::SideQueries for ControlServer {
     type Query = Pending;
     async fn next_query(&mut self) -> Pending {
         self.next().await
