@@ -1,41 +1,34 @@
 //! `ibsm`: an InfiniBand subnet manager.
 //!
-//! This library holds the parts of the root package that the `ibsm` binary and the integration
-//! tests share. [`core`] is the sans-IO subnet manager: it is driven by `handle_*` calls and
-//! drained with `poll_*` calls and never touches a device, a file or the clock.
+//! This library holds the parts of the root package that the `ibsm` binary (its command line
+//! lives in `src/cli/`) and the integration tests share. The tree, from the bottom up:
 //!
-//! [`fabric_view`] is the one builder of the routing input, below the core and the commands: the
-//! core and the offline planner in [`routes`] both describe a fabric to it. Fabric descriptions
-//! (`.net` files, generators) come from the `ibsm-topology` crate, not from the simulator.
-//!
-//! [`sa`] answers Subnet Administration queries from an immutable snapshot of the last sweep;
-//! it sits beside the fabric view, below the core, which builds the snapshot and decides when
-//! the SA may answer.
-//!
-//! Around the core, for operators: [`config`] (the file, the environment, the checks),
-//! [`state`] (the state directory), [`control`] (the local control socket), [`metrics`] and
-//! [`metrics_http`] (Prometheus), [`surface`] (the limits, connection cap and listener thread
-//! the control socket and the metrics endpoint share), [`logfmt`] (JSON log lines), [`policy`]
-//! (partition policy files), [`signals`] (SIGHUP, SIGUSR1, SIGUSR2 caught from the start of
-//! `ibsm run`), and [`transport`] (umad, the simulator, systemd's notify socket).
+//! - [`core`]: the sans-IO subnet manager. It is driven by `handle_*` calls and drained with
+//!   `poll_*` calls and never touches a device, a file or the clock.
+//! - [`fabric_view`]: the one builder of the routing input, below the core and the commands:
+//!   the core and the offline planner in [`routes`] both describe a fabric to it. Fabric
+//!   descriptions (`.net` files, generators) come from the `ibsm-topology` crate.
+//! - [`sa`]: Subnet Administration answered from an immutable snapshot of the last sweep,
+//!   beside the fabric view, below the core, which builds the snapshot and decides when the SA
+//!   may answer.
+//! - [`sync`]: the state a master replicates to its standbys, and its wire format.
+//! - [`routes`]: what the SM would program or holds, offline and live, in operators' formats.
+//! - [`opensm`]: OpenSM's formats: `opensm.conf` imported, `opensm-lfts.dump` read back.
+//! - [`transport`]: what carries the core's MADs: umad (a real or ibsim port) and the
+//!   in-process simulated fabric.
+//! - [`daemon`]: the running SM around the core, for operators: configuration and start-up,
+//!   the state directory, signals, systemd's notify socket, JSON logs, the control socket,
+//!   metrics and their HTTP endpoint, and the wall-clock loop on umad.
+//! - [`lab`]: the simulator's tools, `ibsm sim play` (a scenario of faults) and `ibsm sim soak`
+//!   (random faults for hours, checking invariants).
 
-pub mod config;
-pub mod control;
 pub mod core;
+pub mod daemon;
 pub mod fabric_view;
-pub mod import_opensm;
-pub mod logfmt;
-pub mod metrics;
-pub mod metrics_http;
-pub mod play;
-pub mod policy;
+pub mod lab;
+pub mod opensm;
 pub mod routes;
 pub mod sa;
-pub mod signals;
 pub mod siphash;
-pub mod soak;
-pub mod startup;
-pub mod state;
-pub mod surface;
 pub mod sync;
 pub mod transport;

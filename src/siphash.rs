@@ -1,47 +1,18 @@
-//! SipHash-2-4 (Aumasson and Bernstein's keyed hash, a PRF): per-port M_Keys are derived with
-//! it, and the state sync between SMs authenticates its messages and names its contents with it.
+//! SipHash-2-4 (Aumasson and Bernstein's keyed hash, a PRF), from the `siphasher` crate, in
+//! the one shape the SM uses: a 16-byte key and a message to a `u64`. Per-port M_Keys are
+//! derived with it (`core::mkeys`), and the state sync between SMs authenticates its messages
+//! and names its contents with it (`sync::wire`).
 //!
-//! Owns the one implementation; no I/O, no state.
+//! Its output is a contract with the fabric and with other SMs: ports hold keys derived from a
+//! site's secret, so a change of implementation must give the same bits (the reference vectors
+//! below, and fixed per-port keys in `tests/mkeys.rs`). No I/O, no state.
 
-/// SipHash-2-4 of `msg` under `key` (Aumasson and Bernstein's keyed hash, a PRF).
+use siphasher::sip::SipHasher24;
+
+/// SipHash-2-4 of `msg` under `key` (the key's first eight bytes little-endian are k0, the
+/// next eight k1, as in the paper).
 pub fn siphash24(key: &[u8; 16], msg: &[u8]) -> u64 {
-    let word = |b: &[u8]| b.iter().rev().fold(0u64, |acc, &x| (acc << 8) | u64::from(x));
-    let (k0, k1) = (word(&key[..8]), word(&key[8..]));
-    let mut v = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f6d,
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    let round = |v: &mut [u64; 4]| {
-        v[0] = v[0].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(13) ^ v[0];
-        v[0] = v[0].rotate_left(32);
-        v[2] = v[2].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(16) ^ v[2];
-        v[0] = v[0].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(21) ^ v[0];
-        v[2] = v[2].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(17) ^ v[2];
-        v[2] = v[2].rotate_left(32);
-    };
-    let compress = |m: u64, v: &mut [u64; 4]| {
-        v[3] ^= m;
-        round(v);
-        round(v);
-        v[0] ^= m;
-    };
-    let mut chunks = msg.chunks_exact(8);
-    for c in &mut chunks {
-        compress(word(c), &mut v);
-    }
-    let tail = chunks.remainder();
-    compress(word(tail) | (msg.len() as u64 & 0xff) << 56, &mut v);
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
+    SipHasher24::new_with_key(key).hash(msg)
 }
 
 #[cfg(test)]

@@ -290,7 +290,7 @@ fn keys_imported_from_opensms_guid2mkey_let_ibsm_take_over_without_a_refusal() {
     for g in drv.sm.mkeys_held().keys() {
         let _ = writeln!(text, "0x{:016x} 0x{:016x}", g.0, 0x0bad_cafe_u64);
     }
-    let imported = ibsm::state::parse_guid2mkey(&text).expect("OpenSM's format");
+    let imported = ibsm::daemon::state::parse_guid2mkey(&text).expect("OpenSM's format");
     let table = drv.sm.guid2lid().clone();
     let neighbors = drv.sm.mkey_neighbors().clone();
     drv.sm = Sm::new(mkey_cfg(5, 2), table);
@@ -497,5 +497,47 @@ fn a_standby_takes_over_a_protected_fabric_without_a_refusal_and_keeps_every_key
         }
         let info = info.unwrap_or_else(|| panic!("{} did not answer with its key", n.name));
         assert_eq!((info.m_key.0, info.m_key_protect_bits), (keys[&guid], 2), "{}", n.name);
+    }
+}
+
+/// Per-port keys are a contract with the fabric: a site's ports hold keys derived from its
+/// secret, so a new ibsm must derive the very same ones. These values were computed by the
+/// hand-written SipHash-2-4 that derived them before the `siphasher` crate did (and checked
+/// against it), for three secrets and three port GUIDs.
+#[test]
+fn per_port_keys_from_a_secret_never_change() {
+    // (secret, [(port GUID, key)]).
+    type Case = ([u8; 16], [(u64, u64); 3]);
+    let cases: [Case; 3] = [
+        (
+            std::array::from_fn(|i| u8::try_from(i).unwrap_or(0)),
+            [
+                (0x0002_c903_0000_0001, 0x52a1_96bd_ebee_8019),
+                (0x0002_c903_0000_ffff, 0x5123_c569_e68e_88d8),
+                (0xe41d_2d03_00a1_b2c3, 0xaf1d_b470_0f9a_f43c),
+            ],
+        ),
+        (
+            [0xa5; 16],
+            [
+                (0x0002_c903_0000_0001, 0x8f36_8cfd_bff1_1902),
+                (0x0002_c903_0000_ffff, 0xca23_731d_74fc_374d),
+                (0xe41d_2d03_00a1_b2c3, 0x33dd_0d7e_c411_833c),
+            ],
+        ),
+        (
+            std::array::from_fn(|i| 0xf0 + u8::try_from(i).unwrap_or(0)),
+            [
+                (0x0002_c903_0000_0001, 0xc345_0fae_33eb_e9c9),
+                (0x0002_c903_0000_ffff, 0x2c4a_fc07_aaba_1c8e),
+                (0xe41d_2d03_00a1_b2c3, 0x6e01_c02a_2e03_d466),
+            ],
+        ),
+    ];
+    for (secret, keys) in cases {
+        let cfg = MKeyConfig { mode: MKeyMode::PerPort, protect: 1, lease_s: 60, secret: MKeySecret(secret) };
+        for (guid, key) in keys {
+            assert_eq!(cfg.key_for(Guid(guid)), key, "secret {secret:02x?}, port GUID {guid:#018x}");
+        }
     }
 }

@@ -324,9 +324,9 @@ fn p_keys_keep_their_index_across_a_restart_with_a_changed_policy() {
     // The layout survives the state file.
     let dir = std::env::temp_dir().join(format!("ibsm-pkeys-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(ibsm::state::PKEYS);
-    ibsm::state::save_pkeys(&path, &layout).expect("save");
-    assert_eq!(ibsm::state::load_pkeys(&path).expect("load"), layout);
+    let path = dir.join(ibsm::daemon::state::PKEYS);
+    ibsm::daemon::state::save_pkeys(&path, &layout).expect("save");
+    assert_eq!(ibsm::daemon::state::load_pkeys(&path).expect("load"), layout);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

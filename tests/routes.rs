@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use ibsm::routes::{dump, guid2lid_from_dump, opensm_dump, plan, routes_from_dump};
+use ibsm::opensm::lfts_dump;
+use ibsm::routes::{dump, guid2lid_from_dump, plan, routes_from_dump};
 use ibsm_topology::Topology;
 
 fn root() -> PathBuf {
@@ -20,7 +21,7 @@ const IBROUTE: &str = include_str!("data/ibroute.fat-tree-2l-k4.txt");
 #[test]
 fn our_opensm_format_reproduces_a_real_opensm_dump_byte_for_byte() {
     let topo = Topology::load(&root().join("examples/fabrics/fat-tree-2l-k4.net")).expect("topology");
-    let dumped = opensm_dump::parse(OPENSM_DUMP).expect("OpenSM's dump parses");
+    let dumped = lfts_dump::parse(OPENSM_DUMP).expect("OpenSM's dump parses");
     assert_eq!(dumped.len(), 6);
     // Number the fabric as OpenSM did and take its tables; our printer must give its text back.
     let p = plan(&topo, 0, guid2lid_from_dump(&dumped, 0), None);
@@ -37,7 +38,7 @@ fn our_opensm_format_reproduces_a_real_opensm_dump_byte_for_byte() {
 #[test]
 fn our_ibroute_format_reproduces_real_ibroute_output_byte_for_byte() {
     let topo = Topology::load(&root().join("examples/fabrics/fat-tree-2l-k4.net")).expect("topology");
-    let dumped = opensm_dump::parse(OPENSM_DUMP).expect("OpenSM's dump parses");
+    let dumped = lfts_dump::parse(OPENSM_DUMP).expect("OpenSM's dump parses");
     let p = plan(&topo, 0, guid2lid_from_dump(&dumped, 0), None);
     let ours = dump::ibroute(&p, &routes_from_dump(&p, &dumped), None);
     for (i, (a, b)) in ours.lines().zip(IBROUTE.lines()).enumerate() {

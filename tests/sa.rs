@@ -552,7 +552,7 @@ fn answers_are_counted_by_attribute_and_status_in_the_metrics() {
     assert_eq!(st, status::SA_NO_RECORDS);
     let counted: Vec<_> = drv.sm.sa_counts().iter().map(|(k, v)| (*k, *v)).collect();
     assert_eq!(counted, [(("NodeRecord", "no_records"), 1), (("NodeRecord", "ok"), 2)]);
-    let text = ibsm::metrics::render(&drv.sm);
+    let text = ibsm::daemon::metrics::render(&drv.sm);
     assert!(text.contains("ibsm_sa_answers_total{attribute=\"NodeRecord\",status=\"ok\"} 2\n"), "{text}");
     assert!(text.contains("ibsm_sa_answers_total{attribute=\"NodeRecord\",status=\"no_records\"} 1\n"), "{text}");
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ibsm::control::{Query, Status};
+use ibsm::daemon::control::{Query, Status};
 use support::cmd::{ibsm, root, tmp_dir};
 
 const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
@@ -74,7 +74,7 @@ fn start(tag: &str, fabric: &Path) -> Sm {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(sm.child.try_wait().ok().flatten().is_none(), "the SM exited before it came up");
-        if let Ok(s) = ibsm::control::query::<Status>(&sm.sock, Query::Status, Duration::from_secs(5))
+        if let Ok(s) = ibsm::daemon::control::query::<Status>(&sm.sock, Query::Status, Duration::from_secs(5))
             && s.subnet_up
         {
             return sm;
@@ -88,7 +88,7 @@ fn start(tag: &str, fabric: &Path) -> Sm {
 /// full within [`ANSWER_LIMIT`].
 fn assert_responsive(sm: &Sm, during: &str) {
     let t = Instant::now();
-    let s = ibsm::control::query::<Status>(&sm.sock, Query::Status, ANSWER_LIMIT)
+    let s = ibsm::daemon::control::query::<Status>(&sm.sock, Query::Status, ANSWER_LIMIT)
         .unwrap_or_else(|e| panic!("{during}: status failed after {:?}: {e}", t.elapsed()));
     let took = t.elapsed();
     assert!(took < ANSWER_LIMIT, "{during}: status took {took:?}");
@@ -282,13 +282,14 @@ fn a_client_that_does_not_read_its_routes_answer_locks_nobody_out() {
     c2.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     c2.read_exact(&mut [0u8; 1]).expect("the second routes answer begins within 20 s");
     let t = Instant::now();
-    let third = ibsm::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(5)).expect("third");
+    let third =
+        ibsm::daemon::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(5)).expect("third");
     assert!(third.contains("busy") && t.elapsed() < ANSWER_LIMIT, "{:.200} after {:?}", third, t.elapsed());
     drop(c2);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let again =
-            ibsm::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(10)).expect("again");
+        let again = ibsm::daemon::control::request(&sm.sock, &Query::Routes.request_line(), Duration::from_secs(10))
+            .expect("again");
         if !again.contains("busy") {
             assert!(again.len() > 1 << 20, "{again:.200}");
             break;

@@ -137,7 +137,7 @@ fn traps_129_to_131_mark_a_port_unhealthy_and_duplicates_past_the_threshold_are_
     assert_eq!(book.unhealthy.len(), 1);
     let u = book.unhealthy.values().next().expect("one port");
     assert_eq!((u.trap, u.count), (131, u64::from(DUPLICATE_LIMIT) + 1));
-    let status = ibsm::control::status(&drv.sm);
+    let status = ibsm::daemon::control::status(&drv.sm);
     assert_eq!(status.traps.unhealthy_ports.len(), 1);
     assert_eq!(status.traps.received.get("129"), Some(&8));
 }

@@ -26,6 +26,7 @@
 
 mod cdg;
 mod dfs;
+mod loops;
 mod report;
 mod scc;
 mod walk;

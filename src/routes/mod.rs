@@ -6,8 +6,7 @@
 //! - [`mod@plan`]: a `.net` topology to a routing [`ibsm_routing::FabricView`] as the SM would
 //!   discover it, with LIDs assigned as a fresh SM would (or from a `guid2lid` table), plus the
 //!   names and GUIDs the dumps print; built by the core's own builder ([`crate::fabric_view`]).
-//! - [`dump`]: the output formats.
-//! - [`opensm_dump`]: parser for `opensm-lfts.dump` files.
+//! - [`dump`]: the output formats (OpenSM's dump is read back by [`crate::opensm::lfts_dump`]).
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
 //!   [`Plan`].
 //! - [`svg`]: the fabric drawn by tier with each cable coloured by its routed load
@@ -15,7 +14,6 @@
 
 pub mod dump;
 pub mod live;
-pub mod opensm_dump;
 pub mod plan;
 pub mod svg;
 
@@ -25,7 +23,7 @@ use ibsm_mad::{Lid, PortNum};
 use ibsm_routing::{Lft, Routes};
 
 use crate::core::lids::Guid2Lid;
-use opensm_dump::DumpedSwitch;
+use crate::opensm::lfts_dump::DumpedSwitch;
 
 /// The GUID-to-LID table a dump implies: every LID line names the port GUID that owns it, so each
 /// GUID's base LID is the lowest LID it owns (with `2^lmc` LIDs from there).

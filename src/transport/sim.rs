@@ -1,17 +1,13 @@
 //! The simulated-fabric transport: drives an [`Sm`] against an `ibsm_sim` [`Fabric`] in virtual
 //! time. The SM sits on one port (a CA port or a switch's port 0); its MADs go through the
 //! fabric exactly as they would through umad, and the clock jumps from one event to the next.
-//! Once the fabric is stable, [`SimDriver::serve_until_signal`] keeps the process alive on the
-//! wall clock, answering the control socket and reloading on SIGHUP, until SIGINT or SIGTERM;
-//! meanwhile the virtual clock stands still, so ages in its answers add the wall-clock time
-//! since the fabric went idle.
+//! Keeping a simulated SM alive on the wall clock once its fabric is stable (`ibsm run --sim`)
+//! is the daemon's (`daemon::sim_loop`).
 
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
 use ibsm_topology::Topology;
 
-use super::{SideQueries, SideQuery, next_query};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, Transmit};
-use crate::signals::{Signal, Signals};
 
 /// How the time the core spends computing (LID assignment, routing) enters virtual time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -104,82 +100,6 @@ impl SimDriver {
         }
     }
 }
-
-impl SimDriver {
-    /// Answers the control socket's queries (if there is one) from the SM until SIGINT or
-    /// SIGTERM, and returns the signal's name. The simulated fabric does not move meanwhile,
-    /// except for a reload: SIGHUP (from `signals`, caught since the start, so one that came
-    /// during the first sweeps is taken now) and `reload` on the control socket read the
-    /// configuration again ([`crate::startup::reload`] from `reload`) and, when it asks for a
-    /// sweep, run the fabric to that sweep's report; every event goes to `on_event`. SIGUSR1 and
-    /// SIGUSR2 are logged ([`Signal::log`]).
-    ///
-    /// # Errors
-    /// When the runtime or the signal handlers cannot be set up.
-    pub fn serve_until_signal<Q: SideQueries>(
-        &mut self,
-        mut control: Option<&mut Q>,
-        signals: &mut Signals,
-        reload: Option<&(crate::startup::Sources, crate::startup::Built)>,
-        mut on_event: impl FnMut(&SmEvent),
-    ) -> std::io::Result<&'static str> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        rt.block_on(async {
-            let mut sigint = signal(SignalKind::interrupt())?;
-            let mut sigterm = signal(SignalKind::terminate())?;
-            // The virtual clock stands still from here: the wall clock measures how long.
-            let mut idle_since = std::time::Instant::now();
-            loop {
-                tokio::select! {
-                    _ = sigint.recv() => return Ok("SIGINT"),
-                    _ = sigterm.recv() => return Ok("SIGTERM"),
-                    sig = signals.recv() => {
-                        sig.log();
-                        if sig == Signal::Hup {
-                            let _ = self.reload(reload, &mut on_event);
-                            idle_since = std::time::Instant::now();
-                        }
-                    }
-                    req = next_query(control.as_deref_mut()) => {
-                        if req.is_reload() {
-                            let answer = match self.reload(reload, &mut on_event) {
-                                Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
-                                Err(e) => serde_json::json!({ "error": e }).to_string(),
-                            };
-                            req.reply(answer);
-                            idle_since = std::time::Instant::now();
-                        } else {
-                            let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                            req.answer_after_idle(&self.sm, idle);
-                        }
-                    }
-                }
-            }
-        })
-    }
-
-    /// A reload on the simulated fabric: the configuration read again and, if it asks for one,
-    /// the sweep it brings run to its report (at most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time).
-    fn reload(
-        &mut self,
-        from: Option<&(crate::startup::Sources, crate::startup::Built)>,
-        on_event: &mut dyn FnMut(&SmEvent),
-    ) -> Result<crate::control::Reloaded, String> {
-        let done = crate::startup::reload(&mut self.sm, from)?;
-        if done.sweep {
-            let limit = self.now().saturating_add(RELOAD_SWEEP_LIMIT_NS);
-            self.run_until(limit, |ev| {
-                on_event(ev);
-                matches!(ev, SmEvent::SubnetUp(_))
-            });
-        }
-        Ok(done)
-    }
-}
-
-/// How much virtual time the sweep a reload brings may take on the simulated fabric.
-const RELOAD_SWEEP_LIMIT_NS: u64 = 600_000_000_000;
 
 /// One SM on the fabric, for [`run_slots`].
 struct Slot<'a> {

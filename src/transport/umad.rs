@@ -4,7 +4,7 @@
 //! Owns every `unsafe` block of the workspace (the kernel ABI through `libc`) and the sysfs walk
 //! that finds a CA, a port and its umad device. It knows the `ib_user_mad` header and the ioctl
 //! structures byte by byte, but nothing about what the MADs mean: that is `ibsm-mad`'s and the
-//! core's business. The real-time loop that feeds the core lives in `umad_driver`.
+//! core's business. The real-time loop that feeds the core lives in the daemon (`daemon::umad_loop`).
 //!
 //! Works on real hardware and under ibsim's `umad2sim` preload library alike, which imposes:
 //! - devices and sysfs files are opened with `libc::open` and accessed with `libc::read`,

@@ -1,5 +1,5 @@
 //! Line-level syntax of `.net` files: turns one line into a [`Line`] without any context (no
-//! node table, no GUID counters). [`super::parse`] assembles lines into a topology and adds the
+//! node table, no GUID counters). The `parse` module assembles lines into a topology and adds the
 //! `file:line` position to errors. Pure string slicing: no allocation on the success path
 //! except nothing at all, and no panics on any input.
 

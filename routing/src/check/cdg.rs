@@ -8,16 +8,12 @@
 //! Owns: building the graph. The pass over every (LID, switch) route is the hot loop, so it stays
 //! on flat arrays (one 256-bit egress-port set per channel, which also removes duplicate
 //! dependencies) and ends in a compressed sparse-row graph, [`ChannelDeps`]. The cycle analysis
-//! over that graph is in `dfs` (an early-exit search on the flat arrays: is there a cycle?) and
-//! `scc` (petgraph's strongly connected components: how many loops, how many channels, and an
-//! example). [`ChannelDeps::credit_loops`] runs the first and, only if it finds a cycle, the
-//! second: on the k = 48 fat tree ruling loops out takes the flat search 8.5 ms and petgraph
-//! 130 ms (`BENCHMARKS.md`, "Graph analyses"), and a healthy fabric has nothing more to report.
+//! over that graph reads it from beside: `dfs`, `scc`, and `loops` which chooses between them.
 //!
 //! Guarantees: never panics, whatever the view and tables.
 
-use super::report::{CdgStats, Channel};
-use super::{CdgTraffic, CreditLoops, Fabric, Next};
+use super::report::{CdgStats, Channel, CreditLoops};
+use super::{CdgTraffic, Fabric, Next};
 use crate::graph::Owner;
 use crate::{FabricView, Routes};
 
@@ -95,32 +91,6 @@ impl ChannelDeps {
             let a32 = u32::try_from(a).unwrap_or(u32::MAX);
             self.depends_on(a).map(move |b| (a32, u32::try_from(b).unwrap_or(u32::MAX)))
         })
-    }
-
-    /// The check's credit-loop verdict and the graph's figures: the same answer as
-    /// [`ChannelDeps::scc_analysis`], but an acyclic graph is recognised by the faster
-    /// [`ChannelDeps::first_cycle_dfs`] and skips the component search.
-    pub fn credit_loops(&self) -> (CreditLoops, CdgStats) {
-        if self.first_cycle_dfs().is_none() {
-            let stats =
-                CdgStats { channels: self.channels.len(), dependencies: self.succ.len(), ..CdgStats::default() };
-            return (CreditLoops::None, stats);
-        }
-        self.scc_analysis()
-    }
-
-    /// The credit-loop verdict and the graph's figures from petgraph's strongly connected
-    /// components: every cyclic component counted, and a shortest cycle through the lowest
-    /// channel of the lowest cyclic component as the example.
-    pub fn scc_analysis(&self) -> (CreditLoops, CdgStats) {
-        super::scc::analyse(self)
-    }
-
-    /// One cycle found by an early-exit depth-first search on the flat arrays, as node numbers
-    /// in dependency order, or `None` if the graph is acyclic. Which cycle depends on the visit
-    /// order.
-    pub fn first_cycle_dfs(&self) -> Option<Vec<usize>> {
-        super::dfs::first_cycle(self)
     }
 
     /// Whether channel `c` depends on itself.

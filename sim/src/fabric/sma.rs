@@ -16,7 +16,7 @@ use ibsm_mad::header::{Mad, Method};
 use ibsm_mad::smp::{DrSmp, Smp};
 use ibsm_mad::{Attribute, Guid, Lid, MAD_LEN, MKey, PKey, PortNum, ids};
 
-use super::state::{LState, PState, PortRef};
+use super::state::{DEFAULT_SL2VL, LState, PState, PortRef};
 use super::{Dest, Event, Fabric};
 use crate::topology::NodeKind;
 
@@ -785,10 +785,6 @@ enum MkeyVerdict {
     Pass { hide: bool },
     Fail,
 }
-
-/// The SL-to-VL map every port starts with, as ibsim's ports hold it (`smpquery sl2vl`): SL n
-/// to VL n for SL 0..=14, SL 15 to VL 7.
-pub(crate) const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7];
 
 /// The VL arbitration blocks every port starts with, as ibsim's ports hold them (`smpquery
 /// vlarb`): low priority (block 1) VL 0..7 with weights 0,4,4,4,4,4,4,4; high priority (block

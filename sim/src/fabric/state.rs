@@ -7,6 +7,10 @@ use ibsm_mad::Guid;
 
 use crate::topology::{NodeKind, Topology};
 
+/// The SL-to-VL map every port starts with, as ibsim's ports hold it (`smpquery sl2vl`): SL n
+/// to VL n for SL 0..=14, SL 15 to VL 7.
+pub(crate) const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7];
+
 /// Index of a node in the fabric (same as in the [`Topology`]).
 pub type NodeRef = usize;
 /// Index of a port in the fabric's flat port table.
@@ -205,7 +209,7 @@ impl Port {
             filter_raw_in: false,
             filter_raw_out: false,
             pkeys: Vec::new(),
-            sl2vl: super::sma::DEFAULT_SL2VL,
+            sl2vl: DEFAULT_SL2VL,
             vlarb: None,
         }
     }

@@ -349,5 +349,5 @@ pub(crate) fn init_logging(json: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    let _ = if json { fmt.event_format(ibsm::logfmt::JsonLines).try_init() } else { fmt.try_init() };
+    let _ = if json { fmt.event_format(ibsm::daemon::logfmt::JsonLines).try_init() } else { fmt.try_init() };
 }

@@ -33,7 +33,7 @@ pub fn form_of(path: &Path, text: &str) -> Form {
 /// [`ibsm_partitions::PolicyWarning`]). The error names the file, and for partitions.conf the
 /// line and column of every error.
 pub fn load(path: &Path) -> Result<(Policy, Form, Vec<String>), String> {
-    let text = ibsm_topology::file::read_text(path, crate::config::CONFIG_LIMIT)
+    let text = ibsm_topology::file::read_text(path, crate::daemon::config::CONFIG_LIMIT)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let form = form_of(path, &text);
     let (policy, warnings) = match form {

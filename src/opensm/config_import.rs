@@ -364,7 +364,7 @@ mod tests {
     fn a_sample_file_maps_what_it_can_and_says_why_for_the_rest() {
         let imported = import(SAMPLE);
         let toml = to_toml(&imported, "opensm.conf");
-        let cfg = crate::config::ConfigFile::parse(&toml, "imported.toml").expect("valid TOML for ibsm");
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "imported.toml").expect("valid TOML for ibsm");
         let sm = cfg.sm_config();
         assert_eq!((sm.priority, sm.lmc, sm.switch_life_time, sm.sweep_interval_ns), (12, 1, 18, Some(15_000_000_000)));
         assert_eq!(sm.routing_engine, vec!["ftree".to_owned(), "minhop".to_owned()]);
@@ -384,7 +384,7 @@ mod tests {
         let imported = import("sm_priority 99\nlmc x\nrouting_engine dor\nm_key zz\npart_enforce maybe\n");
         assert!(imported.iter().all(|i| matches!(i.fate, Fate::Skipped(_))), "{imported:?}");
         let toml = to_toml(&imported, "f");
-        assert!(crate::config::ConfigFile::parse(&toml, "f").is_ok(), "{toml}");
+        assert!(crate::daemon::config::ConfigFile::parse(&toml, "f").is_ok(), "{toml}");
         assert!(toml.contains("\"99\" is not a number in 0..=15"), "{toml}");
     }
 
@@ -392,7 +392,7 @@ mod tests {
         #[test]
         fn any_text_imports_into_valid_toml(text in "(?s).{0,300}") {
             let toml = to_toml(&import(&text), "f");
-            proptest::prop_assert!(crate::config::ConfigFile::parse(&toml, "f").is_ok(), "{}", toml);
+            proptest::prop_assert!(crate::daemon::config::ConfigFile::parse(&toml, "f").is_ok(), "{}", toml);
         }
     }
 }

@@ -6,7 +6,7 @@
 //! tokio channel (umad2sim's fake fds cannot go into epoll, so no `AsyncFd`), the monotonic
 //! clock the core's `now` comes from (also handed to the core's compute steps, so their phase
 //! timings are measured), the periodic re-sweep, SIGINT/SIGTERM (SIGHUP, SIGUSR1 and SIGUSR2 come
-//! from [`crate::signals`]: a reload, a log line), writing `guid2lid` after every
+//! from [`crate::daemon::signals`]: a reload, a log line), writing `guid2lid` after every
 //! sweep, and side queries (the control socket's, through [`SideQueries`]) answered between two
 //! MADs.
 //!
@@ -36,10 +36,10 @@ use ibsm_mad::{DrPath, ids};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::umad::{Address, AgentClass, Received, UmadError, UmadPort};
-use super::{SideQueries, SideQuery, next_query};
+use super::side_queries::{SideQueries, SideQuery, next_query};
 use crate::core::lft::{RouteDone, RouteJob};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
+use crate::transport::umad::{Address, AgentClass, Received, UmadError, UmadPort};
 
 /// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
 const WAKE_TID: u64 = 0;
@@ -70,7 +70,7 @@ pub struct DriverOptions {
     pub once_limit: Duration,
     /// Where the configuration came from and what it was at start: read again on SIGHUP
     /// and `reload` (`None`: a reload only logs).
-    pub reload: Option<(crate::startup::Sources, crate::startup::Built)>,
+    pub reload: Option<(crate::daemon::startup::Sources, crate::daemon::startup::Built)>,
 }
 
 impl Default for DriverOptions {
@@ -132,7 +132,7 @@ pub enum DriverError {
 }
 
 /// A state file could not be written: logged, and the SM goes on (the next sweep writes again).
-fn state_write_failed(e: &crate::state::StateError) {
+fn state_write_failed(e: &crate::daemon::state::StateError) {
     tracing::error!(error_id = "state-write-failed", err = %e, "a state file could not be written; the old one stays");
 }
 
@@ -245,7 +245,7 @@ pub fn run(
     opts: &DriverOptions,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
-    run_with_control(port, sm, opts, None::<super::NoQueries>, None, on_event)
+    run_with_control(port, sm, opts, None::<super::side_queries::NoQueries>, None, on_event)
 }
 
 /// [`run`], also answering the queries of `control` from the loop, and taking SIGHUP, SIGUSR1
@@ -257,12 +257,12 @@ pub fn run_with_control<Q: SideQueries>(
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
-    signals: Option<crate::signals::Signals>,
+    signals: Option<crate::daemon::signals::Signals>,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let signals = match signals {
         Some(s) => s,
-        None => crate::signals::Signals::install()
+        None => crate::daemon::signals::Signals::install()
             .map_err(|err| DriverError::Runtime { what: "installing SIGHUP, SIGUSR1, SIGUSR2", err })?,
     };
     let port = Arc::new(port);
@@ -283,7 +283,7 @@ fn run_with_issm<Q: SideQueries>(
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
-    signals: crate::signals::Signals,
+    signals: crate::daemon::signals::Signals,
     on_event: impl FnMut(&SmEvent),
 ) -> Result<Finish, DriverError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -308,7 +308,7 @@ fn run_with_issm<Q: SideQueries>(
             watchdog_at,
             ready: false,
             state_writer: opts.guid2lid.as_ref().and_then(|_| {
-                crate::state::StateWriter::start(state_write_failed)
+                crate::daemon::state::StateWriter::start(state_write_failed)
                     .inspect_err(|e| {
                         tracing::warn!(error_id = "state-thread", err = %e, "no state-writer thread; state files written on the loop");
                     })
@@ -340,7 +340,7 @@ struct Loop<'a, F> {
     /// `READY=1` was sent.
     ready: bool,
     /// Writes the state files after each sweep (dropped, and so flushed, with the loop).
-    state_writer: Option<crate::state::StateWriter>,
+    state_writer: Option<crate::daemon::state::StateWriter>,
 }
 
 impl<F: FnMut(&SmEvent)> Loop<'_, F> {
@@ -352,7 +352,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         &mut self,
         mut rx: mpsc::Receiver<Burst>,
         mut control: Option<Q>,
-        mut signals: crate::signals::Signals,
+        mut signals: crate::daemon::signals::Signals,
     ) -> Result<Finish, DriverError> {
         let mut sigint =
             signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
@@ -403,7 +403,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
                 sig = signals.recv() => {
                     sig.log();
-                    if sig == crate::signals::Signal::Hup {
+                    if sig == crate::daemon::signals::Signal::Hup {
                         let _ = self.reload();
                     }
                 }
@@ -474,9 +474,9 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         wake
     }
 
-    /// SIGHUP or `reload` on the control socket ([`crate::startup::reload`]).
-    fn reload(&mut self) -> Result<crate::control::Reloaded, String> {
-        crate::startup::reload(&mut self.sm, self.opts.reload.as_ref())
+    /// SIGHUP or `reload` on the control socket ([`crate::daemon::startup::reload`]).
+    fn reload(&mut self) -> Result<crate::daemon::control::Reloaded, String> {
+        crate::daemon::startup::reload(&mut self.sm, self.opts.reload.as_ref())
     }
 
     /// `READY=1` once this SM knows its role, `STATUS=` on every change of it.
@@ -558,7 +558,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             if let SmEvent::SubnetUp(report) = &ev {
                 self.sweeps += 1;
                 if let Some(p) = &self.opts.guid2lid {
-                    let files = crate::state::after_sweep_files(p, &self.sm);
+                    let files = crate::daemon::state::after_sweep_files(p, &self.sm);
                     match &self.state_writer {
                         // After the first sweep, on the writer's thread: the fsyncs never hold
                         // the loop up. The first is written before it is reported, so that what

@@ -1,14 +1,19 @@
-//! `ibsm sim play FABRIC SCRIPT`: the fault script runner's command line.
+//! `ibsm sim`: `sim gen` (a generated fabric written as `.net`), `sim info` (a fabric loaded
+//! and measured), and `sim play FABRIC SCRIPT`, the fault script runner's command line (with
+//! `sim soak`, its seeded random cousin).
 //!
 //! Owns reading the fabric, the script and the configuration, and printing one JSON line per
 //! event on stdout (errors on stderr, `FILE:LINE: reason` for the script). The runner itself is
-//! `ibsm::play`.
+//! `ibsm::lab::play`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
-use clap::Args;
-use ibsm_topology::Topology;
+use clap::{Args, ValueEnum};
+use ibsm_sim::fabric::{Fabric, SimConfig};
+use ibsm_topology::generators::{Degrade, FatTree, Grid, RailFatTree, RandomGraph};
+use ibsm_topology::{GenSpec, Topology};
 
 /// Arguments of `ibsm sim play`.
 #[derive(Debug, Args)]
@@ -33,7 +38,7 @@ pub struct PlayArgs {
 
 /// `--sma-time`: a time with a unit (`10us`, `2.5us`, `800ns`), or `0` for no service time.
 pub(crate) fn parse_sma_time(t: &str) -> Result<u64, String> {
-    if t == "0" { Ok(0) } else { ibsm::play::parse_time(t) }
+    if t == "0" { Ok(0) } else { ibsm::lab::play::parse_time(t) }
 }
 
 /// The simulator's configuration for `seed` and an SMA service time of `sma_ns` (switches and
@@ -60,7 +65,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let steps = match ibsm::play::parse_script(&text, &topo) {
+    let steps = match ibsm::lab::play::parse_script(&text, &topo) {
         Ok(s) => s,
         Err(errors) => {
             for e in errors {
@@ -72,7 +77,7 @@ pub fn play(a: &PlayArgs) -> ExitCode {
     let Some(cfg) = sm_config(a.config.as_deref(), "play") else { return ExitCode::from(2) };
     let mut all_ok = true;
     let sim = sim_config(a.seed, a.sma_time);
-    let played = ibsm::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
+    let played = ibsm::lab::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
         all_ok &= !o.fails();
         match serde_json::to_string(o) {
             Ok(line) => println!("{line}"),
@@ -93,7 +98,8 @@ pub fn play(a: &PlayArgs) -> ExitCode {
 /// why the file was refused.
 fn sm_config(path: Option<&std::path::Path>, cmd: &str) -> Option<ibsm::core::SmConfig> {
     // As `ibsm run` reads it: the files it names (partition policy, expected topology) too.
-    let sources = ibsm::startup::Sources { config: path.map(std::path::Path::to_path_buf), ..Default::default() };
+    let sources =
+        ibsm::daemon::startup::Sources { config: path.map(std::path::Path::to_path_buf), ..Default::default() };
     match sources.build() {
         Ok(b) => Some(b.cfg),
         Err(errors) => {
@@ -147,16 +153,19 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
         }
     };
     let Some(cfg) = sm_config(a.config.as_deref(), "soak") else { return ExitCode::from(2) };
-    let soak_cfg =
-        ibsm::soak::SoakConfig { rounds: a.rounds, standbys: a.standbys, ..ibsm::soak::SoakConfig::default() };
+    let soak_cfg = ibsm::lab::soak::SoakConfig {
+        rounds: a.rounds,
+        standbys: a.standbys,
+        ..ibsm::lab::soak::SoakConfig::default()
+    };
     if let Some(seed) = a.show {
-        print!("{}", ibsm::soak::script(&topo, seed, &soak_cfg));
+        print!("{}", ibsm::lab::soak::script(&topo, seed, &soak_cfg));
         return ExitCode::SUCCESS;
     }
     let start = std::time::Instant::now();
     let (mut events, mut failed) = (0usize, 0u64);
     for seed in a.first..a.first.saturating_add(a.seeds) {
-        let steps = match ibsm::soak::steps(&topo, seed, &soak_cfg) {
+        let steps = match ibsm::lab::soak::steps(&topo, seed, &soak_cfg) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("ibsm sim soak: seed {seed}: {e}");
@@ -164,11 +173,11 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
             }
         };
         events += steps.len();
-        match ibsm::soak::run(&topo, &steps, seed, (&cfg, a.standbys)) {
+        match ibsm::lab::soak::run(&topo, &steps, seed, (&cfg, a.standbys)) {
             Ok(None) => {}
             Ok(Some(f)) => {
                 failed += 1;
-                let (min, why) = ibsm::soak::minimize(&topo, &steps, seed, (&cfg, a.standbys));
+                let (min, why) = ibsm::lab::soak::minimize(&topo, &steps, seed, (&cfg, a.standbys));
                 println!("seed {seed} FAILED at `{}`: {}", steps[f.step].line, f.what);
                 if let Some(w) = why {
                     println!(
@@ -196,4 +205,155 @@ pub fn soak(a: &SoakArgs) -> ExitCode {
         start.elapsed().as_secs_f64()
     );
     if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// The shapes `ibsm sim gen` makes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Shape {
+    /// k-ary fat tree (2 or 3 levels).
+    FatTree,
+    /// Rail-optimized 2-level fat tree (hosts with several HCAs, HCA i on rail i).
+    RailFatTree,
+    /// Torus of switches (wrap-around cables).
+    Torus,
+    /// Mesh of switches.
+    Mesh,
+    /// Random connected switch graph.
+    Random,
+}
+
+/// Arguments of `ibsm sim gen`.
+#[derive(Debug, Args)]
+pub(super) struct GenArgs {
+    /// Shape of the fabric.
+    shape: Shape,
+    /// Output file; `-` (the default) writes to stdout.
+    #[arg(short, long, default_value = "-")]
+    output: String,
+    /// Fat tree: number of switch levels (2 or 3).
+    #[arg(long, default_value_t = 2)]
+    levels: u8,
+    /// Ports per switch.
+    #[arg(long, default_value_t = 8)]
+    radix: u8,
+    /// Fat tree: hosts per uplink on each leaf (1 = full bisection, 2 = 2:1, ...).
+    #[arg(long, default_value_t = 1)]
+    oversubscription: u8,
+    /// Rail-optimized tree: HCAs per host.
+    #[arg(long, default_value_t = 2)]
+    rails: u8,
+    /// Fat trees: inter-switch cables to remove at random (seeded).
+    #[arg(long, default_value_t = 0)]
+    remove_links: usize,
+    /// Fat trees: upper-level switches to remove at random (seeded).
+    #[arg(long, default_value_t = 0)]
+    remove_switches: usize,
+    /// Torus/mesh: sizes per dimension, comma-separated (e.g. `4,4` or `3,3,3`).
+    #[arg(long, value_delimiter = ',', default_value = "4,4")]
+    dims: Vec<u16>,
+    /// Torus, mesh and random graphs: hosts per switch.
+    #[arg(long, default_value_t = 1)]
+    hosts_per_switch: u8,
+    /// Random graph: number of switches.
+    #[arg(long, default_value_t = 16)]
+    switches: usize,
+    /// Random graph: switch-to-switch cables.
+    #[arg(long, default_value_t = 24)]
+    links: usize,
+    /// Seed for every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn spec(a: &GenArgs) -> GenSpec {
+    let degrade = Degrade { links: a.remove_links, switches: a.remove_switches, seed: a.seed };
+    match a.shape {
+        Shape::FatTree => GenSpec::FatTree(FatTree {
+            levels: a.levels,
+            radix: a.radix,
+            oversubscription: a.oversubscription,
+            degrade,
+        }),
+        Shape::RailFatTree => GenSpec::RailFatTree(RailFatTree { degrade, ..RailFatTree::new(a.radix, a.rails) }),
+        Shape::Torus | Shape::Mesh => GenSpec::Grid(Grid {
+            dims: a.dims.clone(),
+            wrap: matches!(a.shape, Shape::Torus),
+            hosts_per_switch: a.hosts_per_switch,
+        }),
+        Shape::Random => GenSpec::Random(RandomGraph {
+            switches: a.switches,
+            radix: a.radix,
+            hosts_per_switch: a.hosts_per_switch,
+            links: a.links,
+            seed: a.seed,
+        }),
+    }
+}
+
+pub(super) fn sim_gen(a: &GenArgs) -> ExitCode {
+    let topo = match spec(a).generate() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ibsm sim gen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = topo.to_net();
+    if a.output == "-" {
+        print!("{text}");
+    } else if let Err(e) = ibsm::daemon::state::write_atomically(Path::new(&a.output), text.as_bytes()) {
+        eprintln!("ibsm sim gen: {e}");
+        return ExitCode::FAILURE;
+    } else {
+        eprintln!(
+            "wrote {}: {} switches, {} CAs, {} links",
+            a.output,
+            topo.switch_count(),
+            topo.ca_count(),
+            topo.link_count()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+pub(super) fn sim_info(path: &Path, json: bool) -> ExitCode {
+    let t0 = Instant::now();
+    let topo = match Topology::load(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ibsm sim info: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let parsed = t0.elapsed();
+    let t1 = Instant::now();
+    let fabric = Fabric::new(&topo, SimConfig::default());
+    let built = t1.elapsed();
+    let (sw, ca, links) = (topo.switch_count(), topo.ca_count(), topo.link_count());
+    let peak = peak_rss_kib();
+    if json {
+        println!(
+            "{{\"switches\":{sw},\"cas\":{ca},\"links\":{links},\"nodes\":{},\"parse_ms\":{:.3},\"build_ms\":{:.3},\"peak_rss_kib\":{}}}",
+            fabric.node_count(),
+            parsed.as_secs_f64() * 1e3,
+            built.as_secs_f64() * 1e3,
+            peak.map_or_else(|| "null".to_owned(), |k| k.to_string())
+        );
+    } else {
+        println!(
+            "{}: {sw} switches, {ca} CAs, {links} links; parsed in {:.1} ms, simulated fabric built in {:.1} ms, peak RSS {}",
+            path.display(),
+            parsed.as_secs_f64() * 1e3,
+            built.as_secs_f64() * 1e3,
+            peak.map_or_else(|| "unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Peak resident set size of this process in KiB (Linux `VmHWM`), if the kernel tells.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

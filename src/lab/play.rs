@@ -463,7 +463,7 @@ mod tests {
     use super::*;
 
     fn topo() -> Topology {
-        let text = include_str!("../examples/fabrics/fat-tree-2l-k4.net");
+        let text = include_str!("../../examples/fabrics/fat-tree-2l-k4.net");
         Topology::parse_str(text, "fat-tree-2l-k4.net").expect("fabric")
     }
 

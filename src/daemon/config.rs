@@ -458,7 +458,7 @@ impl ConfigFile {
     /// else the default `examples/ibsm.toml` documents (`None`: unset by default).
     pub fn shown_values(&self) -> Vec<(&'static str, Option<String>)> {
         let set = toml::Value::try_from(self).ok().and_then(|v| v.as_table().cloned()).unwrap_or_default();
-        let defaults: toml::Table = toml::from_str(include_str!("../examples/ibsm.toml")).unwrap_or_default();
+        let defaults: toml::Table = toml::from_str(include_str!("../../examples/ibsm.toml")).unwrap_or_default();
         KEYS.iter().map(|&k| (k, set.get(k).or_else(|| defaults.get(k)).map(ToString::to_string))).collect()
     }
 
@@ -623,7 +623,7 @@ mod tests {
 
     #[test]
     fn sample_config_parses_and_matches_the_defaults() {
-        let text = include_str!("../examples/ibsm.toml");
+        let text = include_str!("../../examples/ibsm.toml");
         let cfg = ConfigFile::parse(text, "examples/ibsm.toml").expect("sample parses");
         assert_eq!(cfg.sm_config(), SmConfig::default(), "the sample documents the defaults");
     }
@@ -696,7 +696,7 @@ mod tests {
     #[test]
     fn every_key_is_known_and_documented() {
         // Each listed key is a field (no unknown-field error) and the sample documents it.
-        let sample = include_str!("../examples/ibsm.toml");
+        let sample = include_str!("../../examples/ibsm.toml");
         for k in KEYS {
             let err = ConfigFile::check(&format!("{k} = 0\n"), "k", &[]).err().unwrap_or_default();
             assert!(err.iter().all(|e| !e.reason.contains("unknown field")), "{k}: {err:?}");

@@ -1,8 +1,8 @@
-//! The metrics endpoint: HTTP/1.1, `GET /metrics` answered with [`crate::metrics::render`] and
+//! The metrics endpoint: HTTP/1.1, `GET /metrics` answered with [`crate::daemon::metrics::render`] and
 //! the surfaces' own connection counters (`ibsm run --metrics [ADDR]`, loopback by default).
 //!
 //! Owns the TCP listener and its connections, on a runtime thread of its own
-//! ([`crate::surface::Runner`]). HTTP is parsed and written by `hyper` (server, http1 only, on
+//! ([`crate::daemon::surface::Runner`]). HTTP is parsed and written by `hyper` (server, http1 only, on
 //! tokio through `hyper-util`'s `TokioIo` and `TokioTimer`): the leanest well-kept stack that
 //! does the job (no router, no tower layers; `axum` would add both for one route). A scrape is
 //! handed to the SM's loop through the control channel (as the control socket does), so the
@@ -30,8 +30,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::control::{ControlServer, Pending, Query};
-use crate::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
+use crate::daemon::control::{ControlServer, Pending, Query};
+use crate::daemon::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
 
 /// Default address of `--metrics` without a value: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:9464";
@@ -218,7 +218,7 @@ async fn respond(req: &Request<Incoming>, ticket: &Ticket, shared: &Shared) -> R
         surfaces.push(("control", &**c));
     }
     surfaces.push(("metrics", &*shared.counters));
-    body.push_str(&crate::surface::render(&surfaces));
+    body.push_str(&crate::daemon::surface::render(&surfaces));
     text(StatusCode::OK, body)
 }
 

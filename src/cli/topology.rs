@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
-use ibsm::control::{self, Query};
+use ibsm::daemon::control::{self, Query};
 use ibsm::routes::live::LiveRoutes;
 use ibsm_mad::Guid;
 use ibsm_topology::{NodeKind, Topology, by_tier};

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use ibsm::policy::{Form, load};
+use ibsm::daemon::partition_policy::{Form, load};
 use ibsm_mad::records::Rate;
 use ibsm_partitions::{
     DEFAULT_PARTITION_NAME, DEFAULT_PKEY_BASE, MemberSpec, Partition, Policy, mtu_bytes, partitions_in_force,

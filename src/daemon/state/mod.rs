@@ -320,7 +320,7 @@ pub fn load_sm_key(path: &Path) -> Result<u64, StateError> {
     let text = read_private(path, "the SM_Key", SECRET_LIMIT)?
         .ok_or_else(|| StateError::Io { path: path.to_owned(), source: std::io::ErrorKind::NotFound.into() })?;
     let bad = |reason: String| StateError::Parse { path: path.to_owned(), line: 1, reason };
-    crate::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
+    crate::daemon::config::parse_key(text.lines().next().unwrap_or("")).map_err(bad)
 }
 
 /// The text of a file holding a secret (`what`), `None` when there is no such file; refused when

@@ -8,12 +8,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
-use ibsm::control::{self, Query};
 use ibsm::core::lids::Guid2Lid;
+use ibsm::daemon::control::{self, Query};
+use ibsm::opensm::lfts_dump;
 use ibsm::routes::dump::{self, Timings};
 use ibsm::routes::live::LiveRoutes;
 use ibsm::routes::svg::{self, SvgOptions};
-use ibsm::routes::{Plan, opensm_dump, plan};
+use ibsm::routes::{Plan, plan};
 use ibsm_routing::Routes;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::check::{CdgTraffic, CheckOptions, check_with};
@@ -189,7 +190,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
     })?;
     let table = match (table, &src.guid2lid) {
         (Some(t), _) => t,
-        (None, Some(p)) => ibsm::state::load_guid2lid(p).map_err(|e| {
+        (None, Some(p)) => ibsm::daemon::state::load_guid2lid(p).map_err(|e| {
             eprintln!("ibsm routes: {e}");
             ExitCode::from(2)
         })?,
@@ -300,7 +301,7 @@ fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Routed, String), Ex
         eprintln!("ibsm routes check: {}: {e}", path.display());
         ExitCode::from(2)
     })?;
-    let dumped = opensm_dump::parse(&text).map_err(|e| {
+    let dumped = lfts_dump::parse(&text).map_err(|e| {
         eprintln!("ibsm routes check: {}:{}: {}", path.display(), e.line, e.reason);
         ExitCode::from(2)
     })?;

@@ -19,7 +19,7 @@ use ibsm_sim::rng::Rng;
 use ibsm_topology::{NodeKind, Topology};
 
 use crate::core::{SmConfig, SmState};
-use crate::play::{Action, Step, apply, parse_script, run_to, sm_hosts, up};
+use crate::lab::play::{Action, Step, apply, parse_script, run_to, sm_hosts, up};
 use crate::transport::sim::{ComputeTime, SimSms};
 
 /// Virtual time between a round's `settle` and the next round: time for the SM to finish.

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::ConfigFile;
 use crate::core::{Sm, SmConfig};
+use crate::daemon::config::ConfigFile;
 
 /// What `ibsm run` was started with: the config file and the flags that override it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl Sources {
         }
         let partitions = self.partitions.clone().or_else(|| file.partitions.clone());
         if let Some(path) = &partitions {
-            match crate::policy::load(path) {
+            match crate::daemon::partition_policy::load(path) {
                 Ok((policy, _, warnings)) => {
                     for w in &warnings {
                         tracing::warn!(error_id = "partition-warning", "partition policy: {w}");
@@ -115,7 +115,7 @@ impl Sources {
             errors.push(format!("state directory {}: {e}", d.display()));
         }
         if let Some(path) = self.sm_key_file.as_ref().or(file.sm_key_file.as_ref()) {
-            match crate::state::load_sm_key(path) {
+            match crate::daemon::state::load_sm_key(path) {
                 Ok(k) => cfg.sm_key = k,
                 Err(e) => errors.push(e.to_string()),
             }
@@ -139,7 +139,7 @@ impl Sources {
 ///
 /// # Errors
 /// Why nothing was reloaded: no file to read again, or every error of the refused one.
-pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::control::Reloaded, String> {
+pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::daemon::control::Reloaded, String> {
     let Some((sources, started)) = from else {
         let why = "no configuration to reload";
         tracing::warn!(error_id = "reload-no-file", "reload: {why}");
@@ -179,7 +179,7 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::con
         reroute = done.reroute,
         "configuration reloaded"
     );
-    Ok(crate::control::Reloaded {
+    Ok(crate::daemon::control::Reloaded {
         reloaded,
         applied: done.applied.iter().map(|s| (*s).to_owned()).collect(),
         restart: done.restart.iter().map(|s| (*s).to_owned()).collect(),
@@ -192,7 +192,7 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::con
 fn mkey_secret(cfg: &mut SmConfig, state_dir: Option<&Path>) -> Result<(), String> {
     let dir =
         state_dir.ok_or("m-key = \"per-port\" needs a state directory (state-dir or --state-dir) for its secret")?;
-    cfg.m_key.secret = crate::state::load_or_create_mkey_secret(dir).map_err(|e| e.to_string())?;
+    cfg.m_key.secret = crate::daemon::state::load_or_create_mkey_secret(dir).map_err(|e| e.to_string())?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! server is dropped) and the connections to it.
 //!
 //! Connections are served concurrently, each a task on the socket's own runtime thread
-//! ([`crate::surface::Runner`]), under the surface limits ([`Limits`]): at most 64 at once (past
+//! ([`crate::daemon::surface::Runner`]), under the surface limits ([`Limits`]): at most 64 at once (past
 //! that the oldest one still sending its request is closed, or the new one gets `{"error":"busy
 //! ..."}` when all are past their requests), 2 s to send the whole request line however it is
 //! dripped, and 10 s plus 1 s per MiB to read the answer. A task never touches the SM: a valid
@@ -23,7 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
 use super::{Answer, ControlError, MAX_REQUEST, Pending, error_line, parse_request};
-use crate::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
+use crate::daemon::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
 
 /// Distinguishes the temporary names of sockets bound by one process.
 static BIND_SEQ: AtomicU32 = AtomicU32::new(0);
@@ -155,7 +155,7 @@ impl ControlServer {
     }
 }
 
-impl crate::transport::SideQueries for ControlServer {
+impl crate::daemon::side_queries::SideQueries for ControlServer {
     type Query = Pending;
     async fn next_query(&mut self) -> Pending {
         self.next().await
@@ -312,7 +312,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::control::request;
+    use crate::daemon::control::request;
 
     fn tmp_dir(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("ibsm-control-{tag}-{}", std::process::id()));

@@ -14,7 +14,7 @@
 //! its last sweep's snapshot between two events, at once even while a sweep runs) and the
 //! client side ([`request`], [`query`]). Below it: [`status`] (the `status` answer) and
 //! `server` ([`ControlServer`]: the socket file and the connections, under the limits of
-//! [`crate::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
+//! [`crate::daemon::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
 //! the SM's loop.
 
 mod server;
@@ -54,7 +54,7 @@ pub enum Query {
     /// Read the configuration and the partition policy again ([`Reloaded`]); answered by the
     /// transport, which knows the files.
     Reload,
-    /// Prometheus text ([`crate::metrics::render`]); asked by the metrics endpoint only.
+    /// Prometheus text ([`crate::daemon::metrics::render`]); asked by the metrics endpoint only.
     Metrics,
 }
 
@@ -125,7 +125,7 @@ pub fn respond(sm: &Sm, query: Query) -> String {
             Err(e) => return error_line(&e.to_string()),
         },
         Query::Reload => return error_line("reload is answered by the transport, not from the SM's getters"),
-        Query::Metrics => return crate::metrics::render(sm),
+        Query::Metrics => return crate::daemon::metrics::render(sm),
     };
     out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
 }
@@ -257,7 +257,7 @@ pub enum ControlError {
     BadReply(String),
 }
 
-impl crate::transport::SideQuery for Pending {
+impl crate::daemon::side_queries::SideQuery for Pending {
     fn is_reload(&self) -> bool {
         self.query == Query::Reload
     }

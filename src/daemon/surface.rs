@@ -18,7 +18,6 @@
 //! of connections a client whose request has arrived is read, and past eviction, first.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -26,6 +25,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
+
+use super::metrics::{Labels, Scrape};
 
 /// The limits of one surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,35 +89,34 @@ impl Counters {
     }
 
     /// The counters as Prometheus samples of `ibsm_surface_connections_total` for `surface`.
-    fn samples(&self, surface: &str, out: &mut String) {
-        for (outcome, c) in [
+    fn samples(&self, surface: &str) -> Vec<(Labels, u64)> {
+        [
             ("answered", &self.answered),
             ("refused", &self.refused),
             ("evicted", &self.evicted),
             ("request_deadline", &self.request_deadline),
             ("answer_deadline", &self.answer_deadline),
             ("broken", &self.broken),
-        ] {
-            let _ = writeln!(
-                out,
-                "ibsm_surface_connections_total{{surface=\"{surface}\",outcome=\"{outcome}\"}} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
+        ]
+        .into_iter()
+        .map(|(outcome, c)| {
+            (vec![("surface", surface.to_owned()), ("outcome", outcome.to_owned())], c.load(Ordering::Relaxed))
+        })
+        .collect()
     }
 }
 
-/// The `ibsm_surface_connections_total` family for the given surfaces.
+/// The `ibsm_surface_connections_total` family for the given surfaces, in Prometheus text
+/// format (written by [`Scrape`], as the SM's own figures are).
 pub fn render(surfaces: &[(&str, &Counters)]) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "# HELP ibsm_surface_connections_total Connections to the control socket and the metrics endpoint, by how they ended.\n",
+    let mut m = Scrape::new();
+    let samples = surfaces.iter().flat_map(|(name, c)| c.samples(name)).collect();
+    m.counter(
+        "surface_connections",
+        "Connections to the control socket and the metrics endpoint, by how they ended",
+        samples,
     );
-    out.push_str("# TYPE ibsm_surface_connections_total counter\n");
-    for (name, c) in surfaces {
-        c.samples(name, &mut out);
-    }
-    out
+    m.finish()
 }
 
 /// Caps the connections of one surface (see the module doc for the policy).

@@ -1,0 +1,70 @@
+//! Side queries: what the daemon's loops (`umad_loop`, `sim_loop`) answer from the core
+//! between two MADs, known to them only through [`SideQueries`] and [`SideQuery`], so that a
+//! loop runs with a control socket (module `control` implements the traits) or without one
+//! ([`NoQueries`]). It sits below both and imports neither.
+
+use crate::core::Sm;
+
+/// A source of queries a driver answers from the core between two MADs (the control socket).
+pub trait SideQueries {
+    /// One query waiting for its answer.
+    type Query: SideQuery;
+    /// Waits for the next query.
+    fn next_query(&mut self) -> impl Future<Output = Self::Query>;
+}
+
+/// One query from [`SideQueries`].
+pub trait SideQuery {
+    /// Whether it asks to reload the configuration (the driver does that itself, and
+    /// answers with [`SideQuery::reply`]).
+    fn is_reload(&self) -> bool;
+    /// Answers it with a prepared JSON line.
+    fn reply(self, answer: String);
+    /// Answers it from the core's getters.
+    fn answer(self, sm: &Sm);
+    /// Answers it from the core's getters when the driver's clock has stood still for
+    /// `idle_ns` of wall-clock time (the simulator between events): ages in the answer
+    /// (`status`'s last sweep) add it.
+    fn answer_after_idle(self, sm: &Sm, idle_ns: u64)
+    where
+        Self: Sized,
+    {
+        let _ = idle_ns;
+        self.answer(sm);
+    }
+}
+
+/// No side queries at all (a driver without a control socket).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoQueries;
+
+/// The query type of [`NoQueries`]: never produced.
+#[derive(Debug, Clone, Copy)]
+pub enum Never {}
+
+impl SideQuery for Never {
+    fn is_reload(&self) -> bool {
+        match *self {}
+    }
+    fn reply(self, _: String) {
+        match self {}
+    }
+    fn answer(self, _: &Sm) {
+        match self {}
+    }
+}
+
+impl SideQueries for NoQueries {
+    type Query = Never;
+    async fn next_query(&mut self) -> Never {
+        std::future::pending().await
+    }
+}
+
+/// Waits for the next query of `q`, or forever when there is none.
+pub async fn next_query<Q: SideQueries>(q: Option<&mut Q>) -> Q::Query {
+    match q {
+        Some(q) => q.next_query().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,86 @@
+//! `ibsm run --sim` once its fabric is stable: the simulated SM kept alive on the wall clock,
+//! answering the control socket and reloading on SIGHUP or `ibsm reload`, until SIGINT or
+//! SIGTERM. Meanwhile the virtual clock stands still, so ages in its answers add the
+//! wall-clock time since the fabric went idle. The fabric and its virtual-time driver are the
+//! transport's ([`SimDriver`]); this loop only adds the process around them.
+
+use super::control::Reloaded;
+use super::side_queries::{SideQueries, SideQuery, next_query};
+use super::signals::{Signal, Signals};
+use super::startup;
+use crate::core::SmEvent;
+use crate::transport::sim::SimDriver;
+
+/// Answers the control socket's queries (if there is one) from the SM until SIGINT or
+/// SIGTERM, and returns the signal's name. The simulated fabric does not move meanwhile,
+/// except for a reload: SIGHUP (from `signals`, caught since the start, so one that came
+/// during the first sweeps is taken now) and `reload` on the control socket read the
+/// configuration again ([`startup::reload`] from `reload`) and, when it asks for a
+/// sweep, run the fabric to that sweep's report; every event goes to `on_event`. SIGUSR1 and
+/// SIGUSR2 are logged ([`Signal::log`]).
+///
+/// # Errors
+/// When the runtime or the signal handlers cannot be set up.
+pub fn serve_until_signal<Q: SideQueries>(
+    drv: &mut SimDriver,
+    mut control: Option<&mut Q>,
+    signals: &mut Signals,
+    reload: Option<&(startup::Sources, startup::Built)>,
+    mut on_event: impl FnMut(&SmEvent),
+) -> std::io::Result<&'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
+        // The virtual clock stands still from here: the wall clock measures how long.
+        let mut idle_since = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = sigint.recv() => return Ok("SIGINT"),
+                _ = sigterm.recv() => return Ok("SIGTERM"),
+                sig = signals.recv() => {
+                    sig.log();
+                    if sig == Signal::Hup {
+                        let _ = reload_now(drv, reload, &mut on_event);
+                        idle_since = std::time::Instant::now();
+                    }
+                }
+                req = next_query(control.as_deref_mut()) => {
+                    if req.is_reload() {
+                        let answer = match reload_now(drv, reload, &mut on_event) {
+                            Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
+                            Err(e) => serde_json::json!({ "error": e }).to_string(),
+                        };
+                        req.reply(answer);
+                        idle_since = std::time::Instant::now();
+                    } else {
+                        let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        req.answer_after_idle(&drv.sm, idle);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// A reload on the simulated fabric: the configuration read again and, if it asks for one,
+/// the sweep it brings run to its report (at most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time).
+fn reload_now(
+    drv: &mut SimDriver,
+    from: Option<&(startup::Sources, startup::Built)>,
+    on_event: &mut dyn FnMut(&SmEvent),
+) -> Result<Reloaded, String> {
+    let done = startup::reload(&mut drv.sm, from)?;
+    if done.sweep {
+        let limit = drv.now().saturating_add(RELOAD_SWEEP_LIMIT_NS);
+        drv.run_until(limit, |ev| {
+            on_event(ev);
+            matches!(ev, SmEvent::SubnetUp(_))
+        });
+    }
+    Ok(done)
+}
+
+/// How much virtual time the sweep a reload brings may take on the simulated fabric.
+const RELOAD_SWEEP_LIMIT_NS: u64 = 600_000_000_000;

@@ -1,0 +1,11 @@
+//! OpenSM's formats, for sites moving from OpenSM: read here, mapped onto ibsm's own types.
+//!
+//! - [`config_import`]: `ibsm config import-opensm`, an `opensm.conf` turned into `ibsm.toml`.
+//! - [`lfts_dump`]: `opensm-lfts.dump` (OpenSM's or `ibsm routes dump --format opensm`) read
+//!   back into per-switch tables.
+//!
+//! OpenSM's `partitions.conf` grammar is parsed by the `ibsm-partitions` crate; writing the
+//! dump is the `routes` module's (`routes::dump`).
+
+pub mod config_import;
+pub mod lfts_dump;
