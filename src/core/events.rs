@@ -1,6 +1,8 @@
 //! What the SM core reports to the outside: events for logs, metrics and the CLI summary.
 //!
-//! Owns [`SmEvent`], [`SubnetReport`] and the failure vocabulary ([`SmpFailure`]). Events are
+//! Owns [`SmEvent`], [`SubnetReport`] and the vocabulary they use: [`SmpFailure`], [`RouteMode`]
+//! (how a sweep's tables were made) and [`TrapAction`] (what the master did with a trap). It
+//! imports no other file of the core but `state`, so every part can report through it. Events are
 //! plain values queued by the core and drained with `Sm::poll_event`; the core never logs.
 
 use ibsm_mad::{DrPath, Lid};
@@ -34,11 +36,76 @@ pub struct PhaseTiming {
     pub ns: u64,
 }
 
+/// How the last sweep's tables were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteMode {
+    /// Routed from scratch by the engine chain.
+    #[default]
+    Full,
+    /// The fabric equals the last full route's: its tables again.
+    Reused,
+    /// The last full route's fabric less some cables: its tables repaired.
+    Repaired {
+        /// LIDs that got new routes.
+        lids: usize,
+        /// Table entries changed.
+        entries: usize,
+    },
+}
+
+impl RouteMode {
+    /// Its name in reports: `full`, `reused` or `repaired`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RouteMode::Full => "full",
+            RouteMode::Reused => "reused",
+            RouteMode::Repaired { .. } => "repaired",
+        }
+    }
+}
+
+/// What the master did with a trap (logged and counted by name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrapAction {
+    /// A heavy sweep started.
+    Sweep,
+    /// A sweep is running: decided at its end (another sweep only if it missed the change).
+    AfterSweep,
+    /// Rate-limited: a heavy sweep is scheduled when the limit allows.
+    Deferred,
+    /// The same trap from the same source too often: acknowledged, nothing else.
+    Suppressed,
+    /// 129–131: the port is marked unhealthy; no sweep.
+    Unhealthy,
+    /// 144 about a NodeDescription: only that is read again.
+    NodeDescription,
+    /// A security trap (256–259) or one this SM does not act on: reported, no sweep.
+    Reported,
+    /// Not the master: the master acts on it.
+    Ignored,
+}
+
+impl TrapAction {
+    /// Name in logs and counters.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TrapAction::Sweep => "sweep",
+            TrapAction::AfterSweep => "after-sweep",
+            TrapAction::Deferred => "deferred",
+            TrapAction::Suppressed => "suppressed",
+            TrapAction::Unhealthy => "unhealthy",
+            TrapAction::NodeDescription => "node-description",
+            TrapAction::Reported => "reported",
+            TrapAction::Ignored => "ignored",
+        }
+    }
+}
+
 /// The summary of a completed sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SubnetReport {
     /// How the tables were made: routed in full, reused, or repaired from the last full route.
-    pub routing_mode: super::lft::RouteMode,
+    pub routing_mode: RouteMode,
     /// Switches discovered.
     pub switches: usize,
     /// CAs (and routers) discovered.
@@ -232,7 +299,7 @@ pub enum SmEvent {
         /// Generic trap number (`None` for a vendor notice or an unparsable one).
         number: Option<u16>,
         /// What the SM did about it.
-        action: super::traps::TrapAction,
+        action: TrapAction,
     },
     /// Trap 129, 130 or 131: a port's link integrity, buffer overruns or flow control went
     /// past its threshold. The port is listed as unhealthy in `ibsm status`; nothing else.

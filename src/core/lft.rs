@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use super::Sm;
 use super::events::SmEvent;
+pub use super::events::RouteMode;
 use super::state::NodeIdx;
 use super::transactions::{Outcome, Req, Request};
 use crate::fabric_view::{Built, build};
@@ -48,34 +49,6 @@ pub struct RouteBase {
     engine: String,
     chain: String,
     repaired: Option<(FabricView, Arc<Routes>, RouteMode)>,
-}
-
-/// How the last sweep's tables were made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RouteMode {
-    /// Routed from scratch by the engine chain.
-    #[default]
-    Full,
-    /// The fabric equals the last full route's: its tables again.
-    Reused,
-    /// The last full route's fabric less some cables: its tables repaired.
-    Repaired {
-        /// LIDs that got new routes.
-        lids: usize,
-        /// Table entries changed.
-        entries: usize,
-    },
-}
-
-impl RouteMode {
-    /// Its name in reports: `full`, `reused` or `repaired`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            RouteMode::Full => "full",
-            RouteMode::Reused => "reused",
-            RouteMode::Repaired { .. } => "repaired",
-        }
-    }
 }
 
 /// The routing of one sweep, detached from the SM: a pure computation (the routing view, the

@@ -19,6 +19,7 @@ use ibsm_mad::{Attribute, Guid, Lid, PortNum};
 
 use super::Sm;
 use super::events::SmEvent;
+pub use super::events::TrapAction;
 use super::state::{SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 
@@ -46,43 +47,6 @@ pub struct Unhealthy {
     pub count: u64,
     /// When the last one arrived, ns.
     pub last_at: u64,
-}
-
-/// What the master did with a trap (logged and counted by name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrapAction {
-    /// A heavy sweep started.
-    Sweep,
-    /// A sweep is running: decided at its end (another sweep only if it missed the change).
-    AfterSweep,
-    /// Rate-limited: a heavy sweep is scheduled when the limit allows.
-    Deferred,
-    /// The same trap from the same source too often: acknowledged, nothing else.
-    Suppressed,
-    /// 129–131: the port is marked unhealthy; no sweep.
-    Unhealthy,
-    /// 144 about a NodeDescription: only that is read again.
-    NodeDescription,
-    /// A security trap (256–259) or one this SM does not act on: reported, no sweep.
-    Reported,
-    /// Not the master: the master acts on it.
-    Ignored,
-}
-
-impl TrapAction {
-    /// Name in logs and counters.
-    pub const fn name(self) -> &'static str {
-        match self {
-            TrapAction::Sweep => "sweep",
-            TrapAction::AfterSweep => "after-sweep",
-            TrapAction::Deferred => "deferred",
-            TrapAction::Suppressed => "suppressed",
-            TrapAction::Unhealthy => "unhealthy",
-            TrapAction::NodeDescription => "node-description",
-            TrapAction::Reported => "reported",
-            TrapAction::Ignored => "ignored",
-        }
-    }
 }
 
 /// Trap counters.
