@@ -40,7 +40,8 @@ impl Sm {
     /// ascending), so the LIDs a fresh port gets do not depend on which answers came first;
     /// LIDs from `guid2lid` and LIDs ports hold are kept as [`assign`] says.
     pub(super) fn assign_lids(&mut self) {
-        self.quarantine_duplicate_port_guids();
+        let events = self.checks.quarantine_duplicate_port_guids(&mut self.subnet);
+        self.events.extend(events);
         let mut who: Vec<(NodeIdx, PortNum)> = Vec::new();
         let mut reqs = Vec::new();
         for i in self.subnet.canonical_order() {
@@ -48,7 +49,7 @@ impl Sm {
             for p in n.end_ports() {
                 let Some(rec) = n.port(p) else { continue };
                 let (Some(guid), Some(info)) = (rec.guid, rec.info) else { continue };
-                if self.quarantined_end(i, p) {
+                if self.checks.quarantined_end(&self.subnet, i, p) {
                     continue; // a duplicate GUID: no LID until it is resolved
                 }
                 who.push((i, p));

@@ -42,7 +42,7 @@ impl Sm {
             self.last_subnet = Some(last);
         }
         self.unanswered.clear();
-        self.quarantine_sweep = super::duplicates::Quarantine::default();
+        self.checks.discovery_started();
         self.tx.push(Request::sweep(DrPath::local(), Req::NodeInfo { from: None }));
     }
 
@@ -55,6 +55,24 @@ impl Sm {
             return;
         };
         self.discovered(request, from, ni, false);
+    }
+
+    /// The new route's NodeInfo asked again: still the same GUID and still a contradiction
+    /// quarantines both instances ([`super::checks::Checks::quarantine_both`]); anything else
+    /// is discovered as usual.
+    pub(super) fn on_confirm_node_info(&mut self, request: &Request, from: (NodeIdx, PortNum), outcome: &Outcome) {
+        let Some(ni) = ok_data(outcome).and_then(|d| NodeInfo::parse(d).ok()) else {
+            self.unanswered.push(from);
+            self.fail(request, outcome);
+            return;
+        };
+        match self.subnet.by_guid.get(&ni.node_guid) {
+            Some(&idx) if super::checks::contradicts(&self.subnet, idx, &ni, Some(from)) => {
+                let event = self.checks.quarantine_both(&mut self.subnet, idx, &ni, from);
+                self.events.extend(event);
+            }
+            _ => self.discovered(request, Some(from), ni, true),
+        }
     }
 
     /// A node answered NodeInfo along `request`'s route: a new node, or another route to one
@@ -71,10 +89,10 @@ impl Sm {
         if let Some(&idx) = self.subnet.by_guid.get(&ni.node_guid) {
             if !confirmed
                 && let Some(f) = from
-                && self.contradicts(idx, &ni, from)
+                && super::checks::contradicts(&self.subnet, idx, &ni, from)
             {
                 // Perhaps a duplicate GUID: asked again before anything is decided.
-                self.confirm_duplicate(request, f);
+                self.tx.push(Request::sweep(request.path, Req::ConfirmNodeInfo { from: f }));
                 return;
             }
             self.learn_neighbor(from, ni.port_guid);

@@ -14,10 +14,9 @@
 //! the order a sweep uses them.
 
 mod bringup;
-pub mod cabling;
+pub mod checks;
 mod config;
 mod discovery;
-pub mod duplicates;
 pub mod election;
 pub mod events;
 pub mod io;
@@ -35,6 +34,8 @@ pub mod replication;
 mod requests;
 mod snapshot;
 pub mod state;
+#[cfg(test)]
+mod testing;
 mod transactions;
 pub mod traps;
 mod vl_census;
@@ -163,12 +164,8 @@ pub struct Sm {
     sa_admission: crate::sa::admission::Admission,
     /// SA answers by attribute and status.
     sa_counts: crate::sa::counts::SaCounts,
-    /// The last comparison of the fabric with the planned cabling.
-    cabling: cabling::Cabling,
-    /// Duplicate GUIDs of the last completed sweep.
-    quarantine: duplicates::Quarantine,
-    /// Duplicate GUIDs found by the running sweep.
-    quarantine_sweep: duplicates::Quarantine,
+    /// Fabric checks: the planned cabling, duplicate GUIDs.
+    checks: checks::Checks,
     /// The reading of SL-to-VL and VL arbitration tables for the SA.
     census: vl_census::Census,
     /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
@@ -254,9 +251,7 @@ impl Sm {
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_counts: crate::sa::counts::SaCounts::default(),
-            cabling: cabling::Cabling::default(),
-            quarantine: duplicates::Quarantine::default(),
-            quarantine_sweep: duplicates::Quarantine::default(),
+            checks: checks::Checks::default(),
             census: vl_census::Census::default(),
             read_backs: Vec::new(),
             port_reads: std::collections::VecDeque::new(),
@@ -343,7 +338,7 @@ impl Sm {
             ("sa.requesters", self.sa_admission.tracked()),
             ("sa.services", self.sa_state.services.len()),
             ("sa.subscriptions", self.sa_state.informs.len()),
-            ("quarantine", self.quarantine.guids.len()),
+            ("quarantine", self.checks.quarantine().guids.len()),
             ("vl_tables", self.sa_state.vl.len()),
             ("sa.held_for_tables", self.census.held()),
         ];
@@ -354,6 +349,14 @@ impl Sm {
     /// SA answers sent, by attribute and status.
     pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
         &self.sa_counts
+    }
+    /// The last cabling check.
+    pub fn cabling(&self) -> &checks::Cabling {
+        self.checks.cabling()
+    }
+    /// The duplicated GUIDs of the last completed sweep.
+    pub fn quarantine(&self) -> &checks::Quarantine {
+        self.checks.quarantine()
     }
     /// The configuration.
     pub fn config(&self) -> &SmConfig {
@@ -740,7 +743,9 @@ impl Sm {
                         continue;
                     }
                     self.sweep.blocked = self.carry_over_silent();
-                    self.check_cabling();
+                    let plan = self.cfg.expected_topology.as_deref();
+                    let event = self.checks.check_cabling(&mut self.subnet, plan, self.cfg.refuse_miscabled);
+                    self.events.extend(event);
                     self.enter(SweepPhase::AssigningLids);
                     self.compute = Some(ComputeStep::AssignLids);
                 }
@@ -794,7 +799,7 @@ impl Sm {
                 if rec.remote.is_none()
                     && u8::try_from(p).is_ok_and(|p| {
                         let end = (n.info.node_guid, p);
-                        self.cabling.refused.contains(&end) || self.quarantine_sweep.holds(end)
+                        self.checks.left_out(end)
                     })
                 {
                     continue;
@@ -858,7 +863,7 @@ impl Sm {
         if std::mem::take(&mut self.sweep_requested) {
             self.resweep_at = Some(self.now);
         }
-        self.settle_quarantine();
+        self.checks.settle();
         self.last_report = Some(report.clone());
         self.last_report_at = self.now;
         match self.sweep_kind {

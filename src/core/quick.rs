@@ -139,7 +139,8 @@ impl Sm {
                 }
             }
         }
-        self.cabling_lost(&cables);
+        let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &cables);
+        self.events.extend(event);
         if !self.reroute_paths() {
             return Verdict::Heavy;
         }

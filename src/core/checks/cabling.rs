@@ -1,4 +1,5 @@
-//! The expected cabling (`expected-topology`), checked at every sweep: after discovery the
+//! The cabling half of [`Checks`]. The expected cabling (`expected-topology`), checked at
+//! every sweep: after discovery the
 //! fabric found is compared with the plan ([`ibsm_topology::diff`]: nodes missing or extra,
 //! cables missing, extra or miscabled); a quick sweep adds the planned cables it saw go down.
 //! The differences are reported when they change ([`SmEvent::Cabling`]) and shown in the
@@ -18,8 +19,9 @@ use ibsm_mad::{Guid, PortNum};
 use ibsm_topology::diff::End;
 use ibsm_topology::{Difference, NodeKind, Peer, TopoDiff, TopoNode, Topology};
 
-use super::state::{NodeIdx, Subnet};
-use super::{Sm, SmEvent};
+use super::Checks;
+use crate::core::events::SmEvent;
+use crate::core::state::{NodeIdx, Subnet};
 
 /// What the last check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,27 +53,30 @@ pub fn subnet_topology(subnet: &Subnet) -> Topology {
     t
 }
 
-impl Sm {
+impl Checks {
     /// After discovery: takes loopback cables (a node cabled to itself on two ports) out of
-    /// the model, compares the fabric with the plan, and with `refuse-miscabled` takes the
-    /// miscabled cables out of the model.
-    pub(super) fn check_cabling(&mut self) {
-        let loops = self.loopback_ends();
-        let plan = self.cfg.expected_topology.clone();
+    /// the model, compares the fabric with `plan`, and with `refuse_miscabled` takes the
+    /// miscabled cables out of the model. Returns the event to report when the outcome changed.
+    pub fn check_cabling(
+        &mut self,
+        subnet: &mut Subnet,
+        plan: Option<&Topology>,
+        refuse_miscabled: bool,
+    ) -> Option<SmEvent> {
+        let loops = loopback_ends(subnet);
         if plan.is_none() && loops.is_empty() {
             let had_loops = self.cabling.diff.differences.iter().any(|d| matches!(d, Difference::Loopback { .. }));
             if had_loops {
-                self.report_cabling(Cabling::default())
-            } else {
-                self.cabling = Cabling::default()
+                return self.report_cabling(Cabling::default());
             }
-            return;
+            self.cabling = Cabling::default();
+            return None;
         }
-        let found = subnet_topology(&self.subnet);
+        let found = subnet_topology(subnet);
         // Without a plan the fabric is its own: the loopbacks are the only differences.
-        let diff = ibsm_topology::diff(plan.as_deref().unwrap_or(&found), &found, false);
+        let diff = ibsm_topology::diff(plan.unwrap_or(&found), &found, false);
         let mut ends: Vec<(Guid, u8)> = loops;
-        if self.cfg.refuse_miscabled {
+        if refuse_miscabled {
             for d in &diff.differences {
                 if let Difference::Miscabled { at, found: Some(f), .. } = d {
                     ends.extend([*at, *f]);
@@ -79,40 +84,23 @@ impl Sm {
             }
         }
         let index: HashMap<Guid, NodeIdx> =
-            self.subnet.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
+            subnet.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
         let mut refused = BTreeSet::new();
         for (guid, port) in ends {
             if let Some(r) =
-                index.get(&guid).and_then(|&i| self.subnet.nodes.get_mut(i)).and_then(|n| n.port_mut(PortNum(port)))
+                index.get(&guid).and_then(|&i| subnet.nodes.get_mut(i)).and_then(|n| n.port_mut(PortNum(port)))
             {
                 r.remote = None;
                 refused.insert((guid, port));
             }
         }
-        self.report_cabling(Cabling { diff, refused });
-    }
-
-    /// Both ends of every loopback cable discovered: (node GUID, port) of a port whose remote
-    /// is another port of its own node. Such a cable joins a switch to itself (or a CA's two
-    /// ports): no route can use it, and the ports are left unarmed.
-    fn loopback_ends(&self) -> Vec<(Guid, u8)> {
-        let mut out = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate() {
-            for (p, rec) in n.ports.iter().enumerate().skip(1) {
-                if let (Some((rn, rp)), true, Ok(p)) = (rec.remote, rec.is_linked(), u8::try_from(p))
-                    && rn == i
-                    && rp.0 != p
-                {
-                    out.push((n.info.node_guid, p));
-                }
-            }
-        }
-        out
+        self.report_cabling(Cabling { diff, refused })
     }
 
     /// A quick sweep saw these cables go down: the planned ones among them are missing now.
-    pub(super) fn cabling_lost(&mut self, cables: &[(End, End)]) {
-        let Some(plan) = self.cfg.expected_topology.clone() else { return };
+    /// Returns the event to report when that changed the outcome.
+    pub fn cabling_lost(&mut self, plan: Option<&Topology>, cables: &[(End, End)]) -> Option<SmEvent> {
+        let plan = plan?;
         let planned: BTreeSet<(End, End)> = plan
             .nodes
             .iter()
@@ -125,7 +113,7 @@ impl Sm {
             .filter(|&(a, b)| cables.iter().any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b)))
             .collect();
         if planned.is_empty() {
-            return;
+            return None;
         }
         let mut next = self.cabling.clone();
         for (a, b) in planned {
@@ -133,19 +121,32 @@ impl Sm {
         }
         next.diff.differences.sort();
         next.diff.differences.dedup();
-        self.report_cabling(next);
+        self.report_cabling(next)
     }
 
-    /// Keeps `next`, and reports it when it differs from what was reported last.
-    fn report_cabling(&mut self, next: Cabling) {
-        if next.diff.differences != self.cabling.diff.differences || next.refused != self.cabling.refused {
-            self.events.push_back(SmEvent::Cabling { differences: next.diff.lines(), refused: next.refused.len() });
-        }
+    /// Keeps `next`; the event when it differs from what was reported last.
+    fn report_cabling(&mut self, next: Cabling) -> Option<SmEvent> {
+        let changed = next.diff.differences != self.cabling.diff.differences || next.refused != self.cabling.refused;
+        let event = changed.then(|| SmEvent::Cabling { differences: next.diff.lines(), refused: next.refused.len() });
         self.cabling = next;
+        event
     }
+}
 
-    /// The last cabling check.
-    pub fn cabling(&self) -> &Cabling {
-        &self.cabling
+/// Both ends of every loopback cable discovered: (node GUID, port) of a port whose remote
+/// is another port of its own node. Such a cable joins a switch to itself (or a CA's two
+/// ports): no route can use it, and the ports are left unarmed.
+fn loopback_ends(subnet: &Subnet) -> Vec<(Guid, u8)> {
+    let mut out = Vec::new();
+    for (i, n) in subnet.nodes.iter().enumerate() {
+        for (p, rec) in n.ports.iter().enumerate().skip(1) {
+            if let (Some((rn, rp)), true, Ok(p)) = (rec.remote, rec.is_linked(), u8::try_from(p))
+                && rn == i
+                && rp.0 != p
+            {
+                out.push((n.info.node_guid, p));
+            }
+        }
     }
+    out
 }
