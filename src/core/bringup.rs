@@ -86,19 +86,15 @@ impl Sm {
     }
 
     /// Queues the PortInfo and SwitchInfo Sets that change something. When ports need new
-    /// M_Keys, their key Sets go first, alone (see [`Sm::key_sets`]), and this runs again when
+    /// M_Keys, their key Sets go first, alone (see [`super::mkeys::MKeys::key_sets`]), and this runs again when
     /// they are done.
     pub(super) fn configure_ports(&mut self) {
-        if !self.mkeys.keyed_this_sweep {
-            self.mkeys.keyed_this_sweep = true;
-            let sets = self.key_sets();
-            if !sets.is_empty() {
-                self.mkeys.keying = true;
-                for s in sets {
-                    self.tx.push(s);
-                }
-                return;
+        let sets = self.mkeys.key_sets(&self.cfg.m_key, &self.subnet);
+        if !sets.is_empty() {
+            for s in sets {
+                self.tx.push(s);
             }
+            return;
         }
         self.resolve_partitions();
         let sm_lid = self.subnet.local_lid();
@@ -125,7 +121,7 @@ impl Sm {
                     && p > 0
                     && rec.remote.and_then(|(rn, _)| self.subnet.node(rn)).is_some_and(|r| !r.is_switch());
                 if is_switch == (p == 0) {
-                    self.apply_mkey(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
+                    self.cfg.m_key.apply(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
                 }
                 // Head-of-queue lifetime on a switch port with a peer, as OpenSM sets it: its
                 // leaf value toward CAs and routers. (VL stall counts and error thresholds are
@@ -203,7 +199,7 @@ impl Sm {
                 let mut want = as_set(&info);
                 want.port_state = to;
                 if !n.is_switch() {
-                    self.apply_mkey(rec.guid, &mut want);
+                    self.cfg.m_key.apply(rec.guid, &mut want);
                 }
                 sets.push(Request::sweep(
                     n.path_for(port),
@@ -252,7 +248,7 @@ impl Sm {
             PortStep::Activate => self.sweep.activated += 1,
             PortStep::Configure => {}
         }
-        self.learn_mkey(node, port, &pi);
+        self.mkeys.learn_key(&self.subnet, node, port, &pi);
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
         }

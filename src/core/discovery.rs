@@ -95,7 +95,7 @@ impl Sm {
                 self.tx.push(Request::sweep(request.path, Req::ConfirmNodeInfo { from: f }));
                 return;
             }
-            self.learn_neighbor(from, ni.port_guid);
+            self.mkeys.learn_neighbor(&self.subnet, from, ni.port_guid);
             if let Some(f) = from {
                 self.subnet.link(f, (idx, arrival));
             }
@@ -111,7 +111,7 @@ impl Sm {
             }
             return;
         }
-        self.learn_neighbor(from, ni.port_guid);
+        self.mkeys.learn_neighbor(&self.subnet, from, ni.port_guid);
         let idx = self.subnet.nodes.len();
         let is_switch = ni.node_type == NodeType::Switch;
         let mut ports = vec![PortRecord::default(); usize::from(ni.num_ports) + 1];
@@ -163,7 +163,7 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
-        self.learn_mkey(node, port, &pi);
+        self.mkeys.learn_key(&self.subnet, node, port, &pi);
         self.ask_if_sm(node, port, &pi);
         let local = self.subnet.local;
         if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {

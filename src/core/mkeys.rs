@@ -1,7 +1,7 @@
 //! M_Keys: which key each port should hold, which key every SMP must carry, and the bad-M_Key
 //! traps (256) ports raise.
 //!
-//! Owns the M_Key policy ([`MKeyMode`]: off, one key per port derived from a secret, or one key
+//! The M_Keys component ([`MKeys`]). Owns the M_Key policy ([`MKeyMode`]: off, one key per port derived from a secret, or one key
 //! for the whole subnet), the key derivation (SipHash-2-4 of the port GUID under the 128-bit
 //! secret: every port's key differs and one leaked key says nothing about another), what the SM
 //! believes each port holds ([`MKeys::held`]: keys it set, keys ports revealed in PortInfo, keys
@@ -9,6 +9,11 @@
 //! directed route before its NodeInfo is read (a port at protect level 2 or 3 answers no Get
 //! without its key), and the count of bad-M_Key traps per source. Files are the caller's: the
 //! core is given the secret and the known keys, and hands the held keys back to be saved.
+//!
+//! [`MKeys`] takes what it needs as arguments (the [`MKeyConfig`], the subnet being swept, the
+//! SM's own port GUID, the SA's snapshot, the time) and answers with values: the key an SMP
+//! carries, the key Sets to queue, the event a trap raises. It touches no other component's
+//! state; the coordinator queues what it returns.
 //!
 //! Guarantees: with M_Keys off, SMPs carry the key a port is known to hold (an imported key, or
 //! 0) and PortInfo Sets write back the key fields as read; with them on, every PortInfo Set of a
@@ -23,10 +28,10 @@ use ibsm_mad::{Guid, Lid, MKey, PortNum};
 
 use crate::siphash::siphash24;
 
-use super::Sm;
 use super::events::SmEvent;
-use super::state::NodeIdx;
-use super::transactions::{Req, Request};
+use super::state::{NodeIdx, Subnet};
+use super::transactions::{PortStep, Req, Request};
+use crate::sa::Snapshot;
 
 /// How ports get their M_Keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +75,15 @@ impl Default for MKeyConfig {
 }
 
 impl MKeyConfig {
+    /// Writes the port's M_Key, protect bits and lease into a PortInfo Set of a CA port or a
+    /// switch's port 0 (`guid`), when M_Keys are on.
+    pub fn apply(&self, guid: Option<Guid>, info: &mut PortInfo) {
+        let Some(guid) = guid.filter(|_| self.mode != MKeyMode::Off) else { return };
+        info.m_key = MKey(self.key_for(guid));
+        info.m_key_protect_bits = self.protect & 3;
+        info.m_key_lease_period = self.lease_s;
+    }
+
     /// The key port `guid` should hold (0 with M_Keys off).
     pub fn key_for(&self, guid: Guid) -> u64 {
         match self.mode {
@@ -97,21 +111,21 @@ pub struct Violations {
 #[derive(Debug, Clone, Default)]
 pub struct MKeys {
     /// The key each port (by port GUID) is believed to hold.
-    pub held: HashMap<Guid, u64>,
+    held: HashMap<Guid, u64>,
     /// (node GUID, port) to the GUID of the port the cable there leads to (the arrival port of
     /// a CA, the port GUID of a switch); [`LOCAL`] names the SM's own port.
-    pub neighbors: HashMap<(Guid, u8), Guid>,
+    neighbors: HashMap<(Guid, u8), Guid>,
     /// Bad-M_Key traps by the LID that raised them.
-    pub violations: BTreeMap<Lid, Violations>,
+    violations: BTreeMap<Lid, Violations>,
     /// When a port that refused this SM's key drops its protection (its lease ends): a sweep
     /// is due then, whatever the re-sweep interval says.
-    pub recovery_at: Option<u64>,
+    recovery_at: Option<u64>,
     /// Keys this SM has sent, with the port each was for (at most one entry per port).
-    pub sent: HashMap<u64, Guid>,
+    sent: HashMap<u64, Guid>,
     /// The key Sets of this sweep are in flight: the rest of the configuration waits.
-    pub keying: bool,
+    keying: bool,
     /// This sweep already sent its key Sets (they are sent once per sweep).
-    pub keyed_this_sweep: bool,
+    keyed_this_sweep: bool,
 }
 
 impl MKeys {
@@ -132,26 +146,106 @@ impl MKeys {
         }
         report
     }
-}
 
-impl Sm {
+    /// The key each port is believed to hold, by port GUID.
+    pub fn held(&self) -> &HashMap<Guid, u64> {
+        &self.held
+    }
+
+    /// Takes the keys ports are known to hold (an earlier run's `guid2mkey`, or OpenSM's).
+    pub fn set_held(&mut self, keys: HashMap<Guid, u64>) {
+        self.held = keys;
+    }
+
+    /// The neighbour map: (node GUID, port) to the port GUID cabled there.
+    pub fn neighbors(&self) -> &HashMap<(Guid, u8), Guid> {
+        &self.neighbors
+    }
+
+    /// Takes a neighbour map persisted by an earlier run.
+    pub fn set_neighbors(&mut self, neighbors: HashMap<(Guid, u8), Guid>) {
+        self.neighbors = neighbors;
+    }
+
+    /// Bad-M_Key traps received, by the LID that raised them.
+    pub fn violations(&self) -> &BTreeMap<Lid, Violations> {
+        &self.violations
+    }
+
+    /// What a master replicates: the held keys and the neighbour map, sorted, without the
+    /// entry for this SM's own port (on another SM it would mean another port).
+    pub fn replica(&self) -> (Vec<(Guid, u64)>, Vec<((Guid, u8), Guid)>) {
+        let mut held: Vec<_> = self.held.iter().map(|(g, k)| (*g, *k)).collect();
+        held.sort_unstable();
+        let mut neighbors: Vec<_> =
+            self.neighbors.iter().filter(|(k, _)| **k != LOCAL).map(|(k, v)| (*k, *v)).collect();
+        neighbors.sort_unstable();
+        (held, neighbors)
+    }
+
+    /// Adopts what a master replicated ([`MKeys::replica`]) over what this SM knows.
+    pub fn adopt(&mut self, held: &[(Guid, u64)], neighbors: &[((Guid, u8), Guid)]) {
+        self.held.extend(held.iter().copied());
+        self.neighbors.extend(neighbors.iter().copied().filter(|(k, _)| *k != LOCAL));
+    }
+
+    /// Entries of each growing table, by name (for the soak's footprint).
+    pub fn sizes(&self) -> [(&'static str, usize); 4] {
+        [
+            ("mkeys.held", self.held.len()),
+            ("mkeys.neighbors", self.neighbors.len()),
+            ("mkeys.violations", self.violations.len()),
+            ("mkeys.sent", self.sent.len()),
+        ]
+    }
+
+    /// A sweep starts: its key Sets are yet to be sent.
+    pub fn sweep_started(&mut self) {
+        self.keying = false;
+        self.keyed_this_sweep = false;
+    }
+
+    /// Whether the sweep's key Sets are in flight (the rest of the configuration waits).
+    pub fn keying(&self) -> bool {
+        self.keying
+    }
+
+    /// The sweep's key Sets are done.
+    pub fn keyed(&mut self) {
+        self.keying = false;
+    }
+
+    /// When a sweep is due for a port whose lease should have ended.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.recovery_at
+    }
+
+    /// Whether the recovery sweep is due at `now` (it is then taken: due once).
+    pub fn take_recovery(&mut self, now: u64) -> bool {
+        let due = self.recovery_at.is_some_and(|t| t <= now);
+        if due {
+            self.recovery_at = None;
+        }
+        due
+    }
+
     /// The GUID of the port whose M_Key guards `r`'s SMP: a switch's port 0, or the CA port the
     /// route enters by; for a node not read yet, what the neighbour map predicts.
-    fn key_port(&self, r: &Request) -> Option<Guid> {
+    fn key_port(&self, subnet: &Subnet, own: Guid, r: &Request) -> Option<Guid> {
         let at = |n: NodeIdx, p: Option<PortNum>| -> Option<Guid> {
-            let node = self.subnet.node(n)?;
+            let node = subnet.node(n)?;
             if node.is_switch() {
                 return Some(node.info.port_guid);
             }
             let p = p.unwrap_or(node.info.local_port_num);
-            self.mkey_guid(n, p).or(Some(node.info.port_guid))
+            mkey_guid(subnet, n, p).or(Some(node.info.port_guid))
         };
         match &r.req {
-            Req::NodeInfo { from: None } if self.port_guid == Guid(0) => self.mkeys.neighbors.get(&LOCAL).copied(),
-            Req::NodeInfo { from: None } => Some(self.port_guid),
+            Req::NodeInfo { from: None } if own == Guid(0) => self.neighbors.get(&LOCAL).copied(),
+            Req::NodeInfo { from: None } => Some(own),
             Req::NodeInfo { from: Some((n, p)) } | Req::ConfirmNodeInfo { from: (n, p) } => {
-                let g = self.subnet.node(*n)?.info.node_guid;
-                self.mkeys.neighbors.get(&(g, p.0)).copied()
+                let g = subnet.node(*n)?.info.node_guid;
+                self.neighbors.get(&(g, p.0)).copied()
             }
             Req::NodeDesc { node }
             | Req::GetSwitchInfo { node }
@@ -167,113 +261,65 @@ impl Sm {
             Req::PollMaster { master: g, .. } | Req::SetSmInfo { to: g, .. } | Req::LightSmInfo { guid: g, .. } => {
                 Some(*g)
             }
-            Req::ReadNodeDesc { guid, port } => self.subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
+            Req::ReadNodeDesc { guid, port } => subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
             Req::GetVlTable { node, port, switch: false, .. } => {
-                self.subnet.by_guid.get(node).and_then(|&i| at(i, Some(*port)))
+                subnet.by_guid.get(node).and_then(|&i| at(i, Some(*port)))
             }
             Req::GetVlTable { node: switch, .. } | Req::SetMft { switch, .. } => {
-                self.subnet.by_guid.get(switch).and_then(|&i| self.subnet.node(i)).map(|n| n.info.port_guid)
+                subnet.by_guid.get(switch).and_then(|&i| subnet.node(i)).map(|n| n.info.port_guid)
             }
         }
     }
 
-    /// Whether an SMP carrying `key` passes this SM's own port's M_Key check (no key, or
-    /// protect bits 0, let every SMP pass).
-    pub(super) fn passes_own_mkey(&self, key: MKey) -> bool {
-        let cfg = &self.cfg.m_key;
+    /// Whether an SMP carrying `key` passes this SM's own port's (`own`) M_Key check (no key,
+    /// or protect bits 0, let every SMP pass).
+    pub fn passes_own(&self, cfg: &MKeyConfig, own: Guid, key: MKey) -> bool {
         if cfg.mode == MKeyMode::Off || cfg.protect == 0 {
             return true;
         }
-        let own = self.mkeys.key_to_use(cfg, self.port_guid);
-        own.0 == 0 || own == key
+        let mine = self.key_to_use(cfg, own);
+        mine.0 == 0 || mine == key
     }
 
     /// The M_Key a TrapRepress to the port at `lid` carries (the key it holds, when known).
-    pub(super) fn issuer_mkey(&self, lid: Lid) -> MKey {
-        if self.cfg.m_key.mode == MKeyMode::Off && self.mkeys.held.is_empty() {
+    pub fn issuer_key(&self, cfg: &MKeyConfig, ports: Ports<'_>, lid: Lid) -> MKey {
+        if cfg.mode == MKeyMode::Off && self.held.is_empty() {
             return MKey(0);
         }
-        self.port_by_lid(lid).map_or(MKey(0), |(g, _)| self.mkeys.key_to_use(&self.cfg.m_key, g))
+        ports.by_lid(lid).map_or(MKey(0), |(g, _)| self.key_to_use(cfg, g))
     }
 
-    /// The end port with base LID `lid`: its GUID and PortInfo as last read. From the SA's
-    /// snapshot, or the subnet being swept before the first one.
-    fn port_by_lid(&self, lid: Lid) -> Option<(Guid, Option<PortInfo>)> {
-        if let Some(s) = &self.snapshot {
-            return s.by_lid(lid).and_then(|at| s.port(at)).map(|p| (p.guid, p.info));
-        }
-        self.subnet.nodes.iter().find_map(|n| {
-            n.end_ports().find_map(|p| {
-                let rec = n.port(p).filter(|r| r.lid == lid)?;
-                let guid = if n.is_switch() { n.info.port_guid } else { rec.guid? };
-                Some((guid, rec.info))
-            })
-        })
-    }
-
-    /// The M_Key each port is believed to hold (by port GUID), to persist in the state
-    /// directory as `guid2mkey`.
-    pub fn mkeys_held(&self) -> &HashMap<Guid, u64> {
-        &self.mkeys.held
-    }
-
-    /// Takes the keys ports are known to hold: an earlier run's `guid2mkey`, or OpenSM's.
-    pub fn set_mkeys_held(&mut self, keys: HashMap<Guid, u64>) {
-        self.mkeys.held = keys;
-    }
-
-    /// The neighbour map (node GUID, port) to the port GUID cabled there, to persist: after a
-    /// restart it names the ports at protect level 2 or 3 before their NodeInfo can be read.
-    pub fn mkey_neighbors(&self) -> &HashMap<(Guid, u8), Guid> {
-        &self.mkeys.neighbors
-    }
-
-    /// Takes a neighbour map persisted by an earlier run ([`Sm::mkey_neighbors`]).
-    pub fn set_mkey_neighbors(&mut self, neighbors: HashMap<(Guid, u8), Guid>) {
-        self.mkeys.neighbors = neighbors;
-    }
-
-    /// Bad-M_Key traps (256) received, by the LID that raised them.
-    pub fn mkey_violations(&self) -> &BTreeMap<Lid, Violations> {
-        &self.mkeys.violations
-    }
-
-    /// The GUID whose key guards `node`'s `port`: the switch's port GUID for any switch port,
-    /// the port's own for a CA.
-    pub(super) fn mkey_guid(&self, node: NodeIdx, port: PortNum) -> Option<Guid> {
-        let n = self.subnet.node(node)?;
-        if n.is_switch() { Some(n.info.port_guid) } else { n.port(port).and_then(|r| r.guid) }
-    }
-
-    /// The M_Key the next SMP ([`super::transactions::Transactions::peek`]) carries; a key
-    /// other than 0 is remembered with its port, so that a bad-M_Key trap about it is known as
-    /// this SM's own.
-    pub(super) fn next_smp_key(&mut self) -> MKey {
-        if self.cfg.m_key.mode == MKeyMode::Off && self.mkeys.held.is_empty() {
+    /// The M_Key the next SMP (`next`, from [`super::transactions::Transactions::peek`])
+    /// carries; a key other than 0 is remembered with its port, so that a bad-M_Key trap about
+    /// it is known as this SM's own.
+    pub(crate) fn next_smp_key(&mut self, cfg: &MKeyConfig, subnet: &Subnet, own: Guid, next: Option<&Request>) -> MKey {
+        if cfg.mode == MKeyMode::Off && self.held.is_empty() {
             return MKey(0);
         }
-        let Some(guid) = self.tx.peek().and_then(|r| self.key_port(r)) else { return MKey(0) };
-        let key = self.mkeys.key_to_use(&self.cfg.m_key, guid);
+        let Some(guid) = next.and_then(|r| self.key_port(subnet, own, r)) else { return MKey(0) };
+        let key = self.key_to_use(cfg, guid);
         if key.0 != 0 {
-            self.mkeys.sent.insert(key.0, guid);
+            self.sent.insert(key.0, guid);
         }
         key
     }
 
-    /// PortInfo Sets that give each CA port and switch port 0 whose M_Key, protect bits or lease
-    /// differ from the policy its new ones, and nothing else. They go before any other Set of
-    /// the sweep: an SMP sent to a port with its old key while the key changes would be refused
-    /// (and start the port's lease), and a switch's key guards all its ports.
-    pub(super) fn key_sets(&self) -> Vec<Request> {
-        use super::transactions::PortStep;
-        let cfg = &self.cfg.m_key;
-        if cfg.mode == MKeyMode::Off {
+    /// The key Sets of this sweep, once: PortInfo Sets that give each CA port and switch port 0
+    /// whose M_Key, protect bits or lease differ from the policy its new ones, and nothing
+    /// else. They go before any other Set of the sweep: an SMP sent to a port with its old key
+    /// while the key changes would be refused (and start the port's lease), and a switch's key
+    /// guards all its ports. Empty when they were sent already or none is needed; when there
+    /// are some, [`MKeys::keying`] holds until [`MKeys::keyed`].
+    pub(crate) fn key_sets(&mut self, cfg: &MKeyConfig, subnet: &Subnet) -> Vec<Request> {
+        if std::mem::replace(&mut self.keyed_this_sweep, true) || cfg.mode == MKeyMode::Off {
             return Vec::new();
         }
         let mut sets = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+        for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             for p in n.end_ports() {
-                let (Some(info), Some(guid)) = (n.port(p).and_then(|r| r.info), self.mkey_guid(i, p)) else { continue };
+                let (Some(info), Some(guid)) = (n.port(p).and_then(|r| r.info), mkey_guid(subnet, i, p)) else {
+                    continue;
+                };
                 let want = cfg.key_for(guid);
                 if info.m_key.0 == want
                     && info.m_key_protect_bits == cfg.protect & 3
@@ -282,56 +328,54 @@ impl Sm {
                     continue;
                 }
                 let mut set = super::bringup::as_set(&info);
-                self.apply_mkey(Some(guid), &mut set);
+                cfg.apply(Some(guid), &mut set);
                 let req = Req::SetPortInfo { node: i, port: p, info: Box::new(set), step: PortStep::Configure };
                 sets.push(Request::sweep(n.path_for(p), req));
             }
         }
+        self.keying = !sets.is_empty();
         sets
-    }
-
-    /// Writes the port's M_Key, protect bits and lease into a PortInfo Set of a CA port or a
-    /// switch's port 0 (`guid`), when M_Keys are on.
-    pub(super) fn apply_mkey(&self, guid: Option<Guid>, info: &mut PortInfo) {
-        let cfg = &self.cfg.m_key;
-        let Some(guid) = guid.filter(|_| cfg.mode != MKeyMode::Off) else { return };
-        info.m_key = MKey(cfg.key_for(guid));
-        info.m_key_protect_bits = cfg.protect & 3;
-        info.m_key_lease_period = cfg.lease_s;
     }
 
     /// A PortInfo answer from `node`'s `port`: a key it shows is the key it holds; no key and
     /// no protection means none. Of a switch only port 0's fields count (the switch's key; the
     /// external ports' copies may read as zero).
-    pub(super) fn learn_mkey(&mut self, node: NodeIdx, port: PortNum, info: &PortInfo) {
-        let is_switch = self.subnet.node(node).is_some_and(super::state::Node::is_switch);
-        let Some(guid) = self.mkey_guid(node, port).filter(|_| !is_switch || port.0 == 0) else { return };
+    pub fn learn_key(&mut self, subnet: &Subnet, node: NodeIdx, port: PortNum, info: &PortInfo) {
+        let is_switch = subnet.node(node).is_some_and(super::state::Node::is_switch);
+        let Some(guid) = mkey_guid(subnet, node, port).filter(|_| !is_switch || port.0 == 0) else { return };
         if info.m_key.0 != 0 {
-            self.mkeys.held.insert(guid, info.m_key.0);
+            self.held.insert(guid, info.m_key.0);
         } else if info.m_key_protect_bits == 0 {
-            self.mkeys.held.remove(&guid);
+            self.held.remove(&guid);
         }
     }
 
     /// NodeInfo read through `from` (node, port): the port at the other end is `guid`; read
     /// with no `from`, it is the SM's own port.
-    pub(super) fn learn_neighbor(&mut self, from: Option<(NodeIdx, PortNum)>, guid: Guid) {
+    pub fn learn_neighbor(&mut self, subnet: &Subnet, from: Option<(NodeIdx, PortNum)>, guid: Guid) {
         let key = match from {
             None => LOCAL,
             Some((n, p)) => {
-                let Some(node) = self.subnet.node(n) else { return };
+                let Some(node) = subnet.node(n) else { return };
                 (node.info.node_guid, p.0)
             }
         };
-        self.mkeys.neighbors.insert(key, guid);
+        self.neighbors.insert(key, guid);
     }
 
-    /// A trap 256 (bad M_Key) from `src`: counted per source, reported (at most every 10 s per
-    /// source) with the port, the offending SMP and its route. When the key was one this SM
-    /// sent, the port holds a key the SM does not know: it recovers after the port's lease
-    /// (protect bits drop to 0 and the port shows its key), so a sweep is scheduled then: the
-    /// port's lease as read, or the configured one.
-    pub(super) fn on_bad_mkey(&mut self, src: Lid, details: &NoticeDetails) {
+    /// A trap 256 (bad M_Key) from `src` at `now`: counted per source; the event to report (at
+    /// most every 10 s per source) with the port, the offending SMP and its route. When the key
+    /// was one this SM sent, the port holds a key the SM does not know: it recovers after the
+    /// port's lease (protect bits drop to 0 and the port shows its key), so a sweep is
+    /// scheduled then ([`MKeys::poll_timeout`]): the port's lease as read, or the configured one.
+    pub fn on_bad_mkey(
+        &mut self,
+        cfg: &MKeyConfig,
+        ports: Ports<'_>,
+        now: u64,
+        src: Lid,
+        details: &NoticeDetails,
+    ) -> Option<SmEvent> {
         let NoticeDetails::Trap256 {
             lid,
             dr_slid,
@@ -344,20 +388,26 @@ impl Sm {
             ..
         } = *details
         else {
-            return;
+            return None;
         };
-        if !self.mkeys.count_violation(src, self.now, REPORT_EVERY_NS) {
-            return;
+        if !self.count_violation(src, now, REPORT_EVERY_NS) {
+            return None;
         }
         // The port behind the LID, and whether the refused key is the one this SM sends it.
         // The refused key is one this SM sent (the port holds another), or someone else's.
-        let ours = self.mkeys.sent.contains_key(&m_key.0) && m_key.0 != 0;
-        let port = self.port_by_lid(lid);
+        let ours = self.sent.contains_key(&m_key.0) && m_key.0 != 0;
+        let port = ports.by_lid(lid);
         let hops = usize::from(dr_hop_count).min(dr_notice_return_path.len());
         let path = if dr_notice { dr_notice_return_path[..hops].to_vec() } else { Vec::new() };
         let lease = port.and_then(|(_, info)| info).map(|i| i.m_key_lease_period);
-        let count = self.mkeys.violations.get(&src).map_or(0, |v| v.count);
-        self.events.push_back(SmEvent::BadMKey {
+        let count = self.violations.get(&src).map_or(0, |v| v.count);
+        // The port's lease started with this refusal. Unread (a Get needs the key at protect 2
+        // and 3), it is taken to be the configured one: the key came from this SM's policy.
+        if ours && let Some(l) = lease.or(Some(cfg.lease_s)).filter(|&l| l > 0) {
+            let at = now.saturating_add(u64::from(l) * 1_000_000_000 + LEASE_MARGIN_NS);
+            self.recovery_at = Some(self.recovery_at.map_or(at, |t| t.min(at)));
+        }
+        Some(SmEvent::BadMKey {
             lid,
             from: dr_slid,
             method,
@@ -367,14 +417,41 @@ impl Sm {
             count,
             ours,
             lease_s: lease,
-        });
-        // The port's lease started with this refusal. Unread (a Get needs the key at protect 2
-        // and 3), it is taken to be the configured one: the key came from this SM's policy.
-        if ours && let Some(l) = lease.or(Some(self.cfg.m_key.lease_s)).filter(|&l| l > 0) {
-            let at = self.now.saturating_add(u64::from(l) * 1_000_000_000 + LEASE_MARGIN_NS);
-            self.mkeys.recovery_at = Some(self.mkeys.recovery_at.map_or(at, |t| t.min(at)));
-        }
+        })
     }
+}
+
+/// Where the end ports are found by LID: the SA's snapshot, or the subnet being swept before
+/// the first one.
+#[derive(Debug, Clone, Copy)]
+pub struct Ports<'a> {
+    /// The SA's snapshot, once a sweep has completed.
+    pub snapshot: Option<&'a Snapshot>,
+    /// The subnet being swept.
+    pub subnet: &'a Subnet,
+}
+
+impl Ports<'_> {
+    /// The end port with base LID `lid`: its GUID and PortInfo as last read.
+    pub fn by_lid(&self, lid: Lid) -> Option<(Guid, Option<PortInfo>)> {
+        if let Some(s) = self.snapshot {
+            return s.by_lid(lid).and_then(|at| s.port(at)).map(|p| (p.guid, p.info));
+        }
+        self.subnet.nodes.iter().find_map(|n| {
+            n.end_ports().find_map(|p| {
+                let rec = n.port(p).filter(|r| r.lid == lid)?;
+                let guid = if n.is_switch() { n.info.port_guid } else { rec.guid? };
+                Some((guid, rec.info))
+            })
+        })
+    }
+}
+
+/// The GUID whose key guards `node`'s `port`: the switch's port GUID for any switch port,
+/// the port's own for a CA.
+pub fn mkey_guid(subnet: &Subnet, node: NodeIdx, port: PortNum) -> Option<Guid> {
+    let n = subnet.node(node)?;
+    if n.is_switch() { Some(n.info.port_guid) } else { n.port(port).and_then(|r| r.guid) }
 }
 
 /// A sweep to recover a port is scheduled this long after its lease should have ended.
@@ -416,5 +493,134 @@ mod tests {
         assert!(k.count_violation(Lid(9), 5, 10));
         assert!(k.count_violation(Lid(4), 10, 10));
         assert_eq!(k.violations[&Lid(4)].count, 3);
+    }
+
+    fn per_port() -> MKeyConfig {
+        MKeyConfig { mode: MKeyMode::PerPort, secret: MKeySecret([3; 16]), lease_s: 60, ..MKeyConfig::default() }
+    }
+
+    #[test]
+    fn key_sets_go_once_per_sweep_and_hold_the_rest_of_the_configuration() {
+        let cfg = per_port();
+        let mut s = crate::core::testing::star(0x102, 0x103);
+        let mut k = MKeys::default();
+        k.sweep_started();
+        let sets = k.key_sets(&cfg, &s);
+        // The SM's CA port, the switch's port 0 and the two CAs' ports.
+        let mut to: Vec<(NodeIdx, u8)> = sets
+            .iter()
+            .map(|r| match &r.req {
+                Req::SetPortInfo { node, port, info, .. } => {
+                    let guid = mkey_guid(&s, *node, *port).unwrap_or_default();
+                    assert_eq!(info.m_key.0, cfg.key_for(guid));
+                    assert_eq!((info.m_key_protect_bits, info.m_key_lease_period), (1, 60));
+                    (*node, port.0)
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        to.sort_unstable();
+        assert_eq!(to, [(0, 1), (1, 0), (2, 1), (3, 1)]);
+        assert!(k.keying());
+        assert!(k.key_sets(&cfg, &s).is_empty(), "once per sweep");
+        k.keyed();
+        assert!(!k.keying());
+        // A port that holds its key already gets no Set.
+        let key = cfg.key_for(Guid(0x102));
+        if let Some(i) = s.nodes[2].ports[1].info.as_mut() {
+            (i.m_key, i.m_key_protect_bits, i.m_key_lease_period) = (MKey(key), 1, 60);
+        }
+        k.sweep_started();
+        assert_eq!(k.key_sets(&cfg, &s).len(), 3);
+        k.sweep_started();
+        assert!(k.key_sets(&MKeyConfig::default(), &s).is_empty(), "off");
+        assert!(!k.keying());
+    }
+
+    #[test]
+    fn an_smp_carries_the_key_its_port_holds_and_the_key_is_remembered() {
+        let s = crate::core::testing::star(0x102, 0x103);
+        let mut k = MKeys::default();
+        let get = Request::sweep(ibsm_mad::DrPath::local(), Req::GetPortInfo { node: 2, port: PortNum(1) });
+        assert_eq!(k.next_smp_key(&MKeyConfig::default(), &s, Guid(0x10), Some(&get)), MKey(0), "off, none held");
+        k.set_held(HashMap::from([(Guid(0x102), 77)]));
+        assert_eq!(k.next_smp_key(&MKeyConfig::default(), &s, Guid(0x10), Some(&get)), MKey(77));
+        assert_eq!(k.sent.get(&77), Some(&Guid(0x102)));
+        let cfg = per_port();
+        // A switch's key guards every port of it.
+        let sw = Request::sweep(ibsm_mad::DrPath::local(), Req::GetPortInfo { node: 1, port: PortNum(4) });
+        assert_eq!(k.next_smp_key(&cfg, &s, Guid(0x10), Some(&sw)), MKey(cfg.key_for(Guid(0x20))));
+        assert!(k.passes_own(&cfg, Guid(0x10), MKey(cfg.key_for(Guid(0x10)))));
+        assert!(!k.passes_own(&cfg, Guid(0x10), MKey(1)));
+        assert!(k.passes_own(&MKeyConfig::default(), Guid(0x10), MKey(1)), "off: everything passes");
+    }
+
+    #[test]
+    fn keys_and_neighbours_are_learned_from_answers_and_replicated() {
+        let s = crate::core::testing::star(0x102, 0x103);
+        let mut k = MKeys::default();
+        let shown = PortInfo { m_key: MKey(5), ..PortInfo::default() };
+        k.learn_key(&s, 1, PortNum(3), &shown);
+        assert!(k.held().is_empty(), "a switch's external port does not tell its key");
+        k.learn_key(&s, 1, PortNum(0), &shown);
+        k.learn_key(&s, 2, PortNum(1), &shown);
+        assert_eq!(k.held().get(&Guid(0x20)), Some(&5));
+        k.learn_key(&s, 2, PortNum(1), &PortInfo::default());
+        assert_eq!(k.held().get(&Guid(0x102)), None, "no key and no protection: none");
+        k.learn_neighbor(&s, None, Guid(0x10));
+        k.learn_neighbor(&s, Some((1, PortNum(2))), Guid(0x102));
+        assert_eq!(k.neighbors().get(&LOCAL), Some(&Guid(0x10)));
+        let (held, neighbors) = k.replica();
+        assert_eq!(held, [(Guid(0x20), 5)]);
+        assert_eq!(neighbors, [((Guid(0x20), 2), Guid(0x102))], "not the SM's own port");
+        let mut other = MKeys::default();
+        other.learn_neighbor(&s, None, Guid(0x99));
+        other.adopt(&held, &neighbors);
+        assert_eq!(other.neighbors().get(&LOCAL), Some(&Guid(0x99)), "its own port stays its own");
+        assert_eq!(other.held(), k.held());
+    }
+
+    #[test]
+    fn a_refusal_of_our_key_schedules_a_sweep_after_the_lease() {
+        let cfg = per_port();
+        let mut s = crate::core::testing::star(0x102, 0x103);
+        s.nodes[2].ports[1].lid = Lid(5);
+        if let Some(i) = s.nodes[2].ports[1].info.as_mut() {
+            i.m_key_lease_period = 7;
+        }
+        let mut k = MKeys::default();
+        let get = Request::sweep(ibsm_mad::DrPath::local(), Req::GetPortInfo { node: 2, port: PortNum(1) });
+        let key = k.next_smp_key(&cfg, &s, Guid(0x10), Some(&get));
+        let trap = |m_key| NoticeDetails::Trap256 {
+            lid: Lid(5),
+            dr_slid: Lid(1),
+            method: 1,
+            attribute_id: 0x15,
+            attribute_modifier: 1,
+            m_key,
+            dr_notice: true,
+            dr_path_truncated: false,
+            dr_hop_count: 2,
+            dr_notice_return_path: [4; 30],
+        };
+        let ports = Ports { snapshot: None, subnet: &s };
+        let ev = k.on_bad_mkey(&cfg, ports, 1_000, Lid(5), &trap(key));
+        let Some(SmEvent::BadMKey { ours, count, lease_s, return_path, .. }) = ev else { panic!("{ev:?}") };
+        assert!(ours);
+        assert_eq!((count, lease_s, return_path), (1, Some(7), vec![4, 4]));
+        let at = 1_000 + 7_000_000_000 + LEASE_MARGIN_NS;
+        assert_eq!(k.poll_timeout(), Some(at));
+        // Another within 10 s: counted, not reported, not rescheduled.
+        assert_eq!(k.on_bad_mkey(&cfg, ports, 2_000, Lid(5), &trap(key)), None);
+        assert_eq!(k.violations()[&Lid(5)].count, 2);
+        assert!(!k.take_recovery(at - 1));
+        assert!(k.take_recovery(at));
+        assert_eq!(k.poll_timeout(), None);
+        // Somebody else's key: reported, no recovery.
+        let ev = k.on_bad_mkey(&cfg, ports, 20_000_000_000, Lid(5), &trap(MKey(0x1234)));
+        assert!(matches!(ev, Some(SmEvent::BadMKey { ours: false, .. })), "{ev:?}");
+        assert_eq!(k.poll_timeout(), None);
+        assert_eq!(k.issuer_key(&cfg, ports, Lid(5)), MKey(key.0), "a TrapRepress carries the port's key");
+        assert_eq!(k.issuer_key(&cfg, ports, Lid(9)), MKey(0), "unknown LID");
     }
 }

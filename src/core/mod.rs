@@ -331,17 +331,16 @@ impl Sm {
             ("smps_queued", queued),
             ("smps_in_flight", in_flight),
             ("sms_found", self.election.found.len()),
-            ("mkeys.held", self.mkeys.held.len()),
-            ("mkeys.neighbors", self.mkeys.neighbors.len()),
-            ("mkeys.violations", self.mkeys.violations.len()),
-            ("mkeys.sent", self.mkeys.sent.len()),
+        ];
+        out.extend(self.mkeys.sizes());
+        out.extend([
             ("sa.requesters", self.sa_admission.tracked()),
             ("sa.services", self.sa_state.services.len()),
             ("sa.subscriptions", self.sa_state.informs.len()),
             ("quarantine", self.checks.quarantine().guids.len()),
             ("vl_tables", self.sa_state.vl.len()),
             ("sa.held_for_tables", self.census.held()),
-        ];
+        ]);
         out.extend(self.traps.sizes());
         out
     }
@@ -357,6 +356,33 @@ impl Sm {
     /// The duplicated GUIDs of the last completed sweep.
     pub fn quarantine(&self) -> &checks::Quarantine {
         self.checks.quarantine()
+    }
+    /// The M_Key each port is believed to hold (by port GUID), to persist in the state
+    /// directory as `guid2mkey`.
+    pub fn mkeys_held(&self) -> &HashMap<Guid, u64> {
+        self.mkeys.held()
+    }
+    /// Takes the keys ports are known to hold: an earlier run's `guid2mkey`, or OpenSM's.
+    pub fn set_mkeys_held(&mut self, keys: HashMap<Guid, u64>) {
+        self.mkeys.set_held(keys);
+    }
+    /// The neighbour map (node GUID, port) to the port GUID cabled there, to persist: after a
+    /// restart it names the ports at protect level 2 or 3 before their NodeInfo can be read.
+    pub fn mkey_neighbors(&self) -> &HashMap<(Guid, u8), Guid> {
+        self.mkeys.neighbors()
+    }
+    /// Takes a neighbour map persisted by an earlier run ([`Sm::mkey_neighbors`]).
+    pub fn set_mkey_neighbors(&mut self, neighbors: HashMap<(Guid, u8), Guid>) {
+        self.mkeys.set_neighbors(neighbors);
+    }
+    /// Bad-M_Key traps (256) received, by the LID that raised them.
+    pub fn mkey_violations(&self) -> &std::collections::BTreeMap<Lid, mkeys::Violations> {
+        self.mkeys.violations()
+    }
+    /// Where end ports are found by LID: the SA's snapshot, or the subnet being swept before
+    /// the first one.
+    fn ports(&self) -> mkeys::Ports<'_> {
+        mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet }
     }
     /// The configuration.
     pub fn config(&self) -> &SmConfig {
@@ -491,8 +517,7 @@ impl Sm {
             self.traps.sweep_started(kind == repair::SweepKind::Heavy);
         }
         self.routes = None;
-        self.mkeys.keying = false;
-        self.mkeys.keyed_this_sweep = false;
+        self.mkeys.sweep_started();
         self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
     }
 
@@ -595,9 +620,8 @@ impl Sm {
         self.sync_timeout();
         self.light_timer();
         self.traps_timer();
-        if self.mkeys.recovery_at.is_some_and(|t| t <= self.now) {
+        if self.mkeys.take_recovery(self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
-            self.mkeys.recovery_at = None;
             self.sweep_soon();
         }
         if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
@@ -625,7 +649,7 @@ impl Sm {
         if let Some(t) = self.poll_sync_transmit() {
             return Some(t);
         }
-        let key = self.next_smp_key();
+        let key = self.mkeys.next_smp_key(&self.cfg.m_key, &self.subnet, self.port_guid, self.tx.peek());
         self.tx.poll_transmit_keyed(self.now, key)
     }
 
@@ -645,7 +669,7 @@ impl Sm {
             self.resweep_at,
             self.repair.at.filter(|_| self.state == SmState::Master),
             self.sa_state.informs.poll_timeout(),
-            self.mkeys.recovery_at,
+            self.mkeys.poll_timeout(),
             poll,
             self.sync_out.poll_timeout(),
             self.traps.poll_timeout(),
@@ -753,9 +777,9 @@ impl Sm {
                     self.enter(SweepPhase::ConfiguringPorts);
                     self.configure_ports();
                 }
-                SweepPhase::ConfiguringPorts if self.mkeys.keying => {
+                SweepPhase::ConfiguringPorts if self.mkeys.keying() => {
                     // The ports hold their new M_Keys now: the rest of the configuration.
-                    self.mkeys.keying = false;
+                    self.mkeys.keyed();
                     self.configure_ports();
                 }
                 SweepPhase::ConfiguringPorts => {

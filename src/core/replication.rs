@@ -17,7 +17,6 @@ use ibsm_mad::sa::SaHeader;
 use super::Sm;
 use super::events::SmEvent;
 use super::io::{Address, GSI_QKEY, MadSource, Transmit, TransmitKind};
-use super::mkeys::LOCAL;
 use super::state::SmState;
 use crate::sync::wire::{Message, SyncKey, WireError};
 use crate::sync::{PeerState, Replica, Section};
@@ -48,12 +47,7 @@ impl Sm {
         match section {
             Section::Guid2Lid => r.guid2lid = self.guid2lid.iter().collect(),
             Section::MKeys => {
-                r.mkeys = self.mkeys.held.iter().map(|(g, k)| (*g, *k)).collect();
-                r.mkeys.sort_unstable();
-                // The entry for this SM's own port means another port on another SM.
-                r.neighbors =
-                    self.mkeys.neighbors.iter().filter(|(k, _)| **k != LOCAL).map(|(k, v)| (*k, *v)).collect();
-                r.neighbors.sort_unstable();
+                (r.mkeys, r.neighbors) = self.mkeys.replica();
             }
             Section::PKeys => r.pkeys = self.pkey_layout.iter().map(|(g, l)| (*g, l.clone())).collect(),
             Section::Groups => {
@@ -212,8 +206,7 @@ impl Sm {
             match s {
                 Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
                 Section::MKeys => {
-                    self.mkeys.held.extend(r.mkeys.iter().copied());
-                    self.mkeys.neighbors.extend(r.neighbors.iter().copied().filter(|(k, _)| *k != LOCAL));
+                    self.mkeys.adopt(&r.mkeys, &r.neighbors);
                 }
                 Section::PKeys => self.pkey_layout.extend(r.pkeys.iter().cloned()),
                 Section::Groups => self.sa_state.mcast.restore(r.groups.clone(), r.next_mgid),

@@ -202,7 +202,7 @@ impl Sm {
         // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
         // SMInfo shows another key than its own, so a pair with the same key needs this.
         let smp_mkey = (bytes.len() >= 32).then(|| ibsm_mad::smp::Smp::new_unchecked(bytes).m_key());
-        let mkey_ok = smp_mkey.is_some_and(|k| self.passes_own_mkey(k));
+        let mkey_ok = smp_mkey.is_some_and(|k| self.mkeys.passes_own(&self.cfg.m_key, self.port_guid, k));
         // At protect levels 2 and 3 a Get that fails the port's M_Key check gets no answer at
         // all, as an SMA drops it (an answer, even with the key hidden, tells a prober that an
         // SM is there and which one).
@@ -242,7 +242,7 @@ impl Sm {
             matches!(n.details, ibsm_mad::attrs::NoticeDetails::Trap256 { method, .. } if method == Method::TrapRepress.raw())
         });
         if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec).filter(|_| !repress_refused) {
-            let key = self.issuer_mkey(src.slid);
+            let key = self.mkeys.issuer_key(&self.cfg.m_key, self.ports(), src.slid);
             let mut m = Mad::new_unchecked(&mut repress[..]);
             m.set_method(Method::TrapRepress);
             m.set_status(status::OK);
@@ -253,7 +253,9 @@ impl Sm {
         // M_Key is a security event, reported per source.
         if let Some(n) = notice.as_ref() {
             if number == Some(256) {
-                self.on_bad_mkey(src.slid, &n.details);
+                let ports = super::mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet };
+                let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
+                self.events.extend(event);
             }
             // Only to subscribers who share a partition with the issuer (o13-17.1.1).
             if let Some(snap) = self.snapshot() {
