@@ -96,7 +96,8 @@ impl Sm {
             }
             return;
         }
-        self.resolve_partitions();
+        let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce);
+        self.events.extend(warnings);
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();
         let mut sets = Vec::new();
@@ -130,7 +131,7 @@ impl Sm {
                 if is_switch && p > 0 && rec.remote.is_some() {
                     after.hoq_life = if faces_ca { self.cfg.leaf_hoq_life } else { self.cfg.hoq_life };
                 }
-                if let Some((inbound, outbound)) = self.enforcement_bits(n.info.node_guid, port, faces_ca) {
+                if let Some((inbound, outbound)) = self.partitions.enforcement_bits(self.cfg.part_enforce, n.info.node_guid, port, faces_ca) {
                     after.partition_enforcement_inbound = inbound;
                     after.partition_enforcement_outbound = outbound;
                 }
@@ -176,7 +177,7 @@ impl Sm {
             }
         }
         // Port and switch settings first, then P_Key tables, each spread over the nodes.
-        let pkeys = self.pkey_sets();
+        let pkeys = self.partitions.pkey_sets(&self.subnet);
         for s in interleaved(sets).into_iter().chain(interleaved(pkeys)) {
             self.tx.push(s);
         }

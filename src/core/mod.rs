@@ -26,7 +26,7 @@ mod light;
 mod mcast;
 pub mod mkeys;
 mod partial;
-mod pkeys;
+mod partitions;
 mod quick;
 mod reconfig;
 mod repair;
@@ -180,16 +180,8 @@ pub struct Sm {
     election: election::Election,
     /// MFT blocks written (what the switches hold is the SA's `mfts`).
     mft_blocks_sent: u64,
-    /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
-    pkeys: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
-    /// Enforcement tables of switch ports facing CAs, by (switch GUID, port).
-    enforce: std::collections::BTreeMap<(Guid, ibsm_mad::PortNum), Vec<ibsm_mad::PKey>>,
-    /// Each P_Key table's layout as last written (indexes kept across sweeps and restarts).
-    pkey_layout: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>,
-    /// P_KeyTable blocks this SM wrote, by port GUID.
-    pkey_held: HashMap<Guid, Vec<Option<ibsm_mad::attrs::PKeyTable>>>,
-    /// P_KeyTable blocks written.
-    pkey_blocks_sent: u64,
+    /// P_Key tables: resolved, laid out, written.
+    partitions: partitions::Partitions,
     /// Master: the state it replicates to its standbys.
     sync_out: crate::sync::Publisher,
     /// Standby: the state its master replicated to it.
@@ -259,11 +251,7 @@ impl Sm {
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
             mft_blocks_sent: 0,
-            pkeys: std::collections::BTreeMap::new(),
-            enforce: std::collections::BTreeMap::new(),
-            pkey_held: HashMap::new(),
-            pkey_layout: std::collections::BTreeMap::new(),
-            pkey_blocks_sent: 0,
+            partitions: partitions::Partitions::default(),
             sync_out: crate::sync::Publisher::default(),
             sync_in: crate::sync::Receiver::default(),
             reregister_clients: true,
@@ -322,16 +310,15 @@ impl Sm {
         let mut out = vec![
             ("guid2lid", self.guid2lid.iter().count()),
             ("lft_cache", self.lft_cache.len()),
-            ("pkeys", self.pkeys.len()),
-            ("enforce", self.enforce.len()),
-            ("pkey_layout", self.pkey_layout.len()),
-            ("pkey_held", self.pkey_held.len()),
+        ];
+        out.extend(self.partitions.sizes());
+        out.extend([
             ("events", self.events.len()),
             ("responses", self.responses.len()),
             ("smps_queued", queued),
             ("smps_in_flight", in_flight),
             ("sms_found", self.election.found.len()),
-        ];
+        ]);
         out.extend(self.mkeys.sizes());
         out.extend([
             ("sa.requesters", self.sa_admission.tracked()),
@@ -383,6 +370,24 @@ impl Sm {
     /// the first one.
     fn ports(&self) -> mkeys::Ports<'_> {
         mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet }
+    }
+    /// Each P_Key table's layout as last written (by port GUID; switch ports by a key of their
+    /// own), to persist in the state directory so that indexes survive a restart.
+    pub fn pkey_layout(&self) -> &std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>> {
+        self.partitions.layout()
+    }
+    /// Takes the layouts persisted by an earlier run ([`Sm::pkey_layout`]).
+    pub fn set_pkey_layout(&mut self, layout: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>) {
+        self.partitions.set_layout(layout);
+    }
+    /// P_KeyTable blocks written so far.
+    pub fn pkey_blocks_sent(&self) -> u64 {
+        self.partitions.blocks_sent()
+    }
+    /// The P_Key table the policy gives each end port (by port GUID), as last resolved and
+    /// written; ports whose write failed are absent.
+    pub fn port_pkeys(&self) -> &std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>> {
+        self.partitions.port_pkeys()
     }
     /// The configuration.
     pub fn config(&self) -> &SmConfig {
@@ -691,7 +696,13 @@ impl Sm {
             Req::SetMft { switch, block, position, .. } => {
                 self.on_set_mft(request, *switch, (*block, *position), outcome);
             }
-            Req::SetPKeys { guid, block, table, .. } => self.on_set_pkeys(request, *guid, *block, table, outcome),
+            Req::SetPKeys { guid, block, table, .. } => {
+                let done = outcome.failure().is_none();
+                self.partitions.on_set(*guid, *block, table, done);
+                if !done {
+                    self.fail(request, outcome);
+                }
+            }
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::ConfirmNodeInfo { from } => self.on_confirm_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),

@@ -49,7 +49,7 @@ impl Sm {
             Section::MKeys => {
                 (r.mkeys, r.neighbors) = self.mkeys.replica();
             }
-            Section::PKeys => r.pkeys = self.pkey_layout.iter().map(|(g, l)| (*g, l.clone())).collect(),
+            Section::PKeys => r.pkeys = self.partitions.layout().iter().map(|(g, l)| (*g, l.clone())).collect(),
             Section::Groups => {
                 r.groups = self.sa_state.mcast.iter().cloned().collect();
                 r.next_mgid = self.sa_state.mcast.next_mgid();
@@ -208,7 +208,7 @@ impl Sm {
                 Section::MKeys => {
                     self.mkeys.adopt(&r.mkeys, &r.neighbors);
                 }
-                Section::PKeys => self.pkey_layout.extend(r.pkeys.iter().cloned()),
+                Section::PKeys => self.partitions.adopt_layout(r.pkeys.iter().cloned()),
                 Section::Groups => self.sa_state.mcast.restore(r.groups.clone(), r.next_mgid),
                 Section::Services => self.sa_state.services.restore(r.services.clone()),
                 Section::Informs => self.sa_state.informs.restore(r.informs.clone()),

@@ -29,14 +29,14 @@ impl Sm {
                     .enumerate()
                     .map(|(i, r)| SnapPort {
                         pkeys: if switch && i > 0 {
-                            self.enforcing_table(n.info.node_guid, i)
+                            self.partitions.enforcing_table(n.info.node_guid, i)
                         } else {
                             r.guid
                                 .or(switch.then_some(n.info.port_guid))
                                 .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
                                 // The table as laid out on the port (holes included), for ports
                                 // whose table is in force (fail closed otherwise).
-                                .and_then(|g| self.pkeys.get(&g).and(self.pkey_layout.get(&g)).cloned())
+                                .and_then(|g| self.partitions.written_table(g))
                                 .unwrap_or_default()
                         },
                         info: r.info,

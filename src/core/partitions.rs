@@ -1,36 +1,62 @@
-//! P_Key tables: the partition policy resolved for the discovered subnet, and the P_KeyTable
-//! blocks that bring every end port's table to it.
+//! Partitions: the component that owns the P_Key tables ([`Partitions`]): the partition policy
+//! resolved for the discovered subnet, and the P_KeyTable blocks that bring every end port's
+//! table to it.
 //!
 //! Owns the resolution (the `ibsm-partitions` resolver over the subnet's end ports, after LID
 //! assignment: port GUID, node type, the SM's own port, the node's PartitionCap), the tables it
-//! gave ([`Sm::port_pkeys`]: what the SA's partition checks and P_KeyTableRecords read) and what
+//! gave ([`Partitions::port_pkeys`]: what the SA's partition checks and P_KeyTableRecords read) and what
 //! the SM wrote to each port, so that a later sweep writes only the blocks that change. A port
 //! whose write failed is dropped from the tables (it shares no partition as far as the SA is
 //! concerned: fail closed) until a later sweep writes it. Unless `part-enforce` is off, each
 //! switch port facing a CA gets that CA's table and PortInfo's PartitionEnforcement bits
 //! (`configure_ports` sets them); where the switch's PartitionEnforcementCap is too small the
 //! table is withheld, the bits stay off on that port only, and a warning says so.
+//!
+//! It takes the subnet (`&Subnet`), the policy and the enforcement setting as arguments and
+//! answers with values (warnings, the Sets to queue, a port's enforcement bits); it sends
+//! nothing and touches no other component's state. The SM's `set_partitions` replaces the
+//! policy in the configuration; this component only resolves what it is given.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::attrs::{NodeType, PKeyTable};
 use ibsm_mad::{Guid, PKey, PortNum};
 use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer, resolve};
 
 use super::events::SmEvent;
-use super::state::NodeIdx;
-use super::transactions::{Outcome, Req, Request};
-use super::{PartEnforce, Sm};
+use super::PartEnforce;
+use super::state::{NodeIdx, Subnet};
+use super::transactions::{Req, Request};
 
-impl Sm {
-    /// Resolves the policy for the subnet's end ports (and, unless enforcement is off, the
-    /// tables of the switch ports facing CAs); keeps the result for [`Sm::pkey_sets`] and for
-    /// the PortInfo enforcement bits of `configure_ports`.
-    pub(super) fn resolve_partitions(&mut self) {
-        let local = self.subnet.local;
+/// The P_Key tables: as resolved, as laid out, as written.
+#[derive(Debug, Clone, Default)]
+pub struct Partitions {
+    /// Each end port's P_Key table as the policy resolves it (ports whose write failed absent).
+    pkeys: BTreeMap<Guid, Vec<PKey>>,
+    /// Enforcement tables of switch ports facing CAs, by (switch GUID, port).
+    enforce: BTreeMap<(Guid, PortNum), Vec<PKey>>,
+    /// Each P_Key table's layout as last written (indexes kept across sweeps and restarts).
+    layout: BTreeMap<Guid, Vec<PKey>>,
+    /// P_KeyTable blocks this SM wrote, by port GUID.
+    held: HashMap<Guid, Vec<Option<PKeyTable>>>,
+    /// P_KeyTable blocks written.
+    blocks_sent: u64,
+}
+
+impl Partitions {
+    /// Resolves `policy` for the subnet's end ports (and, unless `part_enforce` is off, the
+    /// tables of the switch ports facing CAs); keeps the result for [`Partitions::pkey_sets`]
+    /// and for [`Partitions::enforcement_bits`]. Returns the warnings to report.
+    pub fn resolve(
+        &mut self,
+        subnet: &Subnet,
+        policy: &ibsm_partitions::Policy,
+        part_enforce: PartEnforce,
+    ) -> Vec<SmEvent> {
+        let local = subnet.local;
         let mut ports = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+        for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             let kind = match n.info.node_type {
                 NodeType::Switch => NodeKind::Switch,
                 NodeType::Router => NodeKind::Router,
@@ -45,53 +71,56 @@ impl Sm {
                 let is_sm = local.is_some_and(|(ln, lp)| ln == i && (lp == p || n.is_switch()));
                 // The switch port this CA port is cabled to, for enforcement.
                 let peer = (!n.is_switch()).then_some(rec.remote).flatten().and_then(|(sn, sp)| {
-                    let sw = self.subnet.node(sn).filter(|s| s.is_switch())?;
+                    let sw = subnet.node(sn).filter(|s| s.is_switch())?;
                     let cap = sw.switch_info.map_or(0, |si| si.partition_enforcement_cap);
                     Some(SwitchPeer { switch: sw.info.node_guid, port: sp, enforce_cap: cap })
                 });
                 ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer });
             }
         }
-        let opts =
-            ResolveOptions { enforcement: self.cfg.part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
-        match resolve(&self.cfg.partitions, &FabricPorts { ports }, opts) {
+        let opts = ResolveOptions { enforcement: part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
+        match resolve(policy, &FabricPorts { ports }, opts) {
             Ok(r) => {
-                for w in &r.warnings {
-                    self.events.push_back(SmEvent::PartitionWarning(w.to_string()));
-                }
                 self.pkeys = r.ports;
                 self.enforce = r.switch_ports;
+                r.warnings.iter().map(|w| SmEvent::PartitionWarning(w.to_string())).collect()
             }
             Err(e) => {
-                self.events.push_back(SmEvent::PartitionWarning(e.to_string()));
                 self.pkeys.clear();
                 self.enforce.clear();
+                vec![SmEvent::PartitionWarning(e.to_string())]
             }
         }
     }
 
     /// Whether switch `switch`'s port `port` enforces partitions after this sweep, and its
     /// (inbound, outbound) bits: `None` for a port that faces no CA.
-    pub(super) fn enforcement_bits(&self, switch: Guid, port: PortNum, faces_ca: bool) -> Option<(bool, bool)> {
+    pub fn enforcement_bits(
+        &self,
+        part_enforce: PartEnforce,
+        switch: Guid,
+        port: PortNum,
+        faces_ca: bool,
+    ) -> Option<(bool, bool)> {
         if !faces_ca {
             return None;
         }
         // A port whose table was withheld (over the switch's capacity) does not enforce.
-        Some(if self.enforce.contains_key(&(switch, port)) { self.cfg.part_enforce.bits() } else { (false, false) })
+        Some(if self.enforce.contains_key(&(switch, port)) { part_enforce.bits() } else { (false, false) })
     }
 
     /// The P_KeyTable Sets whose block differs from what this SM last wrote there: every end
     /// port's table and every enforcing switch port's.
-    pub(super) fn pkey_sets(&mut self) -> Vec<Request> {
+    pub(crate) fn pkey_sets(&mut self, subnet: &Subnet) -> Vec<Request> {
         // (port GUID or switch GUID, the node, the port the table is on) for every table.
-        let mut targets: Vec<(Guid, NodeIdx, PortNum, Vec<PKey>)> = Vec::new();
-        for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+        let mut targets: Vec<(Guid, NodeIdx, PortNum, &[PKey])> = Vec::new();
+        for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             for p in n.end_ports() {
                 let Some(guid) = n.port(p).and_then(|r| r.guid.or(n.is_switch().then_some(n.info.port_guid))) else {
                     continue;
                 };
                 if let Some(keys) = self.pkeys.get(&guid) {
-                    targets.push((guid, i, p, keys.clone()));
+                    targets.push((guid, i, p, keys));
                 }
             }
             if n.is_switch() {
@@ -99,23 +128,22 @@ impl Sm {
                     self.enforce.range((n.info.node_guid, PortNum(0))..=(n.info.node_guid, PortNum(u8::MAX)))
                 {
                     let key = switch_port_key(n.info.node_guid, port);
-                    targets.push((key, i, port, keys.clone()));
+                    targets.push((key, i, port, keys));
                 }
             }
         }
         let mut sets = Vec::new();
         for (key, node, port, keys) in targets {
-            let Some(n) = self.subnet.node(node) else { continue };
+            let Some(n) = subnet.node(node) else { continue };
             // Keys keep the index they had (applications hold P_Key indexes).
             let capacity = if n.is_switch() && port.0 != 0 {
                 n.switch_info.map_or(usize::MAX, |si| usize::from(si.partition_enforcement_cap))
             } else {
                 usize::from(n.info.partition_cap)
             };
-            let prev = self.pkey_layout.get(&key).map_or(&[][..], Vec::as_slice);
-            let keys = stable_layout(prev, &keys, capacity);
-            self.pkey_layout.insert(key, keys.clone());
-            let held = self.pkey_held.entry(key).or_default();
+            let prev = self.layout.get(&key).map_or(&[][..], Vec::as_slice);
+            let keys = stable_layout(prev, keys, capacity);
+            let held = self.held.entry(key).or_default();
             let blocks = keys.len().div_ceil(PKeyTable::ENTRIES).max(held.len()).max(1);
             for b in 0..blocks {
                 let mut t = PKeyTable::default();
@@ -129,27 +157,21 @@ impl Sm {
                 let req = Req::SetPKeys { node, port, guid: key, block, table: Box::new(t) };
                 sets.push(Request::sweep(n.path_for(port), req));
             }
+            self.layout.insert(key, keys);
         }
         sets
     }
 
-    /// A P_KeyTable Set ended: remember the block, or forget the port's table (fail closed).
-    pub(super) fn on_set_pkeys(
-        &mut self,
-        request: &Request,
-        guid: Guid,
-        block: u16,
-        table: &PKeyTable,
-        outcome: &Outcome,
-    ) {
-        if outcome.failure().is_some() {
-            self.pkey_held.remove(&guid);
+    /// A P_KeyTable Set ended: remember the block (`done`), or forget the port's table (fail
+    /// closed).
+    pub fn on_set(&mut self, guid: Guid, block: u16, table: &PKeyTable, done: bool) {
+        if !done {
+            self.held.remove(&guid);
             self.pkeys.remove(&guid);
-            self.fail(request, outcome);
             return;
         }
-        self.pkey_blocks_sent += 1;
-        let held = self.pkey_held.entry(guid).or_default();
+        self.blocks_sent += 1;
+        let held = self.held.entry(guid).or_default();
         let b = usize::from(block);
         if held.len() <= b {
             held.resize(b + 1, None);
@@ -159,36 +181,57 @@ impl Sm {
 
     /// Each table's layout as last written (by port GUID; switch ports by a key of their own),
     /// to persist in the state directory so that indexes survive a restart.
-    pub fn pkey_layout(&self) -> &BTreeMap<Guid, Vec<PKey>> {
-        &self.pkey_layout
+    pub fn layout(&self) -> &BTreeMap<Guid, Vec<PKey>> {
+        &self.layout
     }
 
-    /// Takes the layouts persisted by an earlier run ([`Sm::pkey_layout`]).
-    pub fn set_pkey_layout(&mut self, layout: BTreeMap<Guid, Vec<PKey>>) {
-        self.pkey_layout = layout;
+    /// Takes the layouts persisted by an earlier run.
+    pub fn set_layout(&mut self, layout: BTreeMap<Guid, Vec<PKey>>) {
+        self.layout = layout;
+    }
+
+    /// Adds layouts a master replicated over those this SM knows.
+    pub fn adopt_layout(&mut self, layouts: impl IntoIterator<Item = (Guid, Vec<PKey>)>) {
+        self.layout.extend(layouts);
     }
 
     /// P_KeyTable blocks written so far.
-    pub fn pkey_blocks_sent(&self) -> u64 {
-        self.pkey_blocks_sent
+    pub fn blocks_sent(&self) -> u64 {
+        self.blocks_sent
     }
 
     /// Switch `switch`'s enforcing port `port`'s P_Key table as written (holes included); empty
     /// when the port does not enforce or a block of its table could not be written.
-    pub(super) fn enforcing_table(&self, switch: Guid, port: usize) -> Vec<PKey> {
+    pub fn enforcing_table(&self, switch: Guid, port: usize) -> Vec<PKey> {
         let Ok(port) = u8::try_from(port).map(PortNum) else { return Vec::new() };
         let key = switch_port_key(switch, port);
-        let written = self.pkey_held.get(&key).is_some_and(|held| held.iter().all(Option::is_some));
-        match (self.enforce.contains_key(&(switch, port)), written, self.pkey_layout.get(&key)) {
+        let written = self.held.get(&key).is_some_and(|held| held.iter().all(Option::is_some));
+        match (self.enforce.contains_key(&(switch, port)), written, self.layout.get(&key)) {
             (true, true, Some(layout)) => layout.clone(),
             _ => Vec::new(),
         }
+    }
+
+    /// End port `guid`'s table as written, for the SA: its layout, while the policy gives it one
+    /// (a port whose write failed has none).
+    pub fn written_table(&self, guid: Guid) -> Option<Vec<PKey>> {
+        self.pkeys.get(&guid).and(self.layout.get(&guid)).cloned()
     }
 
     /// The P_Key table the policy gives each end port (by port GUID), as last resolved and
     /// written; ports whose write failed are absent.
     pub fn port_pkeys(&self) -> &BTreeMap<Guid, Vec<PKey>> {
         &self.pkeys
+    }
+
+    /// Entries of each growing table, by name (for the soak's footprint).
+    pub fn sizes(&self) -> [(&'static str, usize); 4] {
+        [
+            ("pkeys", self.pkeys.len()),
+            ("enforce", self.enforce.len()),
+            ("pkey_layout", self.layout.len()),
+            ("pkey_held", self.held.len()),
+        ]
     }
 }
 
@@ -261,5 +304,59 @@ mod tests {
             keys(&[0x7fff, 0x8001, 0x8002])
         );
         assert!(stable_layout(&prev, &[], 64).is_empty());
+    }
+
+    fn written(p: &mut Partitions, sets: &[Request]) {
+        for r in sets {
+            if let Req::SetPKeys { guid, block, table, .. } = &r.req {
+                p.on_set(*guid, *block, table, true);
+            }
+        }
+    }
+
+    #[test]
+    fn only_blocks_that_differ_are_written_and_a_failed_write_fails_closed() {
+        let s = crate::core::testing::star(0x102, 0x103);
+        let mut p = Partitions::default();
+        assert!(p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off).is_empty());
+        // One block for each end port: the SM's CA, the switch's port 0, the two CAs.
+        let sets = p.pkey_sets(&s);
+        assert_eq!(sets.len(), 4, "{sets:?}");
+        assert_eq!(p.port_pkeys()[&Guid(0x102)], [PKey(0xffff)]);
+        written(&mut p, &sets);
+        assert_eq!(p.blocks_sent(), 4);
+        assert!(p.pkey_sets(&s).is_empty(), "nothing changed, nothing written");
+        assert_eq!(p.written_table(Guid(0x102)), Some(vec![PKey(0xffff)]));
+        let t = PKeyTable::default();
+        p.on_set(Guid(0x102), 0, &t, false);
+        assert_eq!(p.written_table(Guid(0x102)), None, "the SA sees no partition for it");
+        assert!(!p.port_pkeys().contains_key(&Guid(0x102)));
+        assert_eq!(p.blocks_sent(), 4);
+        // The next sweep writes it again.
+        p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off);
+        assert_eq!(p.pkey_sets(&s).len(), 1);
+    }
+
+    #[test]
+    fn a_switch_port_facing_a_ca_enforces_only_within_its_capacity() {
+        let mut s = crate::core::testing::star(0x102, 0x103);
+        let policy = ibsm_partitions::Policy::no_file();
+        let mut p = Partitions::default();
+        // No SwitchInfo read: a capacity of 0, so the tables are withheld and a warning says so.
+        let warnings = p.resolve(&s, &policy, PartEnforce::Both);
+        assert!(!warnings.is_empty());
+        assert_eq!(p.enforcement_bits(PartEnforce::Both, Guid(0x20), PortNum(2), true), Some((false, false)));
+        assert_eq!(p.enforcement_bits(PartEnforce::Both, Guid(0x20), PortNum(2), false), None);
+        s.nodes[1].switch_info =
+            Some(ibsm_mad::attrs::SwitchInfo { partition_enforcement_cap: 32, ..Default::default() });
+        assert!(p.resolve(&s, &policy, PartEnforce::In).is_empty());
+        assert_eq!(p.enforcement_bits(PartEnforce::In, Guid(0x20), PortNum(2), true), Some((true, false)));
+        assert!(p.enforcing_table(Guid(0x20), 2).is_empty(), "not written yet");
+        let sets = p.pkey_sets(&s);
+        // The end ports' four tables and the three switch ports facing CAs.
+        assert_eq!(sets.len(), 7, "{sets:?}");
+        written(&mut p, &sets);
+        assert_eq!(p.enforcing_table(Guid(0x20), 2), [PKey(0xffff)]);
+        assert_eq!(p.sizes().map(|(_, n)| n), [4, 3, 7, 7]);
     }
 }
