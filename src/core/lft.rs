@@ -8,7 +8,9 @@
 //! when it differs from what the switch is known to hold (read back during discovery, or written
 //! by this SM in an earlier sweep). Nothing here knows a byte offset.
 //!
-//! The last full route is kept as the base: a fabric equal to it gets its tables again without
+//! [`Routing`] is the component that routes (it owns the tables, the base, the job out);
+//! the `impl Sm` left here programs the tables it made (the held blocks are the SM's until a
+//! programming component owns them). The last full route is kept as the base: a fabric equal to it gets its tables again without
 //! routing (a cable back, a sweep that found nothing new), and a fat tree that is the base less
 //! some cables gets the base's tables repaired ([`ibsm_routing::ftree::FatTree::repair`]: only
 //! the LIDs that crossed a lost cable move). Anything else is routed in full and becomes the base.
@@ -23,7 +25,7 @@ use std::sync::Arc;
 use super::Sm;
 use super::events::SmEvent;
 pub use super::events::RouteMode;
-use super::state::NodeIdx;
+use super::state::{NodeIdx, Subnet};
 use super::transactions::{Outcome, Req, Request};
 use crate::fabric_view::{Built, build};
 
@@ -126,87 +128,125 @@ impl RouteJob {
     }
 }
 
-impl Sm {
-    /// The next sweep routes from scratch (to measure a full route, or after a configuration
-    /// change that routing depends on).
-    pub fn force_full_route(&mut self) {
-        self.route_base = None;
+/// The routing component: the tables of the running sweep, the last full route they may be
+/// reused or repaired from, the job out and how the last tables were made. It takes the subnet
+/// and the settings it needs as arguments and answers with values (a [`RouteJob`], the events
+/// of a [`RouteDone`]); it queues nothing and touches no other component's state.
+#[derive(Debug, Default)]
+pub struct Routing {
+    /// The tables of the running sweep, by switch node, once routed.
+    routes: Option<(Vec<NodeIdx>, Arc<Routes>)>,
+    /// The engine of the chain that routed the last sweep.
+    engine_used: String,
+    /// The last full route, which later sweeps reuse or repair.
+    base: Option<RouteBase>,
+    /// How the last tables were made.
+    mode: RouteMode,
+    /// A [`RouteJob`] is out: the sweep waits for its [`RouteDone`].
+    job_out: bool,
+    /// The driver takes routing as a job instead of the core running it in place.
+    offload: bool,
+    /// Bumped when the base is dropped, so that a job out does not bring it back.
+    epoch: u64,
+}
+
+/// What applying a [`RouteDone`] gave: the events to report, and whether routing failed (the
+/// sweep counts a failure and leaves the tables alone).
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Engines that declined, or the failure.
+    pub events: Vec<SmEvent>,
+    /// No engine of the chain routed the fabric.
+    pub failed: bool,
+}
+
+impl Routing {
+    /// The next sweep routes from scratch.
+    pub fn force_full(&mut self) {
+        self.base = None;
         // A job out now must not bring its base back.
-        self.route_epoch += 1;
+        self.epoch += 1;
     }
 
-    /// The routing step the sweep waits for, as a job to run anywhere; `None` unless
-    /// [`Sm::poll_compute`] says [`super::ComputeStep::Route`]. Until [`Sm::finish_route`]
-    /// the sweep waits in the Routing phase, and the SM answers everything else meanwhile.
-    pub fn take_route_job(&mut self) -> Option<RouteJob> {
-        if self.compute != Some(super::ComputeStep::Route) {
-            return None;
+    /// Whether the driver runs routing as a job.
+    pub fn offloaded(&self) -> bool {
+        self.offload
+    }
+
+    /// The driver runs routing as a job (`on`), or the core runs it in place.
+    pub fn set_offload(&mut self, on: bool) {
+        self.offload = on;
+    }
+
+    /// Whether a job is out (the sweep waits for its result).
+    pub fn job_out(&self) -> bool {
+        self.job_out
+    }
+
+    /// A sweep starts: no tables yet.
+    pub fn sweep_started(&mut self) {
+        self.routes = None;
+    }
+
+    /// The tables of the running sweep (switch nodes and their tables), once routed.
+    pub fn routes(&self) -> Option<&(Vec<NodeIdx>, Arc<Routes>)> {
+        self.routes.as_ref()
+    }
+
+    /// The engine that routed the last sweep (empty before any).
+    pub fn engine_used(&self) -> &str {
+        &self.engine_used
+    }
+
+    /// How the last tables were made.
+    pub fn mode(&self) -> RouteMode {
+        self.mode
+    }
+
+    /// The routing job of `subnet` with `lmc` and the engine `chain`; it takes the base along,
+    /// and holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
+    pub fn job(&mut self, subnet: &Subnet, lmc: u8, chain: &[String]) -> RouteJob {
+        let Built { view, switch_nodes, .. } = build(&subnet.describe(), lmc);
+        self.job_out = true;
+        RouteJob { view, switch_nodes, chain: chain.to_vec(), base: self.base.take(), epoch: self.epoch }
+    }
+
+    /// Keeps the job's base (unless it was dropped meanwhile), and with `use_tables` its tables,
+    /// or its failure (`chain` names the engines in the event).
+    pub fn apply(&mut self, done: RouteDone, use_tables: bool, chain: &[String]) -> Applied {
+        self.job_out = false;
+        if done.epoch == self.epoch {
+            self.base = done.base;
         }
-        self.compute = None;
-        Some(self.route_job())
-    }
-
-    /// The routing job of the discovered subnet; the sweep waits for it until
-    /// [`Sm::apply_route`].
-    fn route_job(&mut self) -> RouteJob {
-        let Built { view, switch_nodes, .. } = build(&self.subnet.describe(), self.cfg.lmc);
-        self.route_job_out = true;
-        RouteJob {
-            view,
-            switch_nodes,
-            chain: self.cfg.routing_engine.clone(),
-            base: self.route_base.take(),
-            epoch: self.route_epoch,
-        }
-    }
-
-    /// The job's result, at `now`: the tables go to the switches (or the failure is reported
-    /// and the tables left alone) and the sweep goes on. A result whose sweep has ended (this
-    /// SM stood by meanwhile) is dropped.
-    pub fn finish_route(&mut self, done: RouteDone, now: u64) {
-        self.now = self.now.max(now);
-        let phase = self.phase;
-        self.apply_route(done, phase == super::SweepPhase::Routing);
-        self.advance();
-    }
-
-    /// Keeps the job's base, and with `use_tables` its tables or its failure.
-    fn apply_route(&mut self, done: RouteDone, use_tables: bool) {
-        self.route_job_out = false;
-        if done.epoch == self.route_epoch {
-            self.route_base = done.base;
-        }
+        let mut out = Applied::default();
         if !use_tables {
-            return;
+            return out;
         }
         for (engine, reason) in done.declined {
-            self.events.push_back(SmEvent::EngineDeclined { engine, reason });
+            out.events.push(SmEvent::EngineDeclined { engine, reason });
         }
         match done.outcome {
             Ok((routes, mode, engine)) => {
                 self.engine_used = engine;
-                self.route_mode = mode;
+                self.mode = mode;
                 self.routes = Some((done.switch_nodes, routes));
             }
             Err(reason) => {
-                self.route_mode = RouteMode::Full;
-                self.sweep.failures += 1;
-                self.events.push_back(SmEvent::RoutingFailed { engine: self.cfg.routing_engine.join(","), reason });
+                self.mode = RouteMode::Full;
+                out.failed = true;
+                out.events.push(SmEvent::RoutingFailed { engine: chain.join(","), reason });
             }
         }
+        out
     }
+}
 
-    /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
-    pub(super) fn route(&mut self) {
-        let job = self.route_job();
-        self.apply_route(job.run(), true);
-    }
-
+impl Sm {
     /// Queues the LFT blocks that differ from what each switch holds, block by block across the
     /// switches (block 0 of every switch, then block 1, ...): a switch's agent serves one SMP at
     /// a time, so the window is spread over many switches instead of waiting on one.
     pub(super) fn program_lfts(&mut self) {
-        let Some((switch_nodes, routes)) = self.routes.take() else { return };
+        let Some((switch_nodes, routes)) = self.routing.routes() else { return };
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, what it holds and its table, looked up once.
         let switches: Vec<_> = (switch_nodes.iter().zip(&routes.tables))
@@ -229,7 +269,6 @@ impl Sm {
                 self.tx.push(Request::sweep(path, Req::SetLft { node, block, table: Box::new(want) }));
             }
         }
-        self.routes = Some((switch_nodes, routes));
     }
 
     pub(super) fn on_set_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
@@ -245,5 +284,77 @@ impl Sm {
             held.top = top;
             held.set(block, t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::Lid;
+
+    use super::*;
+    use crate::core::testing::star;
+
+    /// The star with a LID on every end port.
+    fn fabric() -> Subnet {
+        let mut s = star(0x102, 0x103);
+        for (n, p, lid) in [(0, 1, 1), (1, 0, 2), (2, 1, 3), (3, 1, 4)] {
+            s.nodes[n].ports[p].lid = Lid(lid);
+        }
+        s
+    }
+
+    fn chain(names: &[&str]) -> Vec<String> {
+        names.iter().map(|&n| n.to_owned()).collect()
+    }
+
+    #[test]
+    fn a_full_route_becomes_the_base_and_an_equal_fabric_reuses_it() {
+        let s = fabric();
+        let minhop = chain(&["minhop"]);
+        let mut r = Routing::default();
+        let job = r.job(&s, 0, &minhop);
+        assert!(r.job_out());
+        let applied = r.apply(job.run(), true, &minhop);
+        assert!(!applied.failed && applied.events.is_empty(), "{applied:?}");
+        assert!(!r.job_out());
+        assert_eq!((r.engine_used(), r.mode()), ("minhop", RouteMode::Full));
+        let (switches, routes) = r.routes().expect("tables");
+        assert_eq!(switches, &[1]);
+        let lft = &routes.tables[0];
+        assert_eq!(lft.ports.get(3).copied(), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
+        r.sweep_started();
+        assert!(r.routes().is_none());
+        let again = r.job(&s, 0, &minhop).run();
+        r.apply(again, true, &minhop);
+        assert_eq!(r.mode(), RouteMode::Reused);
+        // Forced to route in full: a job out at that moment does not bring the base back.
+        let job = r.job(&s, 0, &minhop);
+        r.force_full();
+        r.apply(job.run(), true, &minhop);
+        assert_eq!(r.mode(), RouteMode::Reused, "the job took the base along");
+        let done = r.job(&s, 0, &minhop).run();
+        r.apply(done, true, &minhop);
+        assert_eq!(r.mode(), RouteMode::Full, "its base was dropped");
+    }
+
+    #[test]
+    fn a_chain_that_cannot_route_is_a_failure_and_a_late_result_is_dropped() {
+        let s = fabric();
+        let bad = chain(&["no-such-engine"]);
+        let mut r = Routing::default();
+        let done = r.job(&s, 0, &bad).run();
+        let applied = r.apply(done, true, &bad);
+        assert!(applied.failed);
+        assert!(
+            matches!(applied.events.as_slice(), [SmEvent::RoutingFailed { engine, .. }] if engine == "no-such-engine"),
+            "{applied:?}"
+        );
+        assert!(r.routes().is_none());
+        let minhop = chain(&["minhop"]);
+        let done = r.job(&s, 0, &minhop).run();
+        let applied = r.apply(done, false, &minhop);
+        assert!(!applied.failed && applied.events.is_empty());
+        assert!(r.routes().is_none() && r.engine_used().is_empty(), "the sweep ended: no tables taken");
+        assert!(!r.job_out());
     }
 }

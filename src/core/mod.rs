@@ -46,7 +46,6 @@ use std::sync::Arc;
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
-use ibsm_routing::Routes;
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
@@ -128,9 +127,8 @@ pub struct Sm {
     events: VecDeque<SmEvent>,
     guid2lid: Guid2Lid,
     lft_cache: HashMap<Guid, HeldLft>,
-    routes: Option<(Vec<NodeIdx>, Arc<Routes>)>,
-    /// The engine of the chain that routed the last sweep.
-    engine_used: String,
+    /// Routing: the tables of the sweep, the last full route, the job out.
+    routing: lft::Routing,
     sweep: SweepStats,
     resweep_at: Option<u64>,
     last_report: Option<SubnetReport>,
@@ -190,16 +188,6 @@ pub struct Sm {
     /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
     /// takeover without current synced state), so they re-join and re-register.
     reregister_clients: bool,
-    /// The last full route, which later sweeps reuse or repair.
-    route_base: Option<lft::RouteBase>,
-    /// How the last tables were made.
-    route_mode: lft::RouteMode,
-    /// A [`lft::RouteJob`] is out: the sweep waits for [`Sm::finish_route`].
-    route_job_out: bool,
-    /// The driver takes routing as a job instead of [`Sm::handle_compute`] running it.
-    offload_routing: bool,
-    /// Bumped when the route base is dropped, so that a job out does not bring it back.
-    route_epoch: u64,
     /// Light sweeps between heavy ones.
     light: light::Light,
     /// What traps did and are waiting for.
@@ -223,8 +211,7 @@ impl Sm {
             events: VecDeque::new(),
             guid2lid,
             lft_cache: HashMap::new(),
-            engine_used: String::new(),
-            routes: None,
+            routing: lft::Routing::default(),
             sweep: SweepStats::default(),
             resweep_at: None,
             last_report: None,
@@ -255,11 +242,6 @@ impl Sm {
             sync_out: crate::sync::Publisher::default(),
             sync_in: crate::sync::Receiver::default(),
             reregister_clients: true,
-            route_base: None,
-            route_mode: lft::RouteMode::Full,
-            route_job_out: false,
-            offload_routing: false,
-            route_epoch: 0,
             light: light::Light::default(),
             traps: traps::Traps::default(),
             quick: None,
@@ -469,7 +451,7 @@ impl Sm {
     }
     /// The routing engine of the chain that routed the last sweep (`None` before any routing).
     pub fn routing_engine_used(&self) -> Option<&str> {
-        Some(self.engine_used.as_str()).filter(|e| !e.is_empty())
+        Some(self.routing.engine_used()).filter(|e| !e.is_empty())
     }
     /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
     /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
@@ -521,7 +503,7 @@ impl Sm {
         if kind != repair::SweepKind::Repair {
             self.traps.sweep_started(kind == repair::SweepKind::Heavy);
         }
-        self.routes = None;
+        self.routing.sweep_started();
         self.mkeys.sweep_started();
         self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
     }
@@ -563,7 +545,7 @@ impl Sm {
     /// The driver runs routing as a job off its event loop ([`Sm::take_route_job`]):
     /// [`Sm::handle_compute`] leaves that step to it.
     pub fn set_offload_routing(&mut self, on: bool) {
-        self.offload_routing = on;
+        self.routing.set_offload(on);
     }
 
     /// The compute step the sweep waits for, if any: call [`Sm::handle_compute`].
@@ -576,7 +558,7 @@ impl Sm {
     /// durations in the report are measured where the work happens.
     pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
         while let Some(step) = self.compute.take() {
-            if step == ComputeStep::Route && self.offload_routing {
+            if step == ComputeStep::Route && self.routing.offloaded() {
                 // The driver runs it as a job ([`Sm::take_route_job`]).
                 self.compute = Some(step);
                 return;
@@ -612,6 +594,47 @@ impl Sm {
         }
         self.sweep.phase_started_at = now;
         self.now = self.now.max(now);
+    }
+
+    /// The next sweep routes from scratch (to measure a full route, or after a configuration
+    /// change that routing depends on).
+    pub fn force_full_route(&mut self) {
+        self.routing.force_full();
+    }
+
+    /// The routing step the sweep waits for, as a job to run anywhere; `None` unless
+    /// [`Sm::poll_compute`] says [`ComputeStep::Route`]. Until [`Sm::finish_route`] the sweep
+    /// waits in the Routing phase, and the SM answers everything else meanwhile.
+    pub fn take_route_job(&mut self) -> Option<lft::RouteJob> {
+        if self.compute != Some(ComputeStep::Route) {
+            return None;
+        }
+        self.compute = None;
+        Some(self.routing.job(&self.subnet, self.cfg.lmc, &self.cfg.routing_engine))
+    }
+
+    /// The job's result, at `now`: the tables go to the switches (or the failure is reported
+    /// and the tables left alone) and the sweep goes on. A result whose sweep has ended (this
+    /// SM stood by meanwhile) is dropped.
+    pub fn finish_route(&mut self, done: lft::RouteDone, now: u64) {
+        self.now = self.now.max(now);
+        let use_tables = self.phase == SweepPhase::Routing;
+        self.apply_route(done, use_tables);
+        self.advance();
+    }
+
+    /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
+    fn route(&mut self) {
+        let job = self.routing.job(&self.subnet, self.cfg.lmc, &self.cfg.routing_engine);
+        self.apply_route(job.run(), true);
+    }
+
+    fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
+        let applied = self.routing.apply(done, use_tables, &self.cfg.routing_engine);
+        if applied.failed {
+            self.sweep.failures += 1;
+        }
+        self.events.extend(applied.events);
     }
 
     /// A deadline from [`Sm::poll_timeout`] passed: retries or fails the expired SMPs, or
@@ -753,7 +776,7 @@ impl Sm {
     /// in flight (other operations' SMPs do not hold it back) and no compute step is pending.
     fn advance(&mut self) {
         self.feed_port_reads();
-        if self.route_job_out {
+        if self.routing.job_out() {
             return; // the routing job's result comes first
         }
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
@@ -855,8 +878,8 @@ impl Sm {
             links: self.subnet.link_count(),
             lmc: self.cfg.lmc,
             sm_lid: self.subnet.local_lid(),
-            routing_engine: self.engine_used.clone(),
-            routing_mode: self.route_mode,
+            routing_engine: self.routing.engine_used().to_owned(),
+            routing_mode: self.routing.mode(),
             smps_sent: c.sent - s.smps_at_start.sent,
             smps_retried: c.retried - s.smps_at_start.retried,
             smps_failed: c.failed - s.smps_at_start.failed,
