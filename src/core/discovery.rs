@@ -192,17 +192,7 @@ impl Sm {
         };
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
         n.switch_info = Some(si);
-        let guid = n.info.node_guid;
-        // What the switch holds is only known when it says it holds something, and it is the
-        // table this SM left there last time (same top) or must be read back.
-        let top = si.linear_fdb_top.0;
-        let cached = self.lft_cache.get(&guid).is_some_and(|c| c.top == top);
-        if top == 0 || !cached {
-            self.lft_cache.remove(&guid);
-        }
-        if top > 0 && !cached {
-            self.read_back_lft(node);
-        }
+        self.programming.switch_info_read(&self.subnet, node);
     }
 
     /// Queues the planned PortInfo Gets of discovered switches, one port of each switch in
@@ -220,48 +210,12 @@ impl Sm {
         }
     }
 
-    /// Plans the reads of every LFT block a switch holds (up to LinearFDBTop), forgetting what
-    /// this SM believed it holds. The reads are queued when the rest of discovery is done
-    /// ([`Sm::queue_read_backs`]), block by block across the switches.
-    fn read_back_lft(&mut self, node: NodeIdx) {
-        let Some(n) = self.subnet.node(node) else { return };
-        let (guid, path) = (n.info.node_guid, n.path);
-        let Some(si) = n.switch_info else { return };
-        let top = si.linear_fdb_top.0;
-        let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
-        let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
-        self.lft_cache.insert(guid, super::HeldLft { top, blocks: vec![None; blocks as usize] });
-        self.read_backs.push((node, path, blocks));
-    }
-
-    /// Queues the planned LFT read-backs, block 0 of every switch, then block 1, ...: a switch's
-    /// agent serves one SMP at a time, so reading switch after switch would keep the window
-    /// waiting on one (a taking-over SM reads 1.38 M blocks on the 27,648-HCA tree). Returns
-    /// whether any were queued.
-    pub(super) fn queue_read_backs(&mut self) -> bool {
-        let plans = std::mem::take(&mut self.read_backs);
-        let last = plans.iter().map(|p| p.2).max().unwrap_or(0);
-        for block in 0..last {
-            for &(node, path, _) in plans.iter().filter(|p| block < p.2) {
-                self.tx.push(Request::sweep(path, Req::GetLft { node, block }));
-            }
-        }
-        !plans.is_empty()
-    }
-
     /// A switch whose port 0 names another master SM LID than ours may have had its tables
     /// written by that SM: what this SM cached about it is not trusted; it is read back.
     fn distrust_if_other_master(&mut self, node: NodeIdx, master: ibsm_mad::Lid) {
         let Some(ours) = self.last_subnet.as_ref().map(super::state::Subnet::local_lid) else { return };
-        let Some(n) = self.subnet.node(node) else { return };
-        let guid = n.info.node_guid;
-        if master == ours || !self.lft_cache.contains_key(&guid) {
-            return;
-        }
-        let top = n.switch_info.map_or(0, |s| s.linear_fdb_top.0);
-        self.lft_cache.remove(&guid);
-        if top > 0 {
-            self.read_back_lft(node);
+        if master != ours {
+            self.programming.distrust(&self.subnet, node);
         }
     }
 
@@ -272,8 +226,6 @@ impl Sm {
             return;
         };
         let Some(guid) = self.subnet.node(node).map(|n| n.info.node_guid) else { return };
-        if let Some(held) = self.lft_cache.get_mut(&guid) {
-            held.set(block, t);
-        }
+        self.programming.lft_read(guid, block, t);
     }
 }

@@ -1,32 +1,28 @@
-//! Routing and LFT programming: the routing engine call on the discovered subnet (described by
-//! [`Subnet::describe`](super::state::Subnet::describe) and built into a routing view by
-//! [`crate::fabric_view::build`], as the offline planner's is), and the LinearForwardingTable
-//! blocks that must be written.
+//! Routing: the component [`Routing`] calls the routing engine on the discovered subnet
+//! (described by [`Subnet::describe`](super::state::Subnet::describe) and built into a routing
+//! view by [`crate::fabric_view::build`], as the offline planner's is), in place or as a
+//! [`RouteJob`] a driver runs elsewhere.
 //!
-//! Owns the Routing and ProgrammingLfts phases. The tables come from the `ibsm-routing` engine
-//! named in the configuration; they are cut into blocks of 64 LIDs, and a block is written only
-//! when it differs from what the switch is known to hold (read back during discovery, or written
-//! by this SM in an earlier sweep). Nothing here knows a byte offset.
+//! Owns the Routing phase's state: the tables of the running sweep, the last full route, the
+//! job out and how the last tables were made. The tables come from the `ibsm-routing` engine
+//! chain named in the configuration; [`block_of`] cuts them into blocks of 64 LIDs, which
+//! `programming` writes where they differ from what a switch holds. Nothing here knows a byte
+//! offset, sends an SMP or touches another component's state.
 //!
-//! [`Routing`] is the component that routes (it owns the tables, the base, the job out);
-//! the `impl Sm` left here programs the tables it made (the held blocks are the SM's until a
-//! programming component owns them). The last full route is kept as the base: a fabric equal to it gets its tables again without
+//! The last full route is kept as the base: a fabric equal to it gets its tables again without
 //! routing (a cable back, a sweep that found nothing new), and a fat tree that is the base less
 //! some cables gets the base's tables repaired ([`ibsm_routing::ftree::FatTree::repair`]: only
 //! the LIDs that crossed a lost cable move). Anything else is routed in full and becomes the base.
 
-use ibsm_mad::Attribute;
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::ftree::FatTree;
 use ibsm_routing::{FabricView, Lft, Routes};
 use std::sync::Arc;
 
-use super::Sm;
 use super::events::SmEvent;
 pub use super::events::RouteMode;
 use super::state::{NodeIdx, Subnet};
-use super::transactions::{Outcome, Req, Request};
 use crate::fabric_view::{Built, build};
 
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
@@ -238,52 +234,6 @@ impl Routing {
             }
         }
         out
-    }
-}
-
-impl Sm {
-    /// Queues the LFT blocks that differ from what each switch holds, block by block across the
-    /// switches (block 0 of every switch, then block 1, ...): a switch's agent serves one SMP at
-    /// a time, so the window is spread over many switches instead of waiting on one.
-    pub(super) fn program_lfts(&mut self) {
-        let Some((switch_nodes, routes)) = self.routing.routes() else { return };
-        let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
-        // Each switch's node, what it holds and its table, looked up once.
-        let switches: Vec<_> = (switch_nodes.iter().zip(&routes.tables))
-            .filter_map(|(&node, table)| {
-                let n = self.subnet.node(node).filter(|n| !n.carried)?; // a carried one did not answer: keeps what it holds
-                Some((node, n.path, self.lft_cache.get(&n.info.node_guid), table))
-            })
-            .collect();
-        for block in 0..=last {
-            for &(node, path, held, table) in &switches {
-                if block > u32::from(table.top()) / 64 {
-                    continue;
-                }
-                let want = block_of(table, block);
-                if held.and_then(|h| h.get(block)) == Some(&want) {
-                    self.sweep.lft_unchanged += 1;
-                    continue;
-                }
-                self.sweep.lft_sent += 1;
-                self.tx.push(Request::sweep(path, Req::SetLft { node, block, table: Box::new(want) }));
-            }
-        }
-    }
-
-    pub(super) fn on_set_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
-        let Outcome::Reply { status: 0, data } = outcome else {
-            self.fail(request, outcome);
-            return;
-        };
-        let Some(n) = self.subnet.node(node) else { return };
-        let guid = n.info.node_guid;
-        let top = n.switch_info.map(|s| s.linear_fdb_top.0).unwrap_or_default();
-        if let Ok(t) = LinearForwardingTable::parse(data) {
-            let held = self.lft_cache.entry(guid).or_insert_with(|| super::HeldLft { top, blocks: Vec::new() });
-            held.top = top;
-            held.set(block, t);
-        }
     }
 }
 

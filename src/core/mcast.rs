@@ -191,7 +191,7 @@ impl Sm {
             }
             self.fail(request, outcome);
         } else {
-            self.mft_blocks_sent += 1;
+            self.programming.mft_written();
         }
     }
 }

@@ -27,6 +27,7 @@ mod mcast;
 pub mod mkeys;
 mod partial;
 mod partitions;
+mod programming;
 mod quick;
 mod reconfig;
 mod repair;
@@ -43,7 +44,6 @@ mod vl_census;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 
@@ -66,27 +66,6 @@ pub enum ComputeStep {
     AssignLids,
     /// Running the routing engine chain.
     Route,
-}
-
-/// What this SM knows a switch's LFT holds, by 64-LID block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HeldLft {
-    /// LinearFDBTop the blocks go with.
-    top: u16,
-    blocks: Vec<Option<LinearForwardingTable>>,
-}
-
-impl HeldLft {
-    fn get(&self, block: u32) -> Option<&LinearForwardingTable> {
-        self.blocks.get(block as usize).and_then(Option::as_ref)
-    }
-    fn set(&mut self, block: u32, t: LinearForwardingTable) {
-        let i = block as usize;
-        if self.blocks.len() <= i {
-            self.blocks.resize(i + 1, None);
-        }
-        self.blocks[i] = Some(t);
-    }
 }
 
 /// Counters of the running sweep.
@@ -126,7 +105,8 @@ pub struct Sm {
     tx: Transactions,
     events: VecDeque<SmEvent>,
     guid2lid: Guid2Lid,
-    lft_cache: HashMap<Guid, HeldLft>,
+    /// What the switches' forwarding tables hold, and the read-backs planned.
+    programming: programming::Programming,
     /// Routing: the tables of the sweep, the last full route, the job out.
     routing: lft::Routing,
     sweep: SweepStats,
@@ -166,8 +146,6 @@ pub struct Sm {
     checks: checks::Checks,
     /// The reading of SL-to-VL and VL arbitration tables for the SA.
     census: vl_census::Census,
-    /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
-    read_backs: Vec<(NodeIdx, ibsm_mad::DrPath, u32)>,
     /// Switch PortInfo Gets discovery has yet to queue, one switch after another in turn.
     port_reads: std::collections::VecDeque<discovery::PortReads>,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
@@ -176,8 +154,6 @@ pub struct Sm {
     mkeys: mkeys::MKeys,
     /// Other SMs, the master a standby watches, handovers.
     election: election::Election,
-    /// MFT blocks written (what the switches hold is the SA's `mfts`).
-    mft_blocks_sent: u64,
     /// P_Key tables: resolved, laid out, written.
     partitions: partitions::Partitions,
     /// Master: the state it replicates to its standbys.
@@ -210,7 +186,7 @@ impl Sm {
             tx,
             events: VecDeque::new(),
             guid2lid,
-            lft_cache: HashMap::new(),
+            programming: programming::Programming::default(),
             routing: lft::Routing::default(),
             sweep: SweepStats::default(),
             resweep_at: None,
@@ -232,12 +208,10 @@ impl Sm {
             sa_counts: crate::sa::counts::SaCounts::default(),
             checks: checks::Checks::default(),
             census: vl_census::Census::default(),
-            read_backs: Vec::new(),
             port_reads: std::collections::VecDeque::new(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
-            mft_blocks_sent: 0,
             partitions: partitions::Partitions::default(),
             sync_out: crate::sync::Publisher::default(),
             sync_in: crate::sync::Receiver::default(),
@@ -291,7 +265,7 @@ impl Sm {
         let (queued, in_flight) = self.tx.sizes();
         let mut out = vec![
             ("guid2lid", self.guid2lid.iter().count()),
-            ("lft_cache", self.lft_cache.len()),
+            ("lft_cache", self.programming.held_lfts()),
         ];
         out.extend(self.partitions.sizes());
         out.extend([
@@ -427,7 +401,7 @@ impl Sm {
     }
     /// MFT blocks written for multicast groups so far.
     pub fn mft_blocks_sent(&self) -> u64 {
-        self.mft_blocks_sent
+        self.programming.mft_blocks_sent()
     }
     /// What this SM believes `switch`'s multicast table holds for `mlid`: the ports set, or
     /// `None` when it wrote nothing there.
@@ -457,15 +431,7 @@ impl Sm {
     /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
     /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
     pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
-        let held = self.lft_cache.get(&switch)?;
-        let mut lft = ibsm_routing::Lft::unrouted(held.top);
-        for (i, slot) in lft.ports.iter_mut().enumerate() {
-            let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
-            if let Some(&p) = held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)) {
-                *slot = p;
-            }
-        }
-        Some(lft)
+        self.programming.programmed_lft(switch)
     }
 
     // ---- inputs ----
@@ -481,7 +447,7 @@ impl Sm {
             return;
         }
         self.election.found.clear();
-        self.read_backs.clear();
+        self.programming.sweep_started();
         self.port_reads.clear();
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
@@ -740,7 +706,11 @@ impl Sm {
                 self.on_set_port_info(request, (*node, *port, *step), outcome);
             }
             Req::SetSwitchInfo { node, .. } => self.on_set_switch_info(request, *node, outcome),
-            Req::SetLft { node, block, .. } => self.on_set_lft(request, *node, *block, outcome),
+            Req::SetLft { node, block, .. } => match (outcome, self.subnet.node(*node)) {
+                (Outcome::Reply { status: 0, data }, Some(n)) => self.programming.lft_written(n, *block, data),
+                (Outcome::Reply { status: 0, .. }, None) => {}
+                _ => self.fail(request, outcome),
+            },
             Req::GetSmInfo { node, port, .. } => self.on_found_sm(request, *node, *port, outcome),
             Req::PollMaster { .. } => self.on_poll(outcome),
             Req::SetSmInfo { to, control, .. } if *control == election::control::HANDOVER => {
@@ -786,8 +756,14 @@ impl Sm {
                 self.feed_port_reads();
                 continue;
             }
-            if self.phase == SweepPhase::Discovering && self.queue_read_backs() {
-                continue;
+            if self.phase == SweepPhase::Discovering {
+                let gets = self.programming.take_read_backs();
+                if !gets.is_empty() {
+                    for g in gets {
+                        self.tx.push(g);
+                    }
+                    continue;
+                }
             }
             match self.phase {
                 SweepPhase::Discovering if self.quick.is_some() => {
@@ -822,7 +798,14 @@ impl Sm {
                 }
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
-                    self.program_lfts();
+                    if let Some((switches, routes)) = self.routing.routes() {
+                        let plan = self.programming.lft_sets(&self.subnet, switches, routes);
+                        self.sweep.lft_unchanged += plan.unchanged;
+                        self.sweep.lft_sent += plan.sets.len() as u64;
+                        for s in plan.sets {
+                            self.tx.push(s);
+                        }
+                    }
                 }
                 SweepPhase::ProgrammingLfts => {
                     self.enter(SweepPhase::Arming);

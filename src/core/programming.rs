@@ -1,0 +1,288 @@
+//! Programming: the component that owns what this SM knows the switches' forwarding tables
+//! hold, and turns a sweep's tables into the LFT blocks to write.
+//!
+//! Owns [`Programming`]: each switch's LFT blocks as read back during discovery or written by
+//! this SM ([`HeldLft`], by node GUID), the read-backs discovery planned, and the count of MFT
+//! blocks written. A block is written only when it differs from what the switch is known to
+//! hold; what a switch holds is trusted only while its LinearFDBTop matches what this SM left
+//! there and no other master wrote it, and is read back otherwise.
+//!
+//! It takes the subnet (`&Subnet`), the tables and the answers as arguments and answers with
+//! values (the Gets and Sets to queue, with counts); it sends nothing and touches no other
+//! component's state. The multicast tables the switches hold are the SA's (`SaState::mfts`).
+
+use std::collections::HashMap;
+
+use ibsm_mad::attrs::LinearForwardingTable;
+use ibsm_mad::{Attribute, DrPath, Guid};
+use ibsm_routing::Routes;
+
+use super::lft::block_of;
+use super::state::{Node, NodeIdx, Subnet};
+use super::transactions::{Req, Request};
+
+/// What this SM knows a switch's LFT holds, by 64-LID block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldLft {
+    /// LinearFDBTop the blocks go with.
+    top: u16,
+    blocks: Vec<Option<LinearForwardingTable>>,
+}
+
+impl HeldLft {
+    fn get(&self, block: u32) -> Option<&LinearForwardingTable> {
+        self.blocks.get(block as usize).and_then(Option::as_ref)
+    }
+    fn set(&mut self, block: u32, t: LinearForwardingTable) {
+        let i = block as usize;
+        if self.blocks.len() <= i {
+            self.blocks.resize(i + 1, None);
+        }
+        self.blocks[i] = Some(t);
+    }
+}
+
+/// The LFT Sets of a sweep, and how many blocks were already right.
+#[derive(Debug, Default)]
+pub(crate) struct LftPlan {
+    /// The Sets to queue, block 0 of every switch first, then block 1, ...
+    pub sets: Vec<Request>,
+    /// Blocks the switches hold already.
+    pub unchanged: u64,
+}
+
+/// The switches' tables as this SM knows them.
+#[derive(Debug, Clone, Default)]
+pub struct Programming {
+    /// Each switch's LFT blocks, by node GUID.
+    lfts: HashMap<Guid, HeldLft>,
+    /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
+    read_backs: Vec<(NodeIdx, DrPath, u32)>,
+    /// MFT blocks written.
+    mft_blocks_sent: u64,
+}
+
+impl Programming {
+    /// A heavy sweep starts: no read-backs planned.
+    pub fn sweep_started(&mut self) {
+        self.read_backs.clear();
+    }
+
+    /// Switch `node`'s SwitchInfo was read (it is in `subnet`): what it holds is only known
+    /// when it says it holds something, and it is the table this SM left there last time (same
+    /// top) or must be read back.
+    pub fn switch_info_read(&mut self, subnet: &Subnet, node: NodeIdx) {
+        let Some(n) = subnet.node(node) else { return };
+        let Some(si) = n.switch_info else { return };
+        let top = si.linear_fdb_top.0;
+        let cached = self.lfts.get(&n.info.node_guid).is_some_and(|c| c.top == top);
+        if top == 0 || !cached {
+            self.lfts.remove(&n.info.node_guid);
+        }
+        if top > 0 && !cached {
+            self.read_back(n, node);
+        }
+    }
+
+    /// Switch `node` names another master SM: what this SM believed it holds is not trusted;
+    /// it is read back (if it holds anything).
+    pub fn distrust(&mut self, subnet: &Subnet, node: NodeIdx) {
+        let Some(n) = subnet.node(node) else { return };
+        if self.lfts.remove(&n.info.node_guid).is_none() {
+            return;
+        }
+        if n.switch_info.is_some_and(|s| s.linear_fdb_top.0 > 0) {
+            self.read_back(n, node);
+        }
+    }
+
+    /// Plans the reads of every LFT block a switch holds (up to LinearFDBTop), forgetting what
+    /// this SM believed it holds.
+    fn read_back(&mut self, n: &Node, node: NodeIdx) {
+        let Some(si) = n.switch_info else { return };
+        let top = si.linear_fdb_top.0;
+        let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
+        let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
+        self.lfts.insert(n.info.node_guid, HeldLft { top, blocks: vec![None; blocks as usize] });
+        self.read_backs.push((node, n.path, blocks));
+    }
+
+    /// The planned LFT read-backs, block 0 of every switch, then block 1, ...: a switch's agent
+    /// serves one SMP at a time, so reading switch after switch would keep the window waiting
+    /// on one (a taking-over SM reads 1.38 M blocks on the 27,648-HCA tree). Empty when none.
+    pub(crate) fn take_read_backs(&mut self) -> Vec<Request> {
+        let plans = std::mem::take(&mut self.read_backs);
+        let last = plans.iter().map(|p| p.2).max().unwrap_or(0);
+        let mut gets = Vec::new();
+        for block in 0..last {
+            for &(node, path, _) in plans.iter().filter(|p| block < p.2) {
+                gets.push(Request::sweep(path, Req::GetLft { node, block }));
+            }
+        }
+        gets
+    }
+
+    /// A block read back from switch `guid`.
+    pub fn lft_read(&mut self, guid: Guid, block: u32, t: LinearForwardingTable) {
+        if let Some(held) = self.lfts.get_mut(&guid) {
+            held.set(block, t);
+        }
+    }
+
+    /// A block written to switch `n` (the Set's answer `data`).
+    pub fn lft_written(&mut self, n: &Node, block: u32, data: &[u8; 64]) {
+        let top = n.switch_info.map(|s| s.linear_fdb_top.0).unwrap_or_default();
+        if let Ok(t) = LinearForwardingTable::parse(data) {
+            let held = self.lfts.entry(n.info.node_guid).or_insert_with(|| HeldLft { top, blocks: Vec::new() });
+            held.top = top;
+            held.set(block, t);
+        }
+    }
+
+    /// The LFT blocks of `routes` (the tables of `switch_nodes`) that differ from what each
+    /// switch holds, block by block across the switches (block 0 of every switch, then block
+    /// 1, ...): a switch's agent serves one SMP at a time, so the window is spread over many
+    /// switches instead of waiting on one. A switch carried from the last sweep (it did not
+    /// answer) keeps what it holds.
+    pub(crate) fn lft_sets(&self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
+        let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
+        // Each switch's node, what it holds and its table, looked up once.
+        let switches: Vec<_> = (switch_nodes.iter().zip(&routes.tables))
+            .filter_map(|(&node, table)| {
+                let n = subnet.node(node).filter(|n| !n.carried)?;
+                Some((node, n.path, self.lfts.get(&n.info.node_guid), table))
+            })
+            .collect();
+        let mut plan = LftPlan::default();
+        for block in 0..=last {
+            for &(node, path, held, table) in &switches {
+                if block > u32::from(table.top()) / 64 {
+                    continue;
+                }
+                let want = block_of(table, block);
+                if held.and_then(|h| h.get(block)) == Some(&want) {
+                    plan.unchanged += 1;
+                    continue;
+                }
+                plan.sets.push(Request::sweep(path, Req::SetLft { node, block, table: Box::new(want) }));
+            }
+        }
+        plan
+    }
+
+    /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
+    /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
+    /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
+    pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
+        let held = self.lfts.get(&switch)?;
+        let mut lft = ibsm_routing::Lft::unrouted(held.top);
+        for (i, slot) in lft.ports.iter_mut().enumerate() {
+            let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
+            if let Some(&p) = held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)) {
+                *slot = p;
+            }
+        }
+        Some(lft)
+    }
+
+    /// Switches whose tables this SM knows.
+    pub fn held_lfts(&self) -> usize {
+        self.lfts.len()
+    }
+
+    /// An MFT block was written.
+    pub fn mft_written(&mut self) {
+        self.mft_blocks_sent += 1;
+    }
+
+    /// MFT blocks written so far.
+    pub fn mft_blocks_sent(&self) -> u64 {
+        self.mft_blocks_sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::attrs::SwitchInfo;
+    use ibsm_mad::{Lid, PortNum};
+
+    use super::*;
+    use crate::core::testing::star;
+
+    /// The star, its switch holding LIDs up to `top`, with a LID on every end port.
+    fn fabric(top: u16) -> Subnet {
+        let mut s = star(0x102, 0x103);
+        s.nodes[1].switch_info =
+            Some(SwitchInfo { linear_fdb_top: Lid(top), linear_fdb_cap: 1024, ..SwitchInfo::default() });
+        for (n, p, lid) in [(0, 1, 1), (1, 0, 2), (2, 1, 3), (3, 1, 4)] {
+            s.nodes[n].ports[p].lid = Lid(lid);
+        }
+        s
+    }
+
+    fn blocks(reqs: &[Request]) -> Vec<u32> {
+        reqs.iter()
+            .map(|r| match r.req {
+                Req::GetLft { block, .. } | Req::SetLft { block, .. } => block,
+                _ => u32::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_switch_whose_table_is_unknown_is_read_back_and_its_blocks_are_kept() {
+        let s = fabric(100);
+        let mut p = Programming::default();
+        p.switch_info_read(&s, 1);
+        assert_eq!(blocks(&p.take_read_backs()), [0, 1], "LIDs 0..=100: two blocks");
+        assert!(p.take_read_backs().is_empty(), "queued once");
+        let mut t = LinearForwardingTable::unrouted();
+        t.ports[3] = PortNum(2);
+        p.lft_read(Guid(0x20), 0, t);
+        p.lft_read(Guid(0x99), 0, t);
+        assert_eq!(p.held_lfts(), 1, "only switches being read back are kept");
+        let lft = p.programmed_lft(Guid(0x20)).expect("known");
+        assert_eq!(lft.top(), 100);
+        assert_eq!(lft.ports[3], PortNum(2));
+        assert_eq!(lft.ports[70], ibsm_routing::Lft::unrouted(100).ports[70], "block 1 unknown: unrouted");
+        // The same top again: trusted. Another master on it: read back.
+        p.switch_info_read(&s, 1);
+        assert!(p.take_read_backs().is_empty());
+        p.distrust(&s, 1);
+        assert_eq!(blocks(&p.take_read_backs()), [0, 1]);
+        // A switch that holds nothing is not read.
+        p.switch_info_read(&fabric(0), 1);
+        assert!(p.take_read_backs().is_empty());
+        assert_eq!(p.held_lfts(), 0);
+        p.distrust(&s, 1);
+        assert!(p.take_read_backs().is_empty(), "nothing believed, nothing to distrust");
+    }
+
+    #[test]
+    fn only_blocks_that_differ_from_what_a_switch_holds_are_written() {
+        let mut s = fabric(4);
+        let minhop = vec!["minhop".to_owned()];
+        let mut routing = super::super::lft::Routing::default();
+        let job = routing.job(&s, 0, &minhop);
+        routing.apply(job.run(), true, &minhop);
+        let (switches, routes) = routing.routes().expect("routed");
+        let mut p = Programming::default();
+        let plan = p.lft_sets(&s, switches, routes);
+        assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![0], 0));
+        for r in &plan.sets {
+            let Req::SetLft { block, table, .. } = &r.req else { continue };
+            let mut data = [0u8; 64];
+            table.emit(&mut data);
+            p.lft_written(&s.nodes[1], *block, &data);
+        }
+        let plan = p.lft_sets(&s, switches, routes);
+        assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
+        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[3]), Some(PortNum(2)));
+        // A switch that did not answer this sweep keeps what it holds.
+        s.nodes[1].carried = true;
+        let plan = p.lft_sets(&s, switches, routes);
+        assert_eq!((plan.sets.len(), plan.unchanged), (0, 0));
+        p.mft_written();
+        assert_eq!(p.mft_blocks_sent(), 1);
+    }
+}
