@@ -717,7 +717,10 @@ impl Sm {
                 self.on_handover_sent(*to, outcome);
             }
             Req::SetSmInfo { .. } => {}
-            Req::GetVlTable { node, read, pass, .. } => self.on_vl_table(*node, *read, *pass, outcome),
+            Req::GetVlTable { node, read, pass, .. } => {
+                self.census.on_read(&mut self.sa_state.vl, *node, *read, *pass, outcome);
+                self.census_pump();
+            }
         }
     }
 
@@ -891,7 +894,8 @@ impl Sm {
         self.sa_state.mcast.take_dirty();
         self.announce_groups(&snapshot);
         self.program_multicast();
-        self.census_after_sweep();
+        self.census.after_sweep(&self.subnet, &mut self.sa_state.vl);
+        self.census_pump();
         self.sync_after_sweep();
         self.reregister_clients = false;
         self.schedule_light();

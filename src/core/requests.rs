@@ -6,7 +6,9 @@
 //! protect levels 2 and 3 gets no answer); acknowledging traps with TrapRepress and
 //! turning them into a sweep request; and the spec's "method/attribute not supported" status
 //! (0x000c) for every request nobody serves yet, SA included. Answers are queued as responses
-//! outside the SMP window (no timeout, no retry). It never trusts a byte: a MAD too short for
+//! outside the SMP window (no timeout, no retry). SA requests for the VL tables wait for the
+//! census (`vl_census`): here they are held, and the census' reads queued and its held
+//! requests answered. It never trusts a byte: a MAD too short for
 //! its header, of another base version, or of a class whose header does not parse is counted
 //! as malformed and dropped, and so is a LID-routed request from LID 0, a GS request from
 //! QP0 or a LID-routed SMP from another QP.
@@ -23,7 +25,8 @@ use ibsm_mad::{Attribute, MAD_LEN};
 use super::Sm;
 use super::events::SmEvent;
 use super::io::{Address, MadSource, Transmit, TransmitKind};
-use super::state::SmState;
+use super::state::{SmState, SweepPhase};
+use super::vl_census::Hold;
 use crate::sa::admission::Admit;
 
 /// Offset of the SMP data area (and of the SA header's end is 56; the SMP data starts at 64).
@@ -265,6 +268,37 @@ impl Sm {
         }
         let action = self.act_on_trap(src.slid, notice.as_ref());
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
+    }
+
+    /// An SA request for the tables before the census is done: kept (or dropped past
+    /// `vl_census::MAX_HELD`; the client retries) and the census started. Returns false when
+    /// the tables are all read and the request can be answered now.
+    fn hold_for_census(&mut self, bytes: &[u8], src: &MadSource) -> bool {
+        match self.census.hold(bytes, src) {
+            Hold::Answer => return false,
+            Hold::Dropped => self.counters.sa_dropped += 1,
+            Hold::Held => {}
+        }
+        self.census_pump();
+        true
+    }
+
+    /// Queues the census' next reads while this SM is master between sweeps, and answers the
+    /// requests that waited for it once it is done.
+    pub(super) fn census_pump(&mut self) {
+        if self.state != SmState::Master || self.phase != SweepPhase::Up {
+            return;
+        }
+        let outstanding = self.tx.outstanding_for(super::transactions::Op::Census);
+        let pump = self.census.pump(&self.subnet, &mut self.sa_state.vl, outstanding);
+        for r in pump.reads {
+            self.tx.push(r);
+        }
+        for (bytes, src) in pump.answer {
+            if let Ok(h) = MadHeader::from_bytes(&bytes) {
+                self.answer_sa(&h, &bytes, &src);
+            }
+        }
     }
 
     /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is

@@ -12,7 +12,11 @@
 //! leaves the subnet is forgotten and read again if it comes back. A read that fails leaves
 //! that table out of the answers; it is not a sweep failure.
 //!
-//! The tables themselves live in the SA's state (`sa::vl_tables::VlTables`).
+//! The tables themselves live in the SA's state (`sa::vl_tables::VlTables`), which [`Census`]
+//! is handed (`&mut VlTables`) with the subnet and the census SMPs outstanding; it answers with
+//! values ([`Pump`]: the reads to queue and the held requests to answer now) and touches no
+//! other component's state. Whether the census may run (a master between sweeps) is the
+//! coordinator's call.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -20,11 +24,10 @@ use ibsm_mad::header::MadHeader;
 use ibsm_mad::ids::sa_attr;
 use ibsm_mad::{Guid, PortNum};
 
-use super::Sm;
 use super::io::MadSource;
-use super::state::{SmState, SweepPhase};
+use super::state::Subnet;
 use super::transactions::{Op, Outcome, Req, Request};
-use crate::sa::vl_tables::VlRead;
+use crate::sa::vl_tables::{VlRead, VlTables};
 
 /// Most census SMPs queued or in flight at once.
 pub(super) const WINDOW: usize = 32;
@@ -49,7 +52,27 @@ pub(super) struct Census {
     /// SA requests waiting for the census.
     held: Vec<(Vec<u8>, MadSource)>,
     /// Table reads that failed.
-    pub failed: u64,
+    failed: u64,
+}
+
+/// What a step of the census asks for.
+#[derive(Debug, Default)]
+pub(crate) struct Pump {
+    /// Reads to queue.
+    pub reads: Vec<Request>,
+    /// SA requests held until now, to answer (the census is done).
+    pub answer: Vec<(Vec<u8>, MadSource)>,
+}
+
+/// What becomes of an SA request for the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The tables are all read: answer it now.
+    Answer,
+    /// Kept until the census is done.
+    Held,
+    /// Past [`MAX_HELD`] waiting: dropped (the client retries).
+    Dropped,
 }
 
 impl Census {
@@ -57,90 +80,84 @@ impl Census {
     pub(super) fn held(&self) -> usize {
         self.held.len()
     }
-}
 
-/// Whether an SA request asks for the tables the census reads.
-pub(super) fn wants_tables(h: &MadHeader) -> bool {
-    matches!(h.attr_id, sa_attr::SL2VL_RECORD | sa_attr::VL_ARB_RECORD)
-}
+    /// Table reads that failed so far.
+    #[cfg(test)]
+    fn failed(&self) -> u64 {
+        self.failed
+    }
 
-impl Sm {
-    /// An SA request for the tables before the census is done: keep it (or drop it past
-    /// [`MAX_HELD`]; the client retries) and start the census. Returns false when the tables
-    /// are all read and the request can be answered now.
-    pub(super) fn hold_for_census(&mut self, bytes: &[u8], src: &MadSource) -> bool {
-        if self.census.done {
-            return false;
+    /// An SA request for the tables: answered now once the census is done; otherwise kept (or
+    /// dropped past [`MAX_HELD`]), and the census is wanted from now on.
+    pub fn hold(&mut self, bytes: &[u8], src: &MadSource) -> Hold {
+        if self.done {
+            return Hold::Answer;
         }
-        if self.census.held.len() < MAX_HELD {
-            self.census.held.push((bytes.to_vec(), *src));
+        let hold = if self.held.len() < MAX_HELD {
+            self.held.push((bytes.to_vec(), *src));
+            Hold::Held
         } else {
-            self.counters.sa_dropped += 1;
+            Hold::Dropped
+        };
+        if !self.wanted {
+            self.wanted = true;
+            self.pass += 1;
         }
-        if !self.census.wanted {
-            self.census.wanted = true;
-            self.census.pass += 1;
-        }
-        self.census_pump();
-        true
+        hold
     }
 
-    /// A sweep ended: forget the nodes that left and those whose reads were cut short, and read
-    /// the new ones.
-    pub(super) fn census_after_sweep(&mut self) {
-        let unfinished = std::mem::take(&mut self.census.remaining);
-        let present = &self.subnet.by_guid;
-        self.sa_state.vl.retain(|g| present.contains_key(&g) && !unfinished.contains_key(&g));
-        if !self.census.wanted {
+    /// A sweep ended with `subnet`: forget the nodes that left and those whose reads were cut
+    /// short, and (when the census is wanted) start a pass for the new ones.
+    pub fn after_sweep(&mut self, subnet: &Subnet, vl: &mut VlTables) {
+        let unfinished = std::mem::take(&mut self.remaining);
+        let present = &subnet.by_guid;
+        vl.retain(|g| present.contains_key(&g) && !unfinished.contains_key(&g));
+        if !self.wanted {
             return;
         }
-        self.census.pass += 1;
-        self.census.next = 0;
-        self.census.active.clear();
-        self.census.done = false;
-        self.census_pump();
+        self.pass += 1;
+        self.next = 0;
+        self.active.clear();
+        self.done = false;
     }
 
-    /// Queues the next reads, as the window allows; answers the waiting requests when every
-    /// node has been read.
-    pub(super) fn census_pump(&mut self) {
-        if !self.census.wanted || self.state != SmState::Master || self.phase != SweepPhase::Up || self.census.done {
-            return;
+    /// The next reads, as the window allows (`outstanding` census SMPs are queued or in flight);
+    /// the waiting requests to answer once every node has been read.
+    pub(crate) fn pump(&mut self, subnet: &Subnet, vl: &mut VlTables, mut outstanding: usize) -> Pump {
+        let mut out = Pump::default();
+        if !self.wanted || self.done {
+            return out;
         }
-        while self.tx.outstanding_for(Op::Census) < WINDOW {
-            if self.census.active.len() < WINDOW && self.census.next < self.subnet.nodes.len() {
-                self.start_node_reads();
+        while outstanding < WINDOW {
+            if self.active.len() < WINDOW && self.next < subnet.nodes.len() {
+                self.start_node_reads(subnet, vl);
                 continue;
             }
             // One read of each node in turn.
-            let Some(mut reads) = self.census.active.pop_front() else { break };
+            let Some(mut reads) = self.active.pop_front() else { break };
             if let Some(r) = reads.pop_front() {
-                self.tx.push(r);
+                out.reads.push(r);
+                outstanding += 1;
             }
             if !reads.is_empty() {
-                self.census.active.push_back(reads);
+                self.active.push_back(reads);
             }
         }
-        let finished = self.census.next >= self.subnet.nodes.len()
-            && self.census.active.is_empty()
-            && self.tx.is_idle_for(Op::Census)
-            && self.census.remaining.is_empty();
+        let finished =
+            self.next >= subnet.nodes.len() && self.active.is_empty() && outstanding == 0 && self.remaining.is_empty();
         if finished {
-            self.census.done = true;
-            for (bytes, src) in std::mem::take(&mut self.census.held) {
-                if let Ok(h) = MadHeader::from_bytes(&bytes) {
-                    self.answer_sa(&h, &bytes, &src);
-                }
-            }
+            self.done = true;
+            out.answer = std::mem::take(&mut self.held);
         }
+        out
     }
 
     /// Starts the next node of the pass without tables: its entry and its list of reads.
-    fn start_node_reads(&mut self) {
-        let Some(n) = self.subnet.nodes.get(self.census.next) else { return };
-        self.census.next += 1;
+    fn start_node_reads(&mut self, subnet: &Subnet, vl: &mut VlTables) {
+        let Some(n) = subnet.nodes.get(self.next) else { return };
+        self.next += 1;
         let guid = n.info.node_guid;
-        if self.sa_state.vl.has(guid) {
+        if vl.has(guid) {
             return;
         }
         let switch = n.is_switch();
@@ -150,12 +167,12 @@ impl Sm {
             let info = n.ports.get(usize::from(p)).and_then(|r| r.info)?;
             Some((info.vl_arbitration_low_cap, info.vl_arbitration_high_cap))
         };
-        let reads = self.sa_state.vl.start(guid, (switch, last), &ca_ports, caps);
+        let reads = vl.start(guid, (switch, last), &ca_ports, caps);
         if reads.is_empty() {
             return;
         }
-        self.census.remaining.insert(guid, reads.len());
-        let pass = self.census.pass;
+        self.remaining.insert(guid, reads.len());
+        let pass = self.pass;
         let list = reads
             .into_iter()
             .map(|(at, read)| {
@@ -163,23 +180,108 @@ impl Sm {
                 Request { path: n.path_for(PortNum(at)), req, op: Op::Census }
             })
             .collect();
-        self.census.active.push_back(list);
+        self.active.push_back(list);
     }
 
-    /// A table read ended.
-    pub(super) fn on_vl_table(&mut self, node: Guid, read: VlRead, pass: u32, outcome: &Outcome) {
+    /// A table read of pass `pass` ended: the table is stored (or counted as failed).
+    pub(crate) fn on_read(&mut self, vl: &mut VlTables, node: Guid, read: VlRead, pass: u32, outcome: &Outcome) {
         match outcome {
-            Outcome::Reply { status: 0, data } => self.sa_state.vl.store(node, read, data),
-            _ => self.census.failed += 1,
+            Outcome::Reply { status: 0, data } => vl.store(node, read, data),
+            _ => self.failed += 1,
         }
-        if pass == self.census.pass {
-            if let Some(r) = self.census.remaining.get_mut(&node) {
-                *r = r.saturating_sub(1);
-                if *r == 0 {
-                    self.census.remaining.remove(&node);
-                }
+        if pass == self.pass
+            && let Some(r) = self.remaining.get_mut(&node)
+        {
+            *r = r.saturating_sub(1);
+            if *r == 0 {
+                self.remaining.remove(&node);
             }
         }
-        self.census_pump();
+    }
+}
+
+/// Whether an SA request asks for the tables the census reads.
+pub(super) fn wants_tables(h: &MadHeader) -> bool {
+    matches!(h.attr_id, sa_attr::SL2VL_RECORD | sa_attr::VL_ARB_RECORD)
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::Lid;
+
+    use super::*;
+    use crate::core::testing::star;
+
+    fn src() -> MadSource {
+        MadSource { slid: Lid(9), sqpn: 1, pkey_index: 0, sl: 0, grh: None }
+    }
+
+    /// Answers every read the census asks for (`fail`: those of node `fail` fail), as a window
+    /// would, until it answers its held requests; the reads asked for, and the answers.
+    fn run(c: &mut Census, s: &Subnet, vl: &mut VlTables, fail: Guid) -> (usize, Vec<(Vec<u8>, MadSource)>) {
+        let mut asked = 0;
+        for _ in 0..100 {
+            let pump = c.pump(s, vl, 0);
+            assert!(pump.reads.len() <= WINDOW);
+            if !pump.answer.is_empty() || pump.reads.is_empty() {
+                return (asked, pump.answer);
+            }
+            asked += pump.reads.len();
+            for r in pump.reads {
+                let Req::GetVlTable { node, read, pass, .. } = r.req else { panic!("{r:?}") };
+                let outcome = if node == fail {
+                    Outcome::Timeout
+                } else {
+                    Outcome::Reply { status: 0, data: [0; 64] }
+                };
+                c.on_read(vl, node, read, pass, &outcome);
+            }
+        }
+        panic!("the census never ended")
+    }
+
+    #[test]
+    fn nothing_is_read_until_asked_then_every_node_once_and_the_requests_are_answered() {
+        let s = star(0x102, 0x103);
+        let mut vl = VlTables::default();
+        let mut c = Census::default();
+        assert!(c.pump(&s, &mut vl, 0).reads.is_empty(), "not asked: nothing read");
+        assert_eq!(c.hold(b"first", &src()), Hold::Held);
+        assert_eq!(c.hold(b"second", &src()), Hold::Held);
+        assert_eq!(c.held(), 2);
+        assert!(c.pump(&s, &mut vl, WINDOW).reads.is_empty(), "the window is full");
+        let (asked, answer) = run(&mut c, &s, &mut vl, Guid(0x103));
+        // The switch: 7x7 maps and two blocks of each of 7 ports; each CA: a map and two blocks.
+        assert_eq!(asked, 49 + 14 + 3 * 3);
+        assert_eq!(answer.iter().map(|(b, _)| b.as_slice()).collect::<Vec<_>>(), [&b"first"[..], b"second"]);
+        assert_eq!(c.failed(), 3, "a failed read is counted, not retried");
+        assert_eq!(c.hold(b"third", &src()), Hold::Answer, "done: answered at once");
+        assert_eq!(vl.len(), 4);
+    }
+
+    #[test]
+    fn after_a_sweep_only_new_nodes_are_read_and_the_held_requests_are_bounded() {
+        let s = star(0x102, 0x103);
+        let mut vl = VlTables::default();
+        let mut c = Census::default();
+        c.hold(b"x", &src());
+        run(&mut c, &s, &mut vl, Guid(0));
+        // The same fabric: nothing to read, done at once.
+        c.after_sweep(&s, &mut vl);
+        let pump = c.pump(&s, &mut vl, 0);
+        assert!(pump.reads.is_empty() && pump.answer.is_empty());
+        assert_eq!(c.hold(b"y", &src()), Hold::Answer);
+        // One CA replaced by another: only the new one is read; the old one is forgotten.
+        let mut t = star(0x102, 0x104);
+        t.nodes[3].info.node_guid = Guid(0x104);
+        t.by_guid = t.nodes.iter().enumerate().map(|(i, n)| (n.info.node_guid, i)).collect();
+        c.after_sweep(&t, &mut vl);
+        assert!(!vl.has(Guid(0x103)));
+        for i in 0..MAX_HELD {
+            assert_eq!(c.hold(&[0; 4], &src()), Hold::Held, "{i}");
+        }
+        assert_eq!(c.hold(&[0; 4], &src()), Hold::Dropped);
+        let (asked, answer) = run(&mut c, &t, &mut vl, Guid(0));
+        assert_eq!((asked, answer.len()), (3, MAX_HELD));
     }
 }
