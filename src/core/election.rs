@@ -285,8 +285,7 @@ impl Sm {
         self.sync_out.clear_peers();
         self.election.handover_when_synced = None;
         self.enter(SweepPhase::Up);
-        self.resweep_at = None;
-        self.sweep_requested = false;
+        self.schedule.stand_by();
         self.election.master = Some(master);
         self.election.misses = 0;
         self.election.last_act = None;

@@ -31,6 +31,7 @@ mod programming;
 mod quick;
 mod reconfig;
 mod repair;
+mod schedule;
 pub mod replication;
 mod requests;
 mod snapshot;
@@ -110,22 +111,15 @@ pub struct Sm {
     /// Routing: the tables of the sweep, the last full route, the job out.
     routing: lft::Routing,
     sweep: SweepStats,
-    resweep_at: Option<u64>,
+    /// When the next heavy or repair sweep is due, what the running one is, sweeps done.
+    schedule: schedule::Schedule,
     last_report: Option<SubnetReport>,
     /// When the last report was made.
     last_report_at: u64,
-    /// Sweeps completed: (heavy, quick, repair).
-    sweeps_done: (u64, u64, u64),
-    /// What the running (or last) sweep is.
-    sweep_kind: repair::SweepKind,
-    /// Repair sweeps after Sets that failed.
-    repair: repair::Repair,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
     /// Requests seen, by kind.
     counters: RequestCounters,
-    /// A trap arrived during a sweep: sweep again when it ends.
-    sweep_requested: bool,
     /// The compute step the sweep waits for.
     compute: Option<ComputeStep>,
     /// The SM's own port GUID, once discovery has read it.
@@ -189,15 +183,11 @@ impl Sm {
             programming: programming::Programming::default(),
             routing: lft::Routing::default(),
             sweep: SweepStats::default(),
-            resweep_at: None,
+            schedule: schedule::Schedule::default(),
             last_report: None,
             last_report_at: 0,
-            sweeps_done: (0, 0, 0),
-            sweep_kind: repair::SweepKind::Heavy,
-            repair: repair::Repair::default(),
             responses: VecDeque::new(),
             counters: RequestCounters::default(),
-            sweep_requested: false,
             compute: None,
             port_guid: Guid(0),
             last_subnet: None,
@@ -236,7 +226,7 @@ impl Sm {
         if self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         } else {
-            self.sweep_requested = true;
+            self.schedule.request();
         }
     }
 
@@ -384,7 +374,7 @@ impl Sm {
     }
     /// Sweeps completed: (heavy, quick, repair).
     pub fn sweeps_done(&self) -> (u64, u64, u64) {
-        self.sweeps_done
+        self.schedule.done()
     }
     /// Times this SM took the subnet over from its master.
     pub fn takeovers(&self) -> u64 {
@@ -452,7 +442,7 @@ impl Sm {
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
-        self.begin_sweep(repair::SweepKind::Heavy);
+        self.begin_sweep(schedule::SweepKind::Heavy);
         self.enter(SweepPhase::Discovering);
         self.start_discovery();
         self.advance();
@@ -460,14 +450,12 @@ impl Sm {
 
     /// What every sweep, heavy or quick, starts from: no retry due, no routes yet, fresh
     /// figures (a heavy sweep also drops a quick one left half done).
-    fn begin_sweep(&mut self, kind: repair::SweepKind) {
-        self.sweep_kind = kind;
-        self.resweep_at = None;
-        self.repair.at = None;
+    fn begin_sweep(&mut self, kind: schedule::SweepKind) {
+        self.schedule.begin(kind);
         self.quick = None;
         // A repair sweep reads nothing: the traps waiting for a sweep still wait.
-        if kind != repair::SweepKind::Repair {
-            self.traps.sweep_started(kind == repair::SweepKind::Heavy);
+        if kind != schedule::SweepKind::Repair {
+            self.traps.sweep_started(kind == schedule::SweepKind::Heavy);
         }
         self.routing.sweep_started();
         self.mkeys.sweep_started();
@@ -618,7 +606,7 @@ impl Sm {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.sweep_soon();
         }
-        if self.resweep_at.is_some_and(|t| t <= self.now) && self.phase == SweepPhase::Up {
+        if self.schedule.resweep_due(self.now) && self.phase == SweepPhase::Up {
             self.start_sweep(self.now);
         }
         self.repair_timer();
@@ -658,10 +646,11 @@ impl Sm {
             }
             _ => None,
         };
+        let [resweep, repair] = self.schedule.poll_timeout(self.state == SmState::Master);
         [
             self.tx.poll_timeout(),
-            self.resweep_at,
-            self.repair.at.filter(|_| self.state == SmState::Master),
+            resweep,
+            repair,
             self.sa_state.informs.poll_timeout(),
             self.mkeys.poll_timeout(),
             poll,
@@ -899,23 +888,14 @@ impl Sm {
         self.sync_after_sweep();
         self.reregister_clients = false;
         self.schedule_light();
-        if report.complete {
-            self.repair.attempts = 0;
-        } else if !self.schedule_repair() {
-            self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
-        }
+        let repairable = self.repairable();
+        self.schedule.sweep_ended(self.now, report.complete, repairable, self.cfg.resweep_interval_ns);
         self.traps_after_sweep();
-        if std::mem::take(&mut self.sweep_requested) {
-            self.resweep_at = Some(self.now);
-        }
+        self.schedule.requested_now(self.now);
         self.checks.settle();
         self.last_report = Some(report.clone());
         self.last_report_at = self.now;
-        match self.sweep_kind {
-            repair::SweepKind::Heavy => self.sweeps_done.0 += 1,
-            repair::SweepKind::Quick => self.sweeps_done.1 += 1,
-            repair::SweepKind::Repair => self.sweeps_done.2 += 1,
-        }
+        self.schedule.count_done();
         self.events.push_back(SmEvent::SubnetUp(report));
     }
 }

@@ -60,7 +60,7 @@ impl Sm {
         if !ok {
             return false;
         }
-        self.begin_sweep(super::repair::SweepKind::Quick);
+        self.begin_sweep(super::schedule::SweepKind::Quick);
         self.quick = Some(Quick::default());
         self.enter(SweepPhase::Discovering);
         for &s in switches {

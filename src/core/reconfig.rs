@@ -101,8 +101,8 @@ impl Sm {
         if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
             self.schedule_light();
         }
-        if self.cfg.resweep_interval_ns != old.resweep_interval_ns && self.resweep_at.is_some() {
-            self.resweep_at = self.cfg.resweep_interval_ns.map(|d| self.now.saturating_add(d));
+        if self.cfg.resweep_interval_ns != old.resweep_interval_ns {
+            self.schedule.interval_changed(self.now, self.cfg.resweep_interval_ns);
         }
         if self.state == SmState::Standby
             && (self.cfg.priority != old.priority || self.cfg.elevated_priority != old.elevated_priority)

@@ -5,35 +5,14 @@
 //! and SMPs go only to the nodes whose Sets failed. Half a second after the sweep, then one and
 //! two seconds; after three attempts, or when discovery itself failed, the usual heavy re-sweep
 //! takes over. The report names the nodes a Set failed on (`failed_nodes`).
+//!
+//! When a repair is due is the `schedule` component's; this file keeps the sweep's book of
+//! failures and starts the repair sweep.
 
 use super::partial::BlockedNode;
 use super::transactions::Req;
+use super::schedule::SweepKind;
 use super::{Sm, SmState, SweepPhase};
-
-/// The first repair this long after the sweep; each further one waits twice as long.
-const FIRST_DELAY_NS: u64 = 500_000_000;
-/// Repairs in a row before the heavy re-sweep takes over.
-const ATTEMPTS: u32 = 3;
-
-/// What a sweep is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum SweepKind {
-    /// Discovery and everything after it.
-    Heavy,
-    /// Some cables gone: the model updated, routes repaired (`quick.rs`).
-    Quick,
-    /// Failed Sets redone, without discovery.
-    Repair,
-}
-
-/// The repair schedule.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Repair {
-    /// When the next repair sweep starts.
-    pub at: Option<u64>,
-    /// Repairs since the last complete sweep.
-    pub attempts: u32,
-}
 
 impl Sm {
     /// Notes a failed SMP of the running sweep: a Set's node, or a read.
@@ -60,25 +39,17 @@ impl Sm {
             .collect()
     }
 
-    /// After an incomplete sweep: a repair when only Sets failed and attempts are left.
-    pub(super) fn schedule_repair(&mut self) -> bool {
+    /// Whether the running sweep can be repaired without discovery: only Sets failed.
+    pub(super) fn repairable(&self) -> bool {
         let s = &self.sweep;
-        if s.failed_sets.is_empty() || s.read_failures > 0 || !s.blocked.is_empty() || self.repair.attempts >= ATTEMPTS
-        {
-            return false;
-        }
-        let delay = FIRST_DELAY_NS << self.repair.attempts;
-        self.repair.attempts += 1;
-        self.repair.at = Some(self.now.saturating_add(delay));
-        true
+        !s.failed_sets.is_empty() && s.read_failures == 0 && s.blocked.is_empty()
     }
 
     /// Starts the repair sweep when it is due (a master with no sweep running).
     pub(super) fn repair_timer(&mut self) {
-        if self.repair.at.is_none_or(|t| t > self.now) || self.phase != SweepPhase::Up {
+        if self.phase != SweepPhase::Up || !self.schedule.take_repair(self.now) {
             return;
         }
-        self.repair.at = None;
         if self.state != SmState::Master {
             return;
         }
