@@ -143,9 +143,9 @@ pub struct SubnetReport {
     pub complete: bool,
     /// Nodes that did not answer although the port facing them was up: kept as they were in the
     /// last sweep (LIDs and routes to them stay), not configured; a re-sweep follows.
-    pub blocked: Vec<super::partial::BlockedNode>,
+    pub blocked: Vec<super::discovery::BlockedNode>,
     /// Nodes a Set failed on in this sweep (a repair sweep follows; empty when none failed).
-    pub failed_nodes: Vec<super::partial::BlockedNode>,
+    pub failed_nodes: Vec<super::discovery::BlockedNode>,
     /// Duration of each phase, in order.
     pub phases: Vec<PhaseTiming>,
     /// Start to end of the sweep, virtual nanoseconds.

@@ -25,7 +25,6 @@ pub mod lids;
 mod light;
 mod mcast;
 pub mod mkeys;
-mod partial;
 mod partitions;
 mod programming;
 mod quick;
@@ -52,7 +51,7 @@ pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
-pub use partial::BlockedNode;
+pub use discovery::BlockedNode;
 pub use reconfig::Reconfigured;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
@@ -124,10 +123,8 @@ pub struct Sm {
     compute: Option<ComputeStep>,
     /// The SM's own port GUID, once discovery has read it.
     port_guid: Guid,
-    /// The subnet of the last sweep, while a new one is being discovered.
-    last_subnet: Option<Subnet>,
-    /// Linked ports whose NodeInfo probe got no answer in this sweep.
-    unanswered: Vec<(NodeIdx, ibsm_mad::PortNum)>,
+    /// What discovery keeps between answers: the last subnet, silent ports, port reads.
+    discovery: discovery::Discovery,
     /// What the SA answers from: the fabric as the last completed sweep left it.
     snapshot: Option<Arc<crate::sa::Snapshot>>,
     /// How large SA answers may be on this SM's transport.
@@ -140,8 +137,6 @@ pub struct Sm {
     checks: checks::Checks,
     /// The reading of SL-to-VL and VL arbitration tables for the SA.
     census: vl_census::Census,
-    /// Switch PortInfo Gets discovery has yet to queue, one switch after another in turn.
-    port_reads: std::collections::VecDeque<discovery::PortReads>,
     /// What the SA keeps between requests (registered services, subscriptions, groups).
     sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
@@ -190,15 +185,13 @@ impl Sm {
             counters: RequestCounters::default(),
             compute: None,
             port_guid: Guid(0),
-            last_subnet: None,
-            unanswered: Vec::new(),
+            discovery: discovery::Discovery::default(),
             snapshot: None,
             sa_limits: crate::sa::Limits::default(),
             sa_admission,
             sa_counts: crate::sa::counts::SaCounts::default(),
             checks: checks::Checks::default(),
             census: vl_census::Census::default(),
-            port_reads: std::collections::VecDeque::new(),
             sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
@@ -438,7 +431,7 @@ impl Sm {
         }
         self.election.found.clear();
         self.programming.sweep_started();
-        self.port_reads.clear();
+        self.discovery.sweep_started();
         if self.state == SmState::NotActive {
             self.state = SmState::Discovering;
         }
@@ -744,7 +737,7 @@ impl Sm {
         while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
             // Discovery's port reads are all queued before it ends; then the LFT read-backs it
             // planned go.
-            if self.phase == SweepPhase::Discovering && !self.port_reads.is_empty() {
+            if self.phase == SweepPhase::Discovering && self.discovery.reads_pending() {
                 self.feed_port_reads();
                 continue;
             }
@@ -768,7 +761,7 @@ impl Sm {
                         // A standby now: the sweep ends before it touches anything.
                         continue;
                     }
-                    self.sweep.blocked = self.carry_over_silent();
+                    self.sweep.blocked = self.discovery.carry_over_silent(&mut self.subnet);
                     let plan = self.cfg.expected_topology.as_deref();
                     let event = self.checks.check_cabling(&mut self.subnet, plan, self.cfg.refuse_miscabled);
                     self.events.extend(event);

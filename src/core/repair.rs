@@ -9,7 +9,7 @@
 //! When a repair is due is the `schedule` component's; this file keeps the sweep's book of
 //! failures and starts the repair sweep.
 
-use super::partial::BlockedNode;
+use super::discovery::BlockedNode;
 use super::transactions::Req;
 use super::schedule::SweepKind;
 use super::{Sm, SmState, SweepPhase};

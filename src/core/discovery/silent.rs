@@ -1,4 +1,4 @@
-//! Partial sweeps: what the SM does about nodes that stop answering while their links stay up.
+//! Silent nodes, a part of [`Discovery`]. Partial sweeps: what the SM does about nodes that stop answering while their links stay up.
 //!
 //! A sweep that simply leaves out a silent switch would program LinearFDBTop and the LFTs of
 //! every other switch without the LIDs behind it, cutting off its hosts although their links
@@ -16,8 +16,8 @@ use std::collections::{HashMap, VecDeque};
 
 use ibsm_mad::{Guid, PortNum};
 
-use super::Sm;
-use super::state::{Node, NodeIdx, Subnet};
+use super::Discovery;
+use crate::core::state::{Node, NodeIdx, Subnet};
 
 /// A node that did not answer in a sweep, as the report names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,19 +28,19 @@ pub struct BlockedNode {
     pub desc: String,
 }
 
-impl Sm {
-    /// Carries the nodes behind unanswered, still-linked ports over from the last sweep.
-    /// Returns the nodes that did not answer (the first node behind each such port).
-    pub(super) fn carry_over_silent(&mut self) -> Vec<BlockedNode> {
-        let Some(last) = self.last_subnet.as_ref() else { return Vec::new() };
+impl Discovery {
+    /// Carries the nodes behind unanswered, still-linked ports over from the last sweep into
+    /// `subnet`. Returns the nodes that did not answer (the first node behind each such port).
+    pub fn carry_over_silent(&self, subnet: &mut Subnet) -> Vec<BlockedNode> {
+        let Some(last) = self.last.as_ref() else { return Vec::new() };
         let mut blocked = Vec::new();
         // Old index -> new index of every carried node.
         let mut carried: HashMap<NodeIdx, NodeIdx> = HashMap::new();
         let mut queue = VecDeque::new();
         for &(node, port) in &self.unanswered {
-            let Some(old) = old_peer(&self.subnet, last, node, port) else { continue };
+            let Some(old) = old_peer(subnet, last, node, port) else { continue };
             let Some(on) = last.node(old.0) else { continue };
-            if self.subnet.by_guid.contains_key(&on.info.node_guid) || carried.contains_key(&old.0) {
+            if subnet.by_guid.contains_key(&on.info.node_guid) || carried.contains_key(&old.0) {
                 continue;
             }
             blocked.push(BlockedNode { guid: on.info.node_guid, desc: on.desc.clone() });
@@ -58,7 +58,7 @@ impl Sm {
             for r in n.ports.iter().skip(1) {
                 let Some((rn, _)) = r.remote else { continue };
                 let Some(peer) = last.node(rn) else { continue };
-                if !self.subnet.by_guid.contains_key(&peer.info.node_guid) && !carried.contains_key(&rn) {
+                if !subnet.by_guid.contains_key(&peer.info.node_guid) && !carried.contains_key(&rn) {
                     carried.insert(rn, usize::MAX);
                     queue.push_back(rn);
                 }
@@ -71,9 +71,9 @@ impl Sm {
             for r in &mut copy.ports {
                 r.remote = None;
             }
-            let idx = self.subnet.nodes.len();
-            self.subnet.by_guid.insert(copy.info.node_guid, idx);
-            self.subnet.nodes.push(copy);
+            let idx = subnet.nodes.len();
+            subnet.by_guid.insert(copy.info.node_guid, idx);
+            subnet.nodes.push(copy);
             carried.insert(o, idx);
         }
         // Links: every old link of a carried node whose far end is in this sweep's subnet (carried
@@ -83,13 +83,13 @@ impl Sm {
             for (p, r) in n.ports.iter().enumerate() {
                 let Some((rn, rp)) = r.remote else { continue };
                 let Some(peer_guid) = last.node(rn).map(|x| x.info.node_guid) else { continue };
-                let Some(&now_idx) = self.subnet.by_guid.get(&peer_guid) else { continue };
-                let Some(peer_rec) = self.subnet.node(now_idx).and_then(|x| x.port(rp)) else { continue };
+                let Some(&now_idx) = subnet.by_guid.get(&peer_guid) else { continue };
+                let Some(peer_rec) = subnet.node(now_idx).and_then(|x| x.port(rp)) else { continue };
                 let peer_free =
-                    peer_rec.remote.is_none() && (peer_rec.is_linked() || self.subnet.nodes[now_idx].carried);
+                    peer_rec.remote.is_none() && (peer_rec.is_linked() || subnet.nodes[now_idx].carried);
                 if peer_free {
                     let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
-                    self.subnet.link((idx, port), (now_idx, rp));
+                    subnet.link((idx, port), (now_idx, rp));
                 }
             }
         }

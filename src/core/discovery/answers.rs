@@ -1,5 +1,7 @@
-//! Discovery: breadth-first exploration of the fabric with directed-route SMPs.
+//! Discovery's answers: breadth-first exploration of the fabric with directed-route SMPs.
 //!
+//! The coordinator's side of discovery (an `impl Sm`: each answer feeds the subnet being built
+//! and the components that learn from it: M_Keys, fabric checks, programming, the election).
 //! Owns the handling of NodeInfo, NodeDescription, PortInfo, SwitchInfo and LFT-read answers
 //! during the Discovering phase. Starting from the SM's own port (the empty route), every new
 //! node is asked for its NodeDescription, the PortInfo of every port (switches) or of the port
@@ -12,9 +14,9 @@
 use ibsm_mad::attrs::{LinearForwardingTable, NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use ibsm_mad::{Attribute, DrPath, PortNum};
 
-use super::Sm;
-use super::state::{Node, NodeIdx, PortRecord};
-use super::transactions::{Outcome, Req, Request};
+use crate::core::Sm;
+use crate::core::state::{Node, NodeIdx, PortRecord};
+use crate::core::transactions::{Outcome, Req, Request};
 
 /// The data of a successful reply, or `None` (after reporting the failure).
 fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
@@ -24,32 +26,19 @@ fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
     }
 }
 
-/// The PortInfo Gets of one switch still to queue: ports `next..=last`.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PortReads {
-    node: NodeIdx,
-    path: ibsm_mad::DrPath,
-    next: u8,
-    last: u8,
-}
-
 impl Sm {
     /// Queues the first SMP of a sweep: NodeInfo of the SM's own node. The last sweep's subnet
     /// is kept aside for the nodes that may not answer this time.
-    pub(super) fn start_discovery(&mut self) {
-        let last = std::mem::take(&mut self.subnet);
-        if !last.nodes.is_empty() {
-            self.last_subnet = Some(last);
-        }
-        self.unanswered.clear();
+    pub(crate) fn start_discovery(&mut self) {
+        self.discovery.start(&mut self.subnet);
         self.checks.discovery_started();
         self.tx.push(Request::sweep(DrPath::local(), Req::NodeInfo { from: None }));
     }
 
-    pub(super) fn on_node_info(&mut self, request: &Request, from: Option<(NodeIdx, PortNum)>, outcome: &Outcome) {
+    pub(crate) fn on_node_info(&mut self, request: &Request, from: Option<(NodeIdx, PortNum)>, outcome: &Outcome) {
         let Some(ni) = ok_data(outcome).and_then(|d| NodeInfo::parse(d).ok()) else {
             if let Some(f) = from {
-                self.unanswered.push(f);
+                self.discovery.unanswered(f);
             }
             self.fail(request, outcome);
             return;
@@ -58,16 +47,16 @@ impl Sm {
     }
 
     /// The new route's NodeInfo asked again: still the same GUID and still a contradiction
-    /// quarantines both instances ([`super::checks::Checks::quarantine_both`]); anything else
+    /// quarantines both instances ([`crate::core::checks::Checks::quarantine_both`]); anything else
     /// is discovered as usual.
-    pub(super) fn on_confirm_node_info(&mut self, request: &Request, from: (NodeIdx, PortNum), outcome: &Outcome) {
+    pub(crate) fn on_confirm_node_info(&mut self, request: &Request, from: (NodeIdx, PortNum), outcome: &Outcome) {
         let Some(ni) = ok_data(outcome).and_then(|d| NodeInfo::parse(d).ok()) else {
-            self.unanswered.push(from);
+            self.discovery.unanswered(from);
             self.fail(request, outcome);
             return;
         };
         match self.subnet.by_guid.get(&ni.node_guid) {
-            Some(&idx) if super::checks::contradicts(&self.subnet, idx, &ni, Some(from)) => {
+            Some(&idx) if crate::core::checks::contradicts(&self.subnet, idx, &ni, Some(from)) => {
                 let event = self.checks.quarantine_both(&mut self.subnet, idx, &ni, from);
                 self.events.extend(event);
             }
@@ -77,7 +66,7 @@ impl Sm {
 
     /// A node answered NodeInfo along `request`'s route: a new node, or another route to one
     /// already found (after `confirmed`, a suspected duplicate GUID asked again, is not one).
-    pub(super) fn discovered(
+    pub(crate) fn discovered(
         &mut self,
         request: &Request,
         from: Option<(NodeIdx, PortNum)>,
@@ -89,7 +78,7 @@ impl Sm {
         if let Some(&idx) = self.subnet.by_guid.get(&ni.node_guid) {
             if !confirmed
                 && let Some(f) = from
-                && super::checks::contradicts(&self.subnet, idx, &ni, from)
+                && crate::core::checks::contradicts(&self.subnet, idx, &ni, from)
             {
                 // Perhaps a duplicate GUID: asked again before anything is decided.
                 self.tx.push(Request::sweep(request.path, Req::ConfirmNodeInfo { from: f }));
@@ -141,14 +130,14 @@ impl Sm {
             self.traps.reading(ni.node_guid);
             self.tx.push(Request::sweep(path, Req::GetSwitchInfo { node: idx }));
             // Its ports are read in turn with the other switches' (`feed_port_reads`).
-            self.port_reads.push_back(PortReads { node: idx, path, next: 0, last: ni.num_ports });
+            self.discovery.read_ports(idx, path, ni.num_ports);
             self.feed_port_reads();
         } else {
             self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
         }
     }
 
-    pub(super) fn on_node_desc(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+    pub(crate) fn on_node_desc(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
         let Some(nd) = ok_data(outcome).and_then(|d| NodeDescription::parse(d).ok()) else {
             self.fail(request, outcome);
             return;
@@ -158,7 +147,7 @@ impl Sm {
         }
     }
 
-    pub(super) fn on_port_info(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
+    pub(crate) fn on_port_info(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
         let Some(pi) = ok_data(outcome).and_then(|d| PortInfo::parse(d).ok()) else {
             self.fail(request, outcome);
             return;
@@ -166,7 +155,7 @@ impl Sm {
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
         self.ask_if_sm(node, port, &pi);
         let local = self.subnet.local;
-        if port.0 == 0 && self.subnet.node(node).is_some_and(super::state::Node::is_switch) {
+        if port.0 == 0 && self.subnet.node(node).is_some_and(crate::core::state::Node::is_switch) {
             self.distrust_if_other_master(node, pi.master_sm_lid);
         }
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
@@ -185,7 +174,7 @@ impl Sm {
         }
     }
 
-    pub(super) fn on_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+    pub(crate) fn on_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
         let Some(si) = ok_data(outcome).and_then(|d| SwitchInfo::parse(d).ok()) else {
             self.fail(request, outcome);
             return;
@@ -199,27 +188,23 @@ impl Sm {
     /// turn, while fewer than a window's worth of SMPs wait: a switch's agent serves one SMP at
     /// a time, so its 49 reads queued at once would keep the window waiting on it while the
     /// other switches idle.
-    pub(super) fn feed_port_reads(&mut self) {
-        while self.tx.sizes().0 < self.tx.window() {
-            let Some(mut r) = self.port_reads.pop_front() else { return };
-            self.tx.push(Request::sweep(r.path, Req::GetPortInfo { node: r.node, port: PortNum(r.next) }));
-            if r.next < r.last {
-                r.next += 1;
-                self.port_reads.push_back(r);
-            }
+    pub(crate) fn feed_port_reads(&mut self) {
+        let room = self.tx.window().saturating_sub(self.tx.sizes().0);
+        for r in self.discovery.port_reads(room) {
+            self.tx.push(r);
         }
     }
 
     /// A switch whose port 0 names another master SM LID than ours may have had its tables
     /// written by that SM: what this SM cached about it is not trusted; it is read back.
     fn distrust_if_other_master(&mut self, node: NodeIdx, master: ibsm_mad::Lid) {
-        let Some(ours) = self.last_subnet.as_ref().map(super::state::Subnet::local_lid) else { return };
+        let Some(ours) = self.discovery.last_sm_lid() else { return };
         if master != ours {
             self.programming.distrust(&self.subnet, node);
         }
     }
 
-    pub(super) fn on_get_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
+    pub(crate) fn on_get_lft(&mut self, request: &Request, node: NodeIdx, block: u32, outcome: &Outcome) {
         let Some(t) = ok_data(outcome).and_then(|d| LinearForwardingTable::parse(d).ok()) else {
             // Unknown content: the block will simply be written.
             self.fail(request, outcome);
