@@ -278,6 +278,34 @@ impl Sm {
         true
     }
 
+    /// A light sweep's SMInfo read of another SM came back (or failed: it may be gone, which
+    /// the next heavy sweep sees). Two masters: the worse one (this one) stands by, the better
+    /// one nudges the other.
+    pub(super) fn on_light_sm_info(&mut self, guid: Guid, outcome: &Outcome) {
+        let info = match outcome {
+            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
+            _ => None,
+        };
+        let found = self.election.found.iter().find(|f| f.info.guid == guid).copied();
+        if let (Some(info), Some(f), SmState::Master) = (info, found, self.state)
+            && info.sm_state == WireSmState::Master
+            && info.sm_key == self.cfg.sm_key
+        {
+            // Its port's LID now (it may have had none when the heavy sweep found it).
+            let lid =
+                self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
+            let other = FoundSm { info, lid, ..f };
+            if better((info.priority & 0x0f, info.guid), (self.priority(), self.port_guid)) {
+                // Two masters: the worse one (this one) stands by.
+                self.light.stop();
+                self.become_standby(other);
+                return;
+            }
+            self.nudge(&other);
+        }
+        self.light_read_done();
+    }
+
     /// Becomes a standby watching `master` (when it is not master yet, the first poll finds out
     /// and a sweep follows).
     pub(super) fn become_standby(&mut self, master: FoundSm) {

@@ -634,7 +634,7 @@ impl Sm {
             SmState::Standby => self.election.poll_at,
             SmState::Master => {
                 let handover = self.election.handover_when_synced.map(|(_, t)| t);
-                let light = self.light.at.filter(|_| self.light.pending == 0);
+                let light = self.light.poll_timeout();
                 [self.election.recheck_at, handover, light].into_iter().flatten().min()
             }
             _ => None,
@@ -679,7 +679,10 @@ impl Sm {
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
             Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
-            Req::LightSwitchInfo { node } => self.on_light_switch_info(*node, outcome),
+            Req::LightSwitchInfo { node } => {
+                self.light.on_switch_info(*node, outcome);
+                self.light_read_done();
+            }
             Req::LightSmInfo { guid, .. } => self.on_light_sm_info(*guid, outcome),
             Req::ReadNodeDesc { guid, .. } => self.on_reread_node_desc(*guid, outcome),
             Req::CheckPortInfo { node, port } => self.on_check_port_info(*node, *port, outcome),

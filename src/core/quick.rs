@@ -8,7 +8,8 @@
 //! sweep. Both ends' switches get their PortStateChange cleared.
 //!
 //! Owns the quick sweep's reads and its verdict; the pipeline after it (routing, programming,
-//! the report) is the heavy sweep's.
+//! the report) is the heavy sweep's. The coordinator's side of light sweeps (`light.rs`) is
+//! here too: starting one when due, and acting on its verdict.
 
 use std::collections::VecDeque;
 
@@ -47,6 +48,37 @@ fn up(state: PortState) -> bool {
 }
 
 impl Sm {
+    /// After a heavy sweep: the next light sweep one interval from now.
+    pub(super) fn schedule_light(&mut self) {
+        self.light.schedule(self.now, self.cfg.sweep_interval_ns);
+    }
+
+    /// Starts the light sweep when it is due (a master with no sweep running).
+    pub(super) fn light_timer(&mut self) {
+        if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
+            return;
+        }
+        let reads = self.light.start(&self.subnet, &self.election.found, self.port_guid, self.cfg.sm_key);
+        if reads.is_empty() {
+            self.schedule_light();
+        }
+        for r in reads {
+            self.tx.push(r);
+        }
+    }
+
+    /// One light read less to wait for; at the last, acts on the light sweep's verdict.
+    pub(super) fn light_read_done(&mut self) {
+        let Some(verdict) = self.light.read_done() else { return };
+        let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
+        match verdict {
+            super::light::Verdict::Failed if master_up => self.start_sweep(self.now),
+            // Switches that saw a port change: a quick sweep of them (heavy if it cannot).
+            super::light::Verdict::Changed(psc) if master_up => self.sweep_switches(&psc),
+            _ if self.phase == SweepPhase::Up => self.schedule_light(),
+            _ => {}
+        }
+    }
     /// Starts a quick sweep of `switches`; `false` (nothing started) when one is not possible
     /// now (not master, a sweep running, no completed sweep yet, nodes kept from an earlier
     /// sweep): the caller sweeps heavily instead.

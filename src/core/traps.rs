@@ -200,7 +200,7 @@ impl Sm {
 
     /// Light sweeps completed.
     pub fn light_sweeps(&self) -> u64 {
-        self.light.done
+        self.light.done()
     }
 
     /// Acts on an acknowledged trap from `from` (its Notice, when it parsed).
