@@ -45,7 +45,7 @@ fn sa(c: &mut Criterion) {
     // its comparison with the plan (here the fabric itself: no difference).
     g.bench_function(format!("cabling_check/{name}"), |b| {
         b.iter(|| {
-            let found = ibsm::core::cabling::subnet_topology(sm.subnet());
+            let found = ibsm::core::checks::subnet_topology(sm.subnet());
             assert!(ibsm_topology::diff(&topo, &found, false).is_empty());
         });
     });

@@ -107,6 +107,9 @@ pub struct Violations {
     pub last_reported: Option<u64>,
 }
 
+/// An entry of the neighbour map: (node GUID, port) and the port GUID cabled there.
+pub type Neighbor = ((Guid, u8), Guid);
+
 /// What the SM knows about M_Keys on the fabric.
 #[derive(Debug, Clone, Default)]
 pub struct MKeys {
@@ -174,7 +177,7 @@ impl MKeys {
 
     /// What a master replicates: the held keys and the neighbour map, sorted, without the
     /// entry for this SM's own port (on another SM it would mean another port).
-    pub fn replica(&self) -> (Vec<(Guid, u64)>, Vec<((Guid, u8), Guid)>) {
+    pub fn replica(&self) -> (Vec<(Guid, u64)>, Vec<Neighbor>) {
         let mut held: Vec<_> = self.held.iter().map(|(g, k)| (*g, *k)).collect();
         held.sort_unstable();
         let mut neighbors: Vec<_> =
@@ -184,7 +187,7 @@ impl MKeys {
     }
 
     /// Adopts what a master replicated ([`MKeys::replica`]) over what this SM knows.
-    pub fn adopt(&mut self, held: &[(Guid, u64)], neighbors: &[((Guid, u8), Guid)]) {
+    pub fn adopt(&mut self, held: &[(Guid, u64)], neighbors: &[Neighbor]) {
         self.held.extend(held.iter().copied());
         self.neighbors.extend(neighbors.iter().copied().filter(|(k, _)| *k != LOCAL));
     }

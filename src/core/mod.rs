@@ -8,10 +8,22 @@
 //! GUID-to-LID table goes in through [`Sm::new`] and out through [`Sm::guid2lid`] (the caller
 //! writes the file).
 //!
-//! Submodules: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
+//! `Sm` is a coordinator over components, each a struct in its own module that owns its state,
+//! takes what it needs as arguments (the subnet, a record, the time) and answers with values
+//! (requests to queue, events, tables) that `Sm` moves between them, never reaching into
+//! another's fields: `discovery` ([`discovery::Discovery`]: the last subnet, silent ports, port
+//! reads), `programming` (held LFT blocks, read-backs), [`lft`] ([`lft::Routing`]: tables, the
+//! route base, the job out), `partitions` (P_Key tables), [`mkeys`] ([`mkeys::MKeys`]),
+//! [`checks`] (cabling, duplicate GUIDs), `schedule` (re-sweeps, repairs, sweeps done),
+//! `light` (light sweeps) and `vl_census` (the SA's VL tables). Not yet components (their state
+//! is still fields of `Sm`, their logic `impl Sm` blocks): the election and replication
+//! ([`election`], [`replication`]), the SA side (snapshot, SA state, admission, counts:
+//! `snapshot`, `requests`, `mcast`), traps and quick sweeps ([`traps`], `quick`), bring-up
+//! (`bringup`, `repair`) and `reconfig`.
+//!
+//! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
-//! `transactions` (SMP window, TIDs, retries), `discovery`, `bringup` and `lft` (the phases), in
-//! the order a sweep uses them.
+//! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
 
 mod bringup;
 pub mod checks;

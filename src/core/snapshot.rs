@@ -60,7 +60,7 @@ impl Sm {
             .collect();
         let sm = SmPort { guid: self.port_guid, lid: self.subnet.local_lid() };
         let mut snap = Snapshot::new(self.cfg.subnet_prefix, self.cfg.lmc, self.cfg.subnet_timeout, nodes, sm);
-        snap.routing_engine = self.routing.engine_used().to_owned();
+        self.routing.engine_used().clone_into(&mut snap.routing_engine);
         snap
     }
 
