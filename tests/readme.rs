@@ -294,11 +294,18 @@ fn anchors(text: &str) -> HashSet<String> {
     seen
 }
 
-/// The link targets of a line: `[text](target)`, code spans left out.
-fn link_targets(line: &str) -> Vec<String> {
+/// The link targets of a line: `[text](target)`, code spans left out. A code span may go on
+/// over lines: `in_code` carries whether the line starts in one (a blank line ends it).
+fn link_targets(line: &str, in_code: &mut bool) -> Vec<String> {
+    if line.trim().is_empty() {
+        *in_code = false;
+    }
     let mut plain = String::new();
     for (i, part) in line.split('`').enumerate() {
-        if i % 2 == 0 {
+        if i > 0 {
+            *in_code = !*in_code;
+        }
+        if !*in_code {
             plain.push_str(part);
         }
     }
@@ -323,8 +330,9 @@ fn broken_links(base: &Path, docs: &[(String, String)]) -> Vec<String> {
     let mut broken = Vec::new();
     for (name, text) in docs {
         let dir = Path::new(name).parent().unwrap_or(Path::new(""));
+        let mut in_code = false;
         for (n, line) in prose(text) {
-            for target in link_targets(line) {
+            for target in link_targets(line, &mut in_code) {
                 if target.contains("://") || target.starts_with("mailto:") {
                     continue;
                 }
@@ -405,8 +413,13 @@ fn every_relative_link_names_a_file_and_heading_that_exist() {
     let docs = documents();
     let broken = broken_links(root(), &docs);
     assert!(broken.is_empty(), "{} broken link(s):\n{}", broken.len(), broken.join("\n"));
-    let links: usize =
-        docs.iter().map(|(_, t)| prose(t).iter().map(|(_, l)| link_targets(l).len()).sum::<usize>()).sum();
+    let links: usize = docs
+        .iter()
+        .map(|(_, t)| {
+            let mut in_code = false;
+            prose(t).iter().map(|(_, l)| link_targets(l, &mut in_code).len()).sum::<usize>()
+        })
+        .sum();
     assert!(links >= 50, "only {links} links found: the README's table of contents alone has 9");
 }
 
@@ -420,13 +433,15 @@ fn the_link_check_finds_a_missing_file_and_a_missing_heading() {
     let a = "# A\n\n## Same\n\n## Same\n\n```sh\n# Not a heading\n```\n";
     std::fs::write(dir.join("docs/a.md"), a).expect("write a.md");
     let text = "[ok](docs/a.md) [ok](docs/a.md#same-1) [ok](#b) `[code](nowhere.md)` [web](https://example.com/x)\n\
+                `a code span [over](nowhere.md)\nlines [code](nowhere.md)` [ok](#a-heading)\n\
                 ```sh\n[fenced](nowhere.md)\n```\n\
-                # B\n[gone](docs/b.md) [no heading](docs/a.md#not-a-heading) [third](docs/a.md#same-2)\n";
+                # B\n[gone](docs/b.md) [no heading](docs/a.md#not-a-heading) [third](docs/a.md#same-2)\n\
+                ## A heading\n";
     std::fs::write(dir.join("README.md"), text).expect("write README.md");
     let broken = broken_links(&dir, &[("README.md".to_owned(), text.to_owned())]);
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(broken.len(), 3, "{broken:#?}");
-    assert!(broken[0].starts_with("README.md:6: docs/b.md: no file"), "{}", broken[0]);
+    assert!(broken[0].starts_with("README.md:8: docs/b.md: no file"), "{}", broken[0]);
     assert!(broken[1].contains("no heading #not-a-heading"), "{}", broken[1]);
     assert!(broken[2].contains("no heading #same-2"), "{}", broken[2]);
 }
