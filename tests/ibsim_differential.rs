@@ -45,7 +45,7 @@ enum Shape {
 
 /// Differences that stay on purpose: (command, shape, reason). A command differs deliberately
 /// only when a rule names it (its text after the host, up to the rule's length) and the
-/// difference has the rule's shape. Each reason is also in the README.
+/// difference has the rule's shape. Each reason is also in docs/opensm-migration.md.
 const DELIBERATE: &[(&str, Shape, &str)] = &[
     (
         "saquery -c",

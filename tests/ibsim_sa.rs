@@ -16,7 +16,7 @@
 //! it checks with `ibroute -M` that the leaf switch of every member of the groups osmtest left
 //! behind forwards the group's MLID to that member.
 //!
-//! Deliberate differences, also stated in the README: ClassPortInfo's CapabilityMask2 lists only
+//! Deliberate differences, also stated in docs/opensm-migration.md: ClassPortInfo's CapabilityMask2 lists only
 //! what ibsm serves (see `src/sa/class_port_info.rs`), ActCount is each SM's own. Skipped with
 //! `IBSM_SKIP_IBSIM=1` or without ibsim, OpenSM and saquery.
 

@@ -149,7 +149,7 @@ fn port_info_switch_link_lft_and_sm_info_records_describe_the_fabric() {
     );
 }
 
-/// PacketLifeTime as the README states it: the SubnetTimeout (18) on every path between two
+/// PacketLifeTime as docs/subnet-administration.md states it: the SubnetTimeout (18) on every path between two
 /// ports, whatever it crosses, as OpenSM gives it; 0 for a port to itself.
 fn expected_life(switches: u32) -> u8 {
     if switches == 0 { 0 } else { 18 }

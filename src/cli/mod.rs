@@ -134,7 +134,7 @@ enum SimCommand {
         json: bool,
     },
     /// Bring FABRIC up with the SM on the simulator, then run SCRIPT's timed faults and print
-    /// one JSON line per event (see the README, "Fault scripts").
+    /// one JSON line per event (see docs/fabric-tools.md, "Fault scripts").
     Play(crate::cli::sim::PlayArgs),
     /// Seeded random fault sequences against the SM on the simulator, with the invariants
     /// checked at every quiescent point; a failure prints its seed and a minimal script.

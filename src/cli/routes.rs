@@ -75,7 +75,7 @@ pub struct DumpArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "opensm")]
     format: Format,
-    /// Only this switch (GUID or name).
+    /// Only this switch (GUID or name) [default: every switch].
     #[arg(long)]
     switch: Option<String>,
 }

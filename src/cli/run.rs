@@ -16,7 +16,8 @@ use ibsm_topology::Topology;
 /// Arguments of `ibsm run`.
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
-    /// Configuration file (TOML; see examples/ibsm.toml). Flags override it.
+    /// Configuration file (TOML; see examples/ibsm.toml). Flags override it [default: none:
+    /// the environment and the built-in defaults].
     #[arg(long)]
     config: Option<PathBuf>,
     /// Run on the in-process simulated fabric described by this `.net` file instead of umad;
@@ -40,11 +41,14 @@ pub(super) struct RunArgs {
     /// umad: the port number on the CA [default: found in sysfs, as for --ca].
     #[arg(long, value_name = "N", conflicts_with = "sim")]
     port: Option<u8>,
-    /// Directory for persisted state (guid2lid) [default: from the config file, else none].
+    /// Directory for persisted state (guid2lid, the P_Key layout, the M_Key holdings and
+    /// secret, the state lock, the control socket) [default: from the config file, else none:
+    /// nothing persists].
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Local control socket (Unix stream, mode 0600) that `ibsm routes dump/check --socket`
-    /// query [default: `<state-dir>/ibsm.sock` when a state directory is set, else none].
+    /// Local control socket (Unix stream, mode 0600) that `ibsm status`, `ibsm reload` and
+    /// `ibsm routes dump/check --socket` use [default: `<state-dir>/ibsm.sock` when a state
+    /// directory is set, else none].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// No control socket, even with a state directory.
@@ -73,7 +77,7 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     sm_key_file: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics [ADDR default: 127.0.0.1:9464, loopback
-    /// only; give an address to listen elsewhere, `:0` for any free port].
+    /// only; give an address to listen elsewhere, `127.0.0.1:0` for any free port].
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::daemon::metrics_http::DEFAULT_ADDR)]
     metrics: Option<String>,
 }

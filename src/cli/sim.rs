@@ -25,7 +25,8 @@ pub struct PlayArgs {
     /// Seed of the simulated fabric (packet drops, delays).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Configuration file for the SM (routing engine, LMC, ...; see examples/ibsm.toml).
+    /// Configuration file for the SM (routing engine, LMC, ...; see examples/ibsm.toml)
+    /// [default: none: the built-in defaults].
     #[arg(long)]
     config: Option<PathBuf>,
     /// Standby SMs beside the master (on the next hosts), for `sm-kill` and `sm-restart`.
@@ -126,7 +127,7 @@ pub struct SoakArgs {
     /// Rounds of faults per seed (each ends at a quiescent point).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// Configuration file for the SMs.
+    /// Configuration file for the SMs [default: none: the built-in defaults].
     #[arg(long)]
     config: Option<PathBuf>,
     /// Standby SMs beside the master; with one or more, the soak also kills and restarts the

@@ -1,13 +1,13 @@
 //! One JSON object per log line (`--log-format json`), for log shippers: `ts` (RFC 3339, UTC,
 //! microseconds), `level`, `target`, `message`, then the event's fields (`error_id` on every
-//! warning and error; see the README's list).
+//! warning and error; see the list in docs/operator-guide.md).
 //!
 //! Owns only the shape of the line; `tracing-subscriber` filters, writes and tells the time
 //! (its `SystemTime` timer: RFC 3339, UTC, microseconds).
 //!
 //! Why not `tracing-subscriber`'s own JSON format (feature `json`, which would add only
-//! `tracing-serde`)? Its keys are fixed: the time is `timestamp`, not the `ts` the README
-//! promises and shippers' parsers are set up for, and the event's fields go under `fields`
+//! `tracing-serde`)? Its keys are fixed: the time is `timestamp`, not the `ts` that the docs
+//! promise and shippers' parsers are set up for, and the event's fields go under `fields`
 //! unless flattened. Renaming a documented key would break every site's log pipeline for a
 //! saving of some thirty lines, so the line is built here.
 

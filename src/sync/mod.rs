@@ -7,7 +7,7 @@
 //! them ([`receiver`]). Sans-IO like the core: the core feeds in received messages and the
 //! clock, and puts what these types produce on the wire.
 //!
-//! The protocol, in short (the README has it for operators):
+//! The protocol, in short (docs/operator-guide.md has it for operators):
 //! - Messages are Subnet Administration MADs (class 0x03) with the vendor-specific attribute
 //!   [`wire::ATTR_SYNC`], sent LID-routed to QP1 of the standby's port. Get carries a status
 //!   query (the master's table of sections: id, version, digest) and its response the
