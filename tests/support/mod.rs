@@ -11,5 +11,6 @@
 pub mod cmd;
 pub mod fabrics;
 pub mod ibsim;
+pub mod opensm;
 pub mod sa;
 pub mod sms;
