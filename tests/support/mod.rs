@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod cmd;
+pub mod daemon;
 pub mod fabrics;
 pub mod ibsim;
 pub mod opensm;
