@@ -65,6 +65,7 @@ impl Fabric {
             now: SimTime(0),
             rng: Rng::new(cfg.seed),
             rules: Vec::new(),
+            set_faults: Vec::new(),
             cfg,
             stats: Stats::default(),
         }
@@ -641,6 +642,8 @@ impl Fabric {
             Fault::SetGuid { node, guid } => self.set_guid(node, guid),
             Fault::AddRule(r) => self.rules.push(r),
             Fault::ClearRules => self.rules.clear(),
+            Fault::FailSets(f) => self.set_faults.push(f),
+            Fault::ClearSetFaults => self.set_faults.clear(),
         }
     }
 

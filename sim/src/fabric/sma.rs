@@ -60,6 +60,17 @@ impl Fabric {
                 return Outcome::Silent;
             }
         };
+        if method == ids::method::SET {
+            let node = self.ports[p as usize].node as usize;
+            let fault = self.set_faults.iter().find(|f| f.attr == attr && f.node.is_none_or(|n| n == node));
+            if let Some(f) = fault.copied() {
+                self.stats.sets_refused_by_fault += 1;
+                return match f.status {
+                    Some(status) => self.respond(mad, status),
+                    None => Outcome::Silent,
+                };
+            }
+        }
         let status = match method {
             ids::method::GET | ids::method::SET => {
                 let set = method == ids::method::SET;
