@@ -121,6 +121,29 @@ pub struct Stats {
     pub last_lft_set_at: SimTime,
     /// Sets refused by a [`SetFault`] (answered with its status, or dropped).
     pub sets_refused_by_fault: u64,
+    /// TrapRepress SMPs that passed the M_Key check and named a trap the node sent.
+    pub trap_represses: u64,
+    /// TrapRepress SMPs that passed the M_Key check but named no trap of the node (another
+    /// TID, or not a Notice).
+    pub trap_represses_unmatched: u64,
+}
+
+/// Most traps [`Fabric::traps`] keeps (the oldest go first).
+pub const TRAP_LOG_LEN: usize = 4096;
+
+/// A trap a node sent, and whether a TrapRepress for it came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrapLog {
+    /// The node that sent it.
+    pub node: NodeRef,
+    /// Its TransactionID (a TrapRepress must carry the same).
+    pub tid: u64,
+    /// The trap number (128, 144, 256, ...).
+    pub number: u16,
+    /// When it was sent.
+    pub sent_at: SimTime,
+    /// When the first TrapRepress for it passed the node's M_Key check.
+    pub repressed_at: Option<SimTime>,
 }
 
 /// Timing parameters of the simulated hardware.
@@ -248,6 +271,7 @@ pub struct Fabric {
     rng: Rng,
     rules: Vec<LinkRule>,
     set_faults: Vec<SetFault>,
+    traps: std::collections::VecDeque<TrapLog>,
     cfg: SimConfig,
     stats: Stats,
 }
