@@ -60,7 +60,22 @@ impl Rng {
 }
 
 /// Values that break parsers more often than random ones (libFuzzer's "interesting" integers).
-const INTERESTING: [u32; 14] = [0, 1, 0x7F, 0x80, 0xFF, 0x100, 0x7FFF, 0x8000, 0xFFFF, 0x1_0000, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0xFFFF_FFFE];
+const INTERESTING: [u32; 14] = [
+    0,
+    1,
+    0x7F,
+    0x80,
+    0xFF,
+    0x100,
+    0x7FFF,
+    0x8000,
+    0xFFFF,
+    0x1_0000,
+    0x7FFF_FFFF,
+    0x8000_0000,
+    0xFFFF_FFFF,
+    0xFFFF_FFFE,
+];
 
 /// Applies one to four random mutations to `data`, drawing spliced and inserted runs from
 /// `corpus` (so that text stays mostly text), and keeps it at most `max_len` bytes long.

@@ -33,11 +33,16 @@ fn corpus() -> Vec<Vec<u8>> {
     let mut paths: Vec<_> = std::fs::read_dir(dir).expect("fixtures").map(|e| e.expect("entry").path()).collect();
     paths.sort();
     let mut out = Vec::new();
-    for p in paths.iter().filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("record.fix") || n.to_string_lossy().starts_with("sa_"))) {
+    for p in paths.iter().filter(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("record.fix") || n.to_string_lossy().starts_with("sa_"))
+    }) {
         let text = std::fs::read_to_string(p).expect("fixture text");
         let name: &'static str = Box::leak(p.display().to_string().into_boxed_str());
         let fix = fixtures::Fixture::parse(name, &text);
-        out.extend(fix.sections.into_iter().filter(|(k, v)| k.starts_with("request") && v.len() >= 256).map(|(_, v)| v));
+        out.extend(
+            fix.sections.into_iter().filter(|(k, v)| k.starts_with("request") && v.len() >= 256).map(|(_, v)| v),
+        );
     }
     assert!(out.len() >= 15, "{} SA requests in the fixtures", out.len());
     out
@@ -47,8 +52,8 @@ fn corpus() -> Vec<Vec<u8>> {
 fn structured(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
     const METHODS: [u8; 7] = [0x01, 0x02, 0x12, 0x13, 0x14, 0x15, 0x06];
     const ATTRS: [u16; 18] = [
-        0x0001, 0x0002, 0x0003, 0x0011, 0x0012, 0x0013, 0x0015, 0x0018, 0x0019, 0x0020, 0x0030, 0x0031, 0x0033,
-        0x0035, 0x0036, 0x0038, 0x00F3, 0x0014,
+        0x0001, 0x0002, 0x0003, 0x0011, 0x0012, 0x0013, 0x0015, 0x0018, 0x0019, 0x0020, 0x0030, 0x0031, 0x0033, 0x0035,
+        0x0036, 0x0038, 0x00F3, 0x0014,
     ];
     let mut m = rng.pick(corpus).clone();
     m.resize(256, 0);
@@ -138,7 +143,8 @@ fn sa_serve_never_panics_and_stays_bounded_on_seeded_inputs() {
     seeded::run("sa_serve", 0x1b5a_0004, ITERATIONS, &corpus, 512, generate, |data| {
         // Requesters: the registering port, else the fabric's LIDs (1 to about 30 with LMC 1),
         // LID 0, and LIDs it lacks.
-        let requester = from.take().unwrap_or_else(|| Lid(*rng.pick(&[0, 1, 2, 3, 5, 8, 13, 21, 29, 40, 0xBFFF, 0xC000, 0xFFFF])));
+        let requester =
+            from.take().unwrap_or_else(|| Lid(*rng.pick(&[0, 1, 2, 3, 5, 8, 13, 21, 29, 40, 0xBFFF, 0xC000, 0xFFFF])));
         let (services, informs) = (state.services.len(), state.informs.len());
         let lens = body::check(&mut state, data, requester);
         answered += usize::from(!lens.is_empty());
@@ -156,5 +162,7 @@ fn sa_serve_never_panics_and_stays_bounded_on_seeded_inputs() {
     assert!(groups <= 0x4000, "{groups} multicast groups");
     // The inputs reach the handlers, not only the header checks.
     assert!(answered > ITERATIONS / 4, "only {answered} of {ITERATIONS} requests answered");
-    eprintln!("sa_serve: {ITERATIONS} requests, {answered} answered, {ok} with status 0; at most {services_seen} services, {informs_seen} subscriptions; {groups} groups");
+    eprintln!(
+        "sa_serve: {ITERATIONS} requests, {answered} answered, {ok} with status 0; at most {services_seen} services, {informs_seen} subscriptions; {groups} groups"
+    );
 }

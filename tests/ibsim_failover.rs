@@ -409,7 +409,12 @@ fn ibsm_hands_the_subnet_to_a_better_opensm_and_opensm_to_a_better_ibsm() {
     {
         let mut sim = Ibsim::start(&net).expect("ibsim");
         let mut ours = sim
-            .spawn_at_with_env(Some(first), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "5", "--no-control"], INFO)
+            .spawn_at_with_env(
+                Some(first),
+                env!("CARGO_BIN_EXE_ibsm"),
+                &["run", "--priority", "5", "--no-control"],
+                INFO,
+            )
             .expect("ibsm");
         wait_for("ibsm's subnet up", Duration::from_secs(60), || ours.stdout().contains("subnet up: "));
         let before = fabric(&sim, client);
@@ -451,7 +456,12 @@ fn ibsm_hands_the_subnet_to_a_better_opensm_and_opensm_to_a_better_ibsm() {
         let before = fabric(&sim, client);
         let lids = [lid_at(&sim, client, g1).expect("OpenSM's LID"), lid_at(&sim, client, g2).expect("ibsm's LID")];
         let mut ours = sim
-            .spawn_at_with_env(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--priority", "10", "--no-control"], INFO)
+            .spawn_at_with_env(
+                Some(second),
+                env!("CARGO_BIN_EXE_ibsm"),
+                &["run", "--priority", "10", "--no-control"],
+                INFO,
+            )
             .expect("ibsm");
         let w = watch(&sim, client, [(g2, lids[1]), (g1, lids[0])], Duration::from_secs(60), true, None, |seen| {
             seen == [Some((g2, 3)), Some((g1, 2))]
@@ -506,14 +516,19 @@ fn a_frozen_opensm_master_is_replaced_by_an_ibsm_standby_and_stands_by_when_it_r
     osm.wait_subnet_up(&topo, Duration::from_secs(60));
     wait_for("OpenSM master", Duration::from_secs(30), || sminfo(&sim, client, None) == Some((g1, 3)));
     let mut ours = sim
-        .spawn_at(Some(second), env!("CARGO_BIN_EXE_ibsm"), &["run", "--config", &config, "--priority", "5", "--no-control"])
+        .spawn_at(
+            Some(second),
+            env!("CARGO_BIN_EXE_ibsm"),
+            &["run", "--config", &config, "--priority", "5", "--no-control"],
+        )
         .expect("ibsm");
     wait_for("ibsm standing by", Duration::from_secs(60), || ours.stdout().contains("standby: the master is"));
     let before = fabric(&sim, client);
     let lids = [lid_at(&sim, client, g1).expect("OpenSM's LID"), lid_at(&sim, client, g2).expect("ibsm's LID")];
 
     signal(osm.pid(), "STOP");
-    let took = wait_for("ibsm master in sminfo", Duration::from_secs(30), || sminfo(&sim, client, None) == Some((g2, 3)));
+    let took =
+        wait_for("ibsm master in sminfo", Duration::from_secs(30), || sminfo(&sim, client, None) == Some((g2, 3)));
     assert!(took < BOUND, "sminfo showed ibsm as master {took:?} after OpenSM froze");
     assert!(ours.stderr().contains("master gone"), "{}", ours.stderr());
 

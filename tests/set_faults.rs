@@ -58,7 +58,15 @@ fn refused_then_written(
     let again = next_report(&mut drv);
     assert!(!again.complete, "{what}: {again:?}");
     assert!(drv.fabric.stats().sets_refused_by_fault > refused, "{what}: the repair sends the Set again");
-    let path = drv.sm.subnet().nodes.iter().find(|n| n.info.node_guid == topo.nodes[node].node_guid).expect("found").path.clone();
+    let path = drv
+        .sm
+        .subnet()
+        .nodes
+        .iter()
+        .find(|n| n.info.node_guid == topo.nodes[node].node_guid)
+        .expect("found")
+        .path
+        .clone();
     assert!(!written(&mut drv, &path), "{what}: the node does not hold it yet");
 
     // The node takes Sets again: the next repair writes it.
@@ -105,13 +113,16 @@ fn mft_refused(status: Option<u16>) -> (SimDriver, ibsm_mad::Guid, DrPath, u64) 
             join_state: JoinState::FULL_MEMBER,
             ..McMemberRecord::default()
         };
-        assert_eq!(through_core(&mut drv, now, lid, (Method::Set, join, 0), &r).0, ids::status::OK, "{what}: {h} joins");
+        assert_eq!(
+            through_core(&mut drv, now, lid, (Method::Set, join, 0), &r).0,
+            ids::status::OK,
+            "{what}: {h} joins"
+        );
     }
     let path = drv.sm.subnet().nodes.iter().find(|n| n.info.node_guid == guid).expect("found").path;
     let limit = drv.now() + LIMIT;
-    let failed = drv.run_until(limit, |ev| {
-        matches!(ev, SmEvent::SmpFailed { attr_id: ids::attr::MFT, path: p, .. } if *p == path)
-    });
+    let failed = drv
+        .run_until(limit, |ev| matches!(ev, SmEvent::SmpFailed { attr_id: ids::attr::MFT, path: p, .. } if *p == path));
     assert!(failed.is_some(), "{what}: the failure is reported");
     let refused = drv.fabric.stats().sets_refused_by_fault;
     if status.is_none() {

@@ -314,7 +314,8 @@ fn takeover_with_policy(late_join: bool) {
         ];
         let mut h = SimSms::new(&topo, seed, sms).expect("attach");
         h.start(0);
-        h.run_until(h.now() + 60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+        h.run_until(h.now() + 60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+            .expect("up");
         h.start(1);
         h.run_until(h.now() + 60 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. })).expect("standby");
         until_current(&mut h, 0);
@@ -372,7 +373,8 @@ fn takeover_with_policy(late_join: bool) {
             h.run_until(step, |_, _| false);
             h.fabric.advance_to(ibsm_sim::fabric::SimTime(step.max(h.now())));
             while let Some(r) = h.fabric.recv(joiner) {
-                if SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == 0x51 && a.method.is_response()) {
+                if SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == 0x51 && a.method.is_response())
+                {
                     answer = Some(r.mad);
                 }
             }
@@ -399,7 +401,8 @@ fn takeover_with_policy(late_join: bool) {
         // The late join survived, or the port was told to re-register.
         let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
         let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x71), &by_mgid);
-        let kept = st == status::OK && McMemberRecord::parse(&data).is_ok_and(|r| r.port_gid == me && r.mlid == group.mlid);
+        let kept =
+            st == status::OK && McMemberRecord::parse(&data).is_ok_and(|r| r.port_gid == me && r.mlid == group.mlid);
         let told = h.fabric.stats().client_reregisters > reregistered;
         assert!(kept || told, "seed {seed}: the join after the last sync is lost and nobody was told (status {st:#x})");
         eprintln!(

@@ -253,12 +253,18 @@ fn every_trap_a_node_sends_is_repressed_at_that_node_with_its_tid() {
         let count = |n: u16| traps.iter().filter(|t| t.number == n).count();
         assert!(count(128) >= 2 && count(144) >= 2, "{what}: {traps:?}");
         for t in &traps {
-            let at = t.repressed_at.unwrap_or_else(|| panic!("{what}: trap {} of node {} not repressed", t.number, t.node));
+            let at =
+                t.repressed_at.unwrap_or_else(|| panic!("{what}: trap {} of node {} not repressed", t.number, t.node));
             assert!(at.0 - t.sent_at.0 < 100_000_000, "{what}: repressed {} ns after it was sent", at.0 - t.sent_at.0);
         }
         assert_eq!(after.trap_represses - before.trap_represses, traps.len() as u64, "{what}: one repress each");
         assert_eq!(after.trap_represses_unmatched, before.trap_represses_unmatched, "{what}: none for a trap not sent");
         assert_eq!(after.dropped_mkey, before.dropped_mkey, "{what}: no repress refused for its M_Key");
-        eprintln!("{what}: {} traps ({} of 128, {} of 144), each repressed at its issuer with its TID", traps.len(), count(128), count(144));
+        eprintln!(
+            "{what}: {} traps ({} of 128, {} of 144), each repressed at its issuer with its TID",
+            traps.len(),
+            count(128),
+            count(144)
+        );
     }
 }

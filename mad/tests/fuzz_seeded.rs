@@ -36,8 +36,8 @@ fn structured(rng: &mut Rng) -> Vec<u8> {
     const CLASSES: [u8; 5] = [0x01, 0x81, 0x03, 0x04, 0x06];
     const METHODS: [u8; 9] = [0x01, 0x02, 0x03, 0x05, 0x06, 0x07, 0x12, 0x13, 0x15];
     const ATTRS: [u16; 24] = [
-        0x0001, 0x0002, 0x0010, 0x0011, 0x0012, 0x0014, 0x0015, 0x0016, 0x0017, 0x0018, 0x0019, 0x001A, 0x001B,
-        0x0020, 0x0030, 0x0031, 0x0035, 0x0038, 0x0011, 0x0013, 0x0020, 0x00B0, 0xF000, 0xFF00,
+        0x0001, 0x0002, 0x0010, 0x0011, 0x0012, 0x0014, 0x0015, 0x0016, 0x0017, 0x0018, 0x0019, 0x001A, 0x001B, 0x0020,
+        0x0030, 0x0031, 0x0035, 0x0038, 0x0011, 0x0013, 0x0020, 0x00B0, 0xF000, 0xFF00,
     ];
     let mut m = rng.bytes(256);
     m[0] = if rng.one_in(8) { rng.byte() } else { 1 };
@@ -83,5 +83,8 @@ fn mad_decode_never_panics_and_round_trips_on_seeded_inputs() {
     });
     eprintln!("mad_decode: {ITERATIONS} inputs, {decoded_smp_or_sa} decoded as SMP or SA");
     // The generator reaches the decoder's deep paths, not only its first length check.
-    assert!(decoded_smp_or_sa > ITERATIONS / 10, "only {decoded_smp_or_sa} of {ITERATIONS} inputs decoded as SMP or SA");
+    assert!(
+        decoded_smp_or_sa > ITERATIONS / 10,
+        "only {decoded_smp_or_sa} of {ITERATIONS} inputs decoded as SMP or SA"
+    );
 }

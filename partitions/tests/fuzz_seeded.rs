@@ -25,8 +25,20 @@ const CORPUS: [&str; 6] = [
 
 /// A file of one to five statements written from the grammar with random parts.
 fn structured(rng: &mut Rng) -> Vec<u8> {
-    const FLAGS: [&str; 10] = ["ipoib", "mtu=4", "mtu=5", "rate=7", "sl=1", "scope=2", "defmember=full", "defmember=limited", "indx0", "Q_Key=0x0b1b"];
-    const MEMBERS: [&str; 8] = ["ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF", "NONE", "0x0002c9030000aa01", "0x101"];
+    const FLAGS: [&str; 10] = [
+        "ipoib",
+        "mtu=4",
+        "mtu=5",
+        "rate=7",
+        "sl=1",
+        "scope=2",
+        "defmember=full",
+        "defmember=limited",
+        "indx0",
+        "Q_Key=0x0b1b",
+    ];
+    const MEMBERS: [&str; 8] =
+        ["ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF", "NONE", "0x0002c9030000aa01", "0x101"];
     const KINDS: [&str; 5] = ["", "=full", "=limited", "=both", "=limi"];
     let mut s = String::new();
     for _ in 0..=rng.below(5) {

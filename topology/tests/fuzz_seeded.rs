@@ -19,7 +19,8 @@ fn corpus() -> Vec<Vec<u8>> {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut out = Vec::new();
     for dir in [format!("{root}/../examples/fabrics"), format!("{root}/tests/data")] {
-        let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
+        let mut paths: Vec<_> =
+            std::fs::read_dir(&dir).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
         paths.sort();
         for p in paths.iter().filter(|p| p.extension().is_some_and(|e| e == "net" || e == "ibnetdiscover")) {
             let mut bytes = std::fs::read(p).expect("corpus file");
