@@ -13,6 +13,7 @@
 
 #![allow(dead_code)]
 
+use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// SplitMix64: small, fast, and good enough to pick mutations. Deterministic from its seed.
@@ -200,7 +201,10 @@ pub fn run(
             data
         };
         if catch_unwind(AssertUnwindSafe(|| body(&input))).is_err() {
-            let hex: String = input.iter().map(|b| format!("{b:02x}")).collect();
+            let hex = input.iter().fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            });
             panic!("{target}: seed {seed:#x}, iteration {i}: the body panicked on {} bytes: {hex}", input.len());
         }
     }

@@ -58,15 +58,8 @@ fn refused_then_written(
     let again = next_report(&mut drv);
     assert!(!again.complete, "{what}: {again:?}");
     assert!(drv.fabric.stats().sets_refused_by_fault > refused, "{what}: the repair sends the Set again");
-    let path = drv
-        .sm
-        .subnet()
-        .nodes
-        .iter()
-        .find(|n| n.info.node_guid == topo.nodes[node].node_guid)
-        .expect("found")
-        .path
-        .clone();
+    let path =
+        drv.sm.subnet().nodes.iter().find(|n| n.info.node_guid == topo.nodes[node].node_guid).expect("found").path;
     assert!(!written(&mut drv, &path), "{what}: the node does not hold it yet");
 
     // The node takes Sets again: the next repair writes it.

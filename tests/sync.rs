@@ -295,6 +295,7 @@ fn a_join_after_the_last_sync_survives_a_takeover_or_its_port_is_told_to_re_regi
 
 /// Two SMs with one policy; with `late_join`, a host creates a group after the standby's last
 /// sync (its cable loses the sync) and the master dies as soon as it answers.
+#[allow(clippy::too_many_lines)] // one scenario, read from top to bottom
 fn takeover_with_policy(late_join: bool) {
     let topo = example("fat-tree-2l-k4.net");
     let at = hosts(&topo);

@@ -8,6 +8,8 @@ mod body;
 #[path = "../../fuzz/seeded.rs"]
 mod seeded;
 
+use std::fmt::Write as _;
+
 use seeded::Rng;
 
 const ITERATIONS: usize = 200_000;
@@ -46,14 +48,14 @@ fn structured(rng: &mut Rng) -> Vec<u8> {
             s.push_str("# a comment\n");
         }
         if !rng.one_in(5) {
-            s.push_str(*rng.pick(&["Default", "storage", "p", "x_1", ""]));
+            s.push_str(rng.pick::<&str>(&["Default", "storage", "p", "x_1", ""]));
         }
         if !rng.one_in(4) {
-            s.push_str(&format!("=0x{:04x}", rng.next_u64() as u16));
+            let _ = write!(s, "=0x{:04x}", rng.next_u64() as u16);
         }
         for _ in 0..rng.below(3) {
             s.push(',');
-            s.push_str(*rng.pick(&FLAGS));
+            s.push_str(rng.pick::<&str>(&FLAGS));
         }
         s.push_str(" :");
         if rng.one_in(5) {
@@ -61,13 +63,13 @@ fn structured(rng: &mut Rng) -> Vec<u8> {
         }
         for k in 0..=rng.below(3) {
             if k > 0 {
-                s.push_str(*rng.pick(&[",", ",\n  "]));
+                s.push_str(rng.pick::<&str>(&[",", ",\n  "]));
             }
             s.push(' ');
-            s.push_str(*rng.pick(&MEMBERS));
-            s.push_str(*rng.pick(&KINDS));
+            s.push_str(rng.pick::<&str>(&MEMBERS));
+            s.push_str(rng.pick::<&str>(&KINDS));
         }
-        s.push_str(*rng.pick(&[" ;\n", ";", " ; "]));
+        s.push_str(rng.pick::<&str>(&[" ;\n", ";", " ; "]));
     }
     s.into_bytes()
 }

@@ -8,9 +8,9 @@ use ibsm_partitions::{parse_partitions_conf, render_partitions_conf};
 /// Parses `data` as a `partitions.conf` and checks the round trip; panics when a check fails.
 pub fn check(data: &[u8]) {
     let Ok(text) = core::str::from_utf8(data) else { return };
-    if let Ok(policy) = parse_partitions_conf(text) {
-        if let Ok(rendered) = render_partitions_conf(&policy) {
-            assert_eq!(parse_partitions_conf(&rendered).as_ref(), Ok(&policy));
-        }
+    if let Ok(policy) = parse_partitions_conf(text)
+        && let Ok(rendered) = render_partitions_conf(&policy)
+    {
+        assert_eq!(parse_partitions_conf(&rendered).as_ref(), Ok(&policy));
     }
 }
