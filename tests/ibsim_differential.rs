@@ -26,11 +26,11 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use ibsm_topology::{NodeKind, Topology};
 use support::ibsim::{Ibsim, require_ibsim, require_tools, wait_for};
+use support::opensm::OpenSm;
 
 /// How a deliberate difference may look.
 enum Shape {
@@ -136,16 +136,6 @@ impl Case {
             }
         }
         out
-    }
-}
-
-/// A process killed when dropped (also when a test fails while it runs).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -267,30 +257,16 @@ fn battery(sim: &Ibsim, case: &Case, lids: &BTreeMap<u64, u16>) -> Battery {
 /// Runs the battery under OpenSM; returns it and OpenSM's `guid2lid`.
 fn under_opensm(case: &Case) -> (Battery, String) {
     let sim = Ibsim::start(&case.net).expect("ibsim");
-    let dir = sim.dir().join("opensm");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut args: Vec<String> = vec!["-f".into(), dir.join("opensm.log").to_string_lossy().into_owned()];
+    let mut args: Vec<String> = Vec::new();
     if let Some(p) = &case.policy {
         let file = sim.dir().join("partitions.conf");
         std::fs::write(&file, p).expect("write");
         args.extend(["-P".into(), file.to_string_lossy().into_owned()]);
     }
-    let _osm = sim
-        .command(Some(&case.sm_host), "opensm")
-        .args(&args)
-        .env("OSM_CACHE_DIR", &dir)
-        .env("OSM_TMP_DIR", &dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map(KillOnDrop)
-        .expect("opensm starts");
-    let link_ends: usize =
-        case.topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
-    let lst = dir.join("opensm-subnet.lst");
-    wait_for("OpenSM's subnet up", Duration::from_secs(60), || {
-        std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
-    });
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let osm = OpenSm::start(&sim, &case.sm_host, "opensm", &args);
+    osm.wait_subnet_up(&case.topo, Duration::from_secs(60));
+    let dir = osm.dir().to_path_buf();
     let g2l_path = dir.join("guid2lid");
     wait_for("OpenSM's guid2lid", Duration::from_secs(30), || {
         std::fs::read_to_string(&g2l_path).is_ok_and(|t| guid2lid(&t).len() >= case.end_ports().len())

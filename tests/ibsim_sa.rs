@@ -24,11 +24,11 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use ibsm_topology::{NodeKind, Topology};
 use support::ibsim::{Ibsim, require_ibsim, require_tools, saquery_records};
+use support::opensm::OpenSm;
 
 type Rec = BTreeMap<String, String>;
 
@@ -193,38 +193,11 @@ fn fabric() -> Fabric {
     Fabric { net, topo, sm_host, client }
 }
 
-/// A process killed when dropped (also when a test fails while it runs).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts OpenSM at `host`, with its own cache and dump directories (a guid2lid from other runs
-/// would change its numbering), and waits until the subnet is up: OpenSM buffers its log, but
-/// the subnet list it writes when a sweep is done shows every link end ACT by then.
-fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology, extra: &[&str]) -> KillOnDrop {
-    let dir = sim.dir().join("opensm");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let osm = sim
-        .command(Some(host), "opensm")
-        .args(["-f", &dir.join("opensm.log").to_string_lossy()])
-        .args(extra)
-        .env("OSM_CACHE_DIR", &dir)
-        .env("OSM_TMP_DIR", &dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map(KillOnDrop)
-        .expect("opensm starts");
-    let link_ends: usize = topo.nodes.iter().map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum();
-    let lst = dir.join("opensm-subnet.lst");
-    wait_for("OpenSM's subnet up (every link end ACT in opensm-subnet.lst)", Duration::from_secs(60), || {
-        std::fs::read_to_string(&lst).is_ok_and(|l| l.matches("LOG=ACT").count() == link_ends)
-    });
+/// Starts OpenSM at `host` (its own cache and dump directories: a guid2lid from other runs
+/// would change its numbering) and waits until the subnet is up.
+fn start_opensm(sim: &Ibsim, host: &str, topo: &Topology, extra: &[&str]) -> OpenSm {
+    let osm = OpenSm::start(sim, host, "opensm", extra);
+    osm.wait_subnet_up(topo, Duration::from_secs(60));
     osm
 }
 

@@ -9,6 +9,7 @@ use ibsm::core::mkeys::{MKeyConfig, MKeyMode, MKeySecret};
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::PortInfo;
+use ibsm_mad::header::Method;
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, MKey, ids};
 use ibsm_sim::fabric::{AgentId, Dest, SimTime};
@@ -121,6 +122,7 @@ fn every_port_gets_its_own_key_with_protect_bits_and_lease() {
 
 #[test]
 fn a_second_sm_without_the_key_is_locked_out_and_reported() {
+    locked_out(0);
     locked_out(1);
     locked_out(2);
     locked_out(3);
@@ -135,13 +137,18 @@ fn locked_out(protect: u8) {
     let host = (0..topo.nodes.len()).rev().find(|&i| topo.nodes[i].kind == NodeKind::Ca).expect("host");
     let rogue = drv.fabric.attach(host, 1).expect("probe");
     let read = port_info(&mut drv, rogue, &DrPath::local(), 1, 0);
-    if protect == 1 {
+    let held = drv.sm.mkeys_held()[&topo.nodes[host].port_guid(1)];
+    if protect == 0 {
+        // Level 0: the Get is answered with the key itself, and is no violation.
+        assert_eq!(read.map(|i| (i.m_key.0, i.m_key_protect_bits)), Some((held, 0)), "level 0: the key is shown");
+    } else if protect == 1 {
         // Level 1: the Get is answered, without the key, and is no violation.
         assert_eq!(read.map(|i| (i.m_key.0, i.m_key_protect_bits)), Some((0, 1)), "level 1: the key is hidden");
     } else {
         assert_eq!(read, None, "level {protect}: a Get without the key fails");
     }
-    let refusals = u64::from(protect >= 2) + 1;
+    // Refused: the Get at levels 2 and 3, then at every level the Set and the TrapRepress.
+    let refusals = u64::from(protect >= 2) + 2;
     if protect == 1 {
         // The SM_Key in the SM's SMInfo is shown only to a requester with the M_Key of the
         // SM's port (the Get itself passes at level 1).
@@ -167,6 +174,13 @@ fn locked_out(protect: u8) {
     });
     set.m_key = MKey(0x1234);
     drv.fabric.send(rogue, &set.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    // A TrapRepress with a wrong key, as a rogue would send to silence the port's traps: refused
+    // at every level (the IBTA checks TrapRepress as it checks Set).
+    let mut repress = SmpRepr::get_dr(&DrPath::local(), ids::attr::NOTICE, 0, 0x9a).with_method(Method::TrapRepress);
+    repress.m_key = MKey(0x1234);
+    // (It names no trap: had it passed the check, the port would count it as unmatched.)
+    let unmatched = drv.fabric.stats().trap_represses_unmatched;
+    drv.fabric.send(rogue, &repress.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
     let mut reports = Vec::new();
     drv.run_until(drv.now() + 2_000_000_000, |e| {
         if let SmEvent::BadMKey { lid, m_key, ours, count, .. } = e {
@@ -180,6 +194,8 @@ fn locked_out(protect: u8) {
     let first_key = if protect >= 2 { MKey(0) } else { MKey(0x1234) };
     assert_eq!(reports, [(host_lid, first_key, false, 1)], "reported once, not ours");
     assert_eq!(drv.sm.mkey_violations()[&host_lid].count, refusals, "every refusal counted");
+    let taken = drv.fabric.stats().trap_represses_unmatched - unmatched;
+    assert_eq!(taken, 0, "level {protect}: the TrapRepress with a wrong key is refused");
     // The port is unchanged: the SM reads its LID with its key.
     let path = end_ports(&topo, &drv).into_iter().find(|(_, _, g)| *g == topo.nodes[host].port_guid(1)).expect("port");
     let key = drv.sm.mkeys_held()[&topo.nodes[host].port_guid(1)];

@@ -6,14 +6,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use ibsm::routes::svg::{CA_LINK, HOT, IDLE};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::cmd::{ibsm, root, tmp_dir};
+use support::daemon::Daemon;
 
 const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
 
@@ -260,41 +261,25 @@ fn a_three_level_tree_with_names_to_escape() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A child `ibsm run` killed if the test fails half-way.
-struct Sm(Child);
-
-impl Drop for Sm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn live_drawing_equals_the_offline_one_with_the_sms_lids() {
     let dir = tmp_dir("live");
     let (sock, state) = (dir.join("sock"), dir.join("state"));
-    let child = Command::new(env!("CARGO_BIN_EXE_ibsm"))
-        .args(["run", "--sim", FABRIC, "--state-dir"])
-        .arg(&state)
-        .arg("--control")
-        .arg(&sock)
-        .current_dir(root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ibsm run starts");
-    let mut sm = Sm(child);
+    let mut sm = Daemon::start(
+        &[
+            "run",
+            "--sim",
+            FABRIC,
+            "--state-dir",
+            state.to_str().expect("utf-8"),
+            "--control",
+            sock.to_str().expect("utf-8"),
+        ],
+        None,
+        &[],
+    );
     let s = sock.to_str().expect("utf-8");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(sm.0.try_wait().ok().flatten().is_none(), "the SM exited early");
-        assert!(Instant::now() < deadline, "the SM did not come up");
-        if sock.exists() && ibsm(&["status", "--socket", s]).1.contains("subnet up") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    sm.wait_up(&sock, Duration::from_secs(60));
     let (json, live) = check_svg(&["--socket", s], &dir.join("live.svg"));
     let net = root().join(FABRIC);
     let live_cables = assert_drawing(&live, &json, &net);

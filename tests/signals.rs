@@ -6,35 +6,12 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::cmd::{ibsm, root, tmp_dir};
+use support::daemon::{Daemon, status};
 use support::ibsim::{Ibsim, require_ibsim};
-
-/// A child `ibsm run` killed if the test fails half-way.
-struct Sm(Child);
-
-impl Drop for Sm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Sm {
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().ok().flatten().is_none()
-    }
-
-    fn send(&self, signal: &str) {
-        let st = Command::new("kill").arg(format!("-{signal}")).arg(self.0.id().to_string()).status().expect("kill");
-        assert!(st.success(), "kill -{signal}");
-    }
-}
 
 /// The signals `pid` catches (a handler installed), from `SigCgt` in `/proc/PID/status`.
 fn caught(pid: u32) -> u64 {
@@ -54,18 +31,8 @@ const HUP: u32 = 1;
 const USR1: u32 = 10;
 const USR2: u32 = 12;
 
-/// The SM's answer to `status` over its control socket, if it answers.
-fn status(sock: &Path) -> Option<serde_json::Value> {
-    let mut s = UnixStream::connect(sock).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(b"{\"query\":\"status\"}\n").ok()?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).ok()?;
-    serde_json::from_str(answer.trim()).ok()
-}
-
 /// Polls `cond` until it holds or `what` times out (the SM must stay alive meanwhile).
-fn wait_for(sm: &mut Sm, what: &str, stderr: &Path, mut cond: impl FnMut() -> bool) {
+fn wait_for(sm: &mut Daemon, what: &str, stderr: &Path, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !cond() {
         let log = std::fs::read_to_string(stderr).unwrap_or_default();
@@ -86,23 +53,24 @@ fn sim_sm_survives_hup_at_start_usr1_and_usr2_and_stops_on_term() {
     assert_eq!(code, Some(0), "{err}");
     let policy = dir.join("partitions.conf");
     std::fs::write(&policy, "Default=0x7fff : ALL=full ;\n").expect("policy");
-    let child = Command::new(env!("CARGO_BIN_EXE_ibsm"))
-        .args(["--log-format", "json", "run", "--sim"])
-        .arg(&net)
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--control")
-        .arg(&sock)
-        .arg("--partitions")
-        .arg(&policy)
-        .env("RUST_LOG", "info")
-        .current_dir(root())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
-        .spawn()
-        .expect("ibsm run starts");
-    let mut sm = Sm(child);
-    let pid = sm.0.id();
+    let mut sm = Daemon::start(
+        &[
+            "--log-format",
+            "json",
+            "run",
+            "--sim",
+            net.to_str().expect("utf-8"),
+            "--state-dir",
+            state.to_str().expect("utf-8"),
+            "--control",
+            sock.to_str().expect("utf-8"),
+            "--partitions",
+            policy.to_str().expect("utf-8"),
+        ],
+        Some(&err_file),
+        &[("RUST_LOG", "info")],
+    );
+    let pid = sm.pid();
 
     // SIGHUP as soon as the process catches it, before its configuration is read and its
     // first sweep done.
@@ -161,19 +129,16 @@ fn umad_sm_under_ibsim_survives_hup_at_start_usr1_and_usr2_and_stops_on_term() {
     let (sock, err_file, policy) =
         (sim.dir().join("ibsm.sock"), sim.dir().join("ibsm.stderr"), sim.dir().join("partitions.conf"));
     std::fs::write(&policy, "Default=0x7fff : ALL=full ;\n").expect("policy");
-    let child = sim
-        .command(Some("h0"), env!("CARGO_BIN_EXE_ibsm"))
-        .args(["--log-format", "json", "run", "--control"])
-        .arg(&sock)
-        .arg("--partitions")
-        .arg(&policy)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
-        .spawn()
-        .expect("ibsm run starts under ibsim-run");
-    let mut sm = Sm(child);
-    let pid = sm.0.id();
+    let mut sm = Daemon::spawn(
+        sim.command(Some("h0"), env!("CARGO_BIN_EXE_ibsm"))
+            .args(["--log-format", "json", "run", "--control"])
+            .arg(&sock)
+            .arg("--partitions")
+            .arg(&policy)
+            .env("RUST_LOG", "info"),
+        Some(&err_file),
+    );
+    let pid = sm.pid();
     let all = bit(HUP) | bit(USR1) | bit(USR2);
     // Caught before the port is opened and the first sweep runs: SIGHUP at once.
     wait_for(&mut sm, "SIGHUP, SIGUSR1 and SIGUSR2 caught", &err_file, || caught(pid) & all == all);

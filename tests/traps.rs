@@ -213,3 +213,58 @@ fn a_cut_cable_is_handled_by_a_quick_sweep_without_rediscovery() {
         assert!(drv.fabric.check_routes().ok());
     }
 }
+
+#[test]
+fn every_trap_a_node_sends_is_repressed_at_that_node_with_its_tid() {
+    // FT1: the SM answers each trap with a TrapRepress to the issuer carrying the trap's TID
+    // (and, on a keyed fabric, the issuer's M_Key, so that the repress is not refused). The
+    // simulator logs the traps its nodes send and the represses that pass their M_Key check.
+    // Traps here: 128 from a leaf whose host cable goes down and up, 144 from a renamed host
+    // and from a renamed switch. (A trap whose repress is routed over the cable that just went
+    // down is lost with it; hardware repeats an unrepressed trap, the simulator does not.)
+    use ibsm::core::mkeys::{MKeyConfig, MKeyMode, MKeySecret};
+    let topo = ibsm_topology::GenSpec::fat_tree(2, 4).generate().expect("fabric");
+    for protect in [None, Some(0u8), Some(2)] {
+        let m_key = protect.map_or_else(MKeyConfig::default, |protect| MKeyConfig {
+            mode: MKeyMode::PerPort,
+            protect,
+            lease_s: 60,
+            secret: MKeySecret([9; 16]),
+        });
+        let cfg = SmConfig { m_key, ..SmConfig::default() };
+        let mut drv = SimDriver::new(&topo, 5, Sm::new(cfg, Guid2Lid::default()), None).expect("sim");
+        drv.sweep(600_000_000_000, |_| {}).expect("up");
+        let before = drv.fabric.stats();
+        let logged = drv.fabric.traps().count();
+        // The last host (not the SM's) loses its cable and gets it back: trap 128 from its leaf.
+        let host = topo.nodes.iter().rposition(|n| n.kind == NodeKind::Ca).expect("a host");
+        let leaf = topo.nodes[host].peer(1).expect("cabled").node;
+        drv.fabric.inject_fault(Fault::LinkDown { node: host, port: 1 });
+        run_ms(&mut drv, 500);
+        drv.fabric.inject_fault(Fault::LinkUp { node: host, port: 1 });
+        run_ms(&mut drv, 500);
+        // Renamed: a host (trap 144 from its port) and the leaf (from its port 0).
+        drv.fabric.set_node_desc(host - 1, "renamed-host");
+        drv.fabric.set_node_desc(leaf, "renamed-leaf");
+        run_ms(&mut drv, 500);
+        let after = drv.fabric.stats();
+        let traps: Vec<_> = drv.fabric.traps().skip(logged).copied().collect();
+        let what = format!("protect {protect:?}");
+        let count = |n: u16| traps.iter().filter(|t| t.number == n).count();
+        assert!(count(128) >= 2 && count(144) >= 2, "{what}: {traps:?}");
+        for t in &traps {
+            let at =
+                t.repressed_at.unwrap_or_else(|| panic!("{what}: trap {} of node {} not repressed", t.number, t.node));
+            assert!(at.0 - t.sent_at.0 < 100_000_000, "{what}: repressed {} ns after it was sent", at.0 - t.sent_at.0);
+        }
+        assert_eq!(after.trap_represses - before.trap_represses, traps.len() as u64, "{what}: one repress each");
+        assert_eq!(after.trap_represses_unmatched, before.trap_represses_unmatched, "{what}: none for a trap not sent");
+        assert_eq!(after.dropped_mkey, before.dropped_mkey, "{what}: no repress refused for its M_Key");
+        eprintln!(
+            "{what}: {} traps ({} of 128, {} of 144), each repressed at its issuer with its TID",
+            traps.len(),
+            count(128),
+            count(144)
+        );
+    }
+}

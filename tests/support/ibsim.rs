@@ -497,6 +497,18 @@ impl Ibsim {
     /// go to files in the run directory (see [`Client::stdout`]). Counts against ibsim's limit
     /// of 10 clients while it runs.
     pub fn spawn_at(&mut self, host: Option<&str>, program: &str, args: &[&str]) -> io::Result<Client> {
+        self.spawn_at_with_env(host, program, args, &[])
+    }
+
+    /// As [`Ibsim::spawn_at`], with `env` added to the program's environment (e.g.
+    /// `RUST_LOG=info` for an `ibsm` whose info lines a test reads).
+    pub fn spawn_at_with_env(
+        &mut self,
+        host: Option<&str>,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> io::Result<Client> {
         self.clients_started += 1;
         let n = self.clients_started;
         let stdout_path = self.dir.join(format!("client-{n}.stdout"));
@@ -504,6 +516,7 @@ impl Ibsim {
         let child = self
             .command(host, program)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(fs::File::create(&stdout_path)?)
             .stderr(fs::File::create(&stderr_path)?)
             .spawn()?;

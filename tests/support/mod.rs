@@ -9,7 +9,9 @@
 #![allow(dead_code)]
 
 pub mod cmd;
+pub mod daemon;
 pub mod fabrics;
 pub mod ibsim;
+pub mod opensm;
 pub mod sa;
 pub mod sms;

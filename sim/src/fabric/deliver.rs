@@ -65,6 +65,8 @@ impl Fabric {
             now: SimTime(0),
             rng: Rng::new(cfg.seed),
             rules: Vec::new(),
+            set_faults: Vec::new(),
+            traps: std::collections::VecDeque::new(),
             cfg,
             stats: Stats::default(),
         }
@@ -208,6 +210,12 @@ impl Fabric {
     /// Applies a fault now.
     pub fn inject_fault(&mut self, f: Fault) {
         self.apply(f);
+    }
+
+    /// The traps the nodes sent (the last [`super::TRAP_LOG_LEN`]), oldest first, each with
+    /// the time a TrapRepress for it came back, if one did.
+    pub fn traps(&self) -> impl Iterator<Item = &super::TrapLog> {
+        self.traps.iter()
     }
 
     /// Applies a fault at virtual time `at` (now, if `at` is in the past).
@@ -641,6 +649,8 @@ impl Fabric {
             Fault::SetGuid { node, guid } => self.set_guid(node, guid),
             Fault::AddRule(r) => self.rules.push(r),
             Fault::ClearRules => self.rules.clear(),
+            Fault::FailSets(f) => self.set_faults.push(f),
+            Fault::ClearSetFaults => self.set_faults.clear(),
         }
     }
 

@@ -1,8 +1,9 @@
 //! Fault vocabulary: what can go wrong in the fabric, and per-link packet rules.
 //!
 //! A [`Fault`] changes the fabric (a cable pulled, a node crashed); a [`LinkRule`] is consulted
-//! for every packet crossing a cable and returns a verdict: pass, pass later, or drop. Both are
-//! deterministic given the fabric's seed.
+//! for every packet crossing a cable and returns a verdict: pass, pass later, or drop; a
+//! [`SetFault`] makes a node's SMA refuse Sets of one attribute. All are deterministic given the
+//! fabric's seed.
 
 use ibsm_mad::Guid;
 
@@ -40,6 +41,23 @@ pub enum Fault {
     AddRule(LinkRule),
     /// Remove every packet rule.
     ClearRules,
+    /// Make the SMA of a node refuse Sets of one attribute (see [`SetFault`]).
+    FailSets(SetFault),
+    /// Remove every [`SetFault`].
+    ClearSetFaults,
+}
+
+/// Sets of one attribute that an SMA refuses, as a faulty switch or HCA firmware would: the
+/// Set changes nothing and is answered with an error status, or not answered at all. Gets of
+/// the attribute are answered as usual, so a read-back shows what the node really holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetFault {
+    /// The node whose SMA refuses; `None` = every node.
+    pub node: Option<NodeRef>,
+    /// The attribute ID (`ids::attr::MFT`, `SWITCH_INFO`, `PKEY_TABLE`, ...).
+    pub attr: u16,
+    /// `Some(status)`: answered with this MAD status (e.g. 0x001c); `None`: dropped silently.
+    pub status: Option<u16>,
 }
 
 /// A rule applied to packets crossing a cable: drop with a probability, or delay.

@@ -14,7 +14,8 @@
 //!
 //! Faults ([`Fault`]) are applied now ([`Fabric::inject`]) or at a virtual time
 //! ([`Fabric::schedule`]); per-link or global drop and delay rules ([`LinkRule`]) apply to every
-//! packet crossing a cable. Each node's SMA serves SMPs one at a time, with a service time
+//! packet crossing a cable, and a node's SMA can be made to refuse Sets of one attribute
+//! ([`SetFault`]). Each node's SMA serves SMPs one at a time, with a service time
 //! per SMP ([`Timing`]), so bursts to one node queue.
 
 mod check;
@@ -31,7 +32,7 @@ use ibsm_mad::{Lid, MAD_LEN};
 use crate::rng::Rng;
 
 pub use check::RouteCheck;
-pub use fault::{Fault, LinkRule};
+pub use fault::{Fault, LinkRule, SetFault};
 use state::{Node, Port, Switch};
 pub use state::{NodeRef, PortRef};
 
@@ -118,6 +119,31 @@ pub struct Stats {
     pub lft_blocks_changed: u64,
     /// When the last LFT block was written.
     pub last_lft_set_at: SimTime,
+    /// Sets refused by a [`SetFault`] (answered with its status, or dropped).
+    pub sets_refused_by_fault: u64,
+    /// TrapRepress SMPs that passed the M_Key check and named a trap the node sent.
+    pub trap_represses: u64,
+    /// TrapRepress SMPs that passed the M_Key check but named no trap of the node (another
+    /// TID, or not a Notice).
+    pub trap_represses_unmatched: u64,
+}
+
+/// Most traps [`Fabric::traps`] keeps (the oldest go first).
+pub const TRAP_LOG_LEN: usize = 4096;
+
+/// A trap a node sent, and whether a TrapRepress for it came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrapLog {
+    /// The node that sent it.
+    pub node: NodeRef,
+    /// Its TransactionID (a TrapRepress must carry the same).
+    pub tid: u64,
+    /// The trap number (128, 144, 256, ...).
+    pub number: u16,
+    /// When it was sent.
+    pub sent_at: SimTime,
+    /// When the first TrapRepress for it passed the node's M_Key check.
+    pub repressed_at: Option<SimTime>,
 }
 
 /// Timing parameters of the simulated hardware.
@@ -244,6 +270,8 @@ pub struct Fabric {
     now: SimTime,
     rng: Rng,
     rules: Vec<LinkRule>,
+    set_faults: Vec<SetFault>,
+    traps: std::collections::VecDeque<TrapLog>,
     cfg: SimConfig,
     stats: Stats,
 }

@@ -1,6 +1,7 @@
 //! The subnet management agent of every simulated node: answers SMP Get/Set from the node's
 //! state, checks M_Keys (protect bits 0–3, lease timer, violation counter, trap 256), applies the
-//! port state machine rules to PortInfo Sets, and raises traps 128 and 144.
+//! port state machine rules to PortInfo Sets, raises traps 128 and 144, and logs each trap it
+//! sends with the TrapRepress that came back for it (one that passed the M_Key check).
 //!
 //! Validity checks follow the IBTA rules: a Set with any invalid field changes nothing and is
 //! answered with status 0x001c; an attribute a node does not have (SwitchInfo on a CA) gives
@@ -60,6 +61,17 @@ impl Fabric {
                 return Outcome::Silent;
             }
         };
+        if method == ids::method::SET {
+            let node = self.ports[p as usize].node as usize;
+            let fault = self.set_faults.iter().find(|f| f.attr == attr && f.node.is_none_or(|n| n == node));
+            if let Some(f) = fault.copied() {
+                self.stats.sets_refused_by_fault += 1;
+                return match f.status {
+                    Some(status) => self.respond(mad, status),
+                    None => Outcome::Silent,
+                };
+            }
+        }
         let status = match method {
             ids::method::GET | ids::method::SET => {
                 let set = method == ids::method::SET;
@@ -77,7 +89,20 @@ impl Fabric {
                     }
                 }
             }
-            ids::method::TRAP_REPRESS => return Outcome::Silent,
+            ids::method::TRAP_REPRESS => {
+                // Past the M_Key check: it stops the trap it names from being repeated.
+                let (node, tid) = (self.ports[p as usize].node as usize, hdr_tid(mad));
+                let now = self.now;
+                let hit = self.traps.iter_mut().rev().find(|t| t.node == node && t.tid == tid);
+                match hit.filter(|_| attr == ids::attr::NOTICE) {
+                    Some(t) => {
+                        t.repressed_at.get_or_insert(now);
+                        self.stats.trap_represses += 1;
+                    }
+                    None => self.stats.trap_represses_unmatched += 1,
+                }
+                return Outcome::Silent;
+            }
             _ => ids::status::BAD_METHOD,
         };
         self.respond(mad, status)
@@ -672,6 +697,11 @@ impl Fabric {
         data.copy_from_slice(&full[..64]);
         let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap);
         self.stats.traps_sent += 1;
+        if self.traps.len() >= super::TRAP_LOG_LEN {
+            self.traps.pop_front();
+        }
+        let number = notice.trap_number().unwrap_or_default();
+        self.traps.push_back(super::TrapLog { node, tid, number, sent_at: self.now, repressed_at: None });
         let at = self.sma_slot(node);
         self.inject(at, from, smp.to_bytes(), Dest { dlid, qpn: 0 }, None);
     }
@@ -799,4 +829,9 @@ fn default_vlarb() -> [[u8; 64]; 4] {
         t[2][i + 1] = if vl == 0 { 4 } else { 0 };
     }
     t
+}
+
+/// The TransactionID of the MAD in `mad`.
+fn hdr_tid(mad: &[u8; MAD_LEN]) -> u64 {
+    Mad::new_unchecked(&mad[..]).tid()
 }
