@@ -447,7 +447,15 @@ fn services_are_registered_found_replaced_deleted_and_expire() {
     let later = t0 + 61_000_000_000;
     assert_eq!(ask(&mut drv, later, Method::Get, ServiceRecord::COMP_SERVICE_NAME, &web).0, status::SA_NO_RECORDS);
     assert_eq!(ask(&mut drv, later, Method::Get, 0, &web).0, status::OK, "only db is left");
-    // Delete by ServiceID answers with the record; a second Delete finds nothing.
+    // A Delete names one record by its ServiceID, ServiceGID and ServiceP_Key, as OpenSM's:
+    // whatever the component mask, a template that names none removes nothing (a mask of 0 once
+    // removed every service of every port).
+    let blank = ServiceRecord::default();
+    assert_eq!(ask(&mut drv, later, Method::Delete, 0, &blank).0, status::SA_NO_RECORDS);
+    let other = ServiceRecord { service_pkey: PKey(0x7fff), ..db };
+    assert_eq!(ask(&mut drv, later, Method::Delete, ServiceRecord::COMP_SERVICE_ID, &other).0, status::SA_NO_RECORDS);
+    assert_eq!(ask(&mut drv, later, Method::Get, 0, &db).0, status::OK, "db is still there");
+    // Delete by its record ID answers with the record; a second Delete finds nothing.
     let (st, data) = ask(&mut drv, later, Method::Delete, ServiceRecord::COMP_SERVICE_ID, &db);
     assert_eq!((st, ServiceRecord::parse(&data).unwrap()), (status::OK, db));
     assert_eq!(ask(&mut drv, later, Method::Delete, ServiceRecord::COMP_SERVICE_ID, &db).0, status::SA_NO_RECORDS);
@@ -597,7 +605,8 @@ fn one_port_cannot_fill_the_subscriptions_or_the_services_others_are_served() {
         let a = sa::serve(&s.snap, &mut state, &live, bytes, s.lid_of(from), &Limits::default()).expect("answered");
         a.status
     };
-    let sub = |qpn: u32| request(Method::Set, 0, 0x900, &ibsm_mad::records::InformInfo { qpn, ..inform_all() }).unwrap();
+    let sub =
+        |qpn: u32| request(Method::Set, 0, 0x900, &ibsm_mad::records::InformInfo { qpn, ..inform_all() }).unwrap();
     for qpn in 0..MAX_SUBSCRIPTIONS_PER_PORT as u32 {
         assert_eq!(ask(greedy, &sub(qpn + 2)), status::OK, "subscription {qpn}");
     }
@@ -633,10 +642,9 @@ fn one_port_cannot_fill_the_subscriptions_or_the_services_others_are_served() {
 /// the first record only, `saquery -O 1` named h0 under OpenSM and nothing under ibsm.
 #[test]
 fn get_table_answers_list_nodes_in_opensms_order() {
-    let topo = ibsm_topology::Topology::load(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/chain-4.net"),
-    )
-    .expect("chain-4.net");
+    let topo =
+        ibsm_topology::Topology::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/chain-4.net"))
+            .expect("chain-4.net");
     let s = sweep(topo, 0);
     let all = s.ask(Method::GetTable, 0, &NodeRecord::parse(&[0; 108]).unwrap());
     assert_eq!(all.status, status::OK);

@@ -10,11 +10,11 @@
 //! cannot take a record. Get, GetTable and Delete select
 //! by ComponentMask; Delete answers with the record it removed (NO_RECORDS when none matched).
 
-use ibsm_mad::{Attribute, Guid};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::ServiceRecord;
 use ibsm_mad::records::components::matches;
+use ibsm_mad::{Attribute, Guid};
 
 use super::answer::Table;
 use super::snapshot::Snapshot;
@@ -117,16 +117,14 @@ impl Services {
         Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
     }
 
+    /// Deletes the one record whose ServiceID, ServiceGID and ServiceP_Key (its record ID) are
+    /// the template's, as OpenSM does, whatever the component mask says: a Delete with a mask
+    /// of 0 would otherwise match, and remove, every service of every port.
     fn delete(&mut self, q: &Query<'_>) -> Answer {
         let h = &q.header;
-        let mut removed = None;
-        self.entries.retain(|e| {
-            let hit = matches::<ServiceRecord>(h.comp_mask, q.template, &e.rec.to_vec());
-            if hit && removed.is_none() {
-                removed = Some(e.rec);
-            }
-            !hit
-        });
+        let Ok(want) = ServiceRecord::parse(q.template) else { return Answer::error(h, status::SA_REQ_INVALID) };
+        let key = |r: &ServiceRecord| (r.service_id, r.service_gid, r.service_pkey);
+        let removed = self.entries.iter().position(|e| key(&e.rec) == key(&want)).map(|i| self.entries.remove(i).rec);
         match removed {
             Some(rec) => {
                 let offset = (ibsm_mad::records::stride::<ServiceRecord>() / 8) as u16;
