@@ -490,8 +490,7 @@ fn reports_about_ports_and_groups_outside_the_subscribers_partitions_are_withhel
             ..McMemberRecord::default()
         };
         let (now, from) = (s.drv.now(), s.lid(s.admin));
-        let (st, _) =
-            support::sa::through_core(&mut s.drv, now, from, (Method::Set, support::sa::MC_CREATE, 0), &join);
+        let (st, _) = support::sa::through_core(&mut s.drv, now, from, (Method::Set, support::sa::MC_CREATE, 0), &join);
         assert_eq!(st, status::OK);
     }
     // The storage server's cable is pulled at its leaf.

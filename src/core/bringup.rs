@@ -131,7 +131,9 @@ impl Sm {
                 if is_switch && p > 0 && rec.remote.is_some() {
                     after.hoq_life = if faces_ca { self.cfg.leaf_hoq_life } else { self.cfg.hoq_life };
                 }
-                if let Some((inbound, outbound)) = self.partitions.enforcement_bits(self.cfg.part_enforce, n.info.node_guid, port, faces_ca) {
+                if let Some((inbound, outbound)) =
+                    self.partitions.enforcement_bits(self.cfg.part_enforce, n.info.node_guid, port, faces_ca)
+                {
                     after.partition_enforcement_inbound = inbound;
                     after.partition_enforcement_outbound = outbound;
                 }

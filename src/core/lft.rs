@@ -20,8 +20,8 @@ use ibsm_routing::ftree::FatTree;
 use ibsm_routing::{FabricView, Lft, Routes};
 use std::sync::Arc;
 
-use super::events::SmEvent;
 pub use super::events::RouteMode;
+use super::events::SmEvent;
 use super::state::{NodeIdx, Subnet};
 use crate::fabric_view::{Built, build};
 

@@ -89,7 +89,11 @@ impl Light {
             reads.push(Request { path: n.path, req: Req::LightSwitchInfo { node: i }, op: Op::Light });
         }
         for f in found.iter().filter(|f| f.info.guid != me) {
-            reads.push(Request { path: f.path, req: Req::LightSmInfo { guid: f.info.guid, key: sm_key }, op: Op::Light });
+            reads.push(Request {
+                path: f.path,
+                req: Req::LightSmInfo { guid: f.info.guid, key: sm_key },
+                op: Op::Light,
+            });
         }
         self.pending = reads.len();
         self.changed = false;

@@ -295,7 +295,13 @@ impl MKeys {
     /// The M_Key the next SMP (`next`, from [`super::transactions::Transactions::peek`])
     /// carries; a key other than 0 is remembered with its port, so that a bad-M_Key trap about
     /// it is known as this SM's own.
-    pub(crate) fn next_smp_key(&mut self, cfg: &MKeyConfig, subnet: &Subnet, own: Guid, next: Option<&Request>) -> MKey {
+    pub(crate) fn next_smp_key(
+        &mut self,
+        cfg: &MKeyConfig,
+        subnet: &Subnet,
+        own: Guid,
+        next: Option<&Request>,
+    ) -> MKey {
         if cfg.mode == MKeyMode::Off && self.held.is_empty() {
             return MKey(0);
         }

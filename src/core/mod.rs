@@ -42,9 +42,9 @@ mod programming;
 mod quick;
 mod reconfig;
 mod repair;
-mod schedule;
 pub mod replication;
 mod requests;
+mod schedule;
 mod snapshot;
 pub mod state;
 #[cfg(test)]
@@ -60,10 +60,10 @@ use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
+pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
-pub use discovery::BlockedNode;
 pub use reconfig::Reconfigured;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 
@@ -258,10 +258,7 @@ impl Sm {
     /// against the fabric's size, so that nothing grows with time instead.
     pub fn footprint(&self) -> Vec<(&'static str, usize)> {
         let (queued, in_flight) = self.tx.sizes();
-        let mut out = vec![
-            ("guid2lid", self.guid2lid.iter().count()),
-            ("lft_cache", self.programming.held_lfts()),
-        ];
+        let mut out = vec![("guid2lid", self.guid2lid.iter().count()), ("lft_cache", self.programming.held_lfts())];
         out.extend(self.partitions.sizes());
         out.extend([
             ("events", self.events.len()),

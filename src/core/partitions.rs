@@ -23,8 +23,8 @@ use ibsm_mad::attrs::{NodeType, PKeyTable};
 use ibsm_mad::{Guid, PKey, PortNum};
 use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer, resolve};
 
-use super::events::SmEvent;
 use super::PartEnforce;
+use super::events::SmEvent;
 use super::state::{NodeIdx, Subnet};
 use super::transactions::{Req, Request};
 

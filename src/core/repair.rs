@@ -10,8 +10,8 @@
 //! failures and starts the repair sweep.
 
 use super::discovery::BlockedNode;
-use super::transactions::Req;
 use super::schedule::SweepKind;
+use super::transactions::Req;
 use super::{Sm, SmState, SweepPhase};
 
 impl Sm {

@@ -23,7 +23,10 @@ pub fn node(kind: NodeType, guid: u64, ports: u8) -> Node {
         local_port_num: PortNum(1),
         vendor_id: 0,
     };
-    let up = PortRecord { info: Some(PortInfo { port_state: PortState::Active, ..PortInfo::default() }), ..PortRecord::default() };
+    let up = PortRecord {
+        info: Some(PortInfo { port_state: PortState::Active, ..PortInfo::default() }),
+        ..PortRecord::default()
+    };
     let ports = vec![up; usize::from(ports) + 1];
     Node { info, desc: format!("n{guid:x}"), switch_info: None, path: DrPath::local(), ports, carried: false }
 }

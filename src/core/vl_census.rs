@@ -229,11 +229,7 @@ mod tests {
             asked += pump.reads.len();
             for r in pump.reads {
                 let Req::GetVlTable { node, read, pass, .. } = r.req else { panic!("{r:?}") };
-                let outcome = if node == fail {
-                    Outcome::Timeout
-                } else {
-                    Outcome::Reply { status: 0, data: [0; 64] }
-                };
+                let outcome = if node == fail { Outcome::Timeout } else { Outcome::Reply { status: 0, data: [0; 64] } };
                 c.on_read(vl, node, read, pass, &outcome);
             }
         }

@@ -175,7 +175,8 @@ impl Informs {
             if let Some(s) = self.subs.iter_mut().find(|s| same(s)) {
                 *s = Subscription { enum_: s.enum_, ..sub };
             } else if self.subs.len() >= MAX_SUBSCRIPTIONS
-                || self.subs.iter().filter(|s| same_port(snap, s.lid, q.requester)).count() >= MAX_SUBSCRIPTIONS_PER_PORT
+                || self.subs.iter().filter(|s| same_port(snap, s.lid, q.requester)).count()
+                    >= MAX_SUBSCRIPTIONS_PER_PORT
             {
                 return Answer::error(h, status::SA_NO_RESOURCES);
             } else {

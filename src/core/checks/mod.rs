@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(c.cabling_lost(None, &[((Guid(0x20), 2), (Guid(0x102), 1))]), None, "no plan, nothing to miss");
         assert_eq!(c.cabling_lost(Some(&plan), &[((Guid(0x20), 9), (Guid(0x999), 1))]), None, "not planned");
         let ev = c.cabling_lost(Some(&plan), &[((Guid(0x102), 1), (Guid(0x20), 2))]);
-        assert!(matches!(ev, Some(SmEvent::Cabling { ref differences, refused: 0 }) if differences.len() == 1), "{ev:?}");
+        assert!(
+            matches!(ev, Some(SmEvent::Cabling { ref differences, refused: 0 }) if differences.len() == 1),
+            "{ev:?}"
+        );
         assert_eq!(c.cabling().diff.differences.len(), 1);
     }
 

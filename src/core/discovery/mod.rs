@@ -98,8 +98,8 @@ impl Discovery {
 
 #[cfg(test)]
 mod tests {
-    use ibsm_mad::attrs::PortState;
     use ibsm_mad::Guid;
+    use ibsm_mad::attrs::PortState;
 
     use super::*;
     use crate::core::testing::star;

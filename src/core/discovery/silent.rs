@@ -85,8 +85,7 @@ impl Discovery {
                 let Some(peer_guid) = last.node(rn).map(|x| x.info.node_guid) else { continue };
                 let Some(&now_idx) = subnet.by_guid.get(&peer_guid) else { continue };
                 let Some(peer_rec) = subnet.node(now_idx).and_then(|x| x.port(rp)) else { continue };
-                let peer_free =
-                    peer_rec.remote.is_none() && (peer_rec.is_linked() || subnet.nodes[now_idx].carried);
+                let peer_free = peer_rec.remote.is_none() && (peer_rec.is_linked() || subnet.nodes[now_idx].carried);
                 if peer_free {
                     let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
                     subnet.link((idx, port), (now_idx, rp));
