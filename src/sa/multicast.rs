@@ -4,8 +4,8 @@
 //! FlowLabel, HopLimit, TClass, scope, packet lifetime) and the members, each a port GUID with
 //! its JoinState bits (full member, non-member, send-only non-member, send-only full member).
 //! MLIDs come from 0xC000 up, lowest free first. The partition policy's groups (the IPoIB
-//! broadcast group of the default partition, 0xC000, and of every `ipoib` partition, and the
-//! `mgid=` groups) are created when the SA starts answering and kept while the policy names
+//! broadcast group of every `ipoib` partition, the default one's 0xC000 when it is so marked,
+//! and the `mgid=` groups) are created when the SA starts answering and kept while the policy names
 //! them ([`Groups::apply_policy`]). A group ends, and
 //! its MLID is free again, when its last full member leaves (send-only memberships end with it;
 //! OpenSM keeps such a group, and a join as 0x9 followed by a leave as 0x1 leaks its MLID), or,
@@ -174,8 +174,8 @@ impl Groups {
     }
 
     /// Brings the pre-created groups to what the partition policy names (`specs`, from
-    /// [`ibsm_partitions::policy_groups`], the default partition's IPoIB broadcast group first,
-    /// so that it takes MLID 0xC000). A group the policy names is kept while it does, even
+    /// [`ibsm_partitions::policy_groups`], in policy order, the default partition's groups first,
+    /// so that its IPoIB broadcast group, when it has one, takes MLID 0xC000). A group the policy names is kept while it does, even
     /// without members; one it names no longer ends like any other group (at once when it has
     /// no member). A named group that exists with other parameters keeps them while it has
     /// members (they joined with those) and takes the new ones once empty.
