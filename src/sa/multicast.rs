@@ -22,6 +22,10 @@
 //! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
 //!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
 //!   MGID 0 asks the SA for a fresh one: `ff1<scope>:a01b:<subnet prefix>:<counter>`.
+//! - A new IP group (MGID signature 0x401B or 0x601B, not itself an IPv4 broadcast group) needs
+//!   its partition's broadcast group of its scope (`ff1S:401b:PPPP::ffff:ffff`, `PPPP` from the
+//!   MGID), whose Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass the request must not
+//!   contradict; else REQ_INVALID (OpenSM's default `ipoib_mcgroup_creation_validation`).
 //! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
 //!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
 //! - PortGID must be a port of the subnet (else REQ_INVALID). A port may join or leave on behalf
@@ -362,7 +366,7 @@ impl Groups {
             return Answer::error(h, status::SA_REQ_INVALID);
         }
         let mgid = if mgid_given {
-            if !Self::valid_mgid(req.mgid) {
+            if !Self::valid_mgid(req.mgid) || !self.ip_group_fits(req, mask) {
                 return Answer::error(h, status::SA_REQ_INVALID);
             }
             req.mgid
@@ -415,6 +419,27 @@ impl Groups {
         let rec =
             McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
         Self::single(h, &rec)
+    }
+
+    /// Whether a new group's MGID, if an IP one (signature 0x401B or 0x601B) other than a
+    /// broadcast group, has its partition's IPv4 broadcast group of the same scope
+    /// (`ff1S:401b:PPPP::ffff:ffff`), with the Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass
+    /// the request gives (as OpenSM with its default `ipoib_mcgroup_creation_validation`).
+    fn ip_group_fits(&self, req: &McMemberRecord, mask: u64) -> bool {
+        let signature = (req.mgid.prefix >> 32) as u16;
+        if signature != 0x401b && signature != 0x601b {
+            return true;
+        }
+        let prefix = 0xff10_401b_0000_0000 | req.mgid.prefix & 0x000f_0000_ffff_0000;
+        let broadcast = Gid { prefix, guid: Guid(0xffff_ffff) };
+        if req.mgid == broadcast {
+            return true;
+        }
+        let same = !(McMemberRecord::COMP_MTU
+            | McMemberRecord::COMP_MTU_SELECTOR
+            | McMemberRecord::COMP_RATE
+            | McMemberRecord::COMP_RATE_SELECTOR);
+        self.by_mgid.get(&broadcast).is_some_and(|b| !Self::mismatch(&b.params, req, mask & same))
     }
 
     /// Whether a join names a parameter the group `p` does not have (or a selector its MTU or
