@@ -18,7 +18,9 @@
 //! the default partition, the admin host a full one, and a guest in no other partition. Then
 //! two fabrics with a policy each, of kinds the others do not use: `tests/data/ring-mixed.net`
 //! (a switch ring, mixed widths and speeds, enhanced and base port 0) with members by class,
-//! IPoIB flags and `mgid=` lines, and `tests/data/chain-4.net` (a chain of four switches) with
+//! IPoIB flags and `mgid=` lines (and a second policy, `ring-mixed.scopes.partitions.conf`: no
+//! IPoIB on the default partition, `scope=`, an IP group where OpenSM refuses one), and
+//! `tests/data/chain-4.net` (a chain of four switches) with
 //! the admin host outside the default partition.
 //! Skipped with `IBSM_SKIP_IBSIM=1` or without ibsim, OpenSM and infiniband-diags.
 
@@ -395,6 +397,14 @@ fn dual_port_hcas_and_a_1x_link_with_five_partitions_answer_as_under_opensm() {
 #[test]
 fn a_switch_ring_with_mixed_links_and_members_by_class_answers_as_under_opensm() {
     compare_with_file(&data("ring-mixed.net"), &data("ring-mixed.partitions.conf"));
+}
+
+/// The ring again, with a default partition without `ipoib` (no broadcast group), `scope=5` on
+/// an IPoIB partition (its broadcast group stays link-local), an IP `mgid=` line in a partition
+/// without IPoIB (no group) and a non-IP one with Q_Key, TClass and FlowLabel.
+#[test]
+fn a_switch_ring_with_scopes_and_no_default_broadcast_group_answers_as_under_opensm() {
+    compare_with_file(&data("ring-mixed.net"), &data("ring-mixed.scopes.partitions.conf"));
 }
 
 /// A chain of four switches (three hops, parallel cables, 12x, 2x and 1xDDR links, a host

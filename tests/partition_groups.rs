@@ -96,29 +96,26 @@ impl Fabric {
 
 const POLICY: &str = "Default=0x7fff,ipoib : ALL=full ;\n\
     storage=0x0a01,ipoib,mtu=5,rate=7,sl=1,scope=2,scope=5 : {h1}=full, {h2}=full ;\n\
-    apps=0x0a03 : mgid=ff15:1234::1,Q_Key=0x10\n, {h1}, {h3}=full ;\n";
+    apps=0x0a03,scope=5 : mgid=ff12:1234::1,Q_Key=0x10\n, {h1}, {h3}=full ;\n";
 
 #[test]
 fn the_policy_creates_its_groups_and_members_join_them() {
     let mut f = Fabric::up(POLICY);
     let trusted = f.groups(0, true);
     let mgids: Vec<Gid> = trusted.iter().map(|r| r.mgid).collect();
-    let (bcast, storage2, storage5, apps) = (
-        mgid("ff12:401b:ffff::ffff:ffff"),
-        mgid("ff12:401b:8a01::ffff:ffff"),
-        mgid("ff15:401b:8a01::ffff:ffff"),
-        mgid("ff15:1234::1"),
-    );
-    for want in [bcast, storage2, storage5, apps] {
+    let (bcast, storage2, apps) =
+        (mgid("ff12:401b:ffff::ffff:ffff"), mgid("ff12:401b:8a01::ffff:ffff"), mgid("ff15:1234::1"));
+    for want in [bcast, storage2, apps] {
         assert!(mgids.contains(&want), "{want} missing from {mgids:?}");
     }
-    assert_eq!(mgids.len(), 4, "{mgids:?}");
+    // The broadcast group stays link-local whatever the partition's scopes (as OpenSM 3.3.23).
+    assert_eq!(mgids.len(), 3, "{mgids:?}");
     let by = |g: Gid| trusted.iter().find(|r| r.mgid == g).copied().expect("group");
     let d = by(bcast);
     assert_eq!((d.mlid, d.pkey, d.qkey, d.mtu.raw(), d.rate.raw()), (Lid(0xc000), PKey(0xffff), 0x0b1b, 4, 3));
-    let s = by(storage5);
+    let s = by(storage2);
     // The partition's sl=1 is a QoS setting: without QoS, as OpenSM, the group is on SL 0.
-    assert_eq!((s.pkey, s.qkey, s.mtu.raw(), s.rate.raw(), s.sl, s.scope), (PKey(0x8a01), 0x0b1b, 5, 7, 0, 5));
+    assert_eq!((s.pkey, s.qkey, s.mtu.raw(), s.rate.raw(), s.sl, s.scope), (PKey(0x8a01), 0x0b1b, 5, 7, 0, 2));
     let a = by(apps);
     assert_eq!((a.pkey, a.qkey, a.scope), (PKey(0x8a03), 0x10, 5));
 
@@ -139,15 +136,15 @@ fn the_policy_creates_its_groups_and_members_join_them() {
 #[test]
 fn a_reload_ends_the_groups_the_policy_no_longer_names() {
     let mut f = Fabric::up(POLICY);
-    let (storage2, storage5) = (mgid("ff12:401b:8a01::ffff:ffff"), mgid("ff15:401b:8a01::ffff:ffff"));
+    let (storage2, apps) = (mgid("ff12:401b:8a01::ffff:ffff"), mgid("ff15:1234::1"));
     assert_eq!(f.member(1, Method::Set, storage2), status::OK);
     let mlid = f.groups(0, true).iter().find(|r| r.mgid == storage2).map(|r| r.mlid);
 
-    // storage loses `ipoib`: its empty scope-5 group ends; the scope-2 one lives on with its
-    // member, as an ordinary group, until that member leaves.
+    // apps goes: its empty group ends; storage loses `ipoib`: its broadcast group lives on with
+    // its member, as an ordinary group, until that member leaves.
     f.reload("Default=0x7fff,ipoib : ALL=full ;\nstorage=0x0a01 : {h1}=full, {h2}=full ;\n");
     let now: Vec<Gid> = f.groups(0, true).iter().map(|r| r.mgid).collect();
-    assert!(!now.contains(&storage5), "{now:?}");
+    assert!(!now.contains(&apps), "{now:?}");
     assert!(now.contains(&storage2), "{now:?}");
     assert_eq!(f.groups(0, true).iter().find(|r| r.mgid == storage2).map(|r| r.mlid), mlid, "same MLID");
     assert_eq!(f.member(1, Method::Delete, storage2), status::OK);

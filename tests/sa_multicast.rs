@@ -224,3 +224,39 @@ fn a_join_as_0x9_and_a_leave_as_0x1_leak_no_mlid() {
     let (st, data) = through_core(&mut drv, now, lid(h), (Method::Set, create, 0), &r);
     assert_eq!((st, McMemberRecord::parse(&data).unwrap().mlid), (status::OK, Lid(0xc001)), "the lowest MLID is free");
 }
+
+/// Found while following OpenSM's rules for the policy's IP groups (issue 21): an IP group
+/// (signature 0x401B or 0x601B) may be created only where its partition's IPv4 broadcast group
+/// of the same scope exists, and with its Q_Key; as OpenSM with its default
+/// `ipoib_mcgroup_creation_validation`.
+#[test]
+fn an_ip_group_needs_its_partitions_broadcast_group() {
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let topo = example("fat-tree-3l-k4.net");
+    let mut drv = SimDriver::new(&topo, 2, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let h = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).nth(1).expect("a host");
+    let my_lid = drv.sm.guid2lid().get(topo.nodes[h].port_guid(1)).expect("LID").0;
+    let now = drv.now();
+    let create = |drv: &mut SimDriver, prefix: u64, guid: u64, qkey: u32| {
+        let r = McMemberRecord {
+            mgid: Gid { prefix, guid: Guid(guid) },
+            port_gid: Gid { prefix: PREFIX, guid: topo.nodes[h].port_guid(1) },
+            qkey,
+            pkey: PKey(0xffff),
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        through_core(drv, now, my_lid, (Method::Set, MC_CREATE, 0), &r).0
+    };
+    // The default partition's link-local broadcast group exists (no partitions file): IPv4 and
+    // IPv6 groups beside it may be created with its Q_Key.
+    assert_eq!(create(&mut drv, 0xff12_401b_ffff_0000, 0xe000_0001, 0x0b1b), status::OK);
+    assert_eq!(create(&mut drv, 0xff12_601b_ffff_0000, 0x16, 0x0b1b), status::OK);
+    // Another Q_Key than the broadcast group's; a site-local scope, a partition without a
+    // broadcast group: refused. Other MGIDs are not concerned.
+    assert_eq!(create(&mut drv, 0xff12_601b_ffff_0000, 0x17, 0x10), status::SA_REQ_INVALID);
+    assert_eq!(create(&mut drv, 0xff15_401b_ffff_0000, 0xe000_0002, 0x0b1b), status::SA_REQ_INVALID);
+    assert_eq!(create(&mut drv, 0xff12_601b_8001_0000, 0x18, 0x0b1b), status::SA_REQ_INVALID);
+    assert_eq!(create(&mut drv, 0xff15_1234_0000_0000, 0x19, 0x10), status::OK);
+}

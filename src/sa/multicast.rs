@@ -4,8 +4,8 @@
 //! FlowLabel, HopLimit, TClass, scope, packet lifetime) and the members, each a port GUID with
 //! its JoinState bits (full member, non-member, send-only non-member, send-only full member).
 //! MLIDs come from 0xC000 up, lowest free first. The partition policy's groups (the IPoIB
-//! broadcast group of the default partition, 0xC000, and of every `ipoib` partition, and the
-//! `mgid=` groups) are created when the SA starts answering and kept while the policy names
+//! broadcast group of every `ipoib` partition, the default one's 0xC000 when it is so marked,
+//! and the `mgid=` groups) are created when the SA starts answering and kept while the policy names
 //! them ([`Groups::apply_policy`]). A group ends, and
 //! its MLID is free again, when its last full member leaves (send-only memberships end with it;
 //! OpenSM keeps such a group, and a join as 0x9 followed by a leave as 0x1 leaks its MLID), or,
@@ -22,6 +22,10 @@
 //! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
 //!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
 //!   MGID 0 asks the SA for a fresh one: `ff1<scope>:a01b:<subnet prefix>:<counter>`.
+//! - A new IP group (MGID signature 0x401B or 0x601B, not itself an IPv4 broadcast group) needs
+//!   its partition's broadcast group of its scope (`ff1S:401b:PPPP::ffff:ffff`, `PPPP` from the
+//!   MGID), whose Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass the request must not
+//!   contradict; else REQ_INVALID (OpenSM's default `ipoib_mcgroup_creation_validation`).
 //! - Joining an existing group: the given Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass must
 //!   equal the group's, and the MTU and rate selectors must accept the group's; else REQ_INVALID.
 //! - PortGID must be a port of the subnet (else REQ_INVALID). A port may join or leave on behalf
@@ -174,8 +178,8 @@ impl Groups {
     }
 
     /// Brings the pre-created groups to what the partition policy names (`specs`, from
-    /// [`ibsm_partitions::policy_groups`], the default partition's IPoIB broadcast group first,
-    /// so that it takes MLID 0xC000). A group the policy names is kept while it does, even
+    /// [`ibsm_partitions::policy_groups`], in policy order, the default partition's groups first,
+    /// so that its IPoIB broadcast group, when it has one, takes MLID 0xC000). A group the policy names is kept while it does, even
     /// without members; one it names no longer ends like any other group (at once when it has
     /// no member). A named group that exists with other parameters keeps them while it has
     /// members (they joined with those) and takes the new ones once empty.
@@ -362,7 +366,7 @@ impl Groups {
             return Answer::error(h, status::SA_REQ_INVALID);
         }
         let mgid = if mgid_given {
-            if !Self::valid_mgid(req.mgid) {
+            if !Self::valid_mgid(req.mgid) || !self.ip_group_fits(req, mask) {
                 return Answer::error(h, status::SA_REQ_INVALID);
             }
             req.mgid
@@ -415,6 +419,27 @@ impl Groups {
         let rec =
             McMemberRecord { port_gid: req.port_gid, join_state: req.join_state, proxy_join: req.proxy_join, ..params };
         Self::single(h, &rec)
+    }
+
+    /// Whether a new group's MGID, if an IP one (signature 0x401B or 0x601B) other than a
+    /// broadcast group, has its partition's IPv4 broadcast group of the same scope
+    /// (`ff1S:401b:PPPP::ffff:ffff`), with the Q_Key, P_Key, SL, FlowLabel, HopLimit and TClass
+    /// the request gives (as OpenSM with its default `ipoib_mcgroup_creation_validation`).
+    fn ip_group_fits(&self, req: &McMemberRecord, mask: u64) -> bool {
+        let signature = (req.mgid.prefix >> 32) as u16;
+        if signature != 0x401b && signature != 0x601b {
+            return true;
+        }
+        let prefix = 0xff10_401b_0000_0000 | req.mgid.prefix & 0x000f_0000_ffff_0000;
+        let broadcast = Gid { prefix, guid: Guid(0xffff_ffff) };
+        if req.mgid == broadcast {
+            return true;
+        }
+        let same = !(McMemberRecord::COMP_MTU
+            | McMemberRecord::COMP_MTU_SELECTOR
+            | McMemberRecord::COMP_RATE
+            | McMemberRecord::COMP_RATE_SELECTOR);
+        self.by_mgid.get(&broadcast).is_some_and(|b| !Self::mismatch(&b.params, req, mask & same))
     }
 
     /// Whether a join names a parameter the group `p` does not have (or a selector its MTU or
