@@ -1,10 +1,14 @@
 //! Master and standby: the SMs a sweep finds, the election, a standby's watch over the master,
 //! and the SMInfo controls (HANDOVER, ACKNOWLEDGE, DISABLE, STANDBY, DISCOVER).
 //!
-//! Owns: the other SMs this sweep found (every port with PortInfo.CapabilityMask.IsSM is asked
-//! for its SMInfo), the master a standby watches (its port GUID and the directed route to it),
-//! the poll schedule and the count of missed or stalled polls, and the standby this SM handed
-//! the subnet to. The rules:
+//! [`Election`] owns: the other SMs this sweep found (every port with
+//! PortInfo.CapabilityMask.IsSM is asked for its SMInfo), the master a standby watches (its port
+//! GUID and the directed route to it), the poll schedule and the count of missed or stalled
+//! polls, the standby this SM hands or handed the subnet to, whether it is disabled and whether
+//! it took over (elevated priority). It takes SMInfo records, this SM's state and priority and
+//! the time, and answers with decisions ([`AfterDiscovery`], [`TimerWork`], a takeover's reason,
+//! whether a control is obeyed); the coordinator (`mastership.rs`) sends the SMPs and changes
+//! the SM's state. It reads no subnet and sends nothing. The rules:
 //! - Better means a higher priority, then a lower port GUID. An SM whose SMInfo shows another
 //!   SM_Key than this SM's (or hides it) takes no part: it is reported and ignored.
 //! - At the end of discovery, a sweep that found a master other than itself (and is not master
@@ -25,24 +29,14 @@
 //! - Controls are obeyed only with the right SM_Key: HANDOVER, DISABLE and STANDBY only from the
 //!   master this SM knows (or, for STANDBY, from a master when it knows none), ACKNOWLEDGE only
 //!   from the standby it handed over to, DISCOVER only from the master and while disabled. "From"
-//!   is where the fabric carried the control from, not the GUID in its payload: the port at the
-//!   end of its directed route walked back through the cables discovery found, or the SM found
-//!   at its source LID, must be the port whose GUID the payload names ([`Sm::control_sender`]).
+//!   is where the fabric carried the control from, not the GUID in its payload (the coordinator
+//!   finds the sender's port and passes it in): it must be the port whose GUID the payload names.
 //!   Anything else is answered with status 0x001C (invalid attribute value) and reported.
 
-use ibsm_mad::attrs::{
-    CapabilityMask, Notice, NoticeDetails, NoticeType, PortInfo, ProducerType, SmInfo, SmState as WireSmState,
-};
-use ibsm_mad::header::Method;
-use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
-use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum, ids};
+use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
+use ibsm_mad::{DrPath, Guid, Lid};
 
-use super::io::Address;
-
-use super::Sm;
-use super::events::SmEvent;
-use super::state::{NodeIdx, SmState, SweepPhase};
-use super::transactions::{Op, Outcome, Req, Request};
+use super::state::SmState;
 
 /// SMInfo control codes (the AttributeModifier of SubnSet(SMInfo)).
 pub mod control {
@@ -85,468 +79,487 @@ pub struct FoundSm {
 #[derive(Debug, Clone, Default)]
 pub struct Election {
     /// Times this SM took the subnet over (its master died, or handed over).
-    pub takeovers: u64,
+    takeovers: u64,
     /// SMs found by the running (or last) sweep.
-    pub found: Vec<FoundSm>,
+    found: Vec<FoundSm>,
     /// The master a standby watches.
-    pub master: Option<FoundSm>,
+    master: Option<FoundSm>,
     /// Polls in a row that went unanswered.
-    pub misses: u32,
+    misses: u32,
     /// The master's ActCount and since when it has shown it.
-    pub last_act: Option<(u32, u64)>,
+    last_act: Option<(u32, u64)>,
     /// When the next poll (or, waiting for a better SM to become master, the next sweep) is due.
-    pub poll_at: Option<u64>,
+    poll_at: Option<u64>,
     /// The standby this SM handed the subnet to (expects its ACKNOWLEDGE), as found when the
     /// HANDOVER went out: the sweep that follows may forget it from `found`.
-    pub handed_to: Option<FoundSm>,
+    handed_to: Option<FoundSm>,
     /// DISABLE received: no sweeping, no polling until DISCOVER.
-    pub disabled: bool,
+    disabled: bool,
     /// This SM took the subnet over from a dead master: it reports `elevated-priority`.
-    pub elevated: bool,
+    elevated: bool,
     /// A master that found a better SM still discovering sweeps again then, to hand over.
-    pub recheck_at: Option<u64>,
+    recheck_at: Option<u64>,
     /// The better standby this master hands over to once the state sync has made it current
     /// (or has found it cannot: an SM that is not ibsm, or silent), and when it hands over
     /// regardless.
-    pub handover_when_synced: Option<(FoundSm, u64)>,
+    handover_when_synced: Option<(FoundSm, u64)>,
 }
 
 /// Longest a master waits for a better standby's state sync before it hands over anyway, ns.
-const HANDOVER_SYNC_WAIT_NS: u64 = 2_000_000_000;
+pub(super) const HANDOVER_SYNC_WAIT_NS: u64 = 2_000_000_000;
 
 /// The reason a standby takes over after a HANDOVER.
-const HANDED_OVER: &str = "it handed the subnet over";
+pub(super) const HANDED_OVER: &str = "it handed the subnet over";
 
 /// Whether `a` is a better SM than `b`: higher priority, then lower GUID.
 pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
 }
 
-impl Sm {
-    /// The port GUID of the port a SubnSet(SMInfo) came from, as the fabric carried it. A
-    /// directed-route SMP (`dr`) is walked back from this SM's port through the cables discovery
-    /// found: out of each hop's ReturnPath port (written by the hop on the way in), last hop
-    /// first, to the sender's port; through the subnet being swept, or, when that is still
-    /// being discovered, the last sweep's snapshot. A route that starts LID-routed (DrSLID not
-    /// permissive) is not followed. A LID-routed SMP names its sender by source LID: an SM this
-    /// SM found or watches at that LID. `None` when the route or LID leads to no port this SM
-    /// knows.
-    pub(super) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
-        if !dr {
-            return self
-                .election
-                .master
-                .iter()
-                .chain(&self.election.found)
-                .find(|f| f.lid == slid && slid != Lid::UNASSIGNED)
-                .map(|f| f.info.guid);
-        }
-        let smp = ibsm_mad::smp::DrSmp::new_checked(bytes).ok()?;
-        if smp.dr_slid() != Lid::PERMISSIVE {
-            return None;
-        }
-        let hops = smp.hop_count();
-        if hops == 0 {
-            return Some(self.port_guid);
-        }
-        let exits: Vec<u8> = (1..=hops).rev().map(|i| smp.return_path_port(i)).collect::<Option<_>>()?;
-        self.walk_subnet(&exits).or_else(|| self.walk_snapshot(&exits))
+/// What a sweep's end of discovery means for this SM ([`Election::after_discovery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterDiscovery {
+    /// Go on sweeping.
+    Sweep,
+    /// Stand by, watching this SM (the sweep ends here).
+    Yield(FoundSm),
+    /// Master: hand the subnet to this better standby (once its state sync settles).
+    HandOver(FoundSm),
+}
+
+/// What the election's timer asks of the coordinator ([`Election::timer`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerWork {
+    /// Master: send HANDOVER to this standby now (its state sync took too long).
+    pub hand_over: Option<FoundSm>,
+    /// Master: sweep again (a better SM was still discovering).
+    pub sweep: bool,
+    /// Standby: poll this master's SMInfo now.
+    pub poll: Option<FoundSm>,
+}
+
+/// The times a standby's poll follows (from the configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct PollRules {
+    /// Between polls, ns.
+    pub interval_ns: u64,
+    /// Polls in a row without an answer before taking over.
+    pub retries: u32,
+    /// Longest the master's ActCount may stay the same, ns.
+    pub act_stall_ns: u64,
+}
+
+fn key(f: &FoundSm) -> (u8, Guid) {
+    (f.info.priority & 0x0f, f.info.guid)
+}
+
+impl Election {
+    /// Times this SM took the subnet over (its master died, or handed over).
+    pub fn takeovers(&self) -> u64 {
+        self.takeovers
     }
 
-    /// The port at the end of `exits` (a port number to leave each node by, this SM's first)
-    /// through the cables of the subnet being swept.
-    fn walk_subnet(&self, exits: &[u8]) -> Option<Guid> {
-        let (mut node, _) = self.subnet.local?;
-        let mut at = None;
-        for &exit in exits {
-            let (next, port) = self.subnet.node(node)?.port(PortNum(exit))?.remote?;
-            node = next;
-            at = Some(port);
-        }
-        let n = self.subnet.node(node)?;
-        if n.is_switch() { Some(n.info.port_guid) } else { n.port(at?)?.guid }
+    /// DISABLE received and no DISCOVER since: no sweeping, no polling.
+    pub fn disabled(&self) -> bool {
+        self.disabled
     }
 
-    /// As [`Sm::walk_subnet`], through the cables of the last sweep's snapshot.
-    fn walk_snapshot(&self, exits: &[u8]) -> Option<Guid> {
-        let snap = self.snapshot.as_ref()?;
-        let (mut node, _) = snap.by_guid(self.port_guid)?;
-        let mut at = None;
-        for &exit in exits {
-            let (next, port) = snap.port((node, exit))?.remote?;
-            node = next;
-            at = Some(port);
-        }
-        let n = snap.node(node)?;
-        if n.is_switch() { Some(n.info.port_guid) } else { Some(snap.port((node, at?))?.guid) }
+    /// SMs found by the running (or last) sweep.
+    pub fn found(&self) -> &[FoundSm] {
+        &self.found
     }
 
-    fn me(&self) -> (u8, Guid) {
-        (self.priority(), self.port_guid)
+    /// The master a standby watches.
+    pub fn master(&self) -> Option<FoundSm> {
+        self.master
     }
 
-    /// The priority this SM reports and elects with: the configured one, or the elevated one
-    /// after it took the subnet over from a dead master (so that the old master, back, stands
-    /// by instead of taking the subnet back).
-    pub fn priority(&self) -> u8 {
-        let base = self.cfg.priority & 0x0f;
-        match self.cfg.elevated_priority {
-            Some(e) if self.election.elevated => base.max(e & 0x0f),
+    /// A heavy sweep starts: it finds the SMs anew.
+    pub fn sweep_started(&mut self) {
+        self.found.clear();
+    }
+
+    /// The priority this SM reports and elects with, from the configured `base` and
+    /// `elevated` ones: the elevated one after it took the subnet over from a dead master (so
+    /// that the old master, back, stands by instead of taking the subnet back).
+    pub fn priority(&self, base: u8, elevated: Option<u8>) -> u8 {
+        let base = base & 0x0f;
+        match elevated {
+            Some(e) if self.elevated => base.max(e & 0x0f),
             _ => base,
         }
     }
 
-    /// The master as this SM knows it: itself when master, the SM it watches when standby.
-    /// (port GUID, LID, priority)
-    pub fn master(&self) -> Option<(Guid, Lid, u8)> {
-        match self.state {
-            SmState::Master => Some((self.port_guid, self.subnet.local_lid(), self.priority())),
-            SmState::Standby => self.election.master.map(|m| (m.info.guid, m.lid, m.info.priority & 0x0f)),
-            _ => None,
+    /// The SM this SM found or watches at `slid` (how a LID-routed control names its sender).
+    pub fn sender_at(&self, slid: Lid) -> Option<Guid> {
+        if slid == Lid::UNASSIGNED {
+            return None;
         }
+        self.master.iter().chain(&self.found).find(|f| f.lid == slid).map(|f| f.info.guid)
     }
 
-    /// After a PortInfo answer in discovery: a port (not ours) with IsSM is asked for its
-    /// SMInfo.
-    pub(super) fn ask_if_sm(&mut self, node: NodeIdx, port: PortNum, pi: &PortInfo) {
-        if !pi.capability_mask.contains(CapabilityMask::IS_SM) || self.subnet.local == Some((node, port)) {
-            return;
+    /// An SM found in discovery (its SMInfo, the route and LID of its port), with this SM's
+    /// SM_Key (0: none) and port GUID. `false` when it takes no part: another SM_Key (or a
+    /// hidden one); the coordinator reports it.
+    pub fn add_found(&mut self, found: FoundSm, my_key: u64, me: Guid) -> bool {
+        if found.info.guid == me {
+            return true;
         }
-        let Some(n) = self.subnet.node(node) else { return };
-        if n.is_switch() && port.0 != 0 {
-            return;
+        if my_key != 0 && found.info.sm_key != my_key {
+            return false;
         }
-        // One retry only: a port may keep IsSM after its SM died (umad2sim does), and a dead
-        // SM must not hold the sweep up for long.
-        let req = Req::GetSmInfo { node, port, key: self.cfg.sm_key };
-        self.tx.push_with_retries(Request::sweep(n.path_for(port), req), 1);
+        self.found.retain(|f| f.info.guid != found.info.guid);
+        self.found.push(found);
+        true
     }
 
-    /// An SMInfo answer from an SM found in discovery (no answer: it is not counted; a port may
-    /// keep IsSM after its SM died).
-    pub(super) fn on_found_sm(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
-        let Outcome::Reply { status: 0, data } = outcome else { return };
-        let Ok(info) = SmInfo::parse(data) else { return };
-        if info.guid == self.port_guid {
-            return;
-        }
-        // An SM with another SM_Key (or one that hides its key from us) is not part of this
-        // subnet's election, as the IBTA and OpenSM have it: no yielding to it, no handover.
-        if self.cfg.sm_key != 0 && info.sm_key != self.cfg.sm_key {
-            self.events.push_back(SmEvent::ForeignSm { guid: info.guid, priority: info.priority & 0x0f });
-            return;
-        }
-        let lid = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info).map_or(Lid(0), |i| i.lid);
-        self.election.found.retain(|f| f.info.guid != info.guid);
-        self.election.found.push(FoundSm { info, path: request.path, lid });
-    }
-
-    /// At the end of discovery: whether this SM yields to another (it is a standby then, and the
-    /// sweep ends here). A master that finds a better standby hands over instead.
-    pub(super) fn yield_after_discovery(&mut self) -> bool {
-        let me = self.me();
+    /// At the end of discovery: whether this SM (in `state`, with `me` = (priority, port
+    /// GUID)) yields to another, hands over to a better standby, or sweeps on. A master that
+    /// finds a better SM still discovering re-checks a poll interval from `now`.
+    pub fn after_discovery(
+        &mut self,
+        state: SmState,
+        me: (u8, Guid),
+        now: u64,
+        poll_interval_ns: u64,
+    ) -> AfterDiscovery {
         let active = |f: &&FoundSm| {
             matches!(f.info.sm_state, WireSmState::Master | WireSmState::Standby | WireSmState::Discovering)
         };
-        let key = |f: &FoundSm| (f.info.priority & 0x0f, f.info.guid);
-        let other_master = self.election.found.iter().find(|f| f.info.sm_state == WireSmState::Master).copied();
+        let other_master = self.found.iter().find(|f| f.info.sm_state == WireSmState::Master).copied();
         let better_one =
-            self.election.found.iter().filter(active).filter(|f| better(key(f), me)).copied().min_by(|a, b| {
+            self.found.iter().filter(active).filter(|f| better(key(f), me)).copied().min_by(|a, b| {
                 if better(key(a), key(b)) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }
             });
-        let yield_to = match (self.state, other_master, better_one) {
+        match (state, other_master, better_one) {
             // Not master yet: an existing master keeps the subnet (it hands over if we are
             // better); else the best SM that is better than us.
-            (SmState::NotActive | SmState::Discovering | SmState::Standby, Some(m), _) => Some(m),
-            (SmState::NotActive | SmState::Discovering | SmState::Standby, None, b) => b,
+            (SmState::NotActive | SmState::Discovering | SmState::Standby, Some(m), _) => AfterDiscovery::Yield(m),
+            (SmState::NotActive | SmState::Discovering | SmState::Standby, None, Some(b)) => AfterDiscovery::Yield(b),
             // Master: only to a better master (two masters: the worse steps down).
-            (SmState::Master, Some(m), _) if better(key(&m), me) => Some(m),
-            (SmState::Master, _, Some(b)) if b.info.sm_state == WireSmState::Standby => {
-                self.hand_over_when_synced(b);
-                None
-            }
+            (SmState::Master, Some(m), _) if better(key(&m), me) => AfterDiscovery::Yield(m),
+            (SmState::Master, _, Some(b)) if b.info.sm_state == WireSmState::Standby => AfterDiscovery::HandOver(b),
             // A better SM still discovering: it will stand by when it finds this master; sweep
             // again soon to hand over to it then.
             (SmState::Master, _, Some(_)) => {
-                self.election.recheck_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns.max(1)));
-                None
+                self.recheck_at = Some(now.saturating_add(poll_interval_ns.max(1)));
+                AfterDiscovery::Sweep
+            }
+            _ => AfterDiscovery::Sweep,
+        }
+    }
+
+    /// This SM stands by, watching `master`, from `now`: the first poll is an interval away.
+    pub fn stand_by(&mut self, master: FoundSm, now: u64, poll_interval_ns: u64) {
+        self.handover_when_synced = None;
+        self.master = Some(master);
+        self.misses = 0;
+        self.last_act = None;
+        self.poll_at = Some(now.saturating_add(poll_interval_ns));
+    }
+
+    /// Master: hand over to `to` once its state sync settles, or at `deadline` regardless.
+    pub fn hand_over_when_synced(&mut self, to: FoundSm, deadline: u64) {
+        self.handover_when_synced = Some((to, deadline));
+    }
+
+    /// The state sync of `guid` settled: the standby a handover waited for, if it is that one.
+    pub fn sync_settled(&mut self, guid: Guid) -> Option<FoundSm> {
+        self.handover_when_synced.take_if(|t| t.0.info.guid == guid).map(|(to, _)| to)
+    }
+
+    /// HANDOVER went out to `to`: its ACKNOWLEDGE is expected.
+    pub fn handing_over(&mut self, to: FoundSm) {
+        self.handed_to = Some(to);
+    }
+
+    /// The answer to HANDOVER to `to`: when accepted, the master this SM now stands by (as
+    /// found when the HANDOVER went out, or else as the sweep found it); when refused, none.
+    pub fn handover_answered(&mut self, to: Guid, accepted: bool) -> Option<FoundSm> {
+        if !accepted {
+            self.handed_to = None;
+            return None;
+        }
+        // The standby as found when the HANDOVER went out: a sweep started since (a trap, the
+        // state sync) may have emptied `found`, and the standby is master now all the same.
+        let target = self.handed_to.filter(|t| t.info.guid == to);
+        let target = target.or_else(|| self.found.iter().find(|f| f.info.guid == to).copied())?;
+        Some(FoundSm { info: SmInfo { sm_state: WireSmState::Master, ..target.info }, ..target })
+    }
+
+    /// The next time [`Election::timer`] has work for an SM in `state`.
+    pub fn poll_timeout(&self, state: SmState) -> Option<u64> {
+        match state {
+            SmState::Standby => self.poll_at,
+            SmState::Master => {
+                let handover = self.handover_when_synced.map(|(_, t)| t);
+                [self.recheck_at, handover].into_iter().flatten().min()
             }
             _ => None,
-        };
-        let Some(target) = yield_to else { return false };
-        self.become_standby(target);
-        true
+        }
     }
 
-    /// A light sweep's SMInfo read of another SM came back (or failed: it may be gone, which
-    /// the next heavy sweep sees). Two masters: the worse one (this one) stands by, the better
-    /// one nudges the other.
-    pub(super) fn on_light_sm_info(&mut self, guid: Guid, outcome: &Outcome) {
-        let info = match outcome {
-            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
-            _ => None,
-        };
-        let found = self.election.found.iter().find(|f| f.info.guid == guid).copied();
-        if let (Some(info), Some(f), SmState::Master) = (info, found, self.state)
-            && info.sm_state == WireSmState::Master
-            && info.sm_key == self.cfg.sm_key
-        {
-            // Its port's LID now (it may have had none when the heavy sweep found it).
-            let lid =
-                self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
-            let other = FoundSm { info, lid, ..f };
-            if better((info.priority & 0x0f, info.guid), (self.priority(), self.port_guid)) {
-                // Two masters: the worse one (this one) stands by.
-                self.light.stop();
-                self.become_standby(other);
-                return;
+    /// Timer work at `now` for an SM in `state`: a handover that waited long enough, a
+    /// master's re-check sweep, a standby's poll.
+    pub fn timer(&mut self, state: SmState, now: u64) -> TimerWork {
+        let mut work = TimerWork::default();
+        if state == SmState::Master {
+            work.hand_over = self.handover_when_synced.take_if(|(_, t)| *t <= now).map(|(to, _)| to);
+            if self.recheck_at.is_some_and(|t| t <= now) {
+                self.recheck_at = None;
+                work.sweep = true;
             }
-            self.nudge(&other);
         }
-        self.light_read_done();
+        if state != SmState::Standby || self.disabled || self.poll_at.is_none_or(|t| t > now) {
+            return work;
+        }
+        self.poll_at = None;
+        work.poll = self.master;
+        work
     }
 
-    /// Becomes a standby watching `master` (when it is not master yet, the first poll finds out
-    /// and a sweep follows).
-    pub(super) fn become_standby(&mut self, master: FoundSm) {
-        self.state = SmState::Standby;
-        self.sync_out.clear_peers();
-        self.election.handover_when_synced = None;
-        self.enter(SweepPhase::Up);
-        self.schedule.stand_by();
-        self.election.master = Some(master);
-        self.election.misses = 0;
-        self.election.last_act = None;
-        self.election.poll_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns));
-        self.events.push_back(SmEvent::Standby {
-            master: master.info.guid,
-            priority: master.info.priority,
-            lid: master.lid,
-        });
-        if master.info.sm_state == WireSmState::Master {
-            self.tell_master_if_better(&master);
-        }
-    }
-
-    /// A standby better than its master tells it with a trap 144 (SM priority changed), as
-    /// OpenSM's standbys do: the master sweeps, finds this SM and hands the subnet over.
-    pub(super) fn tell_master_if_better(&mut self, m: &FoundSm) {
-        if better(self.me(), (m.info.priority & 0x0f, m.info.guid)) {
-            self.nudge(m);
-        }
-    }
-
-    /// Sends `m` a trap 144 (SM priority changed) from this SM's port: it sweeps and finds
-    /// this SM. A standby tells its worse master so; a master tells a worse master that does
-    /// not know of it (two masters).
-    pub(super) fn nudge(&mut self, m: &FoundSm) {
-        if m.lid == Lid(0) {
-            return;
-        }
-        let Some((node, port)) = self.subnet.local else { return };
-        let Some(info) = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info) else { return };
-        let details = NoticeDetails::Trap144 {
-            lid: info.lid,
-            other_local_changes: false,
-            capability_mask: info.capability_mask,
-            capability_mask2_change: false,
-            hierarchy_info_change: false,
-            sm_priority_change: true,
-            link_speed_enabled_change: false,
-            link_width_enabled_change: false,
-            node_description_change: false,
-            capability_mask2: info.capability_mask2,
-        };
-        let Some(notice) = Notice::generic(NoticeType::Info, ProducerType::Ca, info.lid, details) else { return };
-        // An SMP carries the Notice's first 64 bytes (no IssuerGID).
-        let mut full = [0u8; 80];
-        notice.emit(&mut full);
-        let mut data = [0u8; SMP_DATA_LEN];
-        data.copy_from_slice(&full[..SMP_DATA_LEN]);
-        let smp = SmpRepr::set_lid(ids::attr::NOTICE, 0, 0x7e00_0000, data).with_method(Method::Trap);
-        let to = Address { lid: m.lid, qpn: 0, qkey: 0, pkey_index: 0, sl: 0, grh: None };
-        self.respond(smp.to_bytes().to_vec(), to);
-    }
-
-    /// Hands the subnet to the better standby `to` once it holds this master's state, so that
-    /// it takes over with the groups, services and subscriptions: now if the state sync says it
-    /// is current, else when it is (see [`Sm::sync_settled`]).
-    fn hand_over_when_synced(&mut self, to: FoundSm) {
-        if self.sync_needless(to.info.guid) {
-            self.hand_over(to);
-        } else {
-            let deadline = self.now.saturating_add(HANDOVER_SYNC_WAIT_NS);
-            self.election.handover_when_synced = Some((to, deadline));
-            self.sync_standby(to.info.guid, to.lid);
-        }
-    }
-
-    /// The state sync of `guid` came to rest (current, or not possible): a handover waiting
-    /// for it goes now.
-    pub(super) fn sync_settled(&mut self, guid: Guid) {
-        if self.state != SmState::Master {
-            return;
-        }
-        if let Some((to, _)) = self.election.handover_when_synced.take_if(|t| t.0.info.guid == guid) {
-            self.hand_over(to);
-        }
-    }
-
-    /// Sends HANDOVER to the better standby `to`.
-    fn hand_over(&mut self, to: FoundSm) {
-        let info = self.sm_info(true);
-        let req = Req::SetSmInfo { to: to.info.guid, control: control::HANDOVER, info };
-        self.tx.push(Request { path: to.path, req, op: Op::Election });
-        self.election.handed_to = Some(to);
-    }
-
-    /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
-    /// was not master yet.
-    pub(super) fn election_timer(&mut self) {
-        // A handover waits for the state sync this long at most.
-        if self.state == SmState::Master
-            && let Some((to, _)) = self.election.handover_when_synced.take_if(|(_, t)| *t <= self.now)
-        {
-            self.hand_over(to);
-        }
-        if self.state == SmState::Master && self.election.recheck_at.is_some_and(|t| t <= self.now) {
-            self.election.recheck_at = None;
-            self.sweep_soon();
-        }
-        if self.state != SmState::Standby || self.election.disabled {
-            return;
-        }
-        if self.election.poll_at.is_none_or(|t| t > self.now) {
-            return;
-        }
-        self.election.poll_at = None;
-        let Some(m) = self.election.master else { return };
-        // The poll carries this SM's SMInfo (key included): the master learns of its standby.
-        let req = Req::PollMaster { master: m.info.guid, info: self.sm_info(true) };
-        self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
-    }
-
-    /// A poll's outcome.
-    pub(super) fn on_poll(&mut self, outcome: &Outcome) {
-        if self.state != SmState::Standby {
-            return;
-        }
-        let Some(m) = self.election.master else { return };
-        let answer = match outcome {
-            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
-            _ => None,
-        };
+    /// A standby's poll answered (`answer`; `None`: no answer) at `now`: the master and the
+    /// reason to take over from it, or `None` while it is well (the next poll is scheduled).
+    pub fn on_poll(&mut self, answer: Option<&SmInfo>, now: u64, rules: PollRules) -> Option<(Guid, &'static str)> {
+        let m = self.master?;
         match answer {
             Some(info) if info.sm_state != WireSmState::Master => {
-                return self.take_over(m.info.guid, "the SM watched is not master");
+                return Some((m.info.guid, "the SM watched is not master"));
             }
             Some(info) => {
-                self.election.misses = 0;
-                match self.election.last_act {
+                self.misses = 0;
+                match self.last_act {
                     // The same count for too long: alive but not working (OpenSM raises it
                     // once per sweep, so the bound is longer than its sweep interval).
                     Some((act, since)) if act == info.act_count => {
-                        if self.now.saturating_sub(since) > self.cfg.sm_act_stall_ns {
-                            return self.take_over(m.info.guid, "its ActCount stalled");
+                        if now.saturating_sub(since) > rules.act_stall_ns {
+                            return Some((m.info.guid, "its ActCount stalled"));
                         }
                     }
-                    _ => self.election.last_act = Some((info.act_count, self.now)),
+                    _ => self.last_act = Some((info.act_count, now)),
                 }
             }
             None => {
-                self.election.misses += 1;
-                if self.election.misses >= self.cfg.sm_poll_retries.max(1) {
-                    return self.take_over(m.info.guid, "it stopped answering");
+                self.misses += 1;
+                if self.misses >= rules.retries.max(1) {
+                    return Some((m.info.guid, "it stopped answering"));
                 }
             }
         }
-        self.election.poll_at = Some(self.now.saturating_add(self.cfg.sm_poll_interval_ns));
+        self.poll_at = Some(now.saturating_add(rules.interval_ns));
+        None
     }
 
-    /// The master is gone (or gave up): sweep and become master (the sweep's discovery finds
-    /// a better SM first if there is one).
-    fn take_over(&mut self, old: Guid, reason: &'static str) {
-        self.events.push_back(SmEvent::MasterLost { master: old, reason });
-        self.election.takeovers += 1;
-        // A master that died is not given the subnet back when it returns (elevated-priority);
-        // one that handed over is (it asked for it).
-        self.election.elevated = reason != HANDED_OVER;
-        self.election.master = None;
-        self.election.poll_at = None;
-        self.adopt_replica(old);
-        self.state = SmState::Discovering;
-        self.start_sweep(self.now);
+    /// This SM takes the subnet over for `reason`: a master that died is not given the subnet
+    /// back when it returns (elevated priority); one that handed over is (it asked for it).
+    pub fn took_over(&mut self, reason: &str) {
+        self.takeovers += 1;
+        self.elevated = reason != HANDED_OVER;
+        self.master = None;
+        self.poll_at = None;
     }
 
-    /// The answer to our HANDOVER: accepted, this SM is a standby of the new master.
-    pub(super) fn on_handover_sent(&mut self, to: Guid, outcome: &Outcome) {
-        let Outcome::Reply { status: 0, .. } = outcome else {
-            self.election.handed_to = None;
-            return;
-        };
-        // The standby as found when the HANDOVER went out: a sweep started since (a trap, the
-        // state sync) may have emptied `found`, and the standby is master now all the same.
-        let target = self.election.handed_to.filter(|t| t.info.guid == to);
-        if let Some(target) = target.or_else(|| self.election.found.iter().find(|f| f.info.guid == to).copied()) {
-            self.events.push_back(SmEvent::HandedOver { to });
-            self.become_standby(FoundSm { info: SmInfo { sm_state: WireSmState::Master, ..target.info }, ..target });
-        }
-    }
-
-    /// SubnSet(SMInfo) from another SM: whether the control is obeyed (the caller answers with
-    /// this SM's SMInfo, or status 0x001C).
-    pub(super) fn on_sm_control(&mut self, control: u32, from: &SmInfo, sender: Option<Guid>) -> bool {
+    /// Whether SubnSet(SMInfo) `control` from `from` (carried from the port of `sender`) is
+    /// obeyed by an SM in `state` with SM_Key `my_key`.
+    pub fn admits(&self, control: u32, from: &SmInfo, sender: Option<Guid>, state: SmState, my_key: u64) -> bool {
         // The right key, from the port the payload names (a third host that knows the key and
         // writes the master's GUID is refused).
-        let key_ok = from.sm_key == self.cfg.sm_key && sender == Some(from.guid);
-        let from_master = self.election.master.is_some_and(|m| m.info.guid == from.guid);
-        let ok = key_ok
+        let key_ok = from.sm_key == my_key && sender == Some(from.guid);
+        let from_master = self.master.is_some_and(|m| m.info.guid == from.guid);
+        key_ok
             && match control {
-                control::HANDOVER => self.state == SmState::Standby && from_master,
-                control::ACKNOWLEDGE => self.election.handed_to.is_some_and(|t| t.info.guid == from.guid),
+                control::HANDOVER => state == SmState::Standby && from_master,
+                control::ACKNOWLEDGE => self.handed_to.is_some_and(|t| t.info.guid == from.guid),
                 control::DISABLE => from_master,
                 control::STANDBY => {
                     from_master
-                        || (self.election.master.is_none()
+                        || (self.master.is_none()
                             && from.sm_state == WireSmState::Master
-                            && self.election.found.iter().any(|f| f.info.guid == from.guid))
+                            && self.found.iter().any(|f| f.info.guid == from.guid))
                 }
-                control::DISCOVER => self.election.disabled && from_master,
+                control::DISCOVER => self.disabled && from_master,
                 _ => false,
-            };
-        self.events.push_back(SmEvent::SmControl { control, from: from.guid, accepted: ok });
-        if !ok {
-            return false;
-        }
-        match control {
-            control::HANDOVER => {
-                let old = self.election.master;
-                self.take_over(from.guid, HANDED_OVER);
-                // Acknowledged to the SM that handed over, along the route it was polled at.
-                if let Some(old) = old {
-                    let req =
-                        Req::SetSmInfo { to: old.info.guid, control: control::ACKNOWLEDGE, info: self.sm_info(true) };
-                    self.tx.push(Request { path: old.path, req, op: Op::Election });
-                }
             }
-            control::ACKNOWLEDGE => self.election.handed_to = None,
-            control::DISABLE => {
-                self.election.disabled = true;
-                self.election.poll_at = None;
-                self.state = SmState::NotActive;
-            }
-            control::STANDBY if self.state != SmState::Standby => {
-                if let Some(master) = self.election.found.iter().find(|f| f.info.guid == from.guid).copied() {
-                    self.become_standby(FoundSm { info: *from, ..master });
-                }
-            }
-            control::DISCOVER => {
-                self.election.disabled = false;
-                self.state = SmState::Discovering;
-                self.start_sweep(self.now);
-            }
-            _ => {}
-        }
-        true
+    }
+
+    /// ACKNOWLEDGE obeyed: the handover is complete.
+    pub fn acknowledged(&mut self) {
+        self.handed_to = None;
+    }
+
+    /// DISABLE obeyed: no polling until DISCOVER.
+    pub fn disable(&mut self) {
+        self.disabled = true;
+        self.poll_at = None;
+    }
+
+    /// DISCOVER obeyed.
+    pub fn enable(&mut self) {
+        self.disabled = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: u64 = 0x1234;
+    const ME: Guid = Guid(0x20);
+
+    fn sm(guid: u64, priority: u8, sm_state: WireSmState, lid: u16) -> FoundSm {
+        let info = SmInfo { guid: Guid(guid), sm_key: KEY, act_count: 0, priority, sm_state };
+        FoundSm { info, path: DrPath::default(), lid: Lid(lid) }
+    }
+
+    const RULES: PollRules = PollRules { interval_ns: 100, retries: 2, act_stall_ns: 1_000 };
+
+    #[test]
+    fn the_sweep_yields_to_a_master_or_a_better_sm_and_hands_over_to_a_better_standby() {
+        let mut e = Election::default();
+        // Another SM_Key takes no part; this SM itself is not an other SM.
+        assert!(!e.add_found(
+            FoundSm {
+                info: SmInfo { sm_key: 9, ..sm(0x10, 15, WireSmState::Master, 1).info },
+                ..sm(0x10, 15, WireSmState::Master, 1)
+            },
+            KEY,
+            ME
+        ));
+        assert!(e.add_found(sm(ME.0, 1, WireSmState::Master, 1), KEY, ME));
+        assert!(e.found().is_empty());
+        assert_eq!(e.after_discovery(SmState::Discovering, (5, ME), 0, 100), AfterDiscovery::Sweep);
+
+        // A worse master keeps the subnet from an SM that is not master yet.
+        let worse_master = sm(0x30, 1, WireSmState::Master, 3);
+        e.add_found(worse_master, KEY, ME);
+        assert_eq!(e.after_discovery(SmState::Discovering, (5, ME), 0, 100), AfterDiscovery::Yield(worse_master));
+        // Found again: replaced, not counted twice.
+        e.add_found(worse_master, KEY, ME);
+        assert_eq!(e.found().len(), 1);
+        // A master yields only to a better master.
+        assert_eq!(e.after_discovery(SmState::Master, (5, ME), 0, 100), AfterDiscovery::Sweep);
+
+        // A better standby: a master hands over to it; the best of two is chosen.
+        e.sweep_started();
+        let good = sm(0x40, 7, WireSmState::Standby, 4);
+        let best = sm(0x50, 9, WireSmState::Standby, 5);
+        e.add_found(good, KEY, ME);
+        e.add_found(best, KEY, ME);
+        assert_eq!(e.after_discovery(SmState::Master, (5, ME), 0, 100), AfterDiscovery::HandOver(best));
+        // A better SM still discovering: the master re-checks a poll interval later.
+        e.sweep_started();
+        e.add_found(sm(0x60, 9, WireSmState::Discovering, 6), KEY, ME);
+        assert_eq!(e.after_discovery(SmState::Master, (5, ME), 1_000, 100), AfterDiscovery::Sweep);
+        assert_eq!(e.poll_timeout(SmState::Master), Some(1_100));
+        assert_eq!(e.timer(SmState::Master, 1_099), TimerWork::default());
+        assert_eq!(e.timer(SmState::Master, 1_100), TimerWork { sweep: true, ..TimerWork::default() });
+        assert_eq!(e.poll_timeout(SmState::Master), None);
+    }
+
+    #[test]
+    fn a_standby_polls_and_takes_over_when_the_master_is_silent_stalled_or_not_master() {
+        let master = sm(0x30, 1, WireSmState::Master, 3);
+        let alive = |act| SmInfo { act_count: act, ..master.info };
+
+        let mut e = Election::default();
+        e.stand_by(master, 0, 100);
+        assert_eq!(e.master(), Some(master));
+        assert_eq!(e.timer(SmState::Standby, 99).poll, None);
+        assert_eq!(e.timer(SmState::Standby, 100).poll, Some(master));
+        // Polled once: no second poll until answered.
+        assert_eq!(e.timer(SmState::Standby, 150).poll, None);
+        // Answers with a rising count keep it standing by.
+        assert_eq!(e.on_poll(Some(&alive(1)), 100, RULES), None);
+        assert_eq!(e.poll_timeout(SmState::Standby), Some(200));
+        assert_eq!(e.on_poll(Some(&alive(2)), 200, RULES), None);
+        // One miss is tolerated at two retries; the second in a row is not.
+        assert_eq!(e.on_poll(None, 300, RULES), None);
+        assert_eq!(e.on_poll(None, 400, RULES), Some((master.info.guid, "it stopped answering")));
+
+        // The same count for longer than the stall bound.
+        let mut e = Election::default();
+        e.stand_by(master, 0, 100);
+        assert_eq!(e.on_poll(Some(&alive(7)), 100, RULES), None);
+        assert_eq!(e.on_poll(Some(&alive(7)), 1_100, RULES), None);
+        assert_eq!(e.on_poll(Some(&alive(7)), 1_101, RULES), Some((master.info.guid, "its ActCount stalled")));
+
+        // The master says it is not master.
+        let mut e = Election::default();
+        e.stand_by(master, 0, 100);
+        let gone = SmInfo { sm_state: WireSmState::Standby, ..master.info };
+        assert_eq!(e.on_poll(Some(&gone), 100, RULES), Some((master.info.guid, "the SM watched is not master")));
+
+        // Taking over from a dead master elevates the priority; after a handover it does not.
+        e.took_over("it stopped answering");
+        assert_eq!((e.takeovers(), e.master(), e.priority(3, Some(12))), (1, None, 12));
+        assert_eq!(e.priority(3, None), 3);
+        e.took_over(HANDED_OVER);
+        assert_eq!((e.takeovers(), e.priority(3, Some(12))), (2, 3));
+
+        // Disabled: no polls.
+        let mut e = Election::default();
+        e.stand_by(master, 0, 100);
+        e.disable();
+        assert!(e.disabled());
+        assert_eq!(e.timer(SmState::Standby, 1_000), TimerWork::default());
+    }
+
+    #[test]
+    fn controls_are_obeyed_only_with_the_key_from_the_port_they_name() {
+        let master = sm(0x30, 1, WireSmState::Master, 3);
+        let mut e = Election::default();
+        e.add_found(master, KEY, ME);
+        let from = master.info;
+        let sender = Some(from.guid);
+        // No master watched yet: STANDBY from a master found, nothing else.
+        assert!(e.admits(control::STANDBY, &from, sender, SmState::Master, KEY));
+        assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Standby, KEY));
+        e.stand_by(master, 0, 100);
+        assert!(e.admits(control::HANDOVER, &from, sender, SmState::Standby, KEY));
+        assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Master, KEY));
+        // Wrong key, or carried from another port than the payload names.
+        assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Standby, KEY + 1));
+        assert!(!e.admits(control::HANDOVER, &from, Some(Guid(0x99)), SmState::Standby, KEY));
+        assert!(!e.admits(control::HANDOVER, &from, None, SmState::Standby, KEY));
+        // DISCOVER only while disabled.
+        assert!(!e.admits(control::DISCOVER, &from, sender, SmState::NotActive, KEY));
+        e.disable();
+        assert!(e.admits(control::DISCOVER, &from, sender, SmState::NotActive, KEY));
+        e.enable();
+        assert!(!e.disabled());
+        // ACKNOWLEDGE only from the standby handed to; unknown controls never.
+        let standby = sm(0x40, 9, WireSmState::Standby, 4);
+        assert!(!e.admits(control::ACKNOWLEDGE, &standby.info, Some(standby.info.guid), SmState::Master, KEY));
+        e.handing_over(standby);
+        assert!(e.admits(control::ACKNOWLEDGE, &standby.info, Some(standby.info.guid), SmState::Master, KEY));
+        assert!(!e.admits(9, &from, sender, SmState::Standby, KEY));
+        // LID-routed controls name their sender by LID.
+        assert_eq!(e.sender_at(Lid(3)), Some(master.info.guid));
+        assert_eq!(e.sender_at(Lid(0)), None);
+    }
+
+    #[test]
+    fn a_handover_waits_for_the_sync_and_its_answer_makes_the_standby_master() {
+        let standby = sm(0x40, 9, WireSmState::Standby, 4);
+        let mut e = Election::default();
+        e.hand_over_when_synced(standby, 500);
+        assert_eq!(e.poll_timeout(SmState::Master), Some(500));
+        // Another SM's sync settling does not release it; this one's does, once.
+        assert_eq!(e.sync_settled(Guid(0x41)), None);
+        assert_eq!(e.sync_settled(standby.info.guid), Some(standby));
+        assert_eq!(e.sync_settled(standby.info.guid), None);
+        // Or the deadline does.
+        e.hand_over_when_synced(standby, 500);
+        assert_eq!(e.timer(SmState::Master, 499).hand_over, None);
+        assert_eq!(e.timer(SmState::Master, 500).hand_over, Some(standby));
+
+        // Refused: forgotten. Accepted: the standby, master now, even after `found` was emptied.
+        e.handing_over(standby);
+        assert_eq!(e.handover_answered(standby.info.guid, false), None);
+        e.handing_over(standby);
+        e.sweep_started();
+        let m = e.handover_answered(standby.info.guid, true).expect("accepted");
+        assert_eq!((m.info.guid, m.info.sm_state, m.lid), (standby.info.guid, WireSmState::Master, Lid(4)));
+        assert_eq!(e.handover_answered(Guid(0x77), true), None);
     }
 }

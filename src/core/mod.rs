@@ -15,9 +15,11 @@
 //! reads), `programming` (held LFT blocks, read-backs), [`lft`] ([`lft::Routing`]: tables, the
 //! route base, the job out), `partitions` (P_Key tables), [`mkeys`] ([`mkeys::MKeys`]),
 //! [`checks`] (cabling, duplicate GUIDs), `schedule` (re-sweeps, repairs, sweeps done),
-//! `light` (light sweeps) and `vl_census` (the SA's VL tables). Not yet components (their state
-//! is still fields of `Sm`, their logic `impl Sm` blocks): the election and replication
-//! ([`election`], [`replication`]), the SA side (snapshot, SA state, admission, counts:
+//! `light` (light sweeps), `vl_census` (the SA's VL tables) and [`election`]
+//! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
+//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`).
+//! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
+//! replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
 //! `snapshot`, `requests`, `mcast`), traps and quick sweeps ([`traps`], `quick`), bring-up
 //! (`bringup`, `repair`) and `reconfig`.
 //!
@@ -35,6 +37,7 @@ pub mod io;
 pub mod lft;
 pub mod lids;
 mod light;
+mod mastership;
 mod mcast;
 pub mod mkeys;
 mod partitions;
@@ -265,7 +268,7 @@ impl Sm {
             ("responses", self.responses.len()),
             ("smps_queued", queued),
             ("smps_in_flight", in_flight),
-            ("sms_found", self.election.found.len()),
+            ("sms_found", self.election.found().len()),
         ]);
         out.extend(self.mkeys.sizes());
         out.extend([
@@ -380,7 +383,7 @@ impl Sm {
     }
     /// Times this SM took the subnet over from its master.
     pub fn takeovers(&self) -> u64 {
-        self.election.takeovers
+        self.election.takeovers()
     }
     /// Requests received so far, by kind.
     pub fn request_counters(&self) -> RequestCounters {
@@ -433,12 +436,12 @@ impl Sm {
         self.now = self.now.max(now);
         // A standby leaves the fabric to the master: it sweeps again only to take over.
         if (self.phase != SweepPhase::Up && self.state != SmState::NotActive)
-            || self.election.disabled
+            || self.election.disabled()
             || self.state == SmState::Standby
         {
             return;
         }
-        self.election.found.clear();
+        self.election.sweep_started();
         self.programming.sweep_started();
         self.discovery.sweep_started();
         if self.state == SmState::NotActive {
@@ -640,13 +643,10 @@ impl Sm {
     /// The next time [`Sm::handle_timeout`] must be called, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
         let poll = match self.state {
-            SmState::Standby => self.election.poll_at,
             SmState::Master => {
-                let handover = self.election.handover_when_synced.map(|(_, t)| t);
-                let light = self.light.poll_timeout();
-                [self.election.recheck_at, handover, light].into_iter().flatten().min()
+                [self.election.poll_timeout(self.state), self.light.poll_timeout()].into_iter().flatten().min()
             }
-            _ => None,
+            _ => self.election.poll_timeout(self.state),
         };
         let [resweep, repair] = self.schedule.poll_timeout(self.state == SmState::Master);
         [

@@ -58,7 +58,7 @@ impl Sm {
         if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
             return;
         }
-        let reads = self.light.start(&self.subnet, &self.election.found, self.port_guid, self.cfg.sm_key);
+        let reads = self.light.start(&self.subnet, self.election.found(), self.port_guid, self.cfg.sm_key);
         if reads.is_empty() {
             self.schedule_light();
         }

@@ -106,7 +106,7 @@ impl Sm {
         }
         if self.state == SmState::Standby
             && (self.cfg.priority != old.priority || self.cfg.elevated_priority != old.elevated_priority)
-            && let Some(m) = self.election.master
+            && let Some(m) = self.election.master()
         {
             self.tell_master_if_better(&m);
         }

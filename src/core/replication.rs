@@ -76,7 +76,7 @@ impl Sm {
         let snap = self.snapshot.clone();
         let standbys: Vec<(Guid, ibsm_mad::Lid)> = self
             .election
-            .found
+            .found()
             .iter()
             .filter(|f| f.info.sm_state == ibsm_mad::attrs::SmState::Standby)
             .map(|f| {
@@ -170,7 +170,7 @@ impl Sm {
             Err(WireError::BadMac) => return refuse(self, "bad MAC: the sender does not hold this SM's SM_Key"),
             Err(WireError::Malformed) => return refuse(self, "malformed sync message"),
         };
-        let watched = self.election.master.map(|m| m.info.guid);
+        let watched = self.election.master().map(|m| m.info.guid);
         if self.state != SmState::Standby || watched != Some(msg.from) {
             return refuse(self, "not from the master this SM watches as a standby");
         }
