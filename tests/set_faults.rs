@@ -140,7 +140,6 @@ fn a_refused_mft_set_is_retried_reported_and_not_taken_as_written() {
 }
 
 #[test]
-#[ignore = "core: a failed MFT Set between sweeps schedules nothing; the block stays unwritten (600 s of virtual time, no sweep), issue 23"]
 fn a_refused_mft_block_is_written_once_the_switch_takes_sets_again() {
     for status in [None, Some(ids::status::BAD_FIELD)] {
         let what = format!("MFT at leaf-0, status {status:?}");
