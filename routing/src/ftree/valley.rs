@@ -28,7 +28,7 @@ use ibsm_mad::PortNum;
 use super::{DOWN, Tree, label, stranded, value};
 use crate::graph::FAR;
 
-/// Candidate valley leaves tried per cut-off leaf.
+/// Candidate valley switches tried per cut-off leaf.
 const CANDIDATES: usize = 8;
 
 /// Per switch, the set of top switches (switches with no up link) it reaches going up. Two
@@ -189,8 +189,8 @@ impl<'a> Strand<'a> {
     }
 }
 
-/// The valley leaves chosen while routing the CA LIDs, for the switch LIDs: per leaf, its valley
-/// leaf and the labels towards it.
+/// The valley switches chosen while routing the CA LIDs, for the switch LIDs: per cut-off leaf,
+/// its valley switch and the labels towards it.
 pub(super) struct Valleys {
     /// `(cut-off leaf, valley switch)`, in leaf order.
     pairs: Vec<(u32, u32)>,
@@ -245,7 +245,7 @@ impl Valleys {
         self.strands.iter().find(|(l, _)| *l as usize == leaf).map(|(_, r)| r.as_slice())
     }
 
-    /// No leaf is cut off from anything.
+    /// No cut-off leaf has a valley switch.
     pub(super) fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }
