@@ -13,7 +13,6 @@
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::ServiceRecord;
-use ibsm_mad::records::components::matches;
 use ibsm_mad::{Attribute, Guid};
 
 use super::answer::Table;
