@@ -727,7 +727,7 @@ impl Sm {
         self.events.push_back(SmEvent::SmpFailed { attr_id, attr_mod, path: request.path, failure });
         // A Set that fails between sweeps (the multicast tables and their top are written
         // then) has no sweep end to repair it: a repair sweep is due, with the same back-off,
-        // and the heavy re-sweep once the attempts are spent. The repair's end writes again
+        // three times per heavy sweep, then the heavy re-sweep. The repair's end writes again
         // what the switch does not hold.
         let set = matches!(
             request.req,
@@ -738,7 +738,7 @@ impl Sm {
                 | Req::SetPortInfo { .. }
         );
         if set && self.phase == SweepPhase::Up && self.state == SmState::Master {
-            self.schedule.sweep_ended(self.now, false, true, self.cfg.resweep_interval_ns);
+            self.schedule.set_failed_between_sweeps(self.now, self.cfg.resweep_interval_ns);
         }
     }
 

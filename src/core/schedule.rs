@@ -42,11 +42,17 @@ pub(super) struct Schedule {
     repair_at: Option<u64>,
     /// Repairs since the last complete sweep.
     repair_attempts: u32,
+    /// Repairs asked for by Sets that failed between sweeps, since the last heavy sweep (a
+    /// complete repair does not reset it: the multicast writes that fail come after it).
+    between_attempts: u32,
 }
 
 impl Schedule {
     /// A sweep of `kind` starts: no heavy re-sweep or repair due any more.
     pub fn begin(&mut self, kind: SweepKind) {
+        if kind == SweepKind::Heavy {
+            self.between_attempts = 0;
+        }
         self.kind = kind;
         self.resweep_at = None;
         self.repair_at = None;
@@ -101,6 +107,20 @@ impl Schedule {
             self.repair_attempts += 1;
             self.repair_at = Some(now.saturating_add(delay));
         } else {
+            self.resweep_at = interval.map(|d| now.saturating_add(d));
+        }
+    }
+
+    /// A Set failed at `now` between sweeps (the multicast tables and their top are written
+    /// then): a repair sweep is due with the same back-off, at most [`REPAIR_ATTEMPTS`] times
+    /// until a heavy sweep, then the heavy re-sweep after `interval` (none without one). So a
+    /// switch that keeps refusing costs three repairs per heavy sweep, not one every half second.
+    pub fn set_failed_between_sweeps(&mut self, now: u64, interval: Option<u64>) {
+        if self.between_attempts < REPAIR_ATTEMPTS {
+            let at = now.saturating_add(FIRST_REPAIR_DELAY_NS << self.between_attempts);
+            self.between_attempts += 1;
+            self.repair_at = Some(self.repair_at.map_or(at, |t| t.min(at)));
+        } else if self.resweep_at.is_none() {
             self.resweep_at = interval.map(|d| now.saturating_add(d));
         }
     }
@@ -181,6 +201,28 @@ mod tests {
         s.stand_by();
         s.requested_now(9 * S);
         assert_eq!(s.poll_timeout(true)[0], None, "a standby forgets both");
+    }
+
+    #[test]
+    fn sets_failing_between_sweeps_get_three_repairs_per_heavy_sweep() {
+        let mut s = Schedule::default();
+        s.begin(SweepKind::Heavy);
+        s.sweep_ended(0, true, false, Some(60 * S));
+        for (at, due) in [(10, 10 * S + S / 2), (20, 21 * S), (30, 32 * S)] {
+            s.set_failed_between_sweeps(at * S, Some(60 * S));
+            assert_eq!(s.poll_timeout(true)[1], Some(due));
+            assert!(s.take_repair(due));
+            // The repair is complete (the failing write comes after it): no reset.
+            s.begin(SweepKind::Repair);
+            s.sweep_ended(due, true, false, Some(60 * S));
+        }
+        s.set_failed_between_sweeps(40 * S, Some(60 * S));
+        assert_eq!(s.poll_timeout(true), [Some(100 * S), None], "then the heavy re-sweep");
+        s.set_failed_between_sweeps(41 * S, None);
+        assert_eq!(s.poll_timeout(true)[0], Some(100 * S), "kept");
+        s.begin(SweepKind::Heavy);
+        s.set_failed_between_sweeps(200 * S, Some(60 * S));
+        assert_eq!(s.poll_timeout(true)[1], Some(200 * S + S / 2), "a heavy sweep starts them over");
     }
 
     #[test]
