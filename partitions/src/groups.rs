@@ -154,6 +154,14 @@ mod tests {
         crate::model::parse_mgid(text).unwrap_or_default()
     }
 
+    /// The groups of the policy `text` (panics on a bad policy: test input).
+    fn groups_of(text: &str) -> Vec<GroupSpec> {
+        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
+        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
+        let Ok(groups) = groups else { panic!("{groups:?}") };
+        groups
+    }
+
     #[test]
     fn no_file_gives_the_default_broadcast_group() {
         let groups = policy_groups(&Policy::no_file()).unwrap_or_default();
@@ -170,9 +178,7 @@ mod tests {
                     plain=0x0a02 : ALL ;\n\
                     apps=0x0a03,ipoib,mtu=3 : mgid=ff15:1234::1,Q_Key=0x10,mtu=4\n, mgid=ff12:401b:8a03::1\n, ALL ;\n\
                     scoped=0x0a04,scope=8 : mgid=ff12:1234::2\n, ALL ;\n";
-        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
-        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
-        let Ok(groups) = groups else { panic!("{groups:?}") };
+        let groups = groups_of(text);
         let mgids: Vec<Gid> = groups.iter().map(|g| g.mgid).collect();
         assert_eq!(
             mgids,
@@ -202,9 +208,7 @@ mod tests {
     fn ip_mgid_lines_take_the_partitions_pkey_and_only_their_own_sl() {
         let text = "Default=0x7fff,ipoib : ALL=full ;\n\
                     storage=0x0a01,ipoib,sl=1 :\n mgid=ff12:401b::707,sl=3\n mgid=ff12:601b::16\n mgid=ff12:1234::9\n ALL ;\n";
-        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
-        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
-        let Ok(groups) = groups else { panic!("{groups:?}") };
+        let groups = groups_of(text);
         let got: Vec<(Gid, u8)> = groups.iter().map(|g| (g.mgid, g.sl)).collect();
         assert_eq!(
             got,
@@ -227,9 +231,7 @@ mod tests {
         let text = "Default=0x7fff : ALL=full ;\n\
                     gpu=0x0100,ipoib,scope=5 : mgid=ff12:1234::5\n ALL ;\n\
                     apps=0x0200 : mgid=ff15:1234::1\n mgid=ff18:1234::7,scope=8,scope=14\n ALL ;\n";
-        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
-        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
-        let Ok(groups) = groups else { panic!("{groups:?}") };
+        let groups = groups_of(text);
         let got: Vec<(Gid, u8)> = groups.iter().map(|g| (g.mgid, g.scope)).collect();
         assert_eq!(
             got,
@@ -252,9 +254,7 @@ mod tests {
                     apps=0x0200 : mgid=ff15:601b::1\n mgid=ff12:401b::2\n ALL ;\n\
                     gpu=0x0100,ipoib,mtu=5 :\n mgid=ff12:401b::3\n mgid=ff12:601b::4,mtu=4\n\
                     mgid=ff12:401b::5,scope=5\n mgid=ff12:401b:8200::6\n mgid=ff12:401b:8100::7\n ALL ;\n";
-        let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
-        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
-        let Ok(groups) = groups else { panic!("{groups:?}") };
+        let groups = groups_of(text);
         let mgids: Vec<Gid> = groups.iter().map(|g| g.mgid).collect();
         assert_eq!(
             mgids,

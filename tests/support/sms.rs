@@ -23,6 +23,18 @@ pub fn hosts(topo: &Topology) -> Vec<(usize, u8)> {
 /// SMs with `priorities` on the first hosts, all started; runs until one is master and the
 /// others standby. Returns the harness and the master's index.
 pub fn elect(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize) {
+    elect_with(topo, seed, priorities, |h, until| {
+        h.run_until(until, |_, _| false);
+    })
+}
+
+/// [`elect`], each step of 100 ms taken by `step(harness, until)`.
+fn elect_with(
+    topo: &Topology,
+    seed: u64,
+    priorities: &[u8],
+    mut step: impl FnMut(&mut SimSms, u64),
+) -> (SimSms, usize) {
     let at = hosts(topo);
     let sms = priorities.iter().enumerate().map(|(i, &p)| (Sm::new(cfg(p, 7), Guid2Lid::default()), at[i])).collect();
     let mut h = SimSms::new(topo, seed, sms).expect("attach");
@@ -37,10 +49,10 @@ pub fn elect(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize) {
     let end = h.now() + 60 * SECOND;
     while !settled(&h) {
         assert!(h.now() < end, "no single master: {:?}", h.sms.iter().map(|s| s.sm.state()).collect::<Vec<_>>());
-        let step = h.now() + 100_000_000;
-        h.run_until(step, |_, _| false);
-        if h.now() < step {
-            h.fabric.advance_to(SimTime(step));
+        let until = h.now() + 100_000_000;
+        step(&mut h, until);
+        if h.now() < until {
+            h.fabric.advance_to(SimTime(until));
         }
     }
     let master = h.sms.iter().position(|s| s.sm.state() == SmState::Master).expect("a master");
@@ -115,28 +127,8 @@ pub fn run_counting(h: &mut SimSms, limit_ns: u64, sent: &mut [Sent]) {
 
 /// As [`elect`], stepping with [`run_counting`] from the start: also returns what each SM sent.
 pub fn elect_counting(topo: &Topology, seed: u64, priorities: &[u8]) -> (SimSms, usize, Vec<Sent>) {
-    let at = hosts(topo);
-    let sms = priorities.iter().enumerate().map(|(i, &p)| (Sm::new(cfg(p, 7), Guid2Lid::default()), at[i])).collect();
-    let mut h = SimSms::new(topo, seed, sms).expect("attach");
     let mut sent = vec![Sent::default(); priorities.len()];
-    for i in 0..priorities.len() {
-        h.start(i);
-    }
-    let settled = |h: &SimSms| {
-        let states: Vec<SmState> = h.sms.iter().map(|s| s.sm.state()).collect();
-        states.iter().filter(|s| **s == SmState::Master).count() == 1
-            && states.iter().filter(|s| **s == SmState::Standby).count() == states.len() - 1
-    };
-    let end = h.now() + 60 * SECOND;
-    while !settled(&h) {
-        assert!(h.now() < end, "no single master: {:?}", h.sms.iter().map(|s| s.sm.state()).collect::<Vec<_>>());
-        let step = h.now() + 100_000_000;
-        run_counting(&mut h, step, &mut sent);
-        if h.now() < step {
-            h.fabric.advance_to(SimTime(step));
-        }
-    }
-    let master = h.sms.iter().position(|s| s.sm.state() == SmState::Master).expect("a master");
+    let (h, master) = elect_with(topo, seed, priorities, |h, until| run_counting(h, until, &mut sent));
     (h, master, sent)
 }
 
