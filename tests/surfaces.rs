@@ -74,7 +74,7 @@ fn start(tag: &str, fabric: &Path) -> Sm {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(sm.child.try_wait().ok().flatten().is_none(), "the SM exited before it came up");
-        if let Ok(s) = ibsm::daemon::control::query::<Status>(&sm.sock, Query::Status, Duration::from_secs(5))
+        if let Ok(s) = ibsm::daemon::control::query::<Status>(&sm.sock, &Query::Status, Duration::from_secs(5))
             && s.subnet_up
         {
             return sm;
@@ -88,7 +88,7 @@ fn start(tag: &str, fabric: &Path) -> Sm {
 /// full within [`ANSWER_LIMIT`].
 fn assert_responsive(sm: &Sm, during: &str) {
     let t = Instant::now();
-    let s = ibsm::daemon::control::query::<Status>(&sm.sock, Query::Status, ANSWER_LIMIT)
+    let s = ibsm::daemon::control::query::<Status>(&sm.sock, &Query::Status, ANSWER_LIMIT)
         .unwrap_or_else(|e| panic!("{during}: status failed after {:?}: {e}", t.elapsed()));
     let took = t.elapsed();
     assert!(took < ANSWER_LIMIT, "{during}: status took {took:?}");

@@ -343,11 +343,38 @@ pub(crate) fn init_logging(json: bool) {
     use std::io::IsTerminal;
     JSON_LOGS.store(json, std::sync::atomic::Ordering::Relaxed);
     let default = if json { "warn,ibsm::summary=info" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let base = std::env::var(tracing_subscriber::EnvFilter::DEFAULT_ENV)
+        .ok()
+        .filter(|v| tracing_subscriber::EnvFilter::try_new(v).is_ok())
+        .unwrap_or_else(|| default.to_owned());
     let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&base))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    let _ = if json { fmt.event_format(ibsm::daemon::logfmt::JsonLines).try_init() } else { fmt.try_init() };
+    // `ibsm log-level` changes the filter of a running SM through the reload handle.
+    let installed = if json {
+        let fmt = fmt.event_format(ibsm::daemon::logfmt::JsonLines).with_filter_reloading();
+        let apply = filter_setter(fmt.reload_handle());
+        fmt.try_init().map(|()| apply)
+    } else {
+        let fmt = fmt.with_filter_reloading();
+        let apply = filter_setter(fmt.reload_handle());
+        fmt.try_init().map(|()| apply)
+    };
+    if let Ok(apply) = installed {
+        ibsm::daemon::log_level::install(&base, apply);
+    }
+}
+
+/// Puts a new filter in force through `handle`.
+fn filter_setter<S: 'static>(
+    handle: tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, S>,
+) -> ibsm::daemon::log_level::Apply
+where
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, S>: Send + Sync,
+{
+    Box::new(move |directives: &str| {
+        let next = tracing_subscriber::EnvFilter::try_new(directives).map_err(|e| e.to_string())?;
+        handle.reload(next).map_err(|e| e.to_string())
+    })
 }

@@ -1,6 +1,8 @@
 //! Command-line interface: the clap definitions of the command line and its dispatch (here),
 //! and a file per subcommand: [`run`] (`ibsm run`, the daemon), [`status`] (`status`,
-//! `reload`: clients of the control socket), [`config`], [`routes`], [`topology`],
+//! `reload`: clients of the control socket), [`controls`] (`sweep`, `reroute`, `log-level`,
+//! `lid`, `guid`: the operator's controls and questions over the same socket), [`config`],
+//! [`routes`], [`topology`],
 //! [`partitions`], [`sim`] (`sim gen`, `sim info`, `sim play`, `sim soak`), [`man`]; [`log`]
 //! holds the daemon's log set-up and its own lines.
 //!
@@ -10,6 +12,7 @@
 //! keeps SIGPIPE ignored.
 
 mod config;
+mod controls;
 mod log;
 mod man;
 mod partitions;
@@ -69,6 +72,33 @@ enum Command {
         /// Print the answer as JSON (the control socket's `status` answer, one line).
         #[arg(long)]
         json: bool,
+    },
+    /// Ask the running SM for a sweep now (heavy unless --light), as OpenSM's console `resweep`.
+    Sweep(controls::SweepArgs),
+    /// Ask the running SM for a heavy sweep that routes from scratch.
+    Reroute {
+        /// The SM's control socket (`--control` of `ibsm run`, or `<state-dir>/ibsm.sock`).
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+    },
+    /// Change the running SM's log level, for all of it or one module, without a restart.
+    LogLevel(controls::LogLevelArgs),
+    /// What the running SM knows of the port (or switch) with this LID: node, state, link,
+    /// neighbour, partitions, routes through it.
+    Lid {
+        /// The LID (1 to 49151).
+        #[arg(value_parser = clap::value_parser!(u16).range(1..0xc000))]
+        lid: u16,
+        #[command(flatten)]
+        args: controls::PortArgs,
+    },
+    /// As `ibsm lid`, by port GUID or node GUID (a node GUID shows every port of the node).
+    Guid {
+        /// The GUID (`0x0002c90300001234`).
+        #[arg(value_parser = ibsm::daemon::control::parse_guid)]
+        guid: ibsm_mad::Guid,
+        #[command(flatten)]
+        args: controls::PortArgs,
     },
     /// The configuration file: check one, or show the effective value of every option.
     Config {
@@ -159,6 +189,13 @@ pub fn run() -> ExitCode {
         Command::Config { command: ConfigCommand::ImportOpensm { file } } => config::import_opensm(&file),
         Command::Reload { socket } => status::reload(&socket),
         Command::Status { socket, json } => status::status(&socket, json),
+        Command::Sweep(args) => controls::sweep(&args),
+        Command::Reroute { socket } => controls::reroute(&socket),
+        Command::LogLevel(args) => controls::log_level(&args),
+        Command::Lid { lid, args } => {
+            controls::port("lid", &args, ibsm::daemon::control::PortKey::Lid(ibsm_mad::Lid(lid)))
+        }
+        Command::Guid { guid, args } => controls::port("guid", &args, ibsm::daemon::control::PortKey::Guid(guid)),
         Command::Sim { command: SimCommand::Gen(args) } => sim::sim_gen(&args),
         Command::Sim { command: SimCommand::Info { topology, json } } => sim::sim_info(&topology, json),
         Command::Sim { command: SimCommand::Play(args) } => crate::cli::sim::play(&args),

@@ -142,7 +142,7 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(60);
 /// The running SM's fabric and tables, from its control socket.
 fn fetch(path: &Path) -> Result<Routed, ExitCode> {
     let t0 = Instant::now();
-    let live: LiveRoutes = control::query(path, Query::Routes, SOCKET_TIMEOUT).map_err(|e| {
+    let live: LiveRoutes = control::query(path, &Query::Routes, SOCKET_TIMEOUT).map_err(|e| {
         eprintln!("ibsm routes: {e}");
         ExitCode::FAILURE
     })?;

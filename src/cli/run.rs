@@ -46,14 +46,19 @@ pub(super) struct RunArgs {
     /// nothing persists].
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Local control socket (Unix stream, mode 0600) that `ibsm status`, `ibsm reload` and
-    /// `ibsm routes dump/check --socket` use [default: `<state-dir>/ibsm.sock` when a state
+    /// Local control socket (Unix stream, mode 0600) that `ibsm status`, `ibsm reload`, `ibsm
+    /// sweep`, `ibsm lid` and `ibsm routes dump/check --socket` use [default: `<state-dir>/ibsm.sock` when a state
     /// directory is set, else none].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// No control socket, even with a state directory.
     #[arg(long, conflicts_with = "control")]
     no_control: bool,
+    /// Give the control socket to this group (a name in /etc/group, or a GID), mode 0660: its
+    /// members may ask `status`, `routes`, `lid` and `guid`; changes (`reload`, `sweep`,
+    /// `reroute`, `log-level`) stay with root and the SM's user [default: none, mode 0600].
+    #[arg(long, value_name = "GROUP", conflicts_with = "no_control")]
+    control_group: Option<String>,
     /// LID mask control 0..=7 [default: from the config file, else 0].
     #[arg(long)]
     lmc: Option<u8>,
@@ -372,10 +377,21 @@ fn listeners(
     } else {
         a.control.clone().or_else(|| state_dir.map(|d| d.join(ibsm::daemon::control::DEFAULT_NAME)))
     };
-    let control = control_path.as_deref().map(ControlServer::bind).transpose().map_err(|e| {
-        eprintln!("ibsm run: {e}");
-        ExitCode::FAILURE
-    })?;
+    let group = match a.control_group.as_deref().map(ibsm::daemon::control::group_id).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("ibsm run: --control-group: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let control = control_path
+        .as_deref()
+        .map(|p| ControlServer::bind_with(p, ibsm::daemon::surface::Limits::DEFAULT, group))
+        .transpose()
+        .map_err(|e| {
+            eprintln!("ibsm run: {e}");
+            ExitCode::FAILURE
+        })?;
     let Some(addr) = &a.metrics else { return Ok((control, None)) };
     let control = control.unwrap_or_else(ControlServer::without_socket);
     let metrics = ibsm::daemon::metrics_http::MetricsServer::bind(addr, &control).map_err(|e| {

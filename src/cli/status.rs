@@ -7,7 +7,7 @@ use std::process::ExitCode;
 pub(super) fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     let st = match ibsm::daemon::control::query::<ibsm::daemon::control::Status>(
         socket,
-        ibsm::daemon::control::Query::Status,
+        &ibsm::daemon::control::Query::Status,
         std::time::Duration::from_secs(10),
     ) {
         Ok(st) => st,
@@ -136,7 +136,7 @@ fn print_sync(state: &str, s: &ibsm::daemon::control::SyncStatusJson) {
 pub(super) fn reload(socket: &std::path::Path) -> ExitCode {
     match ibsm::daemon::control::query::<ibsm::daemon::control::Reloaded>(
         socket,
-        ibsm::daemon::control::Query::Reload,
+        &ibsm::daemon::control::Query::Reload,
         std::time::Duration::from_secs(10),
     ) {
         Ok(r) => {

@@ -91,7 +91,7 @@ fn load(source: &Source) -> Result<(Topology, HashMap<Guid, u16>, bool), ExitCod
         eprintln!("ibsm topology: give --net FILE or --socket PATH");
         return Err(ExitCode::from(2));
     };
-    let live: LiveRoutes = control::query(sock, Query::Routes, Duration::from_secs(60)).map_err(|e| {
+    let live: LiveRoutes = control::query(sock, &Query::Routes, Duration::from_secs(60)).map_err(|e| {
         eprintln!("ibsm topology: {e}");
         ExitCode::from(2)
     })?;
@@ -198,7 +198,7 @@ fn diff(expected: &Path, net: Option<&PathBuf>, socket: Option<&PathBuf>) -> Exi
         },
         (None, Some(sock)) => {
             let live: Result<LiveRoutes, String> =
-                control::query(sock, Query::Routes, Duration::from_secs(60)).map_err(|e| e.to_string());
+                control::query(sock, &Query::Routes, Duration::from_secs(60)).map_err(|e| e.to_string());
             match live.and_then(|l| l.to_topology().map_err(|e| e.to_string())) {
                 Ok(t) => (t, false),
                 Err(e) => {

@@ -83,6 +83,17 @@ pub enum ComputeStep {
     Route,
 }
 
+/// A sweep an operator asks for ([`Sm::request_sweep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requested {
+    /// A heavy sweep: everything read again, only what differs written.
+    Heavy,
+    /// A heavy sweep that routes from scratch.
+    Reroute,
+    /// A light sweep: the switches' SwitchInfo read for a port change.
+    Light,
+}
+
 /// Counters of the running sweep.
 #[derive(Debug, Clone, Default)]
 struct SweepStats {
@@ -236,6 +247,32 @@ impl Sm {
         } else {
             self.schedule.request();
         }
+    }
+
+    /// An operator's sweep ([`Requested`], `ibsm sweep` and `ibsm reroute`): a heavy sweep now
+    /// or right after the running one, the same routing from scratch, or a light sweep at once.
+    ///
+    /// # Errors
+    /// Why it is not done: only a master (or an SM in its first sweep, for a heavy sweep)
+    /// sweeps the fabric.
+    pub fn request_sweep(&mut self, what: Requested) -> Result<(), &'static str> {
+        match self.state {
+            SmState::Master => {}
+            SmState::Discovering if what != Requested::Light => {}
+            SmState::Discovering => return Err("the first sweep is still running; a light sweep follows it"),
+            SmState::Standby => return Err("this SM is a standby: the master sweeps the fabric"),
+            SmState::NotActive => return Err("this SM is not active (disabled, or not started)"),
+        }
+        match what {
+            Requested::Heavy => self.sweep_soon(),
+            Requested::Reroute => {
+                self.force_full_route();
+                self.sweep_soon();
+            }
+            // Due one nanosecond from now: the next timeout starts it unless a sweep runs.
+            Requested::Light => self.light.schedule(self.now, Some(1)),
+        }
+        Ok(())
     }
 
     /// Tells the core how large SA answers may be on its transport (the driver knows whether

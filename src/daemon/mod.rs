@@ -15,12 +15,15 @@
 //! MADs; [`sim_loop`], the simulated SM (`ibsm run --sim`) kept alive once its fabric is up.
 //!
 //! What operators reach it by:
-//! - [`control`]: the local control socket (`ibsm status`, `ibsm reload`, live routes).
+//! - [`control`]: the local control socket (`ibsm status`, `ibsm reload`, live routes, the
+//!   controls `ibsm sweep`, `reroute`, `log-level`, `lid`, `guid`).
+//! - [`log_level`]: the running log filter, changed by `ibsm log-level`.
 //! - [`metrics`]: the Prometheus text of the SM's figures; [`metrics_http`] serves it.
 //! - [`surface`]: the limits, connection cap and listener thread those two share.
 
 pub mod config;
 pub mod control;
+pub mod log_level;
 pub mod logfmt;
 pub mod metrics;
 pub mod metrics_http;

@@ -13,11 +13,23 @@ pub trait SideQueries {
     fn next_query(&mut self) -> impl Future<Output = Self::Query>;
 }
 
+/// What a query needs of the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asks {
+    /// An answer from the core's getters ([`SideQuery::answer`]).
+    Answer,
+    /// The configuration read again: the driver does that itself (it knows the files) and
+    /// answers with [`SideQuery::reply`].
+    Reload,
+    /// A sweep ([`Sm::request_sweep`]): the driver asks the core (and, on the simulator, runs
+    /// the fabric until it is done) and answers with [`SideQuery::reply`].
+    Sweep(crate::core::Requested),
+}
+
 /// One query from [`SideQueries`].
 pub trait SideQuery {
-    /// Whether it asks to reload the configuration (the driver does that itself, and
-    /// answers with [`SideQuery::reply`]).
-    fn is_reload(&self) -> bool;
+    /// What it needs of the driver.
+    fn asks(&self) -> Asks;
     /// Answers it with a prepared JSON line.
     fn reply(self, answer: String);
     /// Answers it from the core's getters.
@@ -43,7 +55,7 @@ pub struct NoQueries;
 pub enum Never {}
 
 impl SideQuery for Never {
-    fn is_reload(&self) -> bool {
+    fn asks(&self) -> Asks {
         match *self {}
     }
     fn reply(self, _: String) {
@@ -66,5 +78,21 @@ pub async fn next_query<Q: SideQueries>(q: Option<&mut Q>) -> Q::Query {
     match q {
         Some(q) => q.next_query().await,
         None => std::future::pending().await,
+    }
+}
+
+/// The answer line to a sweep asked for: [`crate::core::Sm::request_sweep`]'s verdict.
+pub fn sweep_answer(what: crate::core::Requested, done: Result<(), &str>) -> String {
+    use crate::core::Requested;
+    match done {
+        Ok(()) => {
+            let name = match what {
+                Requested::Heavy => "heavy",
+                Requested::Reroute => "reroute",
+                Requested::Light => "light",
+            };
+            serde_json::json!({ "requested": name }).to_string()
+        }
+        Err(why) => serde_json::json!({ "error": why }).to_string(),
     }
 }

@@ -5,10 +5,10 @@
 //! transport's ([`SimDriver`]); this loop only adds the process around them.
 
 use super::control::Reloaded;
-use super::side_queries::{SideQueries, SideQuery, next_query};
+use super::side_queries::{Asks, SideQueries, SideQuery, next_query, sweep_answer};
 use super::signals::{Signal, Signals};
 use super::startup;
-use crate::core::SmEvent;
+use crate::core::{Requested, SmEvent};
 use crate::transport::sim::SimDriver;
 
 /// Answers the control socket's queries (if there is one) from the SM until SIGINT or
@@ -42,23 +42,35 @@ pub fn serve_until_signal<Q: SideQueries>(
                 sig = signals.recv() => {
                     sig.log();
                     if sig == Signal::Hup {
-                        let _ = reload_now(drv, reload, &mut on_event);
+                        // As OpenSM's: the configuration read again, and a heavy sweep.
+                        let swept = reload_now(drv, reload, &mut on_event).is_ok_and(|r| r.sweep);
+                        if !swept
+                            && let Err(why) = sweep_now(drv, Requested::Heavy, &mut on_event)
+                        {
+                            tracing::info!(why, "SIGHUP: no sweep");
+                        }
                         idle_since = std::time::Instant::now();
                     }
                 }
-                req = next_query(control.as_deref_mut()) => {
-                    if req.is_reload() {
+                req = next_query(control.as_deref_mut()) => match req.asks() {
+                    Asks::Reload => {
                         let answer = match reload_now(drv, reload, &mut on_event) {
                             Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
                             Err(e) => serde_json::json!({ "error": e }).to_string(),
                         };
                         req.reply(answer);
                         idle_since = std::time::Instant::now();
-                    } else {
+                    }
+                    Asks::Sweep(what) => {
+                        let done = sweep_now(drv, what, &mut on_event);
+                        req.reply(sweep_answer(what, done));
+                        idle_since = std::time::Instant::now();
+                    }
+                    Asks::Answer => {
                         let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         req.answer_after_idle(&drv.sm, idle);
                     }
-                }
+                },
             }
         }
     })
@@ -81,6 +93,24 @@ fn reload_now(
     }
     Ok(done)
 }
+
+/// A sweep an operator asked for, run on the simulated fabric: a heavy one to its report (at
+/// most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time), a light one for [`LIGHT_SWEEP_LIMIT_NS`]
+/// (with the quick or heavy sweep it may start).
+fn sweep_now(drv: &mut SimDriver, what: Requested, on_event: &mut dyn FnMut(&SmEvent)) -> Result<(), &'static str> {
+    drv.sm.request_sweep(what)?;
+    let light = what == Requested::Light;
+    let limit = drv.now().saturating_add(if light { LIGHT_SWEEP_LIMIT_NS } else { RELOAD_SWEEP_LIMIT_NS });
+    drv.run_until(limit, |ev| {
+        on_event(ev);
+        !light && matches!(ev, SmEvent::SubnetUp(_))
+    });
+    Ok(())
+}
+
+/// How much virtual time a light sweep asked for is given on the simulated fabric (its reads
+/// take microseconds each; a quick sweep it starts, milliseconds).
+const LIGHT_SWEEP_LIMIT_NS: u64 = 2_000_000_000;
 
 /// How much virtual time the sweep a reload brings may take on the simulated fabric.
 const RELOAD_SWEEP_LIMIT_NS: u64 = 600_000_000_000;

@@ -36,9 +36,9 @@ use ibsm_mad::{DrPath, ids};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::side_queries::{SideQueries, SideQuery, next_query};
+use super::side_queries::{Asks, SideQueries, SideQuery, next_query, sweep_answer};
 use crate::core::lft::{RouteDone, RouteJob};
-use crate::core::{MadSource, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
+use crate::core::{MadSource, Requested, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
 use crate::transport::umad::{Address, AgentClass, Received, UmadError, UmadPort};
 
 /// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
@@ -404,7 +404,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 sig = signals.recv() => {
                     sig.log();
                     if sig == crate::daemon::signals::Signal::Hup {
-                        let _ = self.reload();
+                        self.on_hup();
                     }
                 }
                 msg = rx.recv() => match msg {
@@ -422,20 +422,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err(DriverError::PollThreadGone),
                 },
-                // Answered at once, also during a sweep: `routes` comes from the last sweep's
-                // snapshot.
-                req = next_query(control.as_mut()) => {
-                    if req.is_reload() {
-                        let answer = match self.reload() {
-                            Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
-                            Err(e) => serde_json::json!({ "error": e }).to_string(),
-                        };
-                        req.reply(answer);
-                    } else {
-                        self.sm.set_clock(self.now());
-                        req.answer(&self.sm);
-                    }
-                }
+                req = next_query(control.as_mut()) => self.on_query(req),
                 done = async {
                     match route_rx.as_mut() {
                         Some(r) => r.await,
@@ -472,6 +459,41 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             wake = Some(wake.map_or(d, |w| w.min(d)));
         }
         wake
+    }
+
+    /// SIGHUP, as OpenSM's: the configuration read again, and a heavy sweep (unless the
+    /// reload brought one).
+    fn on_hup(&mut self) {
+        let swept = self.reload().is_ok_and(|r| r.sweep);
+        if !swept {
+            self.sm.set_clock(self.now());
+            if let Err(why) = self.sm.request_sweep(Requested::Heavy) {
+                tracing::info!(why, "SIGHUP: no sweep");
+            }
+        }
+    }
+
+    /// A query from the control socket (or the metrics endpoint), answered at once, also
+    /// during a sweep: `routes` comes from the last sweep's snapshot.
+    fn on_query<Q: SideQuery>(&mut self, req: Q) {
+        match req.asks() {
+            Asks::Reload => {
+                let answer = match self.reload() {
+                    Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
+                    Err(e) => serde_json::json!({ "error": e }).to_string(),
+                };
+                req.reply(answer);
+            }
+            Asks::Sweep(what) => {
+                self.sm.set_clock(self.now());
+                let done = self.sm.request_sweep(what);
+                req.reply(sweep_answer(what, done));
+            }
+            Asks::Answer => {
+                self.sm.set_clock(self.now());
+                req.answer(&self.sm);
+            }
+        }
     }
 
     /// SIGHUP or `reload` on the control socket ([`crate::daemon::startup::reload`]).

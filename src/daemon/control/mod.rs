@@ -5,9 +5,20 @@
 //! Protocol: the client connects, writes one line of JSON, `{"query":"routes"}`,
 //! `{"query":"status"}` or `{"query":"reload"}`, and reads one line of JSON back; then the SM
 //! closes the connection. `routes` answers [`LiveRoutes`]; `status` answers [`Status`]; `reload`
-//! (which the transport carries out: it knows the files) answers [`Reloaded`]; anything else
-//! (malformed JSON, an unknown query, a line over 4 KiB, a client too slow to send its line)
-//! gets `{"error":"..."}`.
+//! (which the transport carries out: it knows the files) answers [`Reloaded`]. Controls:
+//! `{"query":"sweep","kind":"heavy"|"light"}` and `{"query":"reroute"}` answer [`SweepAsked`]
+//! (the transport asks the core, [`crate::core::Sm::request_sweep`]);
+//! `{"query":"log-level","level":"debug","target":"ibsm::core"}` answers
+//! `{"filter":"..."}` ([`crate::daemon::log_level`]); `{"query":"lid","lid":N}` and
+//! `{"query":"guid","guid":"0x..."}` answer a [`PortReport`]. Anything else (malformed JSON, an
+//! unknown query or field, a line over 4 KiB, a client too slow to send its line) gets
+//! `{"error":"..."}`.
+//!
+//! Who may ask what: the queries that change something (`reload`, `sweep`, `reroute`,
+//! `log-level`: [`Query::changes`]) are taken only from root or the SM's own user (the
+//! peer's credentials, `SO_PEERCRED`); the others from anyone who can open the socket, which
+//! is the SM's user alone (mode 0600), or also the group given by `--control-group` (mode
+//! 0660): read-only access for an operators' group.
 //!
 //! This module owns the protocol (queries, [`parse_request`], [`respond`]), the hand-over of a
 //! query to the SM's loop ([`Pending`]: the loop answers it from the sans-IO core's getters and
@@ -17,6 +28,7 @@
 //! [`crate::daemon::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
 //! the SM's loop.
 
+mod port_report;
 mod server;
 mod status;
 
@@ -29,10 +41,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use crate::core::Sm;
+use crate::core::{Requested, Sm};
+use crate::daemon::side_queries::Asks;
 use crate::routes::live::LiveRoutes;
 
-pub use server::ControlServer;
+pub use port_report::{Neighbor, NodeLine, PortKey, PortLine, PortReport};
+pub use server::{ControlServer, group_id, may_change};
 pub use status::{
     BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, Problems, QuarantinedGuid, RefusedPort, Status,
     SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status, status_after_idle,
@@ -45,7 +59,7 @@ pub const DEFAULT_NAME: &str = "ibsm.sock";
 const MAX_REQUEST: u64 = 4096;
 
 /// What a client may ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {
     /// The discovered fabric and every switch's forwarding table ([`LiveRoutes`]).
     Routes,
@@ -56,6 +70,24 @@ pub enum Query {
     Reload,
     /// Prometheus text ([`crate::daemon::metrics::render`]); asked by the metrics endpoint only.
     Metrics,
+    /// A sweep now ([`SweepAsked`]); carried out by the transport, which runs the core.
+    Sweep(Requested),
+    /// Change the running log filter (`{"filter":"..."}`).
+    LogLevel {
+        /// `error`, `warn`, `info`, `debug`, `trace` or `off`.
+        level: String,
+        /// A module path (`ibsm::core`); none: the default level.
+        target: Option<String>,
+    },
+    /// What the SM knows of one port or node ([`PortReport`]).
+    Port(PortKey),
+}
+
+/// The answer to `sweep` and `reroute`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepAsked {
+    /// `heavy`, `reroute` or `light`.
+    pub requested: String,
 }
 
 /// The answer to `reload`: the files read and what changed.
@@ -79,18 +111,42 @@ pub struct Reloaded {
 
 impl Query {
     /// The name on the wire.
-    pub const fn name(self) -> &'static str {
+    pub const fn name(&self) -> &'static str {
         match self {
             Query::Routes => "routes",
             Query::Status => "status",
             Query::Reload => "reload",
             Query::Metrics => "metrics",
+            Query::Sweep(Requested::Reroute) => "reroute",
+            Query::Sweep(_) => "sweep",
+            Query::LogLevel { .. } => "log-level",
+            Query::Port(PortKey::Lid(_)) => "lid",
+            Query::Port(PortKey::Guid(_)) => "guid",
         }
     }
 
+    /// Whether it changes something (only root and the SM's own user may ask it).
+    pub const fn changes(&self) -> bool {
+        matches!(self, Query::Reload | Query::Sweep(_) | Query::LogLevel { .. })
+    }
+
     /// The request line for this query (without the newline).
-    pub fn request_line(self) -> String {
-        format!("{{\"query\":\"{}\"}}", self.name())
+    pub fn request_line(&self) -> String {
+        let mut v = serde_json::json!({ "query": self.name() });
+        match self {
+            Query::Sweep(Requested::Heavy) => v["kind"] = "heavy".into(),
+            Query::Sweep(Requested::Light) => v["kind"] = "light".into(),
+            Query::LogLevel { level, target } => {
+                v["level"] = level.as_str().into();
+                if let Some(t) = target {
+                    v["target"] = t.as_str().into();
+                }
+            }
+            Query::Port(PortKey::Lid(l)) => v["lid"] = l.0.into(),
+            Query::Port(PortKey::Guid(g)) => v["guid"] = format!("{:#018x}", g.0).into(),
+            _ => {}
+        }
+        v.to_string()
     }
 }
 
@@ -99,7 +155,15 @@ impl Query {
 #[serde(deny_unknown_fields)]
 struct RequestLine {
     query: String,
+    kind: Option<String>,
+    level: Option<String>,
+    target: Option<String>,
+    lid: Option<u16>,
+    guid: Option<String>,
 }
+
+/// The queries, for the error that names them.
+const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid";
 
 /// Parses one request line.
 ///
@@ -108,24 +172,84 @@ struct RequestLine {
 pub fn parse_request(line: &str) -> Result<Query, String> {
     let req: RequestLine = serde_json::from_str(line.trim())
         .map_err(|e| format!("expected one line of JSON such as {{\"query\":\"status\"}}: {e}"))?;
-    match req.query.as_str() {
+    let RequestLine { query, kind, level, target, lid, guid } = req;
+    // Each query takes its own fields and no other.
+    let given = [("kind", kind.is_some()), ("level", level.is_some()), ("target", target.is_some())]
+        .into_iter()
+        .chain([("lid", lid.is_some()), ("guid", guid.is_some())]);
+    let allowed: &[&str] = match query.as_str() {
+        "sweep" => &["kind"],
+        "log-level" => &["level", "target"],
+        "lid" => &["lid"],
+        "guid" => &["guid"],
+        _ => &[],
+    };
+    if let Some((field, _)) = given.clone().find(|(f, set)| *set && !allowed.contains(f)) {
+        return Err(format!("query {query:?} takes no field {field:?}"));
+    }
+    match query.as_str() {
         "routes" => Ok(Query::Routes),
         "status" => Ok(Query::Status),
         "reload" => Ok(Query::Reload),
-        other => Err(format!("unknown query {other:?}; expected \"routes\", \"status\" or \"reload\"")),
+        "reroute" => Ok(Query::Sweep(Requested::Reroute)),
+        "sweep" => match kind.as_deref() {
+            None | Some("heavy") => Ok(Query::Sweep(Requested::Heavy)),
+            Some("light") => Ok(Query::Sweep(Requested::Light)),
+            Some(k) => Err(format!("unknown sweep kind {k:?}; expected \"heavy\" or \"light\"")),
+        },
+        "log-level" => {
+            let level = level.ok_or("log-level needs a \"level\"")?;
+            Ok(Query::LogLevel { level, target })
+        }
+        "lid" => match lid {
+            Some(l) if l != 0 && l < 0xc000 => Ok(Query::Port(PortKey::Lid(ibsm_mad::Lid(l)))),
+            Some(l) => Err(format!("LID {l} is not a unicast LID (1 to 49151)")),
+            None => Err("lid needs a \"lid\"".to_owned()),
+        },
+        "guid" => {
+            let text = guid.ok_or("guid needs a \"guid\"")?;
+            parse_guid(&text).map(|g| Query::Port(PortKey::Guid(g)))
+        }
+        other => Err(format!("unknown query {other:?}; expected one of {QUERIES}")),
     }
 }
 
+/// A GUID as operators write it: `0x` and up to 16 hex digits (the prefix optional).
+///
+/// # Errors
+/// What is wrong with it.
+pub fn parse_guid(text: &str) -> Result<ibsm_mad::Guid, String> {
+    let t = text.trim();
+    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    if hex.is_empty() || hex.len() > 16 {
+        return Err(format!("GUID {text:?}: expected up to 16 hex digits, such as 0x0002c90300001234"));
+    }
+    u64::from_str_radix(hex, 16).map(ibsm_mad::Guid).map_err(|e| format!("GUID {text:?}: {e}"))
+}
+
 /// The response line (without the newline) to `query`, answered from `sm`'s getters.
-pub fn respond(sm: &Sm, query: Query) -> String {
+pub fn respond(sm: &Sm, query: &Query) -> String {
     let out = match query {
         Query::Status => serde_json::to_string(&status(sm)),
         Query::Routes => match LiveRoutes::from_sm(sm) {
             Ok(r) => serde_json::to_string(&r),
             Err(e) => return error_line(&e.to_string()),
         },
-        Query::Reload => return error_line("reload is answered by the transport, not from the SM's getters"),
+        Query::Reload | Query::Sweep(_) => {
+            return error_line("this is carried out by the transport, not answered from the SM's getters");
+        }
         Query::Metrics => return crate::daemon::metrics::render(sm),
+        Query::LogLevel { level, target } => match crate::daemon::log_level::set(level, target.as_deref()) {
+            Ok(filter) => Ok(serde_json::json!({ "filter": filter }).to_string()),
+            Err(e) => return error_line(&e),
+        },
+        Query::Port(key) => match sm.snapshot() {
+            None => return error_line("the SM has not completed a sweep yet"),
+            Some(snap) => match port_report::report(&snap, *key) {
+                Ok(r) => serde_json::to_string(&r),
+                Err(e) => return error_line(&e),
+            },
+        },
     };
     out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
 }
@@ -178,12 +302,12 @@ impl Pending {
     /// memory), past that the client is told to retry.
     pub fn answer(self, sm: &Sm) {
         if self.query != Query::Routes {
-            let text = respond(sm, self.query);
+            let text = respond(sm, &self.query);
             self.reply(text);
             return;
         }
         let Some(snap) = sm.snapshot() else {
-            let text = respond(sm, self.query);
+            let text = respond(sm, &self.query);
             self.reply(text);
             return;
         };
@@ -258,8 +382,12 @@ pub enum ControlError {
 }
 
 impl crate::daemon::side_queries::SideQuery for Pending {
-    fn is_reload(&self) -> bool {
-        self.query == Query::Reload
+    fn asks(&self) -> Asks {
+        match self.query {
+            Query::Reload => Asks::Reload,
+            Query::Sweep(what) => Asks::Sweep(what),
+            _ => Asks::Answer,
+        }
     }
     fn reply(self, answer: String) {
         Pending::reply(self, answer);
@@ -298,7 +426,7 @@ pub fn request(path: &Path, line: &str, timeout: Duration) -> Result<String, Con
 /// # Errors
 /// As [`request`]; [`ControlError::Refused`] when the SM answers with an error, and
 /// [`ControlError::BadReply`] when the answer is not a `T`.
-pub fn query<T: serde::de::DeserializeOwned>(path: &Path, query: Query, timeout: Duration) -> Result<T, ControlError> {
+pub fn query<T: serde::de::DeserializeOwned>(path: &Path, query: &Query, timeout: Duration) -> Result<T, ControlError> {
     let answer = request(path, &query.request_line(), timeout)?;
     let value: serde_json::Value =
         serde_json::from_str(&answer).map_err(|e| ControlError::BadReply(format!("{e}: {answer:.80}")))?;
@@ -313,11 +441,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn controls_round_trip_through_their_request_lines() {
+        let queries = [
+            Query::Sweep(Requested::Heavy),
+            Query::Sweep(Requested::Light),
+            Query::Sweep(Requested::Reroute),
+            Query::LogLevel { level: "debug".into(), target: None },
+            Query::LogLevel { level: "trace".into(), target: Some("ibsm::core".into()) },
+            Query::Port(PortKey::Lid(ibsm_mad::Lid(12))),
+            Query::Port(PortKey::Guid(ibsm_mad::Guid(0x0002_c903_0000_1234))),
+        ];
+        for q in queries {
+            assert_eq!(parse_request(&q.request_line()), Ok(q.clone()), "{}", q.request_line());
+        }
+        assert_eq!(parse_request("{\"query\":\"sweep\"}"), Ok(Query::Sweep(Requested::Heavy)));
+        assert_eq!(
+            parse_request("{\"query\":\"guid\",\"guid\":\"2c90300001234\"}"),
+            Ok(Query::Port(PortKey::Guid(ibsm_mad::Guid(0x2_c903_0000_1234))))
+        );
+        for (bad, why) in [
+            ("{\"query\":\"sweep\",\"kind\":\"medium\"}", "unknown sweep kind"),
+            ("{\"query\":\"reroute\",\"kind\":\"light\"}", "takes no field"),
+            ("{\"query\":\"log-level\"}", "needs a"),
+            ("{\"query\":\"lid\",\"lid\":0}", "not a unicast LID"),
+            ("{\"query\":\"lid\",\"lid\":49152}", "not a unicast LID"),
+            ("{\"query\":\"lid\",\"lid\":70000}", "one line of JSON"),
+            ("{\"query\":\"guid\",\"guid\":\"0x1234567890abcdef0\"}", "up to 16 hex digits"),
+            ("{\"query\":\"guid\",\"guid\":\"0xzz\"}", "GUID"),
+        ] {
+            assert!(parse_request(bad).unwrap_err().contains(why), "{bad}");
+        }
+        assert!(Query::Reload.changes() && Query::Sweep(Requested::Light).changes());
+        assert!(!Query::Status.changes() && !Query::Port(PortKey::Lid(ibsm_mad::Lid(1))).changes());
+    }
+
+    #[test]
     fn requests_parse_and_bad_ones_say_why() {
         assert_eq!(parse_request("{\"query\":\"routes\"}\n"), Ok(Query::Routes));
         assert_eq!(parse_request(&Query::Status.request_line()), Ok(Query::Status));
         assert_eq!(parse_request(&Query::Reload.request_line()), Ok(Query::Reload));
         assert!(parse_request("{\"query\":\"reboot\"}").unwrap_err().contains("unknown query"));
+        assert!(parse_request("{\"query\":\"status\",\"lid\":1}").unwrap_err().contains("takes no field \"lid\""));
         assert!(parse_request("garbage").unwrap_err().contains("one line of JSON"));
         assert!(parse_request("{\"query\":\"status\",\"x\":1}").is_err(), "unknown fields are refused");
         assert!(parse_request("").is_err());
@@ -325,10 +489,11 @@ mod tests {
 
     #[test]
     fn an_sm_before_its_first_sweep_reports_not_up_and_refuses_routes() {
-        let sm = Sm::new(crate::core::SmConfig::default(), crate::core::Guid2Lid::default());
+        let mut sm = Sm::new(crate::core::SmConfig::default(), crate::core::Guid2Lid::default());
+        assert!(sm.request_sweep(Requested::Heavy).unwrap_err().contains("not active"), "nothing to sweep yet");
         let s = status(&sm);
         assert_eq!((s.state.as_str(), s.subnet_up, s.last_sweep.is_none()), ("not-active", false, true));
-        let v: serde_json::Value = serde_json::from_str(&respond(&sm, Query::Routes)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&respond(&sm, &Query::Routes)).unwrap();
         assert!(v["error"].as_str().unwrap().contains("not completed a sweep"), "{v}");
     }
 }

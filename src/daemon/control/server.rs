@@ -1,6 +1,8 @@
-//! The control socket's listener ([`ControlServer`]): the socket file (created mode 0600 under
-//! its final name by an atomic rename, a stale file from a dead SM replaced, removed when the
-//! server is dropped) and the connections to it.
+//! The control socket's listener ([`ControlServer`]): the socket file (created mode 0600, or
+//! 0660 with a group for read-only access, under its final name by an atomic rename, a stale
+//! file from a dead SM replaced, removed when the server is dropped), the connections to it,
+//! and who may change things ([`may_change`]: root and the SM's own user, by the peer's
+//! credentials).
 //!
 //! Connections are served concurrently, each a task on the socket's own runtime thread
 //! ([`crate::daemon::surface::Runner`]), under the surface limits ([`Limits`]): at most 64 at once (past
@@ -55,14 +57,15 @@ impl ControlServer {
     /// [`ControlError::InUse`] when a live SM answers there, [`ControlError::NotSocket`] when
     /// `path` is some other file, [`ControlError::Io`] when binding fails.
     pub fn bind(path: &Path) -> Result<ControlServer, ControlError> {
-        ControlServer::bind_with(path, Limits::DEFAULT)
+        ControlServer::bind_with(path, Limits::DEFAULT, None)
     }
 
-    /// As [`ControlServer::bind`], under `limits`.
+    /// As [`ControlServer::bind`], under `limits`; with `group` (a GID), the socket belongs to
+    /// that group and has mode 0660, so its members may ask what does not change anything.
     ///
     /// # Errors
     /// As [`ControlServer::bind`].
-    pub fn bind_with(path: &Path, limits: Limits) -> Result<ControlServer, ControlError> {
+    pub fn bind_with(path: &Path, limits: Limits, group: Option<u32>) -> Result<ControlServer, ControlError> {
         let io = |what: &'static str| move |err| ControlError::Io { path: path.to_owned(), what, err };
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
@@ -80,8 +83,13 @@ impl ControlServer {
         let tmp = dir.join(format!(".ibsm-{}-{seq}.sock.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         let listener = std::os::unix::net::UnixListener::bind(&tmp).map_err(io("binding"))?;
+        let mode = if group.is_some() { 0o660 } else { 0o600 };
         let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
             .map_err(io("setting mode 0600"))
+            .and_then(|()| std::os::unix::fs::chown(&tmp, None, group).map_err(io("giving it to the group")))
+            .and_then(|()| {
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).map_err(io("setting its mode"))
+            })
             .and_then(|()| std::fs::rename(&tmp, path).map_err(io("renaming into place")))
             .and_then(|()| std::fs::symlink_metadata(path).map_err(io("reading back")));
         let meta = match placed {
@@ -93,12 +101,13 @@ impl ControlServer {
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
+        let owner = meta.uid();
         let serving = {
             let (tx, counters) = (tx.clone(), Arc::clone(&counters));
             Runner::start("ibsm-control", move || {
                 listener.set_nonblocking(true)?;
                 let listener = UnixListener::from_std(listener)?;
-                Ok(accept_loop(listener, tx, limits, counters))
+                Ok(accept_loop(listener, tx, (limits, owner), counters))
             })
             .map_err(io("starting the listener thread"))
         };
@@ -177,10 +186,50 @@ impl Drop for ControlServer {
     }
 }
 
+/// Whether a peer with user ID `peer` (none: unknown) may ask for changes on a socket owned
+/// by `owner` (the SM's user): root and that user only.
+pub fn may_change(peer: Option<u32>, owner: u32) -> bool {
+    peer.is_some_and(|uid| uid == 0 || uid == owner)
+}
+
+/// The GID of `group`: a number, or a name looked up in `/etc/group` (groups only a directory
+/// service knows need their number).
+///
+/// # Errors
+/// No such group, or `/etc/group` unreadable.
+pub fn group_id(group: &str) -> Result<u32, String> {
+    if let Ok(gid) = group.parse::<u32>() {
+        return Ok(gid);
+    }
+    let text = read_group_file(Path::new("/etc/group"))?;
+    gid_in(&text, group).ok_or_else(|| format!("no group {group:?} in /etc/group (give its number instead)"))
+}
+
+/// `/etc/group`, a regular file of at most 4 MiB.
+fn read_group_file(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    let mut text = String::new();
+    f.take(4 << 20).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text)
+}
+
+/// The GID of `name` in group-file text (`name:x:gid:members`).
+fn gid_in(text: &str, name: &str) -> Option<u32> {
+    text.lines().find_map(|line| {
+        let mut f = line.split(':');
+        (f.next()? == name).then_some(())?;
+        f.nth(1)?.trim().parse().ok()
+    })
+}
+
 async fn accept_loop(
     listener: UnixListener,
     tx: mpsc::UnboundedSender<Pending>,
-    limits: Limits,
+    (limits, owner): (Limits, u32),
     counters: Arc<Counters>,
 ) {
     let gate = Gate::new(limits.max_connections, Arc::clone(&counters));
@@ -197,7 +246,7 @@ async fn accept_loop(
         match gate.admit() {
             Admission::Admitted(ticket) => {
                 let id = ticket.id();
-                let task = tokio::spawn(serve(stream, ticket, tx.clone(), limits, Arc::clone(&counters)));
+                let task = tokio::spawn(serve(stream, ticket, tx.clone(), (limits, owner), Arc::clone(&counters)));
                 gate.track(id, task.abort_handle());
                 // Let it read what has already arrived before accepting more: under a flood of
                 // connections, a client whose request is in is then past eviction.
@@ -228,7 +277,7 @@ async fn serve(
     mut stream: UnixStream,
     ticket: Ticket,
     tx: mpsc::UnboundedSender<Pending>,
-    limits: Limits,
+    (limits, owner): (Limits, u32),
     counters: Arc<Counters>,
 ) {
     let read = tokio::time::timeout(limits.request_deadline, read_request(&mut stream)).await;
@@ -260,6 +309,17 @@ async fn serve(
             match std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_owned()).and_then(parse_request)
             {
                 Err(msg) => Answer::plain(error_line(&msg)),
+                Ok(query) if query.changes() && !may_change(stream.peer_cred().ok().map(|c| c.uid()), owner) => {
+                    tracing::warn!(
+                        error_id = "control-refused",
+                        query = query.name(),
+                        "control socket: a change asked by a user that is neither root nor the SM's"
+                    );
+                    Answer::plain(error_line(&format!(
+                        "permission denied: {} changes the SM; only root and the SM's user may ask it",
+                        query.name()
+                    )))
+                }
                 Ok(query) => {
                     let (pending, wait) = Pending::new(query);
                     let answer = match tx.send(pending) {
@@ -337,6 +397,32 @@ mod tests {
     }
 
     #[test]
+    fn with_a_group_the_socket_is_0660_and_that_groups_and_changes_need_root_or_the_owner() {
+        let dir = tmp_dir("group");
+        let path = dir.join("s.sock");
+        // The group the directory has: one this process may give a file to.
+        let gid = std::fs::metadata(&dir).unwrap().gid();
+        let server = ControlServer::bind_with(&path, Limits::DEFAULT, Some(gid)).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((meta.permissions().mode() & 0o777, meta.gid()), (0o660, gid));
+        drop(server);
+        assert!(may_change(Some(0), 1000) && may_change(Some(1000), 1000));
+        assert!(!may_change(Some(1001), 1000) && !may_change(None, 1000) && !may_change(None, 0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn groups_are_found_by_number_or_by_name() {
+        let text = "root:x:0:\n# odd line\nibops:x:1234:alice,bob\nbroken:x:\nwheel:x:10:\n";
+        assert_eq!(gid_in(text, "ibops"), Some(1234));
+        assert_eq!(gid_in(text, "wheel"), Some(10));
+        assert_eq!((gid_in(text, "broken"), gid_in(text, "ib"), gid_in(text, "x")), (None, None, None));
+        assert_eq!(group_id("4321"), Ok(4321));
+        assert_eq!(group_id("root"), Ok(0), "every system has root in /etc/group");
+        assert!(group_id("no-such-group-ibsm").unwrap_err().contains("no group"));
+    }
+
+    #[test]
     fn a_stale_socket_is_replaced_and_a_regular_file_is_not() {
         let dir = tmp_dir("stale");
         let path = dir.join("s.sock");
@@ -363,7 +449,7 @@ mod tests {
         let dir = tmp_dir("cap");
         let path = dir.join("s.sock");
         let limits = Limits { max_connections: 2, request_deadline: Duration::from_secs(30), ..Limits::DEFAULT };
-        let mut server = ControlServer::bind_with(&path, limits).unwrap();
+        let mut server = ControlServer::bind_with(&path, limits, None).unwrap();
         // Two idle clients fill the cap; a third evicts the first, which sees its connection end.
         let mut first = UnixStream::connect(&path).unwrap();
         let mut second = UnixStream::connect(&path).unwrap();
@@ -409,7 +495,7 @@ mod tests {
         // 0.3 s whatever the size.
         let limits =
             Limits { answer_deadline: Duration::from_millis(300), answer_min_rate: 1 << 50, ..Limits::DEFAULT };
-        let mut server = ControlServer::bind_with(&path, limits).unwrap();
+        let mut server = ControlServer::bind_with(&path, limits, None).unwrap();
         let mut c = UnixStream::connect(&path).unwrap();
         c.write_all(b"{\"query\":\"routes\"}\n").unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -225,6 +225,12 @@ pub struct SweepStatus {
     pub sm_lid: u16,
     /// Routing engine that routed it.
     pub routing_engine: String,
+    /// How its tables were made: `full` (routed from scratch), `reused` or `repaired`.
+    #[serde(default)]
+    pub routing_mode: String,
+    /// Sweeps completed since the SM started (this one included): heavy, quick, repair.
+    #[serde(default)]
+    pub sweeps_done: [u64; 3],
     /// SMPs sent.
     pub smps_sent: u64,
     /// SMPs that failed after every retry.
@@ -265,6 +271,8 @@ pub fn status_after_idle(sm: &Sm, idle_ns: u64) -> Status {
         lmc: r.lmc,
         sm_lid: r.sm_lid.0,
         routing_engine: r.routing_engine.clone(),
+        routing_mode: r.routing_mode.name().to_owned(),
+        sweeps_done: <[u64; 3]>::from(sm.sweeps_done()),
         smps_sent: r.smps_sent,
         smps_failed: r.smps_failed,
         ports_active: r.ports_active,
