@@ -96,6 +96,28 @@ fn a_new_routing_engine_routes_from_scratch() {
 }
 
 #[test]
+fn new_root_switches_route_from_scratch() {
+    let mut drv = up();
+    // A leaf as the only root: ftree declines it and up/down routes from it.
+    let leaf = drv.sm.subnet().nodes.iter().find(|n| {
+        n.is_switch()
+            && n.ports
+                .iter()
+                .any(|p| p.remote.is_some_and(|(r, _)| drv.sm.subnet().node(r).is_some_and(|n| !n.is_switch())))
+    });
+    let leaf = leaf.expect("a leaf").info.node_guid;
+    let mut cfg = SmConfig::default();
+    cfg.routing_options.roots = vec![leaf];
+    let done = drv.sm.reconfigure(cfg);
+    assert_eq!(done.applied, ["root-guid-file"]);
+    assert!(done.sweep && done.reroute);
+    let r = run_for(&mut drv, LIMIT).expect("a sweep");
+    assert!(r.complete);
+    assert_eq!((r.routing_engine.as_str(), r.routing_mode), ("updn", RouteMode::Full));
+    assert!(drv.fabric.check_routes().ok(), "every pair routed on the new tables");
+}
+
+#[test]
 fn restart_only_options_keep_their_running_value() {
     let mut drv = up();
     let mut cfg = SmConfig { lmc: 2, priority: 3, ..SmConfig::default() };

@@ -7,7 +7,7 @@
 
 use core::fmt;
 
-use crate::{Engine, FabricView, Routes, RoutingError, engine_by_name};
+use crate::{Engine, EngineOptions, FabricView, Routes, RoutingError, engine_with};
 
 /// An ordered list of engines.
 pub struct Chain {
@@ -80,13 +80,18 @@ impl Chain {
 
     /// A chain of registered engines, by name, in order.
     pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<Chain, ChainError> {
+        Chain::from_names_with(names, &EngineOptions::default())
+    }
+
+    /// As [`Chain::from_names`], each engine built with `options`.
+    pub fn from_names_with<S: AsRef<str>>(names: &[S], options: &EngineOptions) -> Result<Chain, ChainError> {
         if names.is_empty() {
             return Err(ChainError::Empty);
         }
         let mut engines = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref().trim();
-            let Some(e) = engine_by_name(name).filter(|_| !name.contains(',')) else {
+            let Some(e) = engine_with(name, options).filter(|_| !name.contains(',')) else {
                 return Err(ChainError::UnknownEngine { name: name.to_owned(), known: crate::ENGINE_NAMES.join(", ") });
             };
             engines.push(e);
@@ -136,7 +141,7 @@ mod tests {
     use ibsm_mad::{Guid, Lid, PortNum};
 
     use super::*;
-    use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
+    use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView, engine_by_name};
 
     /// A triangle of switches, one CA each: not a fat tree (leaves linked to leaves).
     fn triangle() -> FabricView {

@@ -794,8 +794,11 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
 }
 
 mod repair;
+mod roots;
 mod valley;
+
 pub use repair::Repaired;
+pub use roots::Rooted;
 
 #[cfg(test)]
 mod tests;

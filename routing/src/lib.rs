@@ -194,17 +194,34 @@ pub trait Engine {
 /// Names of every engine [`engine_by_name`] knows.
 pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
 
+/// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Root switches by NodeGUID (`root_guid_file`): up/down routes from them; ftree routes
+    /// only when they are its top level, else declines; min-hop has no roots. Empty: each
+    /// engine finds its own.
+    pub roots: Vec<Guid>,
+}
+
 /// The engine registered under `name`, if any. A comma-separated list (`"ftree,updn,minhop"`)
 /// gives a [`chain::Chain`] of those engines (use [`chain::Chain::run`] directly to see why each
 /// declined).
 pub fn engine_by_name(name: &str) -> Option<Box<dyn Engine>> {
+    engine_with(name, &EngineOptions::default())
+}
+
+/// As [`engine_by_name`], with `options`.
+pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine>> {
     if name.contains(',') {
         let names: Vec<&str> = name.split(',').map(str::trim).collect();
-        return chain::Chain::from_names(&names).ok().map(|c| Box::new(c) as Box<dyn Engine>);
+        return chain::Chain::from_names_with(&names, options).ok().map(|c| Box::new(c) as Box<dyn Engine>);
     }
+    let rooted = !options.roots.is_empty();
     match name {
         minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
+        updn::UpDown::NAME if rooted => Some(Box::new(updn::UpDown::with_roots(options.roots.clone()))),
         updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto())),
+        ftree::FatTree::NAME if rooted => Some(Box::new(ftree::Rooted::new(options.roots.clone()))),
         ftree::FatTree::NAME => Some(Box::new(ftree::FatTree)),
         _ => None,
     }

@@ -41,7 +41,7 @@ pub struct Source {
     topology: Option<PathBuf>,
     /// Instead of routing a topology, fetch the tables a running SM holds (and the fabric it
     /// discovered) through its control socket (`ibsm run --control PATH`).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file"])]
     socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
     #[arg(long, default_value = "ftree,updn,minhop")]
@@ -49,6 +49,10 @@ pub struct Source {
     /// LID mask control 0..=7.
     #[arg(long, default_value_t = 0)]
     lmc: u8,
+    /// Root switches by NodeGUID, one per line (OpenSM's `root_guid_file`; the config key
+    /// `root-guid-file`): updn routes from them, ftree only when they are its top level.
+    #[arg(long, value_name = "FILE")]
+    root_guid_file: Option<PathBuf>,
     /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
     #[arg(long)]
     guid2lid: Option<PathBuf>,
@@ -200,7 +204,14 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
     let plan = plan(&topo, src.lmc, table, None);
     let t2 = Instant::now();
     let names: Vec<&str> = src.engine.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    let chain = Chain::from_names(&names).map_err(|e| {
+    let mut options = ibsm_routing::EngineOptions::default();
+    if let Some(path) = &src.root_guid_file {
+        options.roots = ibsm::opensm::guid_file::load(path).map_err(|e| {
+            eprintln!("ibsm routes: --root-guid-file: {e}");
+            ExitCode::from(2)
+        })?;
+    }
+    let chain = Chain::from_names_with(&names, &options).map_err(|e| {
         eprintln!("ibsm routes: {e}");
         ExitCode::from(2)
     })?;

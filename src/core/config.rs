@@ -31,6 +31,8 @@ pub struct SmConfig {
     /// fabric (default `["ftree", "updn", "minhop"]`: fat-tree routing where the fabric is a fat
     /// tree, deadlock-free up/down elsewhere, min-hop as the last resort).
     pub routing_engine: Vec<String>,
+    /// What the engines are told beyond the fabric: root switches (`root-guid-file`).
+    pub routing_options: ibsm_routing::EngineOptions,
     /// After an incomplete sweep, start another one this much later, ns (default 10 s);
     /// `None` never re-sweeps.
     pub resweep_interval_ns: Option<u64>,
@@ -133,6 +135,7 @@ impl Default for SmConfig {
             hoq_life: 0x12,
             leaf_hoq_life: 0x10,
             routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
+            routing_options: ibsm_routing::EngineOptions::default(),
             resweep_interval_ns: Some(10_000_000_000),
             sweep_interval_ns: Some(10_000_000_000),
             subnet_prefix: DEFAULT_SUBNET_PREFIX,

@@ -15,6 +15,7 @@
 //! the LIDs that crossed a lost cable move). Anything else is routed in full and becomes the base.
 
 use ibsm_mad::attrs::LinearForwardingTable;
+use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::ftree::FatTree;
 use ibsm_routing::{FabricView, Lft, Routes};
@@ -57,6 +58,7 @@ pub struct RouteJob {
     view: FabricView,
     switch_nodes: Vec<NodeIdx>,
     chain: Vec<String>,
+    options: EngineOptions,
     base: Option<RouteBase>,
     epoch: u64,
 }
@@ -96,12 +98,16 @@ impl RouteJob {
     /// Routes: from the base when it can, else with the engine chain (a full route becomes the
     /// new base).
     pub fn run(mut self) -> RouteDone {
-        let chain_name = self.chain.join(",");
+        // The base is reused only with the same chain and the same hints.
+        let mut chain_name = self.chain.join(",");
+        if !self.options.roots.is_empty() {
+            chain_name = format!("{chain_name} roots {:?}", self.options.roots);
+        }
         let mut declined = Vec::new();
         let outcome = if let Some(found) = self.reuse_base(&chain_name) {
             Ok(found)
         } else {
-            match Chain::from_names(&self.chain)
+            match Chain::from_names_with(&self.chain, &self.options)
                 .map_err(|e| e.to_string())
                 .and_then(|c| c.run(&self.view).map_err(|e| e.to_string()))
             {
@@ -199,12 +205,13 @@ impl Routing {
         self.mode
     }
 
-    /// The routing job of `subnet` with `lmc` and the engine `chain`; it takes the base along,
+    /// The routing job of `subnet` with `lmc`, the engine `chain` and its `options`; it takes the base along,
     /// and holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
-    pub fn job(&mut self, subnet: &Subnet, lmc: u8, chain: &[String]) -> RouteJob {
+    pub fn job(&mut self, subnet: &Subnet, lmc: u8, (chain, options): (&[String], &EngineOptions)) -> RouteJob {
         let Built { view, switch_nodes, .. } = build(&subnet.describe(), lmc);
         self.job_out = true;
-        RouteJob { view, switch_nodes, chain: chain.to_vec(), base: self.base.take(), epoch: self.epoch }
+        let options = options.clone();
+        RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch }
     }
 
     /// Keeps the job's base (unless it was dropped meanwhile), and with `use_tables` its tables,
@@ -262,7 +269,7 @@ mod tests {
         let s = fabric();
         let minhop = chain(&["minhop"]);
         let mut r = Routing::default();
-        let job = r.job(&s, 0, &minhop);
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()));
         assert!(r.job_out());
         let applied = r.apply(job.run(), true, &minhop);
         assert!(!applied.failed && applied.events.is_empty(), "{applied:?}");
@@ -274,15 +281,15 @@ mod tests {
         assert_eq!(lft.ports.get(3).copied(), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
         r.sweep_started();
         assert!(r.routes().is_none());
-        let again = r.job(&s, 0, &minhop).run();
+        let again = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
         r.apply(again, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused);
         // Forced to route in full: a job out at that moment does not bring the base back.
-        let job = r.job(&s, 0, &minhop);
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()));
         r.force_full();
         r.apply(job.run(), true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused, "the job took the base along");
-        let done = r.job(&s, 0, &minhop).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
         r.apply(done, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Full, "its base was dropped");
     }
@@ -292,7 +299,7 @@ mod tests {
         let s = fabric();
         let bad = chain(&["no-such-engine"]);
         let mut r = Routing::default();
-        let done = r.job(&s, 0, &bad).run();
+        let done = r.job(&s, 0, (&bad, &EngineOptions::default())).run();
         let applied = r.apply(done, true, &bad);
         assert!(applied.failed);
         assert!(
@@ -301,7 +308,7 @@ mod tests {
         );
         assert!(r.routes().is_none());
         let minhop = chain(&["minhop"]);
-        let done = r.job(&s, 0, &minhop).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
         let applied = r.apply(done, false, &minhop);
         assert!(!applied.failed && applied.events.is_empty());
         assert!(r.routes().is_none() && r.engine_used().is_empty(), "the sweep ended: no tables taken");

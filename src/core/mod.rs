@@ -606,7 +606,7 @@ impl Sm {
             return None;
         }
         self.compute = None;
-        Some(self.routing.job(&self.subnet, self.cfg.lmc, &self.cfg.routing_engine))
+        Some(self.routing.job(&self.subnet, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options)))
     }
 
     /// The job's result, at `now`: the tables go to the switches (or the failure is reported
@@ -621,7 +621,7 @@ impl Sm {
 
     /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
     fn route(&mut self) {
-        let job = self.routing.job(&self.subnet, self.cfg.lmc, &self.cfg.routing_engine);
+        let job = self.routing.job(&self.subnet, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options));
         self.apply_route(job.run(), true);
     }
 

@@ -7,7 +7,8 @@
 //! - **sweep**: what the sweep programs into ports and switches (SubnetTimeout, LifeTimeValue,
 //!   the subnet prefix, partition enforcement, the partition policy). One heavy sweep writes
 //!   only what differs; the routes stay.
-//! - **reroute**: the routing engine. The sweep routes from scratch.
+//! - **reroute**: the routing engine and its hints (the root switches). The sweep routes from
+//!   scratch.
 //! - **restart**: the LMC (every LID would change) and the M_Key settings (keys on a live
 //!   fabric change in one careful step, at start). The running value stays, and the answer
 //!   says so.
@@ -85,7 +86,10 @@ impl Sm {
             ("expected-topology", cfg.expected_topology != old.expected_topology),
             ("refuse-miscabled", cfg.refuse_miscabled != old.refuse_miscabled),
         ];
-        let reroute = [("routing-engine", cfg.routing_engine != old.routing_engine)];
+        let reroute = [
+            ("routing-engine", cfg.routing_engine != old.routing_engine),
+            ("root-guid-file", cfg.routing_options != old.routing_options),
+        ];
         for (key, changed) in now.iter().chain(&sweep).chain(&reroute) {
             if *changed {
                 out.applied.push(key);

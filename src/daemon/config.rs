@@ -89,6 +89,9 @@ pub struct ConfigFile {
     /// With `expected-topology`: leave both ends of a miscabled cable unarmed and unrouted
     /// (default false: report only).
     pub refuse_miscabled: Option<bool>,
+    /// Root switches by NodeGUID, one per line (OpenSM's `root_guid_file`): up/down routes from
+    /// them, ftree only when they are its top level (default: each engine finds its own).
+    pub root_guid_file: Option<PathBuf>,
 }
 
 /// The M_Key mode a `m-key` value names.
@@ -231,6 +234,7 @@ pub const KEYS: &[&str] = &[
     "state-dir",
     "expected-topology",
     "refuse-miscabled",
+    "root-guid-file",
 ];
 
 /// What `key` accepts, in words, for error messages (empty for an unknown key).
@@ -252,7 +256,9 @@ pub fn allowed(key: &str) -> String {
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
-        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" => "a non-empty file path (a string)",
+        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" => {
+            "a non-empty file path (a string)"
+        }
         "state-dir" => "a non-empty directory path (a string)",
         "part-enforce" => "one of \"both\", \"in\", \"out\", \"off\"",
         "priority" | "elevated-priority" => "an integer 0..=15",
@@ -505,6 +511,7 @@ impl ConfigFile {
             ("sm-key-file", &self.sm_key_file),
             ("guid2mkey", &self.guid2mkey),
             ("expected-topology", &self.expected_topology),
+            ("root-guid-file", &self.root_guid_file),
         ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 out.push(bad(key, "an empty path".to_owned()));
@@ -611,6 +618,7 @@ impl ConfigFile {
             sm_act_stall_ns: self.sm_act_stall_s.map_or(d.sm_act_stall_ns, |s| s.saturating_mul(1_000_000_000)),
             // Read by `startup`, which reads the files the configuration names.
             expected_topology: d.expected_topology,
+            routing_options: d.routing_options,
             tid_key: d.tid_key,
             refuse_miscabled: self.refuse_miscabled.unwrap_or(d.refuse_miscabled),
         }
@@ -724,7 +732,7 @@ mod tests {
             e.to_string(),
             "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)"
         );
-        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology"] {
+        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology", "root-guid-file"] {
             let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
             assert!(e.reason.starts_with(&format!("{key}: an empty path; allowed: a non-empty file path")), "{e}");
         }

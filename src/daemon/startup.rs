@@ -103,6 +103,12 @@ impl Sources {
                 Err(e) => errors.push(format!("expected-topology: {e}")),
             }
         }
+        if let Some(path) = &file.root_guid_file {
+            match crate::opensm::guid_file::load(path) {
+                Ok(roots) => cfg.routing_options.roots = roots,
+                Err(e) => errors.push(format!("root-guid-file: {e}")),
+            }
+        }
         for (flag, path) in [("--state-dir", &self.state_dir), ("--partitions", &self.partitions)] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 errors.push(format!("{flag}: an empty path; give a non-empty one"));

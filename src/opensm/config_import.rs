@@ -123,7 +123,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("use_ucast_cache", "ibsm repairs its last tables after a cable or switch is lost (always on)"),
     ("lid_matrix_dump_file", "see `ibsm routes dump`"),
     ("lfts_file", "see `ibsm routes dump --format opensm`"),
-    ("root_guid_file", "ibsm's ftree finds the roots itself"),
     (
         "cn_guid_file",
         "not supported yet: ibsm's ftree needs every CA on the leaf switches (a tree with CAs on other levels is routed by updn)",
@@ -253,6 +252,12 @@ fn fate(name: &str, value: &str) -> Fate {
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "routing_engine" => routing(value),
+        "root_guid_file" if value == "(null)" || value.is_empty() => skipped("unset: each engine finds its own roots"),
+        // A file that is not there would stop ibsm from starting; OpenSM then finds the roots.
+        "root_guid_file" if !std::path::Path::new(value).exists() => {
+            skipped("the file does not exist here: OpenSM finds the roots itself then, as ibsm does without this key")
+        }
+        "root_guid_file" => mapped("root-guid-file", quoted(value)),
         _ => {
             let why = NO_EQUIVALENT
                 .iter()
@@ -377,6 +382,18 @@ mod tests {
         assert!(toml.contains("#   qos TRUE (line 18): QoS"), "{toml}");
         assert!(toml.contains("#   some_future_option 7 (line 20): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
+    }
+
+    #[test]
+    fn a_root_guid_file_is_kept_when_it_exists() {
+        let path = std::env::temp_dir().join(format!("ibsm-import-roots-{}", std::process::id()));
+        std::fs::write(&path, "0x2000000000000\n").unwrap();
+        let imported = import(&format!("root_guid_file {}\n", path.display()));
+        let toml = to_toml(&imported, "opensm.conf");
+        assert!(toml.contains(&format!("root-guid-file = \"{}\"", path.display())), "{toml}");
+        let gone = import("root_guid_file /nonexistent/roots\n");
+        assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

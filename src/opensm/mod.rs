@@ -1,6 +1,7 @@
 //! OpenSM's formats, for sites moving from OpenSM: read here, mapped onto ibsm's own types.
 //!
 //! - [`config_import`]: `ibsm config import-opensm`, an `opensm.conf` turned into `ibsm.toml`.
+//! - [`guid_file`]: GUID list files (`root_guid_file`), one GUID per line.
 //! - [`lfts_dump`]: `opensm-lfts.dump` (OpenSM's or `ibsm routes dump --format opensm`) read
 //!   back into per-switch tables.
 //!
@@ -8,4 +9,5 @@
 //! dump is the `routes` module's (`routes::dump`).
 
 pub mod config_import;
+pub mod guid_file;
 pub mod lfts_dump;

@@ -144,3 +144,25 @@ fn a_spine_cut_off_from_a_leaf_answers_it_through_one_valley_switch() {
     let rep = check(&v, &r);
     assert!(rep.is_clean(), "the whole data plane is free of credit loops: {rep}");
 }
+
+#[test]
+fn given_roots_are_kept_when_they_are_the_top_level_and_declined_otherwise() {
+    let v = two_level(2, 3, &[vec![0, 1, 2], vec![0, 1, 2], vec![0, 1, 2]]);
+    let spines = vec![Guid(0x200), Guid(0x201), Guid(0x202)];
+    assert_eq!(FatTree.roots(&v).unwrap(), spines);
+    // The spines, in any order: the same tables as ftree's own.
+    let rooted = Rooted::new(vec![Guid(0x202), Guid(0x200), Guid(0x201)]);
+    assert_eq!(rooted.route(&v).unwrap(), FatTree.route(&v).unwrap());
+    // A leaf, or only some spines: declined, saying both lists.
+    for wrong in [vec![Guid(0x100)], vec![Guid(0x200), Guid(0x201)]] {
+        let err = Rooted::new(wrong).route(&v).unwrap_err().to_string();
+        assert!(err.contains("root GUID file names") && err.contains("top level is"), "{err}");
+    }
+    // In a chain, up/down takes over with the given root.
+    let opts = crate::EngineOptions { roots: vec![Guid(0x100)] };
+    let out = crate::chain::Chain::from_names_with(&["ftree", "updn"], &opts).unwrap().run(&v).unwrap();
+    assert_eq!(out.engine, "updn");
+    assert_eq!(out.declined.len(), 1);
+    assert_eq!(out.routes, crate::updn::UpDown::with_roots(vec![Guid(0x100)]).route(&v).unwrap());
+    assert_ne!(out.routes, crate::updn::UpDown::auto().route(&v).unwrap(), "a leaf root changes the routes");
+}

@@ -1,0 +1,111 @@
+//! Root switches given by file (OpenSM's `root_guid_file`, ibsm's `root-guid-file` and
+//! `routes dump --root-guid-file`), end to end: ftree routes only when the file names its top
+//! level and otherwise declines with both lists; up/down then routes from the given roots, so
+//! its tables differ from those of its own roots and stay free of credit loops; the running SM
+//! (`ibsm run --sim --config`) does the same; a bad file is refused with its line.
+
+mod support;
+
+use std::path::Path;
+
+use support::cmd::{ibsm, tmp_dir};
+
+const FABRIC: &str = "examples/fabrics/fat-tree-2l-k4.net";
+/// The fabric's two spines and one of its leaves.
+const SPINES: &str = "0x2000000000000\n0x2000000000100\n";
+const LEAF: &str = "# a leaf, not a root of the tree\n0x2000000000200\n";
+const TORUS: &str = "examples/fabrics/torus-3x3.net";
+
+fn dump(engine: &str, roots: Option<&Path>, fabric: &str) -> (Option<i32>, String, String) {
+    let mut args = vec!["routes", "dump", "--topology", fabric, "--engine", engine, "--format", "opensm"];
+    if let Some(r) = roots {
+        args.extend(["--root-guid-file", r.to_str().expect("utf-8")]);
+    }
+    ibsm(&args)
+}
+
+#[test]
+fn ftree_keeps_its_top_level_as_roots_and_declines_other_roots_for_updn() {
+    let dir = tmp_dir("roots");
+    let spines = dir.join("spines");
+    let leaf = dir.join("leaf");
+    std::fs::write(&spines, SPINES).expect("write");
+    std::fs::write(&leaf, LEAF).expect("write");
+
+    // The spines: ftree routes as without the file.
+    let (code, with, e) = dump("ftree,updn", Some(&spines), FABRIC);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(with, dump("ftree,updn", None, FABRIC).1, "the same tables as ftree's own roots");
+    assert!(!e.contains("declined"), "{e}");
+
+    // A leaf: ftree declines, saying both lists; updn routes from the leaf.
+    let (code, from_leaf, e) = dump("ftree,updn", Some(&leaf), FABRIC);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(e.contains("root GUID file names 0x0002000000000200") && e.contains("top level is"), "{e}");
+    let (_, updn_leaf, _) = dump("updn", Some(&leaf), FABRIC);
+    assert_eq!(from_leaf, updn_leaf, "the chain's tables are updn's from the leaf");
+
+    // On a torus (no tiers), a given root moves updn's tables too, and they stay loop-free.
+    let corner = dir.join("corner");
+    let text = std::fs::read_to_string(support::cmd::root().join(TORUS)).expect("torus");
+    // The last switch: updn's own root is the centre with the lowest GUID (all are centres here).
+    let last = text.lines().filter_map(|l| l.strip_prefix("switchguid=")).next_back().expect("a switch");
+    let guid = last.split('(').next().expect("guid");
+    std::fs::write(&corner, format!("{guid}\n")).expect("write");
+    let (code, rooted, e) = dump("updn", Some(&corner), TORUS);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(rooted != dump("updn", None, TORUS).1, "{guid} is not the root updn picks itself");
+    let (code, out, e) = ibsm(&[
+        "routes",
+        "check",
+        "--topology",
+        TORUS,
+        "--engine",
+        "updn",
+        "--root-guid-file",
+        corner.to_str().expect("utf-8"),
+        "--cdg",
+        "all",
+        "--no-shifts",
+    ]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("credit loops        none"), "{out}");
+
+    // Not a switch of the fabric: updn declines too, and a lone updn fails.
+    let stranger = dir.join("stranger");
+    std::fs::write(&stranger, "0xdeadbeef\n").expect("write");
+    let (code, _, e) = dump("updn", Some(&stranger), FABRIC);
+    assert_eq!(code, Some(1));
+    assert!(e.contains("is not a switch of the fabric"), "{e}");
+    // A bad line: refused with the file and line, before any routing.
+    let bad = dir.join("bad");
+    std::fs::write(&bad, "0x2000000000000\nspine-1\n").expect("write");
+    let (code, _, e) = dump("updn", Some(&bad), FABRIC);
+    assert_eq!(code, Some(2));
+    assert!(e.contains(&format!("{}:2:", bad.display())), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_running_sm_takes_its_roots_from_the_configuration() {
+    let dir = tmp_dir("roots-run");
+    let leaf = dir.join("leaf");
+    std::fs::write(&leaf, LEAF).expect("write");
+    let conf = dir.join("ibsm.toml");
+    std::fs::write(&conf, format!("root-guid-file = {:?}\n", leaf.to_str().expect("utf-8"))).expect("write");
+    let (code, out, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("routing updn"), "ftree declined the leaf root: {out}");
+    assert!(e.contains("root GUID file names"), "the refusal is logged: {e}");
+    // Without the file: ftree.
+    let (_, out, _) = ibsm(&["run", "--sim", FABRIC, "--once", "--no-control"]);
+    assert!(out.contains("routing ftree"), "{out}");
+    // A file that is not there: the configuration is refused.
+    std::fs::write(&conf, "root-guid-file = \"/nonexistent/roots\"\n").expect("write");
+    let (code, _, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("root-guid-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
