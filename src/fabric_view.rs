@@ -119,6 +119,8 @@ pub struct LidOwner {
     pub kind: OwnerKind,
     /// Port GUID.
     pub port_guid: Guid,
+    /// NodeGUID of its node.
+    pub node_guid: Guid,
     /// NodeDescription.
     pub name: String,
 }
@@ -128,7 +130,12 @@ impl FabricDesc<'_> {
     pub fn lid_owner(&self, at: PortRef) -> Option<LidOwner> {
         let node = self.nodes.get(at.node)?;
         let port = node.port(at.port)?;
-        Some(LidOwner { kind: OwnerKind::of(node.kind), port_guid: port.guid, name: node.name.to_owned() })
+        Some(LidOwner {
+            kind: OwnerKind::of(node.kind),
+            port_guid: port.guid,
+            node_guid: node.guid,
+            name: node.name.to_owned(),
+        })
     }
 }
 
@@ -271,7 +278,8 @@ mod tests {
         let at = |node, port| Some(PortRef { node, port: PortNum(port) });
         assert_eq!(b.owners, vec![None, None, at(0, 2), at(0, 2), at(1, 0), at(1, 0), at(2, 1), at(2, 1)]);
         let owner = d.lid_owner(PortRef { node: 2, port: PortNum(1) }).unwrap();
-        assert_eq!(owner, LidOwner { kind: OwnerKind::Router, port_guid: Guid(0x31), name: "rt".to_owned() });
+        assert_eq!(owner.port_guid, Guid(0x31));
+        assert_eq!((owner.kind, owner.name.as_str()), (OwnerKind::Router, "rt"));
         assert_eq!(d.lid_owner(PortRef { node: 0, port: PortNum(1) }), None, "port 1 was not entered");
     }
 

@@ -240,6 +240,7 @@ fn umad_sm_under_ibsim_serves_live_routes_until_sigterm() {
     wait_up(&sock, &mut || sm.try_wait().ok().flatten().is_none());
 
     check_live_sm(&sock, &state);
+    names_as_ibroute_gives_them(&sim, &sock, &dir);
 
     sm.terminate().expect("SIGTERM");
     let exit = sm.wait_timeout(Duration::from_secs(10)).expect("wait");
@@ -248,6 +249,34 @@ fn umad_sm_under_ibsim_serves_live_routes_until_sigterm() {
     drop(sm);
     drop(sim);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With a node name map, the live `routes dump --format ibroute` is what infiniband-diags'
+/// `ibroute --node-name-map` prints for every switch, byte for byte (the mapped names in the
+/// headers and in the destinations, the others as NodeDescriptions).
+fn names_as_ibroute_gives_them(sim: &Ibsim, sock: &Path, dir: &Path) {
+    let map = dir.join("node-name-map");
+    // spine-0, a leaf and one host; the rest keep their NodeDescriptions.
+    let text = "# names\n0x0002000000000000 \"SPINE ZERO\"\n0x0002000000000300 \"rack1-leaf1\"\n0x0001000000000000 host-zero\n";
+    std::fs::write(&map, text).expect("map");
+    let m = map.to_str().expect("utf-8");
+    let s = sock.to_str().expect("utf-8");
+    let (code, ours, err) = ibsm(&["routes", "dump", "--socket", s, "--format", "ibroute", "--node-name-map", m]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(ours.contains("(SPINE ZERO):") && ours.contains("'host-zero'") && ours.contains("'rack1-leaf1'"), "{ours}");
+    let mut theirs = String::new();
+    for header in ours.lines().filter(|l| l.starts_with("Unicast lids")) {
+        let lid = header.split("switch Lid ").nth(1).and_then(|r| r.split(' ').next()).expect("a LID");
+        let out = sim.run_at(Some("h3"), "ibroute", &["--node-name-map", m, lid]).expect("ibroute runs");
+        assert!(out.success(), "{}", out.describe());
+        theirs.push_str(&out.stdout);
+    }
+    assert_eq!(ours, theirs, "ibsm's dump and ibroute's differ");
+    // `--switch` takes the mapped name.
+    let (code, one, err) =
+        ibsm(&["routes", "dump", "--socket", s, "--format", "ibroute", "--node-name-map", m, "--switch", "SPINE ZERO"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(one.starts_with("Unicast lids [0x0-0xe] of switch Lid 4 guid 0x0002000000000000 (SPINE ZERO):"), "{one}");
 }
 
 /// One HTTP GET of `path` from `addr`: (status line, body).

@@ -49,6 +49,11 @@ pub struct Source {
     /// LID mask control 0..=7.
     #[arg(long, default_value_t = 0)]
     lmc: u8,
+    /// Show nodes by the names this file gives their NodeGUIDs (infiniband-diags' node name map,
+    /// `0x0002c90300001234 "rack3-leaf2"` per line), as `ibroute --node-name-map` does; also for
+    /// `--switch`.
+    #[arg(long, value_name = "FILE")]
+    node_name_map: Option<PathBuf>,
     /// Root switches by NodeGUID, one per line (OpenSM's `root_guid_file`; the config key
     /// `root-guid-file`): updn routes from them, ftree only when they are its top level.
     #[arg(long, value_name = "FILE")]
@@ -171,10 +176,28 @@ fn fetch(path: &Path) -> Result<Routed, ExitCode> {
 
 /// Routes the source's topology, or fetches a running SM's tables.
 fn source(src: &Source) -> Result<Routed, ExitCode> {
-    match &src.socket {
+    let mut r = match &src.socket {
         Some(path) => fetch(path),
         None => route(src, None),
+    }?;
+    rename(src, &mut r)?;
+    Ok(r)
+}
+
+/// `--node-name-map`: the names it gives, in the plan and the topology.
+fn rename(src: &Source, r: &mut Routed) -> Result<(), ExitCode> {
+    let Some(path) = &src.node_name_map else { return Ok(()) };
+    let map = ibsm::opensm::node_name_map::NameMap::load(path).map_err(|e| {
+        eprintln!("ibsm routes: --node-name-map: {e}");
+        ExitCode::from(2)
+    })?;
+    r.plan.rename(&map);
+    for n in &mut r.topo.nodes {
+        if let Some(name) = map.get(n.node_guid) {
+            name.clone_into(&mut n.name);
+        }
     }
+    Ok(())
 }
 
 /// Loads, numbers and routes; errors are printed and become the exit status.
@@ -318,5 +341,6 @@ fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Routed, String), Ex
     })?;
     let mut r = route(src, Some(ibsm::routes::guid2lid_from_dump(&dumped, src.lmc)))?;
     r.routes = ibsm::routes::routes_from_dump(&r.plan, &dumped);
+    rename(src, &mut r)?;
     Ok((r, format!("tables from {}", path.display())))
 }

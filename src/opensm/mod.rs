@@ -2,6 +2,7 @@
 //!
 //! - [`config_import`]: `ibsm config import-opensm`, an `opensm.conf` turned into `ibsm.toml`.
 //! - [`guid_file`]: GUID list files (`root_guid_file`), one GUID per line.
+//! - [`node_name_map`]: infiniband-diags' node name map (NodeGUID to the name shown).
 //! - [`lfts_dump`]: `opensm-lfts.dump` (OpenSM's or `ibsm routes dump --format opensm`) read
 //!   back into per-switch tables.
 //!
@@ -11,3 +12,4 @@
 pub mod config_import;
 pub mod guid_file;
 pub mod lfts_dump;
+pub mod node_name_map;

@@ -41,6 +41,21 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Shows the nodes `map` names by those names (infiniband-diags' node name map), the
+    /// others by their NodeDescriptions.
+    pub fn rename(&mut self, map: &crate::opensm::node_name_map::NameMap) {
+        for (name, sw) in self.switch_names.iter_mut().zip(&self.view.switches) {
+            if let Some(n) = map.get(sw.guid) {
+                n.clone_into(name);
+            }
+        }
+        for owner in self.owners.iter_mut().flatten() {
+            if let Some(n) = map.get(owner.node_guid) {
+                n.clone_into(&mut owner.name);
+            }
+        }
+    }
+
     /// The plan of a described fabric: the built view, its switches' names and its LIDs' owners;
     /// `guid2lid` is kept as given.
     pub fn from_desc(desc: &FabricDesc<'_>, lmc: u8, guid2lid: Guid2Lid) -> Plan {
