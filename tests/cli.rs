@@ -189,6 +189,14 @@ fn topology_show_and_dot_describe_a_fabric_by_tier() {
     let heads: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
     assert_eq!(heads, ["tier 3: 4 switches", "tier 2: 8 switches", "tier 1: 8 switches", "CAs: 16"], "{text}");
     assert!(text.contains("  core-0 (0x0002000000000000): [1] agg-0[3] 4xSDR,"), "{text}");
+    // infiniband-diags' node name map: core-0 and its peer agg-0 shown by their mapped names.
+    let map = std::env::temp_dir().join(format!("ibsm-cli-nnm-{}", std::process::id()));
+    std::fs::write(&map, "0x0002000000000000 \"row1 core\"\n# agg-0\n0x0002000000000400 agg-zero\n").expect("map");
+    let out =
+        ibsm().args(["topology", "show", "--net"]).arg(&net).arg("--node-name-map").arg(&map).output().expect("runs");
+    let named = String::from_utf8_lossy(&out.stdout);
+    assert!(named.contains("  row1 core (0x0002000000000000): [1] agg-zero[3] 4xSDR,"), "{named}");
+    let _ = std::fs::remove_file(&map);
     let out = ibsm().args(["topology", "show", "--json", "--net"]).arg(&net).output().expect("runs");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["tiers"].as_array().map(Vec::len), Some(3));

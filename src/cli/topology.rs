@@ -24,6 +24,10 @@ pub struct Source {
     /// A running SM's control socket: the fabric it discovered.
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Show nodes by the names this file gives their NodeGUIDs (infiniband-diags' node name
+    /// map, `0x0002c90300001234 "rack3-leaf2"` per line).
+    #[arg(long, value_name = "FILE")]
+    node_name_map: Option<PathBuf>,
 }
 
 /// `ibsm topology ...`
@@ -79,8 +83,26 @@ pub fn run(cmd: &TopologyCommand) -> ExitCode {
     }
 }
 
-/// The fabric, the LIDs by port GUID (live only), and whether widths and speeds are known.
+/// The fabric (its nodes named by `--node-name-map` where it names them), the LIDs by port GUID
+/// (live only), and whether widths and speeds are known.
 fn load(source: &Source) -> Result<(Topology, HashMap<Guid, u16>, bool), ExitCode> {
+    let (mut t, lids, attrs) = load_fabric(source)?;
+    if let Some(path) = &source.node_name_map {
+        let map = ibsm::opensm::node_name_map::NameMap::load(path).map_err(|e| {
+            eprintln!("ibsm topology: --node-name-map: {e}");
+            ExitCode::from(2)
+        })?;
+        for n in &mut t.nodes {
+            if let Some(name) = map.get(n.node_guid) {
+                name.clone_into(&mut n.name);
+                n.desc = None;
+            }
+        }
+    }
+    Ok((t, lids, attrs))
+}
+
+fn load_fabric(source: &Source) -> Result<(Topology, HashMap<Guid, u16>, bool), ExitCode> {
     if let Some(p) = &source.net {
         return Topology::load(p).map(|t| (t, HashMap::new(), true)).map_err(|e| {
             eprintln!("ibsm topology: {e}");
