@@ -274,8 +274,15 @@ fn under_opensm(case: &Case) -> (Battery, String) {
         std::fs::read_to_string(&g2l_path).is_ok_and(|t| guid2lid(&t).len() >= case.end_ports().len())
     });
     let g2l = std::fs::read_to_string(&g2l_path).expect("guid2lid");
-    (battery(&sim, case, &guid2lid(&g2l)), g2l)
+    let mut b = battery(&sim, case, &guid2lid(&g2l));
+    let lst = std::fs::read_to_string(dir.join("opensm-subnet.lst")).expect("opensm-subnet.lst");
+    b.insert(SUBNET_LST.to_owned(), lst.lines().map(str::to_owned).collect());
+    (b, g2l)
 }
+
+/// The battery's entry for the subnet list: OpenSM's `opensm-subnet.lst`, and ibsm's `routes dump
+/// --format subnet-lst` of the running SM.
+const SUBNET_LST: &str = "opensm-subnet.lst";
 
 /// Runs the battery under ibsm, started with OpenSM's `guid2lid`.
 fn under_ibsm(case: &Case, g2l: &str) -> Battery {
@@ -283,6 +290,7 @@ fn under_ibsm(case: &Case, g2l: &str) -> Battery {
     let state = sim.dir().join("state");
     std::fs::create_dir_all(&state).expect("dir");
     std::fs::write(state.join("guid2lid"), g2l).expect("guid2lid");
+    let sock = state.join("ibsm.sock");
     let mut args = vec!["run".to_owned(), "--state-dir".into(), state.to_string_lossy().into_owned()];
     if let Some(p) = &case.policy {
         let file = sim.dir().join("partitions.conf");
@@ -292,7 +300,15 @@ fn under_ibsm(case: &Case, g2l: &str) -> Battery {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let sm = sim.spawn_at(Some(&case.sm_host), env!("CARGO_BIN_EXE_ibsm"), &a).expect("ibsm starts");
     wait_for("ibsm's subnet up", Duration::from_secs(60), || sm.stdout().contains("subnet up: "));
-    battery(&sim, case, &guid2lid(g2l))
+    let mut b = battery(&sim, case, &guid2lid(g2l));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["routes", "dump", "--format", "subnet-lst", "--socket"])
+        .arg(&sock)
+        .output()
+        .expect("ibsm routes dump");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    b.insert(SUBNET_LST.to_owned(), String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect());
+    b
 }
 
 /// Compares the two batteries: every difference not in [`DELIBERATE`], as readable text.

@@ -74,6 +74,9 @@ pub enum Format {
     Json,
     /// Fabric counts and timings only.
     Stats,
+    /// OpenSM's `opensm-subnet.lst`: a line per direction of every cable, with the ends' node
+    /// and port and the link's width, state and speed (a running SM's, so `--socket` only).
+    SubnetLst,
 }
 
 /// `ibsm routes dump`.
@@ -257,6 +260,9 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
 }
 
 fn dump_cmd(a: &DumpArgs) -> ExitCode {
+    if matches!(a.format, Format::SubnetLst) {
+        return subnet_lst(&a.source);
+    }
     let r = match source(&a.source) {
         Ok(r) => r,
         Err(code) => return code,
@@ -279,9 +285,28 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
         Format::Ibroute => dump::ibroute(&r.plan, &r.routes, only),
         Format::Json => dump::json(&r.plan, &r.routes, &r.engine, only) + "\n",
         Format::Stats => dump::stats(&r.plan, &r.routes, &r.engine, r.timings),
+        Format::SubnetLst => return subnet_lst(&a.source),
     };
     print!("{text}");
     ExitCode::SUCCESS
+}
+
+/// `--format subnet-lst`: the running SM's `opensm-subnet.lst`.
+fn subnet_lst(src: &Source) -> ExitCode {
+    let Some(sock) = &src.socket else {
+        eprintln!("ibsm routes dump: --format subnet-lst shows a running SM's links: give --socket PATH");
+        return ExitCode::from(2);
+    };
+    match control::query::<serde_json::Value>(sock, &Query::SubnetLst, SOCKET_TIMEOUT) {
+        Ok(v) => {
+            print!("{}", v["subnet_lst"].as_str().unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm routes dump: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn check_cmd(a: &CheckArgs) -> ExitCode {

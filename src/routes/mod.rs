@@ -9,12 +9,15 @@
 //! - [`dump`]: the output formats (OpenSM's dump is read back by [`crate::opensm::lfts_dump`]).
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
 //!   [`Plan`].
+//! - [`subnet_lst`]: OpenSM's `opensm-subnet.lst` from the SA's snapshot (`routes dump
+//!   --format subnet-lst --socket`).
 //! - [`svg`]: the fabric drawn by tier with each cable coloured by its routed load
 //!   (`routes check --svg`).
 
 pub mod dump;
 pub mod live;
 pub mod plan;
+pub mod subnet_lst;
 pub mod svg;
 
 pub use plan::{LidOwner, OwnerKind, Plan, plan};

@@ -248,6 +248,11 @@ impl Snapshot {
         (0..span).filter_map(move |i| u16::try_from(u32::from(base) + i).ok().map(Lid))
     }
 
+    /// Node indexes in OpenSM's node order (see `guid_order`).
+    pub fn nodes_in_guid_order(&self) -> impl Iterator<Item = u32> + '_ {
+        self.guid_order.iter().copied()
+    }
+
     /// The end ports in OpenSM's node order (see `guid_order`), then port number (every LID
     /// owner once), as OpenSM lists them.
     pub fn end_ports(&self) -> impl Iterator<Item = PortAt> + '_ {

@@ -10,7 +10,9 @@
 //! (the transport asks the core, [`crate::core::Sm::request_sweep`]);
 //! `{"query":"log-level","level":"debug","target":"ibsm::core"}` answers
 //! `{"filter":"..."}` ([`crate::daemon::log_level`]); `{"query":"lid","lid":N}` and
-//! `{"query":"guid","guid":"0x..."}` answer a [`PortReport`]. Anything else (malformed JSON, an
+//! `{"query":"guid","guid":"0x..."}` answer a [`PortReport`]; `{"query":"subnet-lst"}` answers
+//! `{"subnet_lst":"..."}`, OpenSM's `opensm-subnet.lst` of the last sweep (built on a thread,
+//! counted among the `routes` answers' places). Anything else (malformed JSON, an
 //! unknown query or field, a line over 4 KiB, a client too slow to send its line) gets
 //! `{"error":"..."}`.
 //!
@@ -81,6 +83,8 @@ pub enum Query {
     },
     /// What the SM knows of one port or node ([`PortReport`]).
     Port(PortKey),
+    /// OpenSM's `opensm-subnet.lst` of the last sweep, as `{"subnet_lst":"..."}`.
+    SubnetLst,
 }
 
 /// The answer to `sweep` and `reroute`.
@@ -122,6 +126,7 @@ impl Query {
             Query::LogLevel { .. } => "log-level",
             Query::Port(PortKey::Lid(_)) => "lid",
             Query::Port(PortKey::Guid(_)) => "guid",
+            Query::SubnetLst => "subnet-lst",
         }
     }
 
@@ -163,7 +168,7 @@ struct RequestLine {
 }
 
 /// The queries, for the error that names them.
-const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid";
+const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst";
 
 /// Parses one request line.
 ///
@@ -192,6 +197,7 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
         "status" => Ok(Query::Status),
         "reload" => Ok(Query::Reload),
         "reroute" => Ok(Query::Sweep(Requested::Reroute)),
+        "subnet-lst" => Ok(Query::SubnetLst),
         "sweep" => match kind.as_deref() {
             None | Some("heavy") => Ok(Query::Sweep(Requested::Heavy)),
             Some("light") => Ok(Query::Sweep(Requested::Light)),
@@ -235,6 +241,10 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             Ok(r) => serde_json::to_string(&r),
             Err(e) => return error_line(&e.to_string()),
         },
+        Query::SubnetLst => match sm.snapshot() {
+            Some(snap) => Ok(subnet_lst_line(&snap)),
+            None => return error_line("the SM has not completed a sweep yet"),
+        },
         Query::Reload | Query::Sweep(_) => {
             return error_line("this is carried out by the transport, not answered from the SM's getters");
         }
@@ -252,6 +262,11 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
         },
     };
     out.unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
+}
+
+/// `{"subnet_lst":"..."}`: the snapshot's `opensm-subnet.lst`.
+fn subnet_lst_line(snap: &crate::sa::Snapshot) -> String {
+    serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap) }).to_string()
 }
 
 /// `{"error":"..."}`.
@@ -301,7 +316,7 @@ impl Pending {
     /// being written at a time (so that clients that do not read cannot pile them up in
     /// memory), past that the client is told to retry.
     pub fn answer(self, sm: &Sm) {
-        if self.query != Query::Routes {
+        if !matches!(self.query, Query::Routes | Query::SubnetLst) {
             let text = respond(sm, &self.query);
             self.reply(text);
             return;
@@ -316,10 +331,15 @@ impl Pending {
             return;
         };
         let reply = self.reply;
+        let lst = self.query == Query::SubnetLst;
         // The place goes with the answer, or is given back when the thread cannot start.
         let build = move || {
-            let text = serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
-                .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")));
+            let text = if lst {
+                subnet_lst_line(&snap)
+            } else {
+                serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+                    .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
+            };
             let _ = reply.send(Answer { text, _place: Some(place) });
         };
         if let Err(e) = std::thread::Builder::new().name("ibsm-routes-answer".to_owned()).spawn(build) {
