@@ -2,7 +2,9 @@
 //! master; the master killed and a standby master within the bound in virtual time, no LID
 //! changed and no LFT block rewritten; a better standby gets the subnet by handover; forged
 //! controls with a wrong SM_Key, or with the right key and the master's GUID from another
-//! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed.
+//! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed, over a directed
+//! route and LID-routed (named by source LID: a third SM with the key refused in the master's
+//! name and in its own).
 
 use ibsm::core::election::control;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
@@ -10,7 +12,7 @@ use ibsm::transport::sim::SimSms;
 use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, ids};
-use ibsm_sim::fabric::{Dest, SimTime};
+use ibsm_sim::fabric::{AgentId, Dest, SimTime};
 
 mod support;
 use support::sa::example;
@@ -220,18 +222,41 @@ fn send_control(h: &mut SimSms, from: usize, path: &DrPath, control: u32, info: 
     info.emit(&mut data);
     let smp = SmpRepr::set_dr(path, ids::attr::SM_INFO, control, 0x4242, data);
     let agent = h.sms[from].agent;
-    h.fabric.send(agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    exchange(h, agent, &smp, Lid::PERMISSIVE)
+}
+
+/// As [`send_control`], LID-routed from `agent` to `dlid`: the fabric stamps the packet with
+/// the sending port's own LID as its source LID.
+fn send_lid_control(h: &mut SimSms, agent: AgentId, dlid: Lid, control: u32, info: SmInfo) -> (Option<u16>, usize) {
+    let mut data = [0u8; 64];
+    info.emit(&mut data);
+    let smp = SmpRepr::set_lid(ids::attr::SM_INFO, control, 0x4243, data);
+    exchange(h, agent, &smp, dlid)
+}
+
+/// Sends `smp` from `agent` to `dlid` and runs the SMs, 10 ms at a time, until its answer is
+/// back at `agent` or a second has passed. Returns the answer's status and the controls the SMs
+/// refused meanwhile.
+fn exchange(h: &mut SimSms, agent: AgentId, smp: &SmpRepr, dlid: Lid) -> (Option<u16>, usize) {
+    h.fabric.send(agent, &smp.to_bytes(), Dest { dlid, qpn: 0 });
     let mut refused = 0;
-    h.run_until(h.now() + SECOND, |_, e| {
-        refused += usize::from(matches!(e, SmEvent::SmControl { accepted: false, .. }));
-        false
-    });
     let mut status = None;
-    while let Some(r) = h.fabric.recv(agent) {
-        if let Ok(resp) = SmpRepr::parse(&r.mad[..])
-            && resp.tid & 0xffff_ffff == 0x4242
-        {
-            status = Some(resp.status);
+    let end = h.now() + SECOND;
+    while status.is_none() && h.now() < end {
+        let step = h.now() + 10_000_000;
+        h.run_until(step, |_, e| {
+            refused += usize::from(matches!(e, SmEvent::SmControl { accepted: false, .. }));
+            false
+        });
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+        while let Some(r) = h.fabric.recv(agent) {
+            if let Ok(resp) = SmpRepr::parse(&r.mad[..])
+                && resp.tid & 0xffff_ffff == smp.tid & 0xffff_ffff
+            {
+                status = Some(resp.status);
+            }
         }
     }
     (status, refused)
@@ -311,6 +336,90 @@ fn forged_controls_change_nothing_and_only_the_masters_port_is_obeyed() {
     assert_eq!(h.sms[standby].sm.state(), SmState::NotActive);
     assert_eq!(as_master(&mut h, control::DISCOVER).0, Some(0));
     assert_ne!(h.sms[standby].sm.state(), SmState::NotActive, "DISCOVER from the master re-enables it");
+}
+
+#[test]
+fn lid_routed_controls_are_obeyed_only_from_the_sm_found_at_the_source_lid() {
+    // SM4, LID-routed: a SubnSet(SMInfo) that crosses the switches by LID names its sender by
+    // its source LID, which the sending port stamps with its own LID. A control is obeyed only
+    // from the SM the receiver is entitled to obey, found at that LID: never from a host with
+    // no SM that knows the key and writes the master's GUID, nor from another SM with the key
+    // (a standby) writing the master's GUID or claiming in the payload to be master.
+    let topo = example("fat-tree-2l-k4.net");
+    let at = hosts(&topo);
+    let sms = [9, 5, 3].iter().enumerate().map(|(i, &p)| (Sm::new(cfg(p, 7), Guid2Lid::default()), at[i])).collect();
+    let mut h = SimSms::new(&topo, 5, sms).expect("attach");
+    // The master comes up first; the standbys start on a subnet with LIDs, so each finds the
+    // master at its LID; the master's next sweep finds both standbys at theirs.
+    let (master, watcher, third) = (0, 1, 2);
+    h.start(master);
+    h.run_until(60 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    h.start(watcher);
+    h.start(third);
+    let mut standing = 0;
+    h.run_until(h.now() + 10 * SECOND, |_, e| {
+        standing += usize::from(matches!(e, SmEvent::Standby { .. }));
+        standing == 2
+    })
+    .expect("two standbys");
+    h.start(master);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("swept again");
+    assert_eq!(h.sms[watcher].sm.master().map(|m| m.0), Some(h.sms[master].sm.port_guid()));
+    let lid = |h: &SimSms, i: usize| h.sms[master].sm.guid2lid().get(h.sms[i].sm.port_guid()).expect("a LID").0;
+    let (to_master, to_watcher) = (lid(&h, master), lid(&h, watcher));
+    let rogue_at = hosts(&topo)[5];
+    let rogue = h.fabric.attach(rogue_at.0, rogue_at.1).expect("attach");
+    let as_master = SmInfo { sm_key: 7, ..h.sms[master].sm.sm_info(true) };
+    let all = [control::HANDOVER, control::DISABLE, control::STANDBY, control::DISCOVER, control::ACKNOWLEDGE];
+    // A host with no SM, the key and the master's GUID: every control refused, by either SM.
+    for c in all {
+        let got = send_lid_control(&mut h, rogue, to_watcher, c, as_master);
+        assert_eq!(got, (Some(0x001c), 1), "{} from a host with no SM, to the standby", control::name(c));
+        let got = send_lid_control(&mut h, rogue, to_master, c, as_master);
+        assert_eq!(got, (Some(0x001c), 1), "{} from a host with no SM, to the master", control::name(c));
+    }
+    assert_eq!((h.sms[master].sm.state(), h.sms[watcher].sm.state()), (SmState::Master, SmState::Standby));
+    // The third SM (a standby that holds the key, found at its LID by both) writing the
+    // master's GUID: refused. (It is not stepped while it sends, so that its agent keeps the
+    // answer.)
+    let from_third = |h: &mut SimSms, dlid: Lid, c: u32, info: SmInfo| {
+        h.sms[third].alive = false;
+        let agent = h.sms[third].agent;
+        let r = send_lid_control(h, agent, dlid, c, info);
+        h.sms[third].alive = true;
+        r
+    };
+    for c in [control::HANDOVER, control::DISABLE, control::STANDBY] {
+        let got = from_third(&mut h, to_watcher, c, as_master);
+        assert_eq!(got, (Some(0x001c), 1), "{} from the third SM as the master", control::name(c));
+    }
+    // In its own name, claiming to be master: the master found it a standby and keeps the
+    // subnet; ACKNOWLEDGE, with no handover under way, is refused too.
+    let claims_master =
+        SmInfo { sm_key: 7, sm_state: WireSmState::Master, priority: 15, ..h.sms[third].sm.sm_info(true) };
+    for c in [control::STANDBY, control::ACKNOWLEDGE, control::DISABLE] {
+        let got = from_third(&mut h, to_master, c, claims_master);
+        assert_eq!(got, (Some(0x001c), 1), "{} from the third SM in its own name", control::name(c));
+    }
+    assert_eq!((h.sms[master].sm.state(), h.sms[watcher].sm.state()), (SmState::Master, SmState::Standby));
+    // From the master's own port, LID-routed, the same DISABLE is obeyed; then DISCOVER only from
+    // there too.
+    let from_master = |h: &mut SimSms, c: u32| {
+        h.sms[master].alive = false;
+        let agent = h.sms[master].agent;
+        let r = send_lid_control(h, agent, to_watcher, c, as_master);
+        h.sms[master].alive = true;
+        r
+    };
+    assert_eq!(from_master(&mut h, control::DISABLE), (Some(0), 0));
+    assert_eq!(h.sms[watcher].sm.state(), SmState::NotActive);
+    assert_eq!(send_lid_control(&mut h, rogue, to_watcher, control::DISCOVER, as_master), (Some(0x001c), 1));
+    assert_eq!(from_third(&mut h, to_watcher, control::DISCOVER, as_master), (Some(0x001c), 1));
+    assert_eq!(h.sms[watcher].sm.state(), SmState::NotActive, "DISCOVER from elsewhere changed nothing");
+    assert_eq!(from_master(&mut h, control::DISCOVER), (Some(0), 0));
+    assert_ne!(h.sms[watcher].sm.state(), SmState::NotActive, "DISCOVER from the master re-enables it");
+    assert_eq!(h.sms[master].sm.state(), SmState::Master);
 }
 
 #[test]

@@ -27,11 +27,16 @@
 //!   LIDs the ports hold, so nothing is renumbered; its LFT programming reads the switches'
 //!   blocks back first and writes only those that differ.
 //! - Controls are obeyed only with the right SM_Key: HANDOVER, DISABLE and STANDBY only from the
-//!   master this SM knows (or, for STANDBY, from a master when it knows none), ACKNOWLEDGE only
+//!   master this SM knows (or, for STANDBY, when it knows none, from an SM its sweep found
+//!   master: a standby that writes "master" in its payload is refused), ACKNOWLEDGE only
 //!   from the standby it handed over to, DISCOVER only from the master and while disabled. "From"
 //!   is where the fabric carried the control from, not the GUID in its payload (the coordinator
 //!   finds the sender's port and passes it in): it must be the port whose GUID the payload names.
 //!   Anything else is answered with status 0x001C (invalid attribute value) and reported.
+//!   A LID-routed control names its sender by its source LID ([`Election::sender_at`]): the
+//!   LID the SM's port held when a sweep found it. An SM found before it had a LID (SMs started
+//!   together) is named by no LID-routed control until a sweep finds it again: refused, not
+//!   misattributed.
 
 use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
 use ibsm_mad::{DrPath, Guid, Lid};
@@ -371,11 +376,15 @@ impl Election {
                 control::HANDOVER => state == SmState::Standby && from_master,
                 control::ACKNOWLEDGE => self.handed_to.is_some_and(|t| t.info.guid == from.guid),
                 control::DISABLE => from_master,
+                // From a master this SM's sweep found as master, not one that says so now.
                 control::STANDBY => {
                     from_master
                         || (self.master.is_none()
                             && from.sm_state == WireSmState::Master
-                            && self.found.iter().any(|f| f.info.guid == from.guid))
+                            && self
+                                .found
+                                .iter()
+                                .any(|f| f.info.guid == from.guid && f.info.sm_state == WireSmState::Master))
                 }
                 control::DISCOVER => self.disabled && from_master,
                 _ => false,
@@ -536,6 +545,11 @@ mod tests {
         // LID-routed controls name their sender by LID.
         assert_eq!(e.sender_at(Lid(3)), Some(master.info.guid));
         assert_eq!(e.sender_at(Lid(0)), None);
+        // STANDBY from an SM found as a standby that claims in its payload to be master.
+        let mut e = Election::default();
+        e.add_found(standby, KEY, ME);
+        let claims = SmInfo { sm_state: WireSmState::Master, ..standby.info };
+        assert!(!e.admits(control::STANDBY, &claims, Some(standby.info.guid), SmState::Master, KEY));
     }
 
     #[test]
