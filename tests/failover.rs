@@ -1,6 +1,7 @@
 //! Master and standby on the simulated fabric: two and three SMs in one harness; exactly one
 //! master; the master killed and a standby master within the bound in virtual time, no LID
-//! changed and no LFT block rewritten; a better standby gets the subnet by handover; forged
+//! changed and no LFT block rewritten, also on 1,024 hosts with the SMs' computing on the clock
+//! (a host's PathRecord query answered within 2 s of the kill); a better standby gets the subnet by handover; forged
 //! controls with a wrong SM_Key, or with the right key and the master's GUID from another
 //! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed, over a directed
 //! route and LID-routed (named by source LID: a third SM with the key refused in the master's
@@ -89,6 +90,101 @@ fn a_standby_takes_over_a_dead_master_without_renumbering_or_rewriting() {
             eprintln!("failover: the standby was master with the subnet up {} ms after the kill", took / 1_000_000);
         }
     }
+}
+
+#[test]
+fn a_standby_takes_over_a_thousand_host_fabric_with_its_compute_on_the_clock() {
+    // FO1 at scale: 1,024 hosts (a 3-level fat tree of radix-16 switches, 320 of them), the
+    // master killed. The harness puts the SMs' computing (LID assignment, routing) on the
+    // fabric's clock at its wall-clock cost, as `ibsm run --sim` does; SMP round trips and the
+    // switches' service times are the simulator's. A host asks the standby's SA for a path every
+    // 20 ms from the kill: the first answer must come within 2 s of the kill, from a new master
+    // whose sweep is complete, with every switch's table routing every host pair and no LID
+    // changed. Detection is bounded by the poll rules: each of `sm-poll-retries` unanswered
+    // polls waits its SMP timeout, and the next poll goes out an interval after that.
+    use ibsm::transport::sim::ComputeTime;
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::PathRecord;
+    let topo = ibsm_topology::GenSpec::fat_tree(3, 16).generate().expect("generates");
+    assert!(topo.ca_count() >= 1_000, "{} hosts", topo.ca_count());
+    let at = hosts(&topo);
+    let sms = vec![(Sm::new(cfg(9, 7), Guid2Lid::default()), at[0]), (Sm::new(cfg(5, 7), Guid2Lid::default()), at[1])];
+    let mut h = SimSms::new(&topo, 11, sms).expect("attach");
+    h.compute_time = ComputeTime::Wall;
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("master up");
+    h.start(1);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. })).expect("standby");
+    // The master names its standby at the first poll and syncs it.
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SyncPeer { state: "current", .. }))
+        .expect("the standby synced");
+    assert!(h.fabric.check_routes().ok(), "routed before the kill");
+    let before = lids(&h, 0);
+    let standby_lid = before[&h.sms[1].sm.port_guid()];
+    let probe_at = at[7];
+    let probe = h.fabric.attach(probe_at.0, probe_at.1).expect("probe");
+    let (src, dst) = (before[&topo.nodes[at[7].0].port_guid(1)], before[&topo.nodes[at[900].0].port_guid(1)]);
+    let query = |tid: u64| {
+        let r = PathRecord { slid: src, dlid: dst, ..PathRecord::default() };
+        ibsm_mad::sa::request(Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, tid, &r).expect("request")
+    };
+    let first_tid: u64 = 0x0f01_0000;
+    let wall = std::time::Instant::now();
+    h.kill(0);
+    let died = h.now();
+    let (mut lost_at, mut up) = (None, None);
+    let mut answered_at = None;
+    let mut tid = first_tid;
+    while answered_at.is_none() {
+        assert!(h.now() < died + 10 * SECOND, "no PathRecord answer within 10 s of the kill");
+        tid += 1;
+        h.fabric.send(probe, &query(tid), Dest { dlid: standby_lid, qpn: 1 });
+        let step = h.now() + 20_000_000;
+        h.run_until_at(step, |i, t, e| {
+            match e {
+                SmEvent::MasterLost { .. } if i == 1 => lost_at = lost_at.or(Some(t)),
+                SmEvent::SubnetUp(r) if i == 1 && up.is_none() => up = Some((t, r.clone())),
+                _ => {}
+            }
+            false
+        });
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+        while let Some(r) = h.fabric.recv(probe) {
+            let answer = ibsm_mad::sa::SaHeader::from_bytes(&r.mad[..]).ok();
+            if answer.is_some_and(|a| a.tid & 0xffff_ffff > first_tid && a.status == 0) {
+                answered_at = answered_at.or(Some(r.at.0));
+            }
+        }
+    }
+    let ms = |t: u64| (t - died) as f64 / 1e6;
+    let lost_at = lost_at.expect("the standby noticed the death");
+    let (up_at, report) = up.expect("the new master's subnet up");
+    let answered_at = answered_at.expect("answered");
+    eprintln!(
+        "FO1, {} hosts: death noticed {:.1} ms, subnet up {:.1} ms, PathRecord answered {:.1} ms after the kill \
+         (fabric clock, SM compute included); takeover phases (ms) {:?}; LFT blocks written {}, unchanged {}; \
+         wall time of the takeover in this test {} ms",
+        topo.ca_count(),
+        ms(lost_at),
+        ms(up_at),
+        ms(answered_at),
+        report.phases.iter().map(|p| (p.phase, p.ns / 1_000_000)).collect::<Vec<_>>(),
+        report.lft_blocks_sent,
+        report.lft_blocks_unchanged,
+        wall.elapsed().as_millis()
+    );
+    let c = SmConfig::default();
+    let detection_bound = u64::from(c.sm_poll_retries) * (c.sm_poll_interval_ns + c.smp_timeout_ns);
+    assert!(lost_at - died <= detection_bound, "noticed {:.1} ms after the kill", ms(lost_at));
+    assert!(answered_at - died <= 2 * SECOND, "PathRecord answered {:.1} ms after the kill", ms(answered_at));
+    assert!(report.complete && report.smps_failed == 0, "{report:?}");
+    assert_eq!((report.cas, report.switches, report.lft_blocks_sent), (topo.ca_count(), topo.switch_count(), 0));
+    assert_eq!(h.sms[1].sm.state(), SmState::Master);
+    assert_eq!(lids(&h, 1), before, "no LID changed");
+    let check = h.fabric.check_routes();
+    assert!(check.ok() && check.end_ports == topo.ca_count(), "{check:?}");
 }
 
 #[test]
