@@ -2,7 +2,8 @@
 //! every end port's P_Key table (read back from the simulated ports with SMPs), written only
 //! where it changes on the next sweep, and the SA's PathRecord and P_KeyTableRecord answers
 //! limited by it: a pair gets a path only under a P_Key that both ports and the requester hold,
-//! and two limited members never do; a port whose P_Key table write failed gets no path and is
+//! and two limited members never do, nor does their traffic get through the fabric the SM
+//! programmed, while a full member's reaches both; a port whose P_Key table write failed gets no path and is
 //! seen by nobody until a later sweep writes it (fail closed).
 
 use std::collections::{HashMap, VecDeque};
@@ -91,6 +92,43 @@ fn setup() -> (Topology, SimDriver, Vec<usize>) {
     let report = drv.sweep(LIMIT, |_| {}).expect("up");
     assert!(report.complete, "{report:?}");
     (topo, drv, hosts)
+}
+
+/// A GSI Send (performance class, which nobody answers) from `from` to the port at `dlid`
+/// with the P_Key at `index` of the sender's table, through the switches' tables; returns
+/// whether `to` received it and the traps the SM saw meanwhile.
+fn gsi_send(
+    drv: &mut SimDriver,
+    from: ibsm_sim::fabric::AgentId,
+    to: ibsm_sim::fabric::AgentId,
+    dlid: ibsm_mad::Lid,
+    index: u16,
+) -> (bool, Vec<u16>) {
+    use ibsm::core::SmEvent;
+    use ibsm_mad::header::{Mad, MgmtClass};
+    let mut mad = [0u8; ibsm_mad::MAD_LEN];
+    {
+        let mut m = Mad::new_unchecked(&mut mad[..]);
+        m.set_base_version(1);
+        m.set_mgmt_class(MgmtClass::from_raw(0x04));
+        m.set_class_version(1);
+        m.set_method(Method::Send);
+        m.set_tid(0x4242);
+    }
+    while drv.fabric.recv(to).is_some() {}
+    drv.fabric.send_pkey(from, &mad, Dest { dlid, qpn: 1 }, index);
+    let mut traps = Vec::new();
+    drv.run_until(drv.now() + 100_000_000, |ev| {
+        if let SmEvent::TrapReceived { number: Some(n), .. } = ev {
+            traps.push(*n);
+        }
+        false
+    });
+    let mut got = false;
+    while let Some(r) = drv.fabric.recv(to) {
+        got |= r.mad[1] == 0x04 && r.mad[12..16] == 0x4242u32.to_be_bytes();
+    }
+    (got, traps)
 }
 
 #[test]
@@ -241,39 +279,14 @@ fn switch_ports_facing_cas_enforce_their_cas_partitions() {
 
 #[test]
 fn enforcing_switches_drop_traffic_between_ports_sharing_no_partition_and_trap() {
-    use ibsm::core::SmEvent;
-    use ibsm_mad::header::{Mad, MgmtClass};
     let (topo, mut drv, hosts) = setup();
     let (h1, h2, h3, h4, h5) = (hosts[1], hosts[2], hosts[3], hosts[4], hosts[5]);
     let lid = |drv: &SimDriver, i: usize| drv.sm.guid2lid().get(topo.nodes[i].port_guid(1)).expect("LID").0;
     let agents: HashMap<usize, ibsm_sim::fabric::AgentId> =
         [h1, h2, h3, h4, h5].iter().map(|&h| (h, drv.fabric.attach(h, 1).expect("agent"))).collect();
-    // A GSI Send (performance class, nobody answers it) from `from` to `to` with the P_Key at
-    // `index` of the sender's table; returns whether `to` received it and the traps the SM saw.
     let send = |drv: &mut SimDriver, from: usize, to: usize, index: u16| -> (bool, Vec<u16>) {
-        let mut mad = [0u8; ibsm_mad::MAD_LEN];
-        {
-            let mut m = Mad::new_unchecked(&mut mad[..]);
-            m.set_base_version(1);
-            m.set_mgmt_class(MgmtClass::from_raw(0x04));
-            m.set_class_version(1);
-            m.set_method(ibsm_mad::header::Method::Send);
-            m.set_tid(0x4242);
-        }
-        while drv.fabric.recv(agents[&to]).is_some() {}
-        drv.fabric.send_pkey(agents[&from], &mad, Dest { dlid: lid(drv, to), qpn: 1 }, index);
-        let mut traps = Vec::new();
-        drv.run_until(drv.now() + 100_000_000, |ev| {
-            if let SmEvent::TrapReceived { number: Some(n), .. } = ev {
-                traps.push(*n);
-            }
-            false
-        });
-        let mut got = false;
-        while let Some(r) = drv.fabric.recv(agents[&to]) {
-            got |= r.mad[1] == 0x04 && r.mad[12..16] == 0x4242u32.to_be_bytes();
-        }
-        (got, traps)
+        let dlid = lid(drv, to);
+        gsi_send(drv, agents[&from], agents[&to], dlid, index)
     };
     // alpha (index 1 of h1's table: 0x8001) reaches h2, a full member of alpha.
     assert_eq!(send(&mut drv, h1, h2, 1), (true, vec![]));
@@ -288,6 +301,34 @@ fn enforcing_switches_drop_traffic_between_ports_sharing_no_partition_and_trap()
     let (got, traps) = send(&mut drv, h4, h5, 1);
     assert!(!got, "limited to limited is dropped");
     assert!(traps.iter().any(|&t| t == 257 || t == 259), "{traps:?}");
+}
+
+#[test]
+fn two_limited_members_never_reach_each_other_and_a_full_member_reaches_both() {
+    // PK1 in the data plane: beta has h3 as a full member and h4, h5 as limited members (the SM
+    // wrote every table and the enforcing switch ports). Traffic with the beta key at index 1,
+    // each way, through the switches' own tables.
+    let (topo, mut drv, hosts) = setup();
+    let (h3, h4, h5) = (hosts[3], hosts[4], hosts[5]);
+    for h in [h3, h4, h5] {
+        let beta = if h == h3 { 0x8002 } else { 0x0002 };
+        assert_eq!(read_pkeys(&mut drv, &topo, h), [0x7fff, beta], "{}", topo.nodes[h].name);
+    }
+    let agents: HashMap<usize, ibsm_sim::fabric::AgentId> =
+        [h3, h4, h5].iter().map(|&h| (h, drv.fabric.attach(h, 1).expect("agent"))).collect();
+    let mut send = |from: usize, to: usize| {
+        let dlid = drv.sm.guid2lid().get(topo.nodes[to].port_guid(1)).expect("LID").0;
+        gsi_send(&mut drv, agents[&from], agents[&to], dlid, 1)
+    };
+    // The full member reaches both limited members.
+    assert_eq!(send(h3, h4), (true, vec![]), "full to limited");
+    assert_eq!(send(h3, h5), (true, vec![]), "full to the other limited member");
+    // The two limited members reach each other in neither direction; the drop is reported.
+    for (a, b) in [(h4, h5), (h5, h4)] {
+        let (got, traps) = send(a, b);
+        assert!(!got, "limited {} to limited {} delivered", topo.nodes[a].name, topo.nodes[b].name);
+        assert!(traps.iter().any(|&t| t == 257 || t == 259), "{traps:?}");
+    }
 }
 
 #[test]
