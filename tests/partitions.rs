@@ -3,7 +3,8 @@
 //! where it changes on the next sweep, and the SA's PathRecord and P_KeyTableRecord answers
 //! limited by it: a pair gets a path only under a P_Key that both ports and the requester hold,
 //! and two limited members never do, nor does their traffic get through the fabric the SM
-//! programmed, while a full member's reaches both; a port whose P_Key table write failed gets no path and is
+//! programmed (the receiving HCA drops it), while a full member's reaches both and theirs reach
+//! it, and a port that is only a limited member reaches the SA; a port whose P_Key table write failed gets no path and is
 //! seen by nobody until a later sweep writes it (fail closed).
 
 use std::collections::{HashMap, VecDeque};
@@ -323,12 +324,39 @@ fn two_limited_members_never_reach_each_other_and_a_full_member_reaches_both() {
     // The full member reaches both limited members.
     assert_eq!(send(h3, h4), (true, vec![]), "full to limited");
     assert_eq!(send(h3, h5), (true, vec![]), "full to the other limited member");
-    // The two limited members reach each other in neither direction; the drop is reported.
+    // Each limited member reaches the full member: the enforcing switch ports on the way hold
+    // the senders' limited key, and a switch checks the partition, not the membership.
+    assert_eq!(send(h4, h3), (true, vec![]), "limited to full");
+    assert_eq!(send(h5, h3), (true, vec![]), "the other limited member to full");
+    // The two limited members reach each other in neither direction: the receiving CA drops it
+    // (its P_Key check is the one that knows membership) and traps it (257).
     for (a, b) in [(h4, h5), (h5, h4)] {
         let (got, traps) = send(a, b);
         assert!(!got, "limited {} to limited {} delivered", topo.nodes[a].name, topo.nodes[b].name);
-        assert!(traps.iter().any(|&t| t == 257 || t == 259), "{traps:?}");
+        assert_eq!(traps, [257], "dropped by {}", topo.nodes[b].name);
     }
+}
+
+#[test]
+fn a_port_that_is_only_a_limited_member_reaches_the_sa() {
+    // A limited member may talk to a full member, and the SM's port is a full member of the
+    // default partition: h6, a limited member of the default partition and of nothing else,
+    // asks the SA for the NodeRecords across its leaf's enforcing port (which holds h6's table,
+    // the limited key only) and is answered.
+    use ibsm_mad::records::NodeRecord;
+    let (topo, mut drv, hosts) = setup();
+    let h6 = hosts[6];
+    assert_eq!(read_pkeys(&mut drv, &topo, h6), [0x7fff]);
+    let leaf = topo.nodes[h6].peer(1).expect("cabled");
+    assert_eq!(read_pkeys_at(&mut drv, &topo, leaf.node, leaf.port), [0x7fff], "the leaf port enforces h6's table");
+    let sm_lid = drv.sm.guid2lid().get(topo.nodes[hosts[0]].port_guid(1)).expect("LID").0;
+    let probe = drv.fabric.attach(h6, 1).expect("agent");
+    let bytes = request(Method::GetTable, 0, 0x77, &NodeRecord::parse(&[0; 108]).expect("record")).expect("request");
+    drv.fabric.send(probe, &bytes, Dest { dlid: sm_lid, qpn: 1 });
+    let answer = support::sa::listen(&mut drv, probe).expect("the SA's answer reached h6");
+    let header = ibsm_mad::sa::SaHeader::from_bytes(&answer.mad[..]).expect("an SA answer");
+    assert_eq!((header.tid & 0xffff_ffff, header.status), (0x77, status::OK));
+    assert_eq!(drv.fabric.stats().dropped_pkey, 0, "nothing dropped for its P_Key");
 }
 
 #[test]

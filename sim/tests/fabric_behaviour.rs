@@ -1,5 +1,6 @@
 //! Behaviour of the simulated fabric as an SM sees it: directed routes, LID routing through
-//! LFTs, the port state machine, attribute validity checks, M_Keys, traps and faults.
+//! LFTs, the port state machine, attribute validity checks, M_Keys, P_Keys (the membership rule at
+//! CA ports, the partition only at enforcing switch ports), traps and faults.
 //! Every test drives raw MAD bytes through `Fabric` in virtual time.
 
 use ibsm_mad::attrs::{LinearForwardingTable, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
@@ -556,6 +557,42 @@ fn pkeys_are_enforced_at_ca_ports_and_enforcing_switch_ports() {
     assert_eq!(traps(&mut b), vec![259]);
     // SMPs are never P_Key checked.
     assert!(b.lid_get(6, ids::attr::NODE_INFO, 0).is_some());
+}
+
+#[test]
+fn an_enforcing_switch_port_checks_the_partition_and_the_receiving_ca_the_membership() {
+    use ibsm_mad::attrs::PKeyTable;
+    let mut b = Bench::new(1);
+    b.bring_up();
+    let h4 = b.node("H4");
+    let client = b.f.attach(h4, 1).expect("agent at H4");
+    // H1 (the sender) a limited member of 0x0001, at index 1; S1's port 1, facing it, holds
+    // H1's table (the limited key only) and enforces both ways, as an SM programs it.
+    set_pkeys(&mut b, &[], 0, &[0xffff, 0x0001]);
+    set_pkeys(&mut b, &[1], PKeyTable::attr_mod(PortNum(1), 0), &[0x0001]);
+    let enforce = |pi: &mut PortInfo| {
+        pi.partition_enforcement_inbound = true;
+        pi.partition_enforcement_outbound = true;
+    };
+    assert_eq!(b.set_port(&[1], 1, enforce), 0);
+    // H4 a full member of 0x0001: the switch port passes the limited packet, H4 takes it.
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x8001]);
+    let _ = traps(&mut b);
+    gsi_to(&mut b, 6, 1, 1);
+    assert_eq!(b.f.recv(client).expect("limited to full, across the enforcing port").pkey, ibsm_mad::PKey(0x0001));
+    assert_eq!(traps(&mut b), Vec::<u16>::new());
+    // H4 a limited member too: the switch passes it, H4 drops it, counts it and traps (257).
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x0001]);
+    gsi_to(&mut b, 6, 1, 2);
+    assert!(b.f.recv(client).is_none());
+    assert_eq!(traps(&mut b), vec![257]);
+    assert_eq!(b.port_info(&[1, 3, 2], 1).p_key_violations, 1);
+    // Another partition (H4 a full member of it, the switch port not): the switch drops it (259).
+    set_pkeys(&mut b, &[], 0, &[0xffff, 0x8002]);
+    set_pkeys(&mut b, &[1, 3, 2], 0, &[0x8002]);
+    gsi_to(&mut b, 6, 1, 3);
+    assert!(b.f.recv(client).is_none());
+    assert_eq!(traps(&mut b), vec![259]);
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! the return path back, decrementing the hop pointer to 0 at the requester. Only permissive
 //! DrSLID/DrDLID (pure directed routes) are modelled; SMPs with a LID-routed part are dropped and
 //! counted as malformed. LID-routed packets follow each switch's LFT and cross only Active ports.
+//! GSI packets carry a P_Key: a CA port takes one that matches its table (same partition, one of
+//! the two a full member); an enforcing switch port checks the partition only.
 
 use ibsm_mad::smp::DrSmp;
 use ibsm_mad::{Lid, MAD_LEN, PKey, ids};
@@ -790,12 +792,21 @@ fn is_smp(mad: &[u8; MAD_LEN]) -> bool {
 }
 
 impl Fabric {
-    /// The port's P_Key table holds a key that matches `key` (same partition, at least one of
-    /// the two a full member).
+    /// The port's P_Key table holds a key that matches `key`. At a CA port: the same
+    /// partition, at least one of the two a full member. At an enforcing switch port: the same
+    /// partition, whatever the membership: a switch port holds its CA's table, limited entries
+    /// included, and passes a limited member's packets to a full member; the membership rule
+    /// is the receiving CA's to apply (as an SM that copies a CA's table to the switch port
+    /// facing it, OpenSM's way, relies on).
     fn port_accepts(&self, p: PortRef, key: u16) -> bool {
         let port = &self.ports[p as usize];
         let n = if port.pkeys.is_empty() { 1 } else { port.pkeys.len() };
-        (0..n).any(|i| PKey(port.pkey(i)).matches(PKey(key)))
+        let key = PKey(key);
+        if self.is_switch_port(p) {
+            key.is_valid() && (0..n).any(|i| PKey(port.pkey(i)).is_valid() && PKey(port.pkey(i)).base() == key.base())
+        } else {
+            (0..n).any(|i| PKey(port.pkey(i)).matches(key))
+        }
     }
 
     /// Counts a P_Key violation at port `p` and raises trap 257 (at a CA) or 259 (at a switch
