@@ -68,16 +68,7 @@ mod tests {
 
     #[test]
     fn any_text_is_parsed_or_refused_without_panic() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        for _ in 0..2000 {
-            let mut bytes = Vec::new();
-            for _ in 0..(seed % 64) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                bytes.push(b"0x1aF# \n\tgz9"[(seed % 12) as usize]);
-            }
-            let text = String::from_utf8_lossy(&bytes);
+        for text in super::super::random_texts(b"0x1aF# \n\tgz9", 2000) {
             if let Ok(g) = parse(&text, "f") {
                 assert!(g.iter().all(|g| g.0 != 0));
             }

@@ -13,3 +13,20 @@ pub mod config_import;
 pub mod guid_file;
 pub mod lfts_dump;
 pub mod node_name_map;
+
+/// Texts of the characters of `alphabet`, from a fixed seed, for the parsers' never-panic tests.
+#[cfg(test)]
+fn random_texts(alphabet: &'static [u8], count: usize) -> impl Iterator<Item = String> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    (0..count).map(move |_| {
+        let len = next() % 80;
+        let bytes: Vec<u8> = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
