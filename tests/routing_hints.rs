@@ -109,3 +109,71 @@ fn the_running_sm_takes_its_roots_from_the_configuration() {
     assert!(e.contains("root-guid-file"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `file` engine (OpenSM's `-R file` with `lfts_file`): tables computed offline are
+/// programmed as they are, by the running SM too; a file that leaves a LID unrouted is refused
+/// with what is missing, and the chain moves on.
+#[test]
+fn tables_from_a_file_are_programmed_whole_and_incomplete_ones_refused() {
+    let dir = tmp_dir("lfts-file");
+    let state = dir.join("state");
+    let s = state.to_str().expect("utf-8");
+    // A first run numbers the fabric; its guid2lid gives the offline tables the same LIDs.
+    let (code, out, e) = ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--state-dir", s]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    let g2l = state.join("guid2lid");
+    let g = g2l.to_str().expect("utf-8");
+    let (code, tables, e) =
+        ibsm(&["routes", "dump", "--topology", FABRIC, "--engine", "updn", "--guid2lid", g, "--format", "opensm"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_ne!(tables, ibsm(&["routes", "dump", "--topology", FABRIC, "--guid2lid", g]).1, "updn's, not ftree's");
+    let file = dir.join("opensm-lfts.dump");
+    std::fs::write(&file, &tables).expect("write");
+    let f = file.to_str().expect("utf-8");
+
+    // Offline: the file engine gives the file back.
+    let (code, back, e) =
+        ibsm(&["routes", "dump", "--topology", FABRIC, "--engine", "file", "--lfts-file", f, "--guid2lid", g]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(back, tables);
+
+    // The running SM programs them: its live tables are the file's.
+    let conf = dir.join("ibsm.toml");
+    std::fs::write(&conf, format!("routing-engine = \"file\"\nlfts-file = {f:?}\n")).expect("write");
+    let sock = dir.join("sock");
+    let mut sm = support::daemon::Daemon::start(
+        &[
+            "run",
+            "--sim",
+            FABRIC,
+            "--state-dir",
+            s,
+            "--config",
+            conf.to_str().expect("utf-8"),
+            "--control",
+            sock.to_str().expect("utf-8"),
+        ],
+        None,
+        &[],
+    );
+    let st = sm.wait_up(&sock, std::time::Duration::from_secs(60));
+    assert_eq!(st["last_sweep"]["routing_engine"], "file", "{st}");
+    let (code, live, e) = ibsm(&["routes", "dump", "--socket", sock.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(live, tables, "the switches hold the file's tables");
+    drop(sm);
+
+    // A LID line taken out: refused, and the chain's next engine routes.
+    let cut: String = tables.lines().filter(|l| !l.starts_with("0x0003 ")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(cut, tables);
+    std::fs::write(&file, cut).expect("write");
+    let (code, _, e) =
+        ibsm(&["routes", "dump", "--topology", FABRIC, "--engine", "file", "--lfts-file", f, "--guid2lid", g]);
+    assert_eq!(code, Some(1));
+    assert!(e.contains("has no route for LID 3"), "{e}");
+    let (code, _, e) =
+        ibsm(&["routes", "dump", "--topology", FABRIC, "--engine", "file,ftree", "--lfts-file", f, "--guid2lid", g]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(e.contains("engine file declined"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,7 @@
 pub mod chain;
 pub mod check;
 pub mod components;
+pub mod file;
 pub mod ftree;
 mod graph;
 pub mod minhop;
@@ -192,7 +193,8 @@ pub trait Engine {
 }
 
 /// Names of every engine [`engine_by_name`] knows.
-pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
+pub const ENGINE_NAMES: &[&str] =
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, file::FromFile::NAME];
 
 /// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -201,6 +203,8 @@ pub struct EngineOptions {
     /// only when they are its top level, else declines; min-hop has no roots. Empty: each
     /// engine finds its own.
     pub roots: Vec<Guid>,
+    /// Tables given whole (`lfts_file`), for the `file` engine.
+    pub tables: Option<Arc<file::GivenTables>>,
 }
 
 /// The engine registered under `name`, if any. A comma-separated list (`"ftree,updn,minhop"`)
@@ -223,6 +227,7 @@ pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine
         updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto())),
         ftree::FatTree::NAME if rooted => Some(Box::new(ftree::Rooted::new(options.roots.clone()))),
         ftree::FatTree::NAME => Some(Box::new(ftree::FatTree)),
+        file::FromFile::NAME => Some(Box::new(file::FromFile::new(options.tables.clone().unwrap_or_default()))),
         _ => None,
     }
 }

@@ -41,7 +41,7 @@ pub struct Source {
     topology: Option<PathBuf>,
     /// Instead of routing a topology, fetch the tables a running SM holds (and the fabric it
     /// discovered) through its control socket (`ibsm run --control PATH`).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file", "lfts_file"])]
     socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
     #[arg(long, default_value = "ftree,updn,minhop")]
@@ -58,6 +58,10 @@ pub struct Source {
     /// `root-guid-file`): updn routes from them, ftree only when they are its top level.
     #[arg(long, value_name = "FILE")]
     root_guid_file: Option<PathBuf>,
+    /// Tables in OpenSM's `opensm-lfts.dump` format for the `file` engine (OpenSM's
+    /// `lfts_file`; the config key `lfts-file`): checked against the fabric, used whole.
+    #[arg(long, value_name = "FILE")]
+    lfts_file: Option<PathBuf>,
     /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
     #[arg(long)]
     guid2lid: Option<PathBuf>,
@@ -236,6 +240,13 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
             eprintln!("ibsm routes: --root-guid-file: {e}");
             ExitCode::from(2)
         })?;
+    }
+    if let Some(path) = &src.lfts_file {
+        let tables = ibsm::opensm::lfts_dump::load_tables(path).map_err(|e| {
+            eprintln!("ibsm routes: --lfts-file: {e}");
+            ExitCode::from(2)
+        })?;
+        options.tables = Some(std::sync::Arc::new(tables));
     }
     let chain = Chain::from_names_with(&names, &options).map_err(|e| {
         eprintln!("ibsm routes: {e}");

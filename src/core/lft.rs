@@ -103,6 +103,10 @@ impl RouteJob {
         if !self.options.roots.is_empty() {
             chain_name = format!("{chain_name} roots {:?}", self.options.roots);
         }
+        if let Some(t) = &self.options.tables {
+            // The same tables file as read once (a reload reads it into a new one).
+            chain_name = format!("{chain_name} tables {:p}", Arc::as_ptr(t));
+        }
         let mut declined = Vec::new();
         let outcome = if let Some(found) = self.reuse_base(&chain_name) {
             Ok(found)

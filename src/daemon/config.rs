@@ -92,6 +92,9 @@ pub struct ConfigFile {
     /// Root switches by NodeGUID, one per line (OpenSM's `root_guid_file`): up/down routes from
     /// them, ftree only when they are its top level (default: each engine finds its own).
     pub root_guid_file: Option<PathBuf>,
+    /// Forwarding tables computed elsewhere, in OpenSM's `opensm-lfts.dump` format (OpenSM's
+    /// `lfts_file`), for the `file` routing engine (default: none).
+    pub lfts_file: Option<PathBuf>,
 }
 
 /// The M_Key mode a `m-key` value names.
@@ -235,6 +238,7 @@ pub const KEYS: &[&str] = &[
     "expected-topology",
     "refuse-miscabled",
     "root-guid-file",
+    "lfts-file",
 ];
 
 /// What `key` accepts, in words, for error messages (empty for an unknown key).
@@ -256,7 +260,7 @@ pub fn allowed(key: &str) -> String {
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
-        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" => {
+        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" | "lfts-file" => {
             "a non-empty file path (a string)"
         }
         "state-dir" => "a non-empty directory path (a string)",
@@ -512,6 +516,7 @@ impl ConfigFile {
             ("guid2mkey", &self.guid2mkey),
             ("expected-topology", &self.expected_topology),
             ("root-guid-file", &self.root_guid_file),
+            ("lfts-file", &self.lfts_file),
         ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 out.push(bad(key, "an empty path".to_owned()));
@@ -732,7 +737,7 @@ mod tests {
             e.to_string(),
             "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)"
         );
-        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology", "root-guid-file"] {
+        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology", "root-guid-file", "lfts-file"] {
             let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
             assert!(e.reason.starts_with(&format!("{key}: an empty path; allowed: a non-empty file path")), "{e}");
         }

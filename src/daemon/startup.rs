@@ -109,6 +109,12 @@ impl Sources {
                 Err(e) => errors.push(format!("root-guid-file: {e}")),
             }
         }
+        if let Some(path) = &file.lfts_file {
+            match crate::opensm::lfts_dump::load_tables(path) {
+                Ok(t) => cfg.routing_options.tables = Some(std::sync::Arc::new(t)),
+                Err(e) => errors.push(format!("lfts-file: {e}")),
+            }
+        }
         for (flag, path) in [("--state-dir", &self.state_dir), ("--partitions", &self.partitions)] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 errors.push(format!("{flag}: an empty path; give a non-empty one"));

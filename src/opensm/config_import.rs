@@ -122,7 +122,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("connect_roots", "ibsm's ftree routes switch-to-switch traffic along shortest paths"),
     ("use_ucast_cache", "ibsm repairs its last tables after a cable or switch is lost (always on)"),
     ("lid_matrix_dump_file", "see `ibsm routes dump`"),
-    ("lfts_file", "see `ibsm routes dump --format opensm`"),
     (
         "cn_guid_file",
         "not supported yet: ibsm's ftree needs every CA on the leaf switches (a tree with CAs on other levels is routed by updn)",
@@ -258,6 +257,11 @@ fn fate(name: &str, value: &str) -> Fate {
             skipped("the file does not exist here: OpenSM finds the roots itself then, as ibsm does without this key")
         }
         "root_guid_file" => mapped("root-guid-file", quoted(value)),
+        "lfts_file" if value == "(null)" || value.is_empty() => skipped("unset: no tables file"),
+        "lfts_file" if !std::path::Path::new(value).exists() => {
+            skipped("the file does not exist here (ibsm would refuse to start); give it as lfts-file once it does")
+        }
+        "lfts_file" => mapped("lfts-file", quoted(value)),
         _ => {
             let why = NO_EQUIVALENT
                 .iter()

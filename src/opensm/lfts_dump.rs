@@ -30,6 +30,23 @@ pub struct DumpError {
     pub reason: String,
 }
 
+/// The tables of a dump for the `file` engine, by switch GUID.
+pub fn given_tables(dumped: &[DumpedSwitch]) -> ibsm_routing::file::GivenTables {
+    ibsm_routing::file::GivenTables::new(
+        dumped.iter().map(|d| (d.guid, d.routes.iter().map(|(&lid, &port)| (Lid(lid), port)).collect())),
+    )
+}
+
+/// Reads the dump at `path` (a regular file of at most 4 GiB) into tables for the `file` engine.
+///
+/// # Errors
+/// The file cannot be read, or `FILE:LINE: reason` for a malformed line.
+pub fn load_tables(path: &std::path::Path) -> Result<ibsm_routing::file::GivenTables, String> {
+    let text = ibsm_topology::file::read_text(path, 4 << 30).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dumped = parse(&text).map_err(|e| format!("{}:{}: {}", path.display(), e.line, e.reason))?;
+    Ok(given_tables(&dumped))
+}
+
 /// Parses a whole dump.
 ///
 /// # Errors

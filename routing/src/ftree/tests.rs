@@ -159,7 +159,7 @@ fn given_roots_are_kept_when_they_are_the_top_level_and_declined_otherwise() {
         assert!(err.contains("root GUID file names") && err.contains("top level is"), "{err}");
     }
     // In a chain, up/down takes over with the given root.
-    let opts = crate::EngineOptions { roots: vec![Guid(0x100)] };
+    let opts = crate::EngineOptions { roots: vec![Guid(0x100)], ..crate::EngineOptions::default() };
     let out = crate::chain::Chain::from_names_with(&["ftree", "updn"], &opts).unwrap().run(&v).unwrap();
     assert_eq!(out.engine, "updn");
     assert_eq!(out.declined.len(), 1);
