@@ -15,13 +15,15 @@
 //! reads), `programming` (held LFT blocks, read-backs), [`lft`] ([`lft::Routing`]: tables, the
 //! route base, the job out), `partitions` (P_Key tables), [`mkeys`] ([`mkeys::MKeys`]),
 //! [`checks`] (cabling, duplicate GUIDs), `schedule` (re-sweeps, repairs, sweeps done),
-//! `light` (light sweeps), `vl_census` (the SA's VL tables) and [`election`]
-//! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
-//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`).
-//! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
-//! replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
-//! `snapshot`, `requests`, `mcast`), traps and quick sweeps ([`traps`], `quick`), bring-up
-//! (`bringup`, `repair`) and `reconfig`.
+//! `light` (light sweeps), [`traps`] ([`traps::Traps`]: the trap policy and book, duplicates,
+//! the budget of trap-driven sweeps, traps coalesced into a sweep, unhealthy ports; it answers
+//! with the sweep it asks for, which `Sm` starts), `vl_census` (the SA's VL tables) and
+//! [`election`] ([`election::Election`]: the SMs found, the master watched, polls, handovers,
+//! controls; the coordinator's side of it, which sends the SMPs and changes the SM's state, is
+//! `mastership`). Not yet components (their state is still fields of `Sm`, their logic `impl Sm`
+//! blocks): replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
+//! `snapshot`, `requests`, `mcast`), quick sweeps (`quick`, which also holds the coordinator's
+//! side of light sweeps), bring-up (`bringup`, `repair`) and `reconfig`.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -418,6 +420,14 @@ impl Sm {
     pub fn sweeps_done(&self) -> (u64, u64, u64) {
         self.schedule.done()
     }
+    /// Light sweeps completed.
+    pub fn light_sweeps(&self) -> u64 {
+        self.light.done()
+    }
+    /// What traps did: counters and unhealthy ports.
+    pub fn trap_book(&self) -> &traps::Traps {
+        &self.traps
+    }
     /// Times this SM took the subnet over from its master.
     pub fn takeovers(&self) -> u64 {
         self.election.takeovers()
@@ -730,7 +740,10 @@ impl Sm {
                 self.light_read_done();
             }
             Req::LightSmInfo { guid, .. } => self.on_light_sm_info(*guid, outcome),
-            Req::ReadNodeDesc { guid, .. } => self.on_reread_node_desc(*guid, outcome),
+            Req::ReadNodeDesc { guid, .. } => {
+                let sweeping = self.phase != SweepPhase::Up;
+                self.traps.on_node_desc(*guid, outcome, &mut self.subnet, self.now, sweeping);
+            }
             Req::CheckPortInfo { node, port } => self.on_check_port_info(*node, *port, outcome),
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {
@@ -752,6 +765,46 @@ impl Sm {
                 self.census.on_read(&mut self.sa_state.vl, *node, *read, *pass, outcome);
                 self.census_pump();
             }
+        }
+    }
+
+    /// Acts on an acknowledged trap from `from` (its Notice, when it parsed): the trap book
+    /// decides, what it answers is queued here.
+    fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
+        let cx = traps::Ctx {
+            now: self.now,
+            acting: matches!(self.state, SmState::Master | SmState::Discovering),
+            sweeping: self.phase != SweepPhase::Up,
+            snapshot: self.snapshot.as_deref(),
+            subnet: &self.subnet,
+        };
+        let answer = self.traps.on_trap(from, notice, cx);
+        if let Some(read) = answer.read {
+            self.tx.push(read);
+        }
+        self.events.extend(answer.event);
+        answer.action
+    }
+
+    /// The trap book's deadline: NodeDescriptions into the snapshot, the sweep it asks for.
+    fn traps_timer(&mut self) {
+        let due = self.traps.on_timeout(self.now, self.phase == SweepPhase::Up, self.state == SmState::Master);
+        if let Some(descs) = due.descs
+            && let Some(snap) = self.snapshot.as_mut()
+        {
+            for node in &mut Arc::make_mut(snap).nodes {
+                if let Some(d) = descs.get(&node.info.node_guid) {
+                    node.desc.clone_from(d);
+                }
+            }
+        }
+        match due.sweep {
+            Some(traps::Wanted::Quick(guids)) => {
+                let idx: Option<Vec<NodeIdx>> = guids.iter().map(|g| self.subnet.by_guid.get(g).copied()).collect();
+                self.sweep_switches(&idx.unwrap_or_default());
+            }
+            Some(traps::Wanted::Heavy) => self.start_sweep(self.now),
+            None => {}
         }
     }
 
@@ -947,7 +1000,8 @@ impl Sm {
         self.schedule_light();
         let repairable = self.repairable();
         self.schedule.sweep_ended(self.now, report.complete, repairable, self.cfg.resweep_interval_ns);
-        self.traps_after_sweep();
+        let by_guid = &self.subnet.by_guid;
+        self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
         self.schedule.requested_now(self.now);
         self.checks.settle();
         self.last_report = Some(report.clone());

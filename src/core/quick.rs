@@ -79,6 +79,14 @@ impl Sm {
             _ => {}
         }
     }
+    /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them): a
+    /// quick sweep of them when one is possible, else a heavy sweep.
+    pub(super) fn sweep_switches(&mut self, switches: &[NodeIdx]) {
+        if !self.start_quick_sweep(switches) {
+            self.start_sweep(self.now);
+        }
+    }
+
     /// Starts a quick sweep of `switches`; `false` (nothing started) when one is not possible
     /// now (not master, a sweep running, no completed sweep yet, nodes kept from an earlier
     /// sweep): the caller sweeps heavily instead.
@@ -281,7 +289,8 @@ impl Sm {
                 // came meanwhile are looked into as after any sweep.
                 self.enter(SweepPhase::Up);
                 self.schedule_light();
-                self.traps_after_sweep();
+                let by_guid = &self.subnet.by_guid;
+                self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
                 false
             }
             Verdict::Heavy => {
