@@ -17,13 +17,14 @@
 //! [`checks`] (cabling, duplicate GUIDs), `schedule` (re-sweeps, repairs, sweeps done),
 //! `light` (light sweeps), [`traps`] ([`traps::Traps`]: the trap policy and book, duplicates,
 //! the budget of trap-driven sweeps, traps coalesced into a sweep, unhealthy ports; it answers
-//! with the sweep it asks for, which `Sm` starts), `vl_census` (the SA's VL tables) and
+//! with the sweep it asks for, which `Sm` starts), `quick` (a quick sweep's reads and its verdict,
+//! which updates the subnet it is given; `Sm` decides whether one may start and runs the
+//! pipeline after it), `vl_census` (the SA's VL tables) and
 //! [`election`] ([`election::Election`]: the SMs found, the master watched, polls, handovers,
 //! controls; the coordinator's side of it, which sends the SMPs and changes the SM's state, is
 //! `mastership`). Not yet components (their state is still fields of `Sm`, their logic `impl Sm`
 //! blocks): replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
-//! `snapshot`, `requests`, `mcast`), quick sweeps (`quick`, which also holds the coordinator's
-//! side of light sweeps), bring-up (`bringup`, `repair`) and `reconfig`.
+//! `snapshot`, `requests`, `mcast`), bring-up (`bringup`, `repair`) and `reconfig`.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -744,7 +745,11 @@ impl Sm {
                 let sweeping = self.phase != SweepPhase::Up;
                 self.traps.on_node_desc(*guid, outcome, &mut self.subnet, self.now, sweeping);
             }
-            Req::CheckPortInfo { node, port } => self.on_check_port_info(*node, *port, outcome),
+            Req::CheckPortInfo { node, port } => {
+                if let Some(q) = self.quick.as_mut() {
+                    q.on_read(*node, *port, outcome);
+                }
+            }
             Req::GetLft { node, block } => self.on_get_lft(request, *node, *block, outcome),
             Req::SetPortInfo { node, port, step, .. } => {
                 self.on_set_port_info(request, (*node, *port, *step), outcome);
@@ -801,10 +806,106 @@ impl Sm {
         match due.sweep {
             Some(traps::Wanted::Quick(guids)) => {
                 let idx: Option<Vec<NodeIdx>> = guids.iter().map(|g| self.subnet.by_guid.get(g).copied()).collect();
-                self.sweep_switches(&idx.unwrap_or_default());
+                self.quick_or_heavy(&idx.unwrap_or_default());
             }
             Some(traps::Wanted::Heavy) => self.start_sweep(self.now),
             None => {}
+        }
+    }
+
+    /// After a heavy sweep: the next light sweep one interval from now.
+    fn schedule_light(&mut self) {
+        self.light.schedule(self.now, self.cfg.sweep_interval_ns);
+    }
+
+    /// Starts the light sweep when it is due (a master with no sweep running).
+    fn light_timer(&mut self) {
+        if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
+            return;
+        }
+        let reads = self.light.start(&self.subnet, self.election.found(), self.port_guid, self.cfg.sm_key);
+        if reads.is_empty() {
+            self.schedule_light();
+        }
+        for r in reads {
+            self.tx.push(r);
+        }
+    }
+
+    /// One light read less to wait for; at the last, acts on the light sweep's verdict.
+    fn light_read_done(&mut self) {
+        let Some(verdict) = self.light.read_done() else { return };
+        let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
+        match verdict {
+            light::Verdict::Failed if master_up => self.start_sweep(self.now),
+            // Switches that saw a port change: a quick sweep of them (heavy if it cannot).
+            light::Verdict::Changed(psc) if master_up => self.quick_or_heavy(&psc),
+            _ if self.phase == SweepPhase::Up => self.schedule_light(),
+            _ => {}
+        }
+    }
+
+    /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them):
+    /// a quick sweep of them when one is possible (a master, no sweep running, a completed
+    /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
+    fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
+        let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.snapshot.is_some())
+            .then(|| quick::Quick::reads(&self.subnet, switches))
+            .flatten();
+        let Some(reads) = reads else {
+            self.start_sweep(self.now);
+            return;
+        };
+        self.begin_sweep(schedule::SweepKind::Quick);
+        self.quick = Some(quick::Quick::default());
+        self.enter(SweepPhase::Discovering);
+        for &s in switches {
+            if let Some(n) = self.subnet.node(s) {
+                self.traps.reading(n.info.node_guid);
+            }
+        }
+        for r in reads {
+            self.tx.push(r);
+        }
+        self.advance();
+    }
+
+    /// In the pipeline, at the end of a quick sweep's reads: on to routing, done, or a heavy
+    /// sweep, as [`quick::Quick::judge`] says. `true` when the pipeline goes on.
+    fn after_quick_reads(&mut self) -> bool {
+        let judged = self.quick.take().map_or_else(quick::Judged::heavy, |q| q.judge(&mut self.subnet));
+        if !judged.lost.is_empty() {
+            let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &judged.lost);
+            self.events.extend(event);
+        }
+        for r in judged.clears {
+            self.tx.push(r);
+        }
+        for r in judged.far_ends {
+            self.tx.push_with_retries(r, 0);
+        }
+        self.quick = judged.next;
+        match judged.verdict {
+            quick::Verdict::Route => {
+                self.enter(SweepPhase::Routing);
+                self.compute = Some(ComputeStep::Route);
+                true
+            }
+            quick::Verdict::Wait => true,
+            quick::Verdict::Nothing => {
+                // The PortStateChange clears go out; the last sweep's report stands. Traps that
+                // came meanwhile are looked into as after any sweep.
+                self.enter(SweepPhase::Up);
+                self.schedule_light();
+                let by_guid = &self.subnet.by_guid;
+                self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
+                false
+            }
+            quick::Verdict::Heavy => {
+                self.enter(SweepPhase::Up);
+                self.start_sweep(self.now);
+                false
+            }
         }
     }
 

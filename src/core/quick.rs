@@ -7,22 +7,25 @@
 //! node cut off, a read that fails, a node kept from an earlier sweep) falls back to a heavy
 //! sweep. Both ends' switches get their PortStateChange cleared.
 //!
-//! Owns the quick sweep's reads and its verdict; the pipeline after it (routing, programming,
-//! the report) is the heavy sweep's. The coordinator's side of light sweeps (`light.rs`) is
-//! here too: starting one when due, and acting on its verdict.
+//! Owns [`Quick`], a quick sweep in progress: the reads to send ([`Quick::reads`]), the answers
+//! so far, and the verdict on them ([`Quick::judge`]), which updates the subnet it is given
+//! (the lost cables dropped, the directed routes worked out again) and answers with values
+//! ([`Judged`]: the verdict, the SMPs to queue, the cables lost). Whether a quick sweep may start
+//! (a master, no sweep running, a completed sweep before), the pipeline after it (routing,
+//! programming, the report: the heavy sweep's) and the cabling check of the lost cables are the
+//! coordinator's (`Sm`); this file reaches into nothing of it.
 
 use std::collections::VecDeque;
 
-use ibsm_mad::attrs::{PortInfo, PortState};
-use ibsm_mad::{Attribute, DrPath, PortNum};
+use ibsm_mad::attrs::{PortInfo, PortState, SwitchInfo};
+use ibsm_mad::{Attribute, DrPath, Guid, PortNum};
 
-use super::state::{NodeIdx, SmState, SweepPhase};
+use super::state::{NodeIdx, Subnet};
 use super::transactions::{Op, Outcome, Req, Request};
-use super::{ComputeStep, Sm};
 
 /// A quick sweep in progress: the ports read so far.
-#[derive(Debug, Clone, Default)]
-pub struct Quick {
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Quick {
     /// (switch, port, what it says now; `None`: no answer).
     reads: Vec<(NodeIdx, PortNum, Option<PortInfo>)>,
     /// Second round: the far ends of the lost cables were asked whether they are alive (a
@@ -32,7 +35,7 @@ pub struct Quick {
 
 /// What the reads showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// Links went down and the fabric stays connected: route and program.
     Route,
     /// Waiting for the far ends of the lost cables to answer.
@@ -43,108 +46,85 @@ pub(super) enum Verdict {
     Heavy,
 }
 
+/// A cable by its two ends: (node GUID, port) each.
+pub(crate) type Cable = ((Guid, u8), (Guid, u8));
+
+/// The verdict on a round of reads, and what the coordinator queues for it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Judged {
+    /// What the reads showed.
+    pub verdict: Verdict,
+    /// Writes that clear PortStateChange on the switches read: in the sweep's book when it goes
+    /// on, on the side when nothing changed.
+    pub clears: Vec<Request>,
+    /// Reads of the lost cables' far ends, by their new routes: one try each (a far end that
+    /// does not answer at once sends us to a heavy sweep).
+    pub far_ends: Vec<Request>,
+    /// The cables that went down (for the cabling check).
+    pub lost: Vec<Cable>,
+    /// The quick sweep's next round ([`Verdict::Wait`]: the far ends' answers).
+    pub next: Option<Quick>,
+}
+
+impl Judged {
+    /// A heavy sweep, nothing to queue.
+    pub fn heavy() -> Judged {
+        Judged { verdict: Verdict::Heavy, clears: Vec::new(), far_ends: Vec::new(), lost: Vec::new(), next: None }
+    }
+}
+
 fn up(state: PortState) -> bool {
     matches!(state, PortState::Init | PortState::Armed | PortState::Active)
 }
 
-impl Sm {
-    /// After a heavy sweep: the next light sweep one interval from now.
-    pub(super) fn schedule_light(&mut self) {
-        self.light.schedule(self.now, self.cfg.sweep_interval_ns);
-    }
-
-    /// Starts the light sweep when it is due (a master with no sweep running).
-    pub(super) fn light_timer(&mut self) {
-        if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
-            return;
-        }
-        let reads = self.light.start(&self.subnet, self.election.found(), self.port_guid, self.cfg.sm_key);
-        if reads.is_empty() {
-            self.schedule_light();
-        }
-        for r in reads {
-            self.tx.push(r);
-        }
-    }
-
-    /// One light read less to wait for; at the last, acts on the light sweep's verdict.
-    pub(super) fn light_read_done(&mut self) {
-        let Some(verdict) = self.light.read_done() else { return };
-        let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
-        match verdict {
-            super::light::Verdict::Failed if master_up => self.start_sweep(self.now),
-            // Switches that saw a port change: a quick sweep of them (heavy if it cannot).
-            super::light::Verdict::Changed(psc) if master_up => self.sweep_switches(&psc),
-            _ if self.phase == SweepPhase::Up => self.schedule_light(),
-            _ => {}
-        }
-    }
-    /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them): a
-    /// quick sweep of them when one is possible, else a heavy sweep.
-    pub(super) fn sweep_switches(&mut self, switches: &[NodeIdx]) {
-        if !self.start_quick_sweep(switches) {
-            self.start_sweep(self.now);
-        }
-    }
-
-    /// Starts a quick sweep of `switches`; `false` (nothing started) when one is not possible
-    /// now (not master, a sweep running, no completed sweep yet, nodes kept from an earlier
-    /// sweep): the caller sweeps heavily instead.
-    pub(super) fn start_quick_sweep(&mut self, switches: &[NodeIdx]) -> bool {
-        let ok = self.state == SmState::Master
-            && self.phase == SweepPhase::Up
-            && self.snapshot.is_some()
-            && !switches.is_empty()
-            && !self.subnet.nodes.iter().any(|n| n.carried)
-            && switches.iter().all(|&s| self.subnet.node(s).is_some_and(super::state::Node::is_switch));
+impl Quick {
+    /// The reads of a quick sweep of `switches` in `subnet`: every port of each. `None` when a
+    /// quick sweep cannot look into them (none named, one is not a switch, or the subnet
+    /// holds nodes kept from an earlier sweep): a heavy sweep instead.
+    pub fn reads(subnet: &Subnet, switches: &[NodeIdx]) -> Option<Vec<Request>> {
+        let ok = !switches.is_empty()
+            && !subnet.nodes.iter().any(|n| n.carried)
+            && switches.iter().all(|&s| subnet.node(s).is_some_and(super::state::Node::is_switch));
         if !ok {
-            return false;
+            return None;
         }
-        self.begin_sweep(super::schedule::SweepKind::Quick);
-        self.quick = Some(Quick::default());
-        self.enter(SweepPhase::Discovering);
+        let mut reads = Vec::new();
         for &s in switches {
-            let Some(n) = self.subnet.node(s) else { continue };
-            let (path, guid, ports) = (n.path, n.info.node_guid, n.info.num_ports);
-            self.traps.reading(guid);
-            for p in 1..=ports {
-                self.tx.push(Request::sweep(path, Req::CheckPortInfo { node: s, port: PortNum(p) }));
+            let Some(n) = subnet.node(s) else { continue };
+            for p in 1..=n.info.num_ports {
+                reads.push(Request::sweep(n.path, Req::CheckPortInfo { node: s, port: PortNum(p) }));
             }
         }
-        self.advance();
-        true
+        Some(reads)
     }
 
-    /// A quick sweep's PortInfo read came back (or failed).
-    pub(super) fn on_check_port_info(&mut self, node: NodeIdx, port: PortNum, outcome: &Outcome) {
+    /// A PortInfo read came back (or failed).
+    pub fn on_read(&mut self, node: NodeIdx, port: PortNum, outcome: &Outcome) {
         let info = match outcome {
             Outcome::Reply { status: 0, data } => PortInfo::parse(data).ok(),
             _ => None,
         };
-        if let Some(q) = self.quick.as_mut() {
-            q.reads.push((node, port, info));
-        }
+        self.reads.push((node, port, info));
     }
 
-    /// Every read is in: what changed, and the model updated when it is only links gone.
-    pub(super) fn quick_verdict(&mut self) -> Verdict {
-        let Some(q) = self.quick.take() else { return Verdict::Heavy };
-        if q.far_ends {
+    /// Every read is in: what changed, and `subnet` updated when it is only links gone.
+    pub fn judge(self, subnet: &mut Subnet) -> Judged {
+        if self.far_ends {
             // Each far end answered, and its port is down as the model has it now.
-            let alive = q.reads.iter().all(|(_, _, i)| i.is_some_and(|i| !up(i.port_state)));
-            return if alive { Verdict::Route } else { Verdict::Heavy };
+            let alive = self.reads.iter().all(|(_, _, i)| i.is_some_and(|i| !up(i.port_state)));
+            return Judged { verdict: if alive { Verdict::Route } else { Verdict::Heavy }, ..Judged::heavy() };
         }
         let mut lost = Vec::new();
         let mut read = Vec::new();
-        for (node, port, info) in q.reads {
-            let Some(info) = info else { return Verdict::Heavy };
-            let Some(rec) = self.subnet.node(node).and_then(|n| n.port(port)) else { return Verdict::Heavy };
+        for (node, port, info) in self.reads {
+            let Some(info) = info else { return Judged::heavy() };
+            let Some(rec) = subnet.node(node).and_then(|n| n.port(port)) else { return Judged::heavy() };
             let was = rec.remote.is_some() && rec.is_linked();
             match (was, up(info.port_state)) {
                 (true, false) => lost.push((node, port, info)),
                 // A port come up (a new cable, a node back): only discovery knows what is there.
-                (false, true) => return Verdict::Heavy,
-                (true, true) if rec.info.map(|i| i.port_state) != Some(info.port_state) => return Verdict::Heavy,
+                (false, true) => return Judged::heavy(),
+                (true, true) if rec.info.map(|i| i.port_state) != Some(info.port_state) => return Judged::heavy(),
                 _ => {}
             }
             if !read.contains(&node) {
@@ -152,26 +132,25 @@ impl Sm {
             }
         }
         if lost.is_empty() {
-            self.clear_port_state_change(&read, Op::Light);
-            return Verdict::Nothing;
+            return Judged { verdict: Verdict::Nothing, clears: clears(subnet, &read, Op::Light), ..Judged::heavy() };
         }
         let mut far = Vec::new();
         let mut cables = Vec::new();
         for (node, port, info) in lost {
-            let remote = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.remote);
+            let remote = subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.remote);
             far.extend(remote);
-            if let (Some(a), Some((rn, rp))) = (self.subnet.node(node), remote)
-                && let Some(b) = self.subnet.node(rn)
+            if let (Some(a), Some((rn, rp))) = (subnet.node(node), remote)
+                && let Some(b) = subnet.node(rn)
             {
                 cables.push(((a.info.node_guid, port.0), (b.info.node_guid, rp.0)));
             }
-            if let Some(r) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
+            if let Some(r) = subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
                 r.remote = None;
                 r.info = Some(info);
             }
             // The other end went down with the cable.
             if let Some((rn, rp)) = remote
-                && let Some(r) = self.subnet.nodes.get_mut(rn).and_then(|n| n.port_mut(rp))
+                && let Some(r) = subnet.nodes.get_mut(rn).and_then(|n| n.port_mut(rp))
             {
                 r.remote = None;
                 if let Some(i) = r.info.as_mut() {
@@ -179,125 +158,247 @@ impl Sm {
                 }
             }
         }
-        let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &cables);
-        self.events.extend(event);
-        if !self.reroute_paths() {
-            return Verdict::Heavy;
+        if !reroute_paths(subnet) {
+            return Judged { lost: cables, ..Judged::heavy() };
         }
         // By the new routes: the old one of a switch may have crossed a lost cable.
-        self.clear_port_state_change(&read, Op::Sweep);
+        let mut judged = Judged {
+            verdict: Verdict::Route,
+            clears: clears(subnet, &read, Op::Sweep),
+            lost: cables,
+            ..Judged::heavy()
+        };
         // Ask each far end (by its new route) before writing to it.
         far.retain(|f| !read.contains(&f.0));
-        if far.is_empty() {
-            return Verdict::Route;
-        }
         for (n, p) in far {
-            let Some(node) = self.subnet.node(n) else { return Verdict::Heavy };
-            // One try: a far end that does not answer at once sends us to a heavy sweep.
-            self.tx.push_with_retries(Request::sweep(node.path_for(p), Req::CheckPortInfo { node: n, port: p }), 0);
+            let Some(node) = subnet.node(n) else {
+                judged.verdict = Verdict::Heavy;
+                return judged;
+            };
+            judged.far_ends.push(Request::sweep(node.path_for(p), Req::CheckPortInfo { node: n, port: p }));
         }
-        self.quick = Some(Quick { reads: Vec::new(), far_ends: true });
-        Verdict::Wait
+        if !judged.far_ends.is_empty() {
+            judged.verdict = Verdict::Wait;
+            judged.next = Some(Quick { reads: Vec::new(), far_ends: true });
+        }
+        judged
+    }
+}
+
+/// Writes clearing PortStateChange on `switches` (a write of 1 clears it), in `op`'s book.
+fn clears(subnet: &Subnet, switches: &[NodeIdx], op: Op) -> Vec<Request> {
+    let mut out = Vec::new();
+    for &s in switches {
+        if let Some(n) = subnet.node(s)
+            && let Some(si) = n.switch_info
+        {
+            let info = SwitchInfo { port_state_change: true, ..si };
+            out.push(Request { path: n.path, req: Req::SetSwitchInfo { node: s, info }, op });
+        }
+    }
+    out
+}
+
+/// Directed routes again, breadth-first from the SM's node over the links that remain;
+/// `false` when a node can no longer be reached (a heavy sweep drops it properly).
+fn reroute_paths(subnet: &mut Subnet) -> bool {
+    let Some((local, _)) = subnet.local else { return false };
+    let n = subnet.nodes.len();
+    let mut seen = vec![false; n];
+    let mut queue = VecDeque::new();
+    seen[local] = true;
+    queue.push_back(local);
+    let mut ca_ports: Vec<(NodeIdx, PortNum, DrPath)> = Vec::new();
+    let mut paths: Vec<Option<DrPath>> = vec![None; n];
+    paths[local] = Some(DrPath::local());
+    while let Some(u) = queue.pop_front() {
+        let node = &subnet.nodes[u];
+        // Only the SM's own CA and switches forward directed routes.
+        if u != local && !node.is_switch() {
+            continue;
+        }
+        let Some(base) = paths[u] else { continue };
+        for (p, rec) in node.ports.iter().enumerate().skip(1) {
+            let Some((v, q)) = rec.remote.filter(|_| rec.is_linked()) else { continue };
+            let Ok(port) = u8::try_from(p) else { continue };
+            let Ok(path) = base.push(port) else { continue };
+            if subnet.nodes.get(v).is_some_and(|x| !x.is_switch()) {
+                ca_ports.push((v, q, path));
+            }
+            if !seen[v] {
+                seen[v] = true;
+                paths[v] = Some(path);
+                queue.push_back(v);
+            }
+        }
+    }
+    if seen.iter().any(|s| !s) {
+        return false;
+    }
+    for (v, path) in paths.into_iter().enumerate() {
+        if let Some(path) = path.filter(|_| v != local) {
+            subnet.nodes[v].path = path;
+        }
+    }
+    // A CA port's route enters through that port: the first (shortest) one found, none for
+    // a port whose cable is gone. The SM's own node keeps its own.
+    for (i, node) in subnet.nodes.iter_mut().enumerate() {
+        if i != local && !node.is_switch() {
+            for rec in node.ports.iter_mut().skip(1) {
+                rec.path = None;
+            }
+        }
+    }
+    for (v, q, path) in ca_ports {
+        if let Some(r) = subnet.nodes.get_mut(v).and_then(|n| n.port_mut(q))
+            && v != local
+            && r.path.is_none()
+        {
+            r.path = Some(path);
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::attrs::NodeType;
+
+    use super::*;
+    use crate::core::testing::{add, node, star};
+
+    fn answer(state: PortState) -> Outcome {
+        let mut data = [0u8; 64];
+        PortInfo { port_state: state, ..PortInfo::default() }.emit(&mut data);
+        Outcome::Reply { status: 0, data }
     }
 
-    /// Clears PortStateChange on `switches` (a write of 1 clears it): part of the sweep when it
-    /// goes on, on the side when nothing changed.
-    fn clear_port_state_change(&mut self, switches: &[NodeIdx], op: Op) {
-        for &s in switches {
-            if let Some(n) = self.subnet.node(s)
-                && let Some(si) = n.switch_info
-            {
-                let info = ibsm_mad::attrs::SwitchInfo { port_state_change: true, ..si };
-                self.tx.push(Request { path: n.path, req: Req::SetSwitchInfo { node: s, info }, op });
-            }
+    /// The star's switch (node 1) read: each port as the model has it, but `changed`.
+    fn read_switch(s: &Subnet, changed: &[(u8, Outcome)]) -> Quick {
+        let mut q = Quick::default();
+        for r in Quick::reads(s, &[1]).unwrap() {
+            let Req::CheckPortInfo { node, port } = r.req else { panic!("{r:?}") };
+            let now = s.nodes[node].ports[usize::from(port.0)].remote.map_or(PortState::Down, |_| PortState::Active);
+            let outcome = changed.iter().find(|c| c.0 == port.0).map_or_else(|| answer(now), |c| c.1.clone());
+            q.on_read(node, port, &outcome);
         }
+        q
     }
 
-    /// Directed routes again, breadth-first from the SM's node over the links that remain;
-    /// `false` when a node can no longer be reached (a heavy sweep drops it properly).
-    fn reroute_paths(&mut self) -> bool {
-        let Some((local, _)) = self.subnet.local else { return false };
-        let n = self.subnet.nodes.len();
-        let mut seen = vec![false; n];
-        let mut queue = VecDeque::new();
-        seen[local] = true;
-        queue.push_back(local);
-        let mut ca_ports: Vec<(NodeIdx, PortNum, DrPath)> = Vec::new();
-        let mut paths: Vec<Option<DrPath>> = vec![None; n];
-        paths[local] = Some(DrPath::local());
-        while let Some(u) = queue.pop_front() {
-            let node = &self.subnet.nodes[u];
-            // Only the SM's own CA and switches forward directed routes.
-            if u != local && !node.is_switch() {
-                continue;
-            }
-            let Some(base) = paths[u] else { continue };
-            for (p, rec) in node.ports.iter().enumerate().skip(1) {
-                let Some((v, q)) = rec.remote.filter(|_| rec.is_linked()) else { continue };
-                let Ok(port) = u8::try_from(p) else { continue };
-                let Ok(path) = base.push(port) else { continue };
-                if self.subnet.nodes.get(v).is_some_and(|x| !x.is_switch()) {
-                    ca_ports.push((v, q, path));
-                }
-                if !seen[v] {
-                    seen[v] = true;
-                    paths[v] = Some(path);
-                    queue.push_back(v);
-                }
+    /// The SM's CA (0x10) on port 1 of switch A (0x20), switch B (0x30) cabled to A twice (A's
+    /// ports 4 and 5 to B's 1 and 2), a CA (0x103) on B's port 3.
+    fn two_switches() -> Subnet {
+        let mut s = Subnet::default();
+        let sm = add(&mut s, node(NodeType::Ca, 0x10, 1));
+        let a = add(&mut s, node(NodeType::Switch, 0x20, 6));
+        let b = add(&mut s, node(NodeType::Switch, 0x30, 6));
+        let ca = add(&mut s, node(NodeType::Ca, 0x103, 1));
+        for (x, p, y, q) in [(sm, 1, a, 1), (a, 4, b, 1), (a, 5, b, 2), (b, 3, ca, 1)] {
+            s.link((x, PortNum(p)), (y, PortNum(q)));
+        }
+        for n in [a, b] {
+            s.nodes[n].switch_info = Some(SwitchInfo::default());
+            for p in s.nodes[n].ports.iter_mut().skip(1).filter(|p| p.remote.is_none()) {
+                p.info = Some(PortInfo { port_state: PortState::Down, ..PortInfo::default() });
             }
         }
-        if seen.iter().any(|s| !s) {
-            return false;
-        }
-        for (v, path) in paths.into_iter().enumerate() {
-            if let Some(path) = path.filter(|_| v != local) {
-                self.subnet.nodes[v].path = path;
-            }
-        }
-        // A CA port's route enters through that port: the first (shortest) one found, none for
-        // a port whose cable is gone. The SM's own node keeps its own.
-        for (i, node) in self.subnet.nodes.iter_mut().enumerate() {
-            if i != local && !node.is_switch() {
-                for rec in node.ports.iter_mut().skip(1) {
-                    rec.path = None;
-                }
-            }
-        }
-        for (v, q, path) in ca_ports {
-            if let Some(r) = self.subnet.nodes.get_mut(v).and_then(|n| n.port_mut(q))
-                && v != local
-                && r.path.is_none()
-            {
-                r.path = Some(path);
-            }
-        }
-        true
+        s.local = Some((sm, PortNum(1)));
+        s.nodes[a].path = DrPath::local().push(1).unwrap();
+        s.nodes[b].path = s.nodes[a].path.push(4).unwrap();
+        s.nodes[ca].path = s.nodes[b].path.push(3).unwrap();
+        s
     }
 
-    /// In the pipeline, at the end of a quick sweep's reads: on to routing, done, or a heavy
-    /// sweep. `true` when the pipeline goes on.
-    pub(super) fn after_quick_reads(&mut self) -> bool {
-        match self.quick_verdict() {
-            Verdict::Route => {
-                self.enter(SweepPhase::Routing);
-                self.compute = Some(ComputeStep::Route);
-                true
-            }
-            Verdict::Wait => true,
-            Verdict::Nothing => {
-                // The PortStateChange clears go out; the last sweep's report stands. Traps that
-                // came meanwhile are looked into as after any sweep.
-                self.enter(SweepPhase::Up);
-                self.schedule_light();
-                let by_guid = &self.subnet.by_guid;
-                self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
-                false
-            }
-            Verdict::Heavy => {
-                self.enter(SweepPhase::Up);
-                self.start_sweep(self.now);
-                false
-            }
+    #[test]
+    fn a_quick_sweep_reads_every_port_of_switches_only() {
+        let mut s = star(0x102, 0x103);
+        let reads = Quick::reads(&s, &[1]).unwrap();
+        assert_eq!(reads.len(), 6);
+        assert!(reads.iter().all(|r| r.op == Op::Sweep && r.path == s.nodes[1].path));
+        assert_eq!(Quick::reads(&s, &[]), None, "nothing to read");
+        assert_eq!(Quick::reads(&s, &[2]), None, "a CA");
+        assert_eq!(Quick::reads(&s, &[9]), None, "no such node");
+        s.nodes[3].carried = true;
+        assert_eq!(Quick::reads(&s, &[1]), None, "a node kept from an earlier sweep");
+    }
+
+    #[test]
+    fn nothing_changed_clears_port_state_change_on_the_side() {
+        let mut s = star(0x102, 0x103);
+        s.nodes[1].switch_info = Some(SwitchInfo::default());
+        let before = s.clone();
+        let j = read_switch(&s, &[]).judge(&mut s);
+        assert_eq!((j.verdict, j.lost.len(), j.far_ends.len(), j.next.is_none()), (Verdict::Nothing, 0, 0, true));
+        assert_eq!(j.clears.len(), 1);
+        assert_eq!(j.clears[0].op, Op::Light);
+        assert!(matches!(j.clears[0].req, Req::SetSwitchInfo { node: 1, info } if info.port_state_change));
+        assert_eq!(s.nodes, before.nodes, "the model is untouched");
+    }
+
+    #[test]
+    fn a_port_come_up_a_failed_read_or_a_node_cut_off_needs_a_heavy_sweep() {
+        let mut s = star(0x102, 0x103);
+        let before = s.clone();
+        assert_eq!(read_switch(&s, &[(4, answer(PortState::Init))]).judge(&mut s), Judged::heavy(), "a new cable");
+        assert_eq!(read_switch(&s, &[(2, answer(PortState::Armed))]).judge(&mut s), Judged::heavy(), "a state change");
+        assert_eq!(read_switch(&s, &[(2, Outcome::Timeout)]).judge(&mut s), Judged::heavy(), "no answer");
+        assert_eq!(s.nodes, before.nodes);
+        // The cable to 0x103 is gone: nothing else reaches it.
+        let j = read_switch(&s, &[(3, answer(PortState::Down))]).judge(&mut s);
+        assert_eq!(j.verdict, Verdict::Heavy);
+        assert_eq!(j.lost, vec![((Guid(0x20), 3), (Guid(0x103), 1))]);
+        assert!(j.clears.is_empty() && j.far_ends.is_empty());
+        assert_eq!(s.nodes[1].ports[3].remote, None, "dropped from the model, both ends");
+        assert_eq!(s.nodes[3].ports[1].remote, None);
+    }
+
+    #[test]
+    fn a_lost_cable_with_a_way_around_it_is_rerouted_once_the_far_end_says_it_is_down() {
+        let mut s = two_switches();
+        let mut q = Quick::default();
+        for p in 1..=6 {
+            let state = if [1, 5].contains(&p) { PortState::Active } else { PortState::Down };
+            q.on_read(1, PortNum(p), &answer(state));
         }
+        let j = q.judge(&mut s);
+        assert_eq!(j.verdict, Verdict::Wait);
+        assert_eq!(j.lost, vec![((Guid(0x20), 4), (Guid(0x30), 1))]);
+        // B and its CA are reached through A's port 5 now.
+        let via5 = DrPath::local().push(1).unwrap().push(5).unwrap();
+        assert_eq!(s.nodes[2].path, via5);
+        assert_eq!(s.nodes[3].path, via5.push(3).unwrap());
+        assert_eq!(s.nodes[3].ports[1].path, Some(via5.push(3).unwrap()));
+        assert_eq!(j.clears.len(), 1, "A, read, in the sweep's book");
+        assert_eq!(j.clears[0].op, Op::Sweep);
+        assert_eq!(j.far_ends.len(), 1);
+        assert_eq!(
+            (j.far_ends[0].req.clone(), j.far_ends[0].path),
+            (Req::CheckPortInfo { node: 2, port: PortNum(1) }, via5)
+        );
+        // The far end says it is down: route.
+        let mut next = j.next.clone().unwrap();
+        next.on_read(2, PortNum(1), &answer(PortState::Down));
+        assert_eq!(next.judge(&mut s).verdict, Verdict::Route);
+        // It does not answer, or says it is up: a heavy sweep.
+        let mut next = j.next.clone().unwrap();
+        next.on_read(2, PortNum(1), &Outcome::Timeout);
+        assert_eq!(next.judge(&mut s).verdict, Verdict::Heavy);
+        let mut next = j.next.unwrap();
+        next.on_read(2, PortNum(1), &answer(PortState::Active));
+        assert_eq!(next.judge(&mut s).verdict, Verdict::Heavy);
+    }
+
+    #[test]
+    fn a_lost_cable_between_two_switches_read_needs_no_far_end_read() {
+        let mut s = two_switches();
+        let mut q = Quick::default();
+        for (n, p, state) in
+            [(1, 4, PortState::Down), (1, 5, PortState::Active), (2, 1, PortState::Down), (2, 2, PortState::Active)]
+        {
+            q.on_read(n, PortNum(p), &answer(state));
+        }
+        let j = q.judge(&mut s);
+        assert_eq!((j.verdict, j.far_ends.len(), j.clears.len()), (Verdict::Route, 0, 2));
+        assert_eq!(j.lost, vec![((Guid(0x20), 4), (Guid(0x30), 1))], "one cable, seen from both ends");
     }
 }
