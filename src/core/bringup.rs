@@ -67,7 +67,7 @@ impl Sm {
             }
         }
         if missing > 0 {
-            self.sweep.failures += missing;
+            self.sweep.failed(missing);
             self.events.push_back(SmEvent::LidSpaceExhausted { ports: missing });
         }
     }
@@ -246,11 +246,7 @@ impl Sm {
             return;
         }
         let Some((_, pi)) = reply else { return };
-        match step {
-            PortStep::Arm => self.sweep.armed += 1,
-            PortStep::Activate => self.sweep.activated += 1,
-            PortStep::Configure => {}
-        }
+        self.sweep.port_stepped(step);
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);

@@ -14,7 +14,8 @@
 //! another's fields: `discovery` ([`discovery::Discovery`]: the last subnet, silent ports, port
 //! reads), `programming` (held LFT blocks, read-backs), [`lft`] ([`lft::Routing`]: tables, the
 //! route base, the job out), `partitions` (P_Key tables), [`mkeys`] ([`mkeys::MKeys`]),
-//! [`checks`] (cabling, duplicate GUIDs), `schedule` (re-sweeps, repairs, sweeps done),
+//! [`checks`] (cabling, duplicate GUIDs), `sweep` (the sweep's books: its figures and failures,
+//! the compute step it waits for, the last report), `schedule` (re-sweeps, repairs, sweeps done),
 //! `light` (light sweeps), [`traps`] ([`traps::Traps`]: the trap policy and book, duplicates,
 //! the budget of trap-driven sweeps, traps coalesced into a sweep, unhealthy ports; it answers
 //! with the sweep it asks for, which `Sm` starts), `quick` (a quick sweep's reads and its verdict,
@@ -24,7 +25,7 @@
 //! controls; the coordinator's side of it, which sends the SMPs and changes the SM's state, is
 //! `mastership`). Not yet components (their state is still fields of `Sm`, their logic `impl Sm`
 //! blocks): replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
-//! `snapshot`, `requests`, `mcast`), bring-up (`bringup`, `repair`) and `reconfig`.
+//! `snapshot`, `requests`, `mcast`), bring-up (`bringup`) and `reconfig`.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -47,12 +48,12 @@ mod partitions;
 mod programming;
 mod quick;
 mod reconfig;
-mod repair;
 pub mod replication;
 mod requests;
 mod schedule;
 mod snapshot;
 pub mod state;
+mod sweep;
 #[cfg(test)]
 mod testing;
 mod transactions;
@@ -72,19 +73,10 @@ pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
 pub use reconfig::Reconfigured;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
+pub use sweep::ComputeStep;
 
 use requests::Inbound;
 use transactions::{Op, Outcome, PortStep, Req, Request, Transactions};
-
-/// A step of pure computation in a sweep, run by [`Sm::handle_compute`] so that the driver's
-/// clock measures it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ComputeStep {
-    /// Choosing LIDs for every end port.
-    AssignLids,
-    /// Running the routing engine chain.
-    Route,
-}
 
 /// A sweep an operator asks for ([`Sm::request_sweep`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,25 +87,6 @@ pub enum Requested {
     Reroute,
     /// A light sweep: the switches' SwitchInfo read for a port change.
     Light,
-}
-
-/// Counters of the running sweep.
-#[derive(Debug, Clone, Default)]
-struct SweepStats {
-    started_at: u64,
-    phase_started_at: u64,
-    phases: Vec<PhaseTiming>,
-    failures: usize,
-    lft_sent: u64,
-    lft_unchanged: u64,
-    armed: usize,
-    activated: usize,
-    smps_at_start: transactions::Counters,
-    blocked: Vec<BlockedNode>,
-    /// Nodes a Set failed on (a repair sweep redoes what they miss).
-    failed_sets: std::collections::BTreeSet<NodeIdx>,
-    /// SMPs of discovery that failed (only a heavy sweep can redo them).
-    read_failures: usize,
 }
 
 /// The subnet manager state machine.
@@ -138,18 +111,14 @@ pub struct Sm {
     programming: programming::Programming,
     /// Routing: the tables of the sweep, the last full route, the job out.
     routing: lft::Routing,
-    sweep: SweepStats,
+    /// The sweep's books: its figures, the compute step it waits for, the last report.
+    sweep: sweep::Sweep,
     /// When the next heavy or repair sweep is due, what the running one is, sweeps done.
     schedule: schedule::Schedule,
-    last_report: Option<SubnetReport>,
-    /// When the last report was made.
-    last_report_at: u64,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
     /// Requests seen, by kind.
     counters: RequestCounters,
-    /// The compute step the sweep waits for.
-    compute: Option<ComputeStep>,
     /// The SM's own port GUID, once discovery has read it.
     port_guid: Guid,
     /// What discovery keeps between answers: the last subnet, silent ports, port reads.
@@ -206,13 +175,10 @@ impl Sm {
             guid2lid,
             programming: programming::Programming::default(),
             routing: lft::Routing::default(),
-            sweep: SweepStats::default(),
+            sweep: sweep::Sweep::default(),
             schedule: schedule::Schedule::default(),
-            last_report: None,
-            last_report_at: 0,
             responses: VecDeque::new(),
             counters: RequestCounters::default(),
-            compute: None,
             port_guid: Guid(0),
             discovery: discovery::Discovery::default(),
             snapshot: None,
@@ -288,7 +254,7 @@ impl Sm {
 
     /// When the last report ([`Sm::last_report`]) was made, on the core's clock.
     pub fn last_report_at(&self) -> Option<u64> {
-        self.last_report.as_ref().map(|_| self.last_report_at)
+        self.sweep.last_report_at()
     }
 
     /// The transport tells the time without an input (before answering a side query, so that
@@ -464,7 +430,7 @@ impl Sm {
     }
     /// The report of the last completed sweep.
     pub fn last_report(&self) -> Option<&SubnetReport> {
-        self.last_report.as_ref()
+        self.sweep.last_report()
     }
     /// The routing engine of the chain that routed the last sweep (`None` before any routing).
     pub fn routing_engine_used(&self) -> Option<&str> {
@@ -512,7 +478,7 @@ impl Sm {
         }
         self.routing.sweep_started();
         self.mkeys.sweep_started();
-        self.sweep = SweepStats { started_at: self.now, smps_at_start: self.tx.counters, ..SweepStats::default() };
+        self.sweep.begin(self.now, self.tx.counters);
     }
 
     /// A MAD arrived at `now` from `src`. The common header decides: answers to our SMPs go to
@@ -557,17 +523,17 @@ impl Sm {
 
     /// The compute step the sweep waits for, if any: call [`Sm::handle_compute`].
     pub fn poll_compute(&self) -> Option<ComputeStep> {
-        self.compute
+        self.sweep.compute()
     }
 
     /// Runs the pending compute steps (LID assignment, routing). `clock` gives the driver's
     /// current time on the same timeline as `now`; it is read around each step, so the phase
     /// durations in the report are measured where the work happens.
     pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
-        while let Some(step) = self.compute.take() {
+        while let Some(step) = self.sweep.take_compute() {
             if step == ComputeStep::Route && self.routing.offloaded() {
                 // The driver runs it as a job ([`Sm::take_route_job`]).
-                self.compute = Some(step);
+                self.sweep.wait_for(step);
                 return;
             }
             self.now = self.now.max(clock());
@@ -578,7 +544,7 @@ impl Sm {
             self.now = self.now.max(clock());
             let stamped = self.now;
             self.advance();
-            if self.compute.is_some() && self.sweep.phase_started_at == stamped {
+            if self.sweep.compute().is_some() && self.sweep.phase_started_at() == stamped {
                 self.restamp(clock());
             }
         }
@@ -589,9 +555,8 @@ impl Sm {
     /// send, such as configuring ports that are all set already) took until `now`. That time
     /// goes to the phase before, where the work was, and the current one starts at `now`.
     fn restamp(&mut self, now: u64) {
-        let Some(extra) = now.checked_sub(self.sweep.phase_started_at).filter(|&d| d > 0) else { return };
-        if let Some(last) = self.sweep.phases.last_mut() {
-            last.ns += extra;
+        if !self.sweep.restamp(now) {
+            return;
         }
         let phase = self.phase;
         if let Some(SmEvent::PhaseStarted { at, .. }) =
@@ -599,7 +564,6 @@ impl Sm {
         {
             *at = now;
         }
-        self.sweep.phase_started_at = now;
         self.now = self.now.max(now);
     }
 
@@ -613,10 +577,10 @@ impl Sm {
     /// [`Sm::poll_compute`] says [`ComputeStep::Route`]. Until [`Sm::finish_route`] the sweep
     /// waits in the Routing phase, and the SM answers everything else meanwhile.
     pub fn take_route_job(&mut self) -> Option<lft::RouteJob> {
-        if self.compute != Some(ComputeStep::Route) {
+        if self.sweep.compute() != Some(ComputeStep::Route) {
             return None;
         }
-        self.compute = None;
+        self.sweep.take_compute();
         Some(self.routing.job(&self.subnet, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options)))
     }
 
@@ -639,7 +603,7 @@ impl Sm {
     fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
         let applied = self.routing.apply(done, use_tables, &self.cfg.routing_engine);
         if applied.failed {
-            self.sweep.failures += 1;
+            self.sweep.failed(1);
         }
         self.events.extend(applied.events);
     }
@@ -888,7 +852,7 @@ impl Sm {
         match judged.verdict {
             quick::Verdict::Route => {
                 self.enter(SweepPhase::Routing);
-                self.compute = Some(ComputeStep::Route);
+                self.sweep.wait_for(ComputeStep::Route);
                 true
             }
             quick::Verdict::Wait => true,
@@ -909,12 +873,25 @@ impl Sm {
         }
     }
 
+    /// Starts the repair sweep when it is due (a master with no sweep running): a sweep without
+    /// discovery (the model is current) that configures, routes (the last tables again),
+    /// programs, arms and activates, sending SMPs only where a node does not hold what it
+    /// should (see `schedule` for when, [`sweep::Sweep::repairable`] for which sweeps).
+    fn repair_timer(&mut self) {
+        if self.phase != SweepPhase::Up || !self.schedule.take_repair(self.now) || self.state != SmState::Master {
+            return;
+        }
+        self.begin_sweep(schedule::SweepKind::Repair);
+        self.enter(SweepPhase::ConfiguringPorts);
+        self.configure_ports();
+        self.advance();
+    }
+
     /// Records a failed SMP.
     fn fail(&mut self, request: &Request, outcome: &Outcome) {
         let failure = outcome.failure().unwrap_or(SmpFailure::Status(ibsm_mad::ids::status::BAD_FIELD));
         let (attr_id, attr_mod) = transactions::describe(&request.req);
-        self.sweep.failures += 1;
-        self.note_failure(&request.req);
+        self.sweep.note_failure(&request.req, self.phase == SweepPhase::Discovering);
         self.events.push_back(SmEvent::SmpFailed { attr_id, attr_mod, path: request.path, failure });
         // A Set that fails between sweeps (the multicast tables and their top are written
         // then) has no sweep end to repair it: a repair sweep is due, with the same back-off,
@@ -934,14 +911,8 @@ impl Sm {
     }
 
     fn enter(&mut self, phase: SweepPhase) {
-        if self.phase != SweepPhase::Up || phase == SweepPhase::Up {
-            let prev = self.phase;
-            self.sweep
-                .phases
-                .push(PhaseTiming { phase: prev, ns: self.now.saturating_sub(self.sweep.phase_started_at) });
-        }
+        self.sweep.enter(self.phase, phase, self.now);
         self.phase = phase;
-        self.sweep.phase_started_at = self.now;
         self.events.push_back(SmEvent::PhaseStarted { phase, at: self.now });
     }
 
@@ -952,7 +923,7 @@ impl Sm {
         if self.routing.job_out() {
             return; // the routing job's result comes first
         }
-        while self.tx.is_idle_for(Op::Sweep) && self.compute.is_none() {
+        while self.tx.is_idle_for(Op::Sweep) && self.sweep.compute().is_none() {
             // Discovery's port reads are all queued before it ends; then the LFT read-backs it
             // planned go.
             if self.phase == SweepPhase::Discovering && self.discovery.reads_pending() {
@@ -979,12 +950,13 @@ impl Sm {
                         // A standby now: the sweep ends before it touches anything.
                         continue;
                     }
-                    self.sweep.blocked = self.discovery.carry_over_silent(&mut self.subnet);
+                    let blocked = self.discovery.carry_over_silent(&mut self.subnet);
+                    self.sweep.set_blocked(blocked);
                     let plan = self.cfg.expected_topology.as_deref();
                     let event = self.checks.check_cabling(&mut self.subnet, plan, self.cfg.refuse_miscabled);
                     self.events.extend(event);
                     self.enter(SweepPhase::AssigningLids);
-                    self.compute = Some(ComputeStep::AssignLids);
+                    self.sweep.wait_for(ComputeStep::AssignLids);
                 }
                 SweepPhase::AssigningLids => {
                     self.enter(SweepPhase::ConfiguringPorts);
@@ -997,14 +969,13 @@ impl Sm {
                 }
                 SweepPhase::ConfiguringPorts => {
                     self.enter(SweepPhase::Routing);
-                    self.compute = Some(ComputeStep::Route);
+                    self.sweep.wait_for(ComputeStep::Route);
                 }
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
                     if let Some((switches, routes)) = self.routing.routes() {
                         let plan = self.programming.lft_sets(&self.subnet, switches, routes);
-                        self.sweep.lft_unchanged += plan.unchanged;
-                        self.sweep.lft_sent += plan.sets.len() as u64;
+                        self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         for s in plan.sets {
                             self.tx.push(s);
                         }
@@ -1029,58 +1000,14 @@ impl Sm {
     }
 
     fn finish_sweep(&mut self) {
-        let (mut active, mut not_active) = (0, 0);
-        let mut end_ports = 0;
-        for n in &self.subnet.nodes {
-            for (p, rec) in n.ports.iter().enumerate() {
-                if rec.lid != Lid::UNASSIGNED {
-                    end_ports += 1;
-                }
-                if p == 0 || !rec.is_linked() || n.carried {
-                    continue;
-                }
-                // Refused as miscabled, or quarantined (duplicate GUID): not active on purpose.
-                if rec.remote.is_none()
-                    && u8::try_from(p).is_ok_and(|p| {
-                        let end = (n.info.node_guid, p);
-                        self.checks.left_out(end)
-                    })
-                {
-                    continue;
-                }
-                match rec.info.map(|i| i.port_state) {
-                    Some(ibsm_mad::attrs::PortState::Active) => active += 1,
-                    _ => not_active += 1,
-                }
-            }
-        }
-        let c = self.tx.counters;
-        let s = &self.sweep;
-        let switches = self.subnet.switch_count();
-        let report = SubnetReport {
-            switches,
-            cas: self.subnet.nodes.len() - switches,
-            end_ports,
-            links: self.subnet.link_count(),
+        let facts = sweep::Facts {
+            subnet: &self.subnet,
+            smps: self.tx.counters,
+            routing: (self.routing.engine_used(), self.routing.mode()),
             lmc: self.cfg.lmc,
-            sm_lid: self.subnet.local_lid(),
-            routing_engine: self.routing.engine_used().to_owned(),
-            routing_mode: self.routing.mode(),
-            smps_sent: c.sent - s.smps_at_start.sent,
-            smps_retried: c.retried - s.smps_at_start.retried,
-            smps_failed: c.failed - s.smps_at_start.failed,
-            lft_blocks_sent: s.lft_sent,
-            lft_blocks_unchanged: s.lft_unchanged,
-            ports_armed: s.armed,
-            ports_activated: s.activated,
-            ports_active: active,
-            ports_not_active: not_active,
-            complete: s.failures == 0 && not_active == 0 && s.blocked.is_empty(),
-            blocked: s.blocked.clone(),
-            failed_nodes: self.failed_nodes(),
-            phases: s.phases.iter().copied().filter(|p| p.phase != SweepPhase::Up).collect(),
-            total_ns: self.now.saturating_sub(s.started_at),
+            now: self.now,
         };
+        let report = self.sweep.report(facts, |end| self.checks.left_out(end));
         self.state = SmState::Master;
         let snapshot = Arc::new(self.build_snapshot());
         let old = self.snapshot.replace(Arc::clone(&snapshot));
@@ -1099,14 +1026,13 @@ impl Sm {
         self.sync_after_sweep();
         self.reregister_clients = false;
         self.schedule_light();
-        let repairable = self.repairable();
+        let repairable = self.sweep.repairable();
         self.schedule.sweep_ended(self.now, report.complete, repairable, self.cfg.resweep_interval_ns);
         let by_guid = &self.subnet.by_guid;
         self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
         self.schedule.requested_now(self.now);
         self.checks.settle();
-        self.last_report = Some(report.clone());
-        self.last_report_at = self.now;
+        self.sweep.completed(report.clone(), self.now);
         self.schedule.count_done();
         self.events.push_back(SmEvent::SubnetUp(report));
     }

@@ -4,11 +4,11 @@
 //! Owns [`Schedule`]: the heavy re-sweep deadline (the `resweep-interval` after an incomplete
 //! sweep, or at once when a sweep was asked for while one ran), the repair schedule (a sweep
 //! whose only failures were Sets is redone without discovery half a second later, then one and
-//! two seconds; after three attempts the heavy re-sweep takes over: see `repair.rs`), the
-//! [`SweepKind`] of the running sweep and the count of sweeps done by kind. It takes the time
-//! and the facts of a sweep as arguments and answers with deadlines and verdicts; starting a
-//! sweep is the coordinator's call. Light sweeps (`light.rs`) and the trap budget (`traps.rs`)
-//! keep their own schedules.
+//! two seconds; after three attempts the heavy re-sweep takes over; which sweeps are repairable
+//! is for the sweep's books, `sweep.rs`, to say), the [`SweepKind`] of the running sweep and the
+//! count of sweeps done by kind. It takes the time and the facts of a sweep as arguments and
+//! answers with deadlines and verdicts; starting a sweep is the coordinator's call. Light sweeps
+//! (`light.rs`) and the trap budget (`traps.rs`) keep their own schedules.
 
 /// The first repair this long after the sweep; each further one waits twice as long.
 const FIRST_REPAIR_DELAY_NS: u64 = 500_000_000;
