@@ -20,7 +20,8 @@
 //! the budget of trap-driven sweeps, traps coalesced into a sweep, unhealthy ports; it answers
 //! with the sweep it asks for, which `Sm` starts), `quick` (a quick sweep's reads and its verdict,
 //! which updates the subnet it is given; `Sm` decides whether one may start and runs the
-//! pipeline after it), `vl_census` (the SA's VL tables) and
+//! pipeline after it; `scheduling` is the coordinator's side of these four: `Sm`'s code that
+//! starts the sweeps they ask for), `vl_census` (the SA's VL tables) and
 //! [`election`] ([`election::Election`]: the SMs found, the master watched, polls, handovers,
 //! controls; the coordinator's side of it, which sends the SMPs and changes the SM's state, is
 //! `mastership`). Not yet components (their state is still fields of `Sm`, their logic `impl Sm`
@@ -51,6 +52,7 @@ mod reconfig;
 pub mod replication;
 mod requests;
 mod schedule;
+mod scheduling;
 mod snapshot;
 pub mod state;
 mod sweep;
@@ -735,156 +737,6 @@ impl Sm {
                 self.census_pump();
             }
         }
-    }
-
-    /// Acts on an acknowledged trap from `from` (its Notice, when it parsed): the trap book
-    /// decides, what it answers is queued here.
-    fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
-        let cx = traps::Ctx {
-            now: self.now,
-            acting: matches!(self.state, SmState::Master | SmState::Discovering),
-            sweeping: self.phase != SweepPhase::Up,
-            snapshot: self.snapshot.as_deref(),
-            subnet: &self.subnet,
-        };
-        let answer = self.traps.on_trap(from, notice, cx);
-        if let Some(read) = answer.read {
-            self.tx.push(read);
-        }
-        self.events.extend(answer.event);
-        answer.action
-    }
-
-    /// The trap book's deadline: NodeDescriptions into the snapshot, the sweep it asks for.
-    fn traps_timer(&mut self) {
-        let due = self.traps.on_timeout(self.now, self.phase == SweepPhase::Up, self.state == SmState::Master);
-        if let Some(descs) = due.descs
-            && let Some(snap) = self.snapshot.as_mut()
-        {
-            for node in &mut Arc::make_mut(snap).nodes {
-                if let Some(d) = descs.get(&node.info.node_guid) {
-                    node.desc.clone_from(d);
-                }
-            }
-        }
-        match due.sweep {
-            Some(traps::Wanted::Quick(guids)) => {
-                let idx: Option<Vec<NodeIdx>> = guids.iter().map(|g| self.subnet.by_guid.get(g).copied()).collect();
-                self.quick_or_heavy(&idx.unwrap_or_default());
-            }
-            Some(traps::Wanted::Heavy) => self.start_sweep(self.now),
-            None => {}
-        }
-    }
-
-    /// After a heavy sweep: the next light sweep one interval from now.
-    fn schedule_light(&mut self) {
-        self.light.schedule(self.now, self.cfg.sweep_interval_ns);
-    }
-
-    /// Starts the light sweep when it is due (a master with no sweep running).
-    fn light_timer(&mut self) {
-        if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
-            return;
-        }
-        let reads = self.light.start(&self.subnet, self.election.found(), self.port_guid, self.cfg.sm_key);
-        if reads.is_empty() {
-            self.schedule_light();
-        }
-        for r in reads {
-            self.tx.push(r);
-        }
-    }
-
-    /// One light read less to wait for; at the last, acts on the light sweep's verdict.
-    fn light_read_done(&mut self) {
-        let Some(verdict) = self.light.read_done() else { return };
-        let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
-        match verdict {
-            light::Verdict::Failed if master_up => self.start_sweep(self.now),
-            // Switches that saw a port change: a quick sweep of them (heavy if it cannot).
-            light::Verdict::Changed(psc) if master_up => self.quick_or_heavy(&psc),
-            _ if self.phase == SweepPhase::Up => self.schedule_light(),
-            _ => {}
-        }
-    }
-
-    /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them):
-    /// a quick sweep of them when one is possible (a master, no sweep running, a completed
-    /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
-    fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
-        let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.snapshot.is_some())
-            .then(|| quick::Quick::reads(&self.subnet, switches))
-            .flatten();
-        let Some(reads) = reads else {
-            self.start_sweep(self.now);
-            return;
-        };
-        self.begin_sweep(schedule::SweepKind::Quick);
-        self.quick = Some(quick::Quick::default());
-        self.enter(SweepPhase::Discovering);
-        for &s in switches {
-            if let Some(n) = self.subnet.node(s) {
-                self.traps.reading(n.info.node_guid);
-            }
-        }
-        for r in reads {
-            self.tx.push(r);
-        }
-        self.advance();
-    }
-
-    /// In the pipeline, at the end of a quick sweep's reads: on to routing, done, or a heavy
-    /// sweep, as [`quick::Quick::judge`] says. `true` when the pipeline goes on.
-    fn after_quick_reads(&mut self) -> bool {
-        let judged = self.quick.take().map_or_else(quick::Judged::heavy, |q| q.judge(&mut self.subnet));
-        if !judged.lost.is_empty() {
-            let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &judged.lost);
-            self.events.extend(event);
-        }
-        for r in judged.clears {
-            self.tx.push(r);
-        }
-        for r in judged.far_ends {
-            self.tx.push_with_retries(r, 0);
-        }
-        self.quick = judged.next;
-        match judged.verdict {
-            quick::Verdict::Route => {
-                self.enter(SweepPhase::Routing);
-                self.sweep.wait_for(ComputeStep::Route);
-                true
-            }
-            quick::Verdict::Wait => true,
-            quick::Verdict::Nothing => {
-                // The PortStateChange clears go out; the last sweep's report stands. Traps that
-                // came meanwhile are looked into as after any sweep.
-                self.enter(SweepPhase::Up);
-                self.schedule_light();
-                let by_guid = &self.subnet.by_guid;
-                self.traps.after_sweep(self.now, |g| by_guid.contains_key(&g));
-                false
-            }
-            quick::Verdict::Heavy => {
-                self.enter(SweepPhase::Up);
-                self.start_sweep(self.now);
-                false
-            }
-        }
-    }
-
-    /// Starts the repair sweep when it is due (a master with no sweep running): a sweep without
-    /// discovery (the model is current) that configures, routes (the last tables again),
-    /// programs, arms and activates, sending SMPs only where a node does not hold what it
-    /// should (see `schedule` for when, [`sweep::Sweep::repairable`] for which sweeps).
-    fn repair_timer(&mut self) {
-        if self.phase != SweepPhase::Up || !self.schedule.take_repair(self.now) || self.state != SmState::Master {
-            return;
-        }
-        self.begin_sweep(schedule::SweepKind::Repair);
-        self.enter(SweepPhase::ConfiguringPorts);
-        self.configure_ports();
-        self.advance();
     }
 
     /// Records a failed SMP.
