@@ -9,7 +9,7 @@
 //! Owns [`Light`]: the light sweep's schedule and its book of outstanding reads. It takes the
 //! subnet, the SMs found and the time as arguments and answers with the reads to queue and,
 //! at the last answer, a [`Verdict`]; what follows (a heavy or quick sweep, standing by for a
-//! better master) is the coordinator's call (`Sm`; the second master: `mastership.rs`). Traps are MADs like any
+//! better master) is the coordinator's call (`scheduling.rs`; the second master: `mastership.rs`). Traps are MADs like any
 //! other and can be lost (or a switch may never repeat one); this is how a change is noticed
 //! anyway, at the cost of one SMP per switch per interval (2,880 every 10 s on the 27,648-HCA
 //! tree). The heavy or quick sweep's SwitchInfo Set clears PortStateChange, so one change

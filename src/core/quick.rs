@@ -13,7 +13,7 @@
 //! ([`Judged`]: the verdict, the SMPs to queue, the cables lost). Whether a quick sweep may start
 //! (a master, no sweep running, a completed sweep before), the pipeline after it (routing,
 //! programming, the report: the heavy sweep's) and the cabling check of the lost cables are the
-//! coordinator's (`Sm`); this file reaches into nothing of it.
+//! coordinator's (`Sm`, in `scheduling.rs`); this file reaches into nothing of it.
 
 use std::collections::VecDeque;
 

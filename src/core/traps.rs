@@ -11,8 +11,9 @@
 //! A component: it takes the trap, the time and what the SM is doing ([`Ctx`]: the subnet and
 //! the SA's snapshot as arguments) and answers with values ([`Answer`]: the action, a read to
 //! queue, an event; at its deadline, [`Due`]: NodeDescriptions to patch into the snapshot and the
-//! sweep it asks for, [`Wanted`]). Starting that sweep (quick or heavy) and acknowledging the
-//! trap are the coordinator's (`Sm`); this file reaches into nothing of it.
+//! sweep it asks for, [`Wanted`]). Starting that sweep (quick or heavy: `scheduling.rs`) and
+//! acknowledging the trap (`requests.rs`) are the coordinator's (`Sm`); this file reaches into
+//! nothing of it.
 //!
 //! A trap that is suppressed, deferred or coalesced is never lost: the deferred sweep runs when
 //! the rate limit allows, and the light sweep finds any PortStateChange left behind.
