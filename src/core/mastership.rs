@@ -59,7 +59,7 @@ impl Sm {
 
     /// As [`Sm::walk_subnet`], through the cables of the last sweep's snapshot.
     fn walk_snapshot(&self, exits: &[u8]) -> Option<Guid> {
-        let snap = self.snapshot.as_ref()?;
+        let snap = self.sa.snapshot()?;
         let (mut node, _) = snap.by_guid(self.port_guid)?;
         let mut at = None;
         for &exit in exits {
@@ -153,7 +153,7 @@ impl Sm {
         {
             // Its port's LID now (it may have had none when the heavy sweep found it).
             let lid =
-                self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
+                self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
             let other = FoundSm { info, lid, ..f };
             if better((info.priority & 0x0f, info.guid), (self.priority(), self.port_guid)) {
                 // Two masters: the worse one (this one) stands by.

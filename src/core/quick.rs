@@ -85,7 +85,7 @@ impl Sm {
     pub(super) fn start_quick_sweep(&mut self, switches: &[NodeIdx]) -> bool {
         let ok = self.state == SmState::Master
             && self.phase == SweepPhase::Up
-            && self.snapshot.is_some()
+            && self.sa.snapshot().is_some()
             && !switches.is_empty()
             && !self.subnet.nodes.iter().any(|n| n.carried)
             && switches.iter().all(|&s| self.subnet.node(s).is_some_and(super::state::Node::is_switch));

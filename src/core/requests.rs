@@ -5,10 +5,9 @@
 //! SM's own port, LID-routed and directed-route (a Get that fails the port's M_Key check at
 //! protect levels 2 and 3 gets no answer); acknowledging traps with TrapRepress and
 //! turning them into a sweep request; and the spec's "method/attribute not supported" status
-//! (0x000c) for every request nobody serves yet, SA included. Answers are queued as responses
-//! outside the SMP window (no timeout, no retry). SA requests for the VL tables wait for the
-//! census (`vl_census`): here they are held, and the census' reads queued and its held
-//! requests answered. It never trusts a byte: a MAD too short for
+//! (0x000c) for every request nobody serves yet. Answers are queued as responses outside the
+//! SMP window (no timeout, no retry). SA requests go to the SA component (`sa`), through the
+//! coordinator's `answer_sa`. It never trusts a byte: a MAD too short for
 //! its header, of another base version, or of a class whose header does not parse is counted
 //! as malformed and dropped, and so is a LID-routed request from LID 0, a GS request from
 //! QP0 or a LID-routed SMP from another QP.
@@ -25,9 +24,7 @@ use ibsm_mad::{Attribute, MAD_LEN};
 use super::Sm;
 use super::events::SmEvent;
 use super::io::{Address, MadSource, Transmit, TransmitKind};
-use super::state::{SmState, SweepPhase};
-use super::vl_census::Hold;
-use crate::sa::admission::Admit;
+use super::state::SmState;
 
 /// Offset of the SMP data area (and of the SA header's end is 56; the SMP data starts at 64).
 const SMP_DATA: usize = 64;
@@ -35,9 +32,6 @@ const SMP_DATA: usize = 64;
 const SA_DATA: usize = 56;
 /// The RMPP header of a GS MAD (cleared in a single-MAD reply).
 const RMPP_HEADER: std::ops::Range<usize> = 24..36;
-
-/// Most answers waiting to be sent; SA requests past it are dropped.
-const MAX_QUEUED_ANSWERS: usize = 16_384;
 
 /// What a received MAD is, from its common header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,123 +250,15 @@ impl Sm {
         // M_Key is a security event, reported per source.
         if let Some(n) = notice.as_ref() {
             if number == Some(256) {
-                let ports = super::mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet };
+                let ports = super::mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet };
                 let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
                 self.events.extend(event);
             }
             // Only to subscribers who share a partition with the issuer (o13-17.1.1).
-            if let Some(snap) = self.snapshot() {
-                let about = crate::sa::inform::Audience::Port(snap.by_lid(n.issuer_lid));
-                self.sa_state.informs.notify(&snap, n, n.issuer_lid, about, self.now);
-            }
+            self.sa.notify_trap(n, self.now);
         }
         let action = self.act_on_trap(src.slid, notice.as_ref());
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
-    }
-
-    /// An SA request for the tables before the census is done: kept (or dropped past
-    /// `vl_census::MAX_HELD`; the client retries) and the census started. Returns false when
-    /// the tables are all read and the request can be answered now.
-    fn hold_for_census(&mut self, bytes: &[u8], src: &MadSource) -> bool {
-        match self.census.hold(bytes, src) {
-            Hold::Answer => return false,
-            Hold::Dropped => self.counters.sa_dropped += 1,
-            Hold::Held => {}
-        }
-        self.census_pump();
-        true
-    }
-
-    /// Queues the census' next reads while this SM is master between sweeps, and answers the
-    /// requests that waited for it once it is done.
-    pub(super) fn census_pump(&mut self) {
-        if self.state != SmState::Master || self.phase != SweepPhase::Up {
-            return;
-        }
-        let outstanding = self.tx.outstanding_for(super::transactions::Op::Census);
-        let pump = self.census.pump(&self.subnet, &mut self.sa_state.vl, outstanding);
-        for r in pump.reads {
-            self.tx.push(r);
-        }
-        for (bytes, src) in pump.answer {
-            if let Ok(h) = MadHeader::from_bytes(&bytes) {
-                self.answer_sa(&h, &bytes, &src);
-            }
-        }
-    }
-
-    /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is
-    /// master with a sweep done, the request gets no answer (clients retry), as the spec has it.
-    pub(super) fn answer_sa(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let Some(snap) = self.snapshot.clone().filter(|_| self.state == SmState::Master) else {
-            self.counters.sa_not_ready += 1;
-            return;
-        };
-        // A wrong non-zero SA key: dropped, counted and reported, never answered (OpenSM's rule;
-        // an answer would tell a guesser that its request arrived).
-        if let Some(key) = crate::sa::wrong_key(bytes, self.cfg.sa_key) {
-            self.counters.sa_bad_key += 1;
-            self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
-            return;
-        }
-        // Answers wait in a bounded queue: past it, requests are dropped (clients retry) and
-        // memory stays bounded whatever arrives.
-        if self.responses.len() >= MAX_QUEUED_ANSWERS {
-            self.counters.sa_dropped += 1;
-            return;
-        }
-        // The tables wait for their census (answered when it is done).
-        if super::vl_census::wants_tables(h) && self.hold_for_census(bytes, src) {
-            return;
-        }
-        if self.sa_admission.admit(src.slid, self.now) == Admit::Busy {
-            self.counters.sa_busy += 1;
-            self.sa_counts.count(h.attr_id, status::BUSY);
-            if let Some(reply) = response_to(bytes, status::BUSY, None) {
-                self.respond(reply, src.reply_address());
-            }
-            return;
-        }
-        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
-        match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
-            Ok(answer) => {
-                self.counters.sa_answered += 1;
-                self.sa_counts.count(h.attr_id, answer.status);
-                if answer.truncated {
-                    self.counters.sa_truncated += 1;
-                }
-                if answer.status == status::BAD_METHOD_ATTR {
-                    self.note_unsupported(h, src);
-                }
-                self.respond(answer.bytes, src.reply_address());
-                // Group changes reach the switches now, or at the end of the running sweep, and
-                // subscribers hear of created and deleted groups (66, 67).
-                if self.sa_state.mcast.take_dirty() {
-                    self.program_multicast();
-                }
-                self.announce_groups(&snap);
-                // A change the standbys must hold too.
-                if answer.status == status::OK && matches!(h.method, Method::Set | Method::Delete) {
-                    let section = match h.attr_id {
-                        ibsm_mad::ids::sa_attr::MC_MEMBER_RECORD => Some(crate::sync::Section::Groups),
-                        ibsm_mad::ids::sa_attr::SERVICE_RECORD => Some(crate::sync::Section::Services),
-                        ibsm_mad::ids::sa_attr::INFORM_INFO => Some(crate::sync::Section::Informs),
-                        _ => None,
-                    };
-                    if let Some(s) = section {
-                        self.publish(&[s]);
-                    }
-                }
-            }
-            Err(crate::sa::Dropped::BadKey(key)) => {
-                self.counters.sa_bad_key += 1;
-                self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
-            }
-            Err(crate::sa::Dropped::Malformed) => {
-                self.counters.malformed += 1;
-                self.events.push_back(SmEvent::MalformedMad { from: src.slid, len: bytes.len() });
-            }
-        }
     }
 
     /// Counts and reports a request answered with "method/attribute not supported".

@@ -12,7 +12,6 @@
 //! the rate limit allows, and the light sweep finds any PortStateChange left behind.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use ibsm_mad::attrs::{NodeDescription, Notice, NoticeDetails};
 use ibsm_mad::{Attribute, Guid, Lid, PortNum};
@@ -252,7 +251,7 @@ impl Sm {
     /// The node at `lid` in the last sweep's snapshot: its GUID, whether it is a switch, and
     /// the port the LID names.
     fn node_at(&self, lid: Lid) -> Option<(Guid, bool, u8)> {
-        let snap = self.snapshot.as_ref()?;
+        let snap = self.sa.snapshot()?;
         let at = snap.by_lid(lid)?;
         let node = snap.node(at.0)?;
         Some((node.info.node_guid, node.is_switch(), at.1))
@@ -301,13 +300,7 @@ impl Sm {
     fn apply_descs(&mut self) {
         self.traps.descs_at = None;
         let descs = std::mem::take(&mut self.traps.descs);
-        let Some(snap) = self.snapshot.as_mut() else { return };
-        let snap = Arc::make_mut(snap);
-        for node in &mut snap.nodes {
-            if let Some(d) = descs.get(&node.info.node_guid) {
-                node.desc.clone_from(d);
-            }
-        }
+        self.sa.set_node_descs(&descs);
     }
 
     /// A heavy sweep for a trap from `source`: now, after the running sweep if it misses the
