@@ -22,9 +22,10 @@
 //! watched, polls, handovers, controls; the coordinator's side of it, which sends the SMPs and
 //! changes the SM's state, is `mastership`).
 //! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
-//! replication ([`replication`]), the requests that are not the SA's (`requests`: SMInfo,
-//! traps), traps and quick sweeps ([`traps`], `quick`), bring-up (`bringup`, `repair`) and
-//! `reconfig`.
+//! replication ([`replication`]), traps and quick sweeps ([`traps`], `quick`), bring-up
+//! (`bringup`, `repair`) and `reconfig`. Requests are read by `requests` (pure functions) and
+//! dispatched by [`Sm::handle_mad`] to their handlers: SMInfo in `mastership`, traps in
+//! [`traps`], the SA in `sa`, sync messages in [`replication`].
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -510,6 +511,35 @@ impl Sm {
             (kind, Some(h)) => self.handle_request(kind, &h, bytes, &src),
         }
         self.advance();
+    }
+
+    /// Dispatches a request (anything that is not a response) to its handler; one from a source
+    /// nobody can answer ([`requests::bad_source`]) is counted as malformed and dropped.
+    fn handle_request(&mut self, kind: Inbound, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
+        if requests::bad_source(h, src) {
+            self.counters.malformed += 1;
+            return;
+        }
+        match kind {
+            Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
+            Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
+            Inbound::Trap => self.on_trap(h, bytes, src),
+            Inbound::Sa => self.answer_sa(h, bytes, src),
+            Inbound::Sync => self.answer_sync(h, bytes, src),
+            Inbound::Unsupported => {
+                self.counters.unsupported += 1;
+                self.events.push_back(requests::unsupported(h, src));
+                if let Some(reply) = requests::response_to(bytes, ibsm_mad::ids::status::BAD_METHOD_ATTR, None) {
+                    self.respond(reply, requests::reply_to(h, src));
+                }
+            }
+            Inbound::NoAnswer | Inbound::Response | Inbound::Malformed => {}
+        }
+    }
+
+    /// Queues a response (outside the SMP window: no timeout, no retry).
+    fn respond(&mut self, bytes: Vec<u8>, to: Address) {
+        self.responses.push_back(Transmit { bytes, to, kind: TransmitKind::Response });
     }
 
     /// The driver runs routing as a job off its event loop ([`Sm::take_route_job`]):

@@ -14,11 +14,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::attrs::{NodeDescription, Notice, NoticeDetails};
-use ibsm_mad::{Attribute, Guid, Lid, PortNum};
+use ibsm_mad::header::{Mad, MadHeader, Method};
+use ibsm_mad::ids::status;
+use ibsm_mad::{Attribute, Guid, Lid, MAD_LEN, PortNum};
 
 use super::Sm;
 use super::events::SmEvent;
 pub use super::events::TrapAction;
+use super::io::MadSource;
+use super::requests::{SMP_DATA, reply_to};
 use super::state::{SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 
@@ -200,6 +204,45 @@ impl Sm {
     /// Light sweeps completed.
     pub fn light_sweeps(&self) -> u64 {
         self.light.done()
+    }
+
+    /// A trap (SubnTrap(Notice)) from `src`: acknowledged with TrapRepress, heard by the SA's
+    /// subscribers, a bad M_Key reported, and acted on ([`Sm::act_on_trap`]).
+    pub(super) fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        self.counters.traps += 1;
+        let notice = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok());
+        let number = notice.as_ref().and_then(|n| match n.source {
+            ibsm_mad::attrs::NoticeSource::Generic { trap_number, .. } => Some(trap_number),
+            ibsm_mad::attrs::NoticeSource::Vendor { .. } => None,
+        });
+        // TrapRepress: the trap itself, method 0x07, back to the issuer (not a response: no R bit,
+        // but sent once like one), with the issuer's M_Key (a wrong one would be refused). Not
+        // for a bad-M_Key trap about a refused TrapRepress: the port does not know this SM's key,
+        // and repressing again would only raise the next such trap, for ever.
+        let repress_refused = notice.as_ref().is_some_and(|n| {
+            matches!(n.details, ibsm_mad::attrs::NoticeDetails::Trap256 { method, .. } if method == Method::TrapRepress.raw())
+        });
+        if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec).filter(|_| !repress_refused) {
+            let key = self.mkeys.issuer_key(&self.cfg.m_key, self.ports(), src.slid);
+            let mut m = Mad::new_unchecked(&mut repress[..]);
+            m.set_method(Method::TrapRepress);
+            m.set_status(status::OK);
+            ibsm_mad::smp::Smp::new_unchecked(&mut repress[..]).set_m_key(key);
+            self.respond(repress, reply_to(h, src));
+        }
+        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers); a bad
+        // M_Key is a security event, reported per source.
+        if let Some(n) = notice.as_ref() {
+            if number == Some(256) {
+                let ports = super::mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet };
+                let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
+                self.events.extend(event);
+            }
+            // Only to subscribers who share a partition with the issuer (o13-17.1.1).
+            self.sa.notify_trap(n, self.now);
+        }
+        let action = self.act_on_trap(src.slid, notice.as_ref());
+        self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
     }
 
     /// Acts on an acknowledged trap from `from` (its Notice, when it parsed).

@@ -247,12 +247,7 @@ impl Sa {
                 }
                 if answer.status == status::BAD_METHOD_ATTR {
                     self.counters.unsupported += 1;
-                    out.event = Some(SmEvent::RequestUnsupported {
-                        class: h.mgmt_class.raw(),
-                        method: h.method.raw(),
-                        attr_id: h.attr_id,
-                        from: src.slid,
-                    });
+                    out.event = Some(super::requests::unsupported(h, src));
                 }
                 out.reply = Some(reply(answer.bytes));
                 // Group changes reach the switches now, or at the end of the running sweep, and
