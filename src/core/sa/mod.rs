@@ -287,13 +287,14 @@ impl Sa {
         subnet: &Subnet,
         now: u64,
     ) {
-        let old = self.snapshot.replace(Arc::clone(&snap));
+        let old = self.snapshot.take();
         self.announce_changes(old.as_deref(), &snap, now);
         self.state.mcast.apply_policy(groups, &snap);
         self.state.mcast.retain_present(&snap);
         self.state.mcast.take_dirty();
         self.announce_groups(&snap, now);
         self.census.after_sweep(subnet, &mut self.state.vl);
+        self.snapshot = Some(snap);
     }
 
     /// A trap's notice: subscribers who share a partition with its issuer hear of it

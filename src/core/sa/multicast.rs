@@ -46,10 +46,10 @@ pub(crate) fn tables<'a>(
             let Some(node) = snap.node(n) else { continue };
             if node.is_switch() {
                 attach.push((n, 0, receives));
-            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote) {
-                if snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch) {
-                    attach.push((s, q, receives));
-                }
+            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote)
+                && snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch)
+            {
+                attach.push((s, q, receives));
             }
         }
         let Some(root) = attach.iter().map(|a| a.0).min() else { continue };
