@@ -170,8 +170,8 @@ impl Sm {
                 let mut want = si;
                 want.linear_fdb_top = Lid(top);
                 want.life_time_value = self.cfg.switch_life_time;
-                if super::mcast::honours_mft_top(n) {
-                    want.multicast_fdb_top = super::mcast::mft_top(self.sa_state.mfts.get(&n.info.node_guid));
+                if super::sa::multicast::honours_mft_top(n) {
+                    want.multicast_fdb_top = super::sa::multicast::mft_top(self.sa.mft(n.info.node_guid));
                 }
                 if want != si || si.port_state_change {
                     sets.push(Request::sweep(n.path, Req::SetSwitchInfo { node: i, info: want }));

@@ -1,20 +1,24 @@
 //! The coordinator's side of the election: it asks the SMs a sweep finds for their SMInfo,
 //! finds where a SubnSet(SMInfo) came from, and acts on [`Election`]'s answers (stand by, take
 //! over, hand over, poll the master, nudge a worse master with a trap 144), which touch the
-//! SM's state, the sweep, the transaction window and the state sync. The election's own state
-//! and rules are [`super::election`]'s; this file holds none.
+//! SM's state, the sweep, the transaction window and the state sync; and it answers
+//! SubnGet(SMInfo) and SubnSet(SMInfo) on the SM's own port (a Get that fails the port's M_Key
+//! check at protect levels 2 and 3 gets no answer). The election's own state and rules are
+//! [`super::election`]'s; this file holds none.
 
 use ibsm_mad::attrs::{
     CapabilityMask, Notice, NoticeDetails, NoticeType, PortInfo, ProducerType, SmInfo, SmState as WireSmState,
 };
-use ibsm_mad::header::Method;
+use ibsm_mad::header::{MadHeader, Method, MgmtClass};
+use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
 use ibsm_mad::{Attribute, Guid, Lid, PortNum, ids};
 
 use super::Sm;
 use super::election::{AfterDiscovery, FoundSm, HANDED_OVER, HANDOVER_SYNC_WAIT_NS, PollRules, better, control};
 use super::events::SmEvent;
-use super::io::Address;
+use super::io::{Address, MadSource};
+use super::requests::{SMP_DATA, reply_to, response_to};
 use super::state::{NodeIdx, SmState, SweepPhase};
 use super::transactions::{Op, Outcome, Req, Request};
 
@@ -59,7 +63,7 @@ impl Sm {
 
     /// As [`Sm::walk_subnet`], through the cables of the last sweep's snapshot.
     fn walk_snapshot(&self, exits: &[u8]) -> Option<Guid> {
-        let snap = self.snapshot.as_ref()?;
+        let snap = self.sa.snapshot()?;
         let (mut node, _) = snap.by_guid(self.port_guid)?;
         let mut at = None;
         for &exit in exits {
@@ -153,7 +157,7 @@ impl Sm {
         {
             // Its port's LID now (it may have had none when the heavy sweep found it).
             let lid =
-                self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
+                self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map_or(f.lid, |p| p.lid);
             let other = FoundSm { info, lid, ..f };
             if better((info.priority & 0x0f, info.guid), (self.priority(), self.port_guid)) {
                 // Two masters: the worse one (this one) stands by.
@@ -348,5 +352,75 @@ impl Sm {
             _ => {}
         }
         true
+    }
+
+    /// The SMInfo this SM reports: its port GUID, priority, state and activity count. The SM_Key
+    /// is returned only to a requester that sent the right one.
+    pub fn sm_info(&self, proven_key: bool) -> SmInfo {
+        let sm_state = match self.state {
+            SmState::NotActive => WireSmState::NotActive,
+            SmState::Discovering => WireSmState::Discovering,
+            SmState::Standby => WireSmState::Standby,
+            SmState::Master => WireSmState::Master,
+        };
+        SmInfo {
+            guid: self.port_guid(),
+            sm_key: if proven_key { self.cfg.sm_key } else { 0 },
+            act_count: self.act_count(),
+            priority: self.priority(),
+            sm_state,
+        }
+    }
+
+    /// ActCount: rises with every SMP this SM sends and every SMInfo query it answers.
+    fn act_count(&self) -> u32 {
+        (self.tx.counters.sent as u32).wrapping_add(self.counters.sm_info_answered as u32)
+    }
+
+    /// SubnSet(SMInfo): obeyed or refused (status 0x001C) by the election's rules; the answer
+    /// carries this SM's SMInfo as it is after the control.
+    pub(super) fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
+        let sender = self.control_sender(bytes, h.mgmt_class == MgmtClass::SubnDr, src.slid);
+        let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f, sender));
+        let mut data = [0u8; SMP_DATA_LEN];
+        self.sm_info(obeyed).emit(&mut data);
+        let st = if obeyed { status::OK } else { status::BAD_FIELD };
+        if let Some(reply) = response_to(bytes, st, Some(&data)) {
+            self.respond(reply, reply_to(h, src));
+        }
+    }
+
+    pub(super) fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        let asked = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
+        let asked_key = asked.map(|i| i.sm_key);
+        // The SM_Key goes to a requester that presents it, or (as the IBTA and OpenSM have it)
+        // one that passes this port's M_Key check: anyone while the port has no M_Key
+        // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
+        // SMInfo shows another key than its own, so a pair with the same key needs this.
+        let smp_mkey = (bytes.len() >= 32).then(|| ibsm_mad::smp::Smp::new_unchecked(bytes).m_key());
+        let mkey_ok = smp_mkey.is_some_and(|k| self.mkeys.passes_own(&self.cfg.m_key, self.port_guid, k));
+        // At protect levels 2 and 3 a Get that fails the port's M_Key check gets no answer at
+        // all, as an SMA drops it (an answer, even with the key hidden, tells a prober that an
+        // SM is there and which one).
+        if !mkey_ok && self.cfg.m_key.protect >= 2 {
+            return;
+        }
+        let proven = asked_key == Some(self.cfg.sm_key) || mkey_ok;
+        // A master counts the query as activity (a standby's poll sees the count rise).
+        if self.state == SmState::Master {
+            self.counters.sm_info_answered += 1;
+        }
+        // A standby that polls with our SM_Key (ibsm's standbys send their own SMInfo) is
+        // kept in sync from now on, found by a sweep or not.
+        if let Some(standby) = asked.filter(|i| i.sm_key == self.cfg.sm_key && i.sm_state == WireSmState::Standby) {
+            self.standby_seen(standby.guid);
+        }
+        let mut data = [0u8; SMP_DATA_LEN];
+        self.sm_info(proven).emit(&mut data);
+        if let Some(reply) = response_to(bytes, status::OK, Some(&data)) {
+            self.respond(reply, reply_to(h, src));
+        }
+        self.events.push_back(SmEvent::SmInfoAnswered { from: src.slid, phase: self.phase });
     }
 }

@@ -21,12 +21,16 @@
 //! with the sweep it asks for, which `Sm` starts), `quick` (a quick sweep's reads and its verdict,
 //! which updates the subnet it is given; `Sm` decides whether one may start and runs the
 //! pipeline after it; `scheduling` is the coordinator's side of these four: `Sm`'s code that
-//! starts the sweeps they ask for), `vl_census` (the SA's VL tables) and
-//! [`election`] ([`election::Election`]: the SMs found, the master watched, polls, handovers,
-//! controls; the coordinator's side of it, which sends the SMPs and changes the SM's state, is
-//! `mastership`). Not yet components (their state is still fields of `Sm`, their logic `impl Sm`
-//! blocks): replication ([`replication`]), the SA side (snapshot, SA state, admission, counts:
-//! `snapshot`, `requests`, `mcast`), bring-up (`bringup`) and `reconfig`.
+//! starts the sweeps they ask for, and the handling of a trap), `sa` (`sa::Sa`: the SA's
+//! snapshot, its state, answer limits, admission, counts, the VL census and the multicast tables
+//! its groups need; the SA requests and what follows from them meet the rest in
+//! `Sm::answer_sa`, `census_pump` and `program_multicast`) and [`election`]
+//! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
+//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`).
+//! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
+//! replication ([`replication`]), bring-up (`bringup`) and `reconfig`. Requests are read by
+//! `requests` (pure functions) and dispatched by [`Sm::handle_mad`] to their handlers: SMInfo in
+//! `mastership`, traps in `scheduling`, the SA in `sa`, sync messages in [`replication`].
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -43,7 +47,6 @@ pub mod lft;
 pub mod lids;
 mod light;
 mod mastership;
-mod mcast;
 pub mod mkeys;
 mod partitions;
 mod programming;
@@ -51,16 +54,15 @@ mod quick;
 mod reconfig;
 pub mod replication;
 mod requests;
+mod sa;
 mod schedule;
 mod scheduling;
-mod snapshot;
 pub mod state;
 mod sweep;
 #[cfg(test)]
 mod testing;
 mod transactions;
 pub mod traps;
-mod vl_census;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -119,26 +121,16 @@ pub struct Sm {
     schedule: schedule::Schedule,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
-    /// Requests seen, by kind.
+    /// Requests seen, by kind (the SA counts its own: [`Sm::request_counters`] adds them).
     counters: RequestCounters,
     /// The SM's own port GUID, once discovery has read it.
     port_guid: Guid,
     /// What discovery keeps between answers: the last subnet, silent ports, port reads.
     discovery: discovery::Discovery,
-    /// What the SA answers from: the fabric as the last completed sweep left it.
-    snapshot: Option<Arc<crate::sa::Snapshot>>,
-    /// How large SA answers may be on this SM's transport.
-    sa_limits: crate::sa::Limits,
-    /// Per-requester SA rate limits.
-    sa_admission: crate::sa::admission::Admission,
-    /// SA answers by attribute and status.
-    sa_counts: crate::sa::counts::SaCounts,
+    /// The SA: its snapshot, state, limits, admission, counts and the VL census.
+    sa: sa::Sa,
     /// Fabric checks: the planned cabling, duplicate GUIDs.
     checks: checks::Checks,
-    /// The reading of SL-to-VL and VL arbitration tables for the SA.
-    census: vl_census::Census,
-    /// What the SA keeps between requests (registered services, subscriptions, groups).
-    sa_state: crate::sa::SaState,
     /// What the SM knows of the ports' M_Keys.
     mkeys: mkeys::MKeys,
     /// Other SMs, the master a standby watches, handovers.
@@ -165,7 +157,7 @@ impl Sm {
     /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
         let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
-        let sa_admission = crate::sa::admission::Admission::new(cfg.sa_rate_limit);
+        let sa = sa::Sa::new(cfg.sa_rate_limit);
         Sm {
             cfg,
             state: SmState::NotActive,
@@ -183,13 +175,8 @@ impl Sm {
             counters: RequestCounters::default(),
             port_guid: Guid(0),
             discovery: discovery::Discovery::default(),
-            snapshot: None,
-            sa_limits: crate::sa::Limits::default(),
-            sa_admission,
-            sa_counts: crate::sa::counts::SaCounts::default(),
+            sa,
             checks: checks::Checks::default(),
-            census: vl_census::Census::default(),
-            sa_state: crate::sa::SaState::default(),
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
             partitions: partitions::Partitions::default(),
@@ -249,7 +236,7 @@ impl Sm {
     /// Tells the core how large SA answers may be on its transport (the driver knows whether
     /// it carries RMPP; the default assumes it does).
     pub fn set_sa_limits(&mut self, limits: crate::sa::Limits) {
-        self.sa_limits = limits;
+        self.sa.set_limits(limits);
     }
 
     // ---- getters ----
@@ -279,21 +266,16 @@ impl Sm {
             ("sms_found", self.election.found().len()),
         ]);
         out.extend(self.mkeys.sizes());
-        out.extend([
-            ("sa.requesters", self.sa_admission.tracked()),
-            ("sa.services", self.sa_state.services.len()),
-            ("sa.subscriptions", self.sa_state.informs.len()),
-            ("quarantine", self.checks.quarantine().guids.len()),
-            ("vl_tables", self.sa_state.vl.len()),
-            ("sa.held_for_tables", self.census.held()),
-        ]);
+        let [requesters, services, subscriptions, vl_tables, held] = self.sa.sizes();
+        out.extend([requesters, services, subscriptions, ("quarantine", self.checks.quarantine().guids.len())]);
+        out.extend([vl_tables, held]);
         out.extend(self.traps.sizes());
         out
     }
 
     /// SA answers sent, by attribute and status.
     pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
-        &self.sa_counts
+        self.sa.counts()
     }
     /// The last cabling check.
     pub fn cabling(&self) -> &checks::Cabling {
@@ -328,7 +310,7 @@ impl Sm {
     /// Where end ports are found by LID: the SA's snapshot, or the subnet being swept before
     /// the first one.
     fn ports(&self) -> mkeys::Ports<'_> {
-        mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet }
+        mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet }
     }
     /// Each P_Key table's layout as last written (by port GUID; switch ports by a key of their
     /// own), to persist in the state directory so that indexes survive a restart.
@@ -403,12 +385,12 @@ impl Sm {
     }
     /// Requests received so far, by kind.
     pub fn request_counters(&self) -> RequestCounters {
-        self.counters
+        self.sa.add_counters(self.counters)
     }
     /// The SA's snapshot of the fabric as the last completed sweep left it (`None` before the
     /// first). Cheap to clone and immutable: readers never wait for a sweep.
     pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
-        self.snapshot.clone()
+        self.sa.shared()
     }
     /// MFT blocks written for multicast groups so far.
     pub fn mft_blocks_sent(&self) -> u64 {
@@ -417,18 +399,11 @@ impl Sm {
     /// What this SM believes `switch`'s multicast table holds for `mlid`: the ports set, or
     /// `None` when it wrote nothing there.
     pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
-        let (block, entry) = ibsm_mad::attrs::MulticastForwardingTable::locate(mlid)?;
-        let held = self.sa_state.mfts.get(&switch)?;
-        let mut ports: Vec<u8> = held
-            .range((block, 0)..=(block, 15))
-            .flat_map(|(&(_, pos), t)| t.masks[entry].ports(pos).map(|p| p.0))
-            .collect();
-        ports.sort_unstable();
-        Some(ports)
+        self.sa.programmed_mft(switch, mlid)
     }
     /// Counters of the SA's Reports to subscribers.
     pub fn sa_report_counters(&self) -> crate::sa::inform::ReportCounters {
-        self.sa_state.informs.counters
+        self.sa.report_counters()
     }
     /// The report of the last completed sweep.
     pub fn last_report(&self) -> Option<&SubnetReport> {
@@ -495,7 +470,7 @@ impl Sm {
                 if h.attr_id == crate::sync::wire::ATTR_SYNC {
                     self.on_sync_response(bytes);
                 } else {
-                    self.sa_state.informs.on_report_resp(h.tid);
+                    self.sa.on_report_resp(h.tid);
                 }
             }
             (Inbound::Response, _) => {
@@ -515,6 +490,35 @@ impl Sm {
             (kind, Some(h)) => self.handle_request(kind, &h, bytes, &src),
         }
         self.advance();
+    }
+
+    /// Dispatches a request (anything that is not a response) to its handler; one from a source
+    /// nobody can answer ([`requests::bad_source`]) is counted as malformed and dropped.
+    fn handle_request(&mut self, kind: Inbound, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
+        if requests::bad_source(h, src) {
+            self.counters.malformed += 1;
+            return;
+        }
+        match kind {
+            Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
+            Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
+            Inbound::Trap => self.on_trap(h, bytes, src),
+            Inbound::Sa => self.answer_sa(h, bytes, src),
+            Inbound::Sync => self.answer_sync(h, bytes, src),
+            Inbound::Unsupported => {
+                self.counters.unsupported += 1;
+                self.events.push_back(requests::unsupported(h, src));
+                if let Some(reply) = requests::response_to(bytes, ibsm_mad::ids::status::BAD_METHOD_ATTR, None) {
+                    self.respond(reply, requests::reply_to(h, src));
+                }
+            }
+            Inbound::NoAnswer | Inbound::Response | Inbound::Malformed => {}
+        }
+    }
+
+    /// Queues a response (outside the SMP window: no timeout, no retry).
+    fn respond(&mut self, bytes: Vec<u8>, to: Address) {
+        self.responses.push_back(Transmit { bytes, to, kind: TransmitKind::Response });
     }
 
     /// The driver runs routing as a job off its event loop ([`Sm::take_route_job`]):
@@ -617,7 +621,7 @@ impl Sm {
         for (request, outcome) in self.tx.on_timeout(self.now) {
             self.dispatch(&request, &outcome);
         }
-        self.sa_state.informs.on_timeout(self.now);
+        self.sa.on_timeout(self.now);
         self.sync_timeout();
         self.light_timer();
         self.traps_timer();
@@ -642,10 +646,8 @@ impl Sm {
         if let Some(r) = self.responses.pop_front() {
             return Some(r);
         }
-        if let Some(r) = self.sa_state.informs.poll_transmit(self.now) {
-            let to = Address { lid: r.lid, qpn: r.qpn, qkey: io::GSI_QKEY, pkey_index: 0, sl: 0, grh: None };
-            let timeout_ns = crate::sa::inform::REPORT_TIMEOUT_NS;
-            return Some(Transmit { bytes: r.bytes, to, kind: TransmitKind::Request { timeout_ns } });
+        if let Some(r) = self.sa.poll_transmit(self.now) {
+            return Some(r);
         }
         if let Some(t) = self.poll_sync_transmit() {
             return Some(t);
@@ -667,7 +669,7 @@ impl Sm {
             self.tx.poll_timeout(),
             resweep,
             repair,
-            self.sa_state.informs.poll_timeout(),
+            self.sa.poll_timeout(),
             self.mkeys.poll_timeout(),
             poll,
             self.sync_out.poll_timeout(),
@@ -688,7 +690,12 @@ impl Sm {
     fn dispatch(&mut self, request: &Request, outcome: &Outcome) {
         match &request.req {
             Req::SetMft { switch, block, position, .. } => {
-                self.on_set_mft(request, *switch, (*block, *position), outcome);
+                if outcome.failure().is_some() {
+                    self.sa.mft_failed(*switch, (*block, *position));
+                    self.fail(request, outcome);
+                } else {
+                    self.programming.mft_written();
+                }
             }
             Req::SetPKeys { guid, block, table, .. } => {
                 let done = outcome.failure().is_none();
@@ -733,7 +740,7 @@ impl Sm {
             }
             Req::SetSmInfo { .. } => {}
             Req::GetVlTable { node, read, pass, .. } => {
-                self.census.on_read(&mut self.sa_state.vl, *node, *read, *pass, outcome);
+                self.sa.on_table_read(*node, *read, *pass, outcome);
                 self.census_pump();
             }
         }
@@ -861,19 +868,12 @@ impl Sm {
         };
         let report = self.sweep.report(facts, |end| self.checks.left_out(end));
         self.state = SmState::Master;
-        let snapshot = Arc::new(self.build_snapshot());
-        let old = self.snapshot.replace(Arc::clone(&snapshot));
-        self.announce_changes(old.as_deref(), &snapshot);
         let groups = ibsm_partitions::policy_groups(&self.cfg.partitions).unwrap_or_else(|e| {
             self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
             ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file()).unwrap_or_default()
         });
-        self.sa_state.mcast.apply_policy(&groups, &snapshot);
-        self.sa_state.mcast.retain_present(&snapshot);
-        self.sa_state.mcast.take_dirty();
-        self.announce_groups(&snapshot);
+        self.sa.sweep_done(Arc::new(self.build_snapshot()), &groups, &self.subnet, self.now);
         self.program_multicast();
-        self.census.after_sweep(&self.subnet, &mut self.sa_state.vl);
         self.census_pump();
         self.sync_after_sweep();
         self.reregister_clients = false;
@@ -887,5 +887,70 @@ impl Sm {
         self.sweep.completed(report.clone(), self.now);
         self.schedule.count_done();
         self.events.push_back(SmEvent::SubnetUp(report));
+    }
+
+    // ---- the SA: where its values meet the rest ----
+
+    /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
+    /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
+    pub fn build_snapshot(&self) -> crate::sa::Snapshot {
+        sa::snapshot::build(&sa::snapshot::Sources {
+            subnet: &self.subnet,
+            partitions: &self.partitions,
+            programming: &self.programming,
+            engine: self.routing.engine_used(),
+            port_guid: self.port_guid,
+            subnet_prefix: self.cfg.subnet_prefix,
+            lmc: self.cfg.lmc,
+            subnet_timeout: self.cfg.subnet_timeout,
+        })
+    }
+
+    /// An SA request: the SA answers it (or not), and what follows happens here: the census
+    /// reads, the multicast tables, the standbys' copy.
+    fn answer_sa(&mut self, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
+        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
+        let master = self.state == SmState::Master;
+        let asked = sa::Asked { header: h, bytes, src, live, master, queued: self.responses.len() };
+        let done = self.sa.answer(&asked);
+        self.responses.extend(done.reply);
+        self.events.extend(done.event);
+        if done.census {
+            self.census_pump();
+        }
+        if done.groups_changed {
+            self.program_multicast();
+        }
+        if let Some(section) = done.publish {
+            self.publish(&[section]);
+        }
+    }
+
+    /// Queues the census' next reads while this SM is master between sweeps, and answers the
+    /// requests that waited for it once it is done.
+    fn census_pump(&mut self) {
+        if self.state != SmState::Master || self.phase != SweepPhase::Up {
+            return;
+        }
+        let pump = self.sa.census_pump(&self.subnet, self.tx.outstanding_for(Op::Census));
+        for r in pump.reads {
+            self.tx.push(r);
+        }
+        for (bytes, src) in pump.answer {
+            if let Ok(h) = ibsm_mad::header::MadHeader::from_bytes(&bytes) {
+                self.answer_sa(&h, &bytes, &src);
+            }
+        }
+    }
+
+    /// Writes the MFT blocks that differ from what the switches hold for the SA's groups. Only
+    /// between sweeps; a sweep's end calls it again.
+    fn program_multicast(&mut self) {
+        if self.phase != SweepPhase::Up {
+            return;
+        }
+        for r in self.sa.multicast_sets(&self.subnet) {
+            self.tx.push(r);
+        }
     }
 }

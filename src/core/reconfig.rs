@@ -100,7 +100,7 @@ impl Sm {
         self.cfg = cfg;
         self.tx.set_limits(self.cfg.max_smps_in_flight, self.cfg.smp_timeout_ns, self.cfg.smp_retries);
         if self.cfg.sa_rate_limit != old.sa_rate_limit {
-            self.sa_admission.set_rate(self.cfg.sa_rate_limit);
+            self.sa.set_rate(self.cfg.sa_rate_limit);
         }
         if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
             self.schedule_light();

@@ -50,12 +50,7 @@ impl Sm {
                 (r.mkeys, r.neighbors) = self.mkeys.replica();
             }
             Section::PKeys => r.pkeys = self.partitions.layout().iter().map(|(g, l)| (*g, l.clone())).collect(),
-            Section::Groups => {
-                r.groups = self.sa_state.mcast.iter().cloned().collect();
-                r.next_mgid = self.sa_state.mcast.next_mgid();
-            }
-            Section::Services => r.services = self.sa_state.services.export(),
-            Section::Informs => r.informs = self.sa_state.informs.export(),
+            Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
         }
         r.encode(section)
     }
@@ -73,7 +68,7 @@ impl Sm {
     /// Master, after a sweep: publishes everything and syncs the standbys the sweep found.
     pub(super) fn sync_after_sweep(&mut self) {
         self.publish(&Section::ALL);
-        let snap = self.snapshot.clone();
+        let snap = self.sa.snapshot();
         let standbys: Vec<(Guid, ibsm_mad::Lid)> = self
             .election
             .found()
@@ -95,7 +90,7 @@ impl Sm {
         if self.state != SmState::Master || known || guid == self.port_guid {
             return;
         }
-        let Some(lid) = self.snapshot.as_ref().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid)
+        let Some(lid) = self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid)
         else {
             return;
         };
@@ -209,9 +204,7 @@ impl Sm {
                     self.mkeys.adopt(&r.mkeys, &r.neighbors);
                 }
                 Section::PKeys => self.partitions.adopt_layout(r.pkeys.iter().cloned()),
-                Section::Groups => self.sa_state.mcast.restore(r.groups.clone(), r.next_mgid),
-                Section::Services => self.sa_state.services.restore(r.services.clone()),
-                Section::Informs => self.sa_state.informs.restore(r.informs.clone()),
+                Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, &r),
             }
         }
         // Clients whose joins or registrations may be missing re-join and re-register.

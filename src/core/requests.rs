@@ -1,43 +1,31 @@
-//! Requests that reach the SM: the dispatch of every received MAD on (class, method,
-//! attribute), and the handlers of what the SM answers today.
+//! Requests that reach the SM: reading the common MAD header of every received MAD and saying
+//! what it is ([`classify`], on class, method and attribute), who may be answered
+//! ([`bad_source`]), and the shape of an answer ([`response_to`], [`reply_to`]). Pure functions:
+//! the coordinator (`Sm::handle_mad`) dispatches on what they say to the handlers, each with
+//! what it is about: SMInfo Get and Set in `mastership`, traps in [`super::traps`], SA requests
+//! in the SA component (`sa`), sync messages in [`super::replication`], and the spec's
+//! "method/attribute not supported" status (0x000c) for every request nobody serves.
 //!
-//! Owns: reading the common MAD header first ([`classify`]); answering SubnGet(SMInfo) on the
-//! SM's own port, LID-routed and directed-route (a Get that fails the port's M_Key check at
-//! protect levels 2 and 3 gets no answer); acknowledging traps with TrapRepress and
-//! turning them into a sweep request; and the spec's "method/attribute not supported" status
-//! (0x000c) for every request nobody serves yet, SA included. Answers are queued as responses
-//! outside the SMP window (no timeout, no retry). SA requests for the VL tables wait for the
-//! census (`vl_census`): here they are held, and the census' reads queued and its held
-//! requests answered. It never trusts a byte: a MAD too short for
-//! its header, of another base version, or of a class whose header does not parse is counted
-//! as malformed and dropped, and so is a LID-routed request from LID 0, a GS request from
-//! QP0 or a LID-routed SMP from another QP.
-//!
-//! Must not touch: the sweep's transactions (responses to our own SMPs go back to
-//! `Sm::handle_mad`, which hands them to the transaction table).
+//! It never trusts a byte: a MAD too short for its header, of another base version, or of a
+//! class whose header does not parse is malformed, and so is a LID-routed request from LID 0, a
+//! GS request from QP0 or a LID-routed SMP from another QP. It must not touch the sweep's
+//! transactions (responses to our own SMPs go back to `Sm::handle_mad`, which hands them to the
+//! transaction table).
 
-use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
+use ibsm_mad::MAD_LEN;
 use ibsm_mad::header::{Mad, MadHeader, Method, MgmtClass};
-use ibsm_mad::ids::{attr, status};
+use ibsm_mad::ids::attr;
 use ibsm_mad::smp::{DrSmp, SMP_DATA_LEN};
-use ibsm_mad::{Attribute, MAD_LEN};
 
-use super::Sm;
 use super::events::SmEvent;
-use super::io::{Address, MadSource, Transmit, TransmitKind};
-use super::state::{SmState, SweepPhase};
-use super::vl_census::Hold;
-use crate::sa::admission::Admit;
+use super::io::{Address, MadSource};
 
 /// Offset of the SMP data area (and of the SA header's end is 56; the SMP data starts at 64).
-const SMP_DATA: usize = 64;
+pub(super) const SMP_DATA: usize = 64;
 /// Where the SA header ends; the record data of an SA reply starts here.
 const SA_DATA: usize = 56;
 /// The RMPP header of a GS MAD (cleared in a single-MAD reply).
 const RMPP_HEADER: std::ops::Range<usize> = 24..36;
-
-/// Most answers waiting to be sent; SA requests past it are dropped.
-const MAX_QUEUED_ANSWERS: usize = 16_384;
 
 /// What a received MAD is, from its common header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,278 +111,38 @@ pub(super) fn response_to(request: &[u8], status: u16, data: Option<&[u8; SMP_DA
 
 /// Where the answer to a request from `src` goes: directed-route SMPs back along their path
 /// (permissive LID, QP0), everything else to the requester's LID and QP.
-fn reply_to(h: &MadHeader, src: &MadSource) -> Address {
+pub(super) fn reply_to(h: &MadHeader, src: &MadSource) -> Address {
     if h.mgmt_class == MgmtClass::SubnDr { Address::DIRECTED_ROUTE } else { src.reply_address() }
 }
 
-impl Sm {
-    /// Dispatches a request (anything that is not a response) to its handler.
-    pub(super) fn handle_request(&mut self, kind: Inbound, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        // A LID-routed request from LID 0 (a reserved source LID) has nobody to answer; QP0
-        // carries SMPs only, so a GS request (SA, sync) from QP0 would be answered to QP0 and a
-        // LID-routed SMP from another QP to that QP. All are dropped and counted as malformed.
-        // (A directed-route answer goes back along its route to QP0 whatever the source.)
-        let no_lid = src.slid == ibsm_mad::Lid::UNASSIGNED;
-        let bad_source = match h.mgmt_class {
-            MgmtClass::SubnDr => false,
-            MgmtClass::SubnLid => no_lid || src.sqpn != 0,
-            _ => no_lid || src.sqpn == 0,
-        };
-        if bad_source {
-            self.counters.malformed += 1;
-            return;
-        }
-        match kind {
-            Inbound::GetSmInfo => self.answer_sm_info(h, bytes, src),
-            Inbound::SetSmInfo => self.answer_sm_control(h, bytes, src),
-            Inbound::Trap => self.on_trap(h, bytes, src),
-            Inbound::Sa => self.answer_sa(h, bytes, src),
-            Inbound::Sync => self.answer_sync(h, bytes, src),
-            Inbound::Unsupported => {
-                self.note_unsupported(h, src);
-                if let Some(reply) = response_to(bytes, status::BAD_METHOD_ATTR, None) {
-                    self.respond(reply, reply_to(h, src));
-                }
-            }
-            Inbound::NoAnswer | Inbound::Response | Inbound::Malformed => {}
-        }
+/// Whether a request from `src` has nobody to answer: a LID-routed request from LID 0 (a
+/// reserved source LID); a GS request (SA, sync) from QP0, which carries SMPs only, or a
+/// LID-routed SMP from another QP (the answer would go to the wrong QP). Such requests are
+/// dropped and counted as malformed. A directed-route answer goes back along its route to QP0
+/// whatever the source.
+pub(super) fn bad_source(h: &MadHeader, src: &MadSource) -> bool {
+    let no_lid = src.slid == ibsm_mad::Lid::UNASSIGNED;
+    match h.mgmt_class {
+        MgmtClass::SubnDr => false,
+        MgmtClass::SubnLid => no_lid || src.sqpn != 0,
+        _ => no_lid || src.sqpn == 0,
     }
+}
 
-    /// The SMInfo this SM reports: its port GUID, priority, state and activity count. The SM_Key
-    /// is returned only to a requester that sent the right one.
-    pub fn sm_info(&self, proven_key: bool) -> SmInfo {
-        let sm_state = match self.state {
-            SmState::NotActive => WireSmState::NotActive,
-            SmState::Discovering => WireSmState::Discovering,
-            SmState::Standby => WireSmState::Standby,
-            SmState::Master => WireSmState::Master,
-        };
-        SmInfo {
-            guid: self.port_guid(),
-            sm_key: if proven_key { self.cfg.sm_key } else { 0 },
-            act_count: self.act_count(),
-            priority: self.priority(),
-            sm_state,
-        }
-    }
-
-    /// ActCount: rises with every SMP this SM sends and every SMInfo query it answers.
-    fn act_count(&self) -> u32 {
-        (self.tx.counters.sent as u32).wrapping_add(self.counters.sm_info_answered as u32)
-    }
-
-    /// SubnSet(SMInfo): obeyed or refused (status 0x001C) by the election's rules; the answer
-    /// carries this SM's SMInfo as it is after the control.
-    fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
-        let sender = self.control_sender(bytes, h.mgmt_class == MgmtClass::SubnDr, src.slid);
-        let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f, sender));
-        let mut data = [0u8; SMP_DATA_LEN];
-        self.sm_info(obeyed).emit(&mut data);
-        let st = if obeyed { status::OK } else { status::BAD_FIELD };
-        if let Some(reply) = response_to(bytes, st, Some(&data)) {
-            self.respond(reply, reply_to(h, src));
-        }
-    }
-
-    fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let asked = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
-        let asked_key = asked.map(|i| i.sm_key);
-        // The SM_Key goes to a requester that presents it, or (as the IBTA and OpenSM have it)
-        // one that passes this port's M_Key check: anyone while the port has no M_Key
-        // protection, only holders of the port's M_Key once it has. OpenSM ignores an SM whose
-        // SMInfo shows another key than its own, so a pair with the same key needs this.
-        let smp_mkey = (bytes.len() >= 32).then(|| ibsm_mad::smp::Smp::new_unchecked(bytes).m_key());
-        let mkey_ok = smp_mkey.is_some_and(|k| self.mkeys.passes_own(&self.cfg.m_key, self.port_guid, k));
-        // At protect levels 2 and 3 a Get that fails the port's M_Key check gets no answer at
-        // all, as an SMA drops it (an answer, even with the key hidden, tells a prober that an
-        // SM is there and which one).
-        if !mkey_ok && self.cfg.m_key.protect >= 2 {
-            return;
-        }
-        let proven = asked_key == Some(self.cfg.sm_key) || mkey_ok;
-        // A master counts the query as activity (a standby's poll sees the count rise).
-        if self.state == SmState::Master {
-            self.counters.sm_info_answered += 1;
-        }
-        // A standby that polls with our SM_Key (ibsm's standbys send their own SMInfo) is
-        // kept in sync from now on, found by a sweep or not.
-        if let Some(standby) = asked.filter(|i| i.sm_key == self.cfg.sm_key && i.sm_state == WireSmState::Standby) {
-            self.standby_seen(standby.guid);
-        }
-        let mut data = [0u8; SMP_DATA_LEN];
-        self.sm_info(proven).emit(&mut data);
-        if let Some(reply) = response_to(bytes, status::OK, Some(&data)) {
-            self.respond(reply, reply_to(h, src));
-        }
-        self.events.push_back(SmEvent::SmInfoAnswered { from: src.slid, phase: self.phase });
-    }
-
-    fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        self.counters.traps += 1;
-        let notice = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok());
-        let number = notice.as_ref().and_then(|n| match n.source {
-            ibsm_mad::attrs::NoticeSource::Generic { trap_number, .. } => Some(trap_number),
-            ibsm_mad::attrs::NoticeSource::Vendor { .. } => None,
-        });
-        // TrapRepress: the trap itself, method 0x07, back to the issuer (not a response: no R bit,
-        // but sent once like one), with the issuer's M_Key (a wrong one would be refused). Not
-        // for a bad-M_Key trap about a refused TrapRepress: the port does not know this SM's key,
-        // and repressing again would only raise the next such trap, for ever.
-        let repress_refused = notice.as_ref().is_some_and(|n| {
-            matches!(n.details, ibsm_mad::attrs::NoticeDetails::Trap256 { method, .. } if method == Method::TrapRepress.raw())
-        });
-        if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec).filter(|_| !repress_refused) {
-            let key = self.mkeys.issuer_key(&self.cfg.m_key, self.ports(), src.slid);
-            let mut m = Mad::new_unchecked(&mut repress[..]);
-            m.set_method(Method::TrapRepress);
-            m.set_status(status::OK);
-            ibsm_mad::smp::Smp::new_unchecked(&mut repress[..]).set_m_key(key);
-            self.respond(repress, reply_to(h, src));
-        }
-        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers); a bad
-        // M_Key is a security event, reported per source.
-        if let Some(n) = notice.as_ref() {
-            if number == Some(256) {
-                let ports = super::mkeys::Ports { snapshot: self.snapshot.as_deref(), subnet: &self.subnet };
-                let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
-                self.events.extend(event);
-            }
-            // Only to subscribers who share a partition with the issuer (o13-17.1.1).
-            if let Some(snap) = self.snapshot() {
-                let about = crate::sa::inform::Audience::Port(snap.by_lid(n.issuer_lid));
-                self.sa_state.informs.notify(&snap, n, n.issuer_lid, about, self.now);
-            }
-        }
-        let action = self.act_on_trap(src.slid, notice.as_ref());
-        self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
-    }
-
-    /// An SA request for the tables before the census is done: kept (or dropped past
-    /// `vl_census::MAX_HELD`; the client retries) and the census started. Returns false when
-    /// the tables are all read and the request can be answered now.
-    fn hold_for_census(&mut self, bytes: &[u8], src: &MadSource) -> bool {
-        match self.census.hold(bytes, src) {
-            Hold::Answer => return false,
-            Hold::Dropped => self.counters.sa_dropped += 1,
-            Hold::Held => {}
-        }
-        self.census_pump();
-        true
-    }
-
-    /// Queues the census' next reads while this SM is master between sweeps, and answers the
-    /// requests that waited for it once it is done.
-    pub(super) fn census_pump(&mut self) {
-        if self.state != SmState::Master || self.phase != SweepPhase::Up {
-            return;
-        }
-        let outstanding = self.tx.outstanding_for(super::transactions::Op::Census);
-        let pump = self.census.pump(&self.subnet, &mut self.sa_state.vl, outstanding);
-        for r in pump.reads {
-            self.tx.push(r);
-        }
-        for (bytes, src) in pump.answer {
-            if let Ok(h) = MadHeader::from_bytes(&bytes) {
-                self.answer_sa(&h, &bytes, &src);
-            }
-        }
-    }
-
-    /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is
-    /// master with a sweep done, the request gets no answer (clients retry), as the spec has it.
-    pub(super) fn answer_sa(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let Some(snap) = self.snapshot.clone().filter(|_| self.state == SmState::Master) else {
-            self.counters.sa_not_ready += 1;
-            return;
-        };
-        // A wrong non-zero SA key: dropped, counted and reported, never answered (OpenSM's rule;
-        // an answer would tell a guesser that its request arrived).
-        if let Some(key) = crate::sa::wrong_key(bytes, self.cfg.sa_key) {
-            self.counters.sa_bad_key += 1;
-            self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
-            return;
-        }
-        // Answers wait in a bounded queue: past it, requests are dropped (clients retry) and
-        // memory stays bounded whatever arrives.
-        if self.responses.len() >= MAX_QUEUED_ANSWERS {
-            self.counters.sa_dropped += 1;
-            return;
-        }
-        // The tables wait for their census (answered when it is done).
-        if super::vl_census::wants_tables(h) && self.hold_for_census(bytes, src) {
-            return;
-        }
-        if self.sa_admission.admit(src.slid, self.now) == Admit::Busy {
-            self.counters.sa_busy += 1;
-            self.sa_counts.count(h.attr_id, status::BUSY);
-            if let Some(reply) = response_to(bytes, status::BUSY, None) {
-                self.respond(reply, src.reply_address());
-            }
-            return;
-        }
-        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
-        match crate::sa::serve(&snap, &mut self.sa_state, &live, bytes, src.slid, &self.sa_limits) {
-            Ok(answer) => {
-                self.counters.sa_answered += 1;
-                self.sa_counts.count(h.attr_id, answer.status);
-                if answer.truncated {
-                    self.counters.sa_truncated += 1;
-                }
-                if answer.status == status::BAD_METHOD_ATTR {
-                    self.note_unsupported(h, src);
-                }
-                self.respond(answer.bytes, src.reply_address());
-                // Group changes reach the switches now, or at the end of the running sweep, and
-                // subscribers hear of created and deleted groups (66, 67).
-                if self.sa_state.mcast.take_dirty() {
-                    self.program_multicast();
-                }
-                self.announce_groups(&snap);
-                // A change the standbys must hold too.
-                if answer.status == status::OK && matches!(h.method, Method::Set | Method::Delete) {
-                    let section = match h.attr_id {
-                        ibsm_mad::ids::sa_attr::MC_MEMBER_RECORD => Some(crate::sync::Section::Groups),
-                        ibsm_mad::ids::sa_attr::SERVICE_RECORD => Some(crate::sync::Section::Services),
-                        ibsm_mad::ids::sa_attr::INFORM_INFO => Some(crate::sync::Section::Informs),
-                        _ => None,
-                    };
-                    if let Some(s) = section {
-                        self.publish(&[s]);
-                    }
-                }
-            }
-            Err(crate::sa::Dropped::BadKey(key)) => {
-                self.counters.sa_bad_key += 1;
-                self.events.push_back(SmEvent::SaBadKey { from: src.slid, key });
-            }
-            Err(crate::sa::Dropped::Malformed) => {
-                self.counters.malformed += 1;
-                self.events.push_back(SmEvent::MalformedMad { from: src.slid, len: bytes.len() });
-            }
-        }
-    }
-
-    /// Counts and reports a request answered with "method/attribute not supported".
-    fn note_unsupported(&mut self, h: &MadHeader, src: &MadSource) {
-        self.counters.unsupported += 1;
-        self.events.push_back(SmEvent::RequestUnsupported {
-            class: h.mgmt_class.raw(),
-            method: h.method.raw(),
-            attr_id: h.attr_id,
-            from: src.slid,
-        });
-    }
-
-    /// Queues a response (outside the SMP window: no timeout, no retry).
-    pub(super) fn respond(&mut self, bytes: Vec<u8>, to: Address) {
-        self.responses.push_back(Transmit { bytes, to, kind: TransmitKind::Response });
+/// What a request answered with "method/attribute not supported" is reported as.
+pub(super) fn unsupported(h: &MadHeader, src: &MadSource) -> SmEvent {
+    SmEvent::RequestUnsupported {
+        class: h.mgmt_class.raw(),
+        method: h.method.raw(),
+        attr_id: h.attr_id,
+        from: src.slid,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ibsm_mad::ids::status;
     use ibsm_mad::smp::SmpRepr;
     use ibsm_mad::{DrPath, Lid};
 

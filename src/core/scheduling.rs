@@ -8,14 +8,57 @@
 //! NodeDescriptions read for traps, and the cabling check hears of cables lost. No state lives
 //! here: this is `Sm`'s own code, split from `mod.rs` by concept.
 
-use std::sync::Arc;
+use ibsm_mad::header::{Mad, MadHeader, Method};
+use ibsm_mad::ids::status;
+use ibsm_mad::{Attribute as _, Lid, MAD_LEN};
 
-use ibsm_mad::Lid;
+use super::events::SmEvent;
+use super::io::MadSource;
+use super::requests::{SMP_DATA, reply_to};
 
 use super::state::{NodeIdx, SmState, SweepPhase};
 use super::{ComputeStep, Sm, light, quick, schedule, traps};
 
 impl Sm {
+    /// A trap (SubnTrap(Notice)) from `src`: acknowledged with TrapRepress, heard by the SA's
+    /// subscribers, a bad M_Key reported, and acted on ([`Sm::act_on_trap`]).
+    pub(super) fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        self.counters.traps += 1;
+        let notice = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok());
+        let number = notice.as_ref().and_then(|n| match n.source {
+            ibsm_mad::attrs::NoticeSource::Generic { trap_number, .. } => Some(trap_number),
+            ibsm_mad::attrs::NoticeSource::Vendor { .. } => None,
+        });
+        // TrapRepress: the trap itself, method 0x07, back to the issuer (not a response: no R bit,
+        // but sent once like one), with the issuer's M_Key (a wrong one would be refused). Not
+        // for a bad-M_Key trap about a refused TrapRepress: the port does not know this SM's key,
+        // and repressing again would only raise the next such trap, for ever.
+        let repress_refused = notice.as_ref().is_some_and(|n| {
+            matches!(n.details, ibsm_mad::attrs::NoticeDetails::Trap256 { method, .. } if method == Method::TrapRepress.raw())
+        });
+        if let Some(mut repress) = bytes.get(..MAD_LEN).map(<[u8]>::to_vec).filter(|_| !repress_refused) {
+            let key = self.mkeys.issuer_key(&self.cfg.m_key, self.ports(), src.slid);
+            let mut m = Mad::new_unchecked(&mut repress[..]);
+            m.set_method(Method::TrapRepress);
+            m.set_status(status::OK);
+            ibsm_mad::smp::Smp::new_unchecked(&mut repress[..]).set_m_key(key);
+            self.respond(repress, reply_to(h, src));
+        }
+        // Subscribers hear of it (as OpenSM forwards traps to InformInfo subscribers); a bad
+        // M_Key is a security event, reported per source.
+        if let Some(n) = notice.as_ref() {
+            if number == Some(256) {
+                let ports = super::mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet };
+                let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
+                self.events.extend(event);
+            }
+            // Only to subscribers who share a partition with the issuer (o13-17.1.1).
+            self.sa.notify_trap(n, self.now);
+        }
+        let action = self.act_on_trap(src.slid, notice.as_ref());
+        self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
+    }
+
     /// Acts on an acknowledged trap from `from` (its Notice, when it parsed): the trap book
     /// decides, what it answers is queued here.
     pub(super) fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
@@ -23,7 +66,7 @@ impl Sm {
             now: self.now,
             acting: matches!(self.state, SmState::Master | SmState::Discovering),
             sweeping: self.phase != SweepPhase::Up,
-            snapshot: self.snapshot.as_deref(),
+            snapshot: self.sa.snapshot(),
             subnet: &self.subnet,
         };
         let answer = self.traps.on_trap(from, notice, cx);
@@ -37,14 +80,8 @@ impl Sm {
     /// The trap book's deadline: NodeDescriptions into the snapshot, the sweep it asks for.
     pub(super) fn traps_timer(&mut self) {
         let due = self.traps.on_timeout(self.now, self.phase == SweepPhase::Up, self.state == SmState::Master);
-        if let Some(descs) = due.descs
-            && let Some(snap) = self.snapshot.as_mut()
-        {
-            for node in &mut Arc::make_mut(snap).nodes {
-                if let Some(d) = descs.get(&node.info.node_guid) {
-                    node.desc.clone_from(d);
-                }
-            }
+        if let Some(descs) = due.descs {
+            self.sa.set_node_descs(&descs);
         }
         match due.sweep {
             Some(traps::Wanted::Quick(guids)) => {
@@ -92,7 +129,7 @@ impl Sm {
     /// a quick sweep of them when one is possible (a master, no sweep running, a completed
     /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
     pub(super) fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
-        let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.snapshot.is_some())
+        let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.sa.snapshot().is_some())
             .then(|| quick::Quick::reads(&self.subnet, switches))
             .flatten();
         let Some(reads) = reads else {

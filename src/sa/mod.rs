@@ -5,9 +5,9 @@
 //! snapshot the answers come from ([`snapshot`]); per-requester admission ([`admission`]).
 //! [`serve`] maps a request's bytes to the response bytes: it does no I/O, reads no clock and
 //! never panics on what a client sends; what persists between requests (registered services,
-//! subscriptions and the Reports in flight, multicast groups) is the [`SaState`] the core owns
-//! and passes in. The core decides whether the SA answers at all (only as master, once a sweep
-//! is done) and where the answer goes.
+//! subscriptions and the Reports in flight, multicast groups) is the [`SaState`] that the
+//! core's SA component (`core::sa::Sa`) owns and passes in. That component decides whether the
+//! SA answers at all (only as master, once a sweep is done) and where the answer goes.
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord, P_KeyTableRecord (Get, GetTable);

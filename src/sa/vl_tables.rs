@@ -1,7 +1,7 @@
 //! SLtoVLMappingTableRecord and VLArbitrationTableRecord (Get, GetTable): each port's SL-to-VL
 //! map and VL arbitration blocks, as the SM read them from the ports.
 //!
-//! Owns [`VlTables`], the tables by node GUID (read by the core's census, `core::vl_census`,
+//! Owns [`VlTables`], the tables by node GUID (read by the core's census, `core::sa::census`,
 //! which fills it), and the two queries. A switch has a map per (input port, output port) pair,
 //! ports 0..=N both, and arbitration blocks per port 0..=N (1 and 3; 2 and 4, entries 32..63,
 //! where the port's caps exceed 32); a CA port has one map (its record carries ports 0/0) and

@@ -5,8 +5,10 @@
 //! switch, breadth-first over the links discovery found; a switch's mask for the group's MLID
 //! holds the ports toward members that receive and the tree links that connect every member,
 //! senders included) and what the SM believes each switch holds, so that only blocks that
-//! change are written. Programming runs between sweeps (node indexes are stable then); its SMPs
-//! belong to [`Op::Multicast`], so a sweep starting meanwhile is not held up by them.
+//! change are written ([`Sa::multicast_sets`]: the Sets, as values for the coordinator to
+//! queue). Programming runs between sweeps (node indexes are stable then: the coordinator's
+//! call); its SMPs belong to [`Op::Multicast`], so a sweep starting meanwhile is not held up by
+//! them.
 //!
 //! SwitchInfo.MulticastFDBTop ([`mft_top`]) is programmed as OpenSM does, on the switches whose
 //! port 0 advertises IsMulticastFDBTopSupported: the last MLID of the highest MFT block that
@@ -19,17 +21,17 @@ use ibsm_mad::attrs::{CapabilityMask, MulticastForwardingTable, SwitchInfo};
 use ibsm_mad::records::JoinState;
 use ibsm_mad::{Guid, Lid};
 
-use super::Sm;
-use super::state::{Node, SweepPhase};
-use super::transactions::{Op, Outcome, Req, Request};
+use super::Sa;
+use crate::core::state::{Node, Subnet};
+use crate::core::transactions::{Op, Req, Request};
 use crate::sa::Snapshot;
 
 /// Blocks of one switch's MFT: (block, position) to table.
-pub(super) type Blocks = BTreeMap<(u16, u8), MulticastForwardingTable>;
+pub(crate) type Blocks = BTreeMap<(u16, u8), MulticastForwardingTable>;
 
 /// The MFT blocks every switch needs (by snapshot node index) for `groups`: each an MLID and
 /// its members with their JoinState.
-pub(super) fn tables<'a>(
+pub(crate) fn tables<'a>(
     snap: &Snapshot,
     groups: impl Iterator<Item = (Lid, &'a BTreeMap<Guid, JoinState>)>,
 ) -> HashMap<u32, Blocks> {
@@ -44,10 +46,10 @@ pub(super) fn tables<'a>(
             let Some(node) = snap.node(n) else { continue };
             if node.is_switch() {
                 attach.push((n, 0, receives));
-            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote) {
-                if snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch) {
-                    attach.push((s, q, receives));
-                }
+            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote)
+                && snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch)
+            {
+                attach.push((s, q, receives));
             }
         }
         let Some(root) = attach.iter().map(|a| a.0).min() else { continue };
@@ -88,7 +90,7 @@ pub(super) fn tables<'a>(
 
 /// SwitchInfo.MulticastFDBTop for a switch holding `held`: the last MLID of the highest block
 /// with an entry, 0xBFFF when no block has one.
-pub(super) fn mft_top(held: Option<&Blocks>) -> Lid {
+pub(crate) fn mft_top(held: Option<&Blocks>) -> Lid {
     let top_block = held
         .into_iter()
         .flatten()
@@ -102,7 +104,7 @@ pub(super) fn mft_top(held: Option<&Blocks>) -> Lid {
 }
 
 /// Whether switch `n` honours SwitchInfo.MulticastFDBTop (its port 0 says so).
-pub(super) fn honours_mft_top(n: &Node) -> bool {
+pub(crate) fn honours_mft_top(n: &Node) -> bool {
     n.ports
         .first()
         .and_then(|p| p.info)
@@ -130,15 +132,15 @@ fn tree(snap: &Snapshot, root: u32) -> HashMap<u32, (u32, u8, u8)> {
     parent
 }
 
-impl Sm {
-    /// Writes the MFT blocks that differ from what the switches hold for the SA's groups. Only
-    /// between sweeps; a sweep's end calls it again.
-    pub(super) fn program_multicast(&mut self) {
-        if self.phase != SweepPhase::Up {
-            return;
-        }
-        let Some(snap) = self.snapshot.clone() else { return };
-        let want = tables(&snap, self.sa_state.mcast.iter().map(|g| (g.params.mlid, &g.members)));
+impl Sa {
+    /// The Sets that make the switches of `subnet` hold the MFT blocks the SA's groups need,
+    /// where they differ from what this SM believes they hold (and the MulticastFDBTop that
+    /// follows). Only between sweeps (the coordinator's call); a sweep's end asks again. The
+    /// blocks count as held from now on: a failed write forgets them ([`Sa::mft_failed`]).
+    pub(crate) fn multicast_sets(&mut self, subnet: &Subnet) -> Vec<Request> {
+        let mut sets = Vec::new();
+        let Some(snap) = self.snapshot.as_deref() else { return sets };
+        let want = tables(snap, self.state.mcast.iter().map(|g| (g.params.mlid, &g.members)));
         let empty = Blocks::new();
         for (n, node) in snap.nodes.iter().enumerate() {
             if !node.is_switch() {
@@ -146,19 +148,18 @@ impl Sm {
             }
             let Ok(idx) = u32::try_from(n) else { break };
             let guid = node.info.node_guid;
-            let Some(path) = self.subnet.nodes.get(n).filter(|s| s.info.node_guid == guid).map(|s| s.path) else {
+            let Some(path) = subnet.nodes.get(n).filter(|s| s.info.node_guid == guid).map(|s| s.path) else {
                 continue;
             };
             let wanted = want.get(&idx).unwrap_or(&empty);
-            let held = self.sa_state.mfts.entry(guid).or_default();
+            let held = self.state.mfts.entry(guid).or_default();
             let keys: Vec<(u16, u8)> = wanted.keys().chain(held.keys()).copied().collect();
-            let mut sets = Vec::new();
             for key in keys {
                 let w = wanted.get(&key).copied().unwrap_or_default();
                 if held.get(&key) == Some(&w) {
                     continue;
                 }
-                // Optimistic: a failed write forgets the block again (see `on_set_mft`).
+                // Optimistic: a failed write forgets the block again.
                 held.insert(key, w);
                 sets.push(Request {
                     path,
@@ -169,7 +170,7 @@ impl Sm {
             // The top follows the blocks in use, on switches that honour it; PortStateChange
             // is left alone (writing 1 would clear it).
             let top = mft_top(Some(held));
-            if let Some(sn) = self.subnet.nodes.get(n)
+            if let Some(sn) = subnet.nodes.get(n)
                 && honours_mft_top(sn)
                 && let Some(si) = sn.switch_info
                 && si.multicast_fdb_top != top
@@ -177,22 +178,8 @@ impl Sm {
                 let info = SwitchInfo { multicast_fdb_top: top, port_state_change: false, ..si };
                 sets.push(Request { path, req: Req::SetSwitchInfo { node: n, info }, op: Op::Multicast });
             }
-            for s in sets {
-                self.tx.push(s);
-            }
         }
-    }
-
-    /// A MulticastForwardingTable Set ended.
-    pub(super) fn on_set_mft(&mut self, request: &Request, switch: Guid, key: (u16, u8), outcome: &Outcome) {
-        if outcome.failure().is_some() {
-            if let Some(held) = self.sa_state.mfts.get_mut(&switch) {
-                held.remove(&key);
-            }
-            self.fail(request, outcome);
-        } else {
-            self.programming.mft_written();
-        }
+        sets
     }
 }
 

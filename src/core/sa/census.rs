@@ -13,10 +13,10 @@
 //! that table out of the answers; it is not a sweep failure.
 //!
 //! The tables themselves live in the SA's state (`sa::vl_tables::VlTables`), which [`Census`]
-//! is handed (`&mut VlTables`) with the subnet and the census SMPs outstanding; it answers with
-//! values ([`Pump`]: the reads to queue and the held requests to answer now) and touches no
-//! other component's state. Whether the census may run (a master between sweeps) is the
-//! coordinator's call.
+//! is handed (`&mut VlTables`, by [`super::Sa`], which owns both) with the subnet and the census
+//! SMPs outstanding; it answers with values ([`Pump`]: the reads to queue and the held requests
+//! to answer now) and touches nothing else. Whether the census may run (a master between
+//! sweeps) is the coordinator's call.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -24,9 +24,9 @@ use ibsm_mad::header::MadHeader;
 use ibsm_mad::ids::sa_attr;
 use ibsm_mad::{Guid, PortNum};
 
-use super::io::MadSource;
-use super::state::Subnet;
-use super::transactions::{Op, Outcome, Req, Request};
+use crate::core::io::MadSource;
+use crate::core::state::Subnet;
+use crate::core::transactions::{Op, Outcome, Req, Request};
 use crate::sa::vl_tables::{VlRead, VlTables};
 
 /// Most census SMPs queued or in flight at once.

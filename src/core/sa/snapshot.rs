@@ -1,0 +1,130 @@
+//! The SA snapshot of a completed sweep: the discovered subnet, the PortInfo and SwitchInfo as
+//! last read or written, the P_Key tables in force and the forwarding tables the switches hold,
+//! copied into the SA's immutable [`Snapshot`] (which builds its own indexes).
+//!
+//! Owns the copy ([`build`], from the parts named in [`Sources`]), and what changed between
+//! two snapshots for the SA's subscribers (ports in and out of service: notices 64 and 65;
+//! groups created and deleted: 66 and 67). When to take it (at the end of every sweep) is the
+//! coordinator's call.
+
+use std::collections::HashSet;
+
+use ibsm_mad::{Gid, Guid, PortNum};
+
+use super::Sa;
+use crate::core::partitions::Partitions;
+use crate::core::programming::Programming;
+use crate::core::state::Subnet;
+use crate::sa::snapshot::{SmPort, SnapNode, SnapPort, Snapshot};
+
+/// What a snapshot is copied from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sources<'a> {
+    /// The subnet as the sweep left it.
+    pub subnet: &'a Subnet,
+    /// The P_Key tables in force.
+    pub partitions: &'a Partitions,
+    /// The forwarding tables the switches hold.
+    pub programming: &'a Programming,
+    /// The routing engine that routed the sweep.
+    pub engine: &'a str,
+    /// The SM's own port.
+    pub port_guid: Guid,
+    /// Configuration: subnet prefix, LMC, subnet timeout.
+    pub subnet_prefix: u64,
+    /// LID mask control.
+    pub lmc: u8,
+    /// The subnet timeout (PacketLifeTime of path records).
+    pub subnet_timeout: u8,
+}
+
+/// A new snapshot of the subnet as it stands in `src`.
+pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
+    let nodes = src
+        .subnet
+        .nodes
+        .iter()
+        .map(|n| {
+            let switch = n.is_switch();
+            let ports = n
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, r)| SnapPort {
+                    pkeys: if switch && i > 0 {
+                        src.partitions.enforcing_table(n.info.node_guid, i)
+                    } else {
+                        r.guid
+                            .or(switch.then_some(n.info.port_guid))
+                            .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
+                            // The table as laid out on the port (holes included), for ports
+                            // whose table is in force (fail closed otherwise).
+                            .and_then(|g| src.partitions.written_table(g))
+                            .unwrap_or_default()
+                    },
+                    info: r.info,
+                    guid: r.guid.unwrap_or(if switch { n.info.port_guid } else { Guid(0) }),
+                    lid: r.lid,
+                    remote: r
+                        .remote
+                        .filter(|_| r.is_linked())
+                        .and_then(|(node, PortNum(p))| u32::try_from(node).ok().map(|node| (node, p))),
+                })
+                .collect();
+            let lft = if switch {
+                src.programming
+                    .programmed_lft(n.info.node_guid)
+                    .map(|l| l.ports.iter().map(|p| p.0).collect())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, lft }
+        })
+        .collect();
+    let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };
+    let mut snap = Snapshot::new(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm);
+    src.engine.clone_into(&mut snap.routing_engine);
+    snap
+}
+
+impl Sa {
+    /// Tells subscribers which ports came into service (64) or went out of it (65) between the
+    /// `old` snapshot and the `new` one, and ends the subscriptions of ports that are gone.
+    pub(super) fn announce_changes(&mut self, old: Option<&Snapshot>, new: &Snapshot, now: u64) {
+        let Some(old) = old else { return };
+        let guids =
+            |s: &Snapshot| -> HashSet<Guid> { s.end_ports().filter_map(|at| s.port(at).map(|p| p.guid)).collect() };
+        let (before, after) = (guids(old), guids(new));
+        let sm_gid = Gid { prefix: new.subnet_prefix, guid: new.sm.guid };
+        let lid_of = |s: &Snapshot, g: Guid| s.by_guid(g).and_then(|at| s.port(at)).map_or(ibsm_mad::Lid(0), |p| p.lid);
+        let mut changes: Vec<(bool, Guid, ibsm_mad::Lid)> = after
+            .difference(&before)
+            .map(|&g| (true, g, lid_of(new, g)))
+            .chain(before.difference(&after).map(|&g| (false, g, lid_of(old, g))))
+            .collect();
+        changes.sort_unstable();
+        for (in_service, guid, lid) in changes {
+            let gid = Gid { prefix: new.subnet_prefix, guid };
+            if let Some(n) = crate::sa::inform::gid_notice(in_service, gid, new.sm.lid, sm_gid) {
+                // Heard by those who share a partition with the port, as it is (64) or was (65).
+                let s = if in_service { new } else { old };
+                let about = crate::sa::inform::Audience::Port(s.by_guid(guid));
+                self.state.informs.notify(s, &n, lid, about, now);
+            }
+        }
+        self.state.informs.retain_present(new);
+    }
+
+    /// Tells subscribers which multicast groups were created (66) or deleted (67) since the last
+    /// call, at `now`.
+    pub(super) fn announce_groups(&mut self, snap: &Snapshot, now: u64) {
+        let sm_gid = Gid { prefix: snap.subnet_prefix, guid: snap.sm.guid };
+        for (created, mgid, pkey) in self.state.mcast.take_events() {
+            if let Some(n) = crate::sa::inform::group_notice(created, mgid, snap.sm.lid, sm_gid) {
+                let about = crate::sa::inform::Audience::Partition(pkey);
+                self.state.informs.notify(snap, &n, snap.sm.lid, about, now);
+            }
+        }
+    }
+}
