@@ -53,7 +53,7 @@ pub struct ChainOutcome {
 /// Why the chain produced nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainError {
-    /// A name that is not in the registry ([`crate::ENGINE_NAMES`]).
+    /// A name that is not in the registry ([`crate::KNOWN_NAMES`]).
     #[error("unknown routing engine {name:?} (known: {known})")]
     UnknownEngine {
         /// The name given.
@@ -92,7 +92,7 @@ impl Chain {
         for name in names {
             let name = name.as_ref().trim();
             let Some(e) = engine_with(name, options).filter(|_| !name.contains(',')) else {
-                return Err(ChainError::UnknownEngine { name: name.to_owned(), known: crate::ENGINE_NAMES.join(", ") });
+                return Err(ChainError::UnknownEngine { name: name.to_owned(), known: crate::KNOWN_NAMES.join(", ") });
             };
             engines.push(e);
         }

@@ -192,8 +192,12 @@ pub trait Engine {
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError>;
 }
 
-/// Names of every engine [`engine_by_name`] knows.
-pub const ENGINE_NAMES: &[&str] =
+/// Names of the engines that compute routes (the registry also knows `file`, which takes them
+/// from a file: see [`KNOWN_NAMES`]).
+pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
+
+/// Every name [`engine_by_name`] and [`engine_with`] know: [`ENGINE_NAMES`] and `file`.
+pub const KNOWN_NAMES: &[&str] =
     &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, file::FromFile::NAME];
 
 /// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).

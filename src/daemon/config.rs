@@ -253,7 +253,7 @@ pub fn allowed(key: &str) -> String {
         "routing-engine" => {
             return format!(
                 "an engine name or a list of engine names, each one of {}",
-                ibsm_routing::ENGINE_NAMES.join(", ")
+                ibsm_routing::KNOWN_NAMES.join(", ")
             );
         }
         "resweep-interval-s" | "sweep-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",

@@ -279,11 +279,11 @@ fn routing(value: &str) -> Fate {
         return skipped("OpenSM's default (minhop); ibsm's default chain ftree, updn, minhop is kept");
     }
     let names: Vec<&str> = value.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
-    let (known, unknown): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| ibsm_routing::ENGINE_NAMES.contains(n));
+    let (known, unknown): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| ibsm_routing::KNOWN_NAMES.contains(n));
     if known.is_empty() {
         return skipped(&format!(
             "none of {value:?} is available in ibsm (it has {}); its default chain is kept",
-            ibsm_routing::ENGINE_NAMES.join(", ")
+            ibsm_routing::KNOWN_NAMES.join(", ")
         ));
     }
     let list: Vec<String> = known.iter().map(|n| quoted(n)).collect();
