@@ -174,7 +174,7 @@ impl Sm {
     /// and a sweep follows).
     pub(super) fn become_standby(&mut self, master: FoundSm) {
         self.state = SmState::Standby;
-        self.sync_out.clear_peers();
+        self.replication.clear_peers();
         self.enter(SweepPhase::Up);
         self.schedule.stand_by();
         self.election.stand_by(master, self.now, self.cfg.sm_poll_interval_ns);

@@ -24,13 +24,17 @@
 //! starts the sweeps they ask for, and the handling of a trap), `sa` (`sa::Sa`: the SA's
 //! snapshot, its state, answer limits, admission, counts, the VL census and the multicast tables
 //! its groups need; the SA requests and what follows from them meet the rest in
-//! `Sm::answer_sa`, `census_pump` and `program_multicast`) and [`election`]
+//! `Sm::answer_sa`, `census_pump` and `program_multicast`), [`election`]
 //! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
-//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`).
+//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`)
+//! and [`replication`] ([`replication::Replication`]: the state a master publishes and where
+//! each standby stands, what a standby holds, whether clients must re-register; the
+//! coordinator's side, which reads each section from the component that owns it and gives it
+//! back at a takeover, is `sync_sections`).
 //! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
-//! replication ([`replication`]), bring-up (`bringup`) and `reconfig`. Requests are read by
-//! `requests` (pure functions) and dispatched by [`Sm::handle_mad`] to their handlers: SMInfo in
-//! `mastership`, traps in `scheduling`, the SA in `sa`, sync messages in [`replication`].
+//! bring-up (`bringup`) and `reconfig`. Requests are read by `requests` (pure functions) and
+//! dispatched by [`Sm::handle_mad`] to their handlers: SMInfo in `mastership`, traps in
+//! `scheduling`, the SA in `sa`, sync messages in `sync_sections`.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -59,6 +63,7 @@ mod schedule;
 mod scheduling;
 pub mod state;
 mod sweep;
+mod sync_sections;
 #[cfg(test)]
 mod testing;
 mod transactions;
@@ -137,14 +142,8 @@ pub struct Sm {
     election: election::Election,
     /// P_Key tables: resolved, laid out, written.
     partitions: partitions::Partitions,
-    /// Master: the state it replicates to its standbys.
-    sync_out: crate::sync::Publisher,
-    /// Standby: the state its master replicated to it.
-    sync_in: crate::sync::Receiver,
-    /// The next sweep as master sets ClientReregister on every CA port: this SM starts without
-    /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
-    /// takeover without current synced state), so they re-join and re-register.
-    reregister_clients: bool,
+    /// The state sync: what a master replicates, what a standby holds, ClientReregister.
+    replication: replication::Replication,
     /// Light sweeps between heavy ones.
     light: light::Light,
     /// What traps did and are waiting for.
@@ -180,9 +179,7 @@ impl Sm {
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
             partitions: partitions::Partitions::default(),
-            sync_out: crate::sync::Publisher::default(),
-            sync_in: crate::sync::Receiver::default(),
-            reregister_clients: true,
+            replication: replication::Replication::default(),
             light: light::Light::default(),
             traps: traps::Traps::default(),
             quick: None,
@@ -672,7 +669,7 @@ impl Sm {
             self.sa.poll_timeout(),
             self.mkeys.poll_timeout(),
             poll,
-            self.sync_out.poll_timeout(),
+            self.replication.poll_timeout(),
             self.traps.poll_timeout(),
         ]
         .into_iter()
@@ -876,7 +873,6 @@ impl Sm {
         self.program_multicast();
         self.census_pump();
         self.sync_after_sweep();
-        self.reregister_clients = false;
         self.schedule_light();
         let repairable = self.sweep.repairable();
         self.schedule.sweep_ended(self.now, report.complete, repairable, self.cfg.resweep_interval_ns);

@@ -1,25 +1,35 @@
-//! The core's side of the state sync ([`crate::sync`]): a master publishes its state and keeps
-//! its standbys current; a standby answers the master's sync messages and takes over with
-//! what it received.
+//! Replication: the component that owns both sides of the state sync ([`crate::sync`]) in the
+//! core ([`Replication`]): as master, the state it publishes and where each standby stands
+//! ([`crate::sync::Publisher`]); as standby, what its master sent it
+//! ([`crate::sync::Receiver`]); and whether the next sweep as master sets ClientReregister on
+//! every CA port.
 //!
-//! Owns: which state goes into each section (guid2lid, the M_Keys held and the cable map, the
-//! P_Key layouts, the SA's groups, services and subscriptions) and when a section is published
-//! (every section after each sweep, the SA's sections after a request that changed them); which
-//! SMs are synced (the standbys the sweep found, and a standby that polls this master with our
-//! SM_Key); who may feed a standby (only the master it watches, with a valid MAC); and how a new
-//! master adopts the replica (the master's entries win, its own fill the gaps).
+//! It takes what it needs as arguments (each section's bytes, which the coordinator reads from
+//! the components that own that state; the standbys a sweep found; a received sync message; the
+//! SM's state; the time) and answers with values: sync messages to send, [`PeerNews`] (events,
+//! and the standbys whose sync came to rest, for a handover waiting on them), a reply to a sync
+//! message or the reason to refuse it ([`SyncAnswer`]), the state to take over with
+//! ([`Adoption`]) and whether clients must re-register ([`Replication::reregister_clients`]).
+//! It reads no other component; the coordinator's side (which component each section comes
+//! from and goes back to) is `sync_sections`.
+//!
+//! The rules: every section is published after each sweep, the SA's sections after a request
+//! that changed them; the standbys synced are those the sweep found and a standby that polls
+//! this master with our SM_Key; a standby takes sync messages only from the master it watches,
+//! with a valid MAC; a new master adopts the replica (the master's entries win, its own fill
+//! the gaps) and tells the CA ports to re-register when it may lack a join or a registration
+//! the ports' SA clients hold (it holds nothing from its master, or not every section, or was
+//! not current at the master's last query).
 
-use ibsm_mad::Guid;
-use ibsm_mad::header::MadHeader;
+use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::sa::SaHeader;
+use ibsm_mad::{Guid, Lid};
 
-use super::Sm;
 use super::events::SmEvent;
-use super::io::{Address, GSI_QKEY, MadSource, Transmit, TransmitKind};
-use super::state::SmState;
+use super::io::{Address, GSI_QKEY, Transmit, TransmitKind};
 use crate::sync::wire::{Message, SyncKey, WireError};
-use crate::sync::{PeerState, Replica, Section};
+use crate::sync::{PeerState, Publisher, Receiver, Replica, Section};
 
 /// What `ibsm status` shows of the state sync.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -31,195 +41,249 @@ pub struct SyncStatus {
     /// As standby: the sections held.
     pub sections: Vec<&'static str>,
     /// As master: each standby (port GUID, LID, state, version it is current at).
-    pub standbys: Vec<(Guid, ibsm_mad::Lid, &'static str, Option<u64>)>,
+    pub standbys: Vec<(Guid, Lid, &'static str, Option<u64>)>,
     /// Sync messages sent (master: retries included) or sections received (standby).
     pub messages: u64,
 }
 
-impl Sm {
-    fn sync_key(&self) -> SyncKey {
-        SyncKey::from_sm_key(self.cfg.sm_key)
-    }
+/// What became of the standbys: events to report, and the standbys whose sync came to rest
+/// (current, foreign or unreachable), in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerNews {
+    /// [`SmEvent::SyncPeer`] for each standby that moved on.
+    pub events: Vec<SmEvent>,
+    /// Standbys whose sync came to rest: a handover waiting for one goes now.
+    pub settled: Vec<Guid>,
+}
 
-    /// The bytes of `section` of this SM's state.
-    fn section_bytes(&self, section: Section) -> Vec<u8> {
-        let mut r = Replica::default();
-        match section {
-            Section::Guid2Lid => r.guid2lid = self.guid2lid.iter().collect(),
-            Section::MKeys => {
-                (r.mkeys, r.neighbors) = self.mkeys.replica();
-            }
-            Section::PKeys => r.pkeys = self.partitions.layout().iter().map(|(g, l)| (*g, l.clone())).collect(),
-            Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
+/// What to do with a sync message a standby received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncAnswer {
+    /// Send this response; `received` reports a section that arrived whole.
+    Reply {
+        /// The response MAD.
+        bytes: Vec<u8>,
+        /// The section the message completed, and the master's version of it.
+        received: Option<(Section, u64)>,
+    },
+    /// Answer with status 0x001C and report why.
+    Refuse(&'static str),
+}
+
+/// The state a standby takes over with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Adoption {
+    /// The sections held (empty: nothing was received from the master).
+    pub sections: Vec<Section>,
+    /// Their content, service leases re-based onto this SM's clock.
+    pub replica: Replica,
+    /// The master's version this SM was last current at.
+    pub current_at: Option<u64>,
+}
+
+impl Adoption {
+    /// Its report.
+    pub fn event(&self) -> SmEvent {
+        SmEvent::SyncAdopted { sections: self.sections.len(), current_at: self.current_at }
+    }
+}
+
+/// The state sync: the master's side, the standby's side, and the ClientReregister decision.
+#[derive(Debug, Clone)]
+pub struct Replication {
+    /// Master: the state it replicates to its standbys.
+    publisher: Publisher,
+    /// Standby: the state its master replicated to it.
+    receiver: Receiver,
+    /// The next sweep as master sets ClientReregister on every CA port: this SM starts without
+    /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
+    /// takeover without current synced state), so they re-join and re-register.
+    reregister_clients: bool,
+}
+
+impl Default for Replication {
+    /// A first start: nothing held, every client told to re-register at the first sweep.
+    fn default() -> Replication {
+        Replication { publisher: Publisher::default(), receiver: Receiver::default(), reregister_clients: true }
+    }
+}
+
+impl Replication {
+    /// Master: publishes `sections` (the unchanged ones cost a digest).
+    pub fn publish(&mut self, sections: Vec<(Section, Vec<u8>)>, key: &SyncKey) -> PeerNews {
+        for (s, bytes) in sections {
+            self.publisher.publish(s, bytes, key);
         }
-        r.encode(section)
+        self.news()
     }
 
-    /// Master: publishes `sections` of its state (the unchanged ones cost a digest).
-    pub(super) fn publish(&mut self, sections: &[Section]) {
-        let key = self.sync_key();
-        for &s in sections {
-            let bytes = self.section_bytes(s);
-            self.sync_out.publish(s, bytes, &key);
-        }
-        self.sync_events();
+    /// Master, at the end of a sweep: publishes every section, syncs the `standbys` the sweep
+    /// found (port GUID, LID), and clears the ClientReregister request (the sweep carried it).
+    pub fn after_sweep(
+        &mut self,
+        sections: Vec<(Section, Vec<u8>)>,
+        standbys: &[(Guid, Lid)],
+        key: &SyncKey,
+    ) -> PeerNews {
+        let mut news = self.publish(sections, key);
+        self.publisher.set_peers(standbys);
+        let more = self.news();
+        news.events.extend(more.events);
+        news.settled.extend(more.settled);
+        self.reregister_clients = false;
+        news
     }
 
-    /// Master, after a sweep: publishes everything and syncs the standbys the sweep found.
-    pub(super) fn sync_after_sweep(&mut self) {
-        self.publish(&Section::ALL);
-        let snap = self.sa.snapshot();
-        let standbys: Vec<(Guid, ibsm_mad::Lid)> = self
-            .election
-            .found()
-            .iter()
-            .filter(|f| f.info.sm_state == ibsm_mad::attrs::SmState::Standby)
-            .map(|f| {
-                let lid = snap.as_ref().and_then(|s| s.by_guid(f.info.guid).and_then(|at| s.port(at))).map(|p| p.lid);
-                (f.info.guid, lid.unwrap_or(f.lid))
-            })
-            .collect();
-        self.sync_out.set_peers(&standbys);
-        self.sync_events();
-    }
-
-    /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
-    /// started since) is synced from now on.
-    pub(super) fn standby_seen(&mut self, guid: Guid) {
-        let known = self.sync_out.knows(guid) && !self.sync_out.refused(guid);
-        if self.state != SmState::Master || known || guid == self.port_guid {
+    /// A standby polled this SM (`me`, master when `master`) with our SM_Key; `lid` is its
+    /// port's LID in the last sweep. One the last sweep did not find (it started since) is
+    /// synced from now on.
+    pub fn standby_polled(&mut self, guid: Guid, lid: Option<Lid>, master: bool, me: Guid) {
+        let known = self.publisher.knows(guid) && !self.publisher.refused(guid);
+        if !master || known || guid == me {
             return;
         }
-        let Some(lid) = self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid)
-        else {
-            return;
-        };
-        self.sync_standby(guid, lid);
+        if let Some(lid) = lid {
+            self.sync_standby(guid, lid);
+        }
     }
 
     /// Master: syncs the standby `guid` at `lid` (asks it what it holds), keeping the others.
-    pub(super) fn sync_standby(&mut self, guid: Guid, lid: ibsm_mad::Lid) {
-        let mut peers: Vec<(Guid, ibsm_mad::Lid)> =
-            self.sync_out.peers().filter(|(g, ..)| *g != guid).map(|(g, l, _)| (g, l)).collect();
+    pub fn sync_standby(&mut self, guid: Guid, lid: Lid) {
+        let mut peers: Vec<(Guid, Lid)> =
+            self.publisher.peers().filter(|(g, ..)| *g != guid).map(|(g, l, _)| (g, l)).collect();
         peers.push((guid, lid));
-        self.sync_out.set_peers(&peers);
+        self.publisher.set_peers(&peers);
     }
 
     /// Master: whether a handover to `guid` need not wait for the state sync: it holds this
     /// master's state as it is now, or it is an SM that takes none (OpenSM).
-    pub(super) fn sync_needless(&self, guid: Guid) -> bool {
-        let now = self.sync_out.version();
-        self.sync_out.peers().any(|(g, _, st)| g == guid && (st == PeerState::Foreign || st == PeerState::Current(now)))
+    pub fn sync_needless(&self, guid: Guid) -> bool {
+        let now = self.publisher.version();
+        self.publisher
+            .peers()
+            .any(|(g, _, st)| g == guid && (st == PeerState::Foreign || st == PeerState::Current(now)))
     }
 
-    fn sync_events(&mut self) {
-        for (standby, state) in self.sync_out.take_changes() {
+    /// Forgets every standby (this SM is no longer master).
+    pub fn clear_peers(&mut self) {
+        self.publisher.clear_peers();
+    }
+
+    /// What became of the standbys since the last call.
+    fn news(&mut self) -> PeerNews {
+        let mut news = PeerNews::default();
+        for (standby, state) in self.publisher.take_changes() {
             let version = match state {
                 PeerState::Current(v) => Some(v),
                 _ => None,
             };
-            self.events.push_back(SmEvent::SyncPeer { standby, state: state.name(), version });
+            news.events.push(SmEvent::SyncPeer { standby, state: state.name(), version });
             if matches!(state, PeerState::Current(_) | PeerState::Foreign | PeerState::Unreachable) {
-                self.sync_settled(standby);
+                news.settled.push(standby);
             }
         }
+        news
     }
 
-    /// The next sync message to send, if any.
-    pub(super) fn poll_sync_transmit(&mut self) -> Option<Transmit> {
-        if self.state != SmState::Master {
+    /// Master (`master`): the next sync message to send at `now` from `me`, if any.
+    pub fn poll_transmit(&mut self, master: bool, now: u64, me: Guid, key: &SyncKey) -> Option<Transmit> {
+        if !master {
             return None;
         }
-        let key = self.sync_key();
-        let out = self.sync_out.poll_transmit(self.now, self.port_guid, &key)?;
+        let out = self.publisher.poll_transmit(now, me, key)?;
         let to = Address { lid: out.lid, qpn: 1, qkey: GSI_QKEY, pkey_index: 0, sl: 0, grh: None };
         let timeout_ns = crate::sync::publisher::TIMEOUT_NS;
         Some(Transmit { bytes: out.bytes, to, kind: TransmitKind::Request { timeout_ns } })
     }
 
     /// Master: an answer to a sync message.
-    pub(super) fn on_sync_response(&mut self, bytes: &[u8]) {
-        let key = self.sync_key();
-        self.sync_out.on_response(bytes, &key);
-        self.sync_events();
+    pub fn on_response(&mut self, bytes: &[u8], key: &SyncKey) -> PeerNews {
+        self.publisher.on_response(bytes, key);
+        self.news()
     }
 
-    /// Master: sync messages whose deadline passed.
-    pub(super) fn sync_timeout(&mut self) {
-        self.sync_out.on_timeout(self.now);
-        self.sync_events();
+    /// Master: sync messages whose deadline passed at `now`.
+    pub fn on_timeout(&mut self, now: u64) -> PeerNews {
+        self.publisher.on_timeout(now);
+        self.news()
     }
 
-    /// Standby: a sync message. Taken only with our SM_Key's MAC and from the master this SM
-    /// watches; anything else is answered with status 0x001C and reported.
-    pub(super) fn answer_sync(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
-        let key = self.sync_key();
-        let refuse = |sm: &mut Sm, reason: &'static str| {
-            sm.events.push_back(SmEvent::SyncRefused { from: src.slid, reason });
-            if let Some(reply) = super::requests::response_to(bytes, status::BAD_FIELD, None) {
-                sm.respond(reply, src.reply_address());
-            }
-        };
-        let (sa, msg) = match Message::from_mad(bytes, &key) {
+    /// When [`Replication::on_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.publisher.poll_timeout()
+    }
+
+    /// A sync message `bytes` (of `method`) arrived at `now` at this SM (`me`; a standby when
+    /// `standby`, watching the master `watched`). Taken only with our SM_Key's MAC and from the
+    /// master this SM watches as a standby; anything else is refused.
+    #[allow(clippy::too_many_arguments)] // each is one fact the answer depends on
+    pub fn answer(
+        &mut self,
+        method: Method,
+        bytes: &[u8],
+        me: Guid,
+        standby: bool,
+        watched: Option<Guid>,
+        now: u64,
+        key: &SyncKey,
+    ) -> SyncAnswer {
+        let (sa, msg) = match Message::from_mad(bytes, key) {
             Ok(x) => x,
-            Err(WireError::BadMac) => return refuse(self, "bad MAC: the sender does not hold this SM's SM_Key"),
-            Err(WireError::Malformed) => return refuse(self, "malformed sync message"),
+            Err(WireError::BadMac) => return SyncAnswer::Refuse("bad MAC: the sender does not hold this SM's SM_Key"),
+            Err(WireError::Malformed) => return SyncAnswer::Refuse("malformed sync message"),
         };
-        let watched = self.election.master().map(|m| m.info.guid);
-        if self.state != SmState::Standby || watched != Some(msg.from) {
-            return refuse(self, "not from the master this SM watches as a standby");
+        if !standby || watched != Some(msg.from) {
+            return SyncAnswer::Refuse("not from the master this SM watches as a standby");
         }
-        let payload = if h.method == ibsm_mad::header::Method::Get {
-            self.sync_in.on_status(&msg, self.now)
+        let mut received = None;
+        let payload = if method == Method::Get {
+            self.receiver.on_status(&msg, now)
         } else {
-            match self.sync_in.on_chunk(&msg, self.now, &key) {
+            match self.receiver.on_chunk(&msg, now, key) {
                 Ok(Some(section)) => {
-                    self.events.push_back(SmEvent::SyncReceived { section: section.name(), version: msg.version });
+                    received = Some((section, msg.version));
                     Vec::new()
                 }
                 Ok(None) => Vec::new(),
-                Err(_) => return refuse(self, "chunk out of range, or a section that does not match its digest"),
+                Err(_) => {
+                    return SyncAnswer::Refuse("chunk out of range, or a section that does not match its digest");
+                }
             }
         };
-        let version = self.sync_in.current_at.unwrap_or(0);
-        let reply = Message { from: self.port_guid, version, sent_at: self.now, payload, ..msg };
+        let version = self.receiver.current_at.unwrap_or(0);
+        let reply = Message { from: me, version, sent_at: now, payload, ..msg };
         let header = SaHeader { attr_offset: 0, ..sa.response(status::OK, 0) };
-        self.respond(reply.to_mad(&header, &key).to_vec(), src.reply_address());
+        SyncAnswer::Reply { bytes: reply.to_mad(&header, key).to_vec(), received }
     }
 
-    /// A standby taking over: adopts what its master sent (the master's entries win where
-    /// both have one), then forgets it.
-    pub(super) fn adopt_replica(&mut self, master: Guid) {
-        if !self.sync_in.holds_from(master) {
-            self.events.push_back(SmEvent::SyncAdopted { sections: 0, current_at: None });
+    /// A standby taking over from `master`: the state it holds from it (then forgotten), and
+    /// whether the next sweep tells every CA port to re-register.
+    pub fn take_over(&mut self, master: Guid) -> Adoption {
+        if !self.receiver.holds_from(master) {
             self.reregister_clients = true;
-            return;
+            return Adoption::default();
         }
-        let r = self.sync_in.replica();
-        let held: Vec<Section> = self.sync_in.held().keys().copied().collect();
-        for s in &held {
-            match s {
-                Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
-                Section::MKeys => {
-                    self.mkeys.adopt(&r.mkeys, &r.neighbors);
-                }
-                Section::PKeys => self.partitions.adopt_layout(r.pkeys.iter().cloned()),
-                Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, &r),
-            }
-        }
+        let sections: Vec<Section> = self.receiver.held().keys().copied().collect();
+        let current_at = self.receiver.current_at;
         // Clients whose joins or registrations may be missing re-join and re-register.
-        self.reregister_clients = self.sync_in.current_at.is_none() || held.len() < Section::ALL.len();
-        self.events.push_back(SmEvent::SyncAdopted { sections: held.len(), current_at: self.sync_in.current_at });
-        self.sync_in.clear();
+        self.reregister_clients = current_at.is_none() || sections.len() < Section::ALL.len();
+        let adoption = Adoption { replica: self.receiver.replica(), sections, current_at };
+        self.receiver.clear();
+        adoption
     }
 
-    /// The state sync as `ibsm status` shows it.
-    pub fn sync_status(&self) -> SyncStatus {
-        match self.state {
-            SmState::Master => SyncStatus {
-                version: self.sync_out.version(),
+    /// Whether the next sweep as master sets ClientReregister on every CA port.
+    pub fn reregister_clients(&self) -> bool {
+        self.reregister_clients
+    }
+
+    /// The state sync as `ibsm status` shows it, as master (`master`) or not.
+    pub fn status(&self, master: bool) -> SyncStatus {
+        if master {
+            SyncStatus {
+                version: self.publisher.version(),
                 standbys: self
-                    .sync_out
+                    .publisher
                     .peers()
                     .map(|(g, lid, st)| {
                         let v = match st {
@@ -229,16 +293,147 @@ impl Sm {
                         (g, lid, st.name(), v)
                     })
                     .collect(),
-                messages: self.sync_out.counters.sent,
+                messages: self.publisher.counters.sent,
                 ..SyncStatus::default()
-            },
-            _ => SyncStatus {
-                version: self.sync_in.master_version,
-                current_at: self.sync_in.current_at,
-                sections: self.sync_in.held().keys().map(|s| s.name()).collect(),
+            }
+        } else {
+            SyncStatus {
+                version: self.receiver.master_version,
+                current_at: self.receiver.current_at,
+                sections: self.receiver.held().keys().map(|s| s.name()).collect(),
                 standbys: Vec::new(),
-                messages: self.sync_in.counters.sections,
-            },
+                messages: self.receiver.counters.sections,
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MASTER: Guid = Guid(0x10);
+    const STANDBY: Guid = Guid(0x20);
+
+    fn key() -> SyncKey {
+        SyncKey::from_sm_key(7)
+    }
+
+    fn sections(r: &Replica) -> Vec<(Section, Vec<u8>)> {
+        Section::ALL.iter().map(|s| (*s, r.encode(*s))).collect()
+    }
+
+    fn replica(lids: u16) -> Replica {
+        Replica {
+            guid2lid: (1..=lids).map(|i| (Guid(u64::from(i)), Lid(i), Lid(i))).collect(),
+            next_mgid: 3,
+            ..Replica::default()
+        }
+    }
+
+    /// Runs the master's messages through the standby until neither has anything to say;
+    /// the news of the master's side.
+    fn exchange(m: &mut Replication, s: &mut Replication, now: u64) -> PeerNews {
+        let mut all = PeerNews::default();
+        while let Some(t) = m.poll_transmit(true, now, MASTER, &key()) {
+            assert_eq!(t.to.lid, Lid(2));
+            let method = SaHeader::from_bytes(&t.bytes).expect("header").method;
+            let SyncAnswer::Reply { bytes, .. } = s.answer(method, &t.bytes, STANDBY, true, Some(MASTER), now, &key())
+            else {
+                panic!("refused");
+            };
+            let news = m.on_response(&bytes, &key());
+            all.events.extend(news.events);
+            all.settled.extend(news.settled);
+        }
+        all
+    }
+
+    #[test]
+    fn a_synced_standby_takes_over_with_every_section_and_tells_no_client() {
+        let (mut m, mut s) = (Replication::default(), Replication::default());
+        assert!(m.reregister_clients(), "a first start tells every client");
+        let r = replica(300);
+        let news = m.after_sweep(sections(&r), &[(STANDBY, Lid(2))], &key());
+        assert!(!m.reregister_clients(), "the sweep carried it");
+        assert_eq!(news.settled, []);
+        let news = exchange(&mut m, &mut s, 1_000);
+        assert_eq!(news.settled, [STANDBY]);
+        let version = m.status(true).version;
+        assert!(m.sync_needless(STANDBY));
+        assert_eq!(m.status(true).standbys, [(STANDBY, Lid(2), "current", Some(version))]);
+        assert_eq!((s.status(false).current_at, s.status(false).sections.len()), (Some(version), 6));
+
+        let a = s.take_over(MASTER);
+        assert_eq!(a.sections, Section::ALL);
+        assert_eq!(a.replica, r);
+        assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 6, current_at: Some(version) });
+        assert!(!s.reregister_clients(), "current at the master's last query, every section held");
+        assert!(s.status(false).sections.is_empty(), "forgotten once adopted");
+    }
+
+    #[test]
+    fn a_standby_not_current_at_the_masters_last_query_tells_every_client_at_its_takeover() {
+        let (mut m, mut s) = (Replication::default(), Replication::default());
+        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        exchange(&mut m, &mut s, 1);
+        // The master moved on (a join): its next query shows a table the standby does not hold,
+        // and the sections that would bring it up to date never arrive.
+        let mut later = Replication::default();
+        let changed = Replica { next_mgid: 9, ..replica(3) };
+        later.after_sweep(sections(&changed), &[(STANDBY, Lid(2))], &key());
+        let ask = later.poll_transmit(true, 2, MASTER, &key()).expect("a query");
+        assert!(matches!(
+            s.answer(Method::Get, &ask.bytes, STANDBY, true, Some(MASTER), 2, &key()),
+            SyncAnswer::Reply { .. }
+        ));
+        let a = s.take_over(MASTER);
+        assert_eq!((a.sections.len(), a.current_at), (6, None), "every section, of an older version");
+        assert!(s.reregister_clients());
+    }
+
+    #[test]
+    fn nothing_held_from_the_master_adopts_nothing_and_tells_every_client() {
+        let mut s = Replication::default();
+        s.after_sweep(Vec::new(), &[], &key());
+        assert!(!s.reregister_clients());
+        let a = s.take_over(MASTER);
+        assert_eq!(a, Adoption::default());
+        assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 0, current_at: None });
+        assert!(s.reregister_clients());
+    }
+
+    #[test]
+    fn sync_messages_are_taken_only_by_a_standby_from_its_master_with_the_key() {
+        let (mut m, mut s) = (Replication::default(), Replication::default());
+        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        let t = m.poll_transmit(true, 1, MASTER, &key()).expect("a query");
+        let refused = |a: SyncAnswer| matches!(a, SyncAnswer::Refuse(_));
+        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, false, Some(MASTER), 1, &key())), "not standby");
+        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, true, Some(Guid(0x99)), 1, &key())), "another master");
+        let other = SyncKey::from_sm_key(8);
+        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, true, Some(MASTER), 1, &other)), "another key");
+        assert!(refused(s.answer(Method::Get, &t.bytes[..100], STANDBY, true, Some(MASTER), 1, &key())), "short");
+        assert!(s.status(false).sections.is_empty() && s.status(false).version == 0, "nothing taken");
+        assert!(matches!(
+            s.answer(Method::Get, &t.bytes, STANDBY, true, Some(MASTER), 1, &key()),
+            SyncAnswer::Reply { received: None, .. }
+        ));
+    }
+
+    #[test]
+    fn a_polling_standby_is_synced_by_a_master_only() {
+        let mut r = Replication::default();
+        r.standby_polled(STANDBY, Some(Lid(2)), false, MASTER);
+        assert!(r.status(true).standbys.is_empty(), "not master");
+        r.standby_polled(MASTER, Some(Lid(1)), true, MASTER);
+        r.standby_polled(STANDBY, None, true, MASTER);
+        assert!(r.status(true).standbys.is_empty(), "itself, or a standby the sweep did not see");
+        r.standby_polled(STANDBY, Some(Lid(2)), true, MASTER);
+        assert_eq!(r.status(true).standbys, [(STANDBY, Lid(2), "asking", None)]);
+        assert!(r.poll_transmit(false, 0, MASTER, &key()).is_none(), "a standby sends none");
+        assert!(r.poll_transmit(true, 0, MASTER, &key()).is_some());
+        r.clear_peers();
+        assert!(r.status(true).standbys.is_empty());
     }
 }

@@ -1,0 +1,152 @@
+//! The coordinator's side of replication ([`super::replication::Replication`]): which
+//! component each section of the replicated state comes from (guid2lid, the M_Keys and the
+//! cable map, the P_Key layouts, the SA's groups, services and subscriptions) and goes back to at
+//! a takeover, and where the component's answers go (events, the standbys whose sync came to
+//! rest for a handover waiting on them, replies to sync messages).
+
+use ibsm_mad::header::MadHeader;
+use ibsm_mad::ids::status;
+use ibsm_mad::{Guid, Lid};
+
+use super::Sm;
+use super::events::SmEvent;
+use super::io::{MadSource, Transmit};
+use super::replication::{PeerNews, SyncAnswer, SyncStatus};
+use super::state::SmState;
+use crate::sync::wire::SyncKey;
+use crate::sync::{Replica, Section};
+
+impl Sm {
+    fn sync_key(&self) -> SyncKey {
+        SyncKey::from_sm_key(self.cfg.sm_key)
+    }
+
+    /// The bytes of each of `sections` of this SM's state, read from the components that own it.
+    fn sections(&self, sections: &[Section]) -> Vec<(Section, Vec<u8>)> {
+        sections
+            .iter()
+            .map(|&section| {
+                let mut r = Replica::default();
+                match section {
+                    Section::Guid2Lid => r.guid2lid = self.guid2lid.iter().collect(),
+                    Section::MKeys => (r.mkeys, r.neighbors) = self.mkeys.replica(),
+                    Section::PKeys => {
+                        r.pkeys = self.partitions.layout().iter().map(|(g, l)| (*g, l.clone())).collect();
+                    }
+                    Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
+                }
+                (section, r.encode(section))
+            })
+            .collect()
+    }
+
+    /// Reports what became of the standbys; a handover waiting for one that settled goes now.
+    fn take_news(&mut self, news: PeerNews) {
+        self.events.extend(news.events);
+        for standby in news.settled {
+            self.sync_settled(standby);
+        }
+    }
+
+    /// Master: publishes `sections` of its state (the unchanged ones cost a digest).
+    pub(super) fn publish(&mut self, sections: &[Section]) {
+        let bytes = self.sections(sections);
+        let news = self.replication.publish(bytes, &self.sync_key());
+        self.take_news(news);
+    }
+
+    /// Master, after a sweep: publishes everything and syncs the standbys the sweep found.
+    pub(super) fn sync_after_sweep(&mut self) {
+        let snap = self.sa.snapshot();
+        let standbys: Vec<(Guid, Lid)> = self
+            .election
+            .found()
+            .iter()
+            .filter(|f| f.info.sm_state == ibsm_mad::attrs::SmState::Standby)
+            .map(|f| {
+                let lid = snap.and_then(|s| s.by_guid(f.info.guid).and_then(|at| s.port(at))).map(|p| p.lid);
+                (f.info.guid, lid.unwrap_or(f.lid))
+            })
+            .collect();
+        let bytes = self.sections(&Section::ALL);
+        let news = self.replication.after_sweep(bytes, &standbys, &self.sync_key());
+        self.take_news(news);
+    }
+
+    /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
+    /// started since) is synced from now on.
+    pub(super) fn standby_seen(&mut self, guid: Guid) {
+        let lid = self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid);
+        self.replication.standby_polled(guid, lid, self.state == SmState::Master, self.port_guid);
+    }
+
+    /// Master: syncs the standby `guid` at `lid`, keeping the others.
+    pub(super) fn sync_standby(&mut self, guid: Guid, lid: Lid) {
+        self.replication.sync_standby(guid, lid);
+    }
+
+    /// Master: whether a handover to `guid` need not wait for the state sync.
+    pub(super) fn sync_needless(&self, guid: Guid) -> bool {
+        self.replication.sync_needless(guid)
+    }
+
+    /// The next sync message to send, if any.
+    pub(super) fn poll_sync_transmit(&mut self) -> Option<Transmit> {
+        let key = self.sync_key();
+        self.replication.poll_transmit(self.state == SmState::Master, self.now, self.port_guid, &key)
+    }
+
+    /// Master: an answer to a sync message.
+    pub(super) fn on_sync_response(&mut self, bytes: &[u8]) {
+        let news = self.replication.on_response(bytes, &self.sync_key());
+        self.take_news(news);
+    }
+
+    /// Master: sync messages whose deadline passed.
+    pub(super) fn sync_timeout(&mut self) {
+        let news = self.replication.on_timeout(self.now);
+        self.take_news(news);
+    }
+
+    /// Standby: a sync message, answered (or refused with status 0x001C, and reported).
+    pub(super) fn answer_sync(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+        let key = self.sync_key();
+        let watched = self.election.master().map(|m| m.info.guid);
+        let standby = self.state == SmState::Standby;
+        match self.replication.answer(h.method, bytes, self.port_guid, standby, watched, self.now, &key) {
+            SyncAnswer::Reply { bytes, received } => {
+                if let Some((section, version)) = received {
+                    self.events.push_back(SmEvent::SyncReceived { section: section.name(), version });
+                }
+                self.respond(bytes, src.reply_address());
+            }
+            SyncAnswer::Refuse(reason) => {
+                self.events.push_back(SmEvent::SyncRefused { from: src.slid, reason });
+                if let Some(reply) = super::requests::response_to(bytes, status::BAD_FIELD, None) {
+                    self.respond(reply, src.reply_address());
+                }
+            }
+        }
+    }
+
+    /// A standby taking over from `master`: gives each component its section of what the
+    /// master sent (the master's entries win where both have one).
+    pub(super) fn adopt_replica(&mut self, master: Guid) {
+        let a = self.replication.take_over(master);
+        let r = &a.replica;
+        for s in &a.sections {
+            match s {
+                Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
+                Section::MKeys => self.mkeys.adopt(&r.mkeys, &r.neighbors),
+                Section::PKeys => self.partitions.adopt_layout(r.pkeys.iter().cloned()),
+                Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
+            }
+        }
+        self.events.push_back(a.event());
+    }
+
+    /// The state sync as `ibsm status` shows it.
+    pub fn sync_status(&self) -> SyncStatus {
+        self.replication.status(self.state == SmState::Master)
+    }
+}
