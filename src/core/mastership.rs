@@ -301,7 +301,7 @@ impl Sm {
     fn take_over(&mut self, old: Guid, reason: &'static str) {
         self.events.push_back(SmEvent::MasterLost { master: old, reason });
         self.election.took_over(reason);
-        self.adopt_replica(old);
+        self.adopt_replica(old, reason == HANDED_OVER);
         self.state = SmState::Discovering;
         self.start_sweep(self.now);
     }

@@ -18,8 +18,10 @@
 //! this master with our SM_Key; a standby takes sync messages only from the master it watches,
 //! with a valid MAC; a new master adopts the replica (the master's entries win, its own fill
 //! the gaps) and tells the CA ports to re-register when it may lack a join or a registration
-//! the ports' SA clients hold (it holds nothing from its master, or not every section, or was
-//! not current at the master's last query).
+//! the ports' SA clients hold: always after a lost master (a change answered just before the
+//! death may never have reached it; OpenSM, which syncs nothing, re-registers every client at
+//! every takeover), and after a handover when it holds nothing from its master, not every
+//! section, or was not current at the master's last query.
 
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
@@ -256,17 +258,25 @@ impl Replication {
         SyncAnswer::Reply { bytes: reply.to_mad(&header, key).to_vec(), received }
     }
 
-    /// A standby taking over from `master`: the state it holds from it (then forgotten), and
-    /// whether the next sweep tells every CA port to re-register.
-    pub fn take_over(&mut self, master: Guid) -> Adoption {
+    /// A standby taking over from `master` (which `handed_over` the subnet, or was lost): the
+    /// state it holds from it (then forgotten), and whether the next sweep tells every CA port
+    /// to re-register.
+    ///
+    /// After a lost master the clients always re-register: the standby cannot know that it saw
+    /// the master's last change (a join answered just before the death, whose sync was lost or
+    /// never sent, is in no replica), and only the clients know what they joined. It costs no
+    /// SMP (the sweep sets MasterSMLID in every end port's PortInfo anyway) and changes nothing
+    /// in the data plane: the groups adopted keep their MLIDs, so a re-join finds its group. A
+    /// master that handed over did so only once this standby was current, and stopped being
+    /// master after: clients are told only if that state is not whole.
+    pub fn take_over(&mut self, master: Guid, handed_over: bool) -> Adoption {
         if !self.receiver.holds_from(master) {
             self.reregister_clients = true;
             return Adoption::default();
         }
         let sections: Vec<Section> = self.receiver.held().keys().copied().collect();
         let current_at = self.receiver.current_at;
-        // Clients whose joins or registrations may be missing re-join and re-register.
-        self.reregister_clients = current_at.is_none() || sections.len() < Section::ALL.len();
+        self.reregister_clients = !handed_over || current_at.is_none() || sections.len() < Section::ALL.len();
         let adoption = Adoption { replica: self.receiver.replica(), sections, current_at };
         self.receiver.clear();
         adoption
@@ -350,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn a_synced_standby_takes_over_with_every_section_and_tells_no_client() {
+    fn a_synced_standby_takes_over_with_every_section_and_tells_clients_only_after_a_lost_master() {
         let (mut m, mut s) = (Replication::default(), Replication::default());
         assert!(m.reregister_clients(), "a first start tells every client");
         let r = replica(300);
@@ -364,11 +374,15 @@ mod tests {
         assert_eq!(m.status(true).standbys, [(STANDBY, Lid(2), "current", Some(version))]);
         assert_eq!((s.status(false).current_at, s.status(false).sections.len()), (Some(version), 6));
 
-        let a = s.take_over(MASTER);
+        let mut after_loss = s.clone();
+        let lost = after_loss.take_over(MASTER, false);
+        assert!(after_loss.reregister_clients(), "a lost master: it may have answered a change never synced");
+        let a = s.take_over(MASTER, true);
+        assert_eq!(lost, a);
         assert_eq!(a.sections, Section::ALL);
         assert_eq!(a.replica, r);
         assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 6, current_at: Some(version) });
-        assert!(!s.reregister_clients(), "current at the master's last query, every section held");
+        assert!(!s.reregister_clients(), "handed over: current at the master's last query, every section held");
         assert!(s.status(false).sections.is_empty(), "forgotten once adopted");
     }
 
@@ -387,9 +401,9 @@ mod tests {
             s.answer(Method::Get, &ask.bytes, STANDBY, true, Some(MASTER), 2, &key()),
             SyncAnswer::Reply { .. }
         ));
-        let a = s.take_over(MASTER);
+        let a = s.take_over(MASTER, true);
         assert_eq!((a.sections.len(), a.current_at), (6, None), "every section, of an older version");
-        assert!(s.reregister_clients());
+        assert!(s.reregister_clients(), "even handed over");
     }
 
     #[test]
@@ -397,7 +411,7 @@ mod tests {
         let mut s = Replication::default();
         s.after_sweep(Vec::new(), &[], &key());
         assert!(!s.reregister_clients());
-        let a = s.take_over(MASTER);
+        let a = s.take_over(MASTER, true);
         assert_eq!(a, Adoption::default());
         assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 0, current_at: None });
         assert!(s.reregister_clients());

@@ -129,10 +129,11 @@ impl Sm {
         }
     }
 
-    /// A standby taking over from `master`: gives each component its section of what the
-    /// master sent (the master's entries win where both have one).
-    pub(super) fn adopt_replica(&mut self, master: Guid) {
-        let a = self.replication.take_over(master);
+    /// A standby taking over from `master` (which `handed_over` the subnet, or was lost): gives
+    /// each component its section of what the master sent (the master's entries win where both
+    /// have one).
+    pub(super) fn adopt_replica(&mut self, master: Guid, handed_over: bool) {
+        let a = self.replication.take_over(master, handed_over);
         let r = &a.replica;
         for s in &a.sections {
             match s {
