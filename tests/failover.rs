@@ -1,7 +1,8 @@
 //! Master and standby on the simulated fabric: two and three SMs in one harness; exactly one
 //! master; the master killed and a standby master within the bound in virtual time, no LID
-//! changed and no LFT block rewritten, also on 1,024 hosts with the SMs' computing on the clock
-//! (a host's PathRecord query answered within 2 s of the kill); a better standby gets the subnet by handover; forged
+//! changed and no LFT or P_Key block rewritten, one PortInfo Set per port whose MasterSMLID
+//! must change, also on 1,024 hosts with the SMs' computing on the clock (a host's PathRecord
+//! query answered within 2 s of the kill); a better standby gets the subnet by handover; forged
 //! controls with a wrong SM_Key, or with the right key and the master's GUID from another
 //! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed, over a directed
 //! route and LID-routed (named by source LID: a third SM with the key refused in the master's
@@ -191,15 +192,38 @@ fn a_standby_takes_over_a_thousand_host_fabric_with_its_compute_on_the_clock() {
 fn a_takeover_changes_nothing_in_the_data_plane() {
     // FO4: while the standby notices the death and takes over, every host pair keeps reaching
     // every other through the switches' own tables (checked every 20 ms of the takeover), and
-    // the new master writes no forwarding table and no SwitchInfo. (It does write PortInfo, to
-    // point every port at the new master, and, not yet as the rule asks, every P_Key table
-    // again: docs/safety-rules.md, FO4.)
+    // the new master writes no forwarding table, no SwitchInfo and no P_Key block (the synced
+    // layouts are what the ports hold). The one PortInfo field that must change is MasterSMLID
+    // (the ports send their traps to it): one PortInfo Set for each end port that names another
+    // SM than the new master, and no other.
     use ibsm_mad::ids::attr;
     let topo = example("fat-tree-2l-k4.net");
     for seed in 1..=3 {
         let (mut h, master, mut sent) = elect_counting(&topo, seed, &[9, 5]);
         let standby = 1 - master;
         assert!(h.fabric.check_routes().ok(), "seed {seed}: routed before the kill");
+        // The standby holds the master's state (the sync runs as soon as it stands by).
+        let synced_by = h.now() + 5 * SECOND;
+        loop {
+            let st = h.sms[master].sm.sync_status();
+            if st.standbys.iter().any(|p| p.3 == Some(st.version)) {
+                break;
+            }
+            assert!(h.now() < synced_by, "seed {seed}: the standby is not synced: {st:?}");
+            let step = h.now() + 20_000_000;
+            run_counting(&mut h, step, &mut sent);
+            if h.now() < step {
+                h.fabric.advance_to(SimTime(step));
+            }
+        }
+        // The ports' MasterSMLID as the old master's last sweep read them back from its Sets.
+        let snap = h.sms[master].sm.snapshot().expect("a snapshot");
+        let new_lid = lids(&h, master)[&h.sms[standby].sm.port_guid()];
+        let named: Vec<Lid> =
+            snap.end_ports().filter_map(|p| snap.port(p).and_then(|r| r.info)).map(|i| i.master_sm_lid).collect();
+        assert_eq!(named.len(), snap.end_ports().count(), "seed {seed}: every end port's PortInfo known");
+        let must_change = named.iter().filter(|l| **l != new_lid).count() as u64;
+        assert!(must_change >= hosts(&topo).len() as u64, "seed {seed}: the CAs name the old master");
         let before = sent[standby].clone();
         h.kill(master);
         let died = h.now();
@@ -226,6 +250,8 @@ fn a_takeover_changes_nothing_in_the_data_plane() {
         assert_eq!(set(attr::LFT), 0, "seed {seed}: LFT blocks written");
         assert_eq!(set(attr::MFT), 0, "seed {seed}: MFT blocks written");
         assert_eq!(set(attr::SWITCH_INFO), 0, "seed {seed}: SwitchInfo written");
+        assert_eq!(set(attr::PKEY_TABLE), 0, "seed {seed}: P_Key blocks written");
+        assert_eq!(set(attr::PORT_INFO), must_change, "seed {seed}: PortInfo Sets (MasterSMLID only)");
     }
 }
 

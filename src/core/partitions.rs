@@ -5,7 +5,10 @@
 //! Owns the resolution (the `ibsm-partitions` resolver over the subnet's end ports, after LID
 //! assignment: port GUID, node type, the SM's own port, the node's PartitionCap), the tables it
 //! gave ([`Partitions::port_pkeys`]: what the SA's partition checks and P_KeyTableRecords read) and what
-//! the SM wrote to each port, so that a later sweep writes only the blocks that change. A port
+//! the SM wrote to each port, so that a later sweep writes only the blocks that change (a port
+//! that shows no LID was reset since, and is written whole again). A standby taking over adopts
+//! the tables its master wrote whole as written ([`Partitions::written_layouts`],
+//! [`Partitions::adopt_written`]), so a takeover with the same policy writes no block. A port
 //! whose write failed is dropped from the tables (it shares no partition as far as the SA is
 //! concerned: fail closed) until a later sweep writes it. Unless `part-enforce` is off, each
 //! switch port facing a CA gets that CA's table and PortInfo's PartitionEnforcement bits
@@ -20,7 +23,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::attrs::{NodeType, PKeyTable};
-use ibsm_mad::{Guid, PKey, PortNum};
+use ibsm_mad::{Guid, Lid, PKey, PortNum};
 use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer, resolve};
 
 use super::PartEnforce;
@@ -114,13 +117,20 @@ impl Partitions {
     pub(crate) fn pkey_sets(&mut self, subnet: &Subnet) -> Vec<Request> {
         // (port GUID or switch GUID, the node, the port the table is on) for every table.
         let mut targets: Vec<(Guid, NodeIdx, PortNum, &[PKey])> = Vec::new();
+        // Tables on a port that shows no LID (reset since: power cycle, driver reload) hold the
+        // power-on table, whatever was written before.
+        let mut reset = Vec::new();
         for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+            let no_lid = |p: PortNum| n.port(p).and_then(|r| r.info).is_some_and(|pi| pi.lid == Lid::UNASSIGNED);
             for p in n.end_ports() {
                 let Some(guid) = n.port(p).and_then(|r| r.guid.or(n.is_switch().then_some(n.info.port_guid))) else {
                     continue;
                 };
                 if let Some(keys) = self.pkeys.get(&guid) {
                     targets.push((guid, i, p, keys));
+                }
+                if no_lid(p) {
+                    reset.push(guid);
                 }
             }
             if n.is_switch() {
@@ -129,8 +139,14 @@ impl Partitions {
                 {
                     let key = switch_port_key(n.info.node_guid, port);
                     targets.push((key, i, port, keys));
+                    if no_lid(PortNum(0)) {
+                        reset.push(key);
+                    }
                 }
             }
+        }
+        for key in reset {
+            self.held.remove(&key);
         }
         let mut sets = Vec::new();
         for (key, node, port, keys) in targets {
@@ -190,9 +206,47 @@ impl Partitions {
         self.layout = layout;
     }
 
-    /// Adds layouts a master replicated over those this SM knows.
-    pub fn adopt_layout(&mut self, layouts: impl IntoIterator<Item = (Guid, Vec<PKey>)>) {
-        self.layout.extend(layouts);
+    /// The layouts of the tables written whole (every block acknowledged as this SM laid it
+    /// out), by the keys of [`Partitions::layout`]: what the ports hold, for the standbys.
+    pub fn written_layouts(&self) -> Vec<(Guid, Vec<PKey>)> {
+        self.layout
+            .iter()
+            .filter(|(key, layout)| {
+                let Some(held) = self.held.get(key) else { return false };
+                let slots = held.len() * PKeyTable::ENTRIES;
+                layout.len() <= slots
+                    && held.iter().enumerate().all(|(b, t)| {
+                        t.is_some_and(|t| {
+                            t.keys
+                                .iter()
+                                .enumerate()
+                                .all(|(i, k)| layout.get(b * PKeyTable::ENTRIES + i).copied().unwrap_or(PKey(0)) == *k)
+                        })
+                    })
+            })
+            .map(|(g, l)| (*g, l.clone()))
+            .collect()
+    }
+
+    /// Takes the tables a master wrote whole (its [`Partitions::written_layouts`], replicated)
+    /// as what the ports hold: their layouts over those this SM knows, and their blocks as
+    /// written, so that a sweep writes only the blocks the policy changes (none after a
+    /// takeover with the same policy). A port found reset (no LID) is written again.
+    pub fn adopt_written(&mut self, layouts: impl IntoIterator<Item = (Guid, Vec<PKey>)>) {
+        for (key, layout) in layouts {
+            let blocks = layout.len().div_ceil(PKeyTable::ENTRIES).max(1);
+            let held = (0..blocks)
+                .map(|b| {
+                    let mut t = PKeyTable::default();
+                    for (slot, k) in t.keys.iter_mut().zip(layout.iter().skip(b * PKeyTable::ENTRIES)) {
+                        *slot = *k;
+                    }
+                    Some(t)
+                })
+                .collect();
+            self.held.insert(key, held);
+            self.layout.insert(key, layout);
+        }
     }
 
     /// P_KeyTable blocks written so far.
@@ -314,9 +368,22 @@ mod tests {
         }
     }
 
+    /// The star with a LID on every port (ports the SM configured, not reset since).
+    fn star_with_lids() -> Subnet {
+        let mut s = crate::core::testing::star(0x102, 0x103);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            for (p, r) in n.ports.iter_mut().enumerate() {
+                if let Some(info) = &mut r.info {
+                    info.lid = Lid(u16::try_from(10 * i + p + 1).unwrap_or(1));
+                }
+            }
+        }
+        s
+    }
+
     #[test]
     fn only_blocks_that_differ_are_written_and_a_failed_write_fails_closed() {
-        let s = crate::core::testing::star(0x102, 0x103);
+        let s = star_with_lids();
         let mut p = Partitions::default();
         assert!(p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off).is_empty());
         // One block for each end port: the SM's CA, the switch's port 0, the two CAs.
@@ -335,6 +402,47 @@ mod tests {
         // The next sweep writes it again.
         p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off);
         assert_eq!(p.pkey_sets(&s).len(), 1);
+    }
+
+    #[test]
+    fn a_standby_adopts_the_tables_written_whole_and_writes_none_of_them_again() {
+        let mut s = star_with_lids();
+        s.nodes[1].switch_info =
+            Some(ibsm_mad::attrs::SwitchInfo { partition_enforcement_cap: 32, ..Default::default() });
+        let policy =
+            ibsm_partitions::parse_partitions_conf("Default=0x7fff : ALL=full ;\nalpha=0x0002 : ALL_CAS=full ;\n")
+                .expect("policy");
+        let mut master = Partitions::default();
+        master.resolve(&s, &policy, PartEnforce::Both);
+        let sets = master.pkey_sets(&s);
+        assert_eq!(sets.len(), 7, "four end ports, three enforcing switch ports");
+        // Every table written but 0x103's.
+        written(&mut master, &sets);
+        master.on_set(Guid(0x103), 0, &PKeyTable::default(), false);
+        let whole = master.written_layouts();
+        assert_eq!(whole.len(), 6, "{whole:?}");
+        assert!(whole.iter().all(|(g, _)| *g != Guid(0x103)), "a failed write is not what the port holds");
+        assert_eq!(master.layout().len(), 7, "its layout is still kept for its indexes");
+
+        // The standby takes over with the same policy: it writes only the table never written.
+        let mut standby = Partitions::default();
+        standby.adopt_written(whole.clone());
+        standby.resolve(&s, &policy, PartEnforce::Both);
+        let again = standby.pkey_sets(&s);
+        let guids: Vec<Guid> = again
+            .iter()
+            .filter_map(|r| if let Req::SetPKeys { guid, .. } = &r.req { Some(*guid) } else { None })
+            .collect();
+        assert_eq!(guids, [Guid(0x103)]);
+        written(&mut standby, &again);
+        assert_eq!(standby.written_layouts().len(), 7);
+
+        // A port reset since (no LID: the power-on table) is written whole again; so are a
+        // reset switch's enforcing ports.
+        s.nodes[2].ports[1].info.as_mut().expect("info").lid = Lid(0);
+        s.nodes[1].ports[0].info.as_mut().expect("info").lid = Lid(0);
+        let after_reset = standby.pkey_sets(&s);
+        assert_eq!(after_reset.len(), 5, "0x102, the switch's port 0 and its three enforcing ports: {after_reset:?}");
     }
 
     #[test]

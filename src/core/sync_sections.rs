@@ -1,6 +1,6 @@
 //! The coordinator's side of replication ([`super::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
-//! cable map, the P_Key layouts, the SA's groups, services and subscriptions) and goes back to at
+//! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
@@ -30,9 +30,7 @@ impl Sm {
                 match section {
                     Section::Guid2Lid => r.guid2lid = self.guid2lid.iter().collect(),
                     Section::MKeys => (r.mkeys, r.neighbors) = self.mkeys.replica(),
-                    Section::PKeys => {
-                        r.pkeys = self.partitions.layout().iter().map(|(g, l)| (*g, l.clone())).collect();
-                    }
+                    Section::PKeys => r.pkeys = self.partitions.written_layouts(),
                     Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
                 }
                 (section, r.encode(section))
@@ -139,7 +137,7 @@ impl Sm {
             match s {
                 Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
                 Section::MKeys => self.mkeys.adopt(&r.mkeys, &r.neighbors),
-                Section::PKeys => self.partitions.adopt_layout(r.pkeys.iter().cloned()),
+                Section::PKeys => self.partitions.adopt_written(r.pkeys.iter().cloned()),
                 Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
             }
         }

@@ -22,7 +22,7 @@
 //!   equals the master's is current at that version. An SM that answers the query with an
 //!   error status (OpenSM does) or not at all is not an ibsm SM and gets nothing more.
 //! - A standby that takes over starts from what it holds: the master's guid2lid, M_Keys and
-//!   cable map, P_Key table layouts, multicast groups (with their MLIDs and members), service
+//!   cable map, P_Key tables as the ports hold them, multicast groups (with their MLIDs and members), service
 //!   registrations (with what is left of their leases) and event subscriptions.
 
 pub mod publisher;

@@ -20,7 +20,8 @@ pub enum Section {
     Guid2Lid = 1,
     /// The M_Key each port holds, and the cable map (which port is at the end of each cable).
     MKeys = 2,
-    /// The P_Key table layout of every port (which P_Key sits at which index).
+    /// The P_Key table of every port the master wrote whole (which P_Key sits at which index):
+    /// what the ports hold, so that a new master rewrites none of it.
     PKeys = 3,
     /// Multicast groups: parameters, MLID, members.
     Groups = 4,
