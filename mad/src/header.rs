@@ -7,8 +7,8 @@
 //! classes ibsm speaks.
 //!
 //! Guarantees: after [`Mad::new_checked`] no accessor panics; unknown classes and methods are kept
-//! as `Unknown(raw)` and round-trip. This module knows nothing about what follows the header
-//! (see [`crate::smp`], [`crate::sa`], [`crate::rmpp`]).
+//! as `Unknown(raw)` and round-trip. This module knows nothing about what follows the header:
+//! the class modules (SMP, SA, RMPP) build on it, never the other way round.
 
 use crate::ids::{class, method};
 use crate::{Error, Result, bits, check_len};

@@ -1,6 +1,6 @@
 //! Numeric identifiers from the IBTA specification: management classes, methods, attribute ids,
-//! MAD status codes and node types. Only constants live here; typed enums that wrap them are in
-//! [`crate::header`].
+//! MAD status codes and node types. Only constants live here (a leaf: it imports nothing); the
+//! typed enums that wrap them are in the header module, which imports these.
 
 /// Management classes.
 pub mod class {

@@ -4,7 +4,8 @@
 //! Owns: the SMP layout after the common header (`M_Key`, DR hop pointer and count, DrSLID/DrDLID,
 //! the 64-byte SMP data, `InitialPath` and `ReturnPath`; IBTA vol. 1, 14.2.1), the constructors an
 //! SM sends, and [`make_response`], which a responder (the simulator) uses to answer in place.
-//! The attribute inside the 64-byte data is [`crate::attrs`]' business, not this module's.
+//! The attribute inside the 64-byte data is the attribute modules' business, not this module's
+//! (neither imports the other; the decode module, above both, joins them).
 //!
 //! Guarantees: after `new_checked` no accessor panics and path indices are checked (they return
 //! `Option`/`Result`); parsing never panics on any input.

@@ -3,8 +3,8 @@
 //! One file per attribute (or small family), each a plain struct implementing
 //! [`crate::Attribute`], written field by field from the IBTA layout tables with the
 //! [`crate::bits`] helpers. This module owns every byte and bit offset inside those payloads;
-//! it knows nothing about the SMP header around them (see [`crate::smp`]) or about what an SM
-//! does with the values.
+//! it knows nothing about the SMP header around them (the SMP module, above this one, carries
+//! the payload without reading it) or about what an SM does with the values.
 //!
 //! Guarantees: `parse` never panics and fails only with [`crate::Error::Truncated`]; reserved bits
 //! are ignored on parse and written as zero on emit; enumerated fields keep unknown values as

@@ -1,7 +1,8 @@
 //! Value types of PortInfo fields: port and physical state, MTU, link width and speed (single
 //! values and bit sets), and the CapabilityMask/CapabilityMask2 bit sets with their named bits.
 //!
-//! Only the meaning of values lives here; the offsets are in [`super::port_info`].
+//! Only the meaning of values lives here; the offsets are in the PortInfo attribute
+//! (`port_info.rs`), which imports these types.
 
 use core::ops::{BitAnd, BitOr};
 
