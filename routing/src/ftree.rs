@@ -730,6 +730,10 @@ fn route_switches(idx: &Indexed, (tree, tops): (&Tree, &valley::Tops), valleys: 
 }
 
 /// Every switch's port towards `t` along a breadth-first tree rooted at `t` (port 0 at `t`).
+///
+/// The search stops as soon as every switch has its port: the switches still queued then would
+/// only find ports already set. On a connected tree that spares scanning the links of the last
+/// levels (at k = 48, more than half the switches), and the ports are those of a complete search.
 fn bfs_column(tree: &Tree, t: usize, queue: &mut Vec<u32>, col: &mut Vec<PortNum>) {
     col.clear();
     col.resize(tree.len(), Lft::UNROUTED);
@@ -737,14 +741,22 @@ fn bfs_column(tree: &Tree, t: usize, queue: &mut Vec<u32>, col: &mut Vec<PortNum
     let Some(c) = col.get_mut(t) else { return };
     *c = PortNum(0);
     queue.push(t as u32);
+    // Switches other than `t` still without a port.
+    let mut left = tree.len() - 1;
     let mut head = 0;
-    while let Some(&y) = queue.get(head) {
+    while left > 0
+        && let Some(&y) = queue.get(head)
+    {
         head += 1;
         for l in tree.all.of(y as usize) {
             let z = l.n as usize;
             if col[z] == Lft::UNROUTED {
                 col[z] = l.rport;
                 queue.push(l.n);
+                // A port number of 255 (unrouted) would leave the switch open to a later link.
+                if l.rport != Lft::UNROUTED {
+                    left -= 1;
+                }
             }
         }
     }
