@@ -160,15 +160,32 @@ impl FatTree {
 /// by a breadth-first walk up from the leaf, every other switch from its up neighbours.
 struct Labels {
     leaf: usize,
-    /// `DOWN | d` for ancestors, `v` for others, [`FAR`] for none; valid where `stamp` is set.
+    /// `DOWN | d` for ancestors, `v` for others, [`FAR`] for none; valid where `stamp` holds
+    /// the current `epoch` (the switch is known).
     lab: Vec<u32>,
-    known: Vec<bool>,
+    /// The epoch each label was set in. Starting over for another leaf is a new epoch, not a
+    /// pass over every switch: a repair starts over once per affected destination, thousands of
+    /// times on a large tree, and labels only the few switches it asks about.
+    stamp: Vec<u32>,
+    epoch: u32,
     queue: Vec<u32>,
 }
 
 impl Labels {
     fn new(n: usize) -> Labels {
-        Labels { leaf: usize::MAX, lab: vec![FAR; n], known: vec![false; n], queue: Vec::new() }
+        Labels { leaf: usize::MAX, lab: vec![FAR; n], stamp: vec![0; n], epoch: 1, queue: Vec::new() }
+    }
+
+    /// Whether `x` is labelled in this epoch (a switch past the tree counts as known, as FAR).
+    fn known(&self, x: usize) -> bool {
+        self.stamp.get(x).is_none_or(|&s| s == self.epoch)
+    }
+
+    fn mark(&mut self, x: usize, label: u32) {
+        if let (Some(s), Some(l)) = (self.stamp.get_mut(x), self.lab.get_mut(x)) {
+            *s = self.epoch;
+            *l = label;
+        }
     }
 
     /// Starts over for `leaf`: its ancestors labelled, everything else unknown.
@@ -177,14 +194,17 @@ impl Labels {
             return;
         }
         self.leaf = leaf;
-        self.lab.fill(FAR);
-        self.known.fill(false);
+        self.epoch = if self.epoch == u32::MAX {
+            self.stamp.fill(0);
+            1
+        } else {
+            self.epoch + 1
+        };
         self.queue.clear();
         if leaf >= tree.len() || tree.level[leaf] == FAR {
             return;
         }
-        self.lab[leaf] = DOWN;
-        self.known[leaf] = true;
+        self.mark(leaf, DOWN);
         self.queue.push(leaf as u32);
         let mut head = 0;
         while let Some(&y) = self.queue.get(head) {
@@ -192,9 +212,8 @@ impl Labels {
             let d = self.lab[y as usize] + 1;
             for l in tree.up.of(y as usize) {
                 let x = l.n as usize;
-                if !self.known[x] {
-                    self.known[x] = true;
-                    self.lab[x] = d;
+                if !self.known(x) {
+                    self.mark(x, d);
                     self.queue.push(l.n);
                 }
             }
@@ -203,7 +222,7 @@ impl Labels {
 
     /// Switch `x`'s label: 1 + the nearest of its up neighbours for a non-ancestor.
     fn of(&mut self, tree: &Tree, x: usize) -> u32 {
-        if self.known.get(x).is_none_or(|&k| k) {
+        if self.known(x) {
             return self.lab.get(x).copied().unwrap_or(FAR);
         }
         // Up neighbours are one level higher: the recursion is as deep as the tree.
@@ -214,9 +233,9 @@ impl Labels {
                 best = best.min(value(v));
             }
         }
-        self.known[x] = true;
-        self.lab[x] = if best == FAR { FAR } else { best + 1 };
-        self.lab[x]
+        let label = if best == FAR { FAR } else { best + 1 };
+        self.mark(x, label);
+        label
     }
 
     /// Switch `x`'s shortest up/down next hops (ports); for a switch with none (stranded), its
@@ -230,7 +249,7 @@ impl Labels {
                 tree.down
                     .of(x)
                     .iter()
-                    .filter(|l| self.lab[l.n as usize] == want && self.known[l.n as usize])
+                    .filter(|l| self.lab[l.n as usize] == want && self.known(l.n as usize))
                     .map(|l| l.port),
             );
             return;
