@@ -27,6 +27,7 @@ use ibsm_mad::PortNum;
 
 use super::{DOWN, Tree, label, stranded, value};
 use crate::graph::FAR;
+use crate::par;
 
 /// Candidate valley switches tried per cut-off leaf.
 const CANDIDATES: usize = 8;
@@ -51,13 +52,23 @@ impl Tops {
             bits[x as usize * words + i / 64] |= 1 << (i % 64);
         }
         // Highest level first: a switch's up neighbours are done before it.
+        let mut acc = vec![0u64; words];
         for &x in &tree.by_level {
             let x = x as usize;
-            for l in tree.up.of(x) {
-                let u = l.n as usize;
-                for w in 0..words {
-                    let b = bits[u * words + w];
-                    bits[x * words + w] |= b;
+            let ups = tree.up.of(x);
+            if ups.is_empty() {
+                continue;
+            }
+            acc.fill(0);
+            for l in ups {
+                let Some(theirs) = bits.get(l.n as usize * words..(l.n as usize + 1) * words) else { continue };
+                for (a, b) in acc.iter_mut().zip(theirs) {
+                    *a |= b;
+                }
+            }
+            if let Some(mine) = bits.get_mut(x * words..(x + 1) * words) {
+                for (m, a) in mine.iter_mut().zip(&acc) {
+                    *m |= a;
                 }
             }
         }
@@ -125,6 +136,9 @@ pub(super) struct Strand<'a> {
     /// The routes found: switch, port (several per switch: its choices).
     pub(super) out: Vec<(u32, PortNum)>,
     lab_v: Vec<u32>,
+    /// The switch `lab_v` labels: the leaves of one cut share their candidates, and labelling
+    /// one costs a pass over the whole tree.
+    lab_v_of: Option<usize>,
     queue: Vec<u32>,
     cands: Vec<u32>,
     hops: Vec<(PortNum, u32)>,
@@ -132,7 +146,15 @@ pub(super) struct Strand<'a> {
 
 impl<'a> Strand<'a> {
     pub(super) fn new(tops: &'a Tops) -> Strand<'a> {
-        Strand { tops, out: Vec::new(), lab_v: Vec::new(), queue: Vec::new(), cands: Vec::new(), hops: Vec::new() }
+        Strand {
+            tops,
+            out: Vec::new(),
+            lab_v: Vec::new(),
+            lab_v_of: None,
+            queue: Vec::new(),
+            cands: Vec::new(),
+            hops: Vec::new(),
+        }
     }
 
     /// Routes, into `out`, the switches of `leaf`'s component that have no up/down path to it
@@ -165,7 +187,10 @@ impl<'a> Strand<'a> {
             if !(0..n).filter(|&x| cut(x)).all(|x| self.tops.meet(x, v)) {
                 continue;
             }
-            label(tree, v, &mut self.lab_v, &mut self.queue, |_, _| {}, |_| {});
+            if self.lab_v_of != Some(v) {
+                label(tree, v, &mut self.lab_v, &mut self.queue, |_, _| {}, |_| {});
+                self.lab_v_of = Some(v);
+            }
             self.out.clear();
             let mut ok = true;
             for x in (0..n).filter(|&x| cut(x)) {
@@ -225,14 +250,24 @@ impl Valleys {
     /// from it, as [`Strand::routes`] gives them while a full route labels the leaf.
     pub(super) fn compute(tree: &Tree, tops: &Tops, leaves: &[usize]) -> Valleys {
         let n = tree.len();
+        let cut: Vec<usize> =
+            leaves.iter().copied().filter(|&x| tree.level.get(x) == Some(&0) && tops.cut_off(tree, x)).collect();
+        // Each leaf's labels and routes depend on that leaf only: on all cores.
+        let mut found: Vec<(Option<u32>, Vec<(u32, PortNum)>)> = vec![(None, Vec::new()); cut.len()];
+        par::for_chunks(&mut found, 2, |off, chunk| {
+            let (mut lab, mut queue) = (Vec::new(), Vec::new());
+            let mut strand = Strand::new(tops);
+            for (slot, &leaf) in chunk.iter_mut().zip(&cut[off..]) {
+                label(tree, leaf, &mut lab, &mut queue, |_, _| {}, |_| {});
+                let valley = strand.routes(tree, leaf, &lab);
+                *slot = (valley, std::mem::take(&mut strand.out));
+            }
+        });
         let mut of_leaf = vec![None; n];
-        let mut strands = Vec::new();
-        let (mut lab, mut queue) = (Vec::new(), Vec::new());
-        let mut strand = Strand::new(tops);
-        for &leaf in leaves.iter().filter(|&&x| tree.level.get(x) == Some(&0) && tops.cut_off(tree, x)) {
-            label(tree, leaf, &mut lab, &mut queue, |_, _| {}, |_| {});
-            of_leaf[leaf] = strand.routes(tree, leaf, &lab);
-            strands.push((leaf as u32, std::mem::take(&mut strand.out)));
+        let mut strands = Vec::with_capacity(cut.len());
+        for (&leaf, (valley, routes)) in cut.iter().zip(found) {
+            of_leaf[leaf] = valley;
+            strands.push((leaf as u32, routes));
         }
         let mut v = Valleys::new(tree, tops, &of_leaf);
         v.strands = strands;
