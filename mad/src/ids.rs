@@ -130,6 +130,20 @@ pub mod sa_attr {
     pub const MULTI_PATH_RECORD: u16 = 0x003a;
 }
 
+/// Performance management attribute ids (class 0x04).
+pub mod perf_attr {
+    /// ClassPortInfo.
+    pub const CLASS_PORT_INFO: u16 = 0x0001;
+    /// PortSamplesControl.
+    pub const PORT_SAMPLES_CONTROL: u16 = 0x0010;
+    /// PortSamplesResult.
+    pub const PORT_SAMPLES_RESULT: u16 = 0x0011;
+    /// PortCounters.
+    pub const PORT_COUNTERS: u16 = 0x0012;
+    /// PortCountersExtended.
+    pub const PORT_COUNTERS_EXTENDED: u16 = 0x001d;
+}
+
 /// MAD status codes (the 15-bit status; for DR SMPs bit 15 is the D bit and not part of it).
 pub mod status {
     /// Success.

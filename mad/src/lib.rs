@@ -6,7 +6,8 @@
 //! - zero-copy views over packets ([`header::Mad`], [`smp::Smp`], [`smp::DrSmp`], [`sa::SaMad`])
 //!   whose checked constructors guarantee that no accessor panics afterwards;
 //! - plain `Repr` structs with `parse`/`emit` for the headers and for every SMP attribute
-//!   ([`attrs`]) and SA record ([`records`]), all implementing [`Attribute`];
+//!   ([`attrs`]), SA record ([`records`]) and performance-management attribute ([`perf`]), all
+//!   implementing [`Attribute`];
 //! - domain newtypes ([`Lid`], [`Guid`], [`PKey`], [`MKey`], [`PortNum`], [`DrPath`], [`Gid`]).
 //!
 //! Guarantees: parsing never panics on any input (property-tested and fuzzed); malformed input
@@ -19,6 +20,7 @@ pub mod decode;
 mod error;
 pub mod header;
 pub mod ids;
+pub mod perf;
 pub mod records;
 pub mod rmpp;
 pub mod sa;

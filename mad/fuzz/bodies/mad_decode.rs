@@ -1,11 +1,14 @@
 //! The body of the `mad_decode` fuzz target, shared with its stable form
 //! (`mad/tests/fuzz_seeded.rs`): `ibsm_mad::decode::decode` on arbitrary bytes must never panic,
 //! and the repr round trips the decoder relies on hold: an SMP or SA header that parsed once
-//! parses again, unchanged, from its own emitted bytes.
+//! parses again, unchanged, from its own emitted bytes. The same bytes taken as a PerfMgt MAD
+//! must give PortCounters and PortCountersExtended that round-trip through emit/parse.
 
 use ibsm_mad::decode::{Decoded, decode};
 use ibsm_mad::sa::SaHeader;
+use ibsm_mad::perf::{PerfMad, PortCounters, PortCountersExtended};
 use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::Attribute;
 
 /// Decodes `data` and checks the round trips; panics when a check fails.
 pub fn check(data: &[u8]) {
@@ -22,5 +25,13 @@ pub fn check(data: &[u8]) {
             assert_eq!(ibsm_mad::header::MadHeader::from_bytes(data).ok(), Some(header));
         }
         Ok(Decoded::Other(_)) | Err(_) => {}
+    }
+    if let Ok(perf) = PerfMad::new_checked(data) {
+        if let Ok(pc) = PortCounters::parse(perf.data()) {
+            assert_eq!(PortCounters::parse(&pc.to_vec()), Ok(pc));
+        }
+        if let Ok(pc) = PortCountersExtended::parse(perf.data()) {
+            assert_eq!(PortCountersExtended::parse(&pc.to_vec()), Ok(pc));
+        }
     }
 }
