@@ -8,7 +8,9 @@
 //! DrSLID/DrDLID (pure directed routes) are modelled; SMPs with a LID-routed part are dropped and
 //! counted as malformed. LID-routed packets follow each switch's LFT and cross only Active ports.
 //! GSI packets carry a P_Key: a CA port takes one that matches its table (same partition, one of
-//! the two a full member); an enforcing switch port checks the partition only.
+//! the two a full member); an enforcing switch port checks the partition only. Every packet that
+//! crosses a cable is counted on the ports at both ends (see `pma.rs`); PerfMgt requests go to
+//! the node's PMA, not to an agent.
 
 use ibsm_mad::smp::DrSmp;
 use ibsm_mad::{Lid, MAD_LEN, PKey, ids};
@@ -264,7 +266,8 @@ impl Fabric {
         };
         match routed {
             Ok((target, lat, slid)) => {
-                let sqpn = u32::from(mad[1] == ids::class::SUBN_ADM);
+                // GSI (every class but the SMPs') travels QP1 to QP1.
+                let sqpn = u32::from(!is_smp(&mad));
                 let pkt = Packet { mad, slid, sqpn, target, pkey: PKey(pkey.unwrap_or(0xffff)) };
                 self.push(at.plus(lat), Event::Arrive(Box::new(pkt)));
             }
@@ -331,9 +334,13 @@ impl Fabric {
             return Err(Drop::NoRoute);
         }
         let Some(peer) = p.peer else { return Err(Drop::NoRoute) };
+        self.ports[out as usize].perf.count_xmit();
         match self.cross(out) {
             Verdict::Drop => Err(Drop::Fault),
-            Verdict::Pass { extra_ns } => Ok((peer, self.cfg.timing.hop_ns + extra_ns)),
+            Verdict::Pass { extra_ns } => {
+                self.ports[peer as usize].perf.count_rcv();
+                Ok((peer, self.cfg.timing.hop_ns + extra_ns))
+            }
         }
     }
 
@@ -523,6 +530,9 @@ impl Fabric {
                 let boots = self.nodes[node].boots;
                 self.push(done, Event::Serve(Box::new(Packet { mad: pkt.mad, ..*pkt }), boots));
             }
+            Target::Port(p) if pkt.mad[1] == ids::class::PERF && pkt.mad[3] & ids::method::RESPONSE == 0 => {
+                self.pma_answer(p, pkt);
+            }
             Target::Port(p) => self.deliver_to_agent(p, pkt),
         }
     }
@@ -581,7 +591,7 @@ impl Fabric {
     }
 
     /// The port a LID-routed reply leaves from: a switch answers from port 0.
-    fn reply_port(&self, p: PortRef) -> PortRef {
+    pub(crate) fn reply_port(&self, p: PortRef) -> PortRef {
         let port = &self.ports[p as usize];
         let n = &self.nodes[port.node as usize];
         if n.kind == NodeKind::Switch { n.first_port } else { p }
@@ -653,6 +663,7 @@ impl Fabric {
             Fault::ClearRules => self.rules.clear(),
             Fault::FailSets(f) => self.set_faults.push(f),
             Fault::ClearSetFaults => self.set_faults.clear(),
+            Fault::LinkErrors { node, port, rate } => self.set_link_errors(node, port, rate),
         }
     }
 
@@ -734,6 +745,7 @@ impl Fabric {
             fresh.lease_deadline = None;
             fresh.pkeys.clear();
             fresh.vlarb = None;
+            fresh.perf.power_on(self.now);
             fresh.state = if kind == NodeKind::Switch && i == 0 { LState::Active } else { LState::Down };
             fresh.phys = if kind == NodeKind::Switch && i == 0 { PState::LinkUp } else { PState::Polling };
             fresh.part_enf_in = false;

@@ -2,8 +2,8 @@
 //!
 //! A [`Fault`] changes the fabric (a cable pulled, a node crashed); a [`LinkRule`] is consulted
 //! for every packet crossing a cable and returns a verdict: pass, pass later, or drop; a
-//! [`SetFault`] makes a node's SMA refuse Sets of one attribute. All are deterministic given the
-//! fabric's seed.
+//! [`SetFault`] makes a node's SMA refuse Sets of one attribute; an [`ErrorRate`] makes a cable's
+//! ports count errors, as a bad cable does. All are deterministic given the fabric's seed.
 
 use ibsm_mad::Guid;
 
@@ -45,6 +45,15 @@ pub enum Fault {
     FailSets(SetFault),
     /// Remove every [`SetFault`].
     ClearSetFaults,
+    /// Give the cable at `node`/`port` an error rate (see [`ErrorRate`]); a zero rate ends it.
+    LinkErrors {
+        /// Node index (either end of the cable).
+        node: NodeRef,
+        /// Port number.
+        port: u8,
+        /// The rate.
+        rate: ErrorRate,
+    },
 }
 
 /// Sets of one attribute that an SMA refuses, as a faulty switch or HCA firmware would: the
@@ -89,4 +98,29 @@ impl LinkRule {
 pub(crate) enum Verdict {
     Pass { extra_ns: u64 },
     Drop,
+}
+
+/// An error rate on a cable, as a bad cable or transceiver produces: every `interval_ns` of
+/// virtual time, the ports at **both** ends of the cable count `symbol_errors` more
+/// SymbolErrorCounter, `rcv_errors` more PortRcvErrors and `link_downed` more LinkDownedCounter
+/// (spread evenly over the interval, deterministically: after `k` whole intervals exactly `k`
+/// times each). Only the counters change: packets still pass (add a [`LinkRule`] to drop
+/// some) and the link stays up (use [`Fault::LinkDown`] to flap it). All zero ends the fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ErrorRate {
+    /// SymbolErrorCounter increments per interval.
+    pub symbol_errors: u32,
+    /// PortRcvErrors increments per interval.
+    pub rcv_errors: u32,
+    /// LinkDownedCounter increments per interval.
+    pub link_downed: u32,
+    /// The interval, ns of virtual time (0 is taken as 1 s).
+    pub interval_ns: u64,
+}
+
+impl ErrorRate {
+    /// No errors: the rate that ends the fault.
+    pub fn is_zero(&self) -> bool {
+        self.symbol_errors == 0 && self.rcv_errors == 0 && self.link_downed == 0
+    }
 }

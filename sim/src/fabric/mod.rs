@@ -15,12 +15,20 @@
 //! Faults ([`Fault`]) are applied now ([`Fabric::inject`]) or at a virtual time
 //! ([`Fabric::schedule`]); per-link or global drop and delay rules ([`LinkRule`]) apply to every
 //! packet crossing a cable, and a node's SMA can be made to refuse Sets of one attribute
-//! ([`SetFault`]). Each node's SMA serves SMPs one at a time, with a service time
-//! per SMP ([`Timing`]), so bursts to one node queue.
+//! ([`SetFault`]); a cable can be given an error rate ([`ErrorRate`]) that its ports count. Each
+//! node's SMA serves SMPs one at a time, with a service time per SMP ([`Timing`]), so bursts to
+//! one node queue.
+//!
+//! Every node also has a performance management agent (PMA, class 0x04 on QP1, like ibsim's):
+//! it answers Get/Set of ClassPortInfo, PortCounters and PortCountersExtended from per-port
+//! counters of the MADs that crossed each cable (PortXmitData/PortRcvData in 4-byte words, as the
+//! IBTA defines them: 72 per MAD) and of the errors an [`ErrorRate`] produces; a Set clears what
+//! its CounterSelect names. Details in the `pma` module (`sim/src/fabric/pma.rs`).
 
 mod check;
 mod deliver;
 mod fault;
+mod pma;
 mod sma;
 mod state;
 
@@ -32,7 +40,7 @@ use ibsm_mad::{Lid, MAD_LEN};
 use crate::rng::Rng;
 
 pub use check::RouteCheck;
-pub use fault::{Fault, LinkRule, SetFault};
+pub use fault::{ErrorRate, Fault, LinkRule, SetFault};
 use state::{Node, Port, Switch};
 pub use state::{NodeRef, PortRef};
 
@@ -96,6 +104,8 @@ pub struct Stats {
     pub delivered: u64,
     /// SMPs answered by node SMAs.
     pub sma_answered: u64,
+    /// PerfMgt requests answered by node PMAs.
+    pub pma_answered: u64,
     /// Dropped: malformed (bad version, bad DR header, short).
     pub dropped_malformed: u64,
     /// Dropped: no route (DR exit port bad or down, LFT miss, port not Active, loop).
