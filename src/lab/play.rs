@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use ibsm_sim::fabric::{Fault, LinkRule, SimConfig, SimTime, Stats};
+use ibsm_sim::fabric::{ErrorRate, Fault, LinkRule, SimConfig, SimTime, Stats};
 use ibsm_topology::Topology;
 use serde::Serialize;
 
@@ -47,6 +47,9 @@ pub enum Action {
     SmKill,
     /// Start the killed SM again as a new process: fresh memory, the `guid2lid` it last wrote.
     SmRestart,
+    /// Give the cable at (node, port) an error rate (a bad cable: its two ports count errors;
+    /// packets still pass); a zero rate ends it.
+    LinkErrors(usize, u8, ErrorRate),
 }
 
 /// One line of a script.
@@ -152,14 +155,47 @@ fn parse_action(topo: &Topology, words: &[&str]) -> Result<Action, String> {
             one(0)?;
             return Ok(Action::SmRestart);
         }
+        "link-errors" => {
+            let (n, p) = parse_target(topo, arg(1)?, true)?;
+            return Ok(Action::LinkErrors(n, p, parse_error_rate(&words[2..])?));
+        }
         other => {
             return Err(format!(
-                "unknown action {other:?}; expected link-down, link-up, node-crash, node-restart, drop, delay, reroute, settle, sm-kill or sm-restart"
+                "unknown action {other:?}; expected link-down, link-up, link-errors, node-crash, node-restart, drop, delay, reroute, settle, sm-kill or sm-restart"
             ));
         }
     };
     one(1)?;
     Ok(action)
+}
+
+/// The arguments of `link-errors` after the port: `symbol=N`, `rcv=N`, `link-downed=N` (counts
+/// per interval, default 0) and `per=TIME` (the interval, default `1s`), in any order, or `off`.
+fn parse_error_rate(words: &[&str]) -> Result<ErrorRate, String> {
+    let mut rate = ErrorRate { interval_ns: 1_000_000_000, ..ErrorRate::default() };
+    if words == ["off"] {
+        return Ok(rate);
+    }
+    if words.is_empty() {
+        return Err("link-errors needs counts: symbol=N, rcv=N, link-downed=N [per=TIME], or off".to_owned());
+    }
+    for w in words {
+        let (key, value) = w.split_once('=').ok_or_else(|| format!("link-errors: {w:?} is not KEY=VALUE"))?;
+        let count = || value.parse::<u32>().map_err(|_| format!("link-errors: {key}={value:?} is not a count"));
+        match key {
+            "symbol" => rate.symbol_errors = count()?,
+            "rcv" => rate.rcv_errors = count()?,
+            "link-downed" => rate.link_downed = count()?,
+            "per" => {
+                rate.interval_ns = parse_time(value)?;
+                if rate.interval_ns == 0 {
+                    return Err("link-errors: per=0 is no interval".to_owned());
+                }
+            }
+            other => return Err(format!("link-errors: unknown key {other:?}; expected symbol, rcv, link-downed or per")),
+        }
+    }
+    Ok(rate)
 }
 
 /// Parses a fault script against `topo`: one event per line, `TIME ACTION [ARG]`, times not
@@ -356,6 +392,7 @@ pub(crate) fn apply(h: &mut SimSms, cfg: &SmConfig, action: Action) {
         Action::LinkUp(node, port) => f.inject_fault(Fault::LinkUp { node, port }),
         Action::NodeCrash(n) => f.inject_fault(Fault::Crash(n)),
         Action::NodeRestart(n) => f.inject_fault(Fault::Restart(n)),
+        Action::LinkErrors(node, port, rate) => f.inject_fault(Fault::LinkErrors { node, port, rate }),
         Action::Drop(_) | Action::Delay(_) => {
             // One packet rule at a time: the new one replaces the last.
             f.inject_fault(Fault::ClearRules);
@@ -434,7 +471,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
     let converged = if blocks_sent > 0 { Some(after.last_lft_set_at.0) } else { swept_at };
     let detect_ms = match step.action {
         Action::Reroute => Some(0.0),
-        Action::Drop(_) | Action::Delay(_) | Action::Settle | Action::SmRestart => None,
+        Action::Drop(_) | Action::Delay(_) | Action::Settle | Action::SmRestart | Action::LinkErrors(..) => None,
         _ => detect.map(|t| ms(t.saturating_sub(at))),
     };
     let masters = h.sms.iter().filter(|s| s.alive && s.sm.state() == crate::core::SmState::Master).count();
@@ -487,6 +524,26 @@ mod tests {
         assert_eq!(lines, vec![1, 2, 4, 5, 6, 7, 8], "{errors:?}");
         assert!(errors[6].reason.contains("must not decrease"));
         assert!(errors[0].to_string().starts_with("line 1: no node named"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn link_errors_take_counts_an_interval_or_off() {
+        let t = topo();
+        let leaf = &t.nodes[t.nodes.iter().position(|n| n.kind == ibsm_topology::NodeKind::Switch).expect("switch")];
+        let port = (1..=leaf.num_ports).find(|&p| leaf.peer(p).is_some()).expect("cabled port");
+        let n = &leaf.name;
+        let text = format!("1s link-errors {n}[{port}] symbol=100 rcv=5 link-downed=1 per=10s\n2s link-errors {n}[{port}] off\n");
+        let steps = parse_script(&text, &t).expect("parses");
+        let node = t.find(n).expect("node");
+        let want = ErrorRate { symbol_errors: 100, rcv_errors: 5, link_downed: 1, interval_ns: 10_000_000_000 };
+        assert_eq!(steps[0].action, Action::LinkErrors(node, port, want));
+        let off = ErrorRate { interval_ns: 1_000_000_000, ..ErrorRate::default() };
+        assert_eq!(steps[1].action, Action::LinkErrors(node, port, off));
+        let bad = format!(
+            "1s link-errors {n}[{port}]\n2s link-errors {n}[{port}] symbol=x\n3s link-errors {n}[{port}] bits=3\n4s link-errors {n} symbol=1\n5s link-errors {n}[{port}] rcv=1 per=0s\n"
+        );
+        let errors = parse_script(&bad, &t).expect_err("refused");
+        assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "{errors:?}");
     }
 
     proptest::proptest! {
