@@ -530,7 +530,11 @@ impl Fabric {
                 let boots = self.nodes[node].boots;
                 self.push(done, Event::Serve(Box::new(Packet { mad: pkt.mad, ..*pkt }), boots));
             }
-            Target::Port(p) if pkt.mad[1] == ids::class::PERF && pkt.mad[3] & ids::method::RESPONSE == 0 => {
+            // The PMA takes Get and Set; any other PerfMgt method (tests send PerfMgt Sends as
+            // plain data-plane traffic) goes to an agent at the port.
+            Target::Port(p)
+                if pkt.mad[1] == ids::class::PERF && matches!(pkt.mad[3], ids::method::GET | ids::method::SET) =>
+            {
                 self.pma_answer(p, pkt);
             }
             Target::Port(p) => self.deliver_to_agent(p, pkt),

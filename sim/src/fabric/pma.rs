@@ -22,8 +22,9 @@
 //! node (0..=NumPorts on a switch, 1..=NumPorts on a CA); 0xFF on a switch sums (Get) or clears
 //! (Set) all its ports. Another port number gives status 0x001c. A Set clears the counters its
 //! `CounterSelect` (and `CounterSelect2` bit 0, PortXmitWait) names and answers with the counters
-//! after clearing; Set(ClassPortInfo) and other attributes give 0x000c, other methods 0x0008, a
-//! class version other than 1 gives 0x0004. The PMA shares the node's management processor:
+//! after clearing; Set(ClassPortInfo) and other attributes give 0x000c, a class version other than
+//! 1 gives 0x0004. Only Get and Set reach the PMA: other PerfMgt methods (a Send, which tests use
+//! as plain data-plane traffic) go to an agent at the port as any GSI MAD does. The PMA shares the node's management processor:
 //! its answers queue behind SMPs with the same service time ([`super::Timing`]).
 
 use ibsm_mad::header::{Mad, Method};
