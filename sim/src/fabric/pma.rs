@@ -264,24 +264,24 @@ impl PortPerf {
         self.rcv_pkts = self.rcv_pkts.saturating_add(o.rcv_pkts);
         self.unicast_xmit_pkts = self.unicast_xmit_pkts.saturating_add(o.unicast_xmit_pkts);
         self.unicast_rcv_pkts = self.unicast_rcv_pkts.saturating_add(o.unicast_rcv_pkts);
-        let (a, b) = (o.errors(), self.errors());
-        if a != ErrorCounters::default() {
-            let e = &mut self.extra().errors;
-            let s = |x: u64, y: u64| x.saturating_add(y);
-            *e = ErrorCounters {
-                symbol_errors: s(a.symbol_errors, b.symbol_errors),
-                link_error_recovery: s(a.link_error_recovery, b.link_error_recovery),
-                link_downed: s(a.link_downed, b.link_downed),
-                rcv_errors: s(a.rcv_errors, b.rcv_errors),
-                rcv_remote_physical_errors: s(a.rcv_remote_physical_errors, b.rcv_remote_physical_errors),
-                rcv_switch_relay_errors: s(a.rcv_switch_relay_errors, b.rcv_switch_relay_errors),
-                xmit_discards: s(a.xmit_discards, b.xmit_discards),
-                xmit_constraint_errors: s(a.xmit_constraint_errors, b.xmit_constraint_errors),
-                rcv_constraint_errors: s(a.rcv_constraint_errors, b.rcv_constraint_errors),
-                local_link_integrity_errors: s(a.local_link_integrity_errors, b.local_link_integrity_errors),
-                excessive_buffer_overrun_errors: s(a.excessive_buffer_overrun_errors, b.excessive_buffer_overrun_errors),
-                vl15_dropped: s(a.vl15_dropped, b.vl15_dropped),
-                xmit_wait: s(a.xmit_wait, b.xmit_wait),
+        let (theirs, ours) = (o.errors(), self.errors());
+        if theirs != ErrorCounters::default() {
+            let sum = &mut self.extra().errors;
+            let add = |x: u64, y: u64| x.saturating_add(y);
+            *sum = ErrorCounters {
+                symbol_errors: add(theirs.symbol_errors, ours.symbol_errors),
+                link_error_recovery: add(theirs.link_error_recovery, ours.link_error_recovery),
+                link_downed: add(theirs.link_downed, ours.link_downed),
+                rcv_errors: add(theirs.rcv_errors, ours.rcv_errors),
+                rcv_remote_physical_errors: add(theirs.rcv_remote_physical_errors, ours.rcv_remote_physical_errors),
+                rcv_switch_relay_errors: add(theirs.rcv_switch_relay_errors, ours.rcv_switch_relay_errors),
+                xmit_discards: add(theirs.xmit_discards, ours.xmit_discards),
+                xmit_constraint_errors: add(theirs.xmit_constraint_errors, ours.xmit_constraint_errors),
+                rcv_constraint_errors: add(theirs.rcv_constraint_errors, ours.rcv_constraint_errors),
+                local_link_integrity_errors: add(theirs.local_link_integrity_errors, ours.local_link_integrity_errors),
+                excessive_buffer_overrun_errors: add(theirs.excessive_buffer_overrun_errors, ours.excessive_buffer_overrun_errors),
+                vl15_dropped: add(theirs.vl15_dropped, ours.vl15_dropped),
+                xmit_wait: add(theirs.xmit_wait, ours.xmit_wait),
             };
         }
     }
