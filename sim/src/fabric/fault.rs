@@ -7,6 +7,7 @@
 
 use ibsm_mad::Guid;
 
+use super::counters::ErrorRate;
 use super::state::NodeRef;
 
 /// A change to the fabric, applied now or at a scheduled virtual time.
@@ -98,29 +99,4 @@ impl LinkRule {
 pub(crate) enum Verdict {
     Pass { extra_ns: u64 },
     Drop,
-}
-
-/// An error rate on a cable, as a bad cable or transceiver produces: every `interval_ns` of
-/// virtual time, the ports at **both** ends of the cable count `symbol_errors` more
-/// SymbolErrorCounter, `rcv_errors` more PortRcvErrors and `link_downed` more LinkDownedCounter
-/// (spread evenly over the interval, deterministically: after `k` whole intervals exactly `k`
-/// times each). Only the counters change: packets still pass (add a [`LinkRule`] to drop
-/// some) and the link stays up (use [`Fault::LinkDown`] to flap it). All zero ends the fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ErrorRate {
-    /// SymbolErrorCounter increments per interval.
-    pub symbol_errors: u32,
-    /// PortRcvErrors increments per interval.
-    pub rcv_errors: u32,
-    /// LinkDownedCounter increments per interval.
-    pub link_downed: u32,
-    /// The interval, ns of virtual time (0 is taken as 1 s).
-    pub interval_ns: u64,
-}
-
-impl ErrorRate {
-    /// No errors: the rate that ends the fault.
-    pub fn is_zero(&self) -> bool {
-        self.symbol_errors == 0 && self.rcv_errors == 0 && self.link_downed == 0
-    }
 }

@@ -23,9 +23,10 @@
 //! it answers Get/Set of ClassPortInfo, PortCounters and PortCountersExtended from per-port
 //! counters of the MADs that crossed each cable (PortXmitData/PortRcvData in 4-byte words, as the
 //! IBTA defines them: 72 per MAD) and of the errors an [`ErrorRate`] produces; a Set clears what
-//! its CounterSelect names. Details in the `pma` module (`sim/src/fabric/pma.rs`).
+//! its CounterSelect names. Details in the `counters` (what is counted) and `pma` (the answers) modules.
 
 mod check;
+mod counters;
 mod deliver;
 mod fault;
 mod pma;
@@ -40,7 +41,8 @@ use ibsm_mad::{Lid, MAD_LEN};
 use crate::rng::Rng;
 
 pub use check::RouteCheck;
-pub use fault::{ErrorRate, Fault, LinkRule, SetFault};
+pub use counters::ErrorRate;
+pub use fault::{Fault, LinkRule, SetFault};
 use state::{Node, Port, Switch};
 pub use state::{NodeRef, PortRef};
 

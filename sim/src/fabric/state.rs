@@ -84,8 +84,8 @@ pub(crate) struct Port {
     pub sl2vl: [u8; 8],
     /// VLArbitration blocks 1..=4 (low, low, high, high), written lazily.
     pub vlarb: Option<Box<[[u8; 64]; 4]>>,
-    /// PerfMgt counters and the cable's error rate (see [`super::pma`]).
-    pub perf: super::pma::PortPerf,
+    /// PerfMgt counters and the cable's error rate (see the `counters` module).
+    pub perf: super::counters::PortPerf,
 }
 
 /// Switch-only state.
@@ -213,7 +213,7 @@ impl Port {
             pkeys: Vec::new(),
             sl2vl: DEFAULT_SL2VL,
             vlarb: None,
-            perf: super::pma::PortPerf::default(),
+            perf: super::counters::PortPerf::default(),
         }
     }
 

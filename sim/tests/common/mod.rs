@@ -183,4 +183,3 @@ pub fn to64<A: Attribute>(a: &A) -> [u8; 64] {
     a.emit(&mut d);
     d
 }
-
