@@ -59,14 +59,24 @@ fn test_fabric() -> (std::path::PathBuf, Topology) {
     (net, topo)
 }
 
+/// The fabric's hosts, in file order (the first two run the SMs, the last is the client).
+fn ca_names(topo: &Topology) -> Vec<&str> {
+    topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect()
+}
+
+/// The port GUID of host `name`'s port 1.
+fn port_guid(topo: &Topology, name: &str) -> u64 {
+    topo.nodes[topo.find(name).expect("host")].port_guid(1).0
+}
+
 #[test]
 fn a_standby_ibsm_takes_over_when_the_master_is_killed() {
     if !require_ibsim() || !require_tools(&["sminfo", "saquery", "ibnetdiscover"]) {
         return;
     }
     let (net, topo) = test_fabric();
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let hosts = ca_names(&topo);
+    let guid_of = |name: &str| port_guid(&topo, name);
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let mut sim = Ibsim::start(&net).expect("ibsim");
 
@@ -184,8 +194,8 @@ fn ibsm_and_opensm_stand_by_for_each_other() {
         return;
     }
     let (net, topo) = test_fabric();
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let hosts = ca_names(&topo);
+    let guid_of = |name: &str| port_guid(&topo, name);
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let lid_of = |sim: &Ibsim, name: &str| -> Option<u16> {
         let out = sim.run_at(Some(client), "smpquery", &["-G", "portinfo", &format!("0x{:x}", guid_of(name))]).ok()?;
@@ -271,8 +281,8 @@ fn a_frozen_ibsm_master_is_replaced_and_stands_by_when_it_resumes() {
         return;
     }
     let (net, topo) = test_fabric();
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let hosts = ca_names(&topo);
+    let guid_of = |name: &str| port_guid(&topo, name);
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let mut sim = Ibsim::start(&net).expect("ibsim");
     let config = sim.dir().join("elevated.toml");
@@ -400,8 +410,8 @@ fn ibsm_hands_the_subnet_to_a_better_opensm_and_opensm_to_a_better_ibsm() {
         return;
     }
     let (net, topo) = test_fabric();
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let hosts = ca_names(&topo);
+    let guid_of = |name: &str| port_guid(&topo, name);
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let (g1, g2) = (guid_of(first), guid_of(second));
 
@@ -504,8 +514,8 @@ fn a_frozen_opensm_master_is_replaced_by_an_ibsm_standby_and_stands_by_when_it_r
         return;
     }
     let (net, topo) = test_fabric();
-    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
-    let guid_of = |name: &str| topo.nodes[topo.find(name).expect("host")].port_guid(1).0;
+    let hosts = ca_names(&topo);
+    let guid_of = |name: &str| port_guid(&topo, name);
     let (first, second, client) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let (g1, g2) = (guid_of(first), guid_of(second));
     let mut sim = Ibsim::start(&net).expect("ibsim");

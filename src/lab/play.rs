@@ -192,7 +192,9 @@ fn parse_error_rate(words: &[&str]) -> Result<ErrorRate, String> {
                     return Err("link-errors: per=0 is no interval".to_owned());
                 }
             }
-            other => return Err(format!("link-errors: unknown key {other:?}; expected symbol, rcv, link-downed or per")),
+            other => {
+                return Err(format!("link-errors: unknown key {other:?}; expected symbol, rcv, link-downed or per"));
+            }
         }
     }
     Ok(rate)
@@ -532,7 +534,9 @@ mod tests {
         let leaf = &t.nodes[t.nodes.iter().position(|n| n.kind == ibsm_topology::NodeKind::Switch).expect("switch")];
         let port = (1..=leaf.num_ports).find(|&p| leaf.peer(p).is_some()).expect("cabled port");
         let n = &leaf.name;
-        let text = format!("1s link-errors {n}[{port}] symbol=100 rcv=5 link-downed=1 per=10s\n2s link-errors {n}[{port}] off\n");
+        let text = format!(
+            "1s link-errors {n}[{port}] symbol=100 rcv=5 link-downed=1 per=10s\n2s link-errors {n}[{port}] off\n"
+        );
         let steps = parse_script(&text, &t).expect("parses");
         let node = t.find(n).expect("node");
         let want = ErrorRate { symbol_errors: 100, rcv_errors: 5, link_downed: 1, interval_ns: 10_000_000_000 };
