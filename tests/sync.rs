@@ -342,53 +342,48 @@ fn takeover_with_policy(late_join: bool) {
         let sa_before: Vec<_> = (4..7).map(|k| pktr(&mut h, sm_lid, k, 0x40 + k as u64)).collect();
         assert!(sa_before.iter().all(|(st, _)| *st == status::OK), "{sa_before:?}");
 
-        if !late_join {
-            h.kill(0);
-            h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete))
-                .expect("the standby brings the subnet up");
-            let new_lid = lid_of[&h.sms[1].sm.port_guid()];
-            assert_eq!(lids(&h, 1), lid_of, "seed {seed}: no LID changed");
-            assert_eq!(tables(&h, 1), before, "seed {seed}: every port's P_Key table as the old master had it");
-            let sa_after: Vec<_> = (4..7).map(|k| pktr(&mut h, new_lid, k, 0x60 + k as u64)).collect();
-            assert_eq!(sa_after, sa_before, "seed {seed}: the new master's SA shows the same tables");
-            continue;
-        }
-        // A host creates a group after the last sync (the standby's cable loses everything
-        // from now on, so no sync reaches it); the master dies as soon as it answers.
-        let version = h.sms[0].sm.sync_status().version;
-        h.fabric.inject_fault(Fault::AddRule(LinkRule { link: Some(at[1]), drop: 1.0, delay_ns: 0, jitter_ns: 0 }));
-        let joiner = h.fabric.attach(at[3].0, at[3].1).expect("attach");
-        let me = Gid { prefix: PREFIX, guid: guid(3) };
-        let join = McMemberRecord {
-            port_gid: me,
-            qkey: 0x4321,
-            pkey: PKey(0xffff),
-            join_state: JoinState::FULL_MEMBER,
-            ..McMemberRecord::default()
-        };
-        let mut bytes = request(Method::Set, MC_CREATE, 0x51, &join).expect("request");
-        bytes[36..44].copy_from_slice(&ibsm::sa::DEFAULT_SA_KEY.to_be_bytes());
-        h.fabric.send(joiner, &bytes, Dest { dlid: sm_lid, qpn: 1 });
-        let mut answer = None;
-        let end = h.now() + SECOND;
-        while answer.is_none() && h.now() < end {
-            let step = h.now() + 10_000;
-            h.run_until(step, |_, _| false);
-            h.fabric.advance_to(ibsm_sim::fabric::SimTime(step.max(h.now())));
-            while let Some(r) = h.fabric.recv(joiner) {
-                if SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == 0x51 && a.method.is_response())
-                {
-                    answer = Some(r.mad);
+        let late = if late_join {
+            // A host creates a group after the last sync (the standby's cable loses everything
+            // from now on, so no sync reaches it); the master dies as soon as it answers.
+            let version = h.sms[0].sm.sync_status().version;
+            h.fabric.inject_fault(Fault::AddRule(LinkRule { link: Some(at[1]), drop: 1.0, delay_ns: 0, jitter_ns: 0 }));
+            let joiner = h.fabric.attach(at[3].0, at[3].1).expect("attach");
+            let me = Gid { prefix: PREFIX, guid: guid(3) };
+            let join = McMemberRecord {
+                port_gid: me,
+                qkey: 0x4321,
+                pkey: PKey(0xffff),
+                join_state: JoinState::FULL_MEMBER,
+                ..McMemberRecord::default()
+            };
+            let mut bytes = request(Method::Set, MC_CREATE, 0x51, &join).expect("request");
+            bytes[36..44].copy_from_slice(&ibsm::sa::DEFAULT_SA_KEY.to_be_bytes());
+            h.fabric.send(joiner, &bytes, Dest { dlid: sm_lid, qpn: 1 });
+            let mut answer = None;
+            let end = h.now() + SECOND;
+            while answer.is_none() && h.now() < end {
+                let step = h.now() + 10_000;
+                h.run_until(step, |_, _| false);
+                h.fabric.advance_to(ibsm_sim::fabric::SimTime(step.max(h.now())));
+                while let Some(r) = h.fabric.recv(joiner) {
+                    if SaHeader::from_bytes(&r.mad[..])
+                        .is_ok_and(|a| a.tid & 0xffff_ffff == 0x51 && a.method.is_response())
+                    {
+                        answer = Some(r.mad);
+                    }
                 }
             }
-        }
-        let answer = answer.expect("the join is answered");
-        assert_eq!(SaHeader::from_bytes(&answer[..]).expect("header").status, status::OK);
-        let group = McMemberRecord::parse(&answer[SA_HEADER_LEN..]).expect("group");
-        let synced = h.sms[1].sm.sync_status().current_at;
-        assert_eq!(synced, Some(version), "seed {seed}: the standby holds the state before the join");
-        assert!(h.sms[0].sm.sync_status().version > version, "seed {seed}: the join is a change to sync");
-        let reregistered = h.fabric.stats().client_reregisters;
+            let answer = answer.expect("the join is answered");
+            assert_eq!(SaHeader::from_bytes(&answer[..]).expect("header").status, status::OK);
+            let group = McMemberRecord::parse(&answer[SA_HEADER_LEN..]).expect("group");
+            let synced = h.sms[1].sm.sync_status().current_at;
+            assert_eq!(synced, Some(version), "seed {seed}: the standby holds the state before the join");
+            assert!(h.sms[0].sm.sync_status().version > version, "seed {seed}: the join is a change to sync");
+            let reregistered = h.fabric.stats().client_reregisters;
+            Some((group, me, synced, reregistered))
+        } else {
+            None
+        };
         h.kill(0);
         h.fabric.inject_fault(Fault::ClearRules);
         h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete))
@@ -400,6 +395,7 @@ fn takeover_with_policy(late_join: bool) {
         assert_eq!(tables(&h, 1), before, "seed {seed}: every port's P_Key table as the old master had it");
         let sa_after: Vec<_> = (4..7).map(|k| pktr(&mut h, new_lid, k, 0x60 + k as u64)).collect();
         assert_eq!(sa_after, sa_before, "seed {seed}: the new master's SA shows the same tables");
+        let Some((group, me, synced, reregistered)) = late else { continue };
 
         // The late join survived, or the port was told to re-register.
         let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
