@@ -20,29 +20,34 @@
 //! the budget of trap-driven sweeps, traps coalesced into a sweep, unhealthy ports; it answers
 //! with the sweep it asks for, which `Sm` starts), `quick` (a quick sweep's reads and its verdict,
 //! which updates the subnet it is given; `Sm` decides whether one may start and runs the
-//! pipeline after it; `scheduling` is the coordinator's side of these four: `Sm`'s code that
-//! starts the sweeps they ask for, and the handling of a trap), `sa` (`sa::Sa`: the SA's
+//! pipeline after it; `coordinator::scheduling` is the coordinator's side of these four: `Sm`'s
+//! code that starts the sweeps they ask for, and the handling of a trap), `sa` (`sa::Sa`: the SA's
 //! snapshot, its state, answer limits, admission, counts, the VL census and the multicast tables
 //! its groups need; the SA requests and what follows from them meet the rest in
 //! `Sm::answer_sa`, `census_pump` and `program_multicast`), [`election`]
 //! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
-//! coordinator's side of it, which sends the SMPs and changes the SM's state, is `mastership`)
+//! coordinator's side of it, which sends the SMPs and changes the SM's state, is
+//! `coordinator::mastership`)
 //! and [`replication`] ([`replication::Replication`]: the state a master publishes and where
 //! each standby stands, what a standby holds, whether clients must re-register; the
 //! coordinator's side, which reads each section from the component that owns it and gives it
-//! back at a takeover, is `sync_sections`).
-//! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks):
-//! bring-up (`bringup`) and `reconfig`. Requests are read by `requests` (pure functions) and
-//! dispatched by [`Sm::handle_mad`] to their handlers: SMInfo in `mastership`, traps in
-//! `scheduling`, the SA in `sa`, sync messages in `sync_sections`.
+//! back at a takeover, is `coordinator::sync_sections`).
+//! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks in
+//! `coordinator`): bring-up (`coordinator::bringup`) and `coordinator::reconfig`. Requests are
+//! read by `requests` (pure functions) and dispatched by [`Sm::handle_mad`] to their handlers:
+//! SMInfo in `coordinator::mastership`, traps in `coordinator::scheduling`, the SA in `sa`, sync
+//! messages in `coordinator::sync_sections`.
+//!
+//! `impl Sm` lives only here and in `coordinator/` (the coordinator's code, a file per concept:
+//! where the components' answers meet); no component file has one.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
 //! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
 
-mod bringup;
 pub mod checks;
 mod config;
+mod coordinator;
 mod discovery;
 pub mod election;
 pub mod events;
@@ -50,20 +55,16 @@ pub mod io;
 pub mod lft;
 pub mod lids;
 mod light;
-mod mastership;
 pub mod mkeys;
 mod partitions;
 mod programming;
 mod quick;
-mod reconfig;
 pub mod replication;
 mod requests;
 mod sa;
 mod schedule;
-mod scheduling;
 pub mod state;
 mod sweep;
-mod sync_sections;
 #[cfg(test)]
 mod testing;
 mod transactions;
@@ -80,7 +81,7 @@ pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
-pub use reconfig::Reconfigured;
+pub use coordinator::reconfig::Reconfigured;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;
 

@@ -9,9 +9,8 @@
 //!
 //! The subnet being built is the coordinator's (`Sm::subnet`, which the getters and the other
 //! components read); the handling of each answer, which feeds the subnet and the components
-//! that learn from it, is the coordinator's side in [`answers`].
+//! that learn from it, is the coordinator's side in `coordinator/discovery.rs`.
 
-mod answers;
 pub mod silent;
 
 use std::collections::VecDeque;

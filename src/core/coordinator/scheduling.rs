@@ -1,8 +1,8 @@
 //! The coordinator's side of sweep scheduling: `Sm` acting on what the scheduling components
-//! answer. The trap book ([`super::traps::Traps`]) decides what a trap is worth and when the
-//! sweep it asks for is due; the light sweep ([`super::light::Light`]) reads the switches and
-//! judges; a quick sweep ([`super::quick::Quick`]) reads the ports of a few switches and judges;
-//! the schedule ([`super::schedule::Schedule`]) says when a repair is due. Here those answers
+//! answer. The trap book ([`crate::core::traps::Traps`]) decides what a trap is worth and when the
+//! sweep it asks for is due; the light sweep ([`crate::core::light::Light`]) reads the switches and
+//! judges; a quick sweep ([`crate::core::quick::Quick`]) reads the ports of a few switches and judges;
+//! the schedule ([`crate::core::schedule::Schedule`]) says when a repair is due. Here those answers
 //! meet the rest of the SM: the SMPs they ask for are queued, a heavy, quick, light or repair
 //! sweep is started (only a master sweeps, and only when no sweep runs), the snapshot gets the
 //! NodeDescriptions read for traps, and the cabling check hears of cables lost. No state lives
@@ -12,17 +12,17 @@ use ibsm_mad::header::{Mad, MadHeader, Method};
 use ibsm_mad::ids::status;
 use ibsm_mad::{Attribute as _, Lid, MAD_LEN};
 
-use super::events::SmEvent;
-use super::io::MadSource;
-use super::requests::{SMP_DATA, reply_to};
+use crate::core::events::SmEvent;
+use crate::core::io::MadSource;
+use crate::core::requests::{SMP_DATA, reply_to};
 
-use super::state::{NodeIdx, SmState, SweepPhase};
-use super::{ComputeStep, Sm, light, quick, schedule, traps};
+use crate::core::state::{NodeIdx, SmState, SweepPhase};
+use crate::core::{ComputeStep, Sm, light, quick, schedule, traps};
 
 impl Sm {
     /// A trap (SubnTrap(Notice)) from `src`: acknowledged with TrapRepress, heard by the SA's
     /// subscribers, a bad M_Key reported, and acted on ([`Sm::act_on_trap`]).
-    pub(super) fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+    pub(in crate::core) fn on_trap(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         self.counters.traps += 1;
         let notice = bytes.get(SMP_DATA..).and_then(|d| ibsm_mad::attrs::Notice::parse(d).ok());
         let number = notice.as_ref().and_then(|n| match n.source {
@@ -48,7 +48,7 @@ impl Sm {
         // M_Key is a security event, reported per source.
         if let Some(n) = notice.as_ref() {
             if number == Some(256) {
-                let ports = super::mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet };
+                let ports = crate::core::mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet };
                 let event = self.mkeys.on_bad_mkey(&self.cfg.m_key, ports, self.now, src.slid, &n.details);
                 self.events.extend(event);
             }
@@ -61,7 +61,7 @@ impl Sm {
 
     /// Acts on an acknowledged trap from `from` (its Notice, when it parsed): the trap book
     /// decides, what it answers is queued here.
-    pub(super) fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
+    pub(in crate::core) fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
         let cx = traps::Ctx {
             now: self.now,
             acting: matches!(self.state, SmState::Master | SmState::Discovering),
@@ -78,7 +78,7 @@ impl Sm {
     }
 
     /// The trap book's deadline: NodeDescriptions into the snapshot, the sweep it asks for.
-    pub(super) fn traps_timer(&mut self) {
+    pub(in crate::core) fn traps_timer(&mut self) {
         let due = self.traps.on_timeout(self.now, self.phase == SweepPhase::Up, self.state == SmState::Master);
         if let Some(descs) = due.descs {
             self.sa.set_node_descs(&descs);
@@ -94,12 +94,12 @@ impl Sm {
     }
 
     /// After a heavy sweep: the next light sweep one interval from now.
-    pub(super) fn schedule_light(&mut self) {
+    pub(in crate::core) fn schedule_light(&mut self) {
         self.light.schedule(self.now, self.cfg.sweep_interval_ns);
     }
 
     /// Starts the light sweep when it is due (a master with no sweep running).
-    pub(super) fn light_timer(&mut self) {
+    pub(in crate::core) fn light_timer(&mut self) {
         if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
             return;
         }
@@ -113,7 +113,7 @@ impl Sm {
     }
 
     /// One light read less to wait for; at the last, acts on the light sweep's verdict.
-    pub(super) fn light_read_done(&mut self) {
+    pub(in crate::core) fn light_read_done(&mut self) {
         let Some(verdict) = self.light.read_done() else { return };
         let master_up = self.state == SmState::Master && self.phase == SweepPhase::Up;
         match verdict {
@@ -128,7 +128,7 @@ impl Sm {
     /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them):
     /// a quick sweep of them when one is possible (a master, no sweep running, a completed
     /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
-    pub(super) fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
+    pub(in crate::core) fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
         let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.sa.snapshot().is_some())
             .then(|| quick::Quick::reads(&self.subnet, switches))
             .flatten();
@@ -152,7 +152,7 @@ impl Sm {
 
     /// In the pipeline, at the end of a quick sweep's reads: on to routing, done, or a heavy
     /// sweep, as [`quick::Quick::judge`] says. `true` when the pipeline goes on.
-    pub(super) fn after_quick_reads(&mut self) -> bool {
+    pub(in crate::core) fn after_quick_reads(&mut self) -> bool {
         let judged = self.quick.take().map_or_else(quick::Judged::heavy, |q| q.judge(&mut self.subnet));
         if !judged.lost.is_empty() {
             let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &judged.lost);
@@ -193,7 +193,7 @@ impl Sm {
     /// discovery (the model is current) that configures, routes (the last tables again),
     /// programs, arms and activates, sending SMPs only where a node does not hold what it
     /// should (see `schedule` for when, [`sweep::Sweep::repairable`] for which sweeps).
-    pub(super) fn repair_timer(&mut self) {
+    pub(in crate::core) fn repair_timer(&mut self) {
         if self.phase != SweepPhase::Up || !self.schedule.take_repair(self.now) || self.state != SmState::Master {
             return;
         }

@@ -1,4 +1,4 @@
-//! The coordinator's side of replication ([`super::replication::Replication`]): which
+//! The coordinator's side of replication ([`crate::core::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
 //! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
@@ -8,11 +8,11 @@ use ibsm_mad::header::MadHeader;
 use ibsm_mad::ids::status;
 use ibsm_mad::{Guid, Lid};
 
-use super::Sm;
-use super::events::SmEvent;
-use super::io::{MadSource, Transmit};
-use super::replication::{PeerNews, SyncAnswer, SyncStatus};
-use super::state::SmState;
+use crate::core::Sm;
+use crate::core::events::SmEvent;
+use crate::core::io::{MadSource, Transmit};
+use crate::core::replication::{PeerNews, SyncAnswer, SyncStatus};
+use crate::core::state::SmState;
 use crate::sync::wire::SyncKey;
 use crate::sync::{Replica, Section};
 
@@ -47,14 +47,14 @@ impl Sm {
     }
 
     /// Master: publishes `sections` of its state (the unchanged ones cost a digest).
-    pub(super) fn publish(&mut self, sections: &[Section]) {
+    pub(in crate::core) fn publish(&mut self, sections: &[Section]) {
         let bytes = self.sections(sections);
         let news = self.replication.publish(bytes, &self.sync_key());
         self.take_news(news);
     }
 
     /// Master, after a sweep: publishes everything and syncs the standbys the sweep found.
-    pub(super) fn sync_after_sweep(&mut self) {
+    pub(in crate::core) fn sync_after_sweep(&mut self) {
         let snap = self.sa.snapshot();
         let standbys: Vec<(Guid, Lid)> = self
             .election
@@ -73,41 +73,41 @@ impl Sm {
 
     /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
     /// started since) is synced from now on.
-    pub(super) fn standby_seen(&mut self, guid: Guid) {
+    pub(in crate::core) fn standby_seen(&mut self, guid: Guid) {
         let lid = self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid);
         self.replication.standby_polled(guid, lid, self.state == SmState::Master, self.port_guid);
     }
 
     /// Master: syncs the standby `guid` at `lid`, keeping the others.
-    pub(super) fn sync_standby(&mut self, guid: Guid, lid: Lid) {
+    pub(in crate::core) fn sync_standby(&mut self, guid: Guid, lid: Lid) {
         self.replication.sync_standby(guid, lid);
     }
 
     /// Master: whether a handover to `guid` need not wait for the state sync.
-    pub(super) fn sync_needless(&self, guid: Guid) -> bool {
+    pub(in crate::core) fn sync_needless(&self, guid: Guid) -> bool {
         self.replication.sync_needless(guid)
     }
 
     /// The next sync message to send, if any.
-    pub(super) fn poll_sync_transmit(&mut self) -> Option<Transmit> {
+    pub(in crate::core) fn poll_sync_transmit(&mut self) -> Option<Transmit> {
         let key = self.sync_key();
         self.replication.poll_transmit(self.state == SmState::Master, self.now, self.port_guid, &key)
     }
 
     /// Master: an answer to a sync message.
-    pub(super) fn on_sync_response(&mut self, bytes: &[u8]) {
+    pub(in crate::core) fn on_sync_response(&mut self, bytes: &[u8]) {
         let news = self.replication.on_response(bytes, &self.sync_key());
         self.take_news(news);
     }
 
     /// Master: sync messages whose deadline passed.
-    pub(super) fn sync_timeout(&mut self) {
+    pub(in crate::core) fn sync_timeout(&mut self) {
         let news = self.replication.on_timeout(self.now);
         self.take_news(news);
     }
 
     /// Standby: a sync message, answered (or refused with status 0x001C, and reported).
-    pub(super) fn answer_sync(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+    pub(in crate::core) fn answer_sync(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let key = self.sync_key();
         let watched = self.election.master().map(|m| m.info.guid);
         let standby = self.state == SmState::Standby;
@@ -120,7 +120,7 @@ impl Sm {
             }
             SyncAnswer::Refuse(reason) => {
                 self.events.push_back(SmEvent::SyncRefused { from: src.slid, reason });
-                if let Some(reply) = super::requests::response_to(bytes, status::BAD_FIELD, None) {
+                if let Some(reply) = crate::core::requests::response_to(bytes, status::BAD_FIELD, None) {
                     self.respond(reply, src.reply_address());
                 }
             }
@@ -130,7 +130,7 @@ impl Sm {
     /// A standby taking over from `master` (which `handed_over` the subnet, or was lost): gives
     /// each component its section of what the master sent (the master's entries win where both
     /// have one).
-    pub(super) fn adopt_replica(&mut self, master: Guid, handed_over: bool) {
+    pub(in crate::core) fn adopt_replica(&mut self, master: Guid, handed_over: bool) {
         let a = self.replication.take_over(master, handed_over);
         let r = &a.replica;
         for s in &a.sections {

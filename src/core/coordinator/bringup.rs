@@ -15,14 +15,14 @@
 use ibsm_mad::attrs::{LinkDownDefaultState, Mtu, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, Lid, PortNum};
 
-use super::Sm;
-use super::events::SmEvent;
-use super::lids::{LidRequest, assign};
-use super::state::NodeIdx;
-use super::transactions::{Outcome, PortStep, Req, Request, interleaved};
+use crate::core::Sm;
+use crate::core::events::SmEvent;
+use crate::core::lids::{LidRequest, assign};
+use crate::core::state::NodeIdx;
+use crate::core::transactions::{Outcome, PortStep, Req, Request, interleaved};
 
 /// `info` with the fields a Set must leave alone set to "no change".
-pub(super) fn as_set(info: &PortInfo) -> PortInfo {
+pub(in crate::core) fn as_set(info: &PortInfo) -> PortInfo {
     let mut s = *info;
     s.port_state = PortState::NoChange;
     s.port_physical_state = PhysPortState::NoChange;
@@ -39,7 +39,7 @@ impl Sm {
     /// the subnet's canonical order (nodes by hop count and smallest directed route, ports
     /// ascending), so the LIDs a fresh port gets do not depend on which answers came first;
     /// LIDs from `guid2lid` and LIDs ports hold are kept as [`assign`] says.
-    pub(super) fn assign_lids(&mut self) {
+    pub(in crate::core) fn assign_lids(&mut self) {
         let events = self.checks.quarantine_duplicate_port_guids(&mut self.subnet);
         self.events.extend(events);
         let mut who: Vec<(NodeIdx, PortNum)> = Vec::new();
@@ -73,7 +73,7 @@ impl Sm {
     }
 
     /// The highest LID owned by any end port (base plus `2^lmc - 1`).
-    pub(super) fn max_lid(&self) -> u16 {
+    pub(in crate::core) fn max_lid(&self) -> u16 {
         let span = (1u16 << self.cfg.lmc.min(7)) - 1;
         self.subnet
             .nodes
@@ -86,9 +86,9 @@ impl Sm {
     }
 
     /// Queues the PortInfo and SwitchInfo Sets that change something. When ports need new
-    /// M_Keys, their key Sets go first, alone (see [`super::mkeys::MKeys::key_sets`]), and this runs again when
+    /// M_Keys, their key Sets go first, alone (see [`crate::core::mkeys::MKeys::key_sets`]), and this runs again when
     /// they are done.
-    pub(super) fn configure_ports(&mut self) {
+    pub(in crate::core) fn configure_ports(&mut self) {
         let sets = self.mkeys.key_sets(&self.cfg.m_key, &self.subnet);
         if !sets.is_empty() {
             for s in sets {
@@ -170,8 +170,8 @@ impl Sm {
                 let mut want = si;
                 want.linear_fdb_top = Lid(top);
                 want.life_time_value = self.cfg.switch_life_time;
-                if super::sa::multicast::honours_mft_top(n) {
-                    want.multicast_fdb_top = super::sa::multicast::mft_top(self.sa.mft(n.info.node_guid));
+                if crate::core::sa::multicast::honours_mft_top(n) {
+                    want.multicast_fdb_top = crate::core::sa::multicast::mft_top(self.sa.mft(n.info.node_guid));
                 }
                 if want != si || si.port_state_change {
                     sets.push(Request::sweep(n.path, Req::SetSwitchInfo { node: i, info: want }));
@@ -186,7 +186,7 @@ impl Sm {
     }
 
     /// Queues PortState Sets for `step` (Arm: linked ports in Init; Activate: ports in Armed).
-    pub(super) fn walk_port_states(&mut self, step: PortStep) {
+    pub(in crate::core) fn walk_port_states(&mut self, step: PortStep) {
         let (from, to) = match step {
             PortStep::Arm => (PortState::Init, PortState::Armed),
             _ => (PortState::Armed, PortState::Active),
@@ -215,7 +215,7 @@ impl Sm {
         }
     }
 
-    pub(super) fn on_set_port_info(
+    pub(in crate::core) fn on_set_port_info(
         &mut self,
         request: &Request,
         (node, port, step): (NodeIdx, PortNum, PortStep),
@@ -253,7 +253,7 @@ impl Sm {
         }
     }
 
-    pub(super) fn on_set_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
+    pub(in crate::core) fn on_set_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
         match outcome {
             Outcome::Reply { status: 0, data } => {
                 if let (Ok(si), Some(n)) = (SwitchInfo::parse(data), self.subnet.nodes.get_mut(node)) {

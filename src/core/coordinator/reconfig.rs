@@ -13,8 +13,8 @@
 //!   fabric change in one careful step, at start). The running value stays, and the answer
 //!   says so.
 
-use super::Sm;
-use super::{SmConfig, SmState, SweepPhase};
+use crate::core::Sm;
+use crate::core::{SmConfig, SmState, SweepPhase};
 
 /// What a reload changed, and what it took.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

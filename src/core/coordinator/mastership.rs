@@ -4,7 +4,7 @@
 //! SM's state, the sweep, the transaction window and the state sync; and it answers
 //! SubnGet(SMInfo) and SubnSet(SMInfo) on the SM's own port (a Get that fails the port's M_Key
 //! check at protect levels 2 and 3 gets no answer). The election's own state and rules are
-//! [`super::election`]'s; this file holds none.
+//! [`crate::core::election`]'s; this file holds none.
 
 use ibsm_mad::attrs::{
     CapabilityMask, Notice, NoticeDetails, NoticeType, PortInfo, ProducerType, SmInfo, SmState as WireSmState,
@@ -14,13 +14,13 @@ use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
 use ibsm_mad::{Attribute, Guid, Lid, PortNum, ids};
 
-use super::Sm;
-use super::election::{AfterDiscovery, FoundSm, HANDED_OVER, HANDOVER_SYNC_WAIT_NS, PollRules, better, control};
-use super::events::SmEvent;
-use super::io::{Address, MadSource};
-use super::requests::{SMP_DATA, reply_to, response_to};
-use super::state::{NodeIdx, SmState, SweepPhase};
-use super::transactions::{Op, Outcome, Req, Request};
+use crate::core::Sm;
+use crate::core::election::{AfterDiscovery, FoundSm, HANDED_OVER, HANDOVER_SYNC_WAIT_NS, PollRules, better, control};
+use crate::core::events::SmEvent;
+use crate::core::io::{Address, MadSource};
+use crate::core::requests::{SMP_DATA, reply_to, response_to};
+use crate::core::state::{NodeIdx, SmState, SweepPhase};
+use crate::core::transactions::{Op, Outcome, Req, Request};
 
 impl Sm {
     /// The port GUID of the port a SubnSet(SMInfo) came from, as the fabric carried it. A
@@ -31,7 +31,7 @@ impl Sm {
     /// permissive) is not followed. A LID-routed SMP names its sender by source LID: an SM this
     /// SM found or watches at that LID. `None` when the route or LID leads to no port this SM
     /// knows.
-    pub(super) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
+    pub(in crate::core) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
         if !dr {
             return self.election.sender_at(slid);
         }
@@ -98,7 +98,7 @@ impl Sm {
 
     /// After a PortInfo answer in discovery: a port (not ours) with IsSM is asked for its
     /// SMInfo.
-    pub(super) fn ask_if_sm(&mut self, node: NodeIdx, port: PortNum, pi: &PortInfo) {
+    pub(in crate::core) fn ask_if_sm(&mut self, node: NodeIdx, port: PortNum, pi: &PortInfo) {
         if !pi.capability_mask.contains(CapabilityMask::IS_SM) || self.subnet.local == Some((node, port)) {
             return;
         }
@@ -114,7 +114,7 @@ impl Sm {
 
     /// An SMInfo answer from an SM found in discovery (no answer: it is not counted; a port may
     /// keep IsSM after its SM died).
-    pub(super) fn on_found_sm(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
+    pub(in crate::core) fn on_found_sm(&mut self, request: &Request, node: NodeIdx, port: PortNum, outcome: &Outcome) {
         let Outcome::Reply { status: 0, data } = outcome else { return };
         let Ok(info) = SmInfo::parse(data) else { return };
         let lid = self.subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.info).map_or(Lid(0), |i| i.lid);
@@ -127,7 +127,7 @@ impl Sm {
 
     /// At the end of discovery: whether this SM yields to another (it is a standby then, and the
     /// sweep ends here). A master that finds a better standby hands over instead.
-    pub(super) fn yield_after_discovery(&mut self) -> bool {
+    pub(in crate::core) fn yield_after_discovery(&mut self) -> bool {
         let decision = self.election.after_discovery(self.state, self.me(), self.now, self.cfg.sm_poll_interval_ns);
         let yield_to = match decision {
             AfterDiscovery::Yield(m) => Some(m),
@@ -145,7 +145,7 @@ impl Sm {
     /// A light sweep's SMInfo read of another SM came back (or failed: it may be gone, which
     /// the next heavy sweep sees). Two masters: the worse one (this one) stands by, the better
     /// one nudges the other.
-    pub(super) fn on_light_sm_info(&mut self, guid: Guid, outcome: &Outcome) {
+    pub(in crate::core) fn on_light_sm_info(&mut self, guid: Guid, outcome: &Outcome) {
         let info = match outcome {
             Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
             _ => None,
@@ -172,7 +172,7 @@ impl Sm {
 
     /// Becomes a standby watching `master` (when it is not master yet, the first poll finds out
     /// and a sweep follows).
-    pub(super) fn become_standby(&mut self, master: FoundSm) {
+    pub(in crate::core) fn become_standby(&mut self, master: FoundSm) {
         self.state = SmState::Standby;
         self.replication.clear_peers();
         self.enter(SweepPhase::Up);
@@ -190,7 +190,7 @@ impl Sm {
 
     /// A standby better than its master tells it with a trap 144 (SM priority changed), as
     /// OpenSM's standbys do: the master sweeps, finds this SM and hands the subnet over.
-    pub(super) fn tell_master_if_better(&mut self, m: &FoundSm) {
+    pub(in crate::core) fn tell_master_if_better(&mut self, m: &FoundSm) {
         if better(self.me(), (m.info.priority & 0x0f, m.info.guid)) {
             self.nudge(m);
         }
@@ -199,7 +199,7 @@ impl Sm {
     /// Sends `m` a trap 144 (SM priority changed) from this SM's port: it sweeps and finds
     /// this SM. A standby tells its worse master so; a master tells a worse master that does
     /// not know of it (two masters).
-    pub(super) fn nudge(&mut self, m: &FoundSm) {
+    pub(in crate::core) fn nudge(&mut self, m: &FoundSm) {
         if m.lid == Lid(0) {
             return;
         }
@@ -243,7 +243,7 @@ impl Sm {
 
     /// The state sync of `guid` came to rest (current, or not possible): a handover waiting
     /// for it goes now.
-    pub(super) fn sync_settled(&mut self, guid: Guid) {
+    pub(in crate::core) fn sync_settled(&mut self, guid: Guid) {
         if self.state != SmState::Master {
             return;
         }
@@ -262,7 +262,7 @@ impl Sm {
 
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
     /// was not master yet.
-    pub(super) fn election_timer(&mut self) {
+    pub(in crate::core) fn election_timer(&mut self) {
         let work = self.election.timer(self.state, self.now);
         // A handover waits for the state sync this long at most.
         if let Some(to) = work.hand_over {
@@ -278,7 +278,7 @@ impl Sm {
     }
 
     /// A poll's outcome.
-    pub(super) fn on_poll(&mut self, outcome: &Outcome) {
+    pub(in crate::core) fn on_poll(&mut self, outcome: &Outcome) {
         if self.state != SmState::Standby {
             return;
         }
@@ -307,7 +307,7 @@ impl Sm {
     }
 
     /// The answer to our HANDOVER: accepted, this SM is a standby of the new master.
-    pub(super) fn on_handover_sent(&mut self, to: Guid, outcome: &Outcome) {
+    pub(in crate::core) fn on_handover_sent(&mut self, to: Guid, outcome: &Outcome) {
         let accepted = matches!(outcome, Outcome::Reply { status: 0, .. });
         if let Some(master) = self.election.handover_answered(to, accepted) {
             self.events.push_back(SmEvent::HandedOver { to });
@@ -317,7 +317,7 @@ impl Sm {
 
     /// SubnSet(SMInfo) from another SM: whether the control is obeyed (the caller answers with
     /// this SM's SMInfo, or status 0x001C).
-    pub(super) fn on_sm_control(&mut self, control: u32, from: &SmInfo, sender: Option<Guid>) -> bool {
+    pub(in crate::core) fn on_sm_control(&mut self, control: u32, from: &SmInfo, sender: Option<Guid>) -> bool {
         let ok = self.election.admits(control, from, sender, self.state, self.cfg.sm_key);
         self.events.push_back(SmEvent::SmControl { control, from: from.guid, accepted: ok });
         if !ok {
@@ -379,7 +379,7 @@ impl Sm {
 
     /// SubnSet(SMInfo): obeyed or refused (status 0x001C) by the election's rules; the answer
     /// carries this SM's SMInfo as it is after the control.
-    pub(super) fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+    pub(in crate::core) fn answer_sm_control(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
         let sender = self.control_sender(bytes, h.mgmt_class == MgmtClass::SubnDr, src.slid);
         let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f, sender));
@@ -391,7 +391,7 @@ impl Sm {
         }
     }
 
-    pub(super) fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
+    pub(in crate::core) fn answer_sm_info(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let asked = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
         let asked_key = asked.map(|i| i.sm_key);
         // The SM_Key goes to a requester that presents it, or (as the IBTA and OpenSM have it)

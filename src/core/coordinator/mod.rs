@@ -1,0 +1,30 @@
+//! The coordinator: `Sm`'s own code, where the components' answers meet.
+//!
+//! These files and `core/mod.rs` are the only places with `impl Sm`. A component (discovery,
+//! programming, partitions, M_Keys, the SA, the election, replication, the checks, the
+//! schedule, light and quick sweeps, traps) owns its state and answers with values; it never
+//! reaches into `Sm` or into another component. Something has to take those answers and apply
+//! them in order (queue the SMPs, change the SM's state, start a sweep, hand one component's
+//! result to the next), and that is the only code allowed to touch several components at once.
+//! Keeping it here, a file per concept, keeps the order of effects readable in one place and
+//! makes an `impl Sm` anywhere else a visible exception in review. No state lives here: the
+//! fields are `Sm`'s (in `core/mod.rs`) or the components'.
+//!
+//! - [`bringup`]: LIDs onto ports, PortInfo and SwitchInfo configuration, the Init → Armed →
+//!   Active walk (not yet a component: its state is still fields of `Sm`).
+//! - [`discovery`]: each discovery answer fed into the subnet being built and to the
+//!   components that learn from it ([`super::discovery`] owns what exploration keeps).
+//! - [`mastership`]: acting on the election's answers (stand by, take over, hand over, poll,
+//!   nudge) and answering SMInfo on the SM's own port ([`super::election`] owns the rules).
+//! - [`reconfig`]: a configuration read again while the SM runs, each change applied as it needs.
+//! - [`scheduling`]: the sweeps the trap book, light and quick sweeps and the schedule ask for,
+//!   started; the handling of a trap.
+//! - [`sync_sections`]: which component each replicated section comes from and goes back to
+//!   ([`super::replication`] owns the protocol's state).
+
+pub(super) mod bringup;
+pub(super) mod discovery;
+pub(super) mod mastership;
+pub(super) mod reconfig;
+pub(super) mod scheduling;
+pub(super) mod sync_sections;
