@@ -336,7 +336,7 @@ impl MKeys {
                 {
                     continue;
                 }
-                let mut set = super::coordinator::bringup::as_set(&info);
+                let mut set = super::state::port_info_set(&info);
                 cfg.apply(Some(guid), &mut set);
                 let req = Req::SetPortInfo { node: i, port: p, info: Box::new(set), step: PortStep::Configure };
                 sets.push(Request::sweep(n.path_for(p), req));

@@ -3,12 +3,13 @@
 //! Owns: [`SmState`], [`SweepPhase`], and the discovered subnet ([`Subnet`], [`Node`],
 //! [`PortRecord`]): every node by GUID with the attributes read from it, the directed routes that
 //! reach it, the links between ports, and the LIDs assigned; and [`Subnet::describe`], the subnet
-//! as the neutral description the fabric-view builder ([`crate::fabric_view`]) reads. Holds values
-//! only: no MADs are built here and nothing here sends anything.
+//! as the neutral description the fabric-view builder ([`crate::fabric_view`]) reads; and
+//! [`port_info_set`], a PortInfo as read turned into the base of a Set. Holds values only: no
+//! MADs are built here and nothing here sends anything.
 
 use std::collections::HashMap;
 
-use ibsm_mad::attrs::{NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
+use ibsm_mad::attrs::{LinkDownDefaultState, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{DrPath, Guid, Lid, PortNum};
 
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
@@ -98,6 +99,16 @@ impl PortRecord {
     pub fn is_linked(&self) -> bool {
         self.info.is_some_and(|i| matches!(i.port_state, PortState::Init | PortState::Armed | PortState::Active))
     }
+}
+
+/// `info` (a PortInfo as read) with the fields a Set must leave alone set to "no change": the
+/// base of every PortInfo Set, which then changes only what it means to.
+pub fn port_info_set(info: &PortInfo) -> PortInfo {
+    let mut s = *info;
+    s.port_state = PortState::NoChange;
+    s.port_physical_state = PhysPortState::NoChange;
+    s.link_down_default_state = LinkDownDefaultState::NoChange;
+    s
 }
 
 /// A node found by discovery.

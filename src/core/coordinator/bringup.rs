@@ -12,23 +12,14 @@
 //! needs one: a fresh CA port gets its LID and Armed in one SMP, as OpenSM combines them), and
 //! activation only once every arm has been answered, so both ends of each link are Armed first.
 
-use ibsm_mad::attrs::{LinkDownDefaultState, Mtu, PhysPortState, PortInfo, PortState, SwitchInfo};
+use ibsm_mad::attrs::{Mtu, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, Lid, PortNum};
 
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
-use crate::core::state::NodeIdx;
+use crate::core::state::{NodeIdx, port_info_set};
 use crate::core::transactions::{Outcome, PortStep, Req, Request, interleaved};
-
-/// `info` with the fields a Set must leave alone set to "no change".
-pub(in crate::core) fn as_set(info: &PortInfo) -> PortInfo {
-    let mut s = *info;
-    s.port_state = PortState::NoChange;
-    s.port_physical_state = PhysPortState::NoChange;
-    s.link_down_default_state = LinkDownDefaultState::NoChange;
-    s
-}
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
     if a.raw() == 0 || b.raw() == 0 { a } else { Mtu::from_raw(a.raw().min(b.raw())) }
@@ -106,7 +97,7 @@ impl Sm {
             for (p, rec) in n.ports.iter().enumerate() {
                 let Some(info) = rec.info else { continue };
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
-                let before = as_set(&info);
+                let before = port_info_set(&info);
                 let mut after = before;
                 let is_end = if is_switch { p == 0 } else { p > 0 };
                 if is_end && rec.lid != Lid::UNASSIGNED {
@@ -199,7 +190,7 @@ impl Sm {
                     continue;
                 }
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
-                let mut want = as_set(&info);
+                let mut want = port_info_set(&info);
                 want.port_state = to;
                 if !n.is_switch() {
                     self.cfg.m_key.apply(rec.guid, &mut want);
