@@ -252,14 +252,21 @@ impl Subnet {
 
     /// The subnet as the fabric-view builder's description: description node `i` is
     /// [`Subnet::nodes`]`[i]` (discovery order); a switch lists port 0 and every external port,
-    /// a CA its end ports; a port has a peer where its link is up and both ends were discovered.
+    /// a CA its end ports; a port has a peer where its link is up and both ends were discovered,
+    /// unless the far end was read with its link down: the two ends were read on either side of
+    /// a change (a cable cut during the sweep), and a cable is routed over only when both ends
+    /// agree (else only one direction of it would be).
     pub fn describe(&self) -> FabricDesc<'_> {
+        let far_down = |(node, port): (NodeIdx, PortNum)| {
+            self.nodes.get(node).and_then(|n| n.port(port)).is_some_and(|r| r.info.is_some() && !r.is_linked())
+        };
         let nodes = self
             .nodes
             .iter()
             .map(|n| {
-                let peer =
-                    |r: &PortRecord| r.remote.filter(|_| r.is_linked()).map(|(node, port)| PortRef { node, port });
+                let peer = |r: &PortRecord| {
+                    r.remote.filter(|&far| r.is_linked() && !far_down(far)).map(|(node, port)| PortRef { node, port })
+                };
                 let ports = if n.is_switch() {
                     n.ports
                         .iter()

@@ -157,14 +157,16 @@ impl Sm {
                     ));
                 }
             }
-            if let Some(si) = n.switch_info {
+            // PortStateChange is not cleared here: discovery cleared it before reading the
+            // ports, and a change since is the light sweep's to find.
+            if let Some(si) = n.switch_info.map(|si| SwitchInfo { port_state_change: false, ..si }) {
                 let mut want = si;
                 want.linear_fdb_top = Lid(top);
                 want.life_time_value = self.cfg.switch_life_time;
                 if crate::core::sa::multicast::honours_mft_top(n) {
                     want.multicast_fdb_top = crate::core::sa::multicast::mft_top(self.sa.mft(n.info.node_guid));
                 }
-                if want != si || si.port_state_change {
+                if want != si {
                     sets.push(Request::sweep(n.path, Req::SetSwitchInfo { node: i, info: want }));
                 }
             }
@@ -252,6 +254,10 @@ impl Sm {
                 }
             }
             _ => self.fail(request, outcome),
+        }
+        // Discovery's clear of PortStateChange: the switch's ports are read now.
+        if self.discovery.cleared(node) {
+            self.feed_port_reads();
         }
     }
 }

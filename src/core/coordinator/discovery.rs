@@ -128,10 +128,8 @@ impl Sm {
         self.tx.push(Request::sweep(path, Req::NodeDesc { node: idx }));
         if is_switch {
             self.traps.reading(ni.node_guid);
+            // Its ports are read once the SwitchInfo is in (`on_switch_info`).
             self.tx.push(Request::sweep(path, Req::GetSwitchInfo { node: idx }));
-            // Its ports are read in turn with the other switches' (`feed_port_reads`).
-            self.discovery.read_ports(idx, path, ni.num_ports);
-            self.feed_port_reads();
         } else {
             self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
         }
@@ -174,14 +172,34 @@ impl Sm {
         }
     }
 
+    /// A switch's SwitchInfo: kept, and its ports read in turn with the other switches'
+    /// (`feed_port_reads`). A PortStateChange it shows is cleared first, and the ports are read
+    /// after the clear: a change after a port's read then sets it again for the light sweep
+    /// (cleared later, with the port settings, it would be lost). Failed, the ports are read
+    /// all the same.
     pub(crate) fn on_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {
-        let Some(si) = ok_data(outcome).and_then(|d| SwitchInfo::parse(d).ok()) else {
+        let si = ok_data(outcome).and_then(|d| SwitchInfo::parse(d).ok());
+        if si.is_none() {
             self.fail(request, outcome);
-            return;
-        };
+        }
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
-        n.switch_info = Some(si);
-        self.programming.switch_info_read(&self.subnet, node);
+        let (path, last) = (n.path, n.info.num_ports);
+        match si {
+            Some(si) if si.port_state_change => {
+                n.switch_info = Some(SwitchInfo { port_state_change: false, ..si });
+                let clear = SwitchInfo { port_state_change: true, ..si };
+                self.tx.push(Request::sweep(path, Req::SetSwitchInfo { node, info: clear }));
+                self.discovery.read_ports_after_clear(node, path, last);
+            }
+            _ => {
+                n.switch_info = si.or(n.switch_info);
+                self.discovery.read_ports(node, path, last);
+                self.feed_port_reads();
+            }
+        }
+        if si.is_some() {
+            self.programming.switch_info_read(&self.subnet, node);
+        }
     }
 
     /// Queues the planned PortInfo Gets of discovered switches, one port of each switch in

@@ -3,7 +3,10 @@
 //! Owns [`Discovery`]: the last completed sweep's subnet (kept aside while a new one is
 //! discovered, for the nodes that may not answer this time: [`silent`]), the linked ports whose
 //! NodeInfo probe got no answer, and the switch PortInfo reads still to queue (one port of each
-//! switch in turn, so that no switch's agent holds the window). It takes the subnet and the room
+//! switch in turn, so that no switch's agent holds the window). A switch's ports are read only
+//! once its SwitchInfo is in and, when that showed PortStateChange, once the write clearing it
+//! is answered: a port that changes after its read sets the flag again, for the light sweep to
+//! find (cleared after the reads, such a change would be lost). It takes the subnet and the room
 //! in the SMP window as arguments and answers with the Gets to queue and the nodes carried
 //! over; it sends nothing and touches no other component's state.
 //!
@@ -40,12 +43,15 @@ pub(super) struct Discovery {
     unanswered: Vec<(NodeIdx, PortNum)>,
     /// Switch PortInfo Gets yet to queue, one switch after another in turn.
     port_reads: VecDeque<PortReads>,
+    /// Switches whose PortStateChange is being cleared: their reads wait for the clear.
+    clearing: Vec<PortReads>,
 }
 
 impl Discovery {
     /// A heavy sweep starts: no port reads left from an earlier one.
     pub fn sweep_started(&mut self) {
         self.port_reads.clear();
+        self.clearing.clear();
     }
 
     /// Discovery starts: the last sweep's `subnet` is kept aside (when it has nodes) and
@@ -66,6 +72,22 @@ impl Discovery {
     /// Plans the PortInfo reads of switch `node` (ports `0..=last`, by `path`).
     pub fn read_ports(&mut self, node: NodeIdx, path: DrPath, last: u8) {
         self.port_reads.push_back(PortReads { node, path, next: 0, last });
+    }
+
+    /// Plans the PortInfo reads of switch `node` for when the write clearing its
+    /// PortStateChange is answered ([`Discovery::cleared`]).
+    pub fn read_ports_after_clear(&mut self, node: NodeIdx, path: DrPath, last: u8) {
+        self.clearing.push(PortReads { node, path, next: 0, last });
+    }
+
+    /// The write clearing `node`'s PortStateChange was answered (or failed: its ports are read
+    /// all the same, and a flag left set brings a quick sweep later): its reads are planned.
+    /// `false` when no read waited for it (a clear outside discovery).
+    pub fn cleared(&mut self, node: NodeIdx) -> bool {
+        let Some(i) = self.clearing.iter().position(|r| r.node == node) else { return false };
+        let r = self.clearing.swap_remove(i);
+        self.port_reads.push_back(r);
+        true
     }
 
     /// Up to `room` planned PortInfo Gets, one port of each switch in turn: a switch's agent
