@@ -305,8 +305,11 @@ impl Election {
     }
 
     /// Timer work at `now` for an SM in `state`: a handover that waited long enough, a
-    /// master's re-check sweep, a standby's poll.
-    pub fn timer(&mut self, state: SmState, now: u64) -> TimerWork {
+    /// master's re-check sweep, a standby's poll. Polls go out every `poll_interval_ns`,
+    /// answered or not: an unanswered one counts as a miss when it times out, while the next
+    /// is already on its way, so `sm-poll-retries` misses in a row are found within (retries +
+    /// 1) intervals and an SMP timeout of the first unanswered poll.
+    pub fn timer(&mut self, state: SmState, now: u64, poll_interval_ns: u64) -> TimerWork {
         let mut work = TimerWork::default();
         if state == SmState::Master {
             work.hand_over = self.handover_when_synced.take_if(|(_, t)| *t <= now).map(|(to, _)| to);
@@ -318,7 +321,7 @@ impl Election {
         if state != SmState::Standby || self.disabled || self.poll_at.is_none_or(|t| t > now) {
             return work;
         }
-        self.poll_at = None;
+        self.poll_at = Some(now.saturating_add(poll_interval_ns.max(1)));
         work.poll = self.master;
         work
     }
@@ -351,7 +354,10 @@ impl Election {
                 }
             }
         }
-        self.poll_at = Some(now.saturating_add(rules.interval_ns));
+        // The next poll is already scheduled from when this one went out.
+        if self.poll_at.is_none() {
+            self.poll_at = Some(now.saturating_add(rules.interval_ns));
+        }
         None
     }
 
@@ -460,8 +466,8 @@ mod tests {
         e.add_found(sm(0x60, 9, WireSmState::Discovering, 6), KEY, ME);
         assert_eq!(e.after_discovery(SmState::Master, (5, ME), 1_000, 100), AfterDiscovery::Sweep);
         assert_eq!(e.poll_timeout(SmState::Master), Some(1_100));
-        assert_eq!(e.timer(SmState::Master, 1_099), TimerWork::default());
-        assert_eq!(e.timer(SmState::Master, 1_100), TimerWork { sweep: true, ..TimerWork::default() });
+        assert_eq!(e.timer(SmState::Master, 1_099, 100), TimerWork::default());
+        assert_eq!(e.timer(SmState::Master, 1_100, 100), TimerWork { sweep: true, ..TimerWork::default() });
         assert_eq!(e.poll_timeout(SmState::Master), None);
     }
 
@@ -473,13 +479,15 @@ mod tests {
         let mut e = Election::default();
         e.stand_by(master, 0, 100);
         assert_eq!(e.master(), Some(master));
-        assert_eq!(e.timer(SmState::Standby, 99).poll, None);
-        assert_eq!(e.timer(SmState::Standby, 100).poll, Some(master));
-        // Polled once: no second poll until answered.
-        assert_eq!(e.timer(SmState::Standby, 150).poll, None);
-        // Answers with a rising count keep it standing by.
-        assert_eq!(e.on_poll(Some(&alive(1)), 100, RULES), None);
+        assert_eq!(e.timer(SmState::Standby, 99, 100).poll, None);
+        assert_eq!(e.timer(SmState::Standby, 100, 100).poll, Some(master));
+        // The next poll an interval after this one went out, answered or not.
+        assert_eq!(e.timer(SmState::Standby, 150, 100).poll, None);
         assert_eq!(e.poll_timeout(SmState::Standby), Some(200));
+        assert_eq!(e.timer(SmState::Standby, 200, 100).poll, Some(master), "the first one still unanswered");
+        // Answers with a rising count keep it standing by; they do not move the schedule.
+        assert_eq!(e.on_poll(Some(&alive(1)), 100, RULES), None);
+        assert_eq!(e.poll_timeout(SmState::Standby), Some(300));
         assert_eq!(e.on_poll(Some(&alive(2)), 200, RULES), None);
         // One miss is tolerated at two retries; the second in a row is not.
         assert_eq!(e.on_poll(None, 300, RULES), None);
@@ -510,7 +518,7 @@ mod tests {
         e.stand_by(master, 0, 100);
         e.disable();
         assert!(e.disabled());
-        assert_eq!(e.timer(SmState::Standby, 1_000), TimerWork::default());
+        assert_eq!(e.timer(SmState::Standby, 1_000, 100), TimerWork::default());
     }
 
     #[test]
@@ -564,8 +572,8 @@ mod tests {
         assert_eq!(e.sync_settled(standby.info.guid), None);
         // Or the deadline does.
         e.hand_over_when_synced(standby, 500);
-        assert_eq!(e.timer(SmState::Master, 499).hand_over, None);
-        assert_eq!(e.timer(SmState::Master, 500).hand_over, Some(standby));
+        assert_eq!(e.timer(SmState::Master, 499, 100).hand_over, None);
+        assert_eq!(e.timer(SmState::Master, 500, 100).hand_over, Some(standby));
 
         // Refused: forgotten. Accepted: the standby, master now, even after `found` was emptied.
         e.handing_over(standby);

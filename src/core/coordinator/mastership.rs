@@ -263,7 +263,7 @@ impl Sm {
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
     /// was not master yet.
     pub(in crate::core) fn election_timer(&mut self) {
-        let work = self.election.timer(self.state, self.now);
+        let work = self.election.timer(self.state, self.now, self.cfg.sm_poll_interval_ns);
         // A handover waits for the state sync this long at most.
         if let Some(to) = work.hand_over {
             self.hand_over(to);
