@@ -177,6 +177,9 @@ fn sync_messages_without_the_key_or_not_from_the_master_are_refused() {
     let cases = [
         (SyncKey::from_sm_key(0x666), master_guid, "wrong key"),
         (SyncKey::from_sm_key(7), Guid(0xdead), "right key, not the master"),
+        // The sender is the port the message came from, not the GUID it names: a host that
+        // holds the SM_Key and writes the master's GUID feeds the standby nothing.
+        (SyncKey::from_sm_key(7), master_guid, "right key and the master's GUID, from a third host"),
     ];
     for (i, (key, from, what)) in cases.iter().enumerate() {
         let tid = 0x40 + i as u64;

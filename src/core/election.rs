@@ -195,6 +195,14 @@ impl Election {
         }
     }
 
+    /// The LID of the watched master's port, read by its route: a master found before it had
+    /// a LID (SMs started together) is then named by the messages it sends (its state sync).
+    pub fn learn_master_lid(&mut self, guid: Guid, lid: Lid) {
+        if let Some(m) = self.master.as_mut().filter(|m| m.info.guid == guid && lid != Lid::UNASSIGNED) {
+            m.lid = lid;
+        }
+    }
+
     /// The SM this SM found or watches at `slid` (how a LID-routed control names its sender).
     pub fn sender_at(&self, slid: Lid) -> Option<Guid> {
         if slid == Lid::UNASSIGNED {
@@ -469,6 +477,19 @@ mod tests {
         assert_eq!(e.timer(SmState::Master, 1_099, 100), TimerWork::default());
         assert_eq!(e.timer(SmState::Master, 1_100, 100), TimerWork { sweep: true, ..TimerWork::default() });
         assert_eq!(e.poll_timeout(SmState::Master), None);
+    }
+
+    #[test]
+    fn a_master_found_without_a_lid_is_named_by_its_lid_once_read() {
+        let mut e = Election::default();
+        e.stand_by(sm(0x60, 9, WireSmState::Master, 0), 0, 100);
+        assert_eq!(e.sender_at(Lid(7)), None);
+        e.learn_master_lid(Guid(0x61), Lid(7));
+        e.learn_master_lid(Guid(0x60), Lid::UNASSIGNED);
+        assert_eq!(e.sender_at(Lid(7)), None, "another SM's, or no LID: nothing learnt");
+        e.learn_master_lid(Guid(0x60), Lid(7));
+        assert_eq!(e.sender_at(Lid(7)), Some(Guid(0x60)));
+        assert_eq!(e.master().map(|m| m.lid), Some(Lid(7)));
     }
 
     #[test]

@@ -261,9 +261,10 @@ impl MKeys {
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }
             | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),
-            Req::PollMaster { master: g, .. } | Req::SetSmInfo { to: g, .. } | Req::LightSmInfo { guid: g, .. } => {
-                Some(*g)
-            }
+            Req::PollMaster { master: g, .. }
+            | Req::MasterLid { master: g }
+            | Req::SetSmInfo { to: g, .. }
+            | Req::LightSmInfo { guid: g, .. } => Some(*g),
             Req::ReadNodeDesc { guid, port } => subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
             Req::GetVlTable { node, port, switch: false, .. } => {
                 subnet.by_guid.get(node).and_then(|&i| at(i, Some(*port)))

@@ -733,6 +733,7 @@ impl Sm {
             },
             Req::GetSmInfo { node, port, .. } => self.on_found_sm(request, *node, *port, outcome),
             Req::PollMaster { .. } => self.on_poll(outcome),
+            Req::MasterLid { master } => self.on_master_lid(*master, outcome),
             Req::SetSmInfo { to, control, .. } if *control == election::control::HANDOVER => {
                 self.on_handover_sent(*to, outcome);
             }

@@ -216,8 +216,12 @@ impl Replication {
     }
 
     /// A sync message `bytes` (of `method`) arrived at `now` at this SM (`me`; a standby when
-    /// `standby`, watching the master `watched`). Taken only with our SM_Key's MAC and from the
-    /// master this SM watches as a standby; anything else is refused.
+    /// `standby`, watching the master `watched`) from the port of the SM `sender` (the SM this
+    /// SM found or watches at the message's source LID; `None` when none is known there).
+    /// Taken only with our SM_Key's MAC, from the master this SM watches as a standby, and from
+    /// that master's port: the GUID a message names is the sender's word, the port it came
+    /// from is the fabric's, so a host that holds the SM_Key and writes the master's GUID is
+    /// refused. Anything else is refused.
     #[allow(clippy::too_many_arguments)] // each is one fact the answer depends on
     pub fn answer(
         &mut self,
@@ -225,7 +229,7 @@ impl Replication {
         bytes: &[u8],
         me: Guid,
         standby: bool,
-        watched: Option<Guid>,
+        (watched, sender): (Option<Guid>, Option<Guid>),
         now: u64,
         key: &SyncKey,
     ) -> SyncAnswer {
@@ -236,6 +240,9 @@ impl Replication {
         };
         if !standby || watched != Some(msg.from) {
             return SyncAnswer::Refuse("not from the master this SM watches as a standby");
+        }
+        if sender != Some(msg.from) {
+            return SyncAnswer::Refuse("not from the port the watched master was found at");
         }
         let mut received = None;
         let payload = if method == Method::Get {
@@ -348,7 +355,8 @@ mod tests {
         while let Some(t) = m.poll_transmit(true, now, MASTER, &key()) {
             assert_eq!(t.to.lid, Lid(2));
             let method = SaHeader::from_bytes(&t.bytes).expect("header").method;
-            let SyncAnswer::Reply { bytes, .. } = s.answer(method, &t.bytes, STANDBY, true, Some(MASTER), now, &key())
+            let SyncAnswer::Reply { bytes, .. } =
+                s.answer(method, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), now, &key())
             else {
                 panic!("refused");
             };
@@ -398,7 +406,7 @@ mod tests {
         later.after_sweep(sections(&changed), &[(STANDBY, Lid(2))], &key());
         let ask = later.poll_transmit(true, 2, MASTER, &key()).expect("a query");
         assert!(matches!(
-            s.answer(Method::Get, &ask.bytes, STANDBY, true, Some(MASTER), 2, &key()),
+            s.answer(Method::Get, &ask.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 2, &key()),
             SyncAnswer::Reply { .. }
         ));
         let a = s.take_over(MASTER, true);
@@ -423,14 +431,33 @@ mod tests {
         m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
         let t = m.poll_transmit(true, 1, MASTER, &key()).expect("a query");
         let refused = |a: SyncAnswer| matches!(a, SyncAnswer::Refuse(_));
-        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, false, Some(MASTER), 1, &key())), "not standby");
-        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, true, Some(Guid(0x99)), 1, &key())), "another master");
+        assert!(
+            refused(s.answer(Method::Get, &t.bytes, STANDBY, false, (Some(MASTER), Some(MASTER)), 1, &key())),
+            "not standby"
+        );
+        assert!(
+            refused(s.answer(Method::Get, &t.bytes, STANDBY, true, (Some(Guid(0x99)), Some(MASTER)), 1, &key())),
+            "another master"
+        );
+        // The master's GUID from another port, or from a LID no SM was found at.
+        for sender in [Some(Guid(0x99)), None] {
+            assert!(
+                refused(s.answer(Method::Get, &t.bytes, STANDBY, true, (Some(MASTER), sender), 1, &key())),
+                "{sender:?}"
+            );
+        }
         let other = SyncKey::from_sm_key(8);
-        assert!(refused(s.answer(Method::Get, &t.bytes, STANDBY, true, Some(MASTER), 1, &other)), "another key");
-        assert!(refused(s.answer(Method::Get, &t.bytes[..100], STANDBY, true, Some(MASTER), 1, &key())), "short");
+        assert!(
+            refused(s.answer(Method::Get, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 1, &other)),
+            "another key"
+        );
+        assert!(
+            refused(s.answer(Method::Get, &t.bytes[..100], STANDBY, true, (Some(MASTER), Some(MASTER)), 1, &key())),
+            "short"
+        );
         assert!(s.status(false).sections.is_empty() && s.status(false).version == 0, "nothing taken");
         assert!(matches!(
-            s.answer(Method::Get, &t.bytes, STANDBY, true, Some(MASTER), 1, &key()),
+            s.answer(Method::Get, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 1, &key()),
             SyncAnswer::Reply { received: None, .. }
         ));
     }

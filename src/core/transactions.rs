@@ -76,6 +76,11 @@ pub(crate) enum Req {
     /// A standby's poll of the master's SMInfo (`master`: its port GUID), carrying the
     /// standby's own SMInfo with its SM_Key.
     PollMaster { master: Guid, info: SmInfo },
+    /// A standby's read of the PortInfo of the master's port (`master`: its port GUID) by the
+    /// route it polls it at, modifier 0 (the port the route enters a CA by, a switch's port
+    /// 0): the LID the master sends its state sync from, when the standby found the master
+    /// before it had one.
+    MasterLid { master: Guid },
     /// SubnSet(SMInfo) with a control (AttributeModifier: 1 HANDOVER, 2 ACKNOWLEDGE, 3
     /// DISABLE, 4 STANDBY, 5 DISCOVER) to the SM at port `to`, carrying this SM's SMInfo.
     SetSmInfo { to: Guid, control: u32, info: SmInfo },
@@ -94,6 +99,7 @@ impl Req {
             Req::GetPortInfo { port, .. } | Req::CheckPortInfo { port, .. } => {
                 (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data)
             }
+            Req::MasterLid { .. } => (ids::attr::PORT_INFO, 0, Method::Get, data),
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
             Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);

@@ -275,6 +275,21 @@ impl Sm {
         // The poll carries this SM's SMInfo (key included): the master learns of its standby.
         let req = Req::PollMaster { master: m.info.guid, info: self.sm_info(true) };
         self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
+        // Its state sync is taken only from its LID: found before it had one, it is read.
+        if m.lid == Lid::UNASSIGNED {
+            let req = Req::MasterLid { master: m.info.guid };
+            self.tx.push_with_retries(Request { path: m.path, req, op: Op::Election }, 0);
+        }
+    }
+
+    /// The PortInfo of the watched master's port: its LID, for the state sync's sender check.
+    pub(in crate::core) fn on_master_lid(&mut self, master: Guid, outcome: &Outcome) {
+        if let Outcome::Reply { status: 0, data } = outcome
+            && let Ok(pi) = PortInfo::parse(data)
+            && self.state == SmState::Standby
+        {
+            self.election.learn_master_lid(master, pi.lid);
+        }
     }
 
     /// A poll's outcome.

@@ -110,8 +110,10 @@ impl Sm {
     pub(in crate::core) fn answer_sync(&mut self, h: &MadHeader, bytes: &[u8], src: &MadSource) {
         let key = self.sync_key();
         let watched = self.election.master().map(|m| m.info.guid);
+        // Who sent it is the SM found at its source LID, not the GUID it names.
+        let sender = self.election.sender_at(src.slid);
         let standby = self.state == SmState::Standby;
-        match self.replication.answer(h.method, bytes, self.port_guid, standby, watched, self.now, &key) {
+        match self.replication.answer(h.method, bytes, self.port_guid, standby, (watched, sender), self.now, &key) {
             SyncAnswer::Reply { bytes, received } => {
                 if let Some((section, version)) = received {
                     self.events.push_back(SmEvent::SyncReceived { section: section.name(), version });
