@@ -95,6 +95,12 @@ pub struct ConfigFile {
     /// Forwarding tables computed elsewhere, in OpenSM's `opensm-lfts.dump` format (OpenSM's
     /// `lfts_file`), for the `file` routing engine (default: none).
     pub lfts_file: Option<PathBuf>,
+    /// QoS policy in OpenSM's qos-policy.conf format; giving one turns QoS on (OpenSM's
+    /// `-Q -Y FILE`). Default: none, QoS off.
+    pub qos_policy_file: Option<PathBuf>,
+    /// OpenSM's simple QoS options (max VLs, high limit, VL arbitration tables, SL2VL), subnet
+    /// wide and per port class (`ca`, `sw0`, `swe`, `rtr`); unset values are OpenSM's defaults.
+    pub qos: Option<ibsm_qos::QosOptions>,
 }
 
 /// The M_Key mode a `m-key` value names.
@@ -239,6 +245,8 @@ pub const KEYS: &[&str] = &[
     "refuse-miscabled",
     "root-guid-file",
     "lfts-file",
+    "qos-policy-file",
+    "qos",
 ];
 
 /// What `key` accepts, in words, for error messages (empty for an unknown key).
@@ -260,8 +268,11 @@ pub fn allowed(key: &str) -> String {
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
-        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" | "lfts-file" => {
-            "a non-empty file path (a string)"
+        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" | "lfts-file"
+        | "qos-policy-file" => "a non-empty file path (a string)",
+        "qos" => {
+            "a table of max-vls (1..=15), high-limit (0..=255), vlarb-high and vlarb-low (\"vl:weight,...\", VL \
+             0..=14), sl2vl (16 VLs \"0,1,...\"), and the same in sub-tables ca, sw0, swe, rtr"
         }
         "state-dir" => "a non-empty directory path (a string)",
         "part-enforce" => "one of \"both\", \"in\", \"out\", \"off\"",
@@ -517,6 +528,7 @@ impl ConfigFile {
             ("expected-topology", &self.expected_topology),
             ("root-guid-file", &self.root_guid_file),
             ("lfts-file", &self.lfts_file),
+            ("qos-policy-file", &self.qos_policy_file),
         ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 out.push(bad(key, "an empty path".to_owned()));
@@ -550,6 +562,9 @@ impl ConfigFile {
             if let Err(r) = parse_subnet_prefix(p) {
                 out.push(bad("subnet-prefix", r));
             }
+        }
+        if let Some(Err(e)) = self.qos.as_ref().map(ibsm_qos::QosOptions::validate) {
+            out.push(("qos", e.to_string()));
         }
         if self.refuse_miscabled == Some(true) && self.expected_topology.is_none() {
             out.push((
@@ -737,7 +752,15 @@ mod tests {
             e.to_string(),
             "s.toml:2:1: state-dir: an empty path; allowed: a non-empty directory path (a string)"
         );
-        for key in ["partitions", "sm-key-file", "guid2mkey", "expected-topology", "root-guid-file", "lfts-file"] {
+        for key in [
+            "partitions",
+            "sm-key-file",
+            "guid2mkey",
+            "expected-topology",
+            "root-guid-file",
+            "lfts-file",
+            "qos-policy-file",
+        ] {
             let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
             assert!(e.reason.starts_with(&format!("{key}: an empty path; allowed: a non-empty file path")), "{e}");
         }
@@ -773,6 +796,19 @@ mod tests {
         let e = ConfigFile::load_layered(Some(&path)).expect_err("not UTF-8");
         assert_eq!((e[0].line, e[0].col), (2, 6), "{e:?}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn qos_options_are_checked_with_the_option_named() {
+        let e = ConfigFile::parse("[qos.swe]\nsl2vl = \"0,1\"\n", "q.toml").expect_err("15 VLs missing");
+        assert!(e.reason.starts_with("qos: qos.swe.sl2vl: expected 16 VLs"), "{e}");
+        let e = ConfigFile::parse("qos = { colour = 1 }\n", "q.toml").expect_err("unknown option");
+        assert!(e.reason.contains("unknown field `colour`"), "{e}");
+        let ok =
+            ConfigFile::parse("qos-policy-file = \"/q\"\n[qos]\nmax-vls = 8\n[qos.ca]\nhigh-limit = 6\n", "q.toml")
+                .expect("valid");
+        let ca = ok.qos.expect("qos").config(ibsm_qos::PortClass::Ca).expect("valid");
+        assert_eq!((ca.max_vls, ca.high_limit), (8, 6));
     }
 
     #[test]

@@ -77,7 +77,7 @@ fn quoted(s: &str) -> String {
 
 /// Prefix families of options that have no equivalent, and why.
 const FAMILIES: &[(&str, &str)] = &[
-    ("qos", "QoS (SL2VL, VL arbitration) is not configurable in ibsm yet"),
+    ("qos", "not a QoS option ibsm knows"),
     ("cc_", "congestion control is not implemented in ibsm"),
     ("congestion_control", "congestion control is not implemented in ibsm"),
     ("perfmgr", "ibsm has no performance manager; use perfquery or a telemetry agent"),
@@ -251,6 +251,19 @@ fn fate(name: &str, value: &str) -> Fate {
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "routing_engine" => routing(value),
+        "qos" => match boolean(value) {
+            Some(true) => skipped("QoS is on in ibsm when qos-policy-file is set (from qos_policy_file)"),
+            Some(false) => skipped("QoS off, as ibsm without qos-policy-file"),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "qos_policy_file" if value == "(null)" || value.is_empty() => skipped("no QoS policy file"),
+        // OpenSM goes on with an empty policy when the file is missing; ibsm would refuse to
+        // start, so a file that is not there is left out.
+        "qos_policy_file" if !std::path::Path::new(value).exists() => skipped(
+            "the file does not exist here (ibsm would refuse to start); give it as qos-policy-file once it does",
+        ),
+        "qos_policy_file" => mapped("qos-policy-file", quoted(value)),
+        _ if qos_key(name).is_some() => qos_option(name, value),
         "root_guid_file" if value == "(null)" || value.is_empty() => skipped("unset: each engine finds its own roots"),
         // A file that is not there would stop ibsm from starting; OpenSM then finds the roots.
         "root_guid_file" if !std::path::Path::new(value).exists() => {
@@ -270,6 +283,62 @@ fn fate(name: &str, value: &str) -> Fate {
                 .or_else(|| FAMILIES.iter().find(|(p, _)| name.starts_with(p)).map(|(_, w)| *w));
             skipped(why.unwrap_or("unknown to ibsm"))
         }
+    }
+}
+
+/// The TOML key (dotted, under `qos`) of OpenSM's simple QoS option `name`.
+fn qos_key(name: &str) -> Option<&'static str> {
+    const KEYS: &[(&str, &str)] = &[
+        ("qos_max_vls", "qos.max-vls"),
+        ("qos_high_limit", "qos.high-limit"),
+        ("qos_vlarb_high", "qos.vlarb-high"),
+        ("qos_vlarb_low", "qos.vlarb-low"),
+        ("qos_sl2vl", "qos.sl2vl"),
+        ("qos_ca_max_vls", "qos.ca.max-vls"),
+        ("qos_ca_high_limit", "qos.ca.high-limit"),
+        ("qos_ca_vlarb_high", "qos.ca.vlarb-high"),
+        ("qos_ca_vlarb_low", "qos.ca.vlarb-low"),
+        ("qos_ca_sl2vl", "qos.ca.sl2vl"),
+        ("qos_sw0_max_vls", "qos.sw0.max-vls"),
+        ("qos_sw0_high_limit", "qos.sw0.high-limit"),
+        ("qos_sw0_vlarb_high", "qos.sw0.vlarb-high"),
+        ("qos_sw0_vlarb_low", "qos.sw0.vlarb-low"),
+        ("qos_sw0_sl2vl", "qos.sw0.sl2vl"),
+        ("qos_swe_max_vls", "qos.swe.max-vls"),
+        ("qos_swe_high_limit", "qos.swe.high-limit"),
+        ("qos_swe_vlarb_high", "qos.swe.vlarb-high"),
+        ("qos_swe_vlarb_low", "qos.swe.vlarb-low"),
+        ("qos_swe_sl2vl", "qos.swe.sl2vl"),
+        ("qos_rtr_max_vls", "qos.rtr.max-vls"),
+        ("qos_rtr_high_limit", "qos.rtr.high-limit"),
+        ("qos_rtr_vlarb_high", "qos.rtr.vlarb-high"),
+        ("qos_rtr_vlarb_low", "qos.rtr.vlarb-low"),
+        ("qos_rtr_sl2vl", "qos.rtr.sl2vl"),
+    ];
+    KEYS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+/// One simple QoS option, checked as ibsm reads it; OpenSM's "unset" values are left out.
+fn qos_option(name: &str, value: &str) -> Fate {
+    let Some(key) = qos_key(name) else { return skipped("unknown to ibsm") };
+    let v = value.trim();
+    let unset = v.is_empty()
+        || v == "(null)"
+        || (key.ends_with("max-vls") && v == "0")
+        || (key.ends_with("high-limit") && v == "-1");
+    if unset {
+        return skipped("unset: OpenSM's default, which is ibsm's");
+    }
+    if let Err(e) = ibsm_qos::QosOptions::default().set_opensm(name, v) {
+        return skipped(&format!("not imported: {e}"));
+    }
+    if key.ends_with("max-vls") || key.ends_with("high-limit") {
+        match int(v) {
+            Some(n) => mapped(key, n.to_string()),
+            None => skipped(&format!("not imported: {v:?} is not a number")),
+        }
+    } else {
+        mapped(key, quoted(v))
     }
 }
 
@@ -301,6 +370,13 @@ pub fn import(text: &str) -> Vec<Imported> {
         }
         let (name, value) = line.split_once(char::is_whitespace).map_or((line, ""), |(n, v)| (n, v.trim()));
         out.push(Imported { line: i + 1, name: name.to_owned(), value: value.to_owned(), fate: fate(name, value) });
+    }
+    // OpenSM reads its policy file only with `qos TRUE`; in ibsm the file alone turns QoS on.
+    let qos_on = out.iter().any(|i| i.name == "qos" && boolean(&i.value) == Some(true));
+    for i in out.iter_mut().filter(|i| i.name == "qos_policy_file" && !qos_on) {
+        if matches!(i.fate, Fate::Mapped { .. }) {
+            i.fate = skipped("QoS is off in this file (no `qos TRUE`), so the policy file is not used");
+        }
     }
     out
 }
@@ -383,9 +459,38 @@ mod tests {
         assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");
         assert!(toml.contains("part-enforce = \"in\""), "{toml}");
         assert!(toml.contains("#   sm_key 0x00000000DEADBEEF (line 4): the SM_Key is never kept"), "{toml}");
-        assert!(toml.contains("#   qos TRUE (line 18): QoS"), "{toml}");
+        assert!(toml.contains("#   qos TRUE (line 18): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
         assert!(toml.contains("#   some_future_option 7 (line 20): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
+    }
+
+    #[test]
+    fn qos_options_map_into_the_qos_table_and_the_policy_file_only_with_qos_on() {
+        let path = std::env::temp_dir().join(format!("ibsm-import-qos-{}", std::process::id()));
+        std::fs::write(&path, "qos-ulps\n default : 0\nend-qos-ulps\n").unwrap();
+        let text = format!(
+            "qos TRUE\nqos_policy_file {}\nqos_max_vls 0\nqos_high_limit -1\nqos_vlarb_high (null)\n\
+             qos_ca_max_vls 8\nqos_ca_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,15\nqos_swe_high_limit 6\n\
+             qos_swe_vlarb_low 0:0,1:64,2:128\nqos_rtr_sl2vl 0,1\n",
+            path.display()
+        );
+        let toml = to_toml(&import(&text), "opensm.conf");
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "imported.toml").expect("valid TOML for ibsm");
+        assert_eq!(cfg.qos_policy_file.as_deref(), Some(path.as_path()), "{toml}");
+        let q = cfg.qos.expect("a qos table");
+        let ca = q.config(ibsm_qos::PortClass::Ca).unwrap();
+        assert_eq!((ca.max_vls, ca.sl2vl[15]), (8, 15));
+        let swe = q.config(ibsm_qos::PortClass::SwitchExternal).unwrap();
+        assert_eq!((swe.high_limit, swe.vlarb_low[2].weight), (6, 128));
+        assert_eq!(q.max_vls, None, "OpenSM's 0 is unset");
+        assert!(toml.contains("#   qos_rtr_sl2vl 0,1 (line 10): not imported: expected 16 VLs"), "{toml}");
+        assert!(toml.contains("#   qos_high_limit -1 (line 4): unset"), "{toml}");
+        // The same file with QoS off keeps the options but not the policy file.
+        let off = to_toml(&import(&text.replace("qos TRUE", "qos FALSE")), "opensm.conf");
+        let cfg = crate::daemon::config::ConfigFile::parse(&off, "off.toml").expect("valid");
+        assert_eq!(cfg.qos_policy_file, None, "{off}");
+        assert!(off.contains("QoS is off in this file"), "{off}");
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
