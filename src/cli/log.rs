@@ -23,6 +23,9 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::PartitionWarning(what) => {
             tracing::warn!(error_id = "partition-warning", what, "partition policy not honoured in full");
         }
+        SmEvent::QosWarning(what) => {
+            tracing::warn!(error_id = "qos-warning", what, "QoS setting not applied");
+        }
         SmEvent::RoutingFailed { engine, reason } => {
             tracing::error!(error_id = "routing-failed", engine, reason, "routing failed");
         }

@@ -73,6 +73,11 @@ pub(super) struct RunArgs {
     /// the config file, else the default partition 0x7FFF with every port a full member].
     #[arg(long, value_name = "FILE")]
     partitions: Option<PathBuf>,
+    /// QoS policy in OpenSM's qos-policy.conf format; giving one turns QoS on (OpenSM's
+    /// `-Q -Y FILE`): SL2VL and VL arbitration tables on every port [default: from the config
+    /// file's qos-policy-file, else QoS off].
+    #[arg(long, value_name = "FILE")]
+    qos_policy: Option<PathBuf>,
     /// SM priority 0..=15: the highest wins the election, ties go to the lower port GUID
     /// [default: from the config file, else 0].
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
@@ -107,6 +112,7 @@ pub(super) fn run_sm(a: &RunArgs) -> ExitCode {
         priority: a.priority,
         sm_key_file: a.sm_key_file.clone(),
         state_dir: a.state_dir.clone(),
+        qos_policy: a.qos_policy.clone(),
     };
     // Held until the SM exits: one SM per state directory, locked before anything in it is read.
     let _held = match sources.state_dir().as_deref().map(ibsm::daemon::state::StateDir::acquire).transpose() {

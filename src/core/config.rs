@@ -76,6 +76,9 @@ pub struct SmConfig {
     /// Partition enforcement on the switch ports facing CAs and routers (default both
     /// directions, as OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
+    /// QoS: SL2VL and VL arbitration tables, OperationalVLs and VLHighLimit on every port
+    /// (`qos-policy-file` or `--qos-policy`; default `None`: off, the ports' tables untouched).
+    pub qos: Option<super::qos::QosSetting>,
     /// The planned cabling every sweep is compared with (`expected-topology`; default none).
     pub expected_topology: Option<Arc<ibsm_topology::Topology>>,
     /// Leave both ends of a cable the plan says goes elsewhere unarmed and unrouted (default
@@ -145,6 +148,7 @@ impl Default for SmConfig {
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
+            qos: None,
             m_key: mkeys::MKeyConfig::default(),
             elevated_priority: None,
             sm_poll_interval_ns: 200_000_000,

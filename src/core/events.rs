@@ -175,6 +175,8 @@ pub enum SmEvent {
     /// The partition policy could not be honoured in full for this fabric (a table overflow,
     /// a member not in the fabric, ...), or not at all.
     PartitionWarning(String),
+    /// The QoS setting could not be applied (no SL2VL or VL arbitration table was written).
+    QosWarning(String),
     /// A sweep phase began at virtual time `at`.
     PhaseStarted {
         /// The phase.

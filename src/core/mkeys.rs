@@ -260,6 +260,8 @@ impl MKeys {
             | Req::CheckPortInfo { node, port }
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }
+            | Req::SetSl2Vl { node, port, .. }
+            | Req::SetVlArb { node, port, .. }
             | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),
             Req::PollMaster { master: g, .. }
             | Req::MasterLid { master: g }

@@ -58,6 +58,7 @@ mod light;
 pub mod mkeys;
 mod partitions;
 mod programming;
+mod qos;
 mod quick;
 pub mod replication;
 mod requests;
@@ -82,6 +83,7 @@ pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
 pub use coordinator::reconfig::Reconfigured;
+pub use qos::QosSetting;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;
 
@@ -143,6 +145,8 @@ pub struct Sm {
     election: election::Election,
     /// P_Key tables: resolved, laid out, written.
     partitions: partitions::Partitions,
+    /// SL2VL and VL arbitration tables (QoS).
+    qos: qos::Qos,
     /// The state sync: what a master replicates, what a standby holds, ClientReregister.
     replication: replication::Replication,
     /// Light sweeps between heavy ones.
@@ -180,6 +184,7 @@ impl Sm {
             mkeys: mkeys::MKeys::default(),
             election: election::Election::default(),
             partitions: partitions::Partitions::default(),
+            qos: qos::Qos::default(),
             replication: replication::Replication::default(),
             light: light::Light::default(),
             traps: traps::Traps::default(),
@@ -318,6 +323,10 @@ impl Sm {
     /// Takes the layouts persisted by an earlier run ([`Sm::pkey_layout`]).
     pub fn set_pkey_layout(&mut self, layout: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>) {
         self.partitions.set_layout(layout);
+    }
+    /// SL2VL and VL arbitration tables written since start (QoS).
+    pub fn qos_tables_sent(&self) -> u64 {
+        self.qos.blocks_sent()
     }
     /// P_KeyTable blocks written so far.
     pub fn pkey_blocks_sent(&self) -> u64 {
@@ -702,6 +711,20 @@ impl Sm {
                     self.fail(request, outcome);
                 }
             }
+            Req::SetSl2Vl { guid, input, output, table, .. } => {
+                let done = outcome.failure().is_none();
+                self.qos.on_sl2vl(*guid, (*input, *output), table, done);
+                if !done {
+                    self.fail(request, outcome);
+                }
+            }
+            Req::SetVlArb { guid, output, block, table, .. } => {
+                let done = outcome.failure().is_none();
+                self.qos.on_vlarb(*guid, (*output, *block), table, done);
+                if !done {
+                    self.fail(request, outcome);
+                }
+            }
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::ConfirmNodeInfo { from } => self.on_confirm_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
@@ -760,6 +783,8 @@ impl Sm {
             Req::SetMft { .. }
                 | Req::SetSwitchInfo { .. }
                 | Req::SetPKeys { .. }
+                | Req::SetSl2Vl { .. }
+                | Req::SetVlArb { .. }
                 | Req::SetLft { .. }
                 | Req::SetPortInfo { .. }
         );

@@ -128,7 +128,9 @@ impl Sweep {
             Req::SetPortInfo { node, .. }
             | Req::SetSwitchInfo { node, .. }
             | Req::SetLft { node, .. }
-            | Req::SetPKeys { node, .. } => {
+            | Req::SetPKeys { node, .. }
+            | Req::SetSl2Vl { node, .. }
+            | Req::SetVlArb { node, .. } => {
                 self.failed_sets.insert(*node);
             }
             _ if discovering => self.read_failures += 1,

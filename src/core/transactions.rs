@@ -16,7 +16,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SmInfo, SwitchInfo};
+use ibsm_mad::attrs::{
+    LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SlToVlTable, SmInfo, SwitchInfo,
+    VlArbitrationTable,
+};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
@@ -66,6 +69,12 @@ pub(crate) enum Req {
     SetLft { node: NodeIdx, block: u32, table: Box<LinearForwardingTable> },
     /// One P_KeyTable block write of an end port (`guid`: the port's GUID).
     SetPKeys { node: NodeIdx, port: PortNum, guid: Guid, block: u16, table: Box<PKeyTable> },
+    /// One SL-to-VL table write (QoS): of end port `port` (input and output 0), or of a
+    /// switch's pair of ports (the request goes to the switch, `port` is 0). `guid` is the
+    /// node's GUID.
+    SetSl2Vl { node: NodeIdx, port: PortNum, guid: Guid, input: u8, output: u8, table: SlToVlTable },
+    /// One VL arbitration block write (QoS): of end port `port`, or of switch port `output`.
+    SetVlArb { node: NodeIdx, port: PortNum, guid: Guid, output: u8, block: u16, table: Box<VlArbitrationTable> },
     /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
     SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
     /// SMInfo of another SM found in discovery (its port has IsSM); `key`: this SM's SM_Key,
@@ -134,6 +143,14 @@ impl Req {
                 table.emit(&mut data);
                 (ids::attr::PKEY_TABLE, PKeyTable::attr_mod(*port, *block), Method::Set, data)
             }
+            Req::SetSl2Vl { input, output, table, .. } => {
+                table.emit(&mut data);
+                (ids::attr::SL2VL_TABLE, SlToVlTable::attr_mod(PortNum(*input), PortNum(*output)), Method::Set, data)
+            }
+            Req::SetVlArb { output, block, table, .. } => {
+                table.emit(&mut data);
+                (ids::attr::VL_ARB_TABLE, VlArbitrationTable::attr_mod(*block, PortNum(*output)), Method::Set, data)
+            }
             Req::SetMft { block, position, table, .. } => {
                 table.emit(&mut data);
                 (ids::attr::MFT, MulticastForwardingTable::attr_mod(*block, *position), Method::Set, data)
@@ -199,6 +216,8 @@ impl Request {
             Req::SetPortInfo { node, .. }
             | Req::SetSwitchInfo { node, .. }
             | Req::SetPKeys { node, .. }
+            | Req::SetSl2Vl { node, .. }
+            | Req::SetVlArb { node, .. }
             | Req::SetLft { node, .. } => Some(*node),
             _ => None,
         }

@@ -619,6 +619,8 @@ impl ConfigFile {
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
             partitions: d.partitions,
+            // Read by `startup`, which reads the policy file the configuration names.
+            qos: d.qos,
             part_enforce: self
                 .part_enforce
                 .as_deref()

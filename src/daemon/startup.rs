@@ -27,6 +27,8 @@ pub struct Sources {
     pub sm_key_file: Option<PathBuf>,
     /// `--state-dir`.
     pub state_dir: Option<PathBuf>,
+    /// `--qos-policy`.
+    pub qos_policy: Option<PathBuf>,
 }
 
 /// A configuration built from [`Sources`].
@@ -38,6 +40,8 @@ pub struct Built {
     pub file: ConfigFile,
     /// The partition policy file in force, if any.
     pub partitions: Option<PathBuf>,
+    /// The QoS policy file in force, if any (QoS is on with one).
+    pub qos_policy: Option<PathBuf>,
     /// The state directory in force, if any (created).
     pub state_dir: Option<PathBuf>,
 }
@@ -97,6 +101,16 @@ impl Sources {
                 Err(e) => errors.push(format!("partition policy refused, nothing applied:\n{e}")),
             }
         }
+        let qos_policy = self.qos_policy.clone().or_else(|| file.qos_policy_file.clone());
+        if let Some(path) = &qos_policy {
+            match load_qos_policy(path) {
+                Ok(policy) => {
+                    let options = file.qos.clone().unwrap_or_default();
+                    cfg.qos = Some(crate::core::QosSetting { options, policy });
+                }
+                Err(e) => errors.push(format!("QoS policy refused, nothing applied: {e}")),
+            }
+        }
         if let Some(path) = &file.expected_topology {
             match ibsm_topology::Topology::load(path) {
                 Ok(t) => cfg.expected_topology = Some(std::sync::Arc::new(t)),
@@ -115,7 +129,9 @@ impl Sources {
                 Err(e) => errors.push(format!("lfts-file: {e}")),
             }
         }
-        for (flag, path) in [("--state-dir", &self.state_dir), ("--partitions", &self.partitions)] {
+        for (flag, path) in
+            [("--state-dir", &self.state_dir), ("--partitions", &self.partitions), ("--qos-policy", &self.qos_policy)]
+        {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 errors.push(format!("{flag}: an empty path; give a non-empty one"));
             }
@@ -138,8 +154,18 @@ impl Sources {
         {
             errors.push(e);
         }
-        if errors.is_empty() { Ok(Built { cfg, file, partitions, state_dir }) } else { Err(errors) }
+        if errors.is_empty() { Ok(Built { cfg, file, partitions, qos_policy, state_dir }) } else { Err(errors) }
     }
+}
+
+/// Reads and parses a qos-policy.conf; the error is `FILE:LINE: reason`.
+///
+/// # Errors
+/// The file cannot be read, or its first error.
+pub fn load_qos_policy(path: &Path) -> Result<ibsm_qos::QosPolicy, String> {
+    let text = ibsm_topology::file::read_text(path, crate::daemon::config::CONFIG_LIMIT)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    ibsm_qos::parse_qos_policy(&text).map_err(|e| format!("{}:{e}", path.display()))
 }
 
 /// SIGHUP or `reload` on the control socket, on any transport: reads the configuration and the
@@ -157,8 +183,8 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::dae
         tracing::warn!(error_id = "reload-no-file", "reload: {why}");
         return Err(why.to_owned());
     };
-    if sources.config.is_none() && started.partitions.is_none() {
-        let why = "no configuration file or partition policy file to reload (start with --config or --partitions)";
+    if sources.config.is_none() && started.partitions.is_none() && started.qos_policy.is_none() {
+        let why = "no configuration file or policy file to reload (start with --config, --partitions or --qos-policy)";
         tracing::warn!(error_id = "reload-no-file", "reload: {why}");
         return Err(why.to_owned());
     }
@@ -176,7 +202,7 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::dae
             done.restart.push(key);
         }
     }
-    let reloaded = [sources.config.as_ref(), built.partitions.as_ref()]
+    let reloaded = [sources.config.as_ref(), built.partitions.as_ref(), built.qos_policy.as_ref()]
         .into_iter()
         .flatten()
         .map(|p| p.display().to_string())
@@ -244,6 +270,23 @@ mod tests {
         let bad_file = write(&dir, "b.toml", "priority = 3\nno-such-key = 1\n");
         let errors = Sources { config: Some(bad_file), ..Sources::default() }.build().expect_err("unknown key");
         assert!(errors[0].contains("b.toml:2"), "{errors:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_qos_policy_turns_qos_on_and_a_bad_one_is_refused_with_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("ibsm-startup-qos-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let policy = write(&dir, "qos-policy.conf", "qos-ulps\n default : 0\n sdp : 3\nend-qos-ulps\n");
+        let conf = write(&dir, "q.toml", &format!("qos-policy-file = {policy:?}\n[qos.ca]\nhigh-limit = 6\n"));
+        let b = Sources { config: Some(conf), ..Sources::default() }.build().expect("valid");
+        let q = b.cfg.qos.expect("QoS on");
+        assert_eq!(q.policy.ulps.len(), 2);
+        assert_eq!(q.options.ca.and_then(|c| c.high_limit), Some(6));
+        assert_eq!(Sources::default().build().expect("valid").cfg.qos, None, "no policy, QoS off");
+        let bad = write(&dir, "bad.conf", "qos-ulps\n default : 0\n nfs : 1\nend-qos-ulps\n");
+        let errors = Sources { qos_policy: Some(bad), ..Sources::default() }.build().expect_err("unknown ULP");
+        assert!(errors[0].contains("bad.conf:3: unknown ULP \"nfs\""), "{errors:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

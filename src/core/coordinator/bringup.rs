@@ -89,6 +89,8 @@ impl Sm {
         }
         let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce);
         self.events.extend(warnings);
+        let warnings = self.qos.resolve(&self.subnet, self.cfg.qos.as_ref());
+        self.events.extend(warnings);
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();
         let mut sets = Vec::new();
@@ -141,6 +143,12 @@ impl Sm {
                     }
                     peer_state = Some(peer.port_state);
                 }
+                if let Some((vls, high_limit)) = self.qos.port_settings(n.info.node_guid, port) {
+                    if p > 0 && rec.is_linked() {
+                        after.operational_vls = vls;
+                    }
+                    after.vl_high_limit = high_limit;
+                }
                 if after != before {
                     // A port in Init whose peer's link is up is armed by the same Set, as OpenSM
                     // does (one SMP instead of two); the arming pass skips it then.
@@ -171,9 +179,11 @@ impl Sm {
                 }
             }
         }
-        // Port and switch settings first, then P_Key tables, each spread over the nodes.
+        // Port and switch settings first, then P_Key tables, then QoS tables, each spread over
+        // the nodes.
         let pkeys = self.partitions.pkey_sets(&self.subnet);
-        for s in interleaved(sets).into_iter().chain(interleaved(pkeys)) {
+        let qos = self.qos.table_sets(&self.subnet);
+        for s in interleaved(sets).into_iter().chain(interleaved(pkeys)).chain(interleaved(qos)) {
             self.tx.push(s);
         }
     }

@@ -83,6 +83,7 @@ impl Sm {
             ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
             ("part-enforce", cfg.part_enforce != old.part_enforce),
             ("partitions", cfg.partitions != old.partitions),
+            ("qos-policy-file", cfg.qos != old.qos),
             ("expected-topology", cfg.expected_topology != old.expected_topology),
             ("refuse-miscabled", cfg.refuse_miscabled != old.refuse_miscabled),
         ];

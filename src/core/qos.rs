@@ -1,0 +1,161 @@
+//! QoS: the component that owns the SL-to-VL and VL arbitration tables ([`Qos`]): what the QoS
+//! setting resolves to for the discovered subnet (through `ibsm_qos::resolve`), and what this SM
+//! wrote to each port, so that a later sweep writes only the tables that differ, as with LFT
+//! and P_Key blocks.
+//!
+//! Off (no `qos-policy-file`, no `--qos-policy`) it resolves nothing and writes nothing: the
+//! ports keep their tables. On, each sweep resolves the subnet's ports (VLCap and its peer's,
+//! the arbitration capacities, IsSLMappingSupported, SwitchInfo.EnhancedPort0) and answers with
+//! the PortInfo fields configuration must set ([`Qos::port_settings`]: OperationalVLs,
+//! VLHighLimit) and the table Sets to queue ([`Qos::table_sets`]). A port that shows no LID
+//! (reset since) is written whole again; a Set that fails is forgotten, so the next sweep
+//! writes it again.
+//!
+//! It takes the subnet and the setting as arguments and answers with values; it sends nothing
+//! and touches no other component's state.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ibsm_mad::attrs::{CapabilityMask, NodeType, PortState, SlToVlTable, VlArbitrationTable};
+use ibsm_mad::{Guid, Lid, PortNum};
+use ibsm_qos::{NodeKind, NodeQos, NodeView, PortView};
+
+use super::events::SmEvent;
+use super::state::{Node, Subnet};
+use super::transactions::{Req, Request};
+
+/// QoS as configured: the simple options and the policy file's content.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QosSetting {
+    /// OpenSM's simple QoS options (`[qos]` in the configuration).
+    pub options: ibsm_qos::QosOptions,
+    /// The qos-policy.conf read at start or reload.
+    pub policy: ibsm_qos::QosPolicy,
+}
+
+/// The QoS tables: as resolved, as written.
+#[derive(Debug, Clone, Default)]
+pub struct Qos {
+    /// What each node's ports should hold, by NodeGUID.
+    resolved: BTreeMap<Guid, NodeQos>,
+    /// SL2VL tables this SM wrote: (node, input, output).
+    held_sl2vl: HashMap<(Guid, u8, u8), SlToVlTable>,
+    /// VL arbitration blocks this SM wrote: (node, port, block).
+    held_vlarb: HashMap<(Guid, u8, u16), VlArbitrationTable>,
+    /// Tables written.
+    blocks_sent: u64,
+}
+
+/// The QoS view of one node of the subnet.
+fn node_view(subnet: &Subnet, n: &Node) -> NodeView {
+    let kind = match n.info.node_type {
+        NodeType::Switch => NodeKind::Switch { enhanced_port0: n.switch_info.is_some_and(|si| si.enhanced_port0) },
+        NodeType::Router => NodeKind::Router,
+        _ => NodeKind::Ca,
+    };
+    let mut ports = Vec::new();
+    for (i, rec) in n.ports.iter().enumerate() {
+        let Some(info) = rec.info else { continue };
+        let Ok(num) = u8::try_from(i) else { break };
+        if num == 0 && !n.is_switch() {
+            continue;
+        }
+        let peer = rec.remote.and_then(|(rn, rp)| subnet.node(rn)?.port(rp)?.info);
+        ports.push(PortView {
+            num,
+            up: num == 0 || info.port_state != PortState::Down,
+            vl_cap: info.vl_cap,
+            peer_vl_cap: peer.map(|p| p.vl_cap),
+            vl_arb_high_cap: info.vl_arbitration_high_cap,
+            vl_arb_low_cap: info.vl_arbitration_low_cap,
+            sl_mapping: info.capability_mask.contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED),
+        });
+    }
+    NodeView { guid: n.info.node_guid, kind, ports }
+}
+
+impl Qos {
+    /// Resolves `setting` for the subnet (nothing when QoS is off). Returns the warnings.
+    pub fn resolve(&mut self, subnet: &Subnet, setting: Option<&QosSetting>) -> Vec<SmEvent> {
+        self.resolved.clear();
+        let Some(setting) = setting else { return Vec::new() };
+        let views: Vec<NodeView> = subnet.nodes.iter().filter(|n| !n.carried).map(|n| node_view(subnet, n)).collect();
+        match ibsm_qos::resolve(&setting.options, &views) {
+            Ok(nodes) => {
+                self.resolved = nodes.into_iter().map(|n| (n.guid, n)).collect();
+                Vec::new()
+            }
+            // The configuration is checked when read; this is a last guard, not a path.
+            Err(e) => vec![SmEvent::QosWarning(format!("QoS options refused, no QoS tables written: {e}"))],
+        }
+    }
+
+    /// (OperationalVLs, VLHighLimit) QoS wants on port `port` of node `node`, if it sets it.
+    pub fn port_settings(&self, node: Guid, port: PortNum) -> Option<(u8, u8)> {
+        let p = self.resolved.get(&node)?.ports.iter().find(|p| p.num == port.0)?;
+        Some((p.operational_vls, p.vl_high_limit))
+    }
+
+    /// The SL2VL and VLArbitration Sets whose table differs from what this SM last wrote.
+    pub(crate) fn table_sets(&mut self, subnet: &Subnet) -> Vec<Request> {
+        let mut sets = Vec::new();
+        for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
+            let guid = n.info.node_guid;
+            let Some(want) = self.resolved.get(&guid) else { continue };
+            let switch = n.is_switch();
+            // A node whose port shows no LID was reset: it holds its power-on tables.
+            let reset =
+                n.end_ports().any(|p| n.port(p).and_then(|r| r.info).is_some_and(|pi| pi.lid == Lid::UNASSIGNED));
+            if reset {
+                self.held_sl2vl.retain(|k, _| k.0 != guid);
+                self.held_vlarb.retain(|k, _| k.0 != guid);
+            }
+            for p in &want.ports {
+                // Requests go to the switch (port 0 in the path), or through the CA's port.
+                let port = if switch { PortNum(0) } else { PortNum(p.num) };
+                let output = if switch { p.num } else { 0 };
+                for (block, table) in &p.vlarb {
+                    if self.held_vlarb.get(&(guid, output, *block)) == Some(table) {
+                        continue;
+                    }
+                    let req = Req::SetVlArb { node: i, port, guid, output, block: *block, table: Box::new(*table) };
+                    sets.push(Request::sweep(n.path_for(PortNum(p.num)), req));
+                }
+                for (input, table) in &p.sl2vl {
+                    let key = (guid, if switch { *input } else { 0 }, output);
+                    if self.held_sl2vl.get(&key) == Some(table) {
+                        continue;
+                    }
+                    let req = Req::SetSl2Vl { node: i, port, guid, input: key.1, output, table: *table };
+                    sets.push(Request::sweep(n.path_for(PortNum(p.num)), req));
+                }
+            }
+        }
+        sets
+    }
+
+    /// An SL2VL Set ended: remember the table, or forget it so that it is written again.
+    pub fn on_sl2vl(&mut self, guid: Guid, (input, output): (u8, u8), table: &SlToVlTable, done: bool) {
+        if done {
+            self.blocks_sent += 1;
+            self.held_sl2vl.insert((guid, input, output), *table);
+        } else {
+            self.held_sl2vl.remove(&(guid, input, output));
+        }
+    }
+
+    /// A VLArbitration Set ended: remember the block, or forget it.
+    pub fn on_vlarb(&mut self, guid: Guid, (port, block): (u8, u16), table: &VlArbitrationTable, done: bool) {
+        if done {
+            self.blocks_sent += 1;
+            self.held_vlarb.insert((guid, port, block), *table);
+        } else {
+            self.held_vlarb.remove(&(guid, port, block));
+        }
+    }
+
+    /// SL2VL and VLArbitration tables written since start.
+    pub fn blocks_sent(&self) -> u64 {
+        self.blocks_sent
+    }
+}

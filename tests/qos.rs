@@ -1,0 +1,150 @@
+//! QoS programming through the core on the simulated fabric: with a policy the SM writes every
+//! port's SL2VL tables (a switch's for every input/output pair), its VL arbitration blocks and
+//! VLHighLimit, as read back from the simulated ports with directed-route Gets; a sweep with
+//! nothing changed writes no table; a reload with changed QoS options rewrites the tables that
+//! change and writes no LFT block; without a policy nothing is written.
+
+use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SubnetReport};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::{PortInfo, SlToVlTable, VlArbEntry, VlArbitrationTable};
+use ibsm_mad::{Attribute, DrPath, PortNum};
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::sa::{LIMIT, Oracle, dr_get, example};
+
+const SL2VL: &str = "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15";
+
+fn setting(ca_low: &str) -> QosSetting {
+    let mut options = ibsm_qos::QosOptions::default();
+    options.set_opensm("qos_sl2vl", SL2VL).expect("valid");
+    options.set_opensm("qos_ca_vlarb_low", ca_low).expect("valid");
+    options.set_opensm("qos_ca_vlarb_high", "0:4").expect("valid");
+    options.set_opensm("qos_ca_high_limit", "6").expect("valid");
+    options.set_opensm("qos_swe_high_limit", "3").expect("valid");
+    let policy = ibsm_qos::parse_qos_policy("qos-ulps\n default : 0\n ipoib : 1\nend-qos-ulps\n").expect("policy");
+    QosSetting { options, policy }
+}
+
+fn up(topo: &Topology, cfg: SmConfig) -> (SimDriver, SubnetReport) {
+    let mut drv = SimDriver::new(topo, 11, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("sweep report");
+    assert!(report.complete, "{report:?}");
+    (drv, report)
+}
+
+fn next_report(drv: &mut SimDriver) -> SubnetReport {
+    match drv.run_until(drv.now() + LIMIT, |ev| matches!(ev, SmEvent::SubnetUp(_))) {
+        Some(SmEvent::SubnetUp(r)) => r,
+        other => panic!("no report: {other:?}"),
+    }
+}
+
+/// (path to the switch or through the CA port, is switch, number of ports) of every node.
+fn targets(topo: &Topology, drv: &SimDriver) -> Vec<(DrPath, bool, u8)> {
+    let routes = Oracle::from_topology(topo, drv.at).routes;
+    let mut out = Vec::new();
+    for (i, n) in topo.nodes.iter().enumerate() {
+        if n.kind == NodeKind::Switch {
+            out.push((DrPath::new(&routes[&i]).expect("path"), true, n.num_ports));
+        } else if i == drv.at.0 {
+            out.push((DrPath::new(&[]).expect("path"), false, 1));
+        } else {
+            let peer = n.peer(1).expect("cabled");
+            let mut hops = routes[&peer.node].clone();
+            hops.push(peer.port);
+            out.push((DrPath::new(&hops).expect("path"), false, 1));
+        }
+    }
+    out
+}
+
+fn sl2vl(drv: &mut SimDriver, path: &DrPath, input: u8, output: u8) -> [u8; 16] {
+    let data = dr_get(drv, path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(output)))
+        .expect("SL2VL answered");
+    SlToVlTable::parse(&data).expect("parses").vls
+}
+
+fn vlarb(drv: &mut SimDriver, path: &DrPath, block: u16, port: u8) -> VlArbitrationTable {
+    let data = dr_get(drv, path, VlArbitrationTable::ID, VlArbitrationTable::attr_mod(block, PortNum(port)))
+        .expect("VLArb answered");
+    VlArbitrationTable::parse(&data).expect("parses")
+}
+
+fn port_info(drv: &mut SimDriver, path: &DrPath, port: u8) -> PortInfo {
+    let data = dr_get(drv, path, PortInfo::ID, u32::from(port)).expect("PortInfo answered");
+    PortInfo::parse(&data).expect("parses")
+}
+
+#[test]
+fn the_policy_is_written_to_every_port_and_a_second_sweep_writes_nothing() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cfg = SmConfig { qos: Some(setting("0:0,1:64,2:128,3:192")), ..SmConfig::default() };
+    let (mut drv, _) = up(&topo, cfg);
+    let written = drv.sm.qos_tables_sent();
+    assert!(written > 0);
+    let mut want_sl2vl: [u8; 16] = [0; 16];
+    for (sl, vl) in SL2VL.split(',').enumerate() {
+        want_sl2vl[sl] = vl.parse().expect("number");
+    }
+    let mut tables = 0u64;
+    for (path, switch, ports) in targets(&topo, &drv) {
+        if switch {
+            for out in 1..=ports {
+                let pi = port_info(&mut drv, &path, out);
+                if pi.port_state == ibsm_mad::attrs::PortState::Down {
+                    continue;
+                }
+                assert_eq!(pi.vl_high_limit, 3, "switch external ports use qos_swe");
+                for input in 0..=ports {
+                    assert_eq!(sl2vl(&mut drv, &path, input, out), want_sl2vl, "switch pair {input}->{out}");
+                    tables += 1;
+                }
+                tables += 2;
+            }
+        } else {
+            let pi = port_info(&mut drv, &path, 1);
+            assert_eq!(pi.vl_high_limit, 6, "CA ports use qos_ca");
+            assert_eq!(sl2vl(&mut drv, &path, 0, 0), want_sl2vl);
+            let low = vlarb(&mut drv, &path, VlArbitrationTable::LOW_0_31, 0);
+            assert_eq!(low.entries[3], VlArbEntry { vl: 3, weight: 192 });
+            assert_eq!(low.entries[4], VlArbEntry::default(), "past the list");
+            let high = vlarb(&mut drv, &path, VlArbitrationTable::HIGH_0_31, 0);
+            assert_eq!(high.entries[0], VlArbEntry { vl: 0, weight: 4 });
+            tables += 3;
+        }
+    }
+    let cas = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count() as u64;
+    assert_eq!(tables, 6 * 4 * (5 + 2) + cas * 3, "every switch port and every CA read");
+    assert_eq!(written, tables, "one Set per table held");
+    // A second sweep with nothing changed writes no table.
+    drv.sm.request_sweep(ibsm::core::Requested::Heavy).expect("master");
+    let report = next_report(&mut drv);
+    assert!(report.complete);
+    assert_eq!(drv.sm.qos_tables_sent(), written, "nothing changed, nothing written");
+}
+
+#[test]
+fn a_changed_setting_rewrites_only_what_changes_and_no_lft() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cfg = SmConfig { qos: Some(setting("0:0,1:64")), ..SmConfig::default() };
+    let (mut drv, _) = up(&topo, cfg.clone());
+    let before = drv.sm.qos_tables_sent();
+    let changed = SmConfig { qos: Some(setting("0:0,1:32")), ..cfg };
+    let done = drv.sm.reconfigure(changed);
+    assert!(done.sweep && !done.reroute, "{done:?}");
+    assert!(done.applied.contains(&"qos-policy-file"), "{done:?}");
+    let report = next_report(&mut drv);
+    assert_eq!(report.lft_blocks_sent, 0, "a QoS change writes no LFT block");
+    let cas = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count() as u64;
+    assert_eq!(drv.sm.qos_tables_sent() - before, cas, "only the CAs' low-priority block changed");
+    let (path, _, _) = targets(&topo, &drv).into_iter().find(|(_, switch, _)| !switch).expect("a CA");
+    assert_eq!(vlarb(&mut drv, &path, VlArbitrationTable::LOW_0_31, 0).entries[1].weight, 32);
+}
+
+#[test]
+fn without_a_policy_no_table_is_written() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (drv, _) = up(&topo, SmConfig::default());
+    assert_eq!(drv.sm.qos_tables_sent(), 0);
+}
