@@ -8,6 +8,7 @@
 //!   ([`parse_qos_policy`]), which refuses bad input with the line and the reason;
 //! - OpenSM's simple QoS options ([`QosOptions`], per port class [`PortClass`]) with their TOML
 //!   form and the values in force for a class ([`ClassConfig`]);
+//! - matching a path query to its QoS level ([`QosPolicy::level_for`], [`PathQuery`]);
 //! - resolution ([`resolve`]): options and a view of the fabric's ports to each port's
 //!   OperationalVLs, VLHighLimit, VL arbitration blocks and SL2VL tables, as OpenSM sets them.
 //!
@@ -15,6 +16,7 @@
 //! deterministic and total over any port view.
 
 mod error;
+mod matching;
 mod model;
 mod options;
 mod parse;
@@ -25,6 +27,7 @@ mod values;
 mod parse_tests;
 
 pub use error::{OptionError, ParseError};
+pub use matching::{Level, PathQuery, PortFacts};
 pub use model::{
     DEFAULT_PKEY, GroupMember, ISER_DEFAULT_PORT, MatchRule, NodeTypeSel, PortGroup, PortSel, QosLevel, QosPolicy,
     QosSetup, RDS_DEFAULT_PORT, RDS_ISER_SERVICE_BASE, Range, SDP_SERVICE_BASE, Sl2VlScope, UlpMatch, UlpRule,
