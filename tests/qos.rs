@@ -2,7 +2,8 @@
 //! port's SL2VL tables (a switch's for every input/output pair), its VL arbitration blocks and
 //! VLHighLimit, as read back from the simulated ports with directed-route Gets; a sweep with
 //! nothing changed writes no table; a reload with changed QoS options rewrites the tables that
-//! change and writes no LFT block; without a policy nothing is written.
+//! change and writes no LFT block; without a policy nothing is written. Path records carry the
+//! SL of the QoS level their query matches and honour its MTU and rate limits.
 
 use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SubnetReport};
 use ibsm::transport::sim::SimDriver;
@@ -11,7 +12,7 @@ use ibsm_mad::{Attribute, DrPath, PortNum};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::sa::{LIMIT, Oracle, dr_get, example};
+use support::sa::{LIMIT, Oracle, Swept, dr_get, example, records};
 
 const SL2VL: &str = "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15";
 
@@ -147,4 +148,77 @@ fn without_a_policy_no_table_is_written() {
     let topo = example("fat-tree-2l-k4.net");
     let (drv, _) = up(&topo, SmConfig::default());
     assert_eq!(drv.sm.qos_tables_sent(), 0);
+}
+
+const SA_POLICY: &str = "\
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+    qos-level
+        name: Storage
+        sl: 4
+        mtu-limit: 2
+        rate-limit: 2
+        packet-life: 9
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        service-id: 0x100-0x1ff
+        qos-level-name: Storage
+    end-qos-match-rule
+end-qos-match-rules
+qos-ulps
+    default : 0
+    sdp     : 3
+end-qos-ulps
+";
+
+#[test]
+fn path_records_carry_the_sl_of_the_matching_level_and_its_limits() {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::{Mtu, PathRecord, Rate};
+    use ibsm_mad::{Gid, ids::status};
+    let topo = example("fat-tree-2l-k4.net");
+    let policy = ibsm_qos::parse_qos_policy(SA_POLICY).expect("policy");
+    let cfg =
+        SmConfig { qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }), ..SmConfig::default() };
+    let (drv, _) = up(&topo, cfg);
+    let snap = drv.sm.snapshot().expect("a snapshot");
+    let s = Swept { topo: topo.clone(), drv, snap };
+    let cas: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
+    let gid = |i: usize| Gid { prefix: 0xfe80_0000_0000_0000, guid: topo.nodes[i].port_guid(1) };
+    let ends = PathRecord::COMP_SGID | PathRecord::COMP_DGID;
+    let ask = |service: Option<u64>, sl: Option<u8>| -> Vec<PathRecord> {
+        let mut rec = PathRecord { sgid: gid(cas[0]), dgid: gid(cas[cas.len() - 1]), ..PathRecord::default() };
+        let mut mask = ends;
+        if let Some(id) = service {
+            rec.service_id = id;
+            mask |= PathRecord::COMP_SERVICE_ID;
+        }
+        if let Some(sl) = sl {
+            rec.sl = sl;
+            mask |= PathRecord::COMP_SL;
+        }
+        let a = s.ask(Method::GetTable, mask, &rec);
+        assert_eq!(a.status, status::OK);
+        records::<PathRecord>(&a)
+    };
+    let plain = ask(None, None);
+    assert_eq!(plain.len(), 1);
+    assert_eq!(plain[0].sl, 0, "no rule matches: DEFAULT");
+    assert!(plain[0].mtu.raw() > 2, "the simulated links carry more than the level's limit");
+    assert!(plain[0].rate.mbps() > Rate::from_raw(2).mbps(), "and a faster rate");
+    let sdp = ask(Some(0x1_0000 + 80), None);
+    assert_eq!(sdp[0].sl, 3, "the sdp line");
+    let storage = ask(Some(0x150), None);
+    assert_eq!(storage[0].sl, 4, "the match rule's level");
+    assert_eq!(storage[0].mtu, Mtu::from_raw(2), "capped at the level's mtu-limit (512)");
+    assert_eq!(storage[0].rate, Rate::from_raw(2), "capped at the level's rate-limit (2.5 Gb/s)");
+    assert_eq!(storage[0].packet_life_time, 9);
+    assert!(ask(Some(0x150), Some(3)).is_empty(), "SL 3 is not the level's: no record");
+    assert_eq!(ask(Some(0x150), Some(4)).len(), 1);
+    assert!(ask(None, Some(4)).is_empty(), "without QoS matching, SL 4 is not this path's");
 }

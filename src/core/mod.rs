@@ -926,6 +926,7 @@ impl Sm {
             subnet_prefix: self.cfg.subnet_prefix,
             lmc: self.cfg.lmc,
             subnet_timeout: self.cfg.subnet_timeout,
+            qos: self.cfg.qos.as_ref().map(|q| &q.policy),
         })
     }
 

@@ -6,7 +6,10 @@
 //! shortest one. PacketLifeTime is the SubnetTimeout the SM programs, 0x12 by default, as
 //! OpenSM gives it (an RC transport derives its retransmission timeout from it);
 //! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
-//! ways) and on SL 0. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
+//! ways) and on SL 0, unless a QoS policy is in force: then each pair's record carries the SL of
+//! the QoS level its query matches (`ibsm_qos::QosPolicy::level_for`: service ID, P_Key and
+//! QoS class as asked, the two ends' ports), its MTU and rate capped by the level's limits and
+//! its PacketLifeTime set by the level; a request for another SL gets no record for the pair. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
 //! requester must share a partition with the source and, separately, with the destination (so
 //! an admin host in the default partition gets the paths between two storage servers of a
 //! partition it is not in); the record is under a P_Key the two ends share with one of them a
@@ -101,14 +104,16 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     if header.method == Method::Get && (src.is_none() || dst.is_none()) {
         return Answer::error(header, status::SA_INSUFFICIENT_COMPONENTS);
     }
-    // Only SL 0 is in use.
-    if has(PathRecord::COMP_SL) && req.sl != 0 {
+    // Without QoS only SL 0 is in use.
+    if snap.qos.is_none() && has(PathRecord::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
     let ask = Ask {
         template: template(&req, mask),
         req: &req,
         mask,
+        sl: has(PathRecord::COMP_SL).then_some(req.sl),
+        qos_class: has(PathRecord::COMP_QOS_CLASS).then_some(req.qos_class),
         want: has(PathRecord::COMP_PKEY).then_some(req.pkey),
         requester: snap.by_lid(q.requester),
         per_pair: if has(PathRecord::COMP_NUMB_PATH) && req.numb_path > 0 {
@@ -140,6 +145,10 @@ struct Ask<'r> {
     template: PathRecord,
     req: &'r PathRecord,
     mask: u64,
+    /// The SL asked for, if any.
+    sl: Option<u8>,
+    /// The QoS class asked for, if any.
+    qos_class: Option<u16>,
     want: Option<PKey>,
     requester: Option<PortAt>,
     per_pair: usize,
@@ -150,6 +159,7 @@ struct Ask<'r> {
 fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[Lid]), dst: (PortAt, &[Lid])) -> bool {
     let ((sp, slids), (dp, dlids)) = (src, dst);
     let Some(pkey) = snap.shared_pkey(sp, dp, ask.requester, ask.want) else { return true };
+    let level = snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (sp, dp)));
     let mut found = 0;
     for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
         if found >= ask.per_pair {
@@ -158,7 +168,10 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         let Some(walk) = snap.walk(sp, dlid) else { continue };
         let Some(mut rec) = record(snap, &ask.template, (sp, slid), (dp, dlid), &walk) else { continue };
         rec.pkey = pkey;
-        if !wanted(ask.req, ask.mask, &rec) {
+        if let Some(level) = level {
+            apply_level(&mut rec, level);
+        }
+        if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
             continue;
         }
         if !table.push(&rec) {
@@ -167,6 +180,67 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         found += 1;
     }
     true
+}
+
+/// One end of a path as QoS sees it: NodeDescription, port number, node type, port GUID,
+/// P_Keys.
+type EndFacts<'s> = (&'s str, u8, ibsm_qos::NodeTypeSel, ibsm_mad::Guid, Vec<u16>);
+
+fn facts<'e>(e: &'e EndFacts<'_>, sm: ibsm_mad::Guid) -> ibsm_qos::PortFacts<'e> {
+    ibsm_qos::PortFacts { guid: e.3, node_desc: e.0, port_num: e.1, node_type: e.2, is_sm: e.3 == sm, pkeys: &e.4 }
+}
+
+/// The QoS level the policy gives the path `src` → `dst` as `ask` asks for it.
+fn qos_level(
+    snap: &Snapshot,
+    policy: &ibsm_qos::QosPolicy,
+    ask: &Ask<'_>,
+    (sp, dp): (PortAt, PortAt),
+) -> Option<ibsm_qos::Level> {
+    let end = |at: PortAt| {
+        let node = snap.nodes.get(at.0 as usize)?;
+        let port = node.ports.get(usize::from(at.1))?;
+        let node_type = match node.info.node_type {
+            ibsm_mad::attrs::NodeType::Switch => ibsm_qos::NodeTypeSel::Switch,
+            ibsm_mad::attrs::NodeType::Router => ibsm_qos::NodeTypeSel::Router,
+            _ => ibsm_qos::NodeTypeSel::Ca,
+        };
+        let pkeys: Vec<u16> = port.pkeys.iter().map(|k| k.0).filter(|&k| k & 0x7fff != 0).collect();
+        Some((node.desc.as_str(), at.1, node_type, port.guid, pkeys))
+    };
+    let (s, d) = (end(sp)?, end(dp)?);
+    let sm = snap.sm.guid;
+    let q = ibsm_qos::PathQuery {
+        src: facts(&s, sm),
+        dst: facts(&d, sm),
+        service_id: (ask.mask & PathRecord::COMP_SERVICE_ID == PathRecord::COMP_SERVICE_ID)
+            .then_some(ask.req.service_id),
+        pkey: ask.want.map(|k| k.0),
+        qos_class: ask.qos_class,
+        partition_pkey: &|_| None,
+    };
+    Some(policy.level_for(&q))
+}
+
+/// What a QoS level imposes on a record: its SL, and its MTU, rate and lifetime limits.
+fn apply_level(rec: &mut PathRecord, level: ibsm_qos::Level) {
+    rec.sl = level.sl;
+    if let Some(limit) = level.mtu_limit
+        && rec.mtu.raw() > limit
+    {
+        rec.mtu = RecMtu::from_raw(limit);
+    }
+    if let Some(limit) = level.rate_limit {
+        let cap = ibsm_mad::records::Rate::from_raw(limit);
+        if let (Some(have), Some(max)) = (rec.rate.mbps(), cap.mbps())
+            && have > max
+        {
+            rec.rate = cap;
+        }
+    }
+    if let Some(life) = level.packet_life {
+        rec.packet_life_time = life;
+    }
 }
 
 /// The fields every answer to `req` shares: the echoed ones and the fixed ones.
@@ -211,7 +285,7 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
     let mut table = Table::new::<PathRecord>(q, limits);
-    if has(Mpr::COMP_SL) && req.sl != 0 {
+    if snap.qos.is_none() && has(Mpr::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
     // The same request as a PathRecord's template and selectors.
@@ -247,6 +321,8 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         template: template(&as_pr, pr_mask),
         req: &as_pr,
         mask: pr_mask,
+        sl: has(Mpr::COMP_SL).then_some(req.sl),
+        qos_class: has(Mpr::COMP_QOS_CLASS).then_some(req.qos_class),
         want: has(Mpr::COMP_PKEY).then_some(req.pkey),
         requester: snap.by_lid(q.requester),
         per_pair: usize::from(req.numb_path.max(1)),

@@ -104,6 +104,8 @@ pub struct Snapshot {
     pub packet_life: u8,
     /// The routing engine that computed the forwarding tables (empty: none).
     pub routing_engine: String,
+    /// The QoS policy path records follow (None: QoS off, every path on SL 0).
+    pub qos: Option<std::sync::Arc<ibsm_qos::QosPolicy>>,
     /// For each LID, the end port owning it (index = LID).
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
@@ -209,6 +211,7 @@ impl Snapshot {
             sm,
             packet_life,
             routing_engine: String::new(),
+            qos: None,
             by_lid,
             by_guid,
             unrouted: std::sync::OnceLock::new(),

@@ -419,6 +419,7 @@ mod tests {
             subnet_prefix: PREFIX,
             lmc: 0,
             subnet_timeout: 18,
+            qos: None,
         });
         for node in &mut snap.nodes {
             for port in &mut node.ports {

@@ -36,6 +36,8 @@ pub(crate) struct Sources<'a> {
     pub lmc: u8,
     /// The subnet timeout (PacketLifeTime of path records).
     pub subnet_timeout: u8,
+    /// The QoS policy in force (None: QoS off).
+    pub qos: Option<&'a ibsm_qos::QosPolicy>,
 }
 
 /// A new snapshot of the subnet as it stands in `src`.
@@ -85,6 +87,7 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
     let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };
     let mut snap = Snapshot::new(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm);
     src.engine.clone_into(&mut snap.routing_engine);
+    snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
     snap
 }
 
