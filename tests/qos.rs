@@ -222,3 +222,15 @@ fn path_records_carry_the_sl_of_the_matching_level_and_its_limits() {
     assert_eq!(ask(Some(0x150), Some(4)).len(), 1);
     assert!(ask(None, Some(4)).is_empty(), "without QoS matching, SL 4 is not this path's");
 }
+
+#[test]
+fn a_ca_port_whose_link_is_down_gets_no_table() {
+    // h0 is a dual-port HCA with port 2 not cabled: its port 1 gets its tables, port 2 none
+    // (a Set through a port that is down cannot arrive), and no SMP fails.
+    let topo = Topology::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ring-mixed.net"))
+        .expect("fabric");
+    let cfg = SmConfig { qos: Some(setting("0:0,1:64")), ..SmConfig::default() };
+    let (drv, report) = up(&topo, cfg);
+    assert_eq!((report.smps_failed, report.smps_retried), (0, 0), "{report:?}");
+    assert!(drv.sm.qos_tables_sent() > 0);
+}

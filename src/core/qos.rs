@@ -57,7 +57,8 @@ fn node_view(subnet: &Subnet, n: &Node) -> NodeView {
     for (i, rec) in n.ports.iter().enumerate() {
         let Some(info) = rec.info else { continue };
         let Ok(num) = u8::try_from(i) else { break };
-        if num == 0 && !n.is_switch() {
+        // A CA port is reached through itself: one whose link is not up cannot be written.
+        if !n.is_switch() && (num == 0 || !rec.is_linked()) {
             continue;
         }
         let peer = rec.remote.and_then(|(rn, rp)| subnet.node(rn)?.port(rp)?.info);
