@@ -54,6 +54,17 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::PortUnhealthy { node, port, trap } => {
             tracing::warn!(error_id = "port-unhealthy", node = %node, port = port.0, trap, "port past an error threshold (trap 129-131)");
         }
+        SmEvent::PortErrors { node, port, desc, over } => {
+            let counters: Vec<String> = over.iter().map(|(c, d, t)| format!("{c}={d} (threshold {t})")).collect();
+            tracing::warn!(
+                error_id = "port-errors",
+                node = %node,
+                port = port.0,
+                desc,
+                counters = counters.join(", "),
+                "port error counters over their thresholds in one interval"
+            );
+        }
         SmEvent::Cabling { differences, refused } if differences.is_empty() => {
             tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
         }

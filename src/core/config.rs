@@ -87,6 +87,9 @@ pub struct SmConfig {
     /// The key of the SMPs' TID permutation (`core::transactions::tid_of`): `ibsm run` draws
     /// one at random at start; the default, 0, keeps simulations repeatable.
     pub tid_key: u64,
+    /// The performance manager: its interval (`perf-interval-s`, default 10 s; 0: off), window
+    /// and error thresholds.
+    pub perf: super::perf::PerfConfig,
 }
 
 /// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
@@ -157,6 +160,7 @@ impl Default for SmConfig {
             expected_topology: None,
             refuse_miscabled: false,
             tid_key: 0,
+            perf: super::perf::PerfConfig::default(),
         }
     }
 }

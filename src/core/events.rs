@@ -313,6 +313,18 @@ pub enum SmEvent {
         /// 129, 130 or 131.
         trap: u16,
     },
+    /// The performance manager found a port's error counters over their thresholds in one
+    /// interval (reported once, when the port goes over; `ibsm status` lists it while it is).
+    PortErrors {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The node's description.
+        desc: String,
+        /// The counters over: (IBTA name, increase in the interval, threshold).
+        over: Vec<(&'static str, u64, u64)>,
+    },
     /// Master: a standby's state sync moved on (`asking`, `sending`, `current` at `version`,
     /// `foreign`: not an ibsm SM, `unreachable`).
     SyncPeer {

@@ -31,12 +31,15 @@
 //! and [`replication`] ([`replication::Replication`]: the state a master publishes and where
 //! each standby stands, what a standby holds, whether clients must re-register; the
 //! coordinator's side, which reads each section from the component that owns it and gives it
-//! back at a takeover, is `coordinator::sync_sections`).
+//! back at a takeover, is `coordinator::sync_sections`) and [`perf`] ([`perf::Perf`]: the
+//! performance manager's reads of every port's counters, their totals, rates, history and error
+//! thresholds, in a window of its own; the coordinator's side, which lets it send only as master
+//! between sweeps and after the SMPs, is `coordinator::perf_sweeps`).
 //! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks in
 //! `coordinator`): bring-up (`coordinator::bringup`) and `coordinator::reconfig`. Requests are
 //! read by `requests` (pure functions) and dispatched by [`Sm::handle_mad`] to their handlers:
 //! SMInfo in `coordinator::mastership`, traps in `coordinator::scheduling`, the SA in `sa`, sync
-//! messages in `coordinator::sync_sections`.
+//! messages in `coordinator::sync_sections`, PerfMgt answers in [`perf`].
 //!
 //! `impl Sm` lives only here and in `coordinator/` (the coordinator's code, a file per concept:
 //! where the components' answers meet); no component file has one.
@@ -57,6 +60,7 @@ pub mod lids;
 mod light;
 pub mod mkeys;
 mod partitions;
+pub mod perf;
 mod programming;
 mod qos;
 mod quick;
@@ -155,6 +159,8 @@ pub struct Sm {
     traps: traps::Traps,
     /// A quick sweep's reads, while one runs.
     quick: Option<quick::Quick>,
+    /// The performance manager: port counters, their history and error thresholds.
+    perf: perf::Perf,
 }
 
 impl Sm {
@@ -162,6 +168,7 @@ impl Sm {
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
         let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
         let sa = sa::Sa::new(cfg.sa_rate_limit);
+        let perf = perf::Perf::new(cfg.perf.clone());
         Sm {
             cfg,
             state: SmState::NotActive,
@@ -189,6 +196,7 @@ impl Sm {
             light: light::Light::default(),
             traps: traps::Traps::default(),
             quick: None,
+            perf,
         }
     }
 
@@ -273,6 +281,7 @@ impl Sm {
         out.extend([requesters, services, subscriptions, ("quarantine", self.checks.quarantine().guids.len())]);
         out.extend([vl_tables, held]);
         out.extend(self.traps.sizes());
+        out.extend(self.perf.sizes());
         out
     }
 
@@ -480,6 +489,9 @@ impl Sm {
                     self.sa.on_report_resp(h.tid);
                 }
             }
+            (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::Perf => {
+                self.perf.handle_response(self.now, bytes);
+            }
             (Inbound::Response, _) => {
                 let Ok(smp) = SmpRepr::parse(bytes) else {
                     self.counters.malformed += 1;
@@ -641,6 +653,7 @@ impl Sm {
         }
         self.repair_timer();
         self.election_timer();
+        self.perf_timer();
         self.advance();
     }
 
@@ -660,7 +673,11 @@ impl Sm {
             return Some(t);
         }
         let key = self.mkeys.next_smp_key(&self.cfg.m_key, &self.subnet, self.port_guid, self.tx.peek());
-        self.tx.poll_transmit_keyed(self.now, key)
+        if let Some(t) = self.tx.poll_transmit_keyed(self.now, key) {
+            return Some(t);
+        }
+        // PM reads last, in a window of their own, and only while no sweep runs.
+        self.poll_perf_transmit()
     }
 
     /// The next time [`Sm::handle_timeout`] must be called, if any.
@@ -681,6 +698,7 @@ impl Sm {
             poll,
             self.replication.poll_timeout(),
             self.traps.poll_timeout(),
+            self.perf_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -689,7 +707,7 @@ impl Sm {
 
     /// The next event for logs and metrics.
     pub fn poll_event(&mut self) -> Option<SmEvent> {
-        self.events.pop_front()
+        self.events.pop_front().or_else(|| self.perf.poll_event())
     }
 
     // ---- internals ----
@@ -910,6 +928,7 @@ impl Sm {
         self.sweep.completed(report.clone(), self.now);
         self.schedule.count_done();
         self.events.push_back(SmEvent::SubnetUp(report));
+        self.perf_after_sweep();
     }
 
     // ---- the SA: where its values meet the rest ----

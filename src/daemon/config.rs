@@ -37,6 +37,12 @@ pub struct ConfigFile {
     /// Seconds between light sweeps (every switch's SwitchInfo; a port that changed state
     /// brings a heavy sweep); 0 = none (default 10).
     pub sweep_interval_s: Option<u64>,
+    /// Seconds between the performance manager's reads of every port's counters; 0 = no
+    /// performance manager (default 10).
+    pub perf_interval_s: Option<u64>,
+    /// Which ports' counters the metrics export: `"all"` (default), `"errors"` (ports with
+    /// errors in their last interval), or `"top-N"` (those and the N busiest).
+    pub perf_metrics_ports: Option<String>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
     /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default
@@ -225,6 +231,8 @@ pub const KEYS: &[&str] = &[
     "routing-engine",
     "resweep-interval-s",
     "sweep-interval-s",
+    "perf-interval-s",
+    "perf-metrics-ports",
     "subnet-prefix",
     "sa-rate-limit",
     "sa-key",
@@ -264,7 +272,8 @@ pub fn allowed(key: &str) -> String {
                 ibsm_routing::KNOWN_NAMES.join(", ")
             );
         }
-        "resweep-interval-s" | "sweep-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",
+        "resweep-interval-s" | "sweep-interval-s" | "perf-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",
+        "perf-metrics-ports" => "a string: \"all\", \"errors\" or \"top-N\" (N ports by traffic, and those with errors)",
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
@@ -497,7 +506,7 @@ impl ConfigFile {
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
-        let ranges: [(&'static str, Option<u64>, u64, u64); 16] = [
+        let ranges: [(&'static str, Option<u64>, u64, u64); 17] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
             ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
@@ -508,6 +517,7 @@ impl ConfigFile {
             ("leaf-head-of-queue-lifetime", self.leaf_head_of_queue_lifetime.map(u64::from), 0, 31),
             ("resweep-interval-s", self.resweep_interval_s, 0, 86_400),
             ("sweep-interval-s", self.sweep_interval_s, 0, 86_400),
+            ("perf-interval-s", self.perf_interval_s, 0, 86_400),
             ("priority", self.priority.map(u64::from), 0, 15),
             ("elevated-priority", self.elevated_priority.map(u64::from), 0, 15),
             ("sm-poll-interval-ms", self.sm_poll_interval_ms, 1, 3_600_000),
@@ -533,6 +543,11 @@ impl ConfigFile {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 out.push(bad(key, "an empty path".to_owned()));
             }
+        }
+        if let Some(e) = &self.perf_metrics_ports
+            && crate::core::perf::PortExport::parse(e).is_none()
+        {
+            out.push(bad("perf-metrics-ports", format!("{e:?} is not one of them")));
         }
         if let Some(e) = &self.part_enforce
             && crate::core::PartEnforce::parse(e).is_none()
@@ -643,6 +658,15 @@ impl ConfigFile {
             routing_options: d.routing_options,
             tid_key: d.tid_key,
             refuse_miscabled: self.refuse_miscabled.unwrap_or(d.refuse_miscabled),
+            perf: crate::core::perf::PerfConfig {
+                interval_ns: self.perf_interval_s.map_or(d.perf.interval_ns, |s| s.saturating_mul(1_000_000_000)),
+                export: self
+                    .perf_metrics_ports
+                    .as_deref()
+                    .and_then(crate::core::perf::PortExport::parse)
+                    .unwrap_or(d.perf.export),
+                ..d.perf
+            },
         }
     }
 }

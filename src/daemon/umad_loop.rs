@@ -562,6 +562,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 Ok(()) => {}
                 // An answer that cannot be sent is the requester's loss, not the SM's: it
                 // retries. Only failing to send our own SMPs stops the SM.
+                // A PM read that cannot be sent times out in the core and is counted there.
+                Err(e) if agent == AgentClass::PerfMgt => {
+                    tracing::debug!(error = %e, to = t.to.lid.0, "could not send a PerfMgt read");
+                }
                 Err(e) if t.kind == TransmitKind::Response => {
                     self.answers_failed += 1;
                     tracing::warn!(error_id = "answer-send-failed", error = %e, to = t.to.lid.0, class, "could not send an answer; dropped");

@@ -15,6 +15,9 @@
 //!   is in use; otherwise `ENABLE_PKEY` is tried right after `open` (64 on success);
 //! - agents for classes 0x01, 0x81 and 0x03 are registered before anything else, since a MAD for a
 //!   class without an agent crashes umad2sim; `REGISTER_AGENT2` falls back to `REGISTER_AGENT`;
+//!   the performance manager's agent (class 0x04, no unsolicited methods: the node's own PMA
+//!   answers requests) follows, and a port where it cannot be registered works without it (its
+//!   sends fail, so no PerfMgt answer can reach umad2sim without an agent);
 //! - `read` returning -11 means "queue empty" (umad2sim) just like `EAGAIN` (kernel);
 //! - the issm fd is closed explicitly (umad2sim does not clear IsSM at exit otherwise).
 //!
@@ -343,6 +346,9 @@ pub enum AgentClass {
     SubnDr,
     /// Subnet administration (0x03), QP1.
     SubnAdm,
+    /// Performance management (0x04), QP1: the performance manager's reads and their answers
+    /// only (registered without unsolicited methods).
+    PerfMgt,
 }
 
 impl AgentClass {
@@ -355,23 +361,24 @@ impl AgentClass {
             AgentClass::SubnLid => class::SUBN_LID,
             AgentClass::SubnDr => class::SUBN_DR,
             AgentClass::SubnAdm => class::SUBN_ADM,
+            AgentClass::PerfMgt => class::PERF,
         }
     }
     const fn qpn(self) -> u8 {
         match self {
             AgentClass::SubnLid | AgentClass::SubnDr => 0,
-            AgentClass::SubnAdm => 1,
+            AgentClass::SubnAdm | AgentClass::PerfMgt => 1,
         }
     }
     const fn class_version(self) -> u8 {
         match self {
-            AgentClass::SubnLid | AgentClass::SubnDr => 1,
+            AgentClass::SubnLid | AgentClass::SubnDr | AgentClass::PerfMgt => 1,
             AgentClass::SubnAdm => 2,
         }
     }
     const fn rmpp_version(self) -> u8 {
         match self {
-            AgentClass::SubnLid | AgentClass::SubnDr => 0,
+            AgentClass::SubnLid | AgentClass::SubnDr | AgentClass::PerfMgt => 0,
             AgentClass::SubnAdm => 1,
         }
     }
@@ -387,11 +394,12 @@ impl AgentClass {
                 method::GET_MULTI,
                 method::DELETE,
             ],
+            AgentClass::PerfMgt => &[],
         }
     }
     /// The agent for a received MAD's class.
     pub fn of_class(mgmt_class: u8) -> Option<AgentClass> {
-        AgentClass::ALL.into_iter().find(|a| a.mgmt_class() == mgmt_class)
+        AgentClass::ALL.into_iter().chain([AgentClass::PerfMgt]).find(|a| a.mgmt_class() == mgmt_class)
     }
 }
 
@@ -543,6 +551,8 @@ pub struct UmadPort {
     issm_fd: AtomicI32,
     hdr_len: usize,
     agents: [u32; 3],
+    /// The performance manager's agent, when it could be registered.
+    perf_agent: Option<u32>,
 }
 
 impl UmadPort {
@@ -559,6 +569,7 @@ impl UmadPort {
             issm_fd: AtomicI32::new(-1),
             hdr_len: HEADER_LEN_OLD,
             agents: [0; 3],
+            perf_agent: None,
         };
         port.hdr_len = match libibumad_header_len() {
             Some(n) if n == HEADER_LEN_OLD || n == HEADER_LEN_PKEY => n,
@@ -581,6 +592,13 @@ impl UmadPort {
         for (i, agent) in AgentClass::ALL.into_iter().enumerate() {
             port.agents[i] = port.register(agent)?;
         }
+        port.perf_agent = match port.register(AgentClass::PerfMgt) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                tracing::warn!(error_id = "perf-agent-refused", error = %e, "no PerfMgt agent: the performance manager cannot read counters on this port");
+                None
+            }
+        };
         tracing::debug!(port = %port.location, header = port.hdr_len, agents = ?port.agents, "umad port open");
         Ok(port)
     }
@@ -629,12 +647,13 @@ impl UmadPort {
         self.hdr_len
     }
 
-    /// The agent id registered for `agent`.
-    pub fn agent_id(&self, agent: AgentClass) -> u32 {
+    /// The agent id registered for `agent` (`None`: the PerfMgt agent was refused).
+    pub fn agent_id(&self, agent: AgentClass) -> Option<u32> {
         match agent {
-            AgentClass::SubnLid => self.agents[0],
-            AgentClass::SubnDr => self.agents[1],
-            AgentClass::SubnAdm => self.agents[2],
+            AgentClass::SubnLid => Some(self.agents[0]),
+            AgentClass::SubnDr => Some(self.agents[1]),
+            AgentClass::SubnAdm => Some(self.agents[2]),
+            AgentClass::PerfMgt => self.perf_agent,
         }
     }
 
@@ -661,7 +680,10 @@ impl UmadPort {
     /// kernel segments (SA agent). `timeout_ms` > 0 for requests that expect a response, 0 for
     /// responses.
     pub fn send(&self, agent: AgentClass, mad: &[u8], addr: &Address, timeout_ms: u32) -> Result<(), UmadError> {
-        let mut buf = encode_header(self.hdr_len, self.agent_id(agent), addr, mad.len(), timeout_ms);
+        let Some(id) = self.agent_id(agent) else {
+            return Err(UmadError::sys(&self.umad_path, "write (no agent registered for the class)", libc::ENOTCONN));
+        };
+        let mut buf = encode_header(self.hdr_len, id, addr, mad.len(), timeout_ms);
         buf.extend_from_slice(mad);
         loop {
             // SAFETY: `buf` is live and readable for `buf.len()` bytes during the call.
@@ -794,6 +816,16 @@ mod tests {
             assert_eq!(r[6], 0b0011_1100);
             assert!(r[7..20].iter().all(|&b| b == 0));
         }
+    }
+
+    #[test]
+    fn reg_req2_layout_for_perf_mgt() {
+        let r = reg_req2(AgentClass::PerfMgt).0;
+        assert_eq!(u32::from_ne_bytes([r[4], r[5], r[6], r[7]]), 1, "qpn 1");
+        assert_eq!((r[8], r[9]), (0x04, 1), "class 0x04, version 1");
+        assert_eq!(&r[16..32], &[0; 16], "no unsolicited methods");
+        assert_eq!(r[36], 0, "no RMPP");
+        assert_eq!(AgentClass::of_class(0x04), Some(AgentClass::PerfMgt));
     }
 
     #[test]

@@ -151,6 +151,34 @@ impl Fabric {
         Some(q..q + 1)
     }
 
+    /// The counters of `node`'s `port` at the fabric's current time, whole: PortCountersExtended
+    /// with the 64-bit error counters and PortXmitWait filled in as well (which the PMA does
+    /// not advertise). For tests that hold a performance manager's figures against the
+    /// fabric's own counts without sending a MAD. `None` for a port the node does not have.
+    pub fn port_counters_now(&mut self, node: usize, port: u8) -> Option<PortCountersExtended> {
+        let p = self.port_ref(node, port)?;
+        let now = self.now;
+        let perf = &mut self.ports[p as usize].perf;
+        perf.settle(now);
+        let e = perf.errors();
+        Some(PortCountersExtended {
+            symbol_errors: e.symbol_errors,
+            link_error_recovery: e.link_error_recovery,
+            link_downed: e.link_downed,
+            rcv_errors: e.rcv_errors,
+            rcv_remote_physical_errors: e.rcv_remote_physical_errors,
+            rcv_switch_relay_errors: e.rcv_switch_relay_errors,
+            xmit_discards: e.xmit_discards,
+            xmit_constraint_errors: e.xmit_constraint_errors,
+            rcv_constraint_errors: e.rcv_constraint_errors,
+            local_link_integrity_errors: e.local_link_integrity_errors,
+            excessive_buffer_overrun_errors: e.excessive_buffer_overrun_errors,
+            vl15_dropped: e.vl15_dropped,
+            xmit_wait: e.xmit_wait,
+            ..perf.port_counters_ext(port)
+        })
+    }
+
     /// Gives the cable at `node`/`port` (both its ends) an error rate.
     pub(crate) fn set_link_errors(&mut self, node: usize, port: u8, rate: ErrorRate) {
         let Some(p) = self.port_ref(node, port) else { return };

@@ -16,6 +16,8 @@
 //!   components that learn from it ([`super::discovery`] owns what exploration keeps).
 //! - [`mastership`]: acting on the election's answers (stand by, take over, hand over, poll,
 //!   nudge) and answering SMInfo on the SM's own port ([`super::election`] owns the rules).
+//! - [`perf_sweeps`]: when the performance manager may send and start a PM sweep, and stopping
+//!   it on a standby ([`super::perf`] owns the reads and the books).
 //! - [`reconfig`]: a configuration read again while the SM runs, each change applied as it needs.
 //! - [`scheduling`]: the sweeps the trap book, light and quick sweeps and the schedule ask for,
 //!   started; the handling of a trap.
@@ -25,6 +27,7 @@
 pub(super) mod bringup;
 pub(super) mod discovery;
 pub(super) mod mastership;
+pub(super) mod perf_sweeps;
 pub(super) mod reconfig;
 pub(super) mod scheduling;
 pub(super) mod sync_sections;

@@ -2,7 +2,8 @@
 //! applied the way it needs, and nothing more.
 //!
 //! - **now**: SMP window, timeout and retries; sweep intervals; SM priority, SM_Key,
-//!   elevated priority and the standby's polling; SA rate limit and SA key. No SMP is sent
+//!   elevated priority and the standby's polling; SA rate limit and SA key; the performance
+//!   manager's interval and exported ports. No SMP is sent
 //!   for them (a standby raised above its master tells it, as at start).
 //! - **sweep**: what the sweep programs into ports and switches (SubnetTimeout, LifeTimeValue,
 //!   the subnet prefix, partition enforcement, the partition policy). One heavy sweep writes
@@ -74,6 +75,8 @@ impl Sm {
             ("sm-act-stall-s", cfg.sm_act_stall_ns != old.sm_act_stall_ns),
             ("sa-rate-limit", cfg.sa_rate_limit != old.sa_rate_limit),
             ("sa-key", cfg.sa_key != old.sa_key),
+            ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
+            ("perf-metrics-ports", cfg.perf.export != old.perf.export),
         ];
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
@@ -105,6 +108,9 @@ impl Sm {
         }
         if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
             self.schedule_light();
+        }
+        if self.cfg.perf != old.perf {
+            self.perf.reconfigure(&self.cfg.perf, self.now, self.state == SmState::Master);
         }
         if self.cfg.resweep_interval_ns != old.resweep_interval_ns {
             self.schedule.interval_changed(self.now, self.cfg.resweep_interval_ns);

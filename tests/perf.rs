@@ -1,0 +1,176 @@
+//! The performance manager on the in-process simulator: its reads cross the simulated fabric
+//! to every node's PMA and back (class 0x04, QP1); a cable given an error rate is flagged
+//! within two intervals and nothing else is; its totals equal the fabric's own counts; a
+//! standby reads nothing, and a new master starts reading within an interval.
+
+use std::collections::BTreeSet;
+
+use ibsm::core::perf::counters::Counter;
+use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::Guid;
+use ibsm_sim::fabric::{ErrorRate, Fault, SimTime};
+
+mod support;
+use support::sa::{LIMIT, example};
+use support::sms::{SECOND, elect};
+
+const INTERVAL: u64 = 10 * SECOND;
+
+fn up() -> (SimDriver, ibsm_topology::Topology) {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete, "{report:?}");
+    (drv, topo)
+}
+
+/// Runs until `t` of virtual time, collecting the SM's events.
+fn run_to(drv: &mut SimDriver, t: u64, events: &mut Vec<SmEvent>) {
+    drv.run_until(t, |ev| {
+        events.push(ev.clone());
+        false
+    });
+}
+
+fn guid(topo: &ibsm_topology::Topology, name: &str) -> (usize, Guid) {
+    let i = topo.find(name).expect("node");
+    (i, topo.nodes[i].node_guid)
+}
+
+#[test]
+fn a_cable_with_errors_is_flagged_within_two_intervals_and_nothing_else() {
+    let (mut drv, topo) = up();
+    let mut events = Vec::new();
+    // The first PM sweep starts when the bring-up ends; let it read every port.
+    let t0 = drv.now();
+    run_to(&mut drv, t0 + SECOND, &mut events);
+    let pm = drv.sm.perf();
+    let first = *pm.last_sweep().expect("a PM sweep right after the bring-up");
+    // Every cabled port of the fabric: 8 HCAs, and 4 leaves and 2 spines fully cabled.
+    assert_eq!(pm.books().len(), 8 + 4 * 4 + 2 * 4, "ports read");
+    assert_eq!(first.failed, 0);
+    assert!(pm.flagged().is_empty());
+
+    // leaf-0 port 3 goes to spine-0: a bad cable, 20 symbol errors a second at both ends.
+    let (leaf, leaf_guid) = guid(&topo, "leaf-0");
+    let rate = ErrorRate { symbol_errors: 20, rcv_errors: 0, link_downed: 0, interval_ns: SECOND };
+    let at = drv.now();
+    drv.fabric.inject_fault(Fault::LinkErrors { node: leaf, port: 3, rate });
+    run_to(&mut drv, at + 2 * INTERVAL, &mut events);
+    let (_, spine_guid) = guid(&topo, "spine-0");
+    let peer = drv
+        .sm
+        .subnet()
+        .nodes
+        .iter()
+        .find(|n| n.info.node_guid == leaf_guid)
+        .and_then(|n| n.ports[3].remote)
+        .expect("leaf-0[3] is cabled");
+    let peer_port = u8::try_from(peer.1.0).expect("port");
+    let want: BTreeSet<(Guid, u8)> = [(leaf_guid, 3), (spine_guid, peer_port)].into();
+    let flagged: BTreeSet<(Guid, u8)> = drv.sm.perf().flagged().keys().copied().collect();
+    assert_eq!(flagged, want, "both ends of the bad cable, nothing else");
+    let reported: BTreeSet<(Guid, u8)> = events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::PortErrors { node, port, over, .. } => {
+                assert!(over.iter().all(|(c, d, t)| *c == "SymbolErrorCounter" && d > t), "{over:?}");
+                Some((*node, port.0))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, want, "one event per port");
+    assert_eq!(drv.sm.perf().counts().threshold_events, 2, "logged once each");
+
+    // The fault ends; after a PM sweep has read the frozen counters, the PM's totals equal the
+    // fabric's own counts for every port it reads.
+    drv.fabric.inject_fault(Fault::LinkErrors { node: leaf, port: 3, rate: ErrorRate::default() });
+    let sweeps = drv.sm.perf().counts().sweeps;
+    let t = drv.now();
+    drv.run_until(t + 2 * INTERVAL, |_| false);
+    assert!(drv.sm.perf().counts().sweeps >= sweeps + 2);
+    assert!(drv.sm.perf().flagged().is_empty(), "a quiet interval clears the flag");
+    let books = drv.sm.perf().books().clone();
+    let mut errors_seen = 0;
+    for ((node, port), book) in &books {
+        let i = topo.nodes.iter().position(|n| n.node_guid == *node).expect("node of the fabric");
+        let sim = drv.fabric.port_counters_now(i, *port).expect("port");
+        assert_eq!(book.totals.get(Counter::SymbolErrors), sim.symbol_errors, "{node}[{port}]");
+        assert_eq!(book.totals.get(Counter::RcvErrors), sim.rcv_errors, "{node}[{port}]");
+        errors_seen += sim.symbol_errors;
+        // Traffic: since the PM read the port it has carried at most the rest of that PM
+        // sweep's MADs (the SM's own link carries them all) and a light sweep's; every MAD is
+        // 72 words, so words = 72 x packets: the unit is the PMA's.
+        let (pm_pkts, pm_words) = (book.totals.get(Counter::XmitPkts), book.totals.get(Counter::XmitData));
+        assert!(pm_pkts > 0 && pm_words == 72 * pm_pkts, "{node}[{port}]: {pm_pkts} packets, {pm_words} words");
+        let bound = 4 * books.len() as u64 + 64;
+        assert!(sim.xmit_pkts >= pm_pkts && sim.xmit_pkts - pm_pkts <= bound, "{node}[{port}]: {} vs {pm_pkts}", sim.xmit_pkts);
+        let pm_rcv = book.totals.get(Counter::RcvPkts);
+        assert!(sim.rcv_pkts >= pm_rcv && sim.rcv_pkts - pm_rcv <= bound, "{node}[{port}]: {} vs {pm_rcv}", sim.rcv_pkts);
+    }
+    // Both ends counted 20 a second for the 20 s (less the last event's distance to the end).
+    assert!(errors_seen >= 2 * 20 * 19, "{errors_seen}");
+}
+
+#[test]
+fn pm_reads_wait_while_a_sweep_runs() {
+    let (mut drv, _) = up();
+    let mut events = Vec::new();
+    let t0 = drv.now();
+    run_to(&mut drv, t0 + SECOND, &mut events);
+    assert_eq!(drv.sm.perf().counts().sweeps, 1);
+    // The second PM sweep starts and sends its first window...
+    let due = drv.sm.perf().last_sweep().expect("a PM sweep").started_at + INTERVAL;
+    drv.run_until(due, |_| false);
+    drv.fabric.advance_to(SimTime(due));
+    assert!(drv.sm.perf().sweeping(), "the PM sweep is under way");
+    let sent = drv.sm.perf().counts().sent;
+    // ...and a heavy sweep starts while most of its reads are still queued: no PM read leaves
+    // until the sweep ends.
+    drv.sm.start_sweep(drv.now());
+    let sweeping = |drv: &SimDriver| drv.sm.phase() != ibsm::core::SweepPhase::Up;
+    assert!(sweeping(&drv));
+    while sweeping(&drv) {
+        assert_eq!(drv.sm.perf().counts().sent, sent, "a PM read left during the sweep");
+        let t = drv.now();
+        drv.run_until(t + 10_000, |_| false);
+        assert!(drv.now() < due + 5 * SECOND, "the sweep ends");
+    }
+    let t = drv.now();
+    drv.run_until(t + SECOND, |_| false);
+    let pm = drv.sm.perf();
+    assert_eq!(pm.counts().sweeps, 2, "the PM sweep went on after it");
+    assert_eq!(pm.last_sweep().map(|s| (s.ports_read, s.failed)), Some((32, 0)));
+    assert_eq!(drv.sm.state(), SmState::Master);
+}
+
+#[test]
+fn a_standby_reads_nothing_and_a_new_master_reads_within_an_interval() {
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 5, &[3, 1]);
+    let standby = 1 - master;
+    let t = h.now();
+    h.run_until(t + 2 * INTERVAL, |_, _| false);
+    assert!(h.sms[master].sm.perf().counts().sweeps >= 2);
+    assert_eq!(h.sms[standby].sm.perf().counts().sent, 0, "a standby sends no PM read");
+    h.kill(master);
+    let killed = h.now();
+    let end = killed + 60 * SECOND;
+    while h.sms[standby].sm.state() != SmState::Master {
+        assert!(h.now() < end, "the standby takes over");
+        let until = h.now() + 100_000_000;
+        h.run_until(until, |_, _| false);
+        // The harness stops at its last event before `until`; the clock goes on to it.
+        if h.now() < until {
+            h.fabric.advance_to(SimTime(until));
+        }
+    }
+    let took_over = h.now();
+    h.run_until(took_over + INTERVAL, |_, _| false);
+    let pm = h.sms[standby].sm.perf();
+    let first = pm.last_sweep().expect("the new master ran a PM sweep");
+    assert!(first.started_at <= took_over + INTERVAL, "within an interval of the takeover");
+    assert!(pm.books().len() >= 8, "{} ports", pm.books().len());
+}
