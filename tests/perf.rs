@@ -83,6 +83,25 @@ fn a_cable_with_errors_is_flagged_within_two_intervals_and_nothing_else() {
         .collect();
     assert_eq!(reported, want, "one event per port");
     assert_eq!(drv.sm.perf().counts().threshold_events, 2, "logged once each");
+    // `ibsm status` lists them among its problems; `ibsm counters --errors` answers them.
+    let st = ibsm::daemon::control::status(&drv.sm);
+    let listed: BTreeSet<(String, u8)> = st.problems.port_errors.iter().map(|p| (p.node.clone(), p.port)).collect();
+    let hex = |g: Guid| format!("{:#018x}", g.0);
+    assert_eq!(listed, want.iter().map(|&(g, p)| (hex(g), p)).collect(), "{:?}", st.problems);
+    assert!(st.problems.port_errors.iter().all(|p| p.counters.iter().all(|c| c.starts_with("SymbolErrorCounter="))));
+    let query = ibsm::daemon::control::Query::Counters(ibsm::daemon::control::Selection { errors: true, top: None });
+    assert_eq!(ibsm::daemon::control::parse_request(&query.request_line()), Ok(query.clone()));
+    let line = ibsm::daemon::control::respond(&drv.sm, &query);
+    let answer: ibsm::daemon::control::CountersAnswer = serde_json::from_str(&line).expect(&line);
+    let answered: BTreeSet<(String, u8)> = answer.ports.iter().map(|p| (p.node.clone(), p.port)).collect();
+    assert_eq!(answered, want.iter().map(|&(g, p)| (hex(g), p)).collect());
+    assert_eq!(answer.ports_left_out, 32 - 2);
+    // Metrics: the errors, in errors, for those two ports only.
+    let text = ibsm::daemon::metrics::render(&drv.sm);
+    let error_series: Vec<&str> = text.lines().filter(|l| l.starts_with("ibsm_port_errors_total{")).collect();
+    assert_eq!(error_series.len(), 2, "{error_series:?}");
+    assert!(error_series.iter().all(|l| l.contains("counter=\"SymbolErrorCounter\"")), "{error_series:?}");
+    assert!(text.contains("ibsm_perf_ports_over_threshold 2\n"));
 
     // The fault ends; after a PM sweep has read the frozen counters, the PM's totals equal the
     // fabric's own counts for every port it reads.

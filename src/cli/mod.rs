@@ -1,7 +1,8 @@
 //! Command-line interface: the clap definitions of the command line and its dispatch (here),
 //! and a file per subcommand: [`run`] (`ibsm run`, the daemon), [`status`] (`status`,
 //! `reload`: clients of the control socket), [`controls`] (`sweep`, `reroute`, `log-level`,
-//! `lid`, `guid`: the operator's controls and questions over the same socket), [`config`],
+//! `lid`, `guid`: the operator's controls and questions over the same socket), [`counters`]
+//! (`counters`: the performance manager's figures over the same socket), [`config`],
 //! [`routes`], [`topology`],
 //! [`partitions`], [`sim`] (`sim gen`, `sim info`, `sim play`, `sim soak`), [`man`]; [`log`]
 //! holds the daemon's log set-up and its own lines.
@@ -13,6 +14,7 @@
 
 mod config;
 mod controls;
+mod counters;
 mod log;
 mod man;
 mod partitions;
@@ -73,6 +75,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The running SM's port counters, as its performance manager last read them (no MAD is
+    /// sent): every port as `perfquery` prints it, the ports with errors as `ibqueryerrors`
+    /// lists them (`--errors`, exit 1 when there are any), or the busiest (`--top N`).
+    Counters(counters::CountersArgs),
     /// Ask the running SM for a sweep now (heavy unless --light), as OpenSM's console `resweep`.
     Sweep(controls::SweepArgs),
     /// Ask the running SM for a heavy sweep that routes from scratch.
@@ -190,6 +196,7 @@ pub fn run() -> ExitCode {
         Command::Reload { socket } => status::reload(&socket),
         Command::Status { socket, json } => status::status(&socket, json),
         Command::Sweep(args) => controls::sweep(&args),
+        Command::Counters(args) => counters::counters(&args),
         Command::Reroute { socket } => controls::reroute(&socket),
         Command::LogLevel(args) => controls::log_level(&args),
         Command::Lid { lid, args } => {

@@ -337,6 +337,20 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
+            // The performance manager's sweep that waited for these sweeps reads every port
+            // before the fabric stands still, so that `ibsm counters` has figures.
+            let limit = drv.now().saturating_add(60_000_000_000);
+            while drv.sm.perf().sweeping() && drv.now() < limit {
+                let until = drv.now().saturating_add(10_000_000);
+                drv.run_until(until, |ev| {
+                    crate::cli::log::log_event(ev);
+                    false
+                });
+                // The driver stops at its last event before `until`; the clock goes on to it.
+                if drv.now() < until {
+                    drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
+                }
+            }
             match control.as_ref().and_then(ControlServer::path) {
                 Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",

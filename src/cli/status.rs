@@ -109,6 +109,9 @@ fn print_problems(p: &ibsm::daemon::control::Problems) {
     for r in &p.refused_ports {
         println!("  refused (miscabled, left unarmed): node {} port {}", r.node, r.port);
     }
+    for e in &p.port_errors {
+        println!("  port errors over threshold: {} {:?} port {}: {}", e.node, e.desc, e.port, e.counters.join(" "));
+    }
 }
 
 /// The state sync lines of `ibsm status`.

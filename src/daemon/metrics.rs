@@ -1,6 +1,7 @@
 //! Prometheus metrics: the SM's figures in the text exposition format (version 0.0.4), all
 //! names prefixed `ibsm_` ([`render`], from the core's getters). The HTTP endpoint that serves
-//! them is `metrics_http`.
+//! them is `metrics_http`; the performance manager's families (per-port counters) are
+//! `metrics_ports`'s.
 //!
 //! The model and the text are the official `prometheus-client` crate's (a [`Registry`] and its
 //! Prometheus text encoder: names, `_total` on counters, HELP and TYPE lines, label escaping).
@@ -82,10 +83,10 @@ impl Scrape {
     pub(crate) fn counter(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
         self.0.register(name, help, Samples::Counter(samples));
     }
-    fn gauge(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
+    pub(crate) fn gauge(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
         self.0.register(name, help, Samples::Gauge(samples));
     }
-    fn seconds(&mut self, name: &str, help: &str, samples: Vec<(Labels, f64)>) {
+    pub(crate) fn seconds(&mut self, name: &str, help: &str, samples: Vec<(Labels, f64)>) {
         self.0.register(name, help, Samples::Seconds(samples));
     }
 }
@@ -165,6 +166,7 @@ pub fn render(sm: &Sm) -> String {
         m.gauge("last_sweep_lft_blocks_sent", "LFT blocks the last sweep wrote", one(r.lft_blocks_sent));
         m.gauge("last_sweep_smps", "SMPs the last sweep sent", one(r.smps_sent));
     }
+    super::metrics_ports::perf(&mut m, sm);
     m.finish()
 }
 
@@ -229,6 +231,9 @@ mod tests {
         let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
         let mut drv = SimDriver::new(&topo, 7, sm, None).expect("driver");
         drv.sweep(60_000_000_000, |_| {}).expect("the fabric comes up");
+        // The performance manager's first sweep, which starts at the end of the bring-up.
+        let t = drv.now();
+        drv.run_until(t + 1_000_000_000, |_| false);
         render(&drv.sm)
     }
 
@@ -266,6 +271,18 @@ mod tests {
             ("ibsm_last_sweep_phase_seconds", "gauge"),
             ("ibsm_last_sweep_lft_blocks_sent", "gauge"),
             ("ibsm_last_sweep_smps", "gauge"),
+            ("ibsm_perf_sweeps_total", "counter"),
+            ("ibsm_perf_mads_total", "counter"),
+            ("ibsm_perf_threshold_events_total", "counter"),
+            ("ibsm_perf_ports_over_threshold", "gauge"),
+            ("ibsm_perf_last_sweep_seconds", "gauge"),
+            ("ibsm_perf_last_sweep_ports", "gauge"),
+            ("ibsm_port_transmit_bytes_total", "counter"),
+            ("ibsm_port_receive_bytes_total", "counter"),
+            ("ibsm_port_transmit_packets_total", "counter"),
+            ("ibsm_port_receive_packets_total", "counter"),
+            ("ibsm_port_transmit_wait_total", "counter"),
+            ("ibsm_port_errors_total", "counter"),
         ];
         assert_eq!(families, want, "{text}");
         assert!(text.contains("# HELP ibsm_smps_sent_total SMPs sent.\n"), "{text}");
@@ -289,6 +306,18 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} missing:\n{text}");
         }
+        // Per port, in bytes: PortXmitData (4-byte words) x 4. Every MAD is 72 words, so a
+        // port's bytes are 288 times its packets.
+        let value = |prefix: &str| -> u64 {
+            let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} missing:\n{text}"));
+            line.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()).expect("a number")
+        };
+        let port = "{node_guid=\"";
+        let bytes = value(&format!("ibsm_port_transmit_bytes_total{port}"));
+        let pkts = value(&format!("ibsm_port_transmit_packets_total{port}"));
+        assert!(pkts > 0 && bytes == 288 * pkts, "{bytes} bytes, {pkts} packets");
+        assert_eq!(value("ibsm_perf_sweeps_total "), 1);
+        assert_eq!(value("ibsm_perf_last_sweep_ports "), 32, "every cabled port of the 2-level k=4 tree");
         let sent = text.lines().find_map(|l| l.strip_prefix("ibsm_smps_sent_total ")).expect("smps sent");
         assert!(sent.parse::<u64>().is_ok_and(|n| n > 0), "{sent}");
         let phase = text.lines().find(|l| l.starts_with("ibsm_last_sweep_phase_seconds{phase=\"")).expect("a phase");

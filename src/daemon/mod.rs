@@ -18,7 +18,8 @@
 //! - [`control`]: the local control socket (`ibsm status`, `ibsm reload`, live routes, the
 //!   controls `ibsm sweep`, `reroute`, `log-level`, `lid`, `guid`).
 //! - [`log_level`]: the running log filter, changed by `ibsm log-level`.
-//! - [`metrics`]: the Prometheus text of the SM's figures; [`metrics_http`] serves it.
+//! - [`metrics`]: the Prometheus text of the SM's figures (the per-port counters in
+//!   `metrics_ports`); [`metrics_http`] serves it.
 //! - [`surface`]: the limits, connection cap and listener thread those two share.
 
 pub mod config;
@@ -27,6 +28,7 @@ pub mod log_level;
 pub mod logfmt;
 pub mod metrics;
 pub mod metrics_http;
+mod metrics_ports;
 pub mod notify;
 pub mod partition_policy;
 pub mod side_queries;

@@ -12,7 +12,9 @@
 //! `{"filter":"..."}` ([`crate::daemon::log_level`]); `{"query":"lid","lid":N}` and
 //! `{"query":"guid","guid":"0x..."}` answer a [`PortReport`]; `{"query":"subnet-lst"}` answers
 //! `{"subnet_lst":"..."}`, OpenSM's `opensm-subnet.lst` of the last sweep (built on a thread,
-//! counted among the `routes` answers' places). Anything else (malformed JSON, an
+//! counted among the `routes` answers' places); `{"query":"counters"}` (with `"errors":true`
+//! and/or `"top":N`) answers a [`CountersAnswer`], the performance manager's figures, without
+//! sending a MAD. Anything else (malformed JSON, an
 //! unknown query or field, a line over 4 KiB, a client too slow to send its line) gets
 //! `{"error":"..."}`.
 //!
@@ -25,11 +27,13 @@
 //! This module owns the protocol (queries, [`parse_request`], [`respond`]), the hand-over of a
 //! query to the SM's loop ([`Pending`]: the loop answers it from the sans-IO core's getters and
 //! its last sweep's snapshot between two events, at once even while a sweep runs) and the
-//! client side ([`request`], [`query`]). Below it: [`status`] (the `status` answer) and
+//! client side ([`request`], [`query`]). Below it: [`status`] (the `status` answer),
+//! [`counters`] (the `counters` answer) and
 //! `server` ([`ControlServer`]: the socket file and the connections, under the limits of
 //! [`crate::daemon::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
 //! the SM's loop.
 
+mod counters;
 mod port_report;
 mod server;
 mod status;
@@ -47,10 +51,11 @@ use crate::core::{Requested, Sm};
 use crate::daemon::side_queries::Asks;
 use crate::routes::live::LiveRoutes;
 
+pub use counters::{CountersAnswer, PerfSweepJson, PortCountersJson, Selection, counters};
 pub use port_report::{Neighbor, NodeLine, PortKey, PortLine, PortReport};
 pub use server::{ControlServer, group_id, may_change};
 pub use status::{
-    BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, Problems, QuarantinedGuid, RefusedPort, Status,
+    BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, PortErrorsJson, Problems, QuarantinedGuid, RefusedPort, Status,
     SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status, status_after_idle,
 };
 
@@ -85,6 +90,8 @@ pub enum Query {
     Port(PortKey),
     /// OpenSM's `opensm-subnet.lst` of the last sweep, as `{"subnet_lst":"..."}`.
     SubnetLst,
+    /// The performance manager's port counters ([`CountersAnswer`]).
+    Counters(Selection),
 }
 
 /// The answer to `sweep` and `reroute`.
@@ -127,6 +134,7 @@ impl Query {
             Query::Port(PortKey::Lid(_)) => "lid",
             Query::Port(PortKey::Guid(_)) => "guid",
             Query::SubnetLst => "subnet-lst",
+            Query::Counters(_) => "counters",
         }
     }
 
@@ -149,6 +157,14 @@ impl Query {
             }
             Query::Port(PortKey::Lid(l)) => v["lid"] = l.0.into(),
             Query::Port(PortKey::Guid(g)) => v["guid"] = format!("{:#018x}", g.0).into(),
+            Query::Counters(sel) => {
+                if sel.errors {
+                    v["errors"] = true.into();
+                }
+                if let Some(n) = sel.top {
+                    v["top"] = n.into();
+                }
+            }
             _ => {}
         }
         v.to_string()
@@ -165,10 +181,12 @@ struct RequestLine {
     target: Option<String>,
     lid: Option<u16>,
     guid: Option<String>,
+    errors: Option<bool>,
+    top: Option<usize>,
 }
 
 /// The queries, for the error that names them.
-const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst";
+const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst, counters";
 
 /// Parses one request line.
 ///
@@ -177,16 +195,18 @@ const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, g
 pub fn parse_request(line: &str) -> Result<Query, String> {
     let req: RequestLine = serde_json::from_str(line.trim())
         .map_err(|e| format!("expected one line of JSON such as {{\"query\":\"status\"}}: {e}"))?;
-    let RequestLine { query, kind, level, target, lid, guid } = req;
+    let RequestLine { query, kind, level, target, lid, guid, errors, top } = req;
     // Each query takes its own fields and no other.
     let given = [("kind", kind.is_some()), ("level", level.is_some()), ("target", target.is_some())]
         .into_iter()
-        .chain([("lid", lid.is_some()), ("guid", guid.is_some())]);
+        .chain([("lid", lid.is_some()), ("guid", guid.is_some())])
+        .chain([("errors", errors.is_some()), ("top", top.is_some())]);
     let allowed: &[&str] = match query.as_str() {
         "sweep" => &["kind"],
         "log-level" => &["level", "target"],
         "lid" => &["lid"],
         "guid" => &["guid"],
+        "counters" => &["errors", "top"],
         _ => &[],
     };
     if let Some((field, _)) = given.clone().find(|(f, set)| *set && !allowed.contains(f)) {
@@ -198,6 +218,7 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
         "reload" => Ok(Query::Reload),
         "reroute" => Ok(Query::Sweep(Requested::Reroute)),
         "subnet-lst" => Ok(Query::SubnetLst),
+        "counters" => Ok(Query::Counters(Selection { errors: errors.unwrap_or(false), top })),
         "sweep" => match kind.as_deref() {
             None | Some("heavy") => Ok(Query::Sweep(Requested::Heavy)),
             Some("light") => Ok(Query::Sweep(Requested::Light)),
@@ -249,6 +270,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             return error_line("this is carried out by the transport, not answered from the SM's getters");
         }
         Query::Metrics => return crate::daemon::metrics::render(sm),
+        Query::Counters(sel) => serde_json::to_string(&counters(sm, *sel)),
         Query::LogLevel { level, target } => match crate::daemon::log_level::set(level, target.as_deref()) {
             Ok(filter) => Ok(serde_json::json!({ "filter": filter }).to_string()),
             Err(e) => return error_line(&e),

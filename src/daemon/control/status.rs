@@ -66,6 +66,23 @@ pub struct Problems {
     /// NodeGUIDs two nodes answered with, and the ports quarantined because of them.
     #[serde(default)]
     pub quarantined_guids: Vec<QuarantinedGuid>,
+    /// Ports whose error counters went over a threshold in the performance manager's last
+    /// interval (`ibsm counters --errors` shows their counters).
+    #[serde(default)]
+    pub port_errors: Vec<PortErrorsJson>,
+}
+
+/// A port over an error threshold, in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortErrorsJson {
+    /// Its node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// Its node's description.
+    pub desc: String,
+    /// The port.
+    pub port: u8,
+    /// Each counter over its threshold: `Name=increase/threshold` per interval.
+    pub counters: Vec<String>,
 }
 
 /// A duplicated GUID in `problems`.
@@ -95,6 +112,7 @@ impl Problems {
             + self.ports_not_active
             + self.cabling_total
             + self.quarantined_guids.len()
+            + self.port_errors.len()
     }
 }
 
@@ -375,6 +393,17 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
             .map(|(g, ends)| QuarantinedGuid {
                 guid: format!("{:#018x}", g.0),
                 ports: ends.iter().map(|(n, p)| format!("{:#018x}[{p}]", n.0)).collect(),
+            })
+            .collect(),
+        port_errors: sm
+            .perf()
+            .flagged()
+            .iter()
+            .map(|((g, p), f)| PortErrorsJson {
+                node: format!("{:#018x}", g.0),
+                desc: sm.perf().desc(*g).to_owned(),
+                port: *p,
+                counters: f.over.iter().map(|(c, d, t)| format!("{}={d}/{t}", c.name())).collect(),
             })
             .collect(),
     }
