@@ -97,7 +97,8 @@ pub struct PerfConfig {
     pub timeout_ns: u64,
     /// Sends again after a timeout (default 2).
     pub retries: u32,
-    /// Intervals of history kept per port (default 360: an hour at 10 s).
+    /// Intervals of history kept per port (default 30: five minutes at 10 s; 32 bytes a
+    /// port an interval, 160 MB for the 166k ports of a k=48 fat tree).
     pub history: usize,
     /// The error thresholds.
     pub thresholds: Thresholds,
@@ -112,7 +113,7 @@ impl Default for PerfConfig {
             max_in_flight: 16,
             timeout_ns: 200_000_000,
             retries: 2,
-            history: 360,
+            history: 30,
             thresholds: Thresholds::default(),
             export: PortExport::All,
         }
