@@ -193,3 +193,58 @@ fn a_standby_reads_nothing_and_a_new_master_reads_within_an_interval() {
     assert!(first.started_at <= took_over + INTERVAL, "within an interval of the takeover");
     assert!(pm.books().len() >= 8, "{} ports", pm.books().len());
 }
+
+/// This process's CPU time so far (user + system), from /proc (clock ticks of 10 ms).
+fn cpu_ms() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // After the command name: the state (field 3) first, so utime (14) and stime (15) are 11
+    // and 12.
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (tick(11) + tick(12)) * 10
+}
+
+/// The figures of BENCHMARKS.md's PM sweep on the k=48 three-level fat tree (27,648 HCAs,
+/// 2,880 switches): fabric time of a PM sweep of every cabled port at the simulator's default
+/// 10 us per MAD, and the CPU time this process spent on it (the SM and the simulator
+/// together, so an upper bound for the SM's). `cargo test --release -p ibsm --test perf --
+/// --ignored --nocapture k48`.
+#[test]
+#[ignore = "k=48: minutes in a debug build; run with --release"]
+fn k48_pm_sweep_figures() {
+    let topo = ibsm_topology::GenSpec::fat_tree(3, 48).generate().expect("k=48 fat tree");
+    let mut drv = SimDriver::new(&topo, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
+    let report = drv.sweep(600 * SECOND, |_| {}).expect("a report");
+    assert!(report.complete);
+    // The first PM sweep starts as the bring-up ends; time the second, a steady-state one.
+    let t = drv.now();
+    drv.run_until(t + 5 * SECOND, |_| false);
+    let first = *drv.sm.perf().last_sweep().expect("the first PM sweep ended");
+    let due = first.started_at + INTERVAL;
+    drv.run_until(due - 1, |_| false);
+    drv.fabric.advance_to(SimTime(due - 1));
+    let (cpu0, wall0) = (cpu_ms(), std::time::Instant::now());
+    while drv.sm.perf().counts().sweeps < 2 {
+        let until = drv.now() + 10_000_000;
+        drv.run_until(until, |_| false);
+        if drv.now() < until {
+            drv.fabric.advance_to(SimTime(until));
+        }
+        assert!(drv.now() < due + INTERVAL, "the PM sweep fits in its interval");
+    }
+    let (cpu, wall) = (cpu_ms() - cpu0, wall0.elapsed());
+    let s = *drv.sm.perf().last_sweep().expect("second PM sweep");
+    let c = drv.sm.perf().counts();
+    println!(
+        "k48 PM sweep: {} ports read, {} failed, fabric time {:.1} ms; {} MADs over both sweeps; process CPU {} ms, wall {:.0} ms",
+        s.ports_read,
+        s.failed,
+        (s.ended_at - s.started_at) as f64 / 1e6,
+        c.sent,
+        cpu,
+        wall.as_secs_f64() * 1e3
+    );
+    assert_eq!(s.failed, 0);
+}
