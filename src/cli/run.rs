@@ -337,20 +337,7 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
-            // The performance manager's sweep that waited for these sweeps reads every port
-            // before the fabric stands still, so that `ibsm counters` has figures.
-            let limit = drv.now().saturating_add(60_000_000_000);
-            while drv.sm.perf().sweeping() && drv.now() < limit {
-                let until = drv.now().saturating_add(10_000_000);
-                drv.run_until(until, |ev| {
-                    crate::cli::log::log_event(ev);
-                    false
-                });
-                // The driver stops at its last event before `until`; the clock goes on to it.
-                if drv.now() < until {
-                    drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
-                }
-            }
+            finish_perf_sweep(&mut drv);
             match control.as_ref().and_then(ControlServer::path) {
                 Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
@@ -452,4 +439,21 @@ fn random_key() -> u64 {
     use std::hash::BuildHasher;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     std::hash::RandomState::new().hash_one((std::process::id(), now))
+}
+
+/// The performance manager's sweep that waited for the bring-up's sweeps reads every port
+/// before the simulated fabric stands still, so that `ibsm counters` has figures.
+fn finish_perf_sweep(drv: &mut SimDriver) {
+    let limit = drv.now().saturating_add(60_000_000_000);
+    while drv.sm.perf().sweeping() && drv.now() < limit {
+        let until = drv.now().saturating_add(10_000_000);
+        drv.run_until(until, |ev| {
+            crate::cli::log::log_event(ev);
+            false
+        });
+        // The driver stops at its last event before `until`; the clock goes on to it.
+        if drv.now() < until {
+            drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
+        }
+    }
 }

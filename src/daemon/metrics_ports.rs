@@ -46,7 +46,7 @@ fn one<V>(v: V) -> Vec<(Labels, V)> {
 
 /// The ports `export` selects: all; those with errors in their last interval (or over a
 /// threshold); or those and the `n` with the most traffic over their last interval.
-pub(crate) fn selected<'a>(sm: &'a Sm, export: PortExport) -> Vec<(&'a PortKey, &'a PortBook)> {
+pub(crate) fn selected(sm: &Sm, export: PortExport) -> Vec<(&PortKey, &PortBook)> {
     let pm = sm.perf();
     let errors = |k: &PortKey, b: &PortBook| {
         pm.flagged().contains_key(k)
