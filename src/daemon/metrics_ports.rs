@@ -9,7 +9,7 @@ use crate::core::Sm;
 use crate::core::perf::counters::{Counter, PortBook};
 use crate::core::perf::{PortExport, PortKey};
 
-use super::metrics::{Labels, Scrape};
+use super::metrics_scrape::{Labels, Scrape};
 
 /// The PM's families, added to `m`.
 pub(crate) fn perf(m: &mut Scrape, sm: &Sm) {

@@ -19,7 +19,7 @@
 //!   controls `ibsm sweep`, `reroute`, `log-level`, `lid`, `guid`).
 //! - [`log_level`]: the running log filter, changed by `ibsm log-level`.
 //! - [`metrics`]: the Prometheus text of the SM's figures (the per-port counters in
-//!   `metrics_ports`); [`metrics_http`] serves it.
+//!   `metrics_ports`, both gathered in a `metrics_scrape`); [`metrics_http`] serves it.
 //! - [`surface`]: the limits, connection cap and listener thread those two share.
 
 pub mod config;
@@ -29,6 +29,7 @@ pub mod logfmt;
 pub mod metrics;
 pub mod metrics_http;
 mod metrics_ports;
+mod metrics_scrape;
 pub mod notify;
 pub mod partition_policy;
 pub mod side_queries;

@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::metrics::{Labels, Scrape};
+use super::metrics_scrape::{Labels, Scrape};
 
 /// The limits of one surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
