@@ -54,6 +54,15 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::PortUnhealthy { node, port, trap } => {
             tracing::warn!(error_id = "port-unhealthy", node = %node, port = port.0, trap, "port past an error threshold (trap 129-131)");
         }
+        SmEvent::PortSettingNotKept { node, port, settings } => {
+            tracing::warn!(
+                error_id = "port-setting-not-kept",
+                node = %node,
+                port = port.0,
+                settings = %settings.join(", "),
+                "a port did not keep port settings it was sent; not sent to it again until the configuration changes"
+            );
+        }
         SmEvent::Cabling { differences, refused } if differences.is_empty() => {
             tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
         }

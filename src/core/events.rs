@@ -313,6 +313,17 @@ pub enum SmEvent {
         /// 129, 130 or 131.
         trap: u16,
     },
+    /// A port answered a PortInfo Set without keeping some of the port settings it carried
+    /// (its firmware ignores them: ibsim keeps no error thresholds). They are not sent to it
+    /// again until the configuration changes.
+    PortSettingNotKept {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The settings not kept, by name ("error thresholds", ...).
+        settings: Vec<&'static str>,
+    },
     /// Master: a standby's state sync moved on (`asking`, `sending`, `current` at `version`,
     /// `foreign`: not an ibsm SM, `unreachable`).
     SyncPeer {

@@ -27,8 +27,10 @@
 //! `Sm::answer_sa`, `census_pump` and `program_multicast`), [`election`]
 //! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
 //! coordinator's side of it, which sends the SMPs and changes the SM's state, is
-//! `coordinator::mastership`)
-//! and [`replication`] ([`replication::Replication`]: the state a master publishes and where
+//! `coordinator::mastership`), [`port_settings`] ([`port_settings::PortSettings`]: the PortInfo
+//! fields OpenSM writes beyond addressing, HOQ lifetimes, VL stall counts, `max-op-vls`, error
+//! thresholds, forced speeds and widths, and the ports that do not keep them), and [`replication`]
+//! ([`replication::Replication`]: the state a master publishes and where
 //! each standby stands, what a standby holds, whether clients must re-register; the
 //! coordinator's side, which reads each section from the component that owns it and gives it
 //! back at a takeover, is `coordinator::sync_sections`).
@@ -57,6 +59,7 @@ pub mod lids;
 mod light;
 pub mod mkeys;
 mod partitions;
+pub mod port_settings;
 mod programming;
 mod qos;
 mod quick;
@@ -78,6 +81,7 @@ use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
+pub use port_settings::PortConfig;
 pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
@@ -155,6 +159,8 @@ pub struct Sm {
     traps: traps::Traps,
     /// A quick sweep's reads, while one runs.
     quick: Option<quick::Quick>,
+    /// Port settings: what ports did not keep.
+    port_settings: port_settings::PortSettings,
 }
 
 impl Sm {
@@ -189,6 +195,7 @@ impl Sm {
             light: light::Light::default(),
             traps: traps::Traps::default(),
             quick: None,
+            port_settings: port_settings::PortSettings::default(),
         }
     }
 

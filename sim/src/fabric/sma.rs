@@ -252,7 +252,7 @@ impl Fabric {
             vl_arbitration_low_cap: 8,
             init_type_reply: 0,
             mtu_cap: Mtu::from_raw(port.mtu_cap),
-            vl_stall_count: 7,
+            vl_stall_count: port.vl_stall_count,
             hoq_life: port.hoq_life,
             operational_vls: port.op_vls,
             partition_enforcement_inbound: port.part_enf_in,
@@ -267,9 +267,12 @@ impl Fabric {
             multicast_pkey_trap_suppression_enabled: 0,
             subnet_timeout: base.subnet_timeout,
             resp_time_value: port.resp_time,
-            local_phy_errors: 0,
-            overrun_errors: 0,
+            local_phy_errors: port.phy_errors_threshold,
+            overrun_errors: port.overrun_errors_threshold,
             max_credit_hint: 0,
+            link_speed_ext_active2: 0,
+            link_speed_ext_supported2: 0,
+            link_speed_ext_enabled2: 0,
             link_round_trip_latency: 0,
             capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
             link_speed_ext_active: LinkSpeedExt::from_raw(0),
@@ -288,6 +291,7 @@ impl Fabric {
                 self.port_info_of(q, p, hide_key).emit(data);
                 return st;
             }
+            self.stats.port_info_sets += 1;
         }
         self.port_info_of(q, p, hide_key).emit(data);
         ids::status::OK
@@ -389,6 +393,11 @@ impl Fabric {
         port.op_vls = req.operational_vls;
         port.vl_high_limit = req.vl_high_limit;
         port.hoq_life = req.hoq_life;
+        port.vl_stall_count = req.vl_stall_count;
+        if self.cfg.keeps_error_thresholds {
+            port.phy_errors_threshold = req.local_phy_errors;
+            port.overrun_errors_threshold = req.overrun_errors;
+        }
         port.part_enf_in = req.partition_enforcement_inbound;
         port.part_enf_out = req.partition_enforcement_outbound;
         port.filter_raw_in = req.filter_raw_inbound;
