@@ -24,6 +24,9 @@ pub struct SmConfig {
     /// Port settings written with PortInfo: HOQ lifetimes, VL stall counts, `max-op-vls`,
     /// error thresholds, forced speeds and widths (default OpenSM's).
     pub ports: super::port_settings::PortConfig,
+    /// The babbling-port policy: a port sending too many traps is disabled for a while
+    /// (default off, as OpenSM's `babbling_port_policy`).
+    pub babbling: super::babbling::BabblingConfig,
     /// Routing engines in the `ibsm-routing` registry, tried in order until one routes the
     /// fabric (default `["ftree", "updn", "minhop"]`: fat-tree routing where the fabric is a fat
     /// tree, deadlock-free up/down elsewhere, min-hop as the last resort).
@@ -133,6 +136,7 @@ impl Default for SmConfig {
             subnet_timeout: 18,
             switch_life_time: 18,
             ports: super::port_settings::PortConfig::default(),
+            babbling: super::babbling::BabblingConfig::default(),
             routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             routing_options: ibsm_routing::EngineOptions::default(),
             resweep_interval_ns: Some(10_000_000_000),

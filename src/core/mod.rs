@@ -29,7 +29,9 @@
 //! coordinator's side of it, which sends the SMPs and changes the SM's state, is
 //! `coordinator::mastership`), [`port_settings`] ([`port_settings::PortSettings`]: the PortInfo
 //! fields OpenSM writes beyond addressing, HOQ lifetimes, VL stall counts, `max-op-vls`, error
-//! thresholds, forced speeds and widths, and the ports that do not keep them), and [`replication`]
+//! thresholds, forced speeds and widths, and the ports that do not keep them), [`babbling`]
+//! ([`babbling::Babbling`]: the babbling-port policy's trap counts and the ports it disabled;
+//! its coordinator side is `coordinator::babbling`), and [`replication`]
 //! ([`replication::Replication`]: the state a master publishes and where
 //! each standby stands, what a standby holds, whether clients must re-register; the
 //! coordinator's side, which reads each section from the component that owns it and gives it
@@ -48,6 +50,7 @@
 //! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
 
 pub mod checks;
+pub mod babbling;
 mod config;
 mod coordinator;
 mod discovery;
@@ -161,6 +164,8 @@ pub struct Sm {
     quick: Option<quick::Quick>,
     /// Port settings: what ports did not keep.
     port_settings: port_settings::PortSettings,
+    /// The babbling-port policy: trap counts, ports disabled.
+    babbling: babbling::Babbling,
 }
 
 impl Sm {
@@ -196,6 +201,7 @@ impl Sm {
             traps: traps::Traps::default(),
             quick: None,
             port_settings: port_settings::PortSettings::default(),
+            babbling: babbling::Babbling::default(),
         }
     }
 
@@ -280,6 +286,7 @@ impl Sm {
         out.extend([requesters, services, subscriptions, ("quarantine", self.checks.quarantine().guids.len())]);
         out.extend([vl_tables, held]);
         out.extend(self.traps.sizes());
+        out.extend(self.babbling.sizes());
         out
     }
 
@@ -392,6 +399,10 @@ impl Sm {
     /// What traps did: counters and unhealthy ports.
     pub fn trap_book(&self) -> &traps::Traps {
         &self.traps
+    }
+    /// The babbling-port policy's book: the ports it disabled, its counts.
+    pub fn babbling(&self) -> &babbling::Babbling {
+        &self.babbling
     }
     /// Times this SM took the subnet over from its master.
     pub fn takeovers(&self) -> u64 {
@@ -639,6 +650,7 @@ impl Sm {
         self.sync_timeout();
         self.light_timer();
         self.traps_timer();
+        self.babbling_timer();
         if self.mkeys.take_recovery(self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.sweep_soon();
@@ -688,6 +700,7 @@ impl Sm {
             poll,
             self.replication.poll_timeout(),
             self.traps.poll_timeout(),
+            self.babbling.poll_timeout().filter(|_| self.state == SmState::Master),
         ]
         .into_iter()
         .flatten()

@@ -38,6 +38,9 @@ pub(crate) enum PortStep {
     Arm,
     /// PortState = Active.
     Activate,
+    /// PortPhysicalState Disabled or Polling (the babbling-port policy): the answer is not taken
+    /// into the subnet, so that the sweep the link's change brings (trap 128) sees the change.
+    Link,
 }
 
 /// A request and the context its answer is handled in.

@@ -47,6 +47,16 @@ pub struct ConfigFile {
     pub force_link_speed_ext: Option<u8>,
     /// PortInfo.LinkWidthEnabled to write: 0 = leave, 1..=31, 255 = supported (default 255).
     pub force_link_width: Option<u8>,
+    /// Disable a port that sends more than `babbling-port-traps` traps within
+    /// `babbling-port-window-s`, for `babbling-port-backoff-s` (default false, as OpenSM's
+    /// `babbling_port_policy`).
+    pub babbling_port_policy: Option<bool>,
+    /// Traps a port may send within the window (default 250, OpenSM's threshold).
+    pub babbling_port_traps: Option<u32>,
+    /// The counting window, seconds (default 60).
+    pub babbling_port_window_s: Option<u64>,
+    /// How long a babbling port stays disabled, seconds (default 300).
+    pub babbling_port_backoff_s: Option<u64>,
     /// Routing engine, or a list tried in order (default `["ftree", "updn", "minhop"]`).
     pub routing_engine: Option<EngineList>,
     /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
@@ -247,6 +257,10 @@ pub const KEYS: &[&str] = &[
     "force-link-speed",
     "force-link-speed-ext",
     "force-link-width",
+    "babbling-port-policy",
+    "babbling-port-traps",
+    "babbling-port-window-s",
+    "babbling-port-backoff-s",
     "routing-engine",
     "resweep-interval-s",
     "sweep-interval-s",
@@ -316,7 +330,10 @@ pub fn allowed(key: &str) -> String {
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
-        "refuse-miscabled" => "true or false",
+        "refuse-miscabled" | "babbling-port-policy" => "true or false",
+        "babbling-port-traps" => "an integer 1..=1000000",
+        "babbling-port-window-s" => "an integer 1..=86400 (seconds)",
+        "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",
         _ => "",
     };
     s.to_owned()
@@ -530,7 +547,7 @@ impl ConfigFile {
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
-        let ranges: [(&'static str, Option<u64>, u64, u64); 21] = [
+        let ranges: [(&'static str, Option<u64>, u64, u64); 24] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
             ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
@@ -544,6 +561,9 @@ impl ConfigFile {
             ("max-op-vls", self.max_op_vls.map(u64::from), 1, 15),
             ("local-phy-errors-threshold", self.local_phy_errors_threshold.map(u64::from), 0, 15),
             ("overrun-errors-threshold", self.overrun_errors_threshold.map(u64::from), 0, 15),
+            ("babbling-port-traps", self.babbling_port_traps.map(u64::from), 1, 1_000_000),
+            ("babbling-port-window-s", self.babbling_port_window_s, 1, 86_400),
+            ("babbling-port-backoff-s", self.babbling_port_backoff_s, 1, 604_800),
             ("resweep-interval-s", self.resweep_interval_s, 0, 86_400),
             ("sweep-interval-s", self.sweep_interval_s, 0, 86_400),
             ("priority", self.priority.map(u64::from), 0, 15),
@@ -661,6 +681,12 @@ impl ConfigFile {
             subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
             switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
             ports: self.port_config(d.ports),
+            babbling: crate::core::babbling::BabblingConfig {
+                enabled: self.babbling_port_policy.unwrap_or(d.babbling.enabled),
+                max_traps: self.babbling_port_traps.unwrap_or(d.babbling.max_traps),
+                window_ns: self.babbling_port_window_s.map_or(d.babbling.window_ns, |s| s.saturating_mul(1_000_000_000)),
+                backoff_ns: self.babbling_port_backoff_s.map_or(d.babbling.backoff_ns, |s| s.saturating_mul(1_000_000_000)),
+            },
             routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
                 None => d.resweep_interval_ns,
@@ -905,6 +931,16 @@ mod tests {
             let e = ConfigFile::parse(text, "n.toml").expect_err(text);
             assert!(e.reason.starts_with(&format!("{key}: ")), "{e}");
         }
+        let b = ConfigFile::parse(
+            "babbling-port-policy = true\nbabbling-port-traps = 10\nbabbling-port-window-s = 2\nbabbling-port-backoff-s = 30\n",
+            "b.toml",
+        )
+        .expect("valid")
+        .sm_config()
+        .babbling;
+        assert_eq!((b.enabled, b.max_traps, b.window_ns, b.backoff_ns), (true, 10, 2_000_000_000, 30_000_000_000));
+        assert!(!ConfigFile::default().sm_config().babbling.enabled, "off by default");
+        assert!(ConfigFile::parse("babbling-port-traps = 0", "b.toml").is_err());
         for ok in ["force-link-speed = 15", "force-link-speed-ext = 31", "force-link-width = 255", "force-link-width = 0"] {
             assert!(ConfigFile::parse(ok, "ok.toml").is_ok(), "{ok}");
         }

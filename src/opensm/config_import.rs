@@ -143,7 +143,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("single_thread", "ibsm's core is one event loop"),
     ("daemon", "run ibsm under systemd (dist/systemd/ibsm.service)"),
     ("sm_inactive", "not available; stop the service instead"),
-    ("babbling_port_policy", "not available in ibsm"),
     ("drop_event_subscriptions", "subscriptions are dropped when the subscriber's port goes away"),
     ("ipoib_mcgroup_creation_validation", "ibsm checks every MCMemberRecord against the partition policy"),
     ("mcgroup_join_validation", "ibsm checks every MCMemberRecord against the partition policy"),
@@ -202,6 +201,10 @@ fn fate(name: &str, value: &str) -> Fate {
         "packet_life_time" => num("switch-life-time", 0, 31),
         "head_of_queue_lifetime" => num("head-of-queue-lifetime", 0, 31),
         "leaf_head_of_queue_lifetime" => num("leaf-head-of-queue-lifetime", 0, 31),
+        "babbling_port_policy" => match boolean(value) {
+            Some(b) => mapped("babbling-port-policy", b.to_string()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
         "vl_stall_count" => num("vl-stall-count", 0, 7),
         "leaf_vl_stall_count" => num("leaf-vl-stall-count", 0, 7),
         "max_op_vls" => num("max-op-vls", 1, 15),
@@ -456,6 +459,7 @@ mod tests {
         force_link_speed 5\n\
         force_link_speed_ext 30\n\
         force_link_width 255\n\
+        babbling_port_policy TRUE\n\
         qos TRUE\n\
         daemon FALSE\n\
         some_future_option 7\n";
@@ -475,13 +479,14 @@ mod tests {
             (5, 3, 2, 10, 4)
         );
         assert_eq!((p.force_link_speed, p.force_link_speed_ext, p.force_link_width), (5, 30, 255));
+        assert!(sm.babbling.enabled, "babbling_port_policy TRUE");
         // OpenSM's 10 s polling is not copied; ibsm's 200 ms stays.
         assert_eq!(sm.sm_poll_interval_ns, crate::core::SmConfig::default().sm_poll_interval_ns);
         assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");
         assert!(toml.contains("part-enforce = \"in\""), "{toml}");
         assert!(toml.contains("#   sm_key 0x00000000DEADBEEF (line 4): the SM_Key is never kept"), "{toml}");
-        assert!(toml.contains("#   qos TRUE (line 26): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
-        assert!(toml.contains("#   some_future_option 7 (line 28): unknown to ibsm"), "{toml}");
+        assert!(toml.contains("#   qos TRUE (line 27): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
+        assert!(toml.contains("#   some_future_option 7 (line 29): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
     }
 

@@ -229,7 +229,7 @@ impl Sm {
             Outcome::Timeout => None,
         };
         let target = match step {
-            PortStep::Configure => None,
+            PortStep::Configure | PortStep::Link => None,
             PortStep::Arm => Some(PortState::Armed),
             PortStep::Activate => Some(PortState::Active),
         };
@@ -249,6 +249,9 @@ impl Sm {
             return;
         }
         let Some((_, pi)) = reply else { return };
+        if step == PortStep::Link {
+            return; // the trap the link's change raises brings the sweep that reads it
+        }
         self.sweep.port_stepped(step);
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
         if let (Req::SetPortInfo { info: sent, .. }, Some(t), Some(n)) =

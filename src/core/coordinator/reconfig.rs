@@ -74,6 +74,10 @@ impl Sm {
             ("sm-act-stall-s", cfg.sm_act_stall_ns != old.sm_act_stall_ns),
             ("sa-rate-limit", cfg.sa_rate_limit != old.sa_rate_limit),
             ("sa-key", cfg.sa_key != old.sa_key),
+            ("babbling-port-policy", cfg.babbling.enabled != old.babbling.enabled),
+            ("babbling-port-traps", cfg.babbling.max_traps != old.babbling.max_traps),
+            ("babbling-port-window-s", cfg.babbling.window_ns != old.babbling.window_ns),
+            ("babbling-port-backoff-s", cfg.babbling.backoff_ns != old.babbling.backoff_ns),
         ];
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
