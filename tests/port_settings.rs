@@ -128,3 +128,32 @@ fn ports_that_do_not_keep_the_thresholds_are_reported_once_and_not_sent_them_at_
     assert_eq!(drv.fabric.stats().port_info_sets, before, "not sent again at the next sweep");
     assert!(!again_events.iter().any(|e| matches!(e, SmEvent::PortSettingNotKept { .. })), "reported once");
 }
+
+#[test]
+fn forced_link_speed_and_width_are_written_to_every_linked_port_once() {
+    // The simulated ports support SDR/DDR/QDR (7) and 1X/4X (3), all enabled.
+    let ports = PortConfig { force_link_speed: 1, force_link_width: 2, ..PortConfig::default() };
+    let (mut drv, _) = up(ports, SimConfig { seed: 7, ..SimConfig::default() });
+    // The trap 144s the changed masks raise bring a sweep; let it end.
+    drv.run_until(drv.now() + 3_000_000_000, |_| false);
+    let seen = read_back(&mut drv);
+    assert!(seen.len() >= 32, "{}", seen.len());
+    for (kind, port, _, pi) in &seen {
+        assert_eq!((pi.link_speed_enabled.0, pi.link_width_enabled.0), (1, 2), "{kind:?} port {port}");
+    }
+    // No PortInfo Set at the next sweep.
+    let before = drv.fabric.stats().port_info_sets;
+    assert!(drv.sweep(LIMIT, |_| {}).expect("again").complete);
+    assert_eq!(drv.fabric.stats().port_info_sets, before, "forced once, not at every sweep");
+    // 0 leaves the ports' own masks; the default (15, 255 without 2X support) writes nothing to
+    // ports whose enabled sets are their supported ones.
+    for ports in [
+        PortConfig { force_link_speed: 0, force_link_width: 0, ..PortConfig::default() },
+        PortConfig::default(),
+    ] {
+        let (mut drv, _) = up(ports, SimConfig { seed: 7, ..SimConfig::default() });
+        for (kind, port, _, pi) in read_back(&mut drv) {
+            assert_eq!((pi.link_speed_enabled.0, pi.link_width_enabled.0), (7, 3), "{kind:?} port {port}");
+        }
+    }
+}
