@@ -157,3 +157,44 @@ fn forced_link_speed_and_width_are_written_to_every_linked_port_once() {
         }
     }
 }
+
+/// The PathRecord the SA gives between the first two hosts, and the SM's subnet after the sweep.
+/// With `restart`, a second SM sweeps the fabric the first configured: no switch port gets a
+/// Set then, so what it knows of them comes from its reads alone.
+fn xdr_path(xdr: bool, restart: bool) -> (ibsm_mad::records::PathRecord, SimDriver) {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::PathRecord;
+    let (mut drv, _) = up(PortConfig::default(), SimConfig { seed: 9, xdr, ..SimConfig::default() });
+    if restart {
+        drv.sm = Sm::new(SmConfig::default(), drv.sm.guid2lid().clone());
+        assert!(drv.sweep(LIMIT, |_| {}).expect("restart").complete);
+    }
+    let snap = drv.sm.snapshot().expect("snapshot");
+    let topo = fabric();
+    let hosts: Vec<usize> =
+        (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == ibsm_topology::NodeKind::Ca).take(2).collect();
+    let lid = |h: usize| snap.port(snap.by_guid(topo.nodes[h].port_guid(1)).expect("known")).expect("port").lid;
+    let (a, b) = (lid(hosts[0]), lid(hosts[1]));
+    let (mask, rec) = support::sa::path_query(Some(a), Some(b), None, None);
+    let now = drv.now();
+    let (status, data) = support::sa::through_core(&mut drv, now, a, (Method::Get, mask, 1), &rec);
+    assert_eq!(status, 0, "PathRecord answered");
+    (PathRecord::parse(&data).expect("PathRecord"), drv)
+}
+
+#[test]
+fn xdr_links_are_read_with_sm_supports_extended_speeds_and_path_records_give_800_gbps() {
+    // Ports that report XDR only to a read with AM bit 31: the SM reads them so, and a 4x XDR
+    // path is 800 Gb/s (rate 23).
+    for restart in [false, true] {
+        let (pr, drv) = xdr_path(true, restart);
+        assert_eq!(pr.rate.raw(), 23, "restart {restart}: {pr:?}");
+        let s = drv.sm.subnet();
+        let linked: Vec<_> =
+            s.nodes.iter().flat_map(|n| n.ports.iter().skip(1)).filter(|p| p.remote.is_some()).collect();
+        assert!(!linked.is_empty() && linked.iter().all(|p| p.info.is_some_and(|i| i.link_speed_ext_active2 == 1)));
+    }
+    // The same fabric without extended speeds 2: 4x SDR as before (10 Gb/s, rate 3).
+    let (plain, _) = xdr_path(false, false);
+    assert_eq!(plain.rate.raw(), 3, "{plain:?}");
+}

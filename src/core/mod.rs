@@ -748,7 +748,9 @@ impl Sm {
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::ConfirmNodeInfo { from } => self.on_confirm_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
-            Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
+            Req::GetPortInfo { node, port } | Req::GetPortInfoExt { node, port } => {
+                self.on_port_info(request, *node, *port, outcome);
+            }
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
             Req::LightSwitchInfo { node } => {
                 self.light.on_switch_info(*node, outcome);

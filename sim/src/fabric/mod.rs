@@ -213,6 +213,11 @@ pub struct SimConfig {
     /// Ports keep the LocalPhyErrors and OverrunErrors thresholds a PortInfo Set writes (default
     /// true; false models ibsim's ports, which answer the Set and keep none).
     pub keeps_error_thresholds: bool,
+    /// Every port has IBTA 1.7's extended speeds 2 (CapabilityMask2 IsExtendedSpeeds2Supported
+    /// and IsLinkSpeedXDRSupported) and every link trains at XDR (212.5 Gb/s a lane), reported
+    /// only to PortInfo reads with SMSupportExtendedSpeeds (AM bit 31), as such ports do (default
+    /// false).
+    pub xdr: bool,
 }
 
 impl Default for SimConfig {
@@ -224,6 +229,7 @@ impl Default for SimConfig {
             multicast_fdb_cap: 1024,
             mft_top_supported: false,
             keeps_error_thresholds: true,
+            xdr: false,
         }
     }
 }

@@ -158,6 +158,7 @@ pub(crate) mod cap {
     pub const IS_CM_SUPPORTED: u32 = 1 << 16;
     pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 19;
     pub const IS_CAP_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
+    pub const IS_CAPABILITY_MASK2_SUPPORTED: u32 = 1 << 15;
     pub const IS_CLIENT_REREG_SUPPORTED: u32 = 1 << 25;
     pub const IS_MULTICAST_FDB_TOP_SUPPORTED: u32 = 1 << 30;
     pub const CA_DEFAULT: u32 = IS_TRAP_SUPPORTED
