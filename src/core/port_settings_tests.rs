@@ -53,25 +53,25 @@ fn applied(cfg: &PortConfig, t: &Target, info: PortInfo) -> PortInfo {
 fn each_kind_of_port_gets_opensms_values() {
     let cfg = custom();
     // Switch port toward a switch: the inner HOQ and stall count, the thresholds.
-    let a = applied(&cfg, &target(NodeType::Switch, 3, Some(true)), fresh());
-    assert_eq!((a.hoq_life, a.vl_stall_count, a.local_phy_errors, a.overrun_errors), (0x13, 3, 4, 6));
+    let inner = applied(&cfg, &target(NodeType::Switch, 3, Some(true)), fresh());
+    assert_eq!((inner.hoq_life, inner.vl_stall_count, inner.local_phy_errors, inner.overrun_errors), (0x13, 3, 4, 6));
     // Switch port toward a CA: the leaf values.
-    let b = applied(&cfg, &target(NodeType::Switch, 1, Some(false)), fresh());
-    assert_eq!((b.hoq_life, b.vl_stall_count, b.local_phy_errors), (0x0e, 5, 4));
+    let leaf = applied(&cfg, &target(NodeType::Switch, 1, Some(false)), fresh());
+    assert_eq!((leaf.hoq_life, leaf.vl_stall_count, leaf.local_phy_errors), (0x0e, 5, 4));
     // CA port: thresholds only.
-    let c = applied(&cfg, &target(NodeType::Ca, 1, Some(true)), fresh());
-    assert_eq!((c.hoq_life, c.vl_stall_count, c.local_phy_errors, c.overrun_errors), (0, 7, 4, 6));
+    let ca = applied(&cfg, &target(NodeType::Ca, 1, Some(true)), fresh());
+    assert_eq!((ca.hoq_life, ca.vl_stall_count, ca.local_phy_errors, ca.overrun_errors), (0, 7, 4, 6));
     // Router port: the leaf HOQ, no stall count.
-    let r = applied(&cfg, &target(NodeType::Router, 1, Some(true)), fresh());
-    assert_eq!((r.hoq_life, r.vl_stall_count, r.local_phy_errors), (0x0e, 7, 4));
+    let router = applied(&cfg, &target(NodeType::Router, 1, Some(true)), fresh());
+    assert_eq!((router.hoq_life, router.vl_stall_count, router.local_phy_errors), (0x0e, 7, 4));
     // A switch port without a peer, and a base switch port 0: nothing.
     assert_eq!(applied(&cfg, &target(NodeType::Switch, 2, None), fresh()), fresh());
     assert_eq!(applied(&cfg, &target(NodeType::Switch, 0, None), fresh()), fresh());
     // An enhanced port 0: the thresholds, no HOQ (it has no cable).
     let mut esp0 = target(NodeType::Switch, 0, None);
     esp0.enhanced_port0 = true;
-    let e = applied(&cfg, &esp0, fresh());
-    assert_eq!((e.hoq_life, e.local_phy_errors, e.overrun_errors), (0, 4, 6));
+    let enhanced = applied(&cfg, &esp0, fresh());
+    assert_eq!((enhanced.hoq_life, enhanced.local_phy_errors, enhanced.overrun_errors), (0, 4, 6));
 }
 
 #[test]

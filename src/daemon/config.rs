@@ -294,12 +294,10 @@ pub fn allowed(key: &str) -> String {
         "max-smps-in-flight" => "an integer 1..=65536",
         "smp-timeout-ms" => "an integer 1..=60000 (milliseconds)",
         "smp-retries" => "an integer 0..=100",
-        "lmc" => "an integer 0..=7",
+        "lmc" | "vl-stall-count" | "leaf-vl-stall-count" => "an integer 0..=7",
         "subnet-timeout" | "switch-life-time" => "an integer 0..=31",
         "head-of-queue-lifetime" | "leaf-head-of-queue-lifetime" => "an integer 0..=31 (20 and above: infinite)",
-        "vl-stall-count" | "leaf-vl-stall-count" => "an integer 0..=7",
         "max-op-vls" => "an integer 1..=15 (coded like VLCap: 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14)",
-        "local-phy-errors-threshold" | "overrun-errors-threshold" => "an integer 0..=15",
         "force-link-speed" => "0 (leave as is), 1..=7 (a set of 1 = SDR, 2 = DDR, 4 = QDR) or 15 (as supported)",
         "force-link-speed-ext" => {
             "0 (leave as is), 1..=15 (a set of 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), 30 (disable) or 31 (as supported)"
@@ -323,16 +321,17 @@ pub fn allowed(key: &str) -> String {
         }
         "state-dir" => "a non-empty directory path (a string)",
         "part-enforce" => "one of \"both\", \"in\", \"out\", \"off\"",
-        "priority" | "elevated-priority" => "an integer 0..=15",
+        "priority" | "elevated-priority" | "local-phy-errors-threshold" | "overrun-errors-threshold" => {
+            "an integer 0..=15"
+        }
         "sm-poll-interval-ms" => "an integer 1..=3600000 (milliseconds)",
         "sm-poll-retries" => "an integer 1..=100",
-        "sm-act-stall-s" => "an integer 1..=86400 (seconds)",
+        "sm-act-stall-s" | "babbling-port-window-s" => "an integer 1..=86400 (seconds)",
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
         "refuse-miscabled" | "babbling-port-policy" => "true or false",
         "babbling-port-traps" => "an integer 1..=1000000",
-        "babbling-port-window-s" => "an integer 1..=86400 (seconds)",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",
         _ => "",
     };
@@ -578,16 +577,7 @@ impl ConfigFile {
                 out.push((key, format!("must be {lo}..={hi}, found {v}")));
             }
         }
-        use crate::core::PortConfig;
-        for (key, value, valid) in [
-            ("force-link-speed", self.force_link_speed, PortConfig::valid_speed as fn(u8) -> bool),
-            ("force-link-speed-ext", self.force_link_speed_ext, PortConfig::valid_speed_ext),
-            ("force-link-width", self.force_link_width, PortConfig::valid_width),
-        ] {
-            if let Some(v) = value.filter(|&v| !valid(v)) {
-                out.push(bad(key, format!("{v} is not one of them")));
-            }
-        }
+        out.extend(self.forced_link_problems());
         for (key, path) in [
             ("state-dir", &self.state_dir),
             ("partitions", &self.partitions),
@@ -649,6 +639,22 @@ impl ConfigFile {
                 if ibsm_routing::engine_by_name(&e).is_none() || e.contains(',') {
                     out.push(bad("routing-engine", format!("unknown engine {e:?}")));
                 }
+            }
+        }
+        out
+    }
+
+    /// `force-link-*` values OpenSM does not accept (ranges with holes).
+    fn forced_link_problems(&self) -> Vec<(&'static str, String)> {
+        use crate::core::PortConfig;
+        let mut out = Vec::new();
+        for (key, value, valid) in [
+            ("force-link-speed", self.force_link_speed, PortConfig::valid_speed as fn(u8) -> bool),
+            ("force-link-speed-ext", self.force_link_speed_ext, PortConfig::valid_speed_ext),
+            ("force-link-width", self.force_link_width, PortConfig::valid_width),
+        ] {
+            if let Some(v) = value.filter(|&v| !valid(v)) {
+                out.push((key, format!("{v} is not one of them; allowed: {}", allowed(key))));
             }
         }
         out
