@@ -340,7 +340,13 @@ fn mft_tops(s: &mut Site) -> Vec<u16> {
 fn switch_ports_get_opensms_head_of_queue_lifetimes() {
     for (cfg, (inner, leaf)) in [
         (SmConfig::default(), (0x12, 0x10)),
-        (SmConfig { hoq_life: 0x14, leaf_hoq_life: 0x0c, ..SmConfig::default() }, (0x14, 0x0c)),
+        (
+            SmConfig {
+                ports: ibsm::core::PortConfig { hoq_life: 0x14, leaf_hoq_life: 0x0c, ..Default::default() },
+                ..SmConfig::default()
+            },
+            (0x14, 0x0c),
+        ),
     ] {
         let mut s = Site::up(cfg);
         let mut seen = 0;
@@ -359,7 +365,8 @@ fn switch_ports_get_opensms_head_of_queue_lifetimes() {
         // Kept: a second sweep sends as many SMPs as one of an SM that leaves HOQLife as the
         // simulated ports power on (0), i.e. no PortInfo Set.
         let second = s.drv.sweep(LIMIT, |_| {}).expect("again");
-        let mut plain = Site::up(SmConfig { hoq_life: 0, leaf_hoq_life: 0, ..SmConfig::default() });
+        let ports = ibsm::core::PortConfig { hoq_life: 0, leaf_hoq_life: 0, ..Default::default() };
+        let mut plain = Site::up(SmConfig { ports, ..SmConfig::default() });
         let plain_second = plain.drv.sweep(LIMIT, |_| {}).expect("again");
         assert!(second.complete && plain_second.complete);
         assert_eq!(second.smps_sent, plain_second.smps_sent, "HOQLife is written once, not at every sweep");

@@ -65,6 +65,7 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 "port error counters over their thresholds in one interval"
             );
         }
+        SmEvent::BabblingPort { .. } | SmEvent::PortSettingNotKept { .. } => log_port_event(ev),
         SmEvent::Cabling { differences, refused } if differences.is_empty() => {
             tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
         }
@@ -111,6 +112,41 @@ pub(crate) fn log_event(ev: &SmEvent) {
         | SmEvent::SyncAdopted { .. } => {
             log_sync_event(ev);
         }
+    }
+}
+
+/// The port policies' events: the babbling-port policy, port settings not kept.
+fn log_port_event(ev: &SmEvent) {
+    match ev {
+        SmEvent::BabblingPort { node, port, babbler, traps, disabled: true } => {
+            tracing::error!(
+                error_id = "babbling-port-disabled",
+                node = %node,
+                port = port.0,
+                babbler_node = %babbler.0,
+                babbler_port = babbler.1.0,
+                traps,
+                "a port sent too many traps (babbling-port-policy); the nearer end of its cable is disabled for the back-off"
+            );
+        }
+        SmEvent::BabblingPort { node, port, .. } => {
+            tracing::warn!(
+                error_id = "babbling-port-enabled",
+                node = %node,
+                port = port.0,
+                "a port disabled by the babbling-port policy is enabled again"
+            );
+        }
+        SmEvent::PortSettingNotKept { node, port, settings } => {
+            tracing::warn!(
+                error_id = "port-setting-not-kept",
+                node = %node,
+                port = port.0,
+                settings = %settings.join(", "),
+                "a port did not keep port settings it was sent; not sent to it again until the configuration changes"
+            );
+        }
+        _ => {}
     }
 }
 

@@ -91,6 +91,12 @@ fn print_problems(p: &ibsm::daemon::control::Problems) {
     for u in &p.unhealthy_ports {
         println!("  unhealthy port: node {} port {} (trap {})", u.node, u.port, u.trap);
     }
+    for b in &p.babbling_ports {
+        println!(
+            "  babbling port disabled: node {} port {} ({} traps from {}), enabled again in {} s",
+            b.node, b.port, b.traps, b.babbler, b.enabled_in_s
+        );
+    }
     for b in &p.blocked_nodes {
         println!("  did not answer in the last sweep: {} {:?}", b.guid, b.desc);
     }

@@ -21,12 +21,12 @@ pub struct SmConfig {
     pub subnet_timeout: u8,
     /// SwitchInfo.LifeTimeValue given to every switch (default 18, as OpenSM).
     pub switch_life_time: u8,
-    /// PortInfo.HOQLife of switch ports cabled to switches (default 0x12, OpenSM's
-    /// `head_of_queue_lifetime`).
-    pub hoq_life: u8,
-    /// PortInfo.HOQLife of switch ports cabled to CAs and routers (default 0x10, OpenSM's
-    /// `leaf_head_of_queue_lifetime`).
-    pub leaf_hoq_life: u8,
+    /// Port settings written with PortInfo: HOQ lifetimes, VL stall counts, `max-op-vls`,
+    /// error thresholds, forced speeds and widths (default OpenSM's).
+    pub ports: super::port_settings::PortConfig,
+    /// The babbling-port policy: a port sending too many traps is disabled for a while
+    /// (default off, as OpenSM's `babbling_port_policy`).
+    pub babbling: super::babbling::BabblingConfig,
     /// Routing engines in the `ibsm-routing` registry, tried in order until one routes the
     /// fabric (default `["ftree", "updn", "minhop"]`: fat-tree routing where the fabric is a fat
     /// tree, deadlock-free up/down elsewhere, min-hop as the last resort).
@@ -138,8 +138,8 @@ impl Default for SmConfig {
             lmc: 0,
             subnet_timeout: 18,
             switch_life_time: 18,
-            hoq_life: 0x12,
-            leaf_hoq_life: 0x10,
+            ports: super::port_settings::PortConfig::default(),
+            babbling: super::babbling::BabblingConfig::default(),
             routing_engine: ibsm_routing::chain::Chain::DEFAULT.iter().map(|s| (*s).to_owned()).collect(),
             routing_options: ibsm_routing::EngineOptions::default(),
             resweep_interval_ns: Some(10_000_000_000),

@@ -325,6 +325,32 @@ pub enum SmEvent {
         /// The counters over: (IBTA name, increase in the interval, threshold).
         over: Vec<(&'static str, u64, u64)>,
     },
+    /// A port answered a PortInfo Set without keeping some of the port settings it carried
+    /// (its firmware ignores them: ibsim keeps no error thresholds). They are not sent to it
+    /// again until the configuration changes.
+    PortSettingNotKept {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The settings not kept, by name ("error thresholds", ...).
+        settings: Vec<&'static str>,
+    },
+    /// The babbling-port policy disabled a port (`disabled`), or enabled it again at the end of
+    /// its back-off.
+    BabblingPort {
+        /// The node GUID of the port set Disabled (or Polling).
+        node: ibsm_mad::Guid,
+        /// That port (the end of the cable nearer to the SM).
+        port: ibsm_mad::PortNum,
+        /// The port whose traps passed the limit (itself or its peer; the port itself when
+        /// enabled again).
+        babbler: (ibsm_mad::Guid, ibsm_mad::PortNum),
+        /// Traps counted from it in the window (0 when enabled again).
+        traps: u32,
+        /// Disabled (true) or enabled again (false).
+        disabled: bool,
+    },
     /// Master: a standby's state sync moved on (`asking`, `sending`, `current` at `version`,
     /// `foreign`: not an ibsm SM, `unreachable`).
     SyncPeer {

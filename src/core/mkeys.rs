@@ -257,6 +257,7 @@ impl MKeys {
             | Req::SetSwitchInfo { node, .. }
             | Req::SetLft { node, .. } => at(*node, None),
             Req::GetPortInfo { node, port }
+            | Req::GetPortInfoExt { node, port }
             | Req::CheckPortInfo { node, port }
             | Req::SetPortInfo { node, port, .. }
             | Req::SetPKeys { node, port, .. }

@@ -27,8 +27,12 @@
 //! `Sm::answer_sa`, `census_pump` and `program_multicast`), [`election`]
 //! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
 //! coordinator's side of it, which sends the SMPs and changes the SM's state, is
-//! `coordinator::mastership`)
-//! and [`replication`] ([`replication::Replication`]: the state a master publishes and where
+//! `coordinator::mastership`), [`port_settings`] ([`port_settings::PortSettings`]: the PortInfo
+//! fields OpenSM writes beyond addressing, HOQ lifetimes, VL stall counts, `max-op-vls`, error
+//! thresholds, forced speeds and widths, and the ports that do not keep them), [`babbling`]
+//! ([`babbling::Babbling`]: the babbling-port policy's trap counts and the ports it disabled;
+//! its coordinator side is `coordinator::babbling`), and [`replication`]
+//! ([`replication::Replication`]: the state a master publishes and where
 //! each standby stands, what a standby holds, whether clients must re-register; the
 //! coordinator's side, which reads each section from the component that owns it and gives it
 //! back at a takeover, is `coordinator::sync_sections`) and [`perf`] ([`perf::Perf`]: the
@@ -49,6 +53,7 @@
 //! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
 
 pub mod checks;
+pub mod babbling;
 mod config;
 mod coordinator;
 mod discovery;
@@ -61,6 +66,7 @@ mod light;
 pub mod mkeys;
 mod partitions;
 pub mod perf;
+pub mod port_settings;
 mod programming;
 mod qos;
 mod quick;
@@ -82,6 +88,7 @@ use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
+pub use port_settings::PortConfig;
 pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
@@ -161,6 +168,10 @@ pub struct Sm {
     quick: Option<quick::Quick>,
     /// The performance manager: port counters, their history and error thresholds.
     perf: perf::Perf,
+    /// Port settings: what ports did not keep.
+    port_settings: port_settings::PortSettings,
+    /// The babbling-port policy: trap counts, ports disabled.
+    babbling: babbling::Babbling,
 }
 
 impl Sm {
@@ -197,6 +208,8 @@ impl Sm {
             traps: traps::Traps::default(),
             quick: None,
             perf,
+            port_settings: port_settings::PortSettings::default(),
+            babbling: babbling::Babbling::default(),
         }
     }
 
@@ -282,6 +295,7 @@ impl Sm {
         out.extend([vl_tables, held]);
         out.extend(self.traps.sizes());
         out.extend(self.perf.sizes());
+        out.extend(self.babbling.sizes());
         out
     }
 
@@ -394,6 +408,10 @@ impl Sm {
     /// What traps did: counters and unhealthy ports.
     pub fn trap_book(&self) -> &traps::Traps {
         &self.traps
+    }
+    /// The babbling-port policy's book: the ports it disabled, its counts.
+    pub fn babbling(&self) -> &babbling::Babbling {
+        &self.babbling
     }
     /// Times this SM took the subnet over from its master.
     pub fn takeovers(&self) -> u64 {
@@ -644,6 +662,7 @@ impl Sm {
         self.sync_timeout();
         self.light_timer();
         self.traps_timer();
+        self.babbling_timer();
         if self.mkeys.take_recovery(self.now) {
             // A port's M_Key lease ended: sweep to give it this SM's key.
             self.sweep_soon();
@@ -699,6 +718,7 @@ impl Sm {
             self.replication.poll_timeout(),
             self.traps.poll_timeout(),
             self.perf_timeout(),
+            self.babbling.poll_timeout().filter(|_| self.state == SmState::Master),
         ]
         .into_iter()
         .flatten()
@@ -746,7 +766,9 @@ impl Sm {
             Req::NodeInfo { from } => self.on_node_info(request, *from, outcome),
             Req::ConfirmNodeInfo { from } => self.on_confirm_node_info(request, *from, outcome),
             Req::NodeDesc { node } => self.on_node_desc(request, *node, outcome),
-            Req::GetPortInfo { node, port } => self.on_port_info(request, *node, *port, outcome),
+            Req::GetPortInfo { node, port } | Req::GetPortInfoExt { node, port } => {
+                self.on_port_info(request, *node, *port, outcome);
+            }
             Req::GetSwitchInfo { node } => self.on_switch_info(request, *node, outcome),
             Req::LightSwitchInfo { node } => {
                 self.light.on_switch_info(*node, outcome);

@@ -17,8 +17,8 @@
 use std::collections::{HashMap, VecDeque};
 
 use ibsm_mad::attrs::{
-    LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SlToVlTable, SmInfo, SwitchInfo,
-    VlArbitrationTable,
+    CapabilityMask, CapabilityMask2, LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo,
+    SM_SUPPORTS_EXTENDED_SPEEDS, SlToVlTable, SmInfo, SwitchInfo, VlArbitrationTable,
 };
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
@@ -38,6 +38,9 @@ pub(crate) enum PortStep {
     Arm,
     /// PortState = Active.
     Activate,
+    /// PortPhysicalState Disabled or Polling (the babbling-port policy): the answer is not taken
+    /// into the subnet, so that the sweep the link's change brings (trap 128) sees the change.
+    Link,
 }
 
 /// A request and the context its answer is handled in.
@@ -51,6 +54,9 @@ pub(crate) enum Req {
     NodeDesc { node: NodeIdx },
     /// PortInfo of one port.
     GetPortInfo { node: NodeIdx, port: PortNum },
+    /// PortInfo of one port again, with SMSupportExtendedSpeeds (AM bit 31): its first read
+    /// said it has IBTA 1.7's extended speeds 2 (XDR), which it reports only to such a read.
+    GetPortInfoExt { node: NodeIdx, port: PortNum },
     /// SwitchInfo of a switch.
     GetSwitchInfo { node: NodeIdx },
     /// A light sweep's SwitchInfo read (PortStateChange says a port changed state).
@@ -109,6 +115,9 @@ impl Req {
                 (ids::attr::PORT_INFO, u32::from(port.0), Method::Get, data)
             }
             Req::MasterLid { .. } => (ids::attr::PORT_INFO, 0, Method::Get, data),
+            Req::GetPortInfoExt { port, .. } => {
+                (ids::attr::PORT_INFO, u32::from(port.0) | SM_SUPPORTS_EXTENDED_SPEEDS, Method::Get, data)
+            }
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
             Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
@@ -129,7 +138,8 @@ impl Req {
             }
             Req::SetPortInfo { port, info, .. } => {
                 info.emit(&mut data);
-                (ids::attr::PORT_INFO, u32::from(port.0), Method::Set, data)
+                let ext = if has_extended_speeds2(info) { SM_SUPPORTS_EXTENDED_SPEEDS } else { 0 };
+                (ids::attr::PORT_INFO, u32::from(port.0) | ext, Method::Set, data)
             }
             Req::SetSwitchInfo { info, .. } => {
                 info.emit(&mut data);
@@ -491,6 +501,14 @@ impl Outcome {
 }
 
 /// Attribute id and modifier of a request, for failure events.
+/// Whether a port's PortInfo says it has IBTA 1.7's extended speeds 2 (XDR): then the SM reads
+/// and writes its PortInfo with SMSupportExtendedSpeeds, as OpenSM does for ports with extended
+/// speeds (ibsm only for those whose answer the bit changes).
+pub(crate) fn has_extended_speeds2(info: &PortInfo) -> bool {
+    info.capability_mask.contains(CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED)
+        && info.capability_mask2.contains(CapabilityMask2::IS_EXTENDED_SPEEDS2_SUPPORTED)
+}
+
 pub(crate) fn describe(req: &Req) -> (u16, u32) {
     let (a, m, _, _) = req.smp_fields();
     (a, m)

@@ -30,6 +30,33 @@ pub struct ConfigFile {
     /// PortInfo.HOQLife of switch ports cabled to CAs and routers (default 0x10 = 16, as
     /// OpenSM).
     pub leaf_head_of_queue_lifetime: Option<u8>,
+    /// PortInfo.VLStallCount of switch ports cabled to switches, 0..=7 (default 7, as OpenSM).
+    pub vl_stall_count: Option<u8>,
+    /// PortInfo.VLStallCount of switch ports cabled to CAs and routers (default 7, as OpenSM).
+    pub leaf_vl_stall_count: Option<u8>,
+    /// Cap on PortInfo.OperationalVLs, 1..=15 coded like VLCap (default 5 = VL0-14, as OpenSM).
+    pub max_op_vls: Option<u8>,
+    /// PortInfo.LocalPhyErrors threshold for trap 129, 0..=15 (default 8, as OpenSM).
+    pub local_phy_errors_threshold: Option<u8>,
+    /// PortInfo.OverrunErrors threshold for trap 130, 0..=15 (default 8, as OpenSM).
+    pub overrun_errors_threshold: Option<u8>,
+    /// PortInfo.LinkSpeedEnabled to write: 0 = leave, 1..=7, 15 = supported (default 15).
+    pub force_link_speed: Option<u8>,
+    /// PortInfo.LinkSpeedExtEnabled to write: 0 = leave, 1..=15, 30 = disable, 31 = supported
+    /// (default 31).
+    pub force_link_speed_ext: Option<u8>,
+    /// PortInfo.LinkWidthEnabled to write: 0 = leave, 1..=31, 255 = supported (default 255).
+    pub force_link_width: Option<u8>,
+    /// Disable a port that sends more than `babbling-port-traps` traps within
+    /// `babbling-port-window-s`, for `babbling-port-backoff-s` (default false, as OpenSM's
+    /// `babbling_port_policy`).
+    pub babbling_port_policy: Option<bool>,
+    /// Traps a port may send within the window (default 250, OpenSM's threshold).
+    pub babbling_port_traps: Option<u32>,
+    /// The counting window, seconds (default 60).
+    pub babbling_port_window_s: Option<u64>,
+    /// How long a babbling port stays disabled, seconds (default 300).
+    pub babbling_port_backoff_s: Option<u64>,
     /// Routing engine, or a list tried in order (default `["ftree", "updn", "minhop"]`).
     pub routing_engine: Option<EngineList>,
     /// Seconds between re-sweeps after an incomplete sweep; 0 = never (default 10).
@@ -228,6 +255,18 @@ pub const KEYS: &[&str] = &[
     "switch-life-time",
     "head-of-queue-lifetime",
     "leaf-head-of-queue-lifetime",
+    "vl-stall-count",
+    "leaf-vl-stall-count",
+    "max-op-vls",
+    "local-phy-errors-threshold",
+    "overrun-errors-threshold",
+    "force-link-speed",
+    "force-link-speed-ext",
+    "force-link-width",
+    "babbling-port-policy",
+    "babbling-port-traps",
+    "babbling-port-window-s",
+    "babbling-port-backoff-s",
     "routing-engine",
     "resweep-interval-s",
     "sweep-interval-s",
@@ -263,9 +302,15 @@ pub fn allowed(key: &str) -> String {
         "max-smps-in-flight" => "an integer 1..=65536",
         "smp-timeout-ms" => "an integer 1..=60000 (milliseconds)",
         "smp-retries" => "an integer 0..=100",
-        "lmc" => "an integer 0..=7",
+        "lmc" | "vl-stall-count" | "leaf-vl-stall-count" => "an integer 0..=7",
         "subnet-timeout" | "switch-life-time" => "an integer 0..=31",
         "head-of-queue-lifetime" | "leaf-head-of-queue-lifetime" => "an integer 0..=31 (20 and above: infinite)",
+        "max-op-vls" => "an integer 1..=15 (coded like VLCap: 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14)",
+        "force-link-speed" => "0 (leave as is), 1..=7 (a set of 1 = SDR, 2 = DDR, 4 = QDR) or 15 (as supported)",
+        "force-link-speed-ext" => {
+            "0 (leave as is), 1..=15 (a set of 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), 30 (disable) or 31 (as supported)"
+        }
+        "force-link-width" => "0 (leave as is), 1..=31 (a set of 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X) or 255 (as supported)",
         "routing-engine" => {
             return format!(
                 "an engine name or a list of engine names, each one of {}",
@@ -285,14 +330,18 @@ pub fn allowed(key: &str) -> String {
         }
         "state-dir" => "a non-empty directory path (a string)",
         "part-enforce" => "one of \"both\", \"in\", \"out\", \"off\"",
-        "priority" | "elevated-priority" => "an integer 0..=15",
+        "priority" | "elevated-priority" | "local-phy-errors-threshold" | "overrun-errors-threshold" => {
+            "an integer 0..=15"
+        }
         "sm-poll-interval-ms" => "an integer 1..=3600000 (milliseconds)",
         "sm-poll-retries" => "an integer 1..=100",
-        "sm-act-stall-s" => "an integer 1..=86400 (seconds)",
+        "sm-act-stall-s" | "babbling-port-window-s" => "an integer 1..=86400 (seconds)",
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
-        "refuse-miscabled" => "true or false",
+        "refuse-miscabled" | "babbling-port-policy" => "true or false",
+        "babbling-port-traps" => "an integer 1..=1000000",
+        "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",
         _ => "",
     };
     s.to_owned()
@@ -506,7 +555,7 @@ impl ConfigFile {
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
-        let ranges: [(&'static str, Option<u64>, u64, u64); 17] = [
+        let ranges: [(&'static str, Option<u64>, u64, u64); 25] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
             ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
@@ -515,6 +564,14 @@ impl ConfigFile {
             ("switch-life-time", self.switch_life_time.map(u64::from), 0, 31),
             ("head-of-queue-lifetime", self.head_of_queue_lifetime.map(u64::from), 0, 31),
             ("leaf-head-of-queue-lifetime", self.leaf_head_of_queue_lifetime.map(u64::from), 0, 31),
+            ("vl-stall-count", self.vl_stall_count.map(u64::from), 0, 7),
+            ("leaf-vl-stall-count", self.leaf_vl_stall_count.map(u64::from), 0, 7),
+            ("max-op-vls", self.max_op_vls.map(u64::from), 1, 15),
+            ("local-phy-errors-threshold", self.local_phy_errors_threshold.map(u64::from), 0, 15),
+            ("overrun-errors-threshold", self.overrun_errors_threshold.map(u64::from), 0, 15),
+            ("babbling-port-traps", self.babbling_port_traps.map(u64::from), 1, 1_000_000),
+            ("babbling-port-window-s", self.babbling_port_window_s, 1, 86_400),
+            ("babbling-port-backoff-s", self.babbling_port_backoff_s, 1, 604_800),
             ("resweep-interval-s", self.resweep_interval_s, 0, 86_400),
             ("sweep-interval-s", self.sweep_interval_s, 0, 86_400),
             ("perf-interval-s", self.perf_interval_s, 0, 86_400),
@@ -530,6 +587,7 @@ impl ConfigFile {
                 out.push((key, format!("must be {lo}..={hi}, found {v}")));
             }
         }
+        out.extend(self.forced_link_problems());
         for (key, path) in [
             ("state-dir", &self.state_dir),
             ("partitions", &self.partitions),
@@ -601,6 +659,38 @@ impl ConfigFile {
         out
     }
 
+    /// `force-link-*` values OpenSM does not accept (ranges with holes).
+    fn forced_link_problems(&self) -> Vec<(&'static str, String)> {
+        use crate::core::PortConfig;
+        let mut out = Vec::new();
+        for (key, value, valid) in [
+            ("force-link-speed", self.force_link_speed, PortConfig::valid_speed as fn(u8) -> bool),
+            ("force-link-speed-ext", self.force_link_speed_ext, PortConfig::valid_speed_ext),
+            ("force-link-width", self.force_link_width, PortConfig::valid_width),
+        ] {
+            if let Some(v) = value.filter(|&v| !valid(v)) {
+                out.push((key, format!("{v} is not one of them; allowed: {}", allowed(key))));
+            }
+        }
+        out
+    }
+
+    /// The port settings: this file over `d`.
+    fn port_config(&self, d: crate::core::PortConfig) -> crate::core::PortConfig {
+        crate::core::PortConfig {
+            hoq_life: self.head_of_queue_lifetime.unwrap_or(d.hoq_life),
+            leaf_hoq_life: self.leaf_head_of_queue_lifetime.unwrap_or(d.leaf_hoq_life),
+            vl_stall_count: self.vl_stall_count.unwrap_or(d.vl_stall_count),
+            leaf_vl_stall_count: self.leaf_vl_stall_count.unwrap_or(d.leaf_vl_stall_count),
+            max_op_vls: self.max_op_vls.unwrap_or(d.max_op_vls),
+            local_phy_errors: self.local_phy_errors_threshold.unwrap_or(d.local_phy_errors),
+            overrun_errors: self.overrun_errors_threshold.unwrap_or(d.overrun_errors),
+            force_link_speed: self.force_link_speed.unwrap_or(d.force_link_speed),
+            force_link_speed_ext: self.force_link_speed_ext.unwrap_or(d.force_link_speed_ext),
+            force_link_width: self.force_link_width.unwrap_or(d.force_link_width),
+        }
+    }
+
     /// The core configuration: this file over the defaults.
     pub fn sm_config(&self) -> SmConfig {
         let d = SmConfig::default();
@@ -611,8 +701,13 @@ impl ConfigFile {
             lmc: self.lmc.unwrap_or(d.lmc),
             subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
             switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
-            hoq_life: self.head_of_queue_lifetime.unwrap_or(d.hoq_life),
-            leaf_hoq_life: self.leaf_head_of_queue_lifetime.unwrap_or(d.leaf_hoq_life),
+            ports: self.port_config(d.ports),
+            babbling: crate::core::babbling::BabblingConfig {
+                enabled: self.babbling_port_policy.unwrap_or(d.babbling.enabled),
+                max_traps: self.babbling_port_traps.unwrap_or(d.babbling.max_traps),
+                window_ns: self.babbling_port_window_s.map_or(d.babbling.window_ns, |s| s.saturating_mul(1_000_000_000)),
+                backoff_ns: self.babbling_port_backoff_s.map_or(d.babbling.backoff_ns, |s| s.saturating_mul(1_000_000_000)),
+            },
             routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
                 None => d.resweep_interval_ns,
@@ -835,6 +930,50 @@ mod tests {
                 .expect("valid");
         let ca = ok.qos.expect("qos").config(ibsm_qos::PortClass::Ca).expect("valid");
         assert_eq!((ca.max_vls, ca.high_limit), (8, 6));
+    }
+
+    #[test]
+    fn port_settings_layer_over_opensms_defaults_and_refuse_what_opensm_refuses() {
+        let d = ConfigFile::default().sm_config().ports;
+        assert_eq!(d, crate::core::PortConfig::default());
+        assert_eq!(
+            (d.hoq_life, d.leaf_hoq_life, d.vl_stall_count, d.leaf_vl_stall_count, d.max_op_vls),
+            (0x12, 0x10, 7, 7, 5)
+        );
+        assert_eq!((d.local_phy_errors, d.overrun_errors), (8, 8));
+        assert_eq!((d.force_link_speed, d.force_link_speed_ext, d.force_link_width), (15, 31, 255));
+        let text = "vl-stall-count = 3\nleaf-vl-stall-count = 5\nmax-op-vls = 2\nlocal-phy-errors-threshold = 4\n\
+                    overrun-errors-threshold = 6\nforce-link-speed = 5\nforce-link-speed-ext = 30\nforce-link-width = 2\n";
+        let p = ConfigFile::parse(text, "p.toml").expect("valid").sm_config().ports;
+        assert_eq!(
+            (p.vl_stall_count, p.leaf_vl_stall_count, p.max_op_vls, p.local_phy_errors, p.overrun_errors),
+            (3, 5, 2, 4, 6)
+        );
+        assert_eq!((p.force_link_speed, p.force_link_speed_ext, p.force_link_width, p.hoq_life), (5, 30, 2, 0x12));
+        for (text, key) in [
+            ("force-link-speed = 8", "force-link-speed"),
+            ("force-link-speed-ext = 16", "force-link-speed-ext"),
+            ("force-link-width = 32", "force-link-width"),
+            ("vl-stall-count = 8", "vl-stall-count"),
+            ("max-op-vls = 0", "max-op-vls"),
+            ("overrun-errors-threshold = 16", "overrun-errors-threshold"),
+        ] {
+            let e = ConfigFile::parse(text, "n.toml").expect_err(text);
+            assert!(e.reason.starts_with(&format!("{key}: ")), "{e}");
+        }
+        let b = ConfigFile::parse(
+            "babbling-port-policy = true\nbabbling-port-traps = 10\nbabbling-port-window-s = 2\nbabbling-port-backoff-s = 30\n",
+            "b.toml",
+        )
+        .expect("valid")
+        .sm_config()
+        .babbling;
+        assert_eq!((b.enabled, b.max_traps, b.window_ns, b.backoff_ns), (true, 10, 2_000_000_000, 30_000_000_000));
+        assert!(!ConfigFile::default().sm_config().babbling.enabled, "off by default");
+        assert!(ConfigFile::parse("babbling-port-traps = 0", "b.toml").is_err());
+        for ok in ["force-link-speed = 15", "force-link-speed-ext = 31", "force-link-width = 255", "force-link-width = 0"] {
+            assert!(ConfigFile::parse(ok, "ok.toml").is_ok(), "{ok}");
+        }
     }
 
     #[test]

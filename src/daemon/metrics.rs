@@ -118,7 +118,8 @@ fn cabling(m: &mut Scrape, sm: &Sm) {
     );
 }
 
-/// Traps by number and how they were handled, unhealthy ports, light sweeps.
+/// Traps by number and how they were handled, unhealthy ports, light sweeps, the ports the
+/// babbling-port policy disabled.
 fn traps(m: &mut Scrape, sm: &Sm) {
     let t = &sm.trap_book().counters;
     let by_number = t.by_number.iter().map(|(n, v)| (vec![("number", n.to_string())], *v)).collect();
@@ -132,6 +133,9 @@ fn traps(m: &mut Scrape, sm: &Sm) {
     );
     m.gauge("unhealthy_ports", "Ports reported by traps 129-131", one(sm.trap_book().unhealthy.len() as u64));
     m.counter("light_sweeps", "Light sweeps completed", one(sm.light_sweeps()));
+    let b = sm.babbling();
+    m.counter("babbling_ports_disabled", "Ports the babbling-port policy disabled", one(b.disabled_total));
+    m.gauge("babbling_ports", "Ports the babbling-port policy holds disabled now", one(b.list().count() as u64));
 }
 
 #[cfg(test)]
@@ -177,6 +181,8 @@ mod tests {
             ("ibsm_trap_handling_total", "counter"),
             ("ibsm_unhealthy_ports", "gauge"),
             ("ibsm_light_sweeps_total", "counter"),
+            ("ibsm_babbling_ports_disabled_total", "counter"),
+            ("ibsm_babbling_ports", "gauge"),
             ("ibsm_cabling_differences", "gauge"),
             ("ibsm_refused_ports", "gauge"),
             ("ibsm_quarantined_guids", "gauge"),

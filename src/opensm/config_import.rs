@@ -9,6 +9,8 @@
 
 use std::fmt::Write as _;
 
+use crate::core::PortConfig;
+
 /// What became of one OpenSM option.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
@@ -98,15 +100,7 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("guid", "the port is chosen on the command line: `ibsm run --ca NAME --port N`"),
     ("lmc_esp0", "ibsm gives switch port 0 one LID"),
     ("sm_sl", "the SM's SL is 0"),
-    ("vl_stall_count", "not configurable; the ports' own values are kept"),
-    ("leaf_vl_stall_count", "not configurable; the ports' own values are kept"),
-    ("max_op_vls", "not configurable; the ports' own values are kept"),
-    ("force_link_speed", "link speeds are written back as read"),
-    ("force_link_speed_ext", "link speeds are written back as read"),
-    ("force_link_width", "link widths are written back as read"),
-    ("fdr10", "link speeds are written back as read"),
-    ("local_phy_errors_threshold", "not configurable; the ports' own values are kept"),
-    ("overrun_errors_threshold", "not configurable; the ports' own values are kept"),
+    ("fdr10", "FDR10 is Mellanox's ExtendedPortInfo, which ibsm does not send: the ports keep their own FDR10 setting"),
     ("use_mfttop", "MFTs are programmed block by block, only the blocks that change"),
     ("allow_both_pkeys", "a port holds one membership per partition key"),
     ("keep_pkey_indexes", "ibsm always keeps P_Key indexes (state directory `pkeys`)"),
@@ -149,7 +143,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("single_thread", "ibsm's core is one event loop"),
     ("daemon", "run ibsm under systemd (dist/systemd/ibsm.service)"),
     ("sm_inactive", "not available; stop the service instead"),
-    ("babbling_port_policy", "not available in ibsm"),
     ("drop_event_subscriptions", "subscriptions are dropped when the subscriber's port goes away"),
     ("ipoib_mcgroup_creation_validation", "ibsm checks every MCMemberRecord against the partition policy"),
     ("mcgroup_join_validation", "ibsm checks every MCMemberRecord against the partition policy"),
@@ -195,6 +188,11 @@ fn fate(name: &str, value: &str) -> Fate {
         Ok(n) => mapped(key, n.to_string()),
         Err(e) => Fate::Skipped(format!("not imported: {e}")),
     };
+    let choice = |key: &'static str, valid: fn(u8) -> bool| match in_range(value, 0, 255) {
+        Ok(n) if u8::try_from(n).is_ok_and(valid) => mapped(key, n.to_string()),
+        Ok(n) => Fate::Skipped(format!("not imported: {n} is not a value OpenSM accepts for it")),
+        Err(e) => Fate::Skipped(format!("not imported: {e}")),
+    };
     match name {
         "sm_priority" => num("priority", 0, 15),
         "lmc" => num("lmc", 0, 7),
@@ -203,6 +201,18 @@ fn fate(name: &str, value: &str) -> Fate {
         "packet_life_time" => num("switch-life-time", 0, 31),
         "head_of_queue_lifetime" => num("head-of-queue-lifetime", 0, 31),
         "leaf_head_of_queue_lifetime" => num("leaf-head-of-queue-lifetime", 0, 31),
+        "babbling_port_policy" => match boolean(value) {
+            Some(b) => mapped("babbling-port-policy", b.to_string()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "vl_stall_count" => num("vl-stall-count", 0, 7),
+        "leaf_vl_stall_count" => num("leaf-vl-stall-count", 0, 7),
+        "max_op_vls" => num("max-op-vls", 1, 15),
+        "local_phy_errors_threshold" => num("local-phy-errors-threshold", 0, 15),
+        "overrun_errors_threshold" => num("overrun-errors-threshold", 0, 15),
+        "force_link_speed" => choice("force-link-speed", PortConfig::valid_speed),
+        "force_link_speed_ext" => choice("force-link-speed-ext", PortConfig::valid_speed_ext),
+        "force_link_width" => choice("force-link-width", PortConfig::valid_width),
         "sweep_interval" => num("sweep-interval-s", 0, 86_400),
         "sminfo_polling_timeout" => num("sm-poll-interval-ms", 1, 3_600_000),
         "polling_retry_number" => num("sm-poll-retries", 1, 100),
@@ -441,6 +451,15 @@ mod tests {
         sminfo_polling_timeout 10000\n\
         polling_retry_number 2\n\
         max_wire_smps 8\n\
+        vl_stall_count 0x05\n\
+        leaf_vl_stall_count 3\n\
+        max_op_vls 2\n\
+        local_phy_errors_threshold 0x0a\n\
+        overrun_errors_threshold 0x04\n\
+        force_link_speed 5\n\
+        force_link_speed_ext 30\n\
+        force_link_width 255\n\
+        babbling_port_policy TRUE\n\
         qos TRUE\n\
         daemon FALSE\n\
         some_future_option 7\n";
@@ -454,13 +473,20 @@ mod tests {
         assert_eq!((sm.priority, sm.lmc, sm.switch_life_time, sm.sweep_interval_ns), (12, 1, 18, Some(15_000_000_000)));
         assert_eq!(sm.routing_engine, vec!["ftree".to_owned(), "minhop".to_owned()]);
         assert_eq!((sm.sm_poll_retries, sm.max_smps_in_flight), (2, 8));
+        let p = sm.ports;
+        assert_eq!(
+            (p.vl_stall_count, p.leaf_vl_stall_count, p.max_op_vls, p.local_phy_errors, p.overrun_errors),
+            (5, 3, 2, 10, 4)
+        );
+        assert_eq!((p.force_link_speed, p.force_link_speed_ext, p.force_link_width), (5, 30, 255));
+        assert!(sm.babbling.enabled, "babbling_port_policy TRUE");
         // OpenSM's 10 s polling is not copied; ibsm's 200 ms stays.
         assert_eq!(sm.sm_poll_interval_ns, crate::core::SmConfig::default().sm_poll_interval_ns);
         assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");
         assert!(toml.contains("part-enforce = \"in\""), "{toml}");
         assert!(toml.contains("#   sm_key 0x00000000DEADBEEF (line 4): the SM_Key is never kept"), "{toml}");
-        assert!(toml.contains("#   qos TRUE (line 18): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
-        assert!(toml.contains("#   some_future_option 7 (line 20): unknown to ibsm"), "{toml}");
+        assert!(toml.contains("#   qos TRUE (line 27): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
+        assert!(toml.contains("#   some_future_option 7 (line 29): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
     }
 
@@ -507,7 +533,10 @@ mod tests {
 
     #[test]
     fn bad_values_are_left_out_with_the_reason() {
-        let imported = import("sm_priority 99\nlmc x\nrouting_engine dor\nm_key zz\npart_enforce maybe\n");
+        let imported = import(
+            "sm_priority 99\nlmc x\nrouting_engine dor\nm_key zz\npart_enforce maybe\nforce_link_speed 8\n\
+             force_link_width 300\nforce_link_speed_ext 29\nvl_stall_count 8\n",
+        );
         assert!(imported.iter().all(|i| matches!(i.fate, Fate::Skipped(_))), "{imported:?}");
         let toml = to_toml(&imported, "f");
         assert!(crate::daemon::config::ConfigFile::parse(&toml, "f").is_ok(), "{toml}");

@@ -423,6 +423,11 @@ pub fn link_mbps(info: &PortInfo) -> Option<u32> {
         LinkWidth::X12 => 12,
         LinkWidth::Unknown(_) => return None,
     };
+    // XDR (IBTA 1.7's LinkSpeedExtActive2, read with SMSupportExtendedSpeeds): 200 Gb/s of data
+    // per lane; it overrides LinkSpeedExtActive.
+    if info.link_speed_ext_active2 == ibsm_mad::attrs::LINK_SPEED_EXT2_XDR {
+        return Some(lanes * 200_000);
+    }
     let lane = match info.link_speed_ext_active {
         LinkSpeedExt::Fdr => 14_000,
         LinkSpeedExt::Edr => 25_000,
@@ -440,7 +445,7 @@ pub fn link_mbps(info: &PortInfo) -> Option<u32> {
 
 /// The rate code for `mbps`: the fastest defined rate not above it (2.5 Gb/s at least).
 pub fn rate_code(mbps: u32) -> Rate {
-    (2..=22)
+    (2..=24)
         .map(Rate::from_raw)
         .filter_map(|r| r.mbps().map(|m| (m, r)))
         .filter(|&(m, _)| m <= mbps)
@@ -459,6 +464,9 @@ mod tests {
         assert_eq!(rate_code(56_000).raw(), 12, "4x FDR");
         assert_eq!(rate_code(100_000).raw(), 16, "4x EDR");
         assert_eq!(rate_code(200_000).raw(), 17, "4x HDR");
+        assert_eq!(rate_code(400_000).raw(), 21, "4x NDR");
+        assert_eq!(rate_code(800_000).raw(), 23, "4x XDR");
+        assert_eq!(rate_code(2_400_000).raw(), 24, "12x XDR: the fastest rate defined, 1200 Gb/s");
         assert_eq!(rate_code(1).raw(), 2, "floor");
     }
 }

@@ -37,7 +37,7 @@ pub use node_info::{NodeInfo, NodeType};
 pub use notice::{Notice, NoticeSource, NoticeType, ProducerType};
 pub use notice_details::{KeyViolation, NoticeDetails};
 pub use pkey_table::PKeyTable;
-pub use port_info::PortInfo;
+pub use port_info::{LINK_SPEED_EXT2_XDR, PortInfo, SM_SUPPORTS_EXTENDED_SPEEDS};
 pub use port_types::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask, LinkSpeedMask,
     LinkWidth, LinkWidthMask, Mtu, PhysPortState, PortState,

@@ -63,7 +63,10 @@ mod field {
     pub const LOCAL_PHY_ERRORS: F = (424, 4);
     pub const OVERRUN_ERRORS: F = (428, 4);
     pub const MAX_CREDIT_HINT: F = (432, 16);
-    // 448..456 reserved
+    // 448 reserved; 449..456: the XDR fields (IBTA 1.7; libibmad's LinkSpeedExt*2)
+    pub const LINK_SPEED_EXT_ACTIVE2: F = (449, 2);
+    pub const LINK_SPEED_EXT_SUPPORTED2: F = (451, 2);
+    pub const LINK_SPEED_EXT_ENABLED2: F = (453, 3);
     pub const LINK_ROUND_TRIP_LATENCY: F = (456, 24);
     pub const CAPABILITY_MASK2: F = (480, 16);
     pub const LINK_SPEED_EXT_ACTIVE: F = (496, 4);
@@ -71,6 +74,15 @@ mod field {
     // 504..507 reserved
     pub const LINK_SPEED_EXT_ENABLED: F = (507, 5);
 }
+
+/// Attribute modifier bit 31 of a PortInfo Get or Set, SMSupportExtendedSpeeds: the SM knows
+/// the extended speed fields, so a port with extended speeds reports and takes them (OpenSM sets
+/// it where the port's CapabilityMask has IsExtendedSpeedsSupported). The port number is in the
+/// low bits.
+pub const SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
+
+/// LinkSpeedExtActive2 of an XDR link (212.5 Gb/s per lane).
+pub const LINK_SPEED_EXT2_XDR: u8 = 1;
 
 fn get(buf: &[u8], f: field::F) -> u64 {
     bits::get(buf, f.0, f.1)
@@ -187,6 +199,14 @@ pub struct PortInfo {
     pub overrun_errors: u8,
     /// Hint of the maximum credits the port may advertise.
     pub max_credit_hint: u16,
+    /// Extended speed 2 the link trained at: 1 = XDR, 212.5 Gb/s per lane (2 bits; valid when
+    /// CapabilityMask2.IsExtendedSpeeds2Supported is set and the SMP carried
+    /// [`SM_SUPPORTS_EXTENDED_SPEEDS`]).
+    pub link_speed_ext_active2: u8,
+    /// Extended speeds 2 the port supports: bit 0 = XDR (2 bits).
+    pub link_speed_ext_supported2: u8,
+    /// Extended speeds 2 enabled for training: bit 0 = XDR (3 bits).
+    pub link_speed_ext_enabled2: u8,
     /// Measured link round-trip latency in ns (24 bits).
     pub link_round_trip_latency: u32,
     /// More capabilities (valid when IS_CAPABILITY_MASK2_SUPPORTED is set).
@@ -254,6 +274,9 @@ impl Attribute for PortInfo {
             local_phy_errors: get8(b, f::LOCAL_PHY_ERRORS),
             overrun_errors: get8(b, f::OVERRUN_ERRORS),
             max_credit_hint: get16(b, f::MAX_CREDIT_HINT),
+            link_speed_ext_active2: get8(b, f::LINK_SPEED_EXT_ACTIVE2),
+            link_speed_ext_supported2: get8(b, f::LINK_SPEED_EXT_SUPPORTED2),
+            link_speed_ext_enabled2: get8(b, f::LINK_SPEED_EXT_ENABLED2),
             link_round_trip_latency: get(b, f::LINK_ROUND_TRIP_LATENCY) as u32,
             capability_mask2: CapabilityMask2(get16(b, f::CAPABILITY_MASK2)),
             link_speed_ext_active: LinkSpeedExt::from_raw(get8(b, f::LINK_SPEED_EXT_ACTIVE)),
@@ -312,6 +335,9 @@ impl Attribute for PortInfo {
         put(b, f::LOCAL_PHY_ERRORS, self.local_phy_errors);
         put(b, f::OVERRUN_ERRORS, self.overrun_errors);
         put(b, f::MAX_CREDIT_HINT, self.max_credit_hint);
+        put(b, f::LINK_SPEED_EXT_ACTIVE2, self.link_speed_ext_active2);
+        put(b, f::LINK_SPEED_EXT_SUPPORTED2, self.link_speed_ext_supported2);
+        put(b, f::LINK_SPEED_EXT_ENABLED2, self.link_speed_ext_enabled2);
         put(b, f::LINK_ROUND_TRIP_LATENCY, self.link_round_trip_latency);
         put(b, f::CAPABILITY_MASK2, self.capability_mask2.0);
         put(b, f::LINK_SPEED_EXT_ACTIVE, self.link_speed_ext_active.raw());

@@ -96,6 +96,9 @@ fn every_field() -> PortInfo {
         local_phy_errors: 8,
         overrun_errors: 0xe,
         max_credit_hint: 0xbeef,
+        link_speed_ext_active2: 0,
+        link_speed_ext_supported2: 0,
+        link_speed_ext_enabled2: 0,
         link_round_trip_latency: 0xab_cdef,
         capability_mask2: CapabilityMask2(0x0432),
         link_speed_ext_active: LinkSpeedExt::Edr,
@@ -171,14 +174,42 @@ fn deconstruct_libibmad_every_field() {
 fn reserved_bits_are_ignored_and_zeroed() {
     let mut b = IBSIM_HCA_ACTIVE;
     // Reserved: bits 274..277 (byte 34 mask 0x38), 416..419 (byte 52 mask 0xe0),
-    // byte 56, bits 504..507 (byte 63 mask 0xe0).
+    // bit 448 (byte 56 mask 0x80), bits 504..507 (byte 63 mask 0xe0).
     b[34] |= 0x38;
     b[52] |= 0xe0;
-    b[56] = 0xff;
+    b[56] |= 0x80;
     b[63] |= 0xe0;
     let p = PortInfo::parse(&b).unwrap();
     assert_eq!(p, PortInfo::parse(&IBSIM_HCA_ACTIVE).unwrap());
     assert_eq!(p.to_vec(), IBSIM_HCA_ACTIVE);
+}
+
+/// The XDR fields of IBTA 1.7 as libibmad (rdma-core HEAD, `fields.c`: LinkSpeedExtActive2 at
+/// bit 449 width 2, LinkSpeedExtSupported2 at 451 width 2, LinkSpeedExtEnabled2 at 453 width 3)
+/// and the Linux mlx5 driver (`(data[56] >> 4) & 0x6 == 2` is an XDR link) lay them out: byte 56
+/// 0x29 is Active2 1 (XDR), Supported2 1, Enabled2 1.
+#[test]
+fn xdr_fields_sit_in_byte_56() {
+    let mut b = IBSIM_HCA_ACTIVE;
+    b[56] = 0x29;
+    let p = PortInfo::parse(&b).unwrap();
+    assert_eq!((p.link_speed_ext_active2, p.link_speed_ext_supported2, p.link_speed_ext_enabled2), (1, 1, 1));
+    assert_eq!(p.link_speed_ext_active2, LINK_SPEED_EXT2_XDR);
+    assert_eq!((b[56] >> 4) & 0x6, 2, "what the kernel reads as an XDR link");
+    assert_eq!(p.to_vec(), b);
+    // Each field alone, at its own bits.
+    for (info, byte) in [
+        (PortInfo { link_speed_ext_active2: 3, ..PortInfo::default() }, 0x60),
+        (PortInfo { link_speed_ext_supported2: 3, ..PortInfo::default() }, 0x18),
+        (PortInfo { link_speed_ext_enabled2: 7, ..PortInfo::default() }, 0x07),
+    ] {
+        assert_eq!(info.to_vec()[56], byte, "{info:?}");
+        assert_eq!(PortInfo::parse(&info.to_vec()).unwrap(), info);
+    }
+    // The other fields of the ibsim packet are untouched.
+    let plain = PortInfo::parse(&IBSIM_HCA_ACTIVE).unwrap();
+    assert_eq!(PortInfo { link_speed_ext_active2: 0, link_speed_ext_supported2: 0, link_speed_ext_enabled2: 0, ..p }, plain);
+    assert_eq!(SM_SUPPORTS_EXTENDED_SPEEDS, 0x8000_0000);
 }
 
 #[test]
@@ -239,6 +270,9 @@ prop_compose! {
             local_phy_errors: bits_of(w[7] >> 10, 4),
             overrun_errors: bits_of(w[7] >> 14, 4),
             max_credit_hint: (w[7] >> 18) as u16,
+            link_speed_ext_active2: bits_of(w[9], 2),
+            link_speed_ext_supported2: bits_of(w[9] >> 2, 2),
+            link_speed_ext_enabled2: bits_of(w[9] >> 4, 3),
             link_round_trip_latency: (w[8] & 0xff_ffff) as u32,
             capability_mask2: CapabilityMask2((w[8] >> 24) as u16),
             link_speed_ext_active: LinkSpeedExt::from_raw(bits_of(w[8] >> 40, 4)),

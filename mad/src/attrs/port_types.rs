@@ -330,6 +330,10 @@ bit_set! {
     IS_LINK_SPEED_HDR_SUPPORTED = 0x0020;
     /// NDR speed is supported.
     IS_LINK_SPEED_NDR_SUPPORTED = 0x0400;
+    /// LinkSpeedExtActive2/Supported2/Enabled2 are valid (IBTA 1.7).
+    IS_EXTENDED_SPEEDS2_SUPPORTED = 0x0800;
+    /// XDR speed is supported.
+    IS_LINK_SPEED_XDR_SUPPORTED = 0x1000;
 }
 
 #[cfg(test)]

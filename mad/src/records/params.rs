@@ -207,6 +207,10 @@ rates! {
     Gbps400 = 21, 400_000;
     /// 22: 600 Gb/s.
     Gbps600 = 22, 600_000;
+    /// 23: 800 Gb/s (4x XDR, 8x NDR).
+    Gbps800 = 23, 800_000;
+    /// 24: 1200 Gb/s (12x NDR).
+    Gbps1200 = 24, 1_200_000;
 }
 
 impl Default for Rate {
@@ -238,7 +242,9 @@ mod tests {
         assert_eq!(Rate::from_raw(12), Rate::Gbps56);
         assert_eq!(Rate::from_raw(16), Rate::Gbps100);
         assert_eq!(Rate::from_raw(22).mbps(), Some(600_000));
-        assert_eq!(Rate::from_raw(23), Rate::Unknown(23));
+        assert_eq!(Rate::from_raw(23), Rate::Gbps800);
+        assert_eq!(Rate::from_raw(24).mbps(), Some(1_200_000));
+        assert_eq!(Rate::from_raw(25), Rate::Unknown(25));
         assert_eq!(Rate::from_raw(0), Rate::Unknown(0));
         assert_eq!(Mtu::from_raw(4), Mtu::Mtu2048);
         assert_eq!(Mtu::from_raw(5).bytes(), Some(4096));

@@ -125,6 +125,8 @@ pub struct Stats {
     /// PortInfo Sets with ClientReregister taken by CA ports (the port's SA clients would
     /// re-join their groups and re-register their services).
     pub client_reregisters: u64,
+    /// PortInfo Sets answered with status 0.
+    pub port_info_sets: u64,
     /// LFT blocks written (Set(LinearForwardingTable) taken by a switch).
     pub lft_blocks_set: u64,
     /// Of those, blocks whose content differed from what the switch held.
@@ -208,6 +210,14 @@ pub struct SimConfig {
     pub multicast_fdb_cap: u16,
     /// Switches advertise IsMulticastFDBTopSupported on port 0 (default off, as ibsim's).
     pub mft_top_supported: bool,
+    /// Ports keep the LocalPhyErrors and OverrunErrors thresholds a PortInfo Set writes (default
+    /// true; false models ibsim's ports, which answer the Set and keep none).
+    pub keeps_error_thresholds: bool,
+    /// Every port has IBTA 1.7's extended speeds 2 (CapabilityMask2 IsExtendedSpeeds2Supported
+    /// and IsLinkSpeedXDRSupported) and every link trains at XDR (212.5 Gb/s a lane), reported
+    /// only to PortInfo reads with SMSupportExtendedSpeeds (AM bit 31), as such ports do (default
+    /// false).
+    pub xdr: bool,
 }
 
 impl Default for SimConfig {
@@ -218,6 +228,8 @@ impl Default for SimConfig {
             linear_fdb_cap: 49152,
             multicast_fdb_cap: 1024,
             mft_top_supported: false,
+            keeps_error_thresholds: true,
+            xdr: false,
         }
     }
 }

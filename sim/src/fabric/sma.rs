@@ -210,24 +210,28 @@ impl Fabric {
         }
     }
 
-    /// PortInfo of port `q` as answered to an SMP that arrived on port `arrival`.
-    fn port_info_of(&self, q: PortRef, arrival: PortRef, hide_key: bool) -> PortInfo {
+    /// PortInfo of port `q` as answered to an SMP that arrived on port `arrival`; `ext`: the SMP
+    /// carried SMSupportExtendedSpeeds (AM bit 31), without which the XDR fields read 0.
+    fn port_info_of(&self, q: PortRef, arrival: PortRef, hide_key: bool, ext: bool) -> PortInfo {
         let port = &self.ports[q as usize];
         let node = &self.nodes[port.node as usize];
         let is_switch = node.kind == NodeKind::Switch;
         // A switch's external ports report the switch's LID/LMC/SM LID, held on port 0.
         let base = if is_switch { &self.ports[node.first_port as usize] } else { port };
+        let xdr = self.cfg.xdr && ext;
         PortInfo {
             m_key: MKey(if hide_key { 0 } else { base.m_key }),
             gid_prefix: base.gid_prefix,
             lid: Lid(base.lid),
             master_sm_lid: Lid(base.sm_lid),
-            capability_mask: CapabilityMask(if is_switch {
-                base.cap_mask
-                    | if self.cfg.mft_top_supported { super::state::cap::IS_MULTICAST_FDB_TOP_SUPPORTED } else { 0 }
-            } else {
-                port.cap_mask
-            }),
+            capability_mask: CapabilityMask(
+                if is_switch {
+                    base.cap_mask
+                        | if self.cfg.mft_top_supported { super::state::cap::IS_MULTICAST_FDB_TOP_SUPPORTED } else { 0 }
+                } else {
+                    port.cap_mask
+                } | if self.cfg.xdr { super::state::cap::IS_CAPABILITY_MASK2_SUPPORTED } else { 0 },
+            ),
             diag_code: 0,
             m_key_lease_period: base.lease,
             // "The link port number this SMP came in on", whatever port it asks about.
@@ -252,7 +256,7 @@ impl Fabric {
             vl_arbitration_low_cap: 8,
             init_type_reply: 0,
             mtu_cap: Mtu::from_raw(port.mtu_cap),
-            vl_stall_count: 7,
+            vl_stall_count: port.vl_stall_count,
             hoq_life: port.hoq_life,
             operational_vls: port.op_vls,
             partition_enforcement_inbound: port.part_enf_in,
@@ -267,11 +271,19 @@ impl Fabric {
             multicast_pkey_trap_suppression_enabled: 0,
             subnet_timeout: base.subnet_timeout,
             resp_time_value: port.resp_time,
-            local_phy_errors: 0,
-            overrun_errors: 0,
+            local_phy_errors: port.phy_errors_threshold,
+            overrun_errors: port.overrun_errors_threshold,
             max_credit_hint: 0,
+            link_speed_ext_active2: u8::from(xdr && port.link_up()),
+            link_speed_ext_supported2: u8::from(xdr),
+            link_speed_ext_enabled2: u8::from(xdr),
             link_round_trip_latency: 0,
-            capability_mask2: ibsm_mad::attrs::CapabilityMask2(0),
+            capability_mask2: if self.cfg.xdr {
+                ibsm_mad::attrs::CapabilityMask2::IS_EXTENDED_SPEEDS2_SUPPORTED
+                    | ibsm_mad::attrs::CapabilityMask2::IS_LINK_SPEED_XDR_SUPPORTED
+            } else {
+                ibsm_mad::attrs::CapabilityMask2(0)
+            },
             link_speed_ext_active: LinkSpeedExt::from_raw(0),
             link_speed_ext_supported: LinkSpeedExtMask(0),
             link_speed_ext_enabled: LinkSpeedExtMask(0),
@@ -279,17 +291,21 @@ impl Fabric {
     }
 
     fn port_info(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64], hide_key: bool) -> Handled {
-        let Some(q) = self.target_port(p, attr_mod) else { return ids::status::BAD_FIELD };
+        let ext = attr_mod & ibsm_mad::attrs::SM_SUPPORTS_EXTENDED_SPEEDS != 0;
+        let Some(q) = self.target_port(p, attr_mod & !ibsm_mad::attrs::SM_SUPPORTS_EXTENDED_SPEEDS) else {
+            return ids::status::BAD_FIELD;
+        };
         if set {
             let Ok(req) = PortInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
             let st = self.port_info_set(q, &req);
             if st != ids::status::OK {
                 // The response carries the unchanged attribute.
-                self.port_info_of(q, p, hide_key).emit(data);
+                self.port_info_of(q, p, hide_key, ext).emit(data);
                 return st;
             }
+            self.stats.port_info_sets += 1;
         }
-        self.port_info_of(q, p, hide_key).emit(data);
+        self.port_info_of(q, p, hide_key, ext).emit(data);
         ids::status::OK
     }
 
@@ -389,6 +405,11 @@ impl Fabric {
         port.op_vls = req.operational_vls;
         port.vl_high_limit = req.vl_high_limit;
         port.hoq_life = req.hoq_life;
+        port.vl_stall_count = req.vl_stall_count;
+        if self.cfg.keeps_error_thresholds {
+            port.phy_errors_threshold = req.local_phy_errors;
+            port.overrun_errors_threshold = req.overrun_errors;
+        }
         port.part_enf_in = req.partition_enforcement_inbound;
         port.part_enf_out = req.partition_enforcement_outbound;
         port.filter_raw_in = req.filter_raw_inbound;

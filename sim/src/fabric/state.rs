@@ -67,6 +67,10 @@ pub(crate) struct Port {
     pub op_vls: u8,
     pub vl_high_limit: u8,
     pub hoq_life: u8,
+    pub vl_stall_count: u8,
+    /// PortInfo.LocalPhyErrors and OverrunErrors: the thresholds of traps 129 and 130.
+    pub phy_errors_threshold: u8,
+    pub overrun_errors_threshold: u8,
     pub width_enabled: u8,
     pub width_supported: u8,
     pub width_active: u8,
@@ -154,6 +158,7 @@ pub(crate) mod cap {
     pub const IS_CM_SUPPORTED: u32 = 1 << 16;
     pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 19;
     pub const IS_CAP_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
+    pub const IS_CAPABILITY_MASK2_SUPPORTED: u32 = 1 << 15;
     pub const IS_CLIENT_REREG_SUPPORTED: u32 = 1 << 25;
     pub const IS_MULTICAST_FDB_TOP_SUPPORTED: u32 = 1 << 30;
     pub const CA_DEFAULT: u32 = IS_TRAP_SUPPORTED
@@ -199,6 +204,10 @@ impl Port {
             op_vls: 1,
             vl_high_limit: 0,
             hoq_life: 0,
+            // As ibsim's ports power on: VL stall count 7, no error thresholds.
+            vl_stall_count: 7,
+            phy_errors_threshold: 0,
+            overrun_errors_threshold: 0,
             width_enabled: 0x03,
             width_supported: 0x03,
             width_active: 0x02,

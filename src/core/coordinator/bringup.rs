@@ -4,13 +4,16 @@
 //! Owns the AssigningLids, ConfiguringPorts, Arming and Activating phases. Every PortInfo Set is
 //! a read-modify-write of the PortInfo discovery read: only LID, LMC, MasterSMLID, SubnetTimeout,
 //! GidPrefix (end ports), NeighborMTU and OperationalVLs (linked ports, within both ends' MTUCap
-//! and VLCap) and PortState change; M_Key fields are sent back as read; PortState and
-//! PortPhysicalState are 0 ("no change") except when arming or activating; LinkSpeedEnabled and
-//! LinkWidthEnabled are written back as read (a different mask makes ibsim and real ports retrain
-//! the link, as OpenSM avoids too). A Set is sent only when something differs. Arming happens for
-//! every linked port whose far end was discovered (in the same Set as its configuration when it
-//! needs one: a fresh CA port gets its LID and Armed in one SMP, as OpenSM combines them), and
-//! activation only once every arm has been answered, so both ends of each link are Armed first.
+//! and VLCap and `max-op-vls`), PortState and the port settings of [`crate::core::port_settings`]
+//! (HOQ lifetimes, VL stall counts, error thresholds, and LinkSpeedEnabled, LinkSpeedExtEnabled
+//! and LinkWidthEnabled as `force-link-*` say, OpenSM's defaults writing them only while a port's
+//! enabled set differs from its supported set) change; M_Key fields are sent back as read;
+//! PortState and PortPhysicalState are 0 ("no change") except when arming or activating. A Set is
+//! sent only when something differs. Arming happens for every linked port whose far end was
+//! discovered (in the same Set as its configuration when it needs one: a fresh CA port gets its
+//! LID and Armed in one SMP, as OpenSM combines them), and activation only once every arm has
+//! been answered, so both ends of each link are Armed first. A Set's answer tells the port
+//! settings which fields the port did not keep ([`crate::core::port_settings::PortSettings::learn`]).
 
 use ibsm_mad::attrs::{Mtu, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, Lid, PortNum};
@@ -18,6 +21,7 @@ use ibsm_mad::{Attribute, Lid, PortNum};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
+use crate::core::port_settings::Target;
 use crate::core::state::{NodeIdx, port_info_set};
 use crate::core::transactions::{Outcome, PortStep, Req, Request, interleaved};
 
@@ -117,12 +121,9 @@ impl Sm {
                 if is_switch == (p == 0) {
                     self.cfg.m_key.apply(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
                 }
-                // Head-of-queue lifetime on a switch port with a peer, as OpenSM sets it: its
-                // leaf value toward CAs and routers. (VL stall counts and error thresholds are
-                // left as the firmware set them: ibsim keeps neither, so a Set would repeat at
-                // every sweep there.)
-                if is_switch && p > 0 && rec.remote.is_some() {
-                    after.hoq_life = if faces_ca { self.cfg.leaf_hoq_life } else { self.cfg.hoq_life };
+                // HOQ lifetime, VL stall count, error thresholds, forced speeds and widths.
+                if let Some(t) = Target::of(&self.subnet, i, port) {
+                    self.port_settings.apply(&self.cfg.ports, &t, n.info.node_guid, &mut after);
                 }
                 if let Some((inbound, outbound)) =
                     self.partitions.enforcement_bits(self.cfg.part_enforce, n.info.node_guid, port, faces_ca)
@@ -137,8 +138,7 @@ impl Sm {
                     && let Some(peer) = self.subnet.node(rn).and_then(|n| n.port(rp)).and_then(|r| r.info)
                 {
                     after.neighbor_mtu = min_mtu(info.mtu_cap, peer.mtu_cap);
-                    let vls = info.vl_cap.min(peer.vl_cap);
-                    if vls > 0 {
+                    if let Some(vls) = self.cfg.ports.op_vls(info.vl_cap, peer.vl_cap) {
                         after.operational_vls = vls;
                     }
                     peer_state = Some(peer.port_state);
@@ -229,7 +229,7 @@ impl Sm {
             Outcome::Timeout => None,
         };
         let target = match step {
-            PortStep::Configure => None,
+            PortStep::Configure | PortStep::Link => None,
             PortStep::Arm => Some(PortState::Armed),
             PortStep::Activate => Some(PortState::Active),
         };
@@ -249,8 +249,20 @@ impl Sm {
             return;
         }
         let Some((_, pi)) = reply else { return };
+        if step == PortStep::Link {
+            return; // the trap the link's change raises brings the sweep that reads it
+        }
         self.sweep.port_stepped(step);
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
+        if let (Req::SetPortInfo { info: sent, .. }, Some(t), Some(n)) =
+            (&request.req, Target::of(&self.subnet, node, port), self.subnet.node(node))
+        {
+            let guid = n.info.node_guid;
+            let unkept = self.port_settings.learn(&self.cfg.ports, &t, guid, sent, &pi);
+            if !unkept.is_empty() {
+                self.events.push_back(SmEvent::PortSettingNotKept { node: guid, port, settings: unkept });
+            }
+        }
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
         }

@@ -9,14 +9,16 @@
 //! yet is probed with NodeInfo one hop further. Nodes are recognised by NodeGUID, so loops,
 //! parallel links and several routes to one node are discovered once; CA ports are recognised
 //! by the port the route enters. Failed SMPs (error status or silence after retries) leave the
-//! port unexplored and are reported; they never stop discovery.
+//! port unexplored and are reported; they never stop discovery. A port whose PortInfo (port 0's,
+//! for a switch) advertises extended speeds 2 (XDR) is read a second time with
+//! SMSupportExtendedSpeeds (attribute modifier bit 31), the read whose answer is kept.
 
 use ibsm_mad::attrs::{LinearForwardingTable, NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use ibsm_mad::{Attribute, DrPath, PortNum};
 
 use crate::core::Sm;
 use crate::core::state::{Node, NodeIdx, PortRecord};
-use crate::core::transactions::{Outcome, Req, Request};
+use crate::core::transactions::{Outcome, Req, Request, has_extended_speeds2};
 
 /// The data of a successful reply, or `None` (after reporting the failure).
 fn ok_data(outcome: &Outcome) -> Option<&[u8; 64]> {
@@ -150,6 +152,14 @@ impl Sm {
             self.fail(request, outcome);
             return;
         };
+        // A port with extended speeds 2 (XDR) reports them only to a read with
+        // SMSupportExtendedSpeeds: read it again so (OpenSM's two-stage read). A switch's other
+        // ports say so on port 0.
+        let caps_at = if port.0 == 0 { Some(pi) } else { self.port0_info(node).or(Some(pi)) };
+        if matches!(request.req, Req::GetPortInfo { .. }) && caps_at.is_some_and(|c| has_extended_speeds2(&c)) {
+            self.tx.push(Request::sweep(request.path, Req::GetPortInfoExt { node, port }));
+            return;
+        }
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
         self.ask_if_sm(node, port, &pi);
         let local = self.subnet.local;
@@ -170,6 +180,12 @@ impl Sm {
         {
             self.tx.push(Request::sweep(next, Req::NodeInfo { from: Some((node, port)) }));
         }
+    }
+
+    /// A switch's port 0 PortInfo as read in this sweep (`None` for a CA or before it is read).
+    fn port0_info(&self, node: NodeIdx) -> Option<PortInfo> {
+        let n = self.subnet.node(node).filter(|n| n.is_switch())?;
+        n.port(PortNum(0)).and_then(|r| r.info)
     }
 
     /// A switch's SwitchInfo: kept, and its ports read in turn with the other switches'

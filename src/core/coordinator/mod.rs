@@ -2,7 +2,7 @@
 //!
 //! These files and `core/mod.rs` are the only places with `impl Sm`. A component (discovery,
 //! programming, partitions, M_Keys, the SA, the election, replication, the checks, the
-//! schedule, light and quick sweeps, traps) owns its state and answers with values; it never
+//! schedule, light and quick sweeps, traps, port settings, the babbling-port policy) owns its state and answers with values; it never
 //! reaches into `Sm` or into another component. Something has to take those answers and apply
 //! them in order (queue the SMPs, change the SM's state, start a sweep, hand one component's
 //! result to the next), and that is the only code allowed to touch several components at once.
@@ -10,6 +10,8 @@
 //! makes an `impl Sm` anywhere else a visible exception in review. No state lives here: the
 //! fields are `Sm`'s (in `core/mod.rs`) or the components'.
 //!
+//! - [`babbling`]: the babbling-port policy's traps counted, ports disabled and enabled again
+//!   ([`super::babbling`] owns the counts and deadlines).
 //! - [`bringup`]: LIDs onto ports, PortInfo and SwitchInfo configuration, the Init → Armed →
 //!   Active walk (not yet a component: its state is still fields of `Sm`).
 //! - [`discovery`]: each discovery answer fed into the subnet being built and to the
@@ -24,6 +26,7 @@
 //! - [`sync_sections`]: which component each replicated section comes from and goes back to
 //!   ([`super::replication`] owns the protocol's state).
 
+pub(super) mod babbling;
 pub(super) mod bringup;
 pub(super) mod discovery;
 pub(super) mod mastership;

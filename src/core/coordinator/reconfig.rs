@@ -77,12 +77,24 @@ impl Sm {
             ("sa-key", cfg.sa_key != old.sa_key),
             ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
             ("perf-metrics-ports", cfg.perf.export != old.perf.export),
+            ("babbling-port-policy", cfg.babbling.enabled != old.babbling.enabled),
+            ("babbling-port-traps", cfg.babbling.max_traps != old.babbling.max_traps),
+            ("babbling-port-window-s", cfg.babbling.window_ns != old.babbling.window_ns),
+            ("babbling-port-backoff-s", cfg.babbling.backoff_ns != old.babbling.backoff_ns),
         ];
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
             ("switch-life-time", cfg.switch_life_time != old.switch_life_time),
-            ("head-of-queue-lifetime", cfg.hoq_life != old.hoq_life),
-            ("leaf-head-of-queue-lifetime", cfg.leaf_hoq_life != old.leaf_hoq_life),
+            ("head-of-queue-lifetime", cfg.ports.hoq_life != old.ports.hoq_life),
+            ("leaf-head-of-queue-lifetime", cfg.ports.leaf_hoq_life != old.ports.leaf_hoq_life),
+            ("vl-stall-count", cfg.ports.vl_stall_count != old.ports.vl_stall_count),
+            ("leaf-vl-stall-count", cfg.ports.leaf_vl_stall_count != old.ports.leaf_vl_stall_count),
+            ("max-op-vls", cfg.ports.max_op_vls != old.ports.max_op_vls),
+            ("local-phy-errors-threshold", cfg.ports.local_phy_errors != old.ports.local_phy_errors),
+            ("overrun-errors-threshold", cfg.ports.overrun_errors != old.ports.overrun_errors),
+            ("force-link-speed", cfg.ports.force_link_speed != old.ports.force_link_speed),
+            ("force-link-speed-ext", cfg.ports.force_link_speed_ext != old.ports.force_link_speed_ext),
+            ("force-link-width", cfg.ports.force_link_width != old.ports.force_link_width),
             ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
             ("part-enforce", cfg.part_enforce != old.part_enforce),
             ("partitions", cfg.partitions != old.partitions),
@@ -111,6 +123,9 @@ impl Sm {
         }
         if self.cfg.perf != old.perf {
             self.perf.reconfigure(&self.cfg.perf, self.now, self.state == SmState::Master);
+        }
+        if self.cfg.ports != old.ports {
+            self.port_settings.forget();
         }
         if self.cfg.resweep_interval_ns != old.resweep_interval_ns {
             self.schedule.interval_changed(self.now, self.cfg.resweep_interval_ns);

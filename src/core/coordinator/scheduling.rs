@@ -56,6 +56,7 @@ impl Sm {
             self.sa.notify_trap(n, self.now);
         }
         let action = self.act_on_trap(src.slid, notice.as_ref());
+        self.count_babble(src.slid, notice.as_ref());
         self.events.push_back(SmEvent::TrapReceived { from: src.slid, number, action });
     }
 

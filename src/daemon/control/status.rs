@@ -70,6 +70,9 @@ pub struct Problems {
     /// interval (`ibsm counters --errors` shows their counters).
     #[serde(default)]
     pub port_errors: Vec<PortErrorsJson>,
+    /// Ports the babbling-port policy holds disabled (as in `traps`).
+    #[serde(default)]
+    pub babbling_ports: Vec<BabblingPort>,
 }
 
 /// A port over an error threshold, in `problems`.
@@ -113,6 +116,7 @@ impl Problems {
             + self.cabling_total
             + self.quarantined_guids.len()
             + self.port_errors.len()
+            + self.babbling_ports.len()
     }
 }
 
@@ -150,6 +154,24 @@ pub struct TrapStatus {
     pub light_sweeps: u64,
     /// Ports reported by traps 129-131.
     pub unhealthy_ports: Vec<UnhealthyPort>,
+    /// Ports the babbling-port policy holds disabled now.
+    #[serde(default)]
+    pub babbling_ports: Vec<BabblingPort>,
+}
+
+/// A port the babbling-port policy disabled, in `traps` and `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BabblingPort {
+    /// The node GUID of the port disabled, `0x` and 16 hex digits.
+    pub node: String,
+    /// The port disabled (the end of the cable nearer to the SM).
+    pub port: u8,
+    /// The port whose traps passed the limit, `0x<node GUID>[<port>]`.
+    pub babbler: String,
+    /// Traps counted from it in the window.
+    pub traps: u32,
+    /// Seconds until it is enabled again (on the SM's clock).
+    pub enabled_in_s: u64,
 }
 
 /// A port reported by trap 129, 130 or 131.
@@ -352,6 +374,17 @@ pub fn status_after_idle(sm: &Sm, idle_ns: u64) -> Status {
                         count: u.count,
                     })
                     .collect(),
+                babbling_ports: sm
+                    .babbling()
+                    .list()
+                    .map(|((g, p), d)| BabblingPort {
+                        node: format!("{:#018x}", g.0),
+                        port: p,
+                        babbler: format!("{:#018x}[{}]", d.babbler.0.0, d.babbler.1),
+                        traps: d.traps,
+                        enabled_in_s: d.until.saturating_sub(sm.now()) / 1_000_000_000,
+                    })
+                    .collect(),
             }
         },
         problems: Problems::default(),
@@ -368,6 +401,7 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
         unrouted_lids_total: unrouted.total,
         unrouted_lids: unrouted.lids.iter().map(|&(lid, switches)| UnroutedLid { lid: lid.0, switches }).collect(),
         unhealthy_ports: st.traps.unhealthy_ports.clone(),
+        babbling_ports: st.traps.babbling_ports.clone(),
         blocked_nodes: report
             .map(|r| {
                 r.blocked
