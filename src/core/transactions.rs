@@ -38,6 +38,9 @@ pub(crate) enum PortStep {
     Arm,
     /// PortState = Active.
     Activate,
+    /// PortPhysicalState Disabled or Polling, asked by an operator between sweeps (its answer
+    /// is not the sweep's: see `coordinator::maintenance`).
+    Toggle,
 }
 
 /// A request and the context its answer is handled in.

@@ -66,6 +66,16 @@ pub fn serve_until_signal<Q: SideQueries>(
                         req.reply(sweep_answer(what, done));
                         idle_since = std::time::Instant::now();
                     }
+                    Asks::Change => {
+                        let changed = change_now(drv, &req, &mut on_event);
+                        if changed.disabled_ports
+                            && let Some(d) = reload.and_then(|(s, _)| s.state_dir.as_deref())
+                        {
+                            crate::daemon::state::record_disabled_ports(&d.join(crate::daemon::state::GUID2LID), &drv.sm);
+                        }
+                        req.reply(changed.answer);
+                        idle_since = std::time::Instant::now();
+                    }
                     Asks::Answer => {
                         let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         req.answer_after_idle(&drv.sm, idle);
@@ -106,6 +116,25 @@ fn sweep_now(drv: &mut SimDriver, what: Requested, on_event: &mut dyn FnMut(&SmE
         !light && matches!(ev, SmEvent::SubnetUp(_))
     });
     Ok(())
+}
+
+/// A maintenance control ([`SideQuery::change`]) applied on the simulated fabric, which then
+/// runs through what follows: the sweep it starts, to its report (at most
+/// [`RELOAD_SWEEP_LIMIT_NS`] of virtual time), or without one (sweeping held) the Set it
+/// queued, for [`LIGHT_SWEEP_LIMIT_NS`].
+fn change_now<Q: SideQuery>(
+    drv: &mut SimDriver,
+    req: &Q,
+    on_event: &mut dyn FnMut(&SmEvent),
+) -> crate::daemon::side_queries::Changed {
+    let changed = req.change(&mut drv.sm);
+    let sweeping = drv.sm.phase() != crate::core::SweepPhase::Up;
+    let limit = drv.now().saturating_add(if sweeping { RELOAD_SWEEP_LIMIT_NS } else { LIGHT_SWEEP_LIMIT_NS });
+    drv.run_until(limit, |ev| {
+        on_event(ev);
+        sweeping && matches!(ev, SmEvent::SubnetUp(_))
+    });
+    changed
 }
 
 /// How much virtual time a light sweep asked for is given on the simulated fabric (its reads
