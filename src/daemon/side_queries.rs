@@ -38,6 +38,8 @@ pub struct Changed {
     pub answer: String,
     /// The list of disabled ports changed: the state directory's copy is to be written.
     pub disabled_ports: bool,
+    /// SMPs or a sweep follow (a Set queued, sweeping let go): a simulated fabric runs on.
+    pub follows: bool,
 }
 
 /// One query from [`SideQueries`].
@@ -52,7 +54,11 @@ pub trait SideQuery {
     /// [`SideQuery::reply`] and `Changed::answer`.
     fn change(&self, sm: &mut Sm) -> Changed {
         let _ = sm;
-        Changed { answer: serde_json::json!({ "error": "not a change" }).to_string(), disabled_ports: false }
+        Changed {
+            answer: serde_json::json!({ "error": "not a change" }).to_string(),
+            disabled_ports: false,
+            follows: false,
+        }
     }
     /// Answers it from the core's getters when the driver's clock has stood still for
     /// `idle_ns` of wall-clock time (the simulator between events): ages in the answer

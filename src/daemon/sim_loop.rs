@@ -119,20 +119,23 @@ fn sweep_now(drv: &mut SimDriver, what: Requested, on_event: &mut dyn FnMut(&SmE
 }
 
 /// A maintenance control ([`SideQuery::change`]) applied on the simulated fabric, which then
-/// runs through what follows: the sweep it starts, to its report (at most
-/// [`RELOAD_SWEEP_LIMIT_NS`] of virtual time), or without one (sweeping held) the Set it
-/// queued, for [`LIGHT_SWEEP_LIMIT_NS`].
+/// runs through what follows, if anything does: the sweep it brings (sweeping let go, or a
+/// port's Set answered), to its report (at most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time);
+/// with sweeping held there is none, and the Set it queued gets [`LIGHT_SWEEP_LIMIT_NS`].
 fn change_now<Q: SideQuery>(
     drv: &mut SimDriver,
     req: &Q,
     on_event: &mut dyn FnMut(&SmEvent),
 ) -> crate::daemon::side_queries::Changed {
     let changed = req.change(&mut drv.sm);
-    let sweeping = drv.sm.phase() != crate::core::SweepPhase::Up;
-    let limit = drv.now().saturating_add(if sweeping { RELOAD_SWEEP_LIMIT_NS } else { LIGHT_SWEEP_LIMIT_NS });
+    if !changed.follows {
+        return changed;
+    }
+    let held = drv.sm.sweeping_held_since().is_some();
+    let limit = drv.now().saturating_add(if held { LIGHT_SWEEP_LIMIT_NS } else { RELOAD_SWEEP_LIMIT_NS });
     drv.run_until(limit, |ev| {
         on_event(ev);
-        sweeping && matches!(ev, SmEvent::SubnetUp(_))
+        matches!(ev, SmEvent::SubnetUp(_))
     });
     changed
 }

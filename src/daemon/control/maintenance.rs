@@ -39,7 +39,7 @@ pub struct PortToggledAnswer {
 
 /// Applies a `sweeping` or `port` query to `sm`; any other query is refused.
 pub fn change(sm: &mut Sm, query: &Query) -> Changed {
-    let refused = |e: &str| Changed { answer: error_line(e), disabled_ports: false };
+    let refused = |e: &str| Changed { answer: error_line(e), disabled_ports: false, follows: false };
     match query {
         Query::Sweeping(on) => {
             let changed = sm.hold_sweeping(!on);
@@ -52,7 +52,7 @@ pub fn change(sm: &mut Sm, query: &Query) -> Changed {
                 if held { "held" } else { "on" }
             );
             let answer = serde_json::to_string(&SweepingAnswer { held, changed }).unwrap_or_default();
-            Changed { answer, disabled_ports: false }
+            Changed { answer, disabled_ports: false, follows: changed && !held }
         }
         Query::PortAdmin { enable, node, port, force } => {
             let who = NodeRef::parse(node);
@@ -79,7 +79,8 @@ pub fn change(sm: &mut Sm, query: &Query) -> Changed {
                         changed: t.changed,
                         sent: t.sent(),
                     };
-                    Changed { answer: serde_json::to_string(&a).unwrap_or_default(), disabled_ports: t.changed }
+                    let answer = serde_json::to_string(&a).unwrap_or_default();
+                    Changed { answer, disabled_ports: t.changed, follows: true }
                 }
                 Err(e) => refused(&e),
             }
