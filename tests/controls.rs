@@ -3,7 +3,9 @@
 //! its control socket, and SIGHUP. Each control must do what it says (a sweep counted in
 //! `status`, a reroute routing from scratch, a log level that silences and restores the
 //! daemon's lines), the port answers must agree with `status`, and (as root) a member of the
-//! socket's group may ask but not change.
+//! socket's group may ask but not change. `ibsm sweeping off|on` and `ibsm port disable|enable`:
+//! the hold shown and obeyed, a disabled port kept across a restart through the state directory
+//! (what the core does with them is tested in `tests/maintenance.rs`).
 
 mod support;
 
@@ -171,6 +173,110 @@ fn the_sockets_group_may_ask_but_only_root_or_the_sms_user_may_change() {
     // Root may.
     assert_eq!(ibsm(&["sweep", "--socket", s]).0, Some(0));
     assert_eq!(sweeps(&sock)[0], before[0] + 1);
+    drop(sm);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fabric's links as the SM's last sweep found them.
+fn links(sock: &Path) -> u64 {
+    status(sock).expect("status")["last_sweep"]["links"].as_u64().expect("links")
+}
+
+/// `ibsm sweeping off|on` and `ibsm port disable|enable` on `ibsm run --sim` with a state
+/// directory: the hold shown by `status` (and a sweep refused meanwhile), a heavy sweep when it
+/// is let go; a disabled port listed by `status`, Disabled as the SM reads the fabric back, the
+/// cable gone from the sweep, recorded in `disabled-ports`, disabled again after a restart on a
+/// fresh fabric, and back when enabled; what would cut the SM off refused.
+#[test]
+fn sweeping_holds_and_a_disabled_port_survives_a_restart() {
+    let dir = tmp_dir("maintenance");
+    let state = dir.join("state");
+    let sock = state.join("ibsm.sock");
+    let s = sock.to_str().expect("utf-8");
+    let st_dir = state.to_str().expect("utf-8");
+    let mut sm = Daemon::start(&["run", "--sim", FABRIC, "--state-dir", st_dir], None, &[]);
+    sm.wait_up(&sock, Duration::from_secs(60));
+    let all_links = links(&sock);
+
+    // Held: status says so and since when; a sweep asked for is refused.
+    let (code, out, e) = ibsm(&["sweeping", "off", "--socket", s]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("sweeping held"), "{out}");
+    let st = status(&sock).expect("status");
+    assert_eq!(st["sweeping"]["held"], true, "{st}");
+    assert!(st["sweeping"]["held_for_ms"].as_u64().is_some(), "{st}");
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    let since = st["sweeping"]["held_since_unix_s"].as_u64().expect("since");
+    assert!(since <= now_s && now_s - since < 60, "{since} vs {now_s}");
+    let (code, out, _) = ibsm(&["status", "--socket", s]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("sweeping held for"), "{out}");
+    let before = sweeps(&sock);
+    let (code, _, e) = ibsm(&["sweep", "--socket", s]);
+    assert_eq!(code, Some(1));
+    assert!(e.contains("sweeping is held"), "{e}");
+    assert_eq!(sweeps(&sock), before);
+    // Let go: a heavy sweep at once.
+    let (code, out, e) = ibsm(&["sweeping", "on", "--socket", s]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("a heavy sweep starts"), "{out}");
+    assert_eq!(sweeps(&sock)[0], before[0] + 1);
+    assert_eq!(status(&sock).expect("status")["sweeping"]["held"], false);
+
+    // Refused: the only link to a host, the SM's own port (it sits on h0).
+    let (code, _, e) = ibsm(&["port", "disable", "leaf-1", "1", "--socket", s]);
+    assert_eq!(code, Some(1));
+    assert!(e.contains("only link from the SM to 1 node(s)"), "{e}");
+    let (code, _, e) = ibsm(&["port", "disable", "h0", "1", "--socket", s]);
+    assert_eq!(code, Some(1));
+    assert!(e.contains("the SM's own port"), "{e}");
+
+    // leaf-1 port 3 (up to spine-0) disabled: listed, Disabled as read back, one cable fewer.
+    let (code, out, e) = ibsm(&["port", "disable", "leaf-1", "3", "--socket", s]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("port 3 of 0x") && out.contains("\"leaf-1\" disabled"), "{out}");
+    let check_disabled = |sock: &Path| {
+        let st = status(sock).expect("status");
+        let listed = st["disabled_ports"].as_array().expect("disabled_ports");
+        assert_eq!(listed.len(), 1, "{st}");
+        assert_eq!((listed[0]["desc"].as_str(), listed[0]["port"].as_u64()), (Some("leaf-1"), Some(3)), "{st}");
+        assert_eq!(listed[0]["phys"], "Disabled", "{st}");
+        assert_eq!(links(sock), all_links - 1, "the cable is gone from the sweep");
+        assert_eq!(st["subnet_up"], true, "{st}");
+        let node = listed[0]["node"].as_str().expect("node").to_owned();
+        let (code, out, e) = ibsm(&["guid", &node, "--json", "--socket", sock.to_str().expect("utf-8")]);
+        assert_eq!(code, Some(0), "{out}{e}");
+        let r: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+        assert_eq!(r["ports"][3]["phys"], "Disabled", "{r}");
+        node
+    };
+    let node = check_disabled(&sock);
+    let file = std::fs::read_to_string(state.join("disabled-ports")).expect("disabled-ports");
+    assert_eq!(file, format!("{node} 3\n"));
+    let (code, out, _) = ibsm(&["status", "--socket", s]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains(&format!("disabled: node {node} \"leaf-1\" port 3 (Disabled)")), "{out}");
+
+    // A restart on a fresh simulated fabric (every port enabled): disabled again.
+    sm.send("TERM");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sm.alive() {
+        assert!(std::time::Instant::now() < deadline, "the SM did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut sm = Daemon::start(&["run", "--sim", FABRIC, "--state-dir", st_dir], None, &[]);
+    sm.wait_up(&sock, Duration::from_secs(60));
+    check_disabled(&sock);
+
+    // Enabled: off the list and the file, the cable back.
+    let (code, out, e) = ibsm(&["port", "enable", &node, "3", "--socket", s]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("enabled"), "{out}");
+    let st = status(&sock).expect("status");
+    assert_eq!(st["disabled_ports"], serde_json::json!([]), "{st}");
+    assert_eq!(links(&sock), all_links, "{st}");
+    assert_eq!(st["last_sweep"]["ports_not_active"], 0, "{st}");
+    assert_eq!(std::fs::read_to_string(state.join("disabled-ports")).expect("disabled-ports"), "");
     drop(sm);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -107,7 +107,7 @@ fn a_standby_takes_over_with_the_masters_groups_services_and_subscriptions() {
         let version = h.sms[master].sm.sync_status().version;
         let held = h.sms[standby].sm.sync_status();
         assert_eq!(held.current_at, Some(version), "seed {seed}");
-        assert_eq!(held.sections.len(), 6, "{held:?}");
+        assert_eq!(held.sections.len(), 7, "{held:?}");
 
         // kill -9 the master: the standby takes over with the master's state.
         let reregistered = h.fabric.stats().client_reregisters;
@@ -120,7 +120,7 @@ fn a_standby_takes_over_with_the_masters_groups_services_and_subscriptions() {
             matches!(e, SmEvent::SubnetUp(r) if r.complete)
         })
         .expect("the standby brings the subnet up");
-        assert_eq!(adopted, Some((standby, 6, Some(version))));
+        assert_eq!(adopted, Some((standby, 7, Some(version))));
         assert_eq!(lids(&h, standby), lid_of, "no LID changed");
         // It cannot know it saw the master's last change: every CA port is told to re-register,
         // once (the re-joins find their groups, with the same MLIDs, below).

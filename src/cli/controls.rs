@@ -1,14 +1,14 @@
-//! `ibsm sweep`, `ibsm reroute`, `ibsm log-level`, `ibsm lid` and `ibsm guid`: an operator's
-//! controls and questions to the running SM over its control socket
+//! `ibsm sweep`, `ibsm reroute`, `ibsm log-level`, `ibsm sweeping`, `ibsm port`, `ibsm lid` and
+//! `ibsm guid`: an operator's controls and questions to the running SM over its control socket
 //! (`ibsm::daemon::control`), printed for people or as JSON.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ibsm::core::Requested;
-use ibsm::daemon::control::{self, PortKey, PortReport, Query, SweepAsked};
+use ibsm::daemon::control::{self, PortKey, PortReport, PortToggledAnswer, Query, SweepAsked, SweepingAnswer};
 
 /// How long a control waits for the SM's answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,6 +38,52 @@ pub(super) struct LogLevelArgs {
     level: String,
     /// Only for this module path (`ibsm::core`, `ibsm::sa`); without it, the default level.
     target: Option<String>,
+}
+
+/// `off` or `on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum OnOff {
+    /// Hold sweeping.
+    Off,
+    /// Let it go.
+    On,
+}
+
+/// `ibsm sweeping`.
+#[derive(Debug, Args)]
+pub(super) struct SweepingArgs {
+    /// `off`: hold sweeping; `on`: let it go (a heavy sweep follows at once).
+    state: OnOff,
+    /// The SM's control socket.
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+}
+
+/// `disable` or `enable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum PortAction {
+    /// PortPhysicalState Disabled, kept so.
+    Disable,
+    /// PortPhysicalState Polling: the link trains again.
+    Enable,
+}
+
+/// `ibsm port`.
+#[derive(Debug, Args)]
+pub(super) struct PortAdminArgs {
+    /// `disable` or `enable`.
+    action: PortAction,
+    /// The node: its GUID (`0x...`, node or port GUID), a LID of it, or its NodeDescription.
+    node: String,
+    /// The port number (1 to the node's port count).
+    port: u8,
+    /// Disable it even when it is the only link from the SM to some node (the SM cannot
+    /// reach that node to enable it again).
+    #[arg(long)]
+    force: bool,
+    /// The SM's control socket.
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
 }
 
 /// `ibsm lid` and `ibsm guid`.
@@ -86,6 +132,46 @@ pub(super) fn log_level(a: &LogLevelArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail("log-level", &e),
+    }
+}
+
+/// `ibsm sweeping off|on`.
+pub(super) fn sweeping(a: &SweepingArgs) -> ExitCode {
+    let on = a.state == OnOff::On;
+    match control::query::<SweepingAnswer>(&a.socket, &Query::Sweeping(on), TIMEOUT) {
+        Ok(r) => {
+            let says = match (r.held, r.changed) {
+                (true, true) => "sweeping held: no sweep starts until `ibsm sweeping on`",
+                (true, false) => "sweeping was held already",
+                (false, true) => "sweeping on: a heavy sweep starts now",
+                (false, false) => "sweeping was not held",
+            };
+            println!("{says}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("sweeping", &e),
+    }
+}
+
+/// `ibsm port disable|enable NODE PORT`.
+pub(super) fn port_admin(a: &PortAdminArgs) -> ExitCode {
+    let enable = a.action == PortAction::Enable;
+    let q = Query::PortAdmin { enable, node: a.node.clone(), port: a.port, force: a.force };
+    match control::query::<PortToggledAnswer>(&a.socket, &q, TIMEOUT) {
+        Ok(r) => {
+            let what = if r.disabled { "disabled" } else { "enabled" };
+            let name = if r.desc.is_empty() { r.node.clone() } else { format!("{} \"{}\"", r.node, r.desc) };
+            let mut line = format!("port {} of {name} {what}", r.port);
+            if !r.changed {
+                line.push_str(" (it already was)");
+            }
+            if !r.sent {
+                line.push_str("; the SM does not reach the node, so no Set was sent");
+            }
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("port", &e),
     }
 }
 

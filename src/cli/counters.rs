@@ -53,14 +53,13 @@ const PERFQUERY_ORDER: [&str; 17] = [
 /// `ibsm counters`.
 pub(super) fn counters(a: &CountersArgs) -> ExitCode {
     let sel = Selection { errors: a.errors, top: a.top };
-    let answer =
-        match control::query::<CountersAnswer>(&a.socket, &Query::Counters(sel), Duration::from_secs(30)) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("ibsm counters: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+    let answer = match control::query::<CountersAnswer>(&a.socket, &Query::Counters(sel), Duration::from_secs(30)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ibsm counters: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if a.json {
         return match serde_json::to_string(&answer) {
             Ok(line) => {
@@ -76,7 +75,10 @@ pub(super) fn counters(a: &CountersArgs) -> ExitCode {
     if answer.interval_s == 0 {
         println!("the performance manager is off (perf-interval-s = 0)");
     } else if answer.sweeps == 0 {
-        println!("no counters yet: the performance manager reads them only on the master, every {} s", answer.interval_s);
+        println!(
+            "no counters yet: the performance manager reads them only on the master, every {} s",
+            answer.interval_s
+        );
     }
     if a.errors {
         print_errors(&answer);
@@ -127,8 +129,11 @@ fn print_errors(a: &CountersAnswer) {
             .filter_map(|f| f.split_once('='))
             .map(|(name, v)| format!("[{name} == {}]", v.split('/').next().unwrap_or(v)))
             .collect();
-        let recent =
-            if p.over_threshold.is_empty() { String::new() } else { format!(" (last interval: {})", p.over_threshold.join(" ")) };
+        let recent = if p.over_threshold.is_empty() {
+            String::new()
+        } else {
+            format!(" (last interval: {})", p.over_threshold.join(" "))
+        };
         println!("   GUID {} port {}: {}{recent}", p.node, p.port, fields.join(" "));
     }
     println!("## Summary: {} ports with errors ({} without)", a.ports.len(), a.ports_left_out);
@@ -139,6 +144,13 @@ fn print_top(a: &CountersAnswer) {
     println!("{:<20} {:>4}  {:>14} {:>14}  desc", "node", "port", "xmit MB/s", "rcv MB/s");
     for p in &a.ports {
         let mb = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |b| format!("{:.3}", b / 1e6));
-        println!("{:<20} {:>4}  {:>14} {:>14}  {}", p.node, p.port, mb(p.xmit_bytes_per_s), mb(p.rcv_bytes_per_s), p.desc);
+        println!(
+            "{:<20} {:>4}  {:>14} {:>14}  {}",
+            p.node,
+            p.port,
+            mb(p.xmit_bytes_per_s),
+            mb(p.rcv_bytes_per_s),
+            p.desc
+        );
     }
 }

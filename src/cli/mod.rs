@@ -89,6 +89,13 @@ enum Command {
     },
     /// Change the running SM's log level, for all of it or one module, without a restart.
     LogLevel(controls::LogLevelArgs),
+    /// Hold the fabric still during maintenance (`off`: no sweep of any kind, so no routes,
+    /// LFT, P_Key or PortInfo written; traps counted, the SA answering) or let it go (`on`:
+    /// a heavy sweep at once), as OpenSM's console `sweep off|on`.
+    Sweeping(controls::SweepingArgs),
+    /// Disable a port of the fabric (PortPhysicalState Disabled; kept so across sweeps,
+    /// restarts and a failover) or enable it again (Polling), then sweep.
+    Port(controls::PortAdminArgs),
     /// What the running SM knows of the port (or switch) with this LID: node, state, link,
     /// neighbour, partitions, routes through it.
     Lid {
@@ -199,6 +206,8 @@ pub fn run() -> ExitCode {
         Command::Counters(args) => counters::counters(&args),
         Command::Reroute { socket } => controls::reroute(&socket),
         Command::LogLevel(args) => controls::log_level(&args),
+        Command::Sweeping(args) => controls::sweeping(&args),
+        Command::Port(args) => controls::port_admin(&args),
         Command::Lid { lid, args } => {
             controls::port("lid", &args, ibsm::daemon::control::PortKey::Lid(ibsm_mad::Lid(lid)))
         }

@@ -428,6 +428,9 @@ fn restore_state(
             ibsm::daemon::state::load_neighbors(&d.join(ibsm::daemon::state::NEIGHBORS)).map_err(err)?,
         );
         held.extend(ibsm::daemon::state::load_guid2mkey(&d.join(ibsm::daemon::state::GUID2MKEY)).map_err(err)?);
+        sm.set_disabled_ports(
+            ibsm::daemon::state::load_disabled_ports(&d.join(ibsm::daemon::state::DISABLED_PORTS)).map_err(err)?,
+        );
     }
     sm.set_mkeys_held(held);
     Ok(())

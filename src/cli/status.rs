@@ -70,6 +70,15 @@ pub(super) fn status(socket: &std::path::Path, json: bool) -> ExitCode {
     for u in &t.unhealthy_ports {
         println!("  unhealthy: node {} port {}: {} trap(s), last {}", u.node, u.port, u.count, u.trap);
     }
+    if let (true, Some(ms)) = (st.sweeping.held, st.sweeping.held_for_ms) {
+        println!(
+            "sweeping held for {} (`ibsm sweeping on` lets it go)",
+            crate::cli::log::fmt_ns(ms.saturating_mul(1_000_000))
+        );
+    }
+    for d in &st.disabled_ports {
+        println!("  disabled: node {} \"{}\" port {} ({})", d.node, d.desc, d.port, d.phys);
+    }
     print_problems(&st.problems);
     ExitCode::SUCCESS
 }

@@ -38,7 +38,9 @@
 //! back at a takeover, is `coordinator::sync_sections`) and [`perf`] ([`perf::Perf`]: the
 //! performance manager's reads of every port's counters, their totals, rates, history and error
 //! thresholds, in a window of its own; the coordinator's side, which lets it send only as master
-//! between sweeps and after the SMPs, is `coordinator::perf_sweeps`).
+//! between sweeps and after the SMPs, is `coordinator::perf_sweeps`); [`maintenance`]
+//! ([`maintenance::Maintenance`]: sweeping held by an operator, the ports disabled; its
+//! coordinator's side, which decides which sweeps a hold stops, is `coordinator::maintenance`).
 //! Not yet components (their state is still fields of `Sm`, their logic `impl Sm` blocks in
 //! `coordinator`): bring-up (`coordinator::bringup`) and `coordinator::reconfig`. Requests are
 //! read by `requests` (pure functions) and dispatched by [`Sm::handle_mad`] to their handlers:
@@ -63,6 +65,7 @@ pub mod io;
 pub mod lft;
 pub mod lids;
 mod light;
+pub mod maintenance;
 pub mod mkeys;
 mod partitions;
 pub mod perf;
@@ -89,11 +92,11 @@ use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
 pub use port_settings::PortConfig;
+pub use coordinator::reconfig::Reconfigured;
 pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
-pub use coordinator::reconfig::Reconfigured;
 pub use qos::QosSetting;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;
@@ -172,6 +175,8 @@ pub struct Sm {
     port_settings: port_settings::PortSettings,
     /// The babbling-port policy: trap counts, ports disabled.
     babbling: babbling::Babbling,
+    /// What an operator holds still: sweeping, disabled ports.
+    maintenance: maintenance::Maintenance,
 }
 
 impl Sm {
@@ -210,6 +215,7 @@ impl Sm {
             perf,
             port_settings: port_settings::PortSettings::default(),
             babbling: babbling::Babbling::default(),
+            maintenance: maintenance::Maintenance::default(),
         }
     }
 
@@ -238,6 +244,9 @@ impl Sm {
     /// Why it is not done: only a master (or an SM in its first sweep, for a heavy sweep)
     /// sweeps the fabric.
     pub fn request_sweep(&mut self, what: Requested) -> Result<(), &'static str> {
+        if self.sweeping_held() {
+            return Err("sweeping is held (`ibsm sweeping on` lets it go)");
+        }
         match self.state {
             SmState::Master => {}
             SmState::Discovering if what != Requested::Light => {}
@@ -464,6 +473,12 @@ impl Sm {
             || self.election.disabled()
             || self.state == SmState::Standby
         {
+            return;
+        }
+        // A master whose sweeping an operator holds starts none (a takeover's sweep still runs:
+        // this SM is not master yet then).
+        if self.sweeping_held() {
+            self.schedule.stand_by();
             return;
         }
         self.election.sweep_started();
@@ -878,6 +893,7 @@ impl Sm {
                     let plan = self.cfg.expected_topology.as_deref();
                     let event = self.checks.check_cabling(&mut self.subnet, plan, self.cfg.refuse_miscabled);
                     self.events.extend(event);
+                    self.maintenance.cut_links(&mut self.subnet);
                     self.enter(SweepPhase::AssigningLids);
                     self.sweep.wait_for(ComputeStep::AssignLids);
                 }
@@ -930,7 +946,7 @@ impl Sm {
             lmc: self.cfg.lmc,
             now: self.now,
         };
-        let report = self.sweep.report(facts, |end| self.checks.left_out(end));
+        let report = self.sweep.report(facts, |end| self.checks.left_out(end) || self.maintenance.cut(end));
         self.state = SmState::Master;
         let groups = ibsm_partitions::policy_groups(&self.cfg.partitions).unwrap_or_else(|e| {
             self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));

@@ -143,7 +143,7 @@ impl Sweep {
         match step {
             PortStep::Arm => self.armed += 1,
             PortStep::Activate => self.activated += 1,
-            PortStep::Configure | PortStep::Link => {}
+            PortStep::Configure | PortStep::Toggle => {}
         }
     }
 

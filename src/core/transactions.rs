@@ -38,9 +38,10 @@ pub(crate) enum PortStep {
     Arm,
     /// PortState = Active.
     Activate,
-    /// PortPhysicalState Disabled or Polling (the babbling-port policy): the answer is not taken
-    /// into the subnet, so that the sweep the link's change brings (trap 128) sees the change.
-    Link,
+    /// PortPhysicalState Disabled or Polling, between sweeps: asked by an operator (`ibsm port`)
+    /// or by the babbling-port policy. Its answer is not the sweep's: a heavy sweep follows it
+    /// and reads the port (see `coordinator::maintenance`).
+    Toggle,
 }
 
 /// A request and the context its answer is handled in.

@@ -318,7 +318,9 @@ pub fn allowed(key: &str) -> String {
             );
         }
         "resweep-interval-s" | "sweep-interval-s" | "perf-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",
-        "perf-metrics-ports" => "a string: \"all\", \"errors\" or \"top-N\" (N ports by traffic, and those with errors)",
+        "perf-metrics-ports" => {
+            "a string: \"all\", \"errors\" or \"top-N\" (N ports by traffic, and those with errors)"
+        }
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",

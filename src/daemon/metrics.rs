@@ -30,6 +30,16 @@ pub fn render(sm: &Sm) -> String {
     };
     m.gauge("sm_state", "SM state: 0 not active, 1 discovering, 2 standby, 3 master", one(state));
     m.gauge("sm_priority", "The priority this SM reports", one(u64::from(sm.priority())));
+    let held = sm.sweeping_held_since().map(|t| sm.now().saturating_sub(t));
+    m.gauge(
+        "sweeping_held",
+        "1 while an operator holds sweeping (ibsm sweeping off), else 0",
+        one(u64::from(held.is_some())),
+    );
+    #[allow(clippy::cast_precision_loss)] // nanoseconds to seconds for display
+    let held_s = held.map_or(0.0, |ns| ns as f64 / 1e9);
+    m.seconds("sweeping_held_seconds", "How long sweeping has been held (0 when it is not)", one(held_s));
+    m.gauge("disabled_ports", "Ports an operator disabled (ibsm port disable)", one(sm.disabled_ports().len() as u64));
     let (sent, retried, failed) = sm.smp_counters();
     m.counter("smps_sent", "SMPs sent", one(sent));
     m.counter("smps_retried", "SMPs sent again after a timeout or BUSY", one(retried));
@@ -146,8 +156,8 @@ mod tests {
     use crate::core::{Guid2Lid, SmConfig};
     use crate::transport::sim::SimDriver;
 
-    /// The scrape of an SM that has brought the 2-level k=4 fat tree up.
-    fn scrape_after_bring_up() -> String {
+    /// An SM that has brought the 2-level k=4 fat tree up.
+    fn brought_up() -> SimDriver {
         let text = include_str!("../../examples/fabrics/fat-tree-2l-k4.net");
         let topo = Topology::parse_str(text, "fat-tree-2l-k4.net").expect("fabric");
         let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
@@ -156,7 +166,24 @@ mod tests {
         // The performance manager's first sweep, which starts at the end of the bring-up.
         let t = drv.now();
         drv.run_until(t + 1_000_000_000, |_| false);
-        render(&drv.sm)
+        drv
+    }
+
+    /// The scrape of an SM that has brought the 2-level k=4 fat tree up.
+    fn scrape_after_bring_up() -> String {
+        render(&brought_up().sm)
+    }
+
+    #[test]
+    fn a_hold_and_the_disabled_ports_show() {
+        let mut drv = brought_up();
+        assert!(drv.sm.hold_sweeping(true));
+        drv.sm.set_disabled_ports([(ibsm_mad::Guid(0x20), 3), (ibsm_mad::Guid(0x21), 1)]);
+        drv.sm.set_clock(drv.sm.now() + 2_500_000_000);
+        let text = render(&drv.sm);
+        for line in ["ibsm_sweeping_held 1\n", "ibsm_sweeping_held_seconds 2.5\n", "ibsm_disabled_ports 2\n"] {
+            assert!(text.contains(line), "{line:?} missing:\n{text}");
+        }
     }
 
     #[test]
@@ -167,6 +194,9 @@ mod tests {
         let want = [
             ("ibsm_sm_state", "gauge"),
             ("ibsm_sm_priority", "gauge"),
+            ("ibsm_sweeping_held", "gauge"),
+            ("ibsm_sweeping_held_seconds", "gauge"),
+            ("ibsm_disabled_ports", "gauge"),
             ("ibsm_smps_sent_total", "counter"),
             ("ibsm_smps_retried_total", "counter"),
             ("ibsm_smps_failed_total", "counter"),
@@ -220,6 +250,8 @@ mod tests {
         // 2-level k=4 fat tree: 4 leaves and 2 spines (6 switches), 8 hosts.
         for line in [
             "ibsm_sm_state 3\n",
+            "ibsm_sweeping_held 0\n",
+            "ibsm_disabled_ports 0\n",
             "ibsm_fabric_size{kind=\"switches\"} 6\n",
             "ibsm_fabric_size{kind=\"cas\"} 8\n",
             "ibsm_sweeps_total{kind=\"heavy\"} 1\n",
@@ -233,7 +265,8 @@ mod tests {
         // Per port, in bytes: PortXmitData (4-byte words) x 4. Every MAD is 72 words, so a
         // port's bytes are 288 times its packets.
         let value = |prefix: &str| -> u64 {
-            let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} missing:\n{text}"));
+            let line =
+                text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} missing:\n{text}"));
             line.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()).expect("a number")
         };
         let port = "{node_guid=\"";

@@ -30,7 +30,11 @@ pub(crate) fn perf(m: &mut Scrape, sm: &Sm) {
         "Times a port's error counters went over their thresholds in one interval",
         one(c.threshold_events),
     );
-    m.gauge("perf_ports_over_threshold", "Ports over an error threshold in their last interval", one(pm.flagged().len() as u64));
+    m.gauge(
+        "perf_ports_over_threshold",
+        "Ports over an error threshold in their last interval",
+        one(pm.flagged().len() as u64),
+    );
     if let Some(s) = pm.last_sweep() {
         #[allow(clippy::cast_precision_loss)] // seconds for people
         let secs = s.ended_at.saturating_sub(s.started_at) as f64 / 1e9;
@@ -50,14 +54,16 @@ pub(crate) fn selected(sm: &Sm, export: PortExport) -> Vec<(&PortKey, &PortBook)
     let pm = sm.perf();
     let errors = |k: &PortKey, b: &PortBook| {
         pm.flagged().contains_key(k)
-            || b.last_interval().is_some_and(|i| Counter::ERRORS.iter().any(|&c| c != Counter::XmitWait && i.delta.get(c) > 0))
+            || b.last_interval()
+                .is_some_and(|i| Counter::ERRORS.iter().any(|&c| c != Counter::XmitWait && i.delta.get(c) > 0))
     };
     match export {
         PortExport::All => pm.books().iter().collect(),
         PortExport::Errors => pm.books().iter().filter(|(k, b)| errors(k, b)).collect(),
         PortExport::Top(n) => {
-            let traffic =
-                |b: &PortBook| b.last_interval().map_or(0, |i| i.delta.get(Counter::XmitData) + i.delta.get(Counter::RcvData));
+            let traffic = |b: &PortBook| {
+                b.last_interval().map_or(0, |i| i.delta.get(Counter::XmitData) + i.delta.get(Counter::RcvData))
+            };
             let mut by_traffic: Vec<(&PortKey, &PortBook)> = pm.books().iter().collect();
             by_traffic.sort_by(|a, b| traffic(b.1).cmp(&traffic(a.1)).then(a.0.cmp(b.0)));
             let top: std::collections::BTreeSet<&PortKey> = by_traffic.iter().take(n).map(|(k, _)| *k).collect();
@@ -91,8 +97,16 @@ fn ports(m: &mut Scrape, sm: &Sm) {
         "Bytes a port received (PortRcvData x 4)",
         family(&|b| b.totals.get(Counter::RcvData).saturating_mul(words)),
     );
-    m.counter("port_transmit_packets", "Packets a port sent (PortXmitPkts)", family(&|b| b.totals.get(Counter::XmitPkts)));
-    m.counter("port_receive_packets", "Packets a port received (PortRcvPkts)", family(&|b| b.totals.get(Counter::RcvPkts)));
+    m.counter(
+        "port_transmit_packets",
+        "Packets a port sent (PortXmitPkts)",
+        family(&|b| b.totals.get(Counter::XmitPkts)),
+    );
+    m.counter(
+        "port_receive_packets",
+        "Packets a port received (PortRcvPkts)",
+        family(&|b| b.totals.get(Counter::RcvPkts)),
+    );
     m.counter(
         "port_transmit_wait",
         "Ticks a port had data to send and no credits (PortXmitWait): congestion",

@@ -24,6 +24,22 @@ pub enum Asks {
     /// A sweep ([`Sm::request_sweep`]): the driver asks the core (and, on the simulator, runs
     /// the fabric until it is done) and answers with [`SideQuery::reply`].
     Sweep(crate::core::Requested),
+    /// A change to the core ([`SideQuery::change`]: sweeping held or let go, a port disabled
+    /// or enabled): the driver applies it, records the disabled ports in the state directory
+    /// when they changed, (on the simulator) runs the fabric through what follows, and
+    /// answers with [`SideQuery::reply`].
+    Change,
+}
+
+/// What [`SideQuery::change`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// The answer line.
+    pub answer: String,
+    /// The list of disabled ports changed: the state directory's copy is to be written.
+    pub disabled_ports: bool,
+    /// SMPs or a sweep follow (a Set queued, sweeping let go): a simulated fabric runs on.
+    pub follows: bool,
 }
 
 /// One query from [`SideQueries`].
@@ -34,6 +50,16 @@ pub trait SideQuery {
     fn reply(self, answer: String);
     /// Answers it from the core's getters.
     fn answer(self, sm: &Sm);
+    /// Applies it to the core (for [`Asks::Change`]); the driver then answers with
+    /// [`SideQuery::reply`] and `Changed::answer`.
+    fn change(&self, sm: &mut Sm) -> Changed {
+        let _ = sm;
+        Changed {
+            answer: serde_json::json!({ "error": "not a change" }).to_string(),
+            disabled_ports: false,
+            follows: false,
+        }
+    }
     /// Answers it from the core's getters when the driver's clock has stood still for
     /// `idle_ns` of wall-clock time (the simulator between events): ages in the answer
     /// (`status`'s last sweep) add it.

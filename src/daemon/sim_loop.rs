@@ -66,6 +66,16 @@ pub fn serve_until_signal<Q: SideQueries>(
                         req.reply(sweep_answer(what, done));
                         idle_since = std::time::Instant::now();
                     }
+                    Asks::Change => {
+                        let changed = change_now(drv, &req, &mut on_event);
+                        if changed.disabled_ports
+                            && let Some(d) = reload.and_then(|(s, _)| s.state_dir.as_deref())
+                        {
+                            crate::daemon::state::record_disabled_ports(&d.join(crate::daemon::state::GUID2LID), &drv.sm);
+                        }
+                        req.reply(changed.answer);
+                        idle_since = std::time::Instant::now();
+                    }
                     Asks::Answer => {
                         let idle = u64::try_from(idle_since.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         req.answer_after_idle(&drv.sm, idle);
@@ -106,6 +116,28 @@ fn sweep_now(drv: &mut SimDriver, what: Requested, on_event: &mut dyn FnMut(&SmE
         !light && matches!(ev, SmEvent::SubnetUp(_))
     });
     Ok(())
+}
+
+/// A maintenance control ([`SideQuery::change`]) applied on the simulated fabric, which then
+/// runs through what follows, if anything does: the sweep it brings (sweeping let go, or a
+/// port's Set answered), to its report (at most [`RELOAD_SWEEP_LIMIT_NS`] of virtual time);
+/// with sweeping held there is none, and the Set it queued gets [`LIGHT_SWEEP_LIMIT_NS`].
+fn change_now<Q: SideQuery>(
+    drv: &mut SimDriver,
+    req: &Q,
+    on_event: &mut dyn FnMut(&SmEvent),
+) -> crate::daemon::side_queries::Changed {
+    let changed = req.change(&mut drv.sm);
+    if !changed.follows {
+        return changed;
+    }
+    let held = drv.sm.sweeping_held_since().is_some();
+    let limit = drv.now().saturating_add(if held { LIGHT_SWEEP_LIMIT_NS } else { RELOAD_SWEEP_LIMIT_NS });
+    drv.run_until(limit, |ev| {
+        on_event(ev);
+        matches!(ev, SmEvent::SubnetUp(_))
+    });
+    changed
 }
 
 /// How much virtual time a light sweep asked for is given on the simulated fabric (its reads

@@ -489,6 +489,16 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 let done = self.sm.request_sweep(what);
                 req.reply(sweep_answer(what, done));
             }
+            Asks::Change => {
+                self.sm.set_clock(self.now());
+                let changed = req.change(&mut self.sm);
+                if changed.disabled_ports
+                    && let Some(p) = &self.opts.guid2lid
+                {
+                    crate::daemon::state::record_disabled_ports(p, &self.sm);
+                }
+                req.reply(changed.answer);
+            }
             Asks::Answer => {
                 self.sm.set_clock(self.now());
                 req.answer(&self.sm);

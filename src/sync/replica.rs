@@ -29,12 +29,21 @@ pub enum Section {
     Services = 5,
     /// Event subscriptions.
     Informs = 6,
+    /// The ports an operator disabled (`ibsm port disable`).
+    DisabledPorts = 7,
 }
 
 impl Section {
     /// Every section, in id order.
-    pub const ALL: [Section; 6] =
-        [Section::Guid2Lid, Section::MKeys, Section::PKeys, Section::Groups, Section::Services, Section::Informs];
+    pub const ALL: [Section; 7] = [
+        Section::Guid2Lid,
+        Section::MKeys,
+        Section::PKeys,
+        Section::Groups,
+        Section::Services,
+        Section::Informs,
+        Section::DisabledPorts,
+    ];
 
     /// The section with id `id`.
     pub fn from_id(id: u8) -> Option<Section> {
@@ -55,6 +64,7 @@ impl Section {
             Section::Groups => "multicast",
             Section::Services => "services",
             Section::Informs => "informs",
+            Section::DisabledPorts => "disabled_ports",
         }
     }
 }
@@ -78,6 +88,8 @@ pub struct Replica {
     pub services: Vec<(ServiceRecord, Option<u64>)>,
     /// Event subscriptions.
     pub informs: Vec<Subscription>,
+    /// Ports an operator disabled: (node GUID, port).
+    pub disabled_ports: Vec<(Guid, u8)>,
 }
 
 /// A section's bytes do not decode.
@@ -220,6 +232,13 @@ impl Replica {
                     w.u8(u8::from(s.trusted));
                 }
             }
+            Section::DisabledPorts => {
+                w.count(self.disabled_ports.len());
+                for (g, p) in &self.disabled_ports {
+                    w.u64(g.0);
+                    w.u8(*p);
+                }
+            }
         }
         w.0
     }
@@ -288,6 +307,11 @@ impl Replica {
                     })
                     .collect::<Result<_, DecodeError>>()?;
             }
+            Section::DisabledPorts => {
+                let n = r.count(9)?;
+                next.disabled_ports =
+                    (0..n).map(|_| Ok((Guid(r.u64()?), r.u8()?))).collect::<Result<_, DecodeError>>()?;
+            }
         }
         r.end()?;
         *self = next;
@@ -332,6 +356,7 @@ mod tests {
                 enum_: 3,
                 trusted: true,
             }],
+            disabled_ports: vec![(Guid(0x20), 3), (Guid(0x21), 1)],
         }
     }
 
@@ -368,11 +393,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(id in 1u8..=6, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn arbitrary_bytes_never_panic(id in 1u8..=7, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let mut r = Replica::default();
             if let Some(s) = Section::from_id(id) {
                 // Sections of plain integers encode back to the bytes they decoded from.
-                let exact = matches!(s, Section::Guid2Lid | Section::MKeys | Section::PKeys);
+                let exact = matches!(s, Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts);
                 if r.decode(s, &bytes).is_ok() && exact {
                     prop_assert_eq!(r.encode(s), bytes);
                 }

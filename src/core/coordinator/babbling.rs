@@ -1,9 +1,10 @@
 //! The coordinator's side of the babbling-port policy ([`crate::core::babbling::Babbling`]): a
 //! trap is counted for the port it names, a port past the limit has the end of its cable nearer
 //! to the SM disabled (PortState Down, PortPhysicalState Disabled), and at the end of the
-//! back-off the same port is set to Polling so that the link trains again. The answers to those
-//! Sets are not taken into the subnet: the switch's trap 128 for the link's change brings the
-//! sweep that reads it (a quick sweep drops the lost cable; a link come up brings a heavy one). Only a master acts; the policy is off unless `babbling-port-policy` is on.
+//! back-off the same port is set to Polling so that the link trains again. Those Sets are
+//! toggles, as `ibsm port disable|enable` sends them: their answers are not taken into the
+//! subnet, and a heavy sweep follows each (the switch's trap 128 for the link's change may be
+//! lost). Only a master acts; the policy is off unless `babbling-port-policy` is on.
 
 use ibsm_mad::attrs::{Notice, NoticeDetails, PhysPortState, PortState};
 use ibsm_mad::{Lid, PortNum};
@@ -100,7 +101,7 @@ impl Sm {
         if !n.is_switch() {
             self.cfg.m_key.apply(rec.guid, &mut set);
         }
-        let req = Req::SetPortInfo { node: idx, port, info: Box::new(set), step: PortStep::Link };
+        let req = Req::SetPortInfo { node: idx, port, info: Box::new(set), step: PortStep::Toggle };
         self.tx.push(Request::sweep(n.path_for(port), req));
         true
     }

@@ -131,6 +131,7 @@ impl Sm {
                     after.partition_enforcement_inbound = inbound;
                     after.partition_enforcement_outbound = outbound;
                 }
+                let disabling = self.maintenance.keep_disabled(n.info.node_guid, port, &info, &mut after);
                 let mut peer_state = None;
                 if p > 0
                     && rec.is_linked()
@@ -154,6 +155,7 @@ impl Sm {
                     // does (one SMP instead of two); the arming pass skips it then.
                     let mut step = PortStep::Configure;
                     if info.port_state == PortState::Init
+                        && !disabling
                         && matches!(peer_state, Some(PortState::Init | PortState::Armed | PortState::Active))
                     {
                         after.port_state = PortState::Armed;
@@ -202,6 +204,11 @@ impl Sm {
                     continue;
                 }
                 let port = PortNum(u8::try_from(p).unwrap_or(u8::MAX));
+                // A link an operator disabled (at either end) is going down: not brought up.
+                let far = rec.remote.and_then(|(rn, rp)| Some((self.subnet.node(rn)?.info.node_guid, rp)));
+                if self.port_disabled(n.info.node_guid, port) || far.is_some_and(|(g, fp)| self.port_disabled(g, fp)) {
+                    continue;
+                }
                 let mut want = port_info_set(&info);
                 want.port_state = to;
                 if !n.is_switch() {
@@ -224,12 +231,16 @@ impl Sm {
         (node, port, step): (NodeIdx, PortNum, PortStep),
         outcome: &Outcome,
     ) {
+        if step == PortStep::Toggle {
+            self.toggle_answered(request, outcome);
+            return;
+        }
         let reply = match outcome {
             Outcome::Reply { status, data } => PortInfo::parse(data).ok().map(|pi| (*status, pi)),
             Outcome::Timeout => None,
         };
         let target = match step {
-            PortStep::Configure | PortStep::Link => None,
+            PortStep::Configure | PortStep::Toggle => None,
             PortStep::Arm => Some(PortState::Armed),
             PortStep::Activate => Some(PortState::Active),
         };
@@ -249,9 +260,6 @@ impl Sm {
             return;
         }
         let Some((_, pi)) = reply else { return };
-        if step == PortStep::Link {
-            return; // the trap the link's change raises brings the sweep that reads it
-        }
         self.sweep.port_stepped(step);
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
         if let (Req::SetPortInfo { info: sent, .. }, Some(t), Some(n)) =

@@ -166,13 +166,15 @@ impl Sm {
         if port.0 == 0 && self.subnet.node(node).is_some_and(crate::core::state::Node::is_switch) {
             self.distrust_if_other_master(node, pi.master_sm_lid);
         }
+        let disabled = self.subnet.node(node).is_some_and(|n| self.port_disabled(n.info.node_guid, port));
         let Some(n) = self.subnet.nodes.get_mut(node) else { return };
         let is_switch = n.is_switch();
         let path = n.path;
         let Some(rec) = n.port_mut(port) else { return };
         rec.info = Some(pi);
-        // Explore further out of linked switch ports, and out of the SM's own CA port.
-        let may_explore = if is_switch { port.0 >= 1 } else { local == Some((node, port)) };
+        // Explore further out of linked switch ports, and out of the SM's own CA port; never
+        // through a port an operator disabled (a sweep disables it again).
+        let may_explore = !disabled && if is_switch { port.0 >= 1 } else { local == Some((node, port)) };
         if may_explore
             && rec.is_linked()
             && rec.remote.is_none()

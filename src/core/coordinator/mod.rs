@@ -16,6 +16,8 @@
 //!   Active walk (not yet a component: its state is still fields of `Sm`).
 //! - [`discovery`]: each discovery answer fed into the subnet being built and to the
 //!   components that learn from it ([`super::discovery`] owns what exploration keeps).
+//! - [`maintenance`]: an operator's hold on sweeping and the ports disabled: which sweeps a
+//!   hold stops, the Sets queued and the sweep after them.
 //! - [`mastership`]: acting on the election's answers (stand by, take over, hand over, poll,
 //!   nudge) and answering SMInfo on the SM's own port ([`super::election`] owns the rules).
 //! - [`perf_sweeps`]: when the performance manager may send and start a PM sweep, and stopping
@@ -29,6 +31,7 @@
 pub(super) mod babbling;
 pub(super) mod bringup;
 pub(super) mod discovery;
+pub(super) mod maintenance;
 pub(super) mod mastership;
 pub(super) mod perf_sweeps;
 pub(super) mod reconfig;

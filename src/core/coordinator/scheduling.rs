@@ -62,7 +62,11 @@ impl Sm {
 
     /// Acts on an acknowledged trap from `from` (its Notice, when it parsed): the trap book
     /// decides, what it answers is queued here.
-    pub(in crate::core) fn act_on_trap(&mut self, from: Lid, notice: Option<&ibsm_mad::attrs::Notice>) -> traps::TrapAction {
+    pub(in crate::core) fn act_on_trap(
+        &mut self,
+        from: Lid,
+        notice: Option<&ibsm_mad::attrs::Notice>,
+    ) -> traps::TrapAction {
         let cx = traps::Ctx {
             now: self.now,
             acting: matches!(self.state, SmState::Master | SmState::Discovering),
@@ -104,6 +108,9 @@ impl Sm {
         if !self.light.take_due(self.now) || self.state != SmState::Master || self.phase != SweepPhase::Up {
             return;
         }
+        if self.sweeping_held() {
+            return; // the release's heavy sweep schedules the next one
+        }
         let reads = self.light.start(&self.subnet, self.election.found(), self.port_guid, self.cfg.sm_key);
         if reads.is_empty() {
             self.schedule_light();
@@ -130,6 +137,9 @@ impl Sm {
     /// a quick sweep of them when one is possible (a master, no sweep running, a completed
     /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
     pub(in crate::core) fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
+        if self.sweeping_held() {
+            return;
+        }
         let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.sa.snapshot().is_some())
             .then(|| quick::Quick::reads(&self.subnet, switches))
             .flatten();
@@ -196,6 +206,9 @@ impl Sm {
     /// should (see `schedule` for when, [`sweep::Sweep::repairable`] for which sweeps).
     pub(in crate::core) fn repair_timer(&mut self) {
         if self.phase != SweepPhase::Up || !self.schedule.take_repair(self.now) || self.state != SmState::Master {
+            return;
+        }
+        if self.sweeping_held() {
             return;
         }
         self.begin_sweep(schedule::SweepKind::Repair);

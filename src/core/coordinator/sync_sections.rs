@@ -1,6 +1,7 @@
 //! The coordinator's side of replication ([`crate::core::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
-//! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions) and goes back to at
+//! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions,
+//! the ports an operator disabled) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
@@ -31,6 +32,7 @@ impl Sm {
                     Section::Guid2Lid => r.guid2lid = self.guid2lid.iter().collect(),
                     Section::MKeys => (r.mkeys, r.neighbors) = self.mkeys.replica(),
                     Section::PKeys => r.pkeys = self.partitions.written_layouts(),
+                    Section::DisabledPorts => r.disabled_ports = self.maintenance.disabled().iter().copied().collect(),
                     Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
                 }
                 (section, r.encode(section))
@@ -140,6 +142,7 @@ impl Sm {
                 Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
                 Section::MKeys => self.mkeys.adopt(&r.mkeys, &r.neighbors),
                 Section::PKeys => self.partitions.adopt_written(r.pkeys.iter().cloned()),
+                Section::DisabledPorts => self.maintenance.set_disabled(r.disabled_ports.iter().copied()),
                 Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
             }
         }

@@ -398,9 +398,13 @@ mod tests {
     #[test]
     fn totals_add_differences_and_restart_after_a_clear() {
         let mut b = PortBook::default();
-        assert_eq!(b.absorb(10, &reading(&[(Counter::SymbolErrors, 5), (Counter::XmitData, 100)]), Wide::TRAFFIC, 4), None);
+        assert_eq!(
+            b.absorb(10, &reading(&[(Counter::SymbolErrors, 5), (Counter::XmitData, 100)]), Wide::TRAFFIC, 4),
+            None
+        );
         assert_eq!(b.totals.get(Counter::SymbolErrors), 5);
-        let i = b.absorb(20, &reading(&[(Counter::SymbolErrors, 8), (Counter::XmitData, 150)]), Wide::TRAFFIC, 4).unwrap();
+        let i =
+            b.absorb(20, &reading(&[(Counter::SymbolErrors, 8), (Counter::XmitData, 150)]), Wide::TRAFFIC, 4).unwrap();
         assert_eq!((i.delta.get(Counter::SymbolErrors), i.delta.get(Counter::XmitData), i.len_ns), (3, 50, 10));
         // Someone cleared the symbol errors: what it reads now is what it added.
         b.absorb(30, &reading(&[(Counter::SymbolErrors, 2), (Counter::XmitData, 150)]), Wide::TRAFFIC, 4);

@@ -97,7 +97,12 @@ impl FakePma {
 }
 
 fn switch(guid: u64, lid: u16, ports: u8) -> Target {
-    Target { node: Guid(guid), desc: format!("sw{guid}"), switch: true, ports: (1..=ports).map(|p| (p, Lid(lid))).collect() }
+    Target {
+        node: Guid(guid),
+        desc: format!("sw{guid}"),
+        switch: true,
+        ports: (1..=ports).map(|p| (p, Lid(lid))).collect(),
+    }
 }
 
 /// Runs a PM sweep to its end: sends as the window allows, answers them in sending order.

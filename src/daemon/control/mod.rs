@@ -14,12 +14,16 @@
 //! `{"subnet_lst":"..."}`, OpenSM's `opensm-subnet.lst` of the last sweep (built on a thread,
 //! counted among the `routes` answers' places); `{"query":"counters"}` (with `"errors":true`
 //! and/or `"top":N`) answers a [`CountersAnswer`], the performance manager's figures, without
-//! sending a MAD. Anything else (malformed JSON, an
+//! sending a MAD. Maintenance, applied to the core by the
+//! transport ([`maintenance`]): `{"query":"sweeping","on":false}` holds sweeping and
+//! `"on":true` lets it go, answered with [`SweepingAnswer`];
+//! `{"query":"port","action":"disable"|"enable","node":"0x...|LID|description","port":N}`
+//! (`"force":true` to disable the only link to a node) answers [`PortToggledAnswer`]. Anything else (malformed JSON, an
 //! unknown query or field, a line over 4 KiB, a client too slow to send its line) gets
 //! `{"error":"..."}`.
 //!
 //! Who may ask what: the queries that change something (`reload`, `sweep`, `reroute`,
-//! `log-level`: [`Query::changes`]) are taken only from root or the SM's own user (the
+//! `log-level`, `sweeping`, `port`: [`Query::changes`]) are taken only from root or the SM's own user (the
 //! peer's credentials, `SO_PEERCRED`); the others from anyone who can open the socket, which
 //! is the SM's user alone (mode 0600), or also the group given by `--control-group` (mode
 //! 0660): read-only access for an operators' group.
@@ -34,6 +38,7 @@
 //! the SM's loop.
 
 mod counters;
+pub mod maintenance;
 mod port_report;
 mod server;
 mod status;
@@ -52,11 +57,13 @@ use crate::daemon::side_queries::Asks;
 use crate::routes::live::LiveRoutes;
 
 pub use counters::{CountersAnswer, PerfSweepJson, PortCountersJson, Selection, counters};
+pub use maintenance::{PortToggledAnswer, SweepingAnswer};
 pub use port_report::{Neighbor, NodeLine, PortKey, PortLine, PortReport};
 pub use server::{ControlServer, group_id, may_change};
 pub use status::{
-    BlockedNodeJson, MKeyStatus, MKeyViolation, MasterStatus, PortErrorsJson, Problems, QuarantinedGuid, RefusedPort, Status,
-    SweepStatus, SyncPeerStatus, SyncStatusJson, TrapStatus, UnhealthyPort, UnroutedLid, status, status_after_idle,
+    BlockedNodeJson, DisabledPortStatus, MKeyStatus, MKeyViolation, MasterStatus, PortErrorsJson, Problems,
+    QuarantinedGuid, RefusedPort, Status, SweepStatus, SweepingStatus, SyncPeerStatus, SyncStatusJson, TrapStatus,
+    UnhealthyPort, UnroutedLid, status, status_after_idle,
 };
 
 /// The socket's file name inside the state directory, when `--control` is not given.
@@ -92,6 +99,20 @@ pub enum Query {
     SubnetLst,
     /// The performance manager's port counters ([`CountersAnswer`]).
     Counters(Selection),
+    /// Sweeping on (`true`: let go) or off (held) ([`SweepingAnswer`]); carried out by the
+    /// transport, which runs the core.
+    Sweeping(bool),
+    /// A port disabled or enabled ([`PortToggledAnswer`]); carried out by the transport.
+    PortAdmin {
+        /// `true`: enable; `false`: disable.
+        enable: bool,
+        /// The node: a GUID (`0x...`), a LID, or its NodeDescription.
+        node: String,
+        /// The port number.
+        port: u8,
+        /// Disable even the only link to a node.
+        force: bool,
+    },
 }
 
 /// The answer to `sweep` and `reroute`.
@@ -135,12 +156,17 @@ impl Query {
             Query::Port(PortKey::Guid(_)) => "guid",
             Query::SubnetLst => "subnet-lst",
             Query::Counters(_) => "counters",
+            Query::Sweeping(_) => "sweeping",
+            Query::PortAdmin { .. } => "port",
         }
     }
 
     /// Whether it changes something (only root and the SM's own user may ask it).
     pub const fn changes(&self) -> bool {
-        matches!(self, Query::Reload | Query::Sweep(_) | Query::LogLevel { .. })
+        matches!(
+            self,
+            Query::Reload | Query::Sweep(_) | Query::LogLevel { .. } | Query::Sweeping(_) | Query::PortAdmin { .. }
+        )
     }
 
     /// The request line for this query (without the newline).
@@ -165,6 +191,15 @@ impl Query {
                     v["top"] = n.into();
                 }
             }
+            Query::Sweeping(on) => v["on"] = (*on).into(),
+            Query::PortAdmin { enable, node, port, force } => {
+                v["action"] = if *enable { "enable" } else { "disable" }.into();
+                v["node"] = node.as_str().into();
+                v["port"] = (*port).into();
+                if *force {
+                    v["force"] = true.into();
+                }
+            }
             _ => {}
         }
         v.to_string()
@@ -183,10 +218,16 @@ struct RequestLine {
     guid: Option<String>,
     errors: Option<bool>,
     top: Option<usize>,
+    on: Option<bool>,
+    action: Option<String>,
+    node: Option<String>,
+    port: Option<u8>,
+    force: Option<bool>,
 }
 
 /// The queries, for the error that names them.
-const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst, counters";
+const QUERIES: &str =
+    "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst, counters, sweeping, port";
 
 /// Parses one request line.
 ///
@@ -195,18 +236,22 @@ const QUERIES: &str = "routes, status, reload, sweep, reroute, log-level, lid, g
 pub fn parse_request(line: &str) -> Result<Query, String> {
     let req: RequestLine = serde_json::from_str(line.trim())
         .map_err(|e| format!("expected one line of JSON such as {{\"query\":\"status\"}}: {e}"))?;
-    let RequestLine { query, kind, level, target, lid, guid, errors, top } = req;
+    let RequestLine { query, kind, level, target, lid, guid, errors, top, on, action, node, port, force } = req;
     // Each query takes its own fields and no other.
     let given = [("kind", kind.is_some()), ("level", level.is_some()), ("target", target.is_some())]
         .into_iter()
-        .chain([("lid", lid.is_some()), ("guid", guid.is_some())])
-        .chain([("errors", errors.is_some()), ("top", top.is_some())]);
+        .chain([("lid", lid.is_some()), ("guid", guid.is_some()), ("on", on.is_some())])
+        .chain([("errors", errors.is_some()), ("top", top.is_some())])
+        .chain([("action", action.is_some()), ("node", node.is_some()), ("port", port.is_some())])
+        .chain([("force", force.is_some())]);
     let allowed: &[&str] = match query.as_str() {
         "sweep" => &["kind"],
         "log-level" => &["level", "target"],
         "lid" => &["lid"],
         "guid" => &["guid"],
         "counters" => &["errors", "top"],
+        "sweeping" => &["on"],
+        "port" => &["action", "node", "port", "force"],
         _ => &[],
     };
     if let Some((field, _)) = given.clone().find(|(f, set)| *set && !allowed.contains(f)) {
@@ -237,6 +282,18 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
             let text = guid.ok_or("guid needs a \"guid\"")?;
             parse_guid(&text).map(|g| Query::Port(PortKey::Guid(g)))
         }
+        "sweeping" => on.map(Query::Sweeping).ok_or_else(|| "sweeping needs \"on\": true or false".to_owned()),
+        "port" => {
+            let enable = match action.as_deref() {
+                Some("enable") => true,
+                Some("disable") => false,
+                Some(a) => return Err(format!("unknown port action {a:?}; expected \"disable\" or \"enable\"")),
+                None => return Err("port needs an \"action\"".to_owned()),
+            };
+            let node = node.filter(|n| !n.trim().is_empty()).ok_or("port needs a \"node\"")?;
+            let port = port.ok_or("port needs a \"port\"")?;
+            Ok(Query::PortAdmin { enable, node, port, force: force.unwrap_or(false) })
+        }
         other => Err(format!("unknown query {other:?}; expected one of {QUERIES}")),
     }
 }
@@ -266,7 +323,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             Some(snap) => Ok(subnet_lst_line(&snap)),
             None => return error_line("the SM has not completed a sweep yet"),
         },
-        Query::Reload | Query::Sweep(_) => {
+        Query::Reload | Query::Sweep(_) | Query::Sweeping(_) | Query::PortAdmin { .. } => {
             return error_line("this is carried out by the transport, not answered from the SM's getters");
         }
         Query::Metrics => return crate::daemon::metrics::render(sm),
@@ -428,8 +485,12 @@ impl crate::daemon::side_queries::SideQuery for Pending {
         match self.query {
             Query::Reload => Asks::Reload,
             Query::Sweep(what) => Asks::Sweep(what),
+            Query::Sweeping(_) | Query::PortAdmin { .. } => Asks::Change,
             _ => Asks::Answer,
         }
+    }
+    fn change(&self, sm: &mut Sm) -> crate::daemon::side_queries::Changed {
+        maintenance::change(sm, &self.query)
     }
     fn reply(self, answer: String) {
         Pending::reply(self, answer);
@@ -492,6 +553,11 @@ mod tests {
             Query::LogLevel { level: "trace".into(), target: Some("ibsm::core".into()) },
             Query::Port(PortKey::Lid(ibsm_mad::Lid(12))),
             Query::Port(PortKey::Guid(ibsm_mad::Guid(0x0002_c903_0000_1234))),
+            Query::Sweeping(false),
+            Query::Sweeping(true),
+            Query::PortAdmin { enable: false, node: "leaf-0".into(), port: 3, force: false },
+            Query::PortAdmin { enable: true, node: "0x2000000000000".into(), port: 1, force: false },
+            Query::PortAdmin { enable: false, node: "7".into(), port: 2, force: true },
         ];
         for q in queries {
             assert_eq!(parse_request(&q.request_line()), Ok(q.clone()), "{}", q.request_line());
@@ -510,10 +576,18 @@ mod tests {
             ("{\"query\":\"lid\",\"lid\":70000}", "one line of JSON"),
             ("{\"query\":\"guid\",\"guid\":\"0x1234567890abcdef0\"}", "up to 16 hex digits"),
             ("{\"query\":\"guid\",\"guid\":\"0xzz\"}", "GUID"),
+            ("{\"query\":\"sweeping\"}", "needs \"on\""),
+            ("{\"query\":\"sweeping\",\"on\":true,\"port\":1}", "takes no field \"port\""),
+            ("{\"query\":\"port\",\"action\":\"bounce\",\"node\":\"x\",\"port\":1}", "unknown port action"),
+            ("{\"query\":\"port\",\"action\":\"disable\",\"port\":1}", "needs a \"node\""),
+            ("{\"query\":\"port\",\"action\":\"disable\",\"node\":\"x\"}", "needs a \"port\""),
+            ("{\"query\":\"port\",\"action\":\"disable\",\"node\":\"x\",\"port\":256}", "one line of JSON"),
         ] {
             assert!(parse_request(bad).unwrap_err().contains(why), "{bad}");
         }
         assert!(Query::Reload.changes() && Query::Sweep(Requested::Light).changes());
+        assert!(Query::Sweeping(true).changes());
+        assert!(Query::PortAdmin { enable: true, node: "x".into(), port: 1, force: false }.changes());
         assert!(!Query::Status.changes() && !Query::Port(PortKey::Lid(ibsm_mad::Lid(1))).changes());
     }
 

@@ -34,10 +34,41 @@ pub struct Status {
     /// Traps: received by number, how they were handled, ports reported unhealthy.
     #[serde(default)]
     pub traps: TrapStatus,
+    /// Whether an operator holds sweeping (`ibsm sweeping off`), and since when.
+    #[serde(default)]
+    pub sweeping: SweepingStatus,
+    /// The ports an operator disabled (`ibsm port disable`).
+    #[serde(default)]
+    pub disabled_ports: Vec<DisabledPortStatus>,
     /// What an operator should look at: unrouted LIDs, unhealthy ports, nodes that blocked the
     /// last sweep, linked ports not active.
     #[serde(default)]
     pub problems: Problems,
+}
+
+/// Sweeping in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SweepingStatus {
+    /// An operator holds sweeping: this SM, as master, starts no sweep.
+    pub held: bool,
+    /// For how long, ms, as of this answer.
+    pub held_for_ms: Option<u64>,
+    /// Since when, seconds since the Unix epoch (the answer's time less `held_for_ms`).
+    pub held_since_unix_s: Option<u64>,
+}
+
+/// A port an operator disabled, in the `status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisabledPortStatus {
+    /// Its node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// Its node's NodeDescription (empty when the SM does not see the node).
+    pub desc: String,
+    /// The port.
+    pub port: u8,
+    /// Its physical state as last read (`Disabled` once the Set took; `unknown` when the SM
+    /// does not see the node).
+    pub phys: String,
 }
 
 /// The `problems` of the `status` answer (all empty or 0 on a healthy fabric).
@@ -387,10 +418,45 @@ pub fn status_after_idle(sm: &Sm, idle_ns: u64) -> Status {
                     .collect(),
             }
         },
+        sweeping: sweeping(sm, idle_ns),
+        disabled_ports: disabled_ports(sm),
         problems: Problems::default(),
     };
     st.problems = problems(sm, &st);
     st
+}
+
+/// Sweeping held or not, and since when.
+fn sweeping(sm: &Sm, idle_ns: u64) -> SweepingStatus {
+    let Some(since) = sm.sweeping_held_since() else { return SweepingStatus::default() };
+    let held_for_ms = sm.now().saturating_sub(since).saturating_add(idle_ns) / 1_000_000;
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    SweepingStatus {
+        held: true,
+        held_for_ms: Some(held_for_ms),
+        held_since_unix_s: Some(now_s.saturating_sub(held_for_ms / 1000)),
+    }
+}
+
+/// The disabled ports, with what the SM last read of each.
+fn disabled_ports(sm: &Sm) -> Vec<DisabledPortStatus> {
+    let subnet = sm.subnet();
+    sm.disabled_ports()
+        .iter()
+        .map(|&(g, p)| {
+            let node = subnet.by_guid.get(&g).and_then(|&i| subnet.node(i));
+            let phys = node
+                .and_then(|n| n.port(ibsm_mad::PortNum(p)))
+                .and_then(|r| r.info)
+                .map_or_else(|| "unknown".to_owned(), |i| format!("{:?}", i.port_physical_state));
+            DisabledPortStatus {
+                node: format!("{:#018x}", g.0),
+                desc: node.map(|n| n.desc.clone()).unwrap_or_default(),
+                port: p,
+                phys,
+            }
+        })
+        .collect()
 }
 
 /// The `problems` of a status: from the last snapshot, the traps and the last report.

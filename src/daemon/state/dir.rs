@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use super::{GUID2LID, GUID2MKEY, MKEY_SECRET, NEIGHBORS, PKEYS, StateError};
+use super::{DISABLED_PORTS, GUID2LID, GUID2MKEY, MKEY_SECRET, NEIGHBORS, PKEYS, StateError};
 
 /// File name of the lock inside the state directory.
 pub const LOCK: &str = "ibsm.lock";
@@ -66,7 +66,7 @@ impl StateDir {
         file.set_len(0).map_err(io(&path))?;
         file.rewind().map_err(io(&path))?;
         writeln!(file, "{}", std::process::id()).map_err(io(&path))?;
-        for name in [GUID2LID, PKEYS, GUID2MKEY, NEIGHBORS, MKEY_SECRET] {
+        for name in [GUID2LID, PKEYS, GUID2MKEY, NEIGHBORS, DISABLED_PORTS, MKEY_SECRET] {
             refuse_symlink(&dir.join(name))?;
         }
         Ok(StateDir { path: dir.to_owned(), _lock: file })

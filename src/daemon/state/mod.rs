@@ -1,6 +1,6 @@
 //! The SM's state directory: persisted tables (`guid2lid`, the P_Key table layouts `pkeys`,
-//! the M_Keys ports hold `guid2mkey`, the neighbour map `neighbors`) and the M_Key secret
-//! `mkey-secret`, read at start and written atomically (temporary file, fsync, rename,
+//! the M_Keys ports hold `guid2mkey`, the neighbour map `neighbors`, the ports an operator
+//! disabled `disabled-ports` ([`disabled_ports`])) and the M_Key secret `mkey-secret`, read at start and written atomically (temporary file, fsync, rename,
 //! directory fsync) so that a crash never leaves a torn file behind. [`dir`] holds the
 //! directory (one SM at a time, no state file kept as a symbolic link).
 //!
@@ -23,8 +23,10 @@ use crate::core::lids::Guid2Lid;
 use crate::core::mkeys::MKeySecret;
 
 pub mod dir;
+pub mod disabled_ports;
 
 pub use dir::{LOCK, StateDir};
+pub use disabled_ports::{DISABLED_PORTS, load_disabled_ports, save_disabled_ports};
 
 /// File name of the GUID-to-LID table inside the state directory (OpenSM's name and format).
 pub const GUID2LID: &str = "guid2lid";
@@ -390,7 +392,7 @@ pub fn save_after_sweep(guid2lid: &Path, sm: &Sm) -> Result<(), StateError> {
 }
 
 /// The state files after a sweep, rendered (`guid2lid` and the files beside it: `pkeys`,
-/// `guid2mkey`, `neighbors`), to be written now ([`StateFiles::write`]) or by a
+/// `guid2mkey`, `neighbors`, `disabled-ports`), to be written now ([`StateFiles::write`]) or by a
 /// [`StateWriter`].
 pub fn after_sweep_files(guid2lid: &Path, sm: &Sm) -> StateFiles {
     StateFiles {
@@ -399,7 +401,17 @@ pub fn after_sweep_files(guid2lid: &Path, sm: &Sm) -> StateFiles {
             (guid2lid.with_file_name(PKEYS), pkeys_text(sm.pkey_layout()), 0o644),
             (guid2lid.with_file_name(GUID2MKEY), guid2mkey_text(sm.mkeys_held()), 0o600),
             (guid2lid.with_file_name(NEIGHBORS), neighbors_text(sm.mkey_neighbors()), 0o644),
+            (guid2lid.with_file_name(DISABLED_PORTS), disabled_ports::text(sm.disabled_ports()), 0o644),
         ],
+    }
+}
+
+/// Writes `disabled-ports` beside `guid2lid` now (the list changed between sweeps); a failure
+/// is logged (`state-write-failed`) and the SM goes on: the next sweep writes it again.
+pub fn record_disabled_ports(guid2lid: &Path, sm: &Sm) {
+    let path = guid2lid.with_file_name(DISABLED_PORTS);
+    if let Err(e) = save_disabled_ports(&path, sm.disabled_ports()) {
+        tracing::error!(error_id = "state-write-failed", err = %e, "could not record the disabled ports");
     }
 }
 
