@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::{Attribute, DrPath, Guid};
-use ibsm_routing::Routes;
+use ibsm_routing::{Lft, Routes};
 
 use super::lft::block_of;
 use super::state::{Node, NodeIdx, Subnet};
@@ -144,29 +144,51 @@ impl Programming {
     /// 1, ...): a switch's agent serves one SMP at a time, so the window is spread over many
     /// switches instead of waiting on one. A switch carried from the last sweep (it did not
     /// answer) keeps what it holds.
+    ///
+    /// The comparison runs switch by switch, each table against what its switch holds in
+    /// memory order (going block by block across 2,880 tables of 48 K LIDs each touched another
+    /// table at every step), and builds a block only where it differs; the blocks that differ
+    /// are then put in block order (a counting sort, switches in their order within a block).
     pub(crate) fn lft_sets(&self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
-        // Each switch's node, what it holds and its table, looked up once.
-        let switches: Vec<_> = (switch_nodes.iter().zip(&routes.tables))
-            .filter_map(|(&node, table)| {
-                let n = subnet.node(node).filter(|n| !n.carried)?;
-                Some((node, n.path, self.lfts.get(&n.info.node_guid), table))
-            })
-            .collect();
+        // Each switch's node, route and table, and which of its blocks differ: (block, switch).
+        let mut switches = Vec::with_capacity(switch_nodes.len());
+        let mut differ: Vec<(u32, usize)> = Vec::new();
         let mut plan = LftPlan::default();
-        for block in 0..=last {
-            for &(node, path, held, table) in &switches {
-                if block > u32::from(table.top()) / 64 {
-                    continue;
-                }
-                let want = block_of(table, block);
-                if held.and_then(|h| h.get(block)) == Some(&want) {
+        for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
+            let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
+            let held = self.lfts.get(&n.info.node_guid);
+            let at = switches.len();
+            switches.push((node, n.path, table));
+            for block in 0..=u32::from(table.top()) / 64 {
+                if held.and_then(|h| h.get(block)).is_some_and(|h| holds(h, table, block)) {
                     plan.unchanged += 1;
-                    continue;
+                } else {
+                    differ.push((block, at));
                 }
-                plan.sets.push(Request::sweep(path, Req::SetLft { node, block, table: Box::new(want) }));
             }
         }
+        // Block by block: where each block's Sets start, then each in its place.
+        let mut next = vec![0usize; last as usize + 1];
+        for &(block, _) in &differ {
+            next[block as usize] += 1;
+        }
+        let mut sum = 0;
+        for slot in &mut next {
+            (*slot, sum) = (sum, sum + *slot);
+        }
+        let mut ordered = vec![(0u32, 0usize); differ.len()];
+        for &(block, at) in &differ {
+            ordered[next[block as usize]] = (block, at);
+            next[block as usize] += 1;
+        }
+        plan.sets = ordered
+            .iter()
+            .filter_map(|&(block, at)| {
+                let &(node, path, table) = switches.get(at)?;
+                Some(Request::sweep(path, Req::SetLft { node, block, table: Box::new(block_of(table, block)) }))
+            })
+            .collect();
         plan
     }
 
@@ -199,6 +221,15 @@ impl Programming {
     pub fn mft_blocks_sent(&self) -> u64 {
         self.mft_blocks_sent
     }
+}
+
+/// `held` is block `block` of `table` (entries past the table unrouted), as
+/// [`block_of`] would build it.
+fn holds(held: &LinearForwardingTable, table: &Lft, block: u32) -> bool {
+    let start = block as usize * LinearForwardingTable::ENTRIES;
+    let want = table.ports.get(start..).unwrap_or(&[]);
+    let n = want.len().min(LinearForwardingTable::ENTRIES);
+    held.ports[..n] == want[..n] && held.ports[n..].iter().all(|&p| p == LinearForwardingTable::UNROUTED)
 }
 
 #[cfg(test)]
@@ -284,5 +315,59 @@ mod tests {
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 0));
         p.mft_written();
         assert_eq!(p.mft_blocks_sent(), 1);
+    }
+
+    #[test]
+    fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
+        // Two switches with tables of three blocks (LIDs 0..=150) and one (LIDs 0..=10).
+        let mk = |top: u16, port: u8| {
+            let mut t = Lft::unrouted(top);
+            for p in &mut t.ports {
+                *p = PortNum(port);
+            }
+            t
+        };
+        let routes = Routes { tables: [mk(150, 1), mk(10, 2), mk(150, 3)].into_iter().map(std::sync::Arc::new).collect() };
+        let mut s = fabric(150);
+        let first = s.nodes[1].clone();
+        for guid in [0x21, 0x22] {
+            let mut n = first.clone();
+            n.info.node_guid = Guid(guid);
+            s.nodes.push(n);
+        }
+        let switches = [1, 4, 5];
+        let mut p = Programming::default();
+        // Switch 0x20 holds block 1 already, 0x22 holds block 0 and a block 2 that differs
+        // only past LID 150 (where the table is unrouted).
+        let emit = |t: &Lft, block: u32| {
+            let mut data = [0u8; 64];
+            block_of(t, block).emit(&mut data);
+            data
+        };
+        p.lft_written(&s.nodes[1], 1, &emit(&*routes.tables[0], 1));
+        p.lft_written(&s.nodes[5], 0, &emit(&*routes.tables[2], 0));
+        let mut wrong = block_of(&routes.tables[2], 2);
+        wrong.ports[63] = PortNum(3);
+        let mut data = [0u8; 64];
+        wrong.emit(&mut data);
+        p.lft_written(&s.nodes[5], 2, &data);
+        let plan = p.lft_sets(&s, &switches, &routes);
+        let sets: Vec<(NodeIdx, u32, PortNum)> = plan
+            .sets
+            .iter()
+            .filter_map(|r| match &r.req {
+                Req::SetLft { node, block, table } => Some((*node, *block, table.ports[0])),
+                _ => None,
+            })
+            .collect();
+        let (a, b, c) = (PortNum(1), PortNum(2), PortNum(3));
+        assert_eq!(sets, [(1, 0, a), (4, 0, b), (5, 1, c), (1, 2, a), (5, 2, c)]);
+        assert_eq!(plan.unchanged, 2);
+        // Past the table's end a block is unrouted.
+        let Req::SetLft { table, .. } = &plan.sets[4].req else { panic!("a Set") };
+        assert_eq!(table.ports[150 - 128], c);
+        assert_eq!(table.ports[150 - 128 + 1], LinearForwardingTable::UNROUTED);
+        // Switch 0x21 has one block: none past it.
+        assert!(!sets.iter().any(|&(n, b, _)| n == 4 && b > 0));
     }
 }
