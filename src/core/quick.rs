@@ -5,12 +5,16 @@
 //! straight to routing (a repair of the last tables) and the LFT blocks that change: no
 //! rediscovery of the fabric, no LID or port configuration. Anything else (a port come up, a
 //! node cut off, a read that fails, a node kept from an earlier sweep) falls back to a heavy
-//! sweep. Both ends' switches get their PortStateChange cleared.
+//! sweep. A switch's PortStateChange is cleared first and its ports are read once the clear is
+//! answered (one round trip more): a port that changes after its read sets the flag again, for
+//! the light sweep to find (cleared after the reads, such a change would be lost when its trap
+//! is: suppressed, dropped, or routed over the cable just cut).
 //!
-//! Owns [`Quick`], a quick sweep in progress: the reads to send ([`Quick::reads`]), the answers
-//! so far, and the verdict on them ([`Quick::judge`]), which updates the subnet it is given
-//! (the lost cables dropped, the directed routes worked out again) and answers with values
-//! ([`Judged`]: the verdict, the SMPs to queue, the cables lost). Whether a quick sweep may start
+//! Owns [`Quick`], a quick sweep in progress: the clears to send first and the reads they hold
+//! back ([`Quick::start`], [`Quick::cleared`]), the answers so far, and the verdict on them
+//! ([`Quick::judge`]), which updates the subnet it is given (the lost cables dropped, the
+//! directed routes worked out again) and answers with values ([`Judged`]: the verdict, the
+//! SMPs to queue, the cables lost). Whether a quick sweep may start
 //! (a master, no sweep running, a completed sweep before), the pipeline after it (routing,
 //! programming, the report: the heavy sweep's) and the cabling check of the lost cables are the
 //! coordinator's (`Sm`, in `scheduling.rs`); this file reaches into nothing of it.
@@ -21,11 +25,13 @@ use ibsm_mad::attrs::{PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, DrPath, Guid, PortNum};
 
 use super::state::{NodeIdx, Subnet};
-use super::transactions::{Op, Outcome, Req, Request};
+use super::transactions::{Outcome, Req, Request};
 
 /// A quick sweep in progress: the ports read so far.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Quick {
+    /// Reads held until the clear of their switch's PortStateChange is answered.
+    held: Vec<(NodeIdx, Vec<Request>)>,
     /// (switch, port, what it says now; `None`: no answer).
     reads: Vec<(NodeIdx, PortNum, Option<PortInfo>)>,
     /// Second round: the far ends of the lost cables were asked whether they are alive (a
@@ -54,9 +60,6 @@ pub(crate) type Cable = ((Guid, u8), (Guid, u8));
 pub(crate) struct Judged {
     /// What the reads showed.
     pub verdict: Verdict,
-    /// Writes that clear PortStateChange on the switches read: in the sweep's book when it goes
-    /// on, on the side when nothing changed.
-    pub clears: Vec<Request>,
     /// Reads of the lost cables' far ends, by their new routes: one try each (a far end that
     /// does not answer at once sends us to a heavy sweep).
     pub far_ends: Vec<Request>,
@@ -69,7 +72,7 @@ pub(crate) struct Judged {
 impl Judged {
     /// A heavy sweep, nothing to queue.
     pub fn heavy() -> Judged {
-        Judged { verdict: Verdict::Heavy, clears: Vec::new(), far_ends: Vec::new(), lost: Vec::new(), next: None }
+        Judged { verdict: Verdict::Heavy, far_ends: Vec::new(), lost: Vec::new(), next: None }
     }
 }
 
@@ -96,6 +99,35 @@ impl Quick {
             }
         }
         Some(reads)
+    }
+
+    /// A quick sweep of `switches` in `subnet` (see [`Quick::reads`]) and the SMPs to send now:
+    /// the write clearing PortStateChange of each switch whose SwitchInfo the model holds (its
+    /// reads held until [`Quick::cleared`]), the reads of any other at once.
+    pub fn start(subnet: &Subnet, switches: &[NodeIdx]) -> Option<(Quick, Vec<Request>)> {
+        let mut reads = Quick::reads(subnet, switches)?;
+        let mut quick = Quick::default();
+        let mut now = Vec::new();
+        for &s in switches {
+            let Some(clear) = clear(subnet, s) else { continue };
+            if quick.held.iter().any(|h| h.0 == s) {
+                continue;
+            }
+            let (mine, rest) =
+                reads.into_iter().partition(|r| matches!(r.req, Req::CheckPortInfo { node, .. } if node == s));
+            reads = rest;
+            quick.held.push((s, mine));
+            now.push(clear);
+        }
+        now.extend(reads);
+        Some((quick, now))
+    }
+
+    /// The write clearing `node`'s PortStateChange was answered (or failed: its ports are read
+    /// all the same, and a flag left set brings a quick sweep later): the reads it held.
+    pub fn cleared(&mut self, node: NodeIdx) -> Vec<Request> {
+        let Some(i) = self.held.iter().position(|h| h.0 == node) else { return Vec::new() };
+        self.held.swap_remove(i).1
     }
 
     /// A PortInfo read came back (or failed).
@@ -132,7 +164,7 @@ impl Quick {
             }
         }
         if lost.is_empty() {
-            return Judged { verdict: Verdict::Nothing, clears: clears(subnet, &read, Op::Light), ..Judged::heavy() };
+            return Judged { verdict: Verdict::Nothing, ..Judged::heavy() };
         }
         let mut far = Vec::new();
         let mut cables = Vec::new();
@@ -162,12 +194,7 @@ impl Quick {
             return Judged { lost: cables, ..Judged::heavy() };
         }
         // By the new routes: the old one of a switch may have crossed a lost cable.
-        let mut judged = Judged {
-            verdict: Verdict::Route,
-            clears: clears(subnet, &read, Op::Sweep),
-            lost: cables,
-            ..Judged::heavy()
-        };
+        let mut judged = Judged { verdict: Verdict::Route, lost: cables, ..Judged::heavy() };
         // Ask each far end (by its new route) before writing to it.
         far.retain(|f| !read.contains(&f.0));
         for (n, p) in far {
@@ -179,24 +206,18 @@ impl Quick {
         }
         if !judged.far_ends.is_empty() {
             judged.verdict = Verdict::Wait;
-            judged.next = Some(Quick { reads: Vec::new(), far_ends: true });
+            judged.next = Some(Quick { far_ends: true, ..Quick::default() });
         }
         judged
     }
 }
 
-/// Writes clearing PortStateChange on `switches` (a write of 1 clears it), in `op`'s book.
-fn clears(subnet: &Subnet, switches: &[NodeIdx], op: Op) -> Vec<Request> {
-    let mut out = Vec::new();
-    for &s in switches {
-        if let Some(n) = subnet.node(s)
-            && let Some(si) = n.switch_info
-        {
-            let info = SwitchInfo { port_state_change: true, ..si };
-            out.push(Request { path: n.path, req: Req::SetSwitchInfo { node: s, info }, op });
-        }
-    }
-    out
+/// The write clearing switch `s`'s PortStateChange (a write of 1 clears it), in the sweep's
+/// book; `None` when the model holds no SwitchInfo of it to write back.
+fn clear(subnet: &Subnet, s: NodeIdx) -> Option<Request> {
+    let n = subnet.node(s)?;
+    let info = SwitchInfo { port_state_change: true, ..n.switch_info? };
+    Some(Request::sweep(n.path, Req::SetSwitchInfo { node: s, info }))
 }
 
 /// Directed routes again, breadth-first from the SM's node over the links that remain;
@@ -266,6 +287,7 @@ mod tests {
 
     use super::*;
     use crate::core::testing::{add, node, star};
+    use crate::core::transactions::Op;
 
     fn answer(state: PortState) -> Outcome {
         let mut data = [0u8; 64];
@@ -323,15 +345,30 @@ mod tests {
     }
 
     #[test]
-    fn nothing_changed_clears_port_state_change_on_the_side() {
+    fn port_state_change_is_cleared_before_the_ports_are_read() {
+        let mut s = two_switches();
+        s.nodes[2].switch_info = None;
+        // A (its SwitchInfo known): the clear alone, its reads held; B (none known): read at once.
+        let (mut q, now) = Quick::start(&s, &[1, 2]).unwrap();
+        assert_eq!(now.len(), 1 + 6);
+        assert!(matches!(now[0].req, Req::SetSwitchInfo { node: 1, info } if info.port_state_change));
+        assert_eq!((now[0].op, now[0].path), (Op::Sweep, s.nodes[1].path));
+        assert!(now[1..].iter().all(|r| matches!(r.req, Req::CheckPortInfo { node: 2, .. })));
+        assert!(q.cleared(2).is_empty(), "no clear of B");
+        let held = q.cleared(1);
+        assert_eq!(held.len(), 6);
+        assert!(held.iter().all(|r| matches!(r.req, Req::CheckPortInfo { node: 1, .. }) && r.op == Op::Sweep));
+        assert!(q.cleared(1).is_empty(), "released once");
+        assert_eq!(Quick::start(&s, &[0]), None, "a CA");
+    }
+
+    #[test]
+    fn nothing_changed_leaves_the_model_untouched() {
         let mut s = star(0x102, 0x103);
         s.nodes[1].switch_info = Some(SwitchInfo::default());
         let before = s.clone();
         let j = read_switch(&s, &[]).judge(&mut s);
         assert_eq!((j.verdict, j.lost.len(), j.far_ends.len(), j.next.is_none()), (Verdict::Nothing, 0, 0, true));
-        assert_eq!(j.clears.len(), 1);
-        assert_eq!(j.clears[0].op, Op::Light);
-        assert!(matches!(j.clears[0].req, Req::SetSwitchInfo { node: 1, info } if info.port_state_change));
         assert_eq!(s.nodes, before.nodes, "the model is untouched");
     }
 
@@ -347,7 +384,7 @@ mod tests {
         let j = read_switch(&s, &[(3, answer(PortState::Down))]).judge(&mut s);
         assert_eq!(j.verdict, Verdict::Heavy);
         assert_eq!(j.lost, vec![((Guid(0x20), 3), (Guid(0x103), 1))]);
-        assert!(j.clears.is_empty() && j.far_ends.is_empty());
+        assert!(j.far_ends.is_empty());
         assert_eq!(s.nodes[1].ports[3].remote, None, "dropped from the model, both ends");
         assert_eq!(s.nodes[3].ports[1].remote, None);
     }
@@ -368,8 +405,6 @@ mod tests {
         assert_eq!(s.nodes[2].path, via5);
         assert_eq!(s.nodes[3].path, via5.push(3).unwrap());
         assert_eq!(s.nodes[3].ports[1].path, Some(via5.push(3).unwrap()));
-        assert_eq!(j.clears.len(), 1, "A, read, in the sweep's book");
-        assert_eq!(j.clears[0].op, Op::Sweep);
         assert_eq!(j.far_ends.len(), 1);
         assert_eq!(
             (j.far_ends[0].req.clone(), j.far_ends[0].path),
@@ -398,7 +433,7 @@ mod tests {
             q.on_read(n, PortNum(p), &answer(state));
         }
         let j = q.judge(&mut s);
-        assert_eq!((j.verdict, j.far_ends.len(), j.clears.len()), (Verdict::Route, 0, 2));
+        assert_eq!((j.verdict, j.far_ends.len()), (Verdict::Route, 0));
         assert_eq!(j.lost, vec![((Guid(0x20), 4), (Guid(0x30), 1))], "one cable, seen from both ends");
     }
 }

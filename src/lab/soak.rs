@@ -347,6 +347,43 @@ mod tests {
     }
 
     #[test]
+    fn a_cable_cut_during_a_quick_sweep_is_seen() {
+        // edge-6's host cable h24 flapped twice: four trap 128s, so its sixth within the
+        // duplicate window is suppressed (a flapping switch's traps are not trusted; its
+        // PortStateChange is). A fifth, h25's cable cut at 1000 ms, brings a quick sweep of edge-6
+        // (its reads at about 1001.0-1001.1 ms); a sixth, h26's cable cut, its trap suppressed,
+        // is moved across that quick sweep 2 us apart. Only edge-6's PortStateChange tells of it:
+        // cleared after the ports were read, it lost a cut made after its port's read.
+        let t = k8();
+        let mut failed = Vec::new();
+        let cuts: Vec<u64> = (9_000_990..=9_001_150).step_by(2).collect();
+        for &cut in &cuts {
+            let text = format!(
+                "1s link-down edge-6[1]\n3s link-up edge-6[1]\n5s link-down edge-6[1]\n7s link-up edge-6[1]\n\
+                 9000ms link-down edge-6[6]\n{cut}us link-down edge-6[3]\n9500ms settle\n"
+            );
+            let steps = parse_script(&text, &t).expect("parses");
+            let sim = ibsm_sim::fabric::SimConfig { seed: 7, ..Default::default() };
+            let mut h = up(&t, sim, &SmConfig::default(), 0, ComputeTime::Virtual).expect("comes up");
+            let t0 = h.now();
+            for st in &steps {
+                run_to(&mut h, t0 + st.at_ns, &mut |_, _| {});
+                apply(&mut h, &SmConfig::default(), st.action);
+            }
+            run_to(&mut h, t0 + 29_500_000_000, &mut |_, _| {});
+            let subnet = h.sms[0].sm.subnet();
+            let edge = subnet.nodes.iter().find(|n| n.desc.contains("edge-6")).expect("edge-6 in the model");
+            let linked: Vec<u8> = (1..=8)
+                .filter(|&p| edge.port(ibsm_mad::PortNum(p)).is_some_and(crate::core::state::PortRecord::is_linked))
+                .collect();
+            if linked != [1, 2, 4, 5, 7, 8] {
+                failed.push(format!("second cut at {cut} us: edge-6 ports linked in the model: {linked:?}"));
+            }
+        }
+        assert!(failed.is_empty(), "{} of {} cuts not seen:\n{}", failed.len(), cuts.len(), failed.join("\n"));
+    }
+
+    #[test]
     fn light_sweeps_on_a_quiet_fabric_write_nothing() {
         let t = k8();
         let mut drv = SimDriver::new(&t, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("sim");

@@ -285,9 +285,11 @@ impl Sm {
             }
             _ => self.fail(request, outcome),
         }
-        // Discovery's clear of PortStateChange: the switch's ports are read now.
+        // Discovery's or a quick sweep's clear of PortStateChange: the switch's ports are read
+        // now.
         if self.discovery.cleared(node) {
             self.feed_port_reads();
         }
+        self.quick_cleared(node);
     }
 }

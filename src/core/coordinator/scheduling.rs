@@ -135,20 +135,22 @@ impl Sm {
 
     /// Looks into `switches` (a light sweep saw their PortStateChange, or traps named them):
     /// a quick sweep of them when one is possible (a master, no sweep running, a completed
-    /// sweep before, and [`quick::Quick::reads`] agrees), else a heavy sweep.
+    /// sweep before, and [`quick::Quick::start`] agrees), else a heavy sweep. Their
+    /// PortStateChange clears go first; each switch's reads follow its clear's answer
+    /// ([`Sm::quick_cleared`]).
     pub(in crate::core) fn quick_or_heavy(&mut self, switches: &[NodeIdx]) {
         if self.sweeping_held() {
             return;
         }
-        let reads = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.sa.snapshot().is_some())
-            .then(|| quick::Quick::reads(&self.subnet, switches))
+        let start = (self.state == SmState::Master && self.phase == SweepPhase::Up && self.sa.snapshot().is_some())
+            .then(|| quick::Quick::start(&self.subnet, switches))
             .flatten();
-        let Some(reads) = reads else {
+        let Some((quick, reads)) = start else {
             self.start_sweep(self.now);
             return;
         };
         self.begin_sweep(schedule::SweepKind::Quick);
-        self.quick = Some(quick::Quick::default());
+        self.quick = Some(quick);
         self.enter(SweepPhase::Discovering);
         for &s in switches {
             if let Some(n) = self.subnet.node(s) {
@@ -169,9 +171,6 @@ impl Sm {
             let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &judged.lost);
             self.events.extend(event);
         }
-        for r in judged.clears {
-            self.tx.push(r);
-        }
         for r in judged.far_ends {
             self.tx.push_with_retries(r, 0);
         }
@@ -184,8 +183,8 @@ impl Sm {
             }
             quick::Verdict::Wait => true,
             quick::Verdict::Nothing => {
-                // The PortStateChange clears go out; the last sweep's report stands. Traps that
-                // came meanwhile are looked into as after any sweep.
+                // The last sweep's report stands. Traps that came meanwhile are looked into as
+                // after any sweep.
                 self.enter(SweepPhase::Up);
                 self.schedule_light();
                 let by_guid = &self.subnet.by_guid;
@@ -196,6 +195,16 @@ impl Sm {
                 self.enter(SweepPhase::Up);
                 self.start_sweep(self.now);
                 false
+            }
+        }
+    }
+
+    /// A quick sweep's clear of `node`'s PortStateChange was answered (or failed): its
+    /// ports are read now.
+    pub(in crate::core) fn quick_cleared(&mut self, node: NodeIdx) {
+        if let Some(q) = self.quick.as_mut() {
+            for r in q.cleared(node) {
+                self.tx.push(r);
             }
         }
     }
