@@ -93,7 +93,9 @@ fn a_babbling_port_is_disabled_for_the_back_off_then_enabled_and_comes_back() {
     let disabled: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            SmEvent::BabblingPort { node, port, babbler, traps, disabled: true } => Some((*node, *port, *babbler, *traps)),
+            SmEvent::BabblingPort { node, port, babbler, traps, disabled: true } => {
+                Some((*node, *port, *babbler, *traps))
+            }
             _ => None,
         })
         .collect();
@@ -110,7 +112,10 @@ fn a_babbling_port_is_disabled_for_the_back_off_then_enabled_and_comes_back() {
     assert_eq!(st.problems.babbling_ports[0].port, at.1.0);
     assert!(st.problems.count() >= 1);
     let text = ibsm::daemon::metrics::render(&drv.sm);
-    assert!(text.contains("ibsm_babbling_ports 1\n") && text.contains("ibsm_babbling_ports_disabled_total 1\n"), "{text}");
+    assert!(
+        text.contains("ibsm_babbling_ports 1\n") && text.contains("ibsm_babbling_ports_disabled_total 1\n"),
+        "{text}"
+    );
     // After the back-off: enabled, the link trains, the sweep its trap brings makes it Active.
     let mut enabled = false;
     drv.run_until(drv.now() + 8 * SEC, |e| {

@@ -125,9 +125,17 @@ fn a_cable_with_errors_is_flagged_within_two_intervals_and_nothing_else() {
         let (pm_pkts, pm_words) = (book.totals.get(Counter::XmitPkts), book.totals.get(Counter::XmitData));
         assert!(pm_pkts > 0 && pm_words == 72 * pm_pkts, "{node}[{port}]: {pm_pkts} packets, {pm_words} words");
         let bound = 4 * books.len() as u64 + 64;
-        assert!(sim.xmit_pkts >= pm_pkts && sim.xmit_pkts - pm_pkts <= bound, "{node}[{port}]: {} vs {pm_pkts}", sim.xmit_pkts);
+        assert!(
+            sim.xmit_pkts >= pm_pkts && sim.xmit_pkts - pm_pkts <= bound,
+            "{node}[{port}]: {} vs {pm_pkts}",
+            sim.xmit_pkts
+        );
         let pm_rcv = book.totals.get(Counter::RcvPkts);
-        assert!(sim.rcv_pkts >= pm_rcv && sim.rcv_pkts - pm_rcv <= bound, "{node}[{port}]: {} vs {pm_rcv}", sim.rcv_pkts);
+        assert!(
+            sim.rcv_pkts >= pm_rcv && sim.rcv_pkts - pm_rcv <= bound,
+            "{node}[{port}]: {} vs {pm_rcv}",
+            sim.rcv_pkts
+        );
     }
     // Both ends counted 20 a second for the 20 s (less the last event's distance to the end).
     assert!(errors_seen >= 2 * 20 * 19, "{errors_seen}");

@@ -147,10 +147,9 @@ fn forced_link_speed_and_width_are_written_to_every_linked_port_once() {
     assert_eq!(drv.fabric.stats().port_info_sets, before, "forced once, not at every sweep");
     // 0 leaves the ports' own masks; the default (15, 255 without 2X support) writes nothing to
     // ports whose enabled sets are their supported ones.
-    for ports in [
-        PortConfig { force_link_speed: 0, force_link_width: 0, ..PortConfig::default() },
-        PortConfig::default(),
-    ] {
+    for ports in
+        [PortConfig { force_link_speed: 0, force_link_width: 0, ..PortConfig::default() }, PortConfig::default()]
+    {
         let (mut drv, _) = up(ports, SimConfig { seed: 7, ..SimConfig::default() });
         for (kind, port, _, pi) in read_back(&mut drv) {
             assert_eq!((pi.link_speed_enabled.0, pi.link_width_enabled.0), (7, 3), "{kind:?} port {port}");

@@ -10,9 +10,7 @@ mod common;
 
 use common::{Fixture, header_round_trip};
 use ibsm_mad::header::{Method, MgmtClass};
-use ibsm_mad::perf::{
-    CounterSelect, PERF_DATA_OFFSET, PerfMad, PmCapabilities, PortCounters, PortCountersExtended,
-};
+use ibsm_mad::perf::{CounterSelect, PERF_DATA_OFFSET, PerfMad, PmCapabilities, PortCounters, PortCountersExtended};
 use ibsm_mad::records::ClassPortInfo;
 use ibsm_mad::{Attribute, ids};
 

@@ -54,8 +54,8 @@
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
 //! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
 
-pub mod checks;
 pub mod babbling;
+pub mod checks;
 mod config;
 mod coordinator;
 mod discovery;
@@ -91,12 +91,12 @@ use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
-pub use port_settings::PortConfig;
 pub use coordinator::reconfig::Reconfigured;
 pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};
 pub use io::{Address, Grh, MadSource, Transmit, TransmitKind};
 pub use lids::{Guid2Lid, Guid2LidError, Guid2LidErrorKind};
+pub use port_settings::PortConfig;
 pub use qos::QosSetting;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;

@@ -310,8 +310,7 @@ fn write(cfg: &PortConfig, t: &Target, info: &mut PortInfo, only: Kept) {
         && t.port.0 != 0
         && both_ext
         && ext != 0
-        && (ext != LinkSpeedExtMask::SET_TO_SUPPORTED.0
-            || info.link_speed_ext_enabled != info.link_speed_ext_supported)
+        && (ext != LinkSpeedExtMask::SET_TO_SUPPORTED.0 || info.link_speed_ext_enabled != info.link_speed_ext_supported)
     {
         info.link_speed_ext_enabled = LinkSpeedExtMask(ext);
     }

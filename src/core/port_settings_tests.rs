@@ -1,4 +1,6 @@
-use ibsm_mad::attrs::{CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo};
+use ibsm_mad::attrs::{
+    CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo,
+};
 use ibsm_mad::{Guid, PortNum};
 
 use super::{Peer, PortConfig, PortSettings, Target};
@@ -98,7 +100,8 @@ fn the_defaults_change_nothing_on_a_port_that_has_them_and_write_supported_sets_
 
 #[test]
 fn forced_speeds_and_widths_follow_opensms_conditions() {
-    let cfg = PortConfig { force_link_speed: 1, force_link_speed_ext: 30, force_link_width: 2, ..PortConfig::default() };
+    let cfg =
+        PortConfig { force_link_speed: 1, force_link_speed_ext: 30, force_link_width: 2, ..PortConfig::default() };
     let t = target(NodeType::Ca, 1, Some(true));
     let f = applied(&cfg, &t, fresh());
     assert_eq!((f.link_speed_enabled.0, f.link_speed_ext_enabled.0, f.link_width_enabled.0), (1, 30, 2));
@@ -113,7 +116,8 @@ fn forced_speeds_and_widths_follow_opensms_conditions() {
     with_2x.caps2 = CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED;
     assert_eq!(applied(&two_x, &with_2x, fresh()).link_width_enabled.0, 0x12);
     // 0: left alone.
-    let zero = PortConfig { force_link_speed: 0, force_link_speed_ext: 0, force_link_width: 0, ..PortConfig::default() };
+    let zero =
+        PortConfig { force_link_speed: 0, force_link_speed_ext: 0, force_link_width: 0, ..PortConfig::default() };
     let mut narrow = fresh();
     narrow.link_width_supported = LinkWidthMask(0x0b);
     let z = applied(&zero, &t, narrow);

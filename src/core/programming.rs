@@ -327,7 +327,8 @@ mod tests {
             }
             t
         };
-        let routes = Routes { tables: [mk(150, 1), mk(10, 2), mk(150, 3)].into_iter().map(std::sync::Arc::new).collect() };
+        let routes =
+            Routes { tables: [mk(150, 1), mk(10, 2), mk(150, 3)].into_iter().map(std::sync::Arc::new).collect() };
         let mut s = fabric(150);
         let first = s.nodes[1].clone();
         for guid in [0x21, 0x22] {

@@ -310,7 +310,9 @@ pub fn allowed(key: &str) -> String {
         "force-link-speed-ext" => {
             "0 (leave as is), 1..=15 (a set of 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR), 30 (disable) or 31 (as supported)"
         }
-        "force-link-width" => "0 (leave as is), 1..=31 (a set of 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X) or 255 (as supported)",
+        "force-link-width" => {
+            "0 (leave as is), 1..=31 (a set of 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X) or 255 (as supported)"
+        }
         "routing-engine" => {
             return format!(
                 "an engine name or a list of engine names, each one of {}",
@@ -707,8 +709,12 @@ impl ConfigFile {
             babbling: crate::core::babbling::BabblingConfig {
                 enabled: self.babbling_port_policy.unwrap_or(d.babbling.enabled),
                 max_traps: self.babbling_port_traps.unwrap_or(d.babbling.max_traps),
-                window_ns: self.babbling_port_window_s.map_or(d.babbling.window_ns, |s| s.saturating_mul(1_000_000_000)),
-                backoff_ns: self.babbling_port_backoff_s.map_or(d.babbling.backoff_ns, |s| s.saturating_mul(1_000_000_000)),
+                window_ns: self
+                    .babbling_port_window_s
+                    .map_or(d.babbling.window_ns, |s| s.saturating_mul(1_000_000_000)),
+                backoff_ns: self
+                    .babbling_port_backoff_s
+                    .map_or(d.babbling.backoff_ns, |s| s.saturating_mul(1_000_000_000)),
             },
             routing_engine: self.routing_engine.as_ref().map_or(d.routing_engine, EngineList::names),
             resweep_interval_ns: match self.resweep_interval_s {
@@ -973,7 +979,9 @@ mod tests {
         assert_eq!((b.enabled, b.max_traps, b.window_ns, b.backoff_ns), (true, 10, 2_000_000_000, 30_000_000_000));
         assert!(!ConfigFile::default().sm_config().babbling.enabled, "off by default");
         assert!(ConfigFile::parse("babbling-port-traps = 0", "b.toml").is_err());
-        for ok in ["force-link-speed = 15", "force-link-speed-ext = 31", "force-link-width = 255", "force-link-width = 0"] {
+        for ok in
+            ["force-link-speed = 15", "force-link-speed-ext = 31", "force-link-width = 255", "force-link-width = 0"]
+        {
             assert!(ConfigFile::parse(ok, "ok.toml").is_ok(), "{ok}");
         }
     }

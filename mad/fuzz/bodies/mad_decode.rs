@@ -4,11 +4,11 @@
 //! parses again, unchanged, from its own emitted bytes. The same bytes taken as a PerfMgt MAD
 //! must give PortCounters and PortCountersExtended that round-trip through emit/parse.
 
-use ibsm_mad::decode::{Decoded, decode};
-use ibsm_mad::sa::SaHeader;
-use ibsm_mad::perf::{PerfMad, PortCounters, PortCountersExtended};
-use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::Attribute;
+use ibsm_mad::decode::{Decoded, decode};
+use ibsm_mad::perf::{PerfMad, PortCounters, PortCountersExtended};
+use ibsm_mad::sa::SaHeader;
+use ibsm_mad::smp::SmpRepr;
 
 /// Decodes `data` and checks the round trips; panics when a check fails.
 pub fn check(data: &[u8]) {

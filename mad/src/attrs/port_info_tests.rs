@@ -208,7 +208,10 @@ fn xdr_fields_sit_in_byte_56() {
     }
     // The other fields of the ibsim packet are untouched.
     let plain = PortInfo::parse(&IBSIM_HCA_ACTIVE).unwrap();
-    assert_eq!(PortInfo { link_speed_ext_active2: 0, link_speed_ext_supported2: 0, link_speed_ext_enabled2: 0, ..p }, plain);
+    assert_eq!(
+        PortInfo { link_speed_ext_active2: 0, link_speed_ext_supported2: 0, link_speed_ext_enabled2: 0, ..p },
+        plain
+    );
     assert_eq!(SM_SUPPORTS_EXTENDED_SPEEDS, 0x8000_0000);
 }
 
