@@ -13,21 +13,7 @@ use support::daemon::Daemon;
 #[test]
 fn counters_of_a_running_sm_in_every_form() {
     let dir = tmp_dir("counters");
-    let sock = dir.join("sock");
-    let state = dir.join("state");
-    let mut sm = Daemon::start(
-        &[
-            "run",
-            "--sim",
-            "examples/fabrics/fat-tree-2l-k4.net",
-            "--state-dir",
-            state.to_str().expect("utf-8"),
-            "--control",
-            sock.to_str().expect("utf-8"),
-        ],
-        None,
-        &[],
-    );
+    let (mut sm, sock) = Daemon::start_sim(&dir, "examples/fabrics/fat-tree-2l-k4.net");
     sm.wait_up(&sock, Duration::from_secs(60));
     let s = sock.to_str().expect("utf-8");
     // The first PM sweep follows the bring-up: poll until it is in, within a deadline.

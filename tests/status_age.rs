@@ -11,21 +11,7 @@ use support::daemon::{Daemon, status};
 #[test]
 fn the_last_sweeps_age_grows_with_the_wall_clock_on_the_simulator() {
     let dir = tmp_dir("status-age");
-    let sock = dir.join("sock");
-    let state = dir.join("state");
-    let mut sm = Daemon::start(
-        &[
-            "run",
-            "--sim",
-            "examples/fabrics/fat-tree-2l-k4.net",
-            "--state-dir",
-            state.to_str().expect("utf-8"),
-            "--control",
-            sock.to_str().expect("utf-8"),
-        ],
-        None,
-        &[],
-    );
+    let (mut sm, sock) = Daemon::start_sim(&dir, "examples/fabrics/fat-tree-2l-k4.net");
     let first = sm.wait_up(&sock, Duration::from_secs(60));
     let age = |v: &serde_json::Value| v["last_sweep"]["age_ms"].as_u64().expect("age_ms");
     let asked = Instant::now();

@@ -116,7 +116,7 @@ fn ports(m: &mut Scrape, sm: &Sm) {
     let errors = chosen
         .iter()
         .flat_map(|(k, b)| {
-            Counter::ERRORS.into_iter().filter(|&c| c != Counter::XmitWait && b.totals.get(c) > 0).map(move |c| {
+            Counter::ERRORS.iter().copied().filter(|&c| c != Counter::XmitWait && b.totals.get(c) > 0).map(move |c| {
                 let mut l = labels(k);
                 l.push(("counter", c.name().to_owned()));
                 (l, b.totals.get(c))

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,16 @@ impl Daemon {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ibsm"));
         cmd.args(args).current_dir(root()).envs(env.iter().copied());
         Daemon::spawn(&mut cmd, stderr)
+    }
+
+    /// Starts `ibsm run --sim FABRIC` with its state directory (`state`) and control socket
+    /// (`sock`) in `dir`; the daemon and the socket's path.
+    pub fn start_sim(dir: &Path, fabric: &str) -> (Daemon, PathBuf) {
+        let sock = dir.join("sock");
+        let state = dir.join("state");
+        let (st, so) = (state.to_str().expect("utf-8"), sock.to_str().expect("utf-8"));
+        let sm = Daemon::start(&["run", "--sim", fabric, "--state-dir", st, "--control", so], None, &[]);
+        (sm, sock)
     }
 
     /// Starts a prepared command (e.g. `Ibsim::command` for an SM under ibsim), stdout

@@ -79,22 +79,9 @@ impl Counter {
         Counter::XmitPkts,
         Counter::RcvPkts,
     ];
-    /// The error counters (what `ibqueryerrors` checks), PortXmitWait included.
-    pub const ERRORS: [Counter; 13] = [
-        Counter::SymbolErrors,
-        Counter::LinkErrorRecovery,
-        Counter::LinkDowned,
-        Counter::RcvErrors,
-        Counter::RcvRemotePhysicalErrors,
-        Counter::RcvSwitchRelayErrors,
-        Counter::XmitDiscards,
-        Counter::XmitConstraintErrors,
-        Counter::RcvConstraintErrors,
-        Counter::LocalLinkIntegrityErrors,
-        Counter::ExcessiveBufferOverrunErrors,
-        Counter::Vl15Dropped,
-        Counter::XmitWait,
-    ];
+    /// The error counters (what `ibqueryerrors` checks), PortXmitWait included: the first 13
+    /// of [`Counter::ALL`].
+    pub const ERRORS: &[Counter] = Counter::ALL.split_at(13).0;
 
     /// Its index in [`Counts`].
     pub const fn index(self) -> usize {
