@@ -145,20 +145,17 @@ fn commands(topo: &Topology, lids: &BTreeMap<u64, u16>) -> Vec<(&'static str, Ve
     };
     // The tables and PortInfo's VL fields on every port.
     for n in &topo.nodes {
-        match n.kind {
-            NodeKind::Switch => {
-                let l = lid(&n.name, 0);
-                for p in 0..=n.num_ports {
-                    for attr in ["sl2vl", "vlarb", "portinfo"] {
-                        out.push(("smpquery", vec![attr.to_owned(), l.clone(), p.to_string()]));
-                    }
+        if n.kind == NodeKind::Switch {
+            let l = lid(&n.name, 0);
+            for p in 0..=n.num_ports {
+                for attr in ["sl2vl", "vlarb", "portinfo"] {
+                    out.push(("smpquery", vec![attr.to_owned(), l.clone(), p.to_string()]));
                 }
             }
-            _ => {
-                let l = lid(&n.name, 1);
-                for attr in ["sl2vl", "vlarb", "portinfo"] {
-                    out.push(("smpquery", vec![attr.to_owned(), l.clone()]));
-                }
+        } else {
+            let l = lid(&n.name, 1);
+            for attr in ["sl2vl", "vlarb", "portinfo"] {
+                out.push(("smpquery", vec![attr.to_owned(), l.clone()]));
             }
         }
     }
@@ -182,7 +179,10 @@ fn commands(topo: &Topology, lids: &BTreeMap<u64, u16>) -> Vec<(&'static str, Ve
             }
         }
         for sw in topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
-            out.push(("saquery", vec!["PR".into(), "--src-to-dst".into(), format!("{}:{}", lid(s, 1), lid(&sw.name, 0))]));
+            out.push((
+                "saquery",
+                vec!["PR".into(), "--src-to-dst".into(), format!("{}:{}", lid(s, 1), lid(&sw.name, 0))],
+            ));
         }
     }
     out
@@ -289,8 +289,11 @@ fn qos_tables_and_path_record_sls_are_those_opensm_sets() {
     if let Some(dir) = std::env::var_os("IBSM_QOS_DUMP") {
         // Both answers in full, to read a difference in its context.
         for (name, answers) in [("opensm.txt", &theirs), ("ibsm.txt", &ours)] {
-            let text: String =
-                answers.iter().flat_map(|(cmd, lines)| std::iter::once(format!("== {cmd}")).chain(lines.iter().cloned())).map(|l| l + "\n").collect();
+            let text: String = answers
+                .iter()
+                .flat_map(|(cmd, lines)| std::iter::once(format!("== {cmd}")).chain(lines.iter().cloned()))
+                .map(|l| l + "\n")
+                .collect();
             std::fs::write(Path::new(&dir).join(name), text).expect("IBSM_QOS_DUMP writable");
         }
     }
