@@ -25,7 +25,7 @@ pub const DEFAULT_SL2VL: &str = "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ClassOptions {
-    /// Data VLs the subnet uses, 1..=15 (`qos_*max_vls`): bounds OperationalVLs.
+    /// Data VLs the subnet uses, 1..=15 (`qos_*max_vls`): checked, bounds nothing (as in OpenSM).
     pub max_vls: Option<u8>,
     /// VLHighLimit 0..=255 (`qos_*high_limit`): 4 KB units of high-priority data before a
     /// low-priority packet may go; 255 = unbounded.

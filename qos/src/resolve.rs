@@ -4,8 +4,10 @@
 //! result with what the ports hold and writes the differences.
 //!
 //! The rules follow OpenSM's QoS manager, so that both SMs leave a fabric in the same state:
-//! - OperationalVLs is the smallest of the port's VLCap, its peer's VLCap and the largest
-//!   encoding whose VL count fits `max-vls`.
+//! - OperationalVLs is the smaller of the port's VLCap and its peer's VLCap. `max-vls` is
+//!   checked but bounds nothing: OpenSM 3.3.23 reads `qos_*max_vls` and leaves OperationalVLs
+//!   to its link manager (seen under ibsim: `qos_swe_max_vls 4` left switch ports at VL0-7;
+//!   `tests/ibsim_qos.rs`).
 //! - A VL in a table is masked to the port's operational VLs (`vl & (count - 1)` with count a
 //!   power of two, 15 VLs masking nothing); SL2VL's VL 15 (drop) is kept.
 //! - A port with one data VL gets no arbitration table and VLHighLimit 0. Otherwise the low and
@@ -123,10 +125,10 @@ fn vl_mask(op_vls: u8) -> u8 {
     ((1u16 << (op - 1)) - 1) as u8
 }
 
-fn op_vls(port: PortView, cfg: &ClassConfig) -> u8 {
+fn op_vls(port: PortView) -> u8 {
     let cap = port.vl_cap.clamp(1, 5);
     let peer = port.peer_vl_cap.map_or(5, |c| c.clamp(1, 5));
-    cap.min(peer).min(encoding_for(cfg.max_vls))
+    cap.min(peer)
 }
 
 fn vlarb_blocks(port: PortView, op: u8, cfg: &ClassConfig) -> Vec<(u16, VlArbitrationTable)> {
@@ -189,7 +191,7 @@ pub fn resolve(options: &QosOptions, nodes: &[NodeView]) -> Result<Vec<NodeQos>,
 }
 
 fn end_port(p: PortView, cfg: &ClassConfig) -> PortQos {
-    let op = op_vls(p, cfg);
+    let op = op_vls(p);
     let (vl_high_limit, vlarb) = arbitration(p, op, cfg);
     let sl2vl = if p.sl_mapping { vec![(0, sl2vl(op, cfg))] } else { Vec::new() };
     PortQos { num: p.num, operational_vls: op, vl_high_limit, vlarb, sl2vl }
@@ -211,11 +213,11 @@ fn switch_ports(node: &NodeView, enhanced_port0: bool, swe: &ClassConfig, sw0: &
             }
             // Port 0 as an output of every input uses the external ports' table, then its own
             // (input 0) the sw0 one, as OpenSM writes them in that order.
-            let op = op_vls(*p, sw0);
+            let op = op_vls(*p);
             let (vl_high_limit, vlarb) = arbitration(*p, op, sw0);
             let mut tables = Vec::new();
             if sl_mapping {
-                let ext = sl2vl(op_vls(*p, swe), swe);
+                let ext = sl2vl(op, swe);
                 tables = inputs.iter().map(|&i| (i, if i == 0 { sl2vl(op, sw0) } else { ext })).collect();
             }
             out.push(PortQos { num: 0, operational_vls: op, vl_high_limit, vlarb, sl2vl: tables });
@@ -224,7 +226,7 @@ fn switch_ports(node: &NodeView, enhanced_port0: bool, swe: &ClassConfig, sw0: &
         if !p.up {
             continue;
         }
-        let op = op_vls(*p, swe);
+        let op = op_vls(*p);
         let (vl_high_limit, vlarb) = arbitration(*p, op, swe);
         let tables = if sl_mapping { inputs.iter().map(|&i| (i, sl2vl(op, swe))).collect() } else { Vec::new() };
         out.push(PortQos { num: p.num, operational_vls: op, vl_high_limit, vlarb, sl2vl: tables });
@@ -269,11 +271,11 @@ mod tests {
     }
 
     #[test]
-    fn max_vls_bounds_operational_vls_and_one_vl_means_no_arbitration() {
+    fn max_vls_leaves_operational_vls_to_the_link_as_opensm_does_and_one_vl_means_no_arbitration() {
         let mut o = opts();
         o.set_opensm("qos_ca_max_vls", "2").unwrap();
         let ca = NodeView { guid: Guid(1), kind: NodeKind::Ca, ports: vec![port(1, 5, None)] };
-        assert_eq!(resolve(&o, &[ca]).unwrap()[0].ports[0].operational_vls, 2);
+        assert_eq!(resolve(&o, &[ca]).unwrap()[0].ports[0].operational_vls, 5, "VLCap 15, no peer: 15 VLs");
         let one = NodeView { guid: Guid(2), kind: NodeKind::Ca, ports: vec![port(1, 1, None)] };
         let p = &resolve(&opts(), &[one]).unwrap()[0].ports[0];
         assert_eq!((p.operational_vls, p.vl_high_limit, p.vlarb.len()), (1, 0, 0));

@@ -9,7 +9,8 @@
 //! ways) and on SL 0, unless a QoS policy is in force: then each pair's record carries the SL of
 //! the QoS level its query matches (`ibsm_qos::QosPolicy::level_for`: service ID, P_Key and
 //! QoS class as asked, the two ends' ports), its MTU and rate capped by the level's limits and
-//! its PacketLifeTime set by the level; a request for another SL gets no record for the pair. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
+//! its PacketLifeTime set by the level; a request for another SL gets no record for the pair, and
+//! a request for an SL that the way back's level does not give gets a record not reversible. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
 //! requester must share a partition with the source and, separately, with the destination (so
 //! an admin host in the default partition gets the paths between two storage servers of a
 //! partition it is not in); the record is under a P_Key the two ends share with one of them a
@@ -160,6 +161,11 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
     let ((sp, slids), (dp, dlids)) = (src, dst);
     let Some(pkey) = snap.shared_pkey(sp, dp, ask.requester, ask.want) else { return true };
     let level = snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (sp, dp)));
+    // With an SL asked for, the way back is a path only if its own level allows that SL (as
+    // OpenSM checks the reverse path with the same request).
+    let back_refused = ask.sl.is_some_and(|sl| {
+        snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (dp, sp))).is_some_and(|l| l.sl != sl)
+    });
     let mut found = 0;
     for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
         if found >= ask.per_pair {
@@ -171,6 +177,7 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         if let Some(level) = level {
             apply_level(&mut rec, level);
         }
+        rec.reversible &= !back_refused;
         if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
             continue;
         }
