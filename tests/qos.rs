@@ -125,6 +125,35 @@ fn the_policy_is_written_to_every_port_and_a_second_sweep_writes_nothing() {
     assert_eq!(drv.sm.qos_tables_sent(), written, "nothing changed, nothing written");
 }
 
+/// `max-op-vls` bounds OperationalVLs with QoS on too, as OpenSM's link manager does (QoS
+/// does not raise it), and the tables stay within the VLs a port runs.
+#[test]
+fn max_op_vls_bounds_operational_vls_with_qos_on() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut cfg = SmConfig { qos: Some(setting("0:0,1:64,2:128,3:192")), ..SmConfig::default() };
+    cfg.ports.max_op_vls = 1;
+    let (mut drv, _) = up(&topo, cfg);
+    let mut linked = 0;
+    for (path, switch, ports) in targets(&topo, &drv) {
+        let nums: Vec<u8> = if switch { (1..=ports).collect() } else { vec![1] };
+        for out in nums {
+            let pi = port_info(&mut drv, &path, out);
+            if pi.port_state == ibsm_mad::attrs::PortState::Down {
+                continue;
+            }
+            assert_eq!(pi.operational_vls, 1, "max-op-vls 1: VL0 only, port {out} of {path:?}");
+            linked += 1;
+            if !switch {
+                // SL2VL maps SL 15 to VL15 (drop), kept; every other SL is masked to VL0.
+                let mut want = [0; 16];
+                want[15] = 15;
+                assert_eq!(sl2vl(&mut drv, &path, 0, 0), want, "one VL: every SL on VL0");
+            }
+        }
+    }
+    assert!(linked > 0);
+}
+
 #[test]
 fn a_changed_setting_rewrites_only_what_changes_and_no_lft() {
     let topo = example("fat-tree-2l-k4.net");

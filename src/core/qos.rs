@@ -46,8 +46,11 @@ pub struct Qos {
     blocks_sent: u64,
 }
 
-/// The QoS view of one node of the subnet.
-fn node_view(subnet: &Subnet, n: &Node) -> NodeView {
+/// The QoS view of one node of the subnet. Each VLCap is bounded by `max_op_vls` (OpenSM's
+/// `max_op_vls`, as the port settings apply it): the link manager, not QoS, decides how many
+/// VLs a port runs, and QoS masks its tables to those.
+fn node_view(subnet: &Subnet, n: &Node, max_op_vls: u8) -> NodeView {
+    let bound = |cap: u8| if cap == 0 { 0 } else { cap.min(max_op_vls.max(1)) };
     let kind = match n.info.node_type {
         NodeType::Switch => NodeKind::Switch { enhanced_port0: n.switch_info.is_some_and(|si| si.enhanced_port0) },
         NodeType::Router => NodeKind::Router,
@@ -65,8 +68,8 @@ fn node_view(subnet: &Subnet, n: &Node) -> NodeView {
         ports.push(PortView {
             num,
             up: num == 0 || info.port_state != PortState::Down,
-            vl_cap: info.vl_cap,
-            peer_vl_cap: peer.map(|p| p.vl_cap),
+            vl_cap: bound(info.vl_cap),
+            peer_vl_cap: peer.map(|p| bound(p.vl_cap)),
             vl_arb_high_cap: info.vl_arbitration_high_cap,
             vl_arb_low_cap: info.vl_arbitration_low_cap,
             sl_mapping: info.capability_mask.contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED),
@@ -76,11 +79,13 @@ fn node_view(subnet: &Subnet, n: &Node) -> NodeView {
 }
 
 impl Qos {
-    /// Resolves `setting` for the subnet (nothing when QoS is off). Returns the warnings.
-    pub fn resolve(&mut self, subnet: &Subnet, setting: Option<&QosSetting>) -> Vec<SmEvent> {
+    /// Resolves `setting` for the subnet (nothing when QoS is off), no port running more than
+    /// `max_op_vls` VLs. Returns the warnings.
+    pub fn resolve(&mut self, subnet: &Subnet, setting: Option<&QosSetting>, max_op_vls: u8) -> Vec<SmEvent> {
         self.resolved.clear();
         let Some(setting) = setting else { return Vec::new() };
-        let views: Vec<NodeView> = subnet.nodes.iter().filter(|n| !n.carried).map(|n| node_view(subnet, n)).collect();
+        let views: Vec<NodeView> =
+            subnet.nodes.iter().filter(|n| !n.carried).map(|n| node_view(subnet, n, max_op_vls)).collect();
         match ibsm_qos::resolve(&setting.options, &views) {
             Ok(nodes) => {
                 self.resolved = nodes.into_iter().map(|n| (n.guid, n)).collect();

@@ -93,7 +93,7 @@ impl Sm {
         }
         let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce);
         self.events.extend(warnings);
-        let warnings = self.qos.resolve(&self.subnet, self.cfg.qos.as_ref());
+        let warnings = self.qos.resolve(&self.subnet, self.cfg.qos.as_ref(), self.cfg.ports.max_op_vls);
         self.events.extend(warnings);
         let sm_lid = self.subnet.local_lid();
         let top = self.max_lid();
