@@ -28,7 +28,10 @@
 //!   blocks back first and writes only those that differ.
 //! - Controls are obeyed only with the right SM_Key: HANDOVER, DISABLE and STANDBY only from the
 //!   master this SM knows (or, for STANDBY, when it knows none, from an SM its sweep found
-//!   master: a standby that writes "master" in its payload is refused), ACKNOWLEDGE only
+//!   master: a standby that writes "master" in its payload is refused; and for HANDOVER, while
+//!   this SM is still discovering, from an SM its sweep found master: a master that finds this
+//!   SM better may hand over before this SM has stood by, as OpenSM does when it reads this
+//!   SM's SMInfo in its own sweep), ACKNOWLEDGE only
 //!   from the standby it handed over to, DISCOVER only from the master and while disabled. "From"
 //!   is where the fabric carried the control from, not the GUID in its payload (the coordinator
 //!   finds the sender's port and passes it in): it must be the port whose GUID the payload names.
@@ -385,21 +388,20 @@ impl Election {
         // writes the master's GUID is refused).
         let key_ok = from.sm_key == my_key && sender == Some(from.guid);
         let from_master = self.master.is_some_and(|m| m.info.guid == from.guid);
+        // Knowing no master yet, an SM this SM's sweep found master.
+        let found_master = || {
+            self.master.is_none()
+                && self.found.iter().any(|f| f.info.guid == from.guid && f.info.sm_state == WireSmState::Master)
+        };
         key_ok
             && match control {
-                control::HANDOVER => state == SmState::Standby && from_master,
+                control::HANDOVER => {
+                    (state == SmState::Standby && from_master) || (state == SmState::Discovering && found_master())
+                }
                 control::ACKNOWLEDGE => self.handed_to.is_some_and(|t| t.info.guid == from.guid),
                 control::DISABLE => from_master,
                 // From a master this SM's sweep found as master, not one that says so now.
-                control::STANDBY => {
-                    from_master
-                        || (self.master.is_none()
-                            && from.sm_state == WireSmState::Master
-                            && self
-                                .found
-                                .iter()
-                                .any(|f| f.info.guid == from.guid && f.info.sm_state == WireSmState::Master))
-                }
+                control::STANDBY => from_master || (from.sm_state == WireSmState::Master && found_master()),
                 control::DISCOVER => self.disabled && from_master,
                 _ => false,
             }
@@ -552,6 +554,16 @@ mod tests {
         // No master watched yet: STANDBY from a master found, nothing else.
         assert!(e.admits(control::STANDBY, &from, sender, SmState::Master, KEY));
         assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Standby, KEY));
+        // HANDOVER from a master found while this SM still discovers (OpenSM hands over as soon
+        // as its sweep reads a better SM), from its own port only; not to a master.
+        assert!(e.admits(control::HANDOVER, &from, sender, SmState::Discovering, KEY));
+        assert!(!e.admits(control::HANDOVER, &from, Some(Guid(0x99)), SmState::Discovering, KEY));
+        assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Discovering, KEY + 1));
+        assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Master, KEY));
+        let standby_found = sm(0x41, 9, WireSmState::Standby, 5);
+        e.add_found(standby_found, KEY, ME);
+        let h = standby_found.info;
+        assert!(!e.admits(control::HANDOVER, &h, Some(h.guid), SmState::Discovering, KEY), "found, not master");
         e.stand_by(master, 0, 100);
         assert!(e.admits(control::HANDOVER, &from, sender, SmState::Standby, KEY));
         assert!(!e.admits(control::HANDOVER, &from, sender, SmState::Master, KEY));

@@ -340,7 +340,11 @@ impl Sm {
         }
         match control {
             control::HANDOVER => {
-                let old = self.election.master();
+                // The master stood by, or (still discovering) the one the sweep found.
+                let old = self
+                    .election
+                    .master()
+                    .or_else(|| self.election.found().iter().find(|f| f.info.guid == from.guid).copied());
                 self.take_over(from.guid, HANDED_OVER);
                 // Acknowledged to the SM that handed over, along the route it was polled at.
                 if let Some(old) = old {
