@@ -111,7 +111,24 @@ pub struct Election {
     /// (or has found it cannot: an SM that is not ibsm, or silent), and when it hands over
     /// regardless.
     handover_when_synced: Option<(FoundSm, u64)>,
+    /// A HANDOVER with the right SM_Key that came while this SM was still discovering, from an
+    /// SM its sweep had not found yet: where it came from and until when it may be obeyed
+    /// (once the sweep finds that SM master at that port, see [`Election::held_handover`]).
+    held_handover: Option<(SmInfo, SenderAt, u64)>,
 }
+
+/// Where a control came from, to be named once discovery knows the fabric: its source LID, or
+/// the exits of its directed route's return path (this SM's first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SenderAt {
+    /// LID-routed: the SM at this LID.
+    Lid(Lid),
+    /// Directed route: out of each port, this SM's node first (empty: this SM's own port).
+    Exits(Vec<u8>),
+}
+
+/// How long a HANDOVER that came while this SM discovered stays valid, ns: about one sweep.
+pub(super) const HELD_HANDOVER_NS: u64 = 2_000_000_000;
 
 /// Longest a master waits for a better standby's state sync before it hands over anyway, ns.
 pub(super) const HANDOVER_SYNC_WAIT_NS: u64 = 2_000_000_000;
@@ -375,6 +392,7 @@ impl Election {
     /// This SM takes the subnet over for `reason`: a master that died is not given the subnet
     /// back when it returns (elevated priority); one that handed over is (it asked for it).
     pub fn took_over(&mut self, reason: &str) {
+        self.held_handover = None;
         self.takeovers += 1;
         self.elevated = reason != HANDED_OVER;
         self.master = None;
@@ -405,6 +423,19 @@ impl Election {
                 control::DISCOVER => self.disabled && from_master,
                 _ => false,
             }
+    }
+
+    /// Holds a HANDOVER with the right key from an SM this SM's discovery has not found yet
+    /// (a master hands over as soon as its own sweep reads a better SM, which may be before this
+    /// SM has stood by): it is obeyed if the sweep finds that SM master at `at` before `until`.
+    pub fn hold_handover(&mut self, from: SmInfo, at: SenderAt, until: u64) {
+        self.held_handover = Some((from, at, until));
+    }
+
+    /// The held HANDOVER, taken, if it came from `master` and has not expired by `now`.
+    pub fn held_handover(&mut self, master: Guid, now: u64) -> Option<(SmInfo, SenderAt)> {
+        let (from, at, until) = self.held_handover.take()?;
+        (from.guid == master && now <= until).then_some((from, at))
     }
 
     /// ACKNOWLEDGE obeyed: the handover is complete.

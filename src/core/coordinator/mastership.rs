@@ -15,7 +15,9 @@ use ibsm_mad::smp::{SMP_DATA_LEN, SmpRepr};
 use ibsm_mad::{Attribute, Guid, Lid, PortNum, ids};
 
 use crate::core::Sm;
-use crate::core::election::{AfterDiscovery, FoundSm, HANDED_OVER, HANDOVER_SYNC_WAIT_NS, PollRules, better, control};
+use crate::core::election::{
+    AfterDiscovery, FoundSm, HANDED_OVER, HANDOVER_SYNC_WAIT_NS, HELD_HANDOVER_NS, PollRules, SenderAt, better, control,
+};
 use crate::core::events::SmEvent;
 use crate::core::io::{Address, MadSource};
 use crate::core::requests::{SMP_DATA, reply_to, response_to};
@@ -32,19 +34,16 @@ impl Sm {
     /// SM found or watches at that LID. `None` when the route or LID leads to no port this SM
     /// knows.
     pub(in crate::core) fn control_sender(&self, bytes: &[u8], dr: bool, slid: Lid) -> Option<Guid> {
-        if !dr {
-            return self.election.sender_at(slid);
+        self.sender_of(&control_route(bytes, dr, slid)?)
+    }
+
+    /// The port GUID at `at` (see [`Sm::control_sender`]).
+    fn sender_of(&self, at: &SenderAt) -> Option<Guid> {
+        match at {
+            SenderAt::Lid(lid) => self.election.sender_at(*lid),
+            SenderAt::Exits(exits) if exits.is_empty() => Some(self.port_guid),
+            SenderAt::Exits(exits) => self.walk_subnet(exits).or_else(|| self.walk_snapshot(exits)),
         }
-        let smp = ibsm_mad::smp::DrSmp::new_checked(bytes).ok()?;
-        if smp.dr_slid() != Lid::PERMISSIVE {
-            return None;
-        }
-        let hops = smp.hop_count();
-        if hops == 0 {
-            return Some(self.port_guid);
-        }
-        let exits: Vec<u8> = (1..=hops).rev().map(|i| smp.return_path_port(i)).collect::<Option<_>>()?;
-        self.walk_subnet(&exits).or_else(|| self.walk_snapshot(&exits))
     }
 
     /// The port at the end of `exits` (a port number to leave each node by, this SM's first)
@@ -183,6 +182,14 @@ impl Sm {
             priority: master.info.priority,
             lid: master.lid,
         });
+        // A HANDOVER from this master that came before this SM had found it: obeyed now that
+        // the sweep found it master at the port the HANDOVER came from.
+        if let Some((from, at)) = self.election.held_handover(master.info.guid, self.now)
+            && self.sender_of(&at) == Some(from.guid)
+        {
+            self.on_sm_control(control::HANDOVER, &from, Some(from.guid));
+            return;
+        }
         if master.info.sm_state == WireSmState::Master {
             self.tell_master_if_better(&master);
         }
@@ -402,6 +409,15 @@ impl Sm {
         let from = bytes.get(SMP_DATA..SMP_DATA + SMP_DATA_LEN).and_then(|d| SmInfo::parse(d).ok());
         let sender = self.control_sender(bytes, h.mgmt_class == MgmtClass::SubnDr, src.slid);
         let obeyed = from.is_some_and(|f| self.on_sm_control(h.attr_mod, &f, sender));
+        let dr = h.mgmt_class == MgmtClass::SubnDr;
+        if !obeyed
+            && h.attr_mod == control::HANDOVER
+            && self.state == SmState::Discovering
+            && let Some(f) = from.filter(|f| f.sm_key == self.cfg.sm_key)
+            && let Some(at) = control_route(bytes, dr, src.slid)
+        {
+            self.election.hold_handover(f, at, self.now.saturating_add(HELD_HANDOVER_NS));
+        }
         let mut data = [0u8; SMP_DATA_LEN];
         self.sm_info(obeyed).emit(&mut data);
         let st = if obeyed { status::OK } else { status::BAD_FIELD };
@@ -442,4 +458,18 @@ impl Sm {
         }
         self.events.push_back(SmEvent::SmInfoAnswered { from: src.slid, phase: self.phase });
     }
+}
+
+/// Where a SubnSet(SMInfo) came from (see [`Sm::control_sender`]): its source LID, or its
+/// directed route's return path. `None` for a route that starts LID-routed.
+fn control_route(bytes: &[u8], dr: bool, slid: Lid) -> Option<SenderAt> {
+    if !dr {
+        return Some(SenderAt::Lid(slid));
+    }
+    let smp = ibsm_mad::smp::DrSmp::new_checked(bytes).ok()?;
+    if smp.dr_slid() != Lid::PERMISSIVE {
+        return None;
+    }
+    let hops = smp.hop_count();
+    (1..=hops).rev().map(|i| smp.return_path_port(i)).collect::<Option<_>>().map(SenderAt::Exits)
 }
