@@ -625,6 +625,27 @@ mod tests {
     }
 
     #[test]
+    fn a_handover_held_while_discovering_is_given_only_for_its_master_before_it_expires() {
+        let master = sm(0x30, 1, WireSmState::Master, 3);
+        let at = SenderAt::Lid(Lid(3));
+        let mut e = Election::default();
+        // Another SM found master, or too late: not given, and gone.
+        e.hold_handover(master.info, at.clone(), 1_000);
+        assert_eq!(e.held_handover(Guid(0x31), 10), None);
+        assert_eq!(e.held_handover(master.info.guid, 10), None, "taken by the first ask");
+        e.hold_handover(master.info, at.clone(), 1_000);
+        assert_eq!(e.held_handover(master.info.guid, 1_001), None);
+        // In time, for the SM it came from: given once, with where it came from.
+        e.hold_handover(master.info, at.clone(), 1_000);
+        assert_eq!(e.held_handover(master.info.guid, 1_000), Some((master.info, at.clone())));
+        assert_eq!(e.held_handover(master.info.guid, 1_000), None);
+        // A takeover forgets it.
+        e.hold_handover(master.info, at, 1_000);
+        e.took_over("it stopped answering");
+        assert_eq!(e.held_handover(master.info.guid, 10), None);
+    }
+
+    #[test]
     fn a_handover_waits_for_the_sync_and_its_answer_makes_the_standby_master() {
         let standby = sm(0x40, 9, WireSmState::Standby, 4);
         let mut e = Election::default();
