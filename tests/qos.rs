@@ -247,6 +247,11 @@ fn path_records_carry_the_sl_of_the_matching_level_and_its_limits() {
     assert_eq!(storage[0].mtu, Mtu::from_raw(2), "capped at the level's mtu-limit (512)");
     assert_eq!(storage[0].rate, Rate::from_raw(2), "capped at the level's rate-limit (2.5 Gb/s)");
     assert_eq!(storage[0].packet_life_time, 9);
+    // A deliberate difference from OpenSM 3.3.23, which answers ServiceID 0 (docs/opensm-migration.md):
+    // a record answering a query with ServiceID in its mask carries that ServiceID, so it matches
+    // the query's components as an SA answer must.
+    assert_eq!(storage[0].service_id, 0x150, "the requested ServiceID is echoed");
+    assert_eq!(plain[0].service_id, 0, "and none is made up when none was asked");
     assert!(ask(Some(0x150), Some(3)).is_empty(), "SL 3 is not the level's: no record");
     assert_eq!(ask(Some(0x150), Some(4)).len(), 1);
     assert!(ask(None, Some(4)).is_empty(), "without QoS matching, SL 4 is not this path's");
