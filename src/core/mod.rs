@@ -517,7 +517,7 @@ impl Sm {
             (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::SubnAdm => {
                 // A standby's answer to a sync message, or a ReportResp from a subscriber.
                 if h.attr_id == crate::sync::wire::ATTR_SYNC {
-                    self.on_sync_response(bytes);
+                    self.on_sync_response(bytes, &src);
                 } else {
                     self.sa.on_report_resp(h.tid);
                 }

@@ -198,9 +198,10 @@ impl Replication {
         Some(Transmit { bytes: out.bytes, to, kind: TransmitKind::Request { timeout_ns } })
     }
 
-    /// Master: an answer to a sync message.
-    pub fn on_response(&mut self, bytes: &[u8], key: &SyncKey) -> PeerNews {
-        self.publisher.on_response(bytes, key);
+    /// Master: an answer to a sync message, from the port at `from` (only the port the message
+    /// went to answers it).
+    pub fn on_response(&mut self, bytes: &[u8], from: Lid, key: &SyncKey) -> PeerNews {
+        self.publisher.on_response(bytes, from, key);
         self.news()
     }
 
@@ -360,7 +361,7 @@ mod tests {
             else {
                 panic!("refused");
             };
-            let news = m.on_response(&bytes, &key());
+            let news = m.on_response(&bytes, t.to.lid, &key());
             all.events.extend(news.events);
             all.settled.extend(news.settled);
         }

@@ -111,6 +111,8 @@ pub struct PublisherCounters {
     pub retried: u64,
     /// Chunks acknowledged.
     pub chunks_acked: u64,
+    /// Answers with the TID of a message in flight from a port it was not sent to, ignored.
+    pub misdirected: u64,
 }
 
 /// The master's sync state.
@@ -284,10 +286,20 @@ impl Publisher {
         None
     }
 
-    /// An answer to one of our messages; true if it was one.
-    pub fn on_response(&mut self, bytes: &[u8], key: &SyncKey) -> bool {
+    /// An answer to one of our messages, from the port at `from`; true if it was one. Only the
+    /// port the message went to answers it: an answer with the right TID from any other LID is
+    /// not ours and leaves the message in flight (a host holding the SM_Key cannot answer for a
+    /// standby, making the master think it current and a handover go before it is), and is
+    /// counted in [`PublisherCounters::misdirected`].
+    pub fn on_response(&mut self, bytes: &[u8], from: Lid, key: &SyncKey) -> bool {
         let Ok(h) = SaHeader::from_bytes(bytes) else { return false };
-        let Some(f) = self.inflight.remove(&(h.tid as u32)) else { return false };
+        let tid = h.tid as u32;
+        let Some(peer) = self.inflight.get(&tid).map(|f| f.peer) else { return false };
+        if self.peers.get(&peer).map(|p| p.lid) != Some(from) {
+            self.counters.misdirected += 1;
+            return false;
+        }
+        let Some(f) = self.inflight.remove(&tid) else { return false };
         let answer = (h.status == status::OK).then(|| Message::from_mad(bytes, key).ok()).flatten();
         match (f.what, answer) {
             // An error status, or an answer without our MAC: not an ibsm SM of this subnet.
@@ -414,7 +426,7 @@ mod tests {
         while let Some(out) = p.poll_transmit(n as u64, ME, key) {
             assert_eq!(out.lid, Lid(7));
             let resp = answer(rx, &out, key, n as u64);
-            assert!(p.on_response(&resp, key));
+            assert!(p.on_response(&resp, Lid(7), key));
             n += 1;
         }
         n
@@ -463,7 +475,7 @@ mod tests {
         // OpenSM: "method/attribute not supported".
         let (h, _) = Message::from_mad(&out.bytes, &key).unwrap();
         let refusal = h.response(status::BAD_METHOD_ATTR, 0).to_mad(&[]).unwrap();
-        assert!(p.on_response(&refusal, &key));
+        assert!(p.on_response(&refusal, Lid(7), &key));
         assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::Foreign));
         assert_eq!(p.poll_transmit(1, ME, &key), None);
 
@@ -472,7 +484,7 @@ mod tests {
         let out = p.poll_transmit(2, ME, &key).unwrap();
         let (h, m) = Message::from_mad(&out.bytes, &key).unwrap();
         let forged = m.to_mad(&h.response(status::OK, 0), &SyncKey::from_sm_key(2));
-        assert!(p.on_response(&forged, &key));
+        assert!(p.on_response(&forged, Lid(7), &key));
         assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::Foreign));
 
         // Silence from one that never answered: the same (OpenSM's standby answers no SA request).
@@ -490,7 +502,7 @@ mod tests {
         p.set_peers(&[(STANDBY, Lid(7))]);
         let mut rx = Receiver::default();
         let q = p.poll_transmit(now, ME, &key).unwrap();
-        assert!(p.on_response(&answer(&mut rx, &q, &key, now), &key));
+        assert!(p.on_response(&answer(&mut rx, &q, &key, now), Lid(7), &key));
         p.set_peers(&[(STANDBY, Lid(7))]);
         assert!(p.poll_transmit(now, ME, &key).is_some());
         let retried = p.counters.retried;
@@ -510,6 +522,24 @@ mod tests {
     }
 
     #[test]
+    fn only_the_port_a_message_went_to_answers_it() {
+        let key = SyncKey::from_sm_key(1);
+        let mut p = Publisher::default();
+        p.publish(Section::Guid2Lid, replica().encode(Section::Guid2Lid), &key);
+        p.set_peers(&[(STANDBY, Lid(7))]);
+        let mut rx = Receiver::default();
+        let q = p.poll_transmit(0, ME, &key).unwrap();
+        let resp = answer(&mut rx, &q, &key, 0);
+        // Another host with the SM_Key and the TID answers for the standby: not taken.
+        assert!(!p.on_response(&resp, Lid(9), &key));
+        assert_eq!(p.counters.misdirected, 1);
+        assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::Asking));
+        // The standby's own answer still counts.
+        assert!(p.on_response(&resp, Lid(7), &key));
+        assert_ne!(p.peers().next().map(|x| x.2), Some(PeerState::Asking));
+    }
+
+    #[test]
     fn the_window_bounds_the_messages_in_flight() {
         let key = SyncKey::from_sm_key(1);
         let mut p = Publisher::default();
@@ -521,7 +551,7 @@ mod tests {
         let mut rx = Receiver::default();
         let resp = answer(&mut rx, &q, &key, 0);
         p.publish(Section::Guid2Lid, big.encode(Section::Guid2Lid), &key);
-        assert!(p.on_response(&resp, &key));
+        assert!(p.on_response(&resp, Lid(7), &key));
         let sent = std::iter::from_fn(|| p.poll_transmit(1, ME, &key)).count();
         assert_eq!(sent, WINDOW);
     }

@@ -96,9 +96,9 @@ impl Sm {
         self.replication.poll_transmit(self.state == SmState::Master, self.now, self.port_guid, &key)
     }
 
-    /// Master: an answer to a sync message.
-    pub(in crate::core) fn on_sync_response(&mut self, bytes: &[u8]) {
-        let news = self.replication.on_response(bytes, &self.sync_key());
+    /// Master: an answer to a sync message from `src`.
+    pub(in crate::core) fn on_sync_response(&mut self, bytes: &[u8], src: &MadSource) {
+        let news = self.replication.on_response(bytes, src.slid, &self.sync_key());
         self.take_news(news);
     }
 
