@@ -5,7 +5,8 @@
 //! that starts without synced state, or takes over from a lost master, sets ClientReregister on
 //! every CA port, once; one handed the subnet by a synced master does not. Two SMs with one
 //! partition policy: the new master holds every port's P_Key table as the old one did; a join
-//! after the standby's last sync survives the takeover or its port is told to re-register.
+//! after the standby's last sync survives the takeover or its port is told to re-register. A
+//! join sent while the master hands over gets BUSY, and its retry is served by the new master.
 
 use ibsm::core::SmEvent;
 use ibsm::sync::wire::{Message, SyncKey, request_header};
@@ -256,11 +257,7 @@ fn a_returning_better_sm_is_synced_before_the_handover_and_serves_the_same_group
         .expect("takeover");
     // The old master comes back (a new process, empty, priority 9): it stands by, tells the
     // master it is better (trap 144); the master syncs it, then hands over.
-    h.sms[master].sm = ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default());
-    h.sms[master].sm.set_sa_limits(ibsm::sa::Limits::SIM);
-    h.sms[master].alive = true;
-    h.fabric.set_is_sm(h.sms[master].agent, true);
-    h.start(master);
+    restart_better(&mut h, master);
     let reregistered = h.fabric.stats().client_reregisters;
     let mut order = Vec::new();
     h.run_until(h.now() + 20 * SECOND, |i, e| {
@@ -281,6 +278,68 @@ fn a_returning_better_sm_is_synced_before_the_handover_and_serves_the_same_group
     assert_eq!(st, status::OK);
     let kept = McMemberRecord::parse(&data).expect("record");
     assert_eq!((kept.mlid, kept.port_gid), (group.mlid, me));
+}
+
+/// SM `i`, killed, comes back as a new process, empty, with priority 9.
+fn restart_better(h: &mut SimSms, i: usize) {
+    h.sms[i].sm = ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default());
+    h.sms[i].sm.set_sa_limits(ibsm::sa::Limits::SIM);
+    h.sms[i].alive = true;
+    h.fabric.set_is_sm(h.sms[i].agent, true);
+    h.start(i);
+}
+
+#[test]
+fn a_join_while_the_master_hands_over_gets_busy_and_the_retry_is_served_by_the_new_master() {
+    // Between its HANDOVER and the answer the master would answer a join that no state sync
+    // carries to the new master (which no longer takes them): the group would be lost and no
+    // client told. The master answers BUSY instead, and the client's retry finds the new one.
+    let topo = example("fat-tree-2l-k4.net");
+    let (mut h, master) = elect(&topo, 9, &[9, 5]);
+    let other = 1 - master;
+    let lid_of = lids(&h, master);
+    let at = hosts(&topo)[4];
+    let client = h.fabric.attach(at.0, at.1).expect("attach");
+    let returning = h.sms[master].sm.port_guid();
+    h.kill(master);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == other && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("takeover");
+    restart_better(&mut h, master);
+    // Stop as soon as the master has sent its HANDOVER: it goes when the returning SM's sync
+    // comes to rest, on the event that says so.
+    let end = h.now() + 20 * SECOND;
+    let mut handing = false;
+    while !handing && h.now() < end {
+        let ev = h.run_until(end, |i, e| {
+            i == other && matches!(e, SmEvent::SyncPeer { standby, .. } if *standby == returning)
+        });
+        handing = h.sms[other].sm.handing_over_to() == Some(returning);
+        if ev.is_none() {
+            break;
+        }
+    }
+    assert!(handing, "the master hands over to the returning SM");
+    let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
+    let join = McMemberRecord {
+        port_gid: me,
+        qkey: 0x77,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let old_lid = lid_of[&h.sms[other].sm.port_guid()];
+    let (st, _) = sa(&mut h, client, old_lid, (Method::Set, MC_CREATE, 0x41), &join);
+    assert_eq!(st, status::BUSY, "a join during the handover round trip");
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete));
+    assert_eq!(h.sms[master].sm.state(), ibsm::core::SmState::Master, "the returning SM is master");
+    let new_lid = lid_of[&returning];
+    let (st, data) = sa(&mut h, client, new_lid, (Method::Set, MC_CREATE, 0x42), &join);
+    assert_eq!(st, status::OK, "the retry, at the new master");
+    let group = McMemberRecord::parse(&data).expect("group");
+    let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
+    let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x43), &by_mgid);
+    assert_eq!(st, status::OK);
+    assert_eq!(McMemberRecord::parse(&data).expect("record").port_gid, me);
 }
 
 #[test]

@@ -438,6 +438,12 @@ impl Election {
         (from.guid == master && now <= until).then_some((from, at))
     }
 
+    /// The SM a HANDOVER went out to, until it is answered (then, when accepted, until its
+    /// ACKNOWLEDGE).
+    pub fn handing_over_to(&self) -> Option<Guid> {
+        self.handed_to.map(|t| t.info.guid)
+    }
+
     /// ACKNOWLEDGE obeyed: the handover is complete.
     pub fn acknowledged(&mut self) {
         self.handed_to = None;

@@ -308,6 +308,12 @@ impl Sm {
         out
     }
 
+    /// As master: the SM a HANDOVER went out to, until it is answered (and, when accepted,
+    /// acknowledged).
+    pub fn handing_over_to(&self) -> Option<Guid> {
+        self.election.handing_over_to()
+    }
+
     /// SA answers sent, by attribute and status.
     pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
         self.sa.counts()
@@ -990,6 +996,18 @@ impl Sm {
     /// An SA request: the SA answers it (or not), and what follows happens here: the census
     /// reads, the multicast tables, the standbys' copy.
     fn answer_sa(&mut self, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
+        // Between its HANDOVER and the answer, a master still serves the SA, but a change it
+        // answered now would reach the new master by no state sync (that one no longer takes
+        // them): a Set or Delete gets BUSY, and the client's retry finds the new master.
+        if self.state == SmState::Master
+            && self.election.handing_over_to().is_some()
+            && matches!(h.method, ibsm_mad::header::Method::Set | ibsm_mad::header::Method::Delete)
+        {
+            if let Some(reply) = requests::response_to(bytes, ibsm_mad::ids::status::BUSY, None) {
+                self.respond(reply, requests::reply_to(h, src));
+            }
+            return;
+        }
         let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
         let master = self.state == SmState::Master;
         let asked = sa::Asked { header: h, bytes, src, live, master, queued: self.responses.len() };
