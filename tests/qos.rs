@@ -268,3 +268,99 @@ fn a_ca_port_whose_link_is_down_gets_no_table() {
     assert_eq!((report.smps_failed, report.smps_retried), (0, 0), "{report:?}");
     assert!(drv.sm.qos_tables_sent() > 0);
 }
+
+/// Two partitions besides the default: `storage` (SL 3 by its `sl=`, an IPoIB partition) and
+/// `backup`; every host a full member of both.
+const PARTITIONS: &str = "Default=0x7fff, ipoib : ALL=full ;\n\
+                          storage=0x0a01, ipoib, sl=3 : ALL=full ;\n\
+                          backup=0x0a02 : ALL=full ;\n";
+
+/// A level for the storage partition's members by `partition:` group, limited to its P_Key.
+const PARTITION_POLICY: &str = "\
+port-groups
+    port-group
+        name: StorageMembers
+        partition: storage
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+    qos-level
+        name: Storage
+        sl: 6
+        pkey: 0x8a01
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        destination: StorageMembers
+        qos-level-name: Storage
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+fn partitioned(policy: ibsm_qos::QosPolicy) -> Swept {
+    let topo = example("fat-tree-2l-k4.net");
+    let partitions = ibsm_partitions::parse_partitions_conf(PARTITIONS).expect("partitions");
+    let cfg = SmConfig {
+        partitions,
+        qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }),
+        ..SmConfig::default()
+    };
+    let (drv, _) = up(&topo, cfg);
+    let snap = drv.sm.snapshot().expect("a snapshot");
+    Swept { topo, drv, snap }
+}
+
+/// The records between the first and the last host, asked with `pkey` if given.
+fn paths(s: &Swept, pkey: Option<u16>) -> Vec<ibsm_mad::records::PathRecord> {
+    use ibsm_mad::records::PathRecord;
+    let cas: Vec<usize> = (0..s.topo.nodes.len()).filter(|&i| s.topo.nodes[i].kind == NodeKind::Ca).collect();
+    let gid = |i: usize| ibsm_mad::Gid { prefix: 0xfe80_0000_0000_0000, guid: s.topo.nodes[i].port_guid(1) };
+    let mut rec = PathRecord { sgid: gid(cas[0]), dgid: gid(cas[cas.len() - 1]), ..PathRecord::default() };
+    let mut mask = PathRecord::COMP_SGID | PathRecord::COMP_DGID;
+    if let Some(k) = pkey {
+        rec.pkey = ibsm_mad::PKey(k);
+        mask |= PathRecord::COMP_PKEY;
+    }
+    let a = s.ask(ibsm_mad::header::Method::GetTable, mask, &rec);
+    assert_eq!(a.status, ibsm_mad::ids::status::OK);
+    records::<PathRecord>(&a)
+}
+
+#[test]
+fn a_level_by_partition_group_gives_its_sl_and_only_its_p_keys() {
+    let s = partitioned(ibsm_qos::parse_qos_policy(PARTITION_POLICY).expect("policy"));
+    // No P_Key asked: the level's, as its base (OpenSM answers the base it matched).
+    let any = paths(&s, None);
+    assert_eq!(any.len(), 1);
+    assert_eq!((any[0].sl, any[0].pkey.0), (6, 0x0a01), "the Storage level, by the partition group");
+    // The level's P_Key asked for (either membership): the same level.
+    assert_eq!(paths(&s, Some(0x8a01)).first().map(|r| (r.sl, r.pkey.0)), Some((6, 0x8a01)));
+    // Another partition both ends share, outside the level's P_Keys: no path.
+    assert!(paths(&s, Some(0x8a02)).is_empty(), "0x0a02 is not a P_Key of the level");
+}
+
+#[test]
+fn with_qos_on_and_no_level_a_path_and_a_group_take_the_partition_sl() {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::McMemberRecord;
+    // QoS on without a policy file: an empty policy, as OpenSM's `qos TRUE` alone.
+    let mut s = partitioned(ibsm_qos::QosPolicy::default());
+    assert_eq!(paths(&s, Some(0x8a01)).first().map(|r| r.sl), Some(3), "storage's sl=3");
+    assert_eq!(paths(&s, Some(0x8a02)).first().map(|r| r.sl), Some(0), "backup has no sl=");
+    assert!(paths(&s, Some(0x8a01)).iter().all(|r| r.sl == 3));
+    // The storage partition's IPoIB broadcast group is on its SL too.
+    let mgid = ibsm_mad::Gid { prefix: 0xff12_401b_8a01_0000, guid: ibsm_mad::Guid(0xffff_ffff) };
+    let lid = s.snap.sm.lid;
+    let now = s.drv.now();
+    let q = McMemberRecord { mgid, ..McMemberRecord::default() };
+    let (st, data) =
+        support::sa::through_core(&mut s.drv, now, lid, (Method::GetTable, McMemberRecord::COMP_MGID, 1), &q);
+    assert_eq!(st, ibsm_mad::ids::status::OK);
+    let g = McMemberRecord::parse(&data).expect("the storage broadcast group");
+    assert_eq!((g.mgid, g.sl), (mgid, 3));
+}

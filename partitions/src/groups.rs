@@ -19,9 +19,9 @@
 //!   its partition's broadcast group of its scope exists, with its MTU and rate (OpenSM's
 //!   `ipoib_mcgroup_creation_validation`, on by default): not in a partition without `ipoib`, nor
 //!   at a scope other than link-local.
-//! - A partition's own `sl=` is a QoS setting: OpenSM applies it only with QoS enabled, and ibsm
-//!   has no QoS, so its groups (the broadcast group, `mgid=` lines without their own `sl=`) are
-//!   on SL 0, as under OpenSM's default configuration; an `sl=` on an `mgid=` line is kept.
+//! - A partition's own `sl=` is a QoS setting: OpenSM applies it only with QoS enabled, so with
+//!   QoS off its groups (the broadcast group, `mgid=` lines without their own `sl=`) are on SL 0,
+//!   and with QoS on on the partition's SL; an `sl=` on an `mgid=` line is always kept.
 //! - Defaults: MTU 4 (2048), rate 3 (10 Gb/s), SL 0, TClass 0, FlowLabel 0; Q_Key 0x0B1B for IP
 //!   groups (signature 0x401B or 0x601B), 0 otherwise.
 //! - An MGID named twice is created once, with the first specification.
@@ -61,11 +61,12 @@ pub struct GroupSpec {
     pub flow_label: u32,
 }
 
-/// The groups `policy` pre-creates, in policy order (the default partition's first).
+/// The groups `policy` pre-creates, in policy order (the default partition's first), with QoS
+/// on (`qos`: the partitions' `sl=` applies) or off.
 ///
 /// # Errors
 /// As [`crate::resolve`], when the policy's P_Keys cannot be resolved.
-pub fn policy_groups(policy: &Policy) -> Result<Vec<GroupSpec>, ResolveError> {
+pub fn policy_groups(policy: &Policy, qos: bool) -> Result<Vec<GroupSpec>, ResolveError> {
     let mut out: Vec<GroupSpec> = Vec::new();
     let push = |out: &mut Vec<GroupSpec>, g: GroupSpec| {
         if !out.iter().any(|o| o.mgid == g.mgid) {
@@ -74,8 +75,8 @@ pub fn policy_groups(policy: &Policy) -> Result<Vec<GroupSpec>, ResolveError> {
     };
     for (base, part) in partitions_in_force(policy)? {
         let pkey = PKey::new(base, true);
-        // The partition's flags without its SL (a QoS setting, see the module doc).
-        let part_flags = McastFlags { sl: None, ..part.flags.clone() };
+        // The partition's flags, its SL only with QoS on (see the module doc).
+        let part_flags = McastFlags { sl: part.flags.sl.filter(|_| qos), ..part.flags.clone() };
         if part.ipoib {
             push(&mut out, spec(broadcast_mgid(pkey, LINK_LOCAL), pkey, &part_flags));
         }
@@ -157,14 +158,14 @@ mod tests {
     /// The groups of the policy `text` (panics on a bad policy: test input).
     fn groups_of(text: &str) -> Vec<GroupSpec> {
         let policy = parse_partitions_conf(text).map_err(|e| e.to_string());
-        let groups = policy.and_then(|p| policy_groups(&p).map_err(|e| e.to_string()));
+        let groups = policy.and_then(|p| policy_groups(&p, false).map_err(|e| e.to_string()));
         let Ok(groups) = groups else { panic!("{groups:?}") };
         groups
     }
 
     #[test]
     fn no_file_gives_the_default_broadcast_group() {
-        let groups = policy_groups(&Policy::no_file()).unwrap_or_default();
+        let groups = policy_groups(&Policy::no_file(), false).unwrap_or_default();
         assert_eq!(groups.len(), 1);
         let g = groups[0];
         assert_eq!(g.mgid, gid("ff12:401b:ffff::ffff:ffff"));
@@ -194,6 +195,11 @@ mod tests {
         let storage = groups[1];
         // The partition's sl=1 is a QoS setting OpenSM ignores without QoS: SL 0.
         assert_eq!((storage.pkey, storage.mtu, storage.rate, storage.sl, storage.scope), (PKey(0x8a01), 5, 7, 0, 2));
+        // With QoS on it applies to the partition's groups.
+        let policy = parse_partitions_conf(text).unwrap_or_else(|e| panic!("{e}"));
+        let with_qos = policy_groups(&policy, true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(with_qos[1].sl, 1, "the storage broadcast group on the partition's SL");
+        assert_eq!(with_qos[0].sl, 0, "the default partition has no sl=");
         // The line's flags first, then the partition's; Q_Key 0 unless an IP group or written.
         let apps = groups[3];
         assert_eq!((apps.pkey, apps.qkey, apps.mtu, apps.scope), (PKey(0x8a03), 0x10, 4, 2));

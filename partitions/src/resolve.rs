@@ -85,13 +85,15 @@ pub struct ResolveOptions {
     pub enforcement: bool,
 }
 
-/// A partition as resolved: its final name and P_Key base.
+/// A partition as resolved: its final name, P_Key base and `sl=`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPartition {
     /// First name given.
     pub name: String,
     /// 15-bit base, explicit or generated.
     pub base: u16,
+    /// Its `sl=`, a QoS setting (OpenSM applies it only with QoS on).
+    pub sl: Option<u8>,
 }
 
 /// Something the resolver had to give up on, reported rather than hidden.
@@ -187,7 +189,10 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
     }
     let effective = partitions_in_force(policy)?;
     let mut out = PortPkeys {
-        partitions: effective.iter().map(|(base, p)| ResolvedPartition { name: p.name.clone(), base: *base }).collect(),
+        partitions: effective
+            .iter()
+            .map(|(base, p)| ResolvedPartition { name: p.name.clone(), base: *base, sl: p.flags.sl })
+            .collect(),
         ..PortPkeys::default()
     };
 

@@ -1,6 +1,8 @@
 //! Matching a path query (PathRecord / MultiPathRecord) to a QoS level, as OpenSM's QoS
 //! manager does: the qos-match-rules in file order, then the qos-ulps lines in file order
-//! (`default` aside), then the level named DEFAULT, else the `default` ULP line's SL, else SL 0.
+//! (`default` aside), then the level named DEFAULT, else the `default` ULP line's SL, else no
+//! level ([`QosPolicy::level_of`]; the SA then takes the SL of the path's partition, as OpenSM
+//! does with QoS on and no policy).
 //!
 //! A rule matches when every criterion it has holds: source groups the source port is in,
 //! destination groups the destination port is in (both, when it has both); a QoS class,
@@ -49,7 +51,7 @@ pub struct PathQuery<'a> {
 
 /// What the matched level imposes on a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Level {
+pub struct Level<'p> {
     /// The SL every path of the query uses.
     pub sl: u8,
     /// The largest MTU (IBA code 1..=5), if limited.
@@ -58,6 +60,8 @@ pub struct Level {
     pub rate_limit: Option<u8>,
     /// PacketLifeTime, if set.
     pub packet_life: Option<u8>,
+    /// The P_Keys (low 15 bits) paths of the level must use; empty: any.
+    pub pkeys: &'p [Range],
 }
 
 fn in_group(g: &PortGroup, p: &PortFacts<'_>, partition_pkey: &dyn Fn(&str) -> Option<u16>) -> bool {
@@ -112,32 +116,34 @@ fn ulp_matches(m: &UlpMatch, q: &PathQuery<'_>) -> bool {
 }
 
 impl QosPolicy {
-    /// The level a path query gets.
-    pub fn level_for(&self, q: &PathQuery<'_>) -> Level {
+    /// The level a path query gets (SL 0 and no limits when none applies).
+    pub fn level_for(&self, q: &PathQuery<'_>) -> Level<'_> {
+        self.level_of(q).unwrap_or_default()
+    }
+
+    /// The level a path query gets, `None` when no rule, ULP line, DEFAULT level or `default`
+    /// line applies (a policy with none of them, as with QoS on and no policy file).
+    pub fn level_of(&self, q: &PathQuery<'_>) -> Option<Level<'_>> {
         let of = |name: &str| {
             self.level(name).map(|l| Level {
                 sl: l.sl,
                 mtu_limit: l.mtu_limit,
                 rate_limit: l.rate_limit,
                 packet_life: l.packet_life,
+                pkeys: &l.pkeys,
             })
         };
         if let Some(r) = self.match_rules.iter().find(|r| rule_matches(self, r, q))
             && let Some(l) = of(&r.level)
         {
-            return l;
+            return Some(l);
         }
         if let Some(u) = self.ulps.iter().find(|u| ulp_matches(&u.matcher, q)) {
-            return Level { sl: u.sl, ..Level::default() };
+            return Some(Level { sl: u.sl, ..Level::default() });
         }
-        of(DEFAULT_LEVEL)
-            .or_else(|| {
-                self.ulps
-                    .iter()
-                    .find(|u| u.matcher == UlpMatch::Default)
-                    .map(|u| Level { sl: u.sl, ..Level::default() })
-            })
-            .unwrap_or_default()
+        of(DEFAULT_LEVEL).or_else(|| {
+            self.ulps.iter().find(|u| u.matcher == UlpMatch::Default).map(|u| Level { sl: u.sl, ..Level::default() })
+        })
     }
 }
 
@@ -191,6 +197,34 @@ mod tests {
         assert_eq!((l.sl, l.mtu_limit, l.rate_limit, l.packet_life), (2, Some(5), Some(7), Some(18)));
         let no_pkey = PathQuery { pkey: None, ..storage };
         assert_eq!(policy.level_for(&no_pkey).sl, 4, "a rule with a P_Key needs the query's P_Key: the sdp line");
+    }
+
+    #[test]
+    fn a_policy_with_nothing_that_applies_gives_no_level() {
+        // QoS on without a policy file: an empty policy (a file must name a default level).
+        let p = QosPolicy::default();
+        let (a, b) = (port(1, "a", &[]), port(2, "b", &[]));
+        assert_eq!(p.level_of(&query(a, b)), None);
+        assert_eq!(p.level_for(&query(a, b)).sl, 0);
+    }
+
+    #[test]
+    fn a_partition_port_group_holds_the_ports_of_that_partition() {
+        let p = parse_qos_policy(
+            "port-groups\n port-group\n name: Storage\n partition: storage\n end-port-group\nend-port-groups\n\
+             qos-levels\n qos-level\n name: DEFAULT\n sl: 0\n end-qos-level\n qos-level\n name: St\n sl: 5\n \
+             pkey: 0x0a01-0x0a02\n end-qos-level\nend-qos-levels\n\
+             qos-match-rules\n qos-match-rule\n destination: Storage\n qos-level-name: St\n end-qos-match-rule\n\
+             end-qos-match-rules\n",
+        )
+        .expect("parses");
+        let lookup = |name: &str| (name == "storage").then_some(0x0a01);
+        let (a, member, other) = (port(1, "a", &[0xffff]), port(2, "b", &[0x8a01]), port(3, "c", &[0x8a02]));
+        let q = |dst| PathQuery { partition_pkey: &lookup, ..query(a, dst) };
+        let l = p.level_of(&q(member)).expect("a level");
+        assert_eq!(l.sl, 5, "a member of the storage partition");
+        assert_eq!(l.pkeys, [Range { lo: 0x0a01, hi: 0x0a02 }], "and the level's P_Keys");
+        assert_eq!(p.level_of(&q(other)).map(|l| l.sl), Some(0), "not a member: DEFAULT");
     }
 
     #[test]

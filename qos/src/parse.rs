@@ -374,7 +374,12 @@ impl Keys<'_> {
                 self.once("packet-life", || level.packet_life = Some(n))
             }
             "pkey" => {
-                level.pkeys.extend(ranges(value, 0xffff, "P_Key")?);
+                // Bases: the membership bit of each end is dropped (as OpenSM reads them).
+                let base = |r: Range| {
+                    let (a, b) = (r.lo & 0x7fff, r.hi & 0x7fff);
+                    Range { lo: a.min(b), hi: a.max(b) }
+                };
+                level.pkeys.extend(ranges(value, 0xffff, "P_Key")?.into_iter().map(base));
                 Ok(())
             }
             "path-bits" => {

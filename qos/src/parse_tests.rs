@@ -37,7 +37,7 @@ fn a_policy_with_every_keyword_parses_into_its_model() {
     assert_eq!(s.table.map(|t| t[15]), Some(15));
     let bulk = p.level("Bulk").unwrap();
     assert_eq!((bulk.sl, bulk.mtu_limit, bulk.rate_limit, bulk.packet_life), (2, Some(5), Some(7), Some(18)));
-    assert_eq!(bulk.pkeys, vec![Range::one(0x8001)]);
+    assert_eq!(bulk.pkeys, vec![Range::one(0x0001)], "0x8001 read as its base, as OpenSM reads it");
     assert_eq!(p.match_rules.len(), 2);
     assert_eq!(p.match_rules[0].qos_class, vec![Range { lo: 7, hi: 9 }, Range::one(11)]);
     assert_eq!(p.match_rules[1].level, "Bulk");

@@ -954,9 +954,10 @@ impl Sm {
         };
         let report = self.sweep.report(facts, |end| self.checks.left_out(end) || self.maintenance.cut(end));
         self.state = SmState::Master;
-        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions).unwrap_or_else(|e| {
+        let qos = self.cfg.qos.is_some();
+        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions, qos).unwrap_or_else(|e| {
             self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
-            ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file()).unwrap_or_default()
+            ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), qos).unwrap_or_default()
         });
         self.sa.sweep_done(Arc::new(self.build_snapshot()), &groups, &self.subnet, self.now);
         self.program_multicast();

@@ -44,6 +44,8 @@ pub struct Partitions {
     held: HashMap<Guid, Vec<Option<PKeyTable>>>,
     /// P_KeyTable blocks written.
     blocks_sent: u64,
+    /// The partitions in force, as last resolved (name, base, `sl=`).
+    resolved: Vec<ibsm_partitions::ResolvedPartition>,
 }
 
 impl Partitions {
@@ -86,11 +88,13 @@ impl Partitions {
             Ok(r) => {
                 self.pkeys = r.ports;
                 self.enforce = r.switch_ports;
+                self.resolved = r.partitions;
                 r.warnings.iter().map(|w| SmEvent::PartitionWarning(w.to_string())).collect()
             }
             Err(e) => {
                 self.pkeys.clear();
                 self.enforce.clear();
+                self.resolved.clear();
                 vec![SmEvent::PartitionWarning(e.to_string())]
             }
         }
@@ -276,6 +280,11 @@ impl Partitions {
     /// written; ports whose write failed are absent.
     pub fn port_pkeys(&self) -> &BTreeMap<Guid, Vec<PKey>> {
         &self.pkeys
+    }
+
+    /// The partitions in force as last resolved: name, P_Key base and `sl=`.
+    pub fn resolved(&self) -> &[ibsm_partitions::ResolvedPartition] {
+        &self.resolved
     }
 
     /// Entries of each growing table, by name (for the soak's footprint).

@@ -7,9 +7,12 @@
 //! OpenSM gives it (an RC transport derives its retransmission timeout from it);
 //! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
 //! ways) and on SL 0, unless a QoS policy is in force: then each pair's record carries the SL of
-//! the QoS level its query matches (`ibsm_qos::QosPolicy::level_for`: service ID, P_Key and
-//! QoS class as asked, the two ends' ports), its MTU and rate capped by the level's limits and
-//! its PacketLifeTime set by the level; a request for another SL gets no record for the pair, and
+//! the QoS level its query matches (`ibsm_qos::QosPolicy::level_of`: service ID, P_Key and
+//! QoS class as asked, the two ends' ports, `partition:` port groups by the partitions in force),
+//! its MTU and rate capped by the level's limits, its PacketLifeTime set by the level and its
+//! P_Key one of the level's when the level names some (a P_Key asked for outside them: no
+//! record); with no level (QoS on without a policy), the SL of the path's partition (`sl=` in
+//! partitions.conf), as OpenSM gives it. A request for another SL gets no record for the pair, and
 //! a request for an SL that the way back's level does not give gets a record not reversible. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
 //! requester must share a partition with the source and, separately, with the destination (so
 //! an admin host in the default partition gets the paths between two storage servers of a
@@ -159,8 +162,10 @@ struct Ask<'r> {
 /// the two and the requester share a partition. Returns false once the table is full.
 fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[Lid]), dst: (PortAt, &[Lid])) -> bool {
     let ((sp, slids), (dp, dlids)) = (src, dst);
-    let Some(pkey) = snap.shared_pkey(sp, dp, ask.requester, ask.want) else { return true };
     let level = snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (sp, dp)));
+    let Some(pkey) = path_pkey(snap, ask, level.as_ref(), (sp, dp)) else { return true };
+    // With QoS on, a path no level applies to is on its partition's SL (OpenSM's rule).
+    let partition_sl = (snap.qos.is_some() && level.is_none()).then(|| snap.partition_sl(pkey.base()));
     // With an SL asked for, the way back is a path only if its own level allows that SL (as
     // OpenSM checks the reverse path with the same request).
     let back_refused = ask.sl.is_some_and(|sl| {
@@ -176,6 +181,9 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         rec.pkey = pkey;
         if let Some(level) = level {
             apply_level(&mut rec, level);
+        }
+        if let Some(sl) = partition_sl {
+            rec.sl = sl;
         }
         rec.reversible &= !back_refused;
         if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
@@ -197,13 +205,41 @@ fn facts<'e>(e: &'e EndFacts<'_>, sm: ibsm_mad::Guid) -> ibsm_qos::PortFacts<'e>
     ibsm_qos::PortFacts { guid: e.3, node_desc: e.0, port_num: e.1, node_type: e.2, is_sm: e.3 == sm, pkeys: &e.4 }
 }
 
-/// The QoS level the policy gives the path `src` → `dst` as `ask` asks for it.
-fn qos_level(
+/// The P_Key of the path `sp` → `dp` as `ask` asks for it ([`Snapshot::shared_pkey`]), within
+/// the QoS level's P_Keys when it names some, as OpenSM chooses: a P_Key asked for must be one
+/// of them, else there is no path; without one, the lowest base of the level's that the two
+/// ends share (one of them a full member) and the requester shares with each, given as the
+/// base (no membership bit, as OpenSM answers).
+fn path_pkey(
     snap: &Snapshot,
-    policy: &ibsm_qos::QosPolicy,
+    ask: &Ask<'_>,
+    level: Option<&ibsm_qos::Level<'_>>,
+    (sp, dp): (PortAt, PortAt),
+) -> Option<PKey> {
+    let ranges = level.map_or(&[][..], |l| l.pkeys);
+    if ranges.is_empty() {
+        return snap.shared_pkey(sp, dp, ask.requester, ask.want);
+    }
+    let allowed = |k: PKey| ranges.iter().any(|r| r.contains(u64::from(k.base())));
+    if let Some(want) = ask.want {
+        return snap.shared_pkey(sp, dp, ask.requester, Some(want)).filter(|&k| allowed(k));
+    }
+    let table = &snap.port(sp)?.pkeys;
+    table
+        .iter()
+        .filter(|k| k.0 != 0 && allowed(**k))
+        .filter(|k| snap.shared_pkey(sp, dp, ask.requester, Some(**k)).is_some())
+        .map(|k| PKey(k.base()))
+        .min_by_key(|k| k.0)
+}
+
+/// The QoS level the policy gives the path `src` → `dst` as `ask` asks for it, if any applies.
+fn qos_level<'p>(
+    snap: &Snapshot,
+    policy: &'p ibsm_qos::QosPolicy,
     ask: &Ask<'_>,
     (sp, dp): (PortAt, PortAt),
-) -> Option<ibsm_qos::Level> {
+) -> Option<ibsm_qos::Level<'p>> {
     let end = |at: PortAt| {
         let node = snap.nodes.get(at.0 as usize)?;
         let port = node.ports.get(usize::from(at.1))?;
@@ -224,13 +260,13 @@ fn qos_level(
             .then_some(ask.req.service_id),
         pkey: ask.want.map(|k| k.0),
         qos_class: ask.qos_class,
-        partition_pkey: &|_| None,
+        partition_pkey: &|name| snap.partition_base(name),
     };
-    Some(policy.level_for(&q))
+    policy.level_of(&q)
 }
 
 /// What a QoS level imposes on a record: its SL, and its MTU, rate and lifetime limits.
-fn apply_level(rec: &mut PathRecord, level: ibsm_qos::Level) {
+fn apply_level(rec: &mut PathRecord, level: ibsm_qos::Level<'_>) {
     rec.sl = level.sl;
     if let Some(limit) = level.mtu_limit
         && rec.mtu.raw() > limit

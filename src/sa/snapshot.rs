@@ -106,6 +106,9 @@ pub struct Snapshot {
     pub routing_engine: String,
     /// The QoS policy path records follow (None: QoS off, every path on SL 0).
     pub qos: Option<std::sync::Arc<ibsm_qos::QosPolicy>>,
+    /// The partitions in force (name, P_Key base, `sl=`): QoS port groups by partition name,
+    /// and the SL of a path under a partition's P_Key when QoS is on and no QoS level applies.
+    pub partitions: Vec<ibsm_partitions::ResolvedPartition>,
     /// For each LID, the end port owning it (index = LID).
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
@@ -212,10 +215,21 @@ impl Snapshot {
             packet_life,
             routing_engine: String::new(),
             qos: None,
+            partitions: Vec::new(),
             by_lid,
             by_guid,
             unrouted: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The P_Key base of the partition named `name` (a QoS `partition:` port group).
+    pub fn partition_base(&self, name: &str) -> Option<u16> {
+        self.partitions.iter().find(|p| p.name == name).map(|p| p.base)
+    }
+
+    /// The `sl=` of the partition whose base is `base`'s (0 when it has none).
+    pub fn partition_sl(&self, base: u16) -> u8 {
+        self.partitions.iter().find(|p| p.base == base & 0x7fff).and_then(|p| p.sl).unwrap_or(0)
     }
 
     /// End-port LIDs that some switch leaves unrouted ([`Unrouted::of`]), worked out once per

@@ -434,7 +434,7 @@ mod tests {
     fn swept(rate: u32) -> (Sa, Subnet) {
         let (subnet, snap) = fabric();
         let mut sa = Sa::new(rate);
-        let groups = ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file()).unwrap();
+        let groups = ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), false).unwrap();
         sa.sweep_done(snap, &groups, &subnet, 0);
         (sa, subnet)
     }

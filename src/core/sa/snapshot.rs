@@ -88,6 +88,7 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
     let mut snap = Snapshot::new(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm);
     src.engine.clone_into(&mut snap.routing_engine);
     snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
+    src.partitions.resolved().clone_into(&mut snap.partitions);
     snap
 }
 
