@@ -129,10 +129,11 @@ pub struct ConfigFile {
     /// `lfts_file`), for the `file` routing engine (default: none).
     pub lfts_file: Option<PathBuf>,
     /// QoS policy in OpenSM's qos-policy.conf format; giving one turns QoS on (OpenSM's
-    /// `-Q -Y FILE`). Default: none, QoS off.
+    /// `-Q -Y FILE`). Default: none, QoS off unless `[qos]` is given.
     pub qos_policy_file: Option<PathBuf>,
     /// OpenSM's simple QoS options (max VLs, high limit, VL arbitration tables, SL2VL), subnet
     /// wide and per port class (`ca`, `sw0`, `swe`, `rtr`); unset values are OpenSM's defaults.
+    /// The table alone (even empty) turns QoS on with no policy, as OpenSM's `qos TRUE`.
     pub qos: Option<ibsm_qos::QosOptions>,
 }
 

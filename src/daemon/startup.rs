@@ -110,6 +110,10 @@ impl Sources {
                 }
                 Err(e) => errors.push(format!("QoS policy refused, nothing applied: {e}")),
             }
+        } else if let Some(options) = file.qos.clone() {
+            // The `[qos]` options alone turn QoS on with no policy (OpenSM's `qos TRUE` without a
+            // policy file): the tables from the options, paths on their partition's `sl=`.
+            cfg.qos = Some(crate::core::QosSetting { options, policy: ibsm_qos::QosPolicy::default() });
         }
         if let Some(path) = &file.expected_topology {
             match ibsm_topology::Topology::load(path) {
@@ -284,6 +288,17 @@ mod tests {
         assert_eq!(q.policy.ulps.len(), 2);
         assert_eq!(q.options.ca.and_then(|c| c.high_limit), Some(6));
         assert_eq!(Sources::default().build().expect("valid").cfg.qos, None, "no policy, QoS off");
+        // The [qos] table alone (OpenSM's `qos TRUE` without a policy file): on, no policy.
+        let alone = write(
+            &dir,
+            "alone.toml",
+            "[qos]
+max-vls = 4
+",
+        );
+        let q = Sources { config: Some(alone), ..Sources::default() }.build().expect("valid").cfg.qos;
+        let q = q.expect("QoS on from the options alone");
+        assert_eq!((q.options.max_vls, q.policy), (Some(4), ibsm_qos::QosPolicy::default()));
         let bad = write(&dir, "bad.conf", "qos-ulps\n default : 0\n nfs : 1\nend-qos-ulps\n");
         let errors = Sources { qos_policy: Some(bad), ..Sources::default() }.build().expect_err("unknown ULP");
         assert!(errors[0].contains("bad.conf:3: unknown ULP \"nfs\""), "{errors:?}");

@@ -262,8 +262,9 @@ fn fate(name: &str, value: &str) -> Fate {
         },
         "routing_engine" => routing(value),
         "qos" => match boolean(value) {
-            Some(true) => skipped("QoS is on in ibsm when qos-policy-file is set (from qos_policy_file)"),
-            Some(false) => skipped("QoS off, as ibsm without qos-policy-file"),
+            // Made `qos = {}` below when no `qos_*` option is mapped: the `[qos]` table turns QoS on.
+            Some(true) => skipped("QoS on: the [qos] options and qos-policy-file below turn it on"),
+            Some(false) => skipped("QoS off, as ibsm without qos-policy-file and [qos]"),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "qos_policy_file" if value == "(null)" || value.is_empty() => skipped("no QoS policy file"),
@@ -381,12 +382,20 @@ pub fn import(text: &str) -> Vec<Imported> {
         let (name, value) = line.split_once(char::is_whitespace).map_or((line, ""), |(n, v)| (n, v.trim()));
         out.push(Imported { line: i + 1, name: name.to_owned(), value: value.to_owned(), fate: fate(name, value) });
     }
-    // OpenSM reads its policy file only with `qos TRUE`; in ibsm the file alone turns QoS on.
+    // OpenSM reads its policy file and its `qos_*` options only with `qos TRUE`; in ibsm the file
+    // or the `[qos]` table alone turns QoS on, so with QoS off neither is carried over.
     let qos_on = out.iter().any(|i| i.name == "qos" && boolean(&i.value) == Some(true));
-    for i in out.iter_mut().filter(|i| i.name == "qos_policy_file" && !qos_on) {
+    for i in out.iter_mut().filter(|i| (i.name == "qos_policy_file" || qos_key(&i.name).is_some()) && !qos_on) {
         if matches!(i.fate, Fate::Mapped { .. }) {
-            i.fate = skipped("QoS is off in this file (no `qos TRUE`), so the policy file is not used");
+            i.fate = skipped("QoS is off in this file (no `qos TRUE`), so it is not used");
         }
+    }
+    // `qos TRUE` with no option mapped: an empty `[qos]` table (OpenSM's defaults), QoS on.
+    let qos_table = out.iter().any(|i| matches!(&i.fate, Fate::Mapped { key, .. } if key.starts_with("qos.")));
+    if let Some(i) = out.iter_mut().find(|i| i.name == "qos" && boolean(&i.value) == Some(true))
+        && !qos_table
+    {
+        i.fate = mapped("qos", "{}".to_owned());
     }
     out
 }
@@ -485,7 +494,7 @@ mod tests {
         assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");
         assert!(toml.contains("part-enforce = \"in\""), "{toml}");
         assert!(toml.contains("#   sm_key 0x00000000DEADBEEF (line 4): the SM_Key is never kept"), "{toml}");
-        assert!(toml.contains("#   qos TRUE (line 27): QoS is on in ibsm when qos-policy-file is set"), "{toml}");
+        assert!(toml.contains("qos = {}  # qos TRUE (line 27)"), "QoS on, OpenSM's defaults: {toml}");
         assert!(toml.contains("#   some_future_option 7 (line 29): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
     }
@@ -511,11 +520,23 @@ mod tests {
         assert_eq!(q.max_vls, None, "OpenSM's 0 is unset");
         assert!(toml.contains("#   qos_rtr_sl2vl 0,1 (line 10): not imported: expected 16 VLs"), "{toml}");
         assert!(toml.contains("#   qos_high_limit -1 (line 4): unset"), "{toml}");
-        // The same file with QoS off keeps the options but not the policy file.
+        // The same file with QoS off keeps neither the options nor the policy file (either would
+        // turn QoS on in ibsm).
         let off = to_toml(&import(&text.replace("qos TRUE", "qos FALSE")), "opensm.conf");
         let cfg = crate::daemon::config::ConfigFile::parse(&off, "off.toml").expect("valid");
-        assert_eq!(cfg.qos_policy_file, None, "{off}");
+        assert_eq!((cfg.qos_policy_file, cfg.qos), (None, None), "{off}");
         assert!(off.contains("QoS is off in this file"), "{off}");
+        // `qos TRUE` alone: an empty [qos] table, QoS on with OpenSM's defaults.
+        let alone = to_toml(
+            &import(
+                "qos TRUE
+qos_max_vls 0
+",
+            ),
+            "opensm.conf",
+        );
+        let cfg = crate::daemon::config::ConfigFile::parse(&alone, "alone.toml").expect("valid");
+        assert_eq!(cfg.qos, Some(ibsm_qos::QosOptions::default()), "{alone}");
         let _ = std::fs::remove_file(&path);
     }
 
