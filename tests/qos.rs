@@ -364,3 +364,36 @@ fn with_qos_on_and_no_level_a_path_and_a_group_take_the_partition_sl() {
     let g = McMemberRecord::parse(&data).expect("the storage broadcast group");
     assert_eq!((g.mgid, g.sl), (mgid, 3));
 }
+
+#[test]
+fn vl_arbitration_records_follow_the_tables_written_after_a_change() {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::{VlArbTableRecord, stride};
+    use ibsm_mad::sa::{SA_HEADER_LEN, request};
+    let topo = example("fat-tree-2l-k4.net");
+    let cfg = SmConfig { qos: Some(setting("0:0,1:64")), ..SmConfig::default() };
+    let (mut drv, _) = up(&topo, cfg.clone());
+    let cas: Vec<usize> =
+        (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca && i != drv.at.0).collect();
+    let (ca, host) = (cas[0], cas[cas.len() - 1]);
+    let probe = drv.fabric.attach(host, 1).expect("attach");
+    let lid = drv.sm.guid2lid().get(topo.nodes[ca].port_guid(1)).expect("a LID").0;
+    let sm_lid = drv.sm.guid2lid().get(drv.sm.port_guid()).expect("the SM's LID").0;
+    // The weight of VL 1 in the CA's low-priority block, as the SA answers (the first request
+    // waits for the census to read every node).
+    let ask = |drv: &mut SimDriver| -> u8 {
+        let q = VlArbTableRecord { lid, block_num: 1, ..VlArbTableRecord::default() };
+        let mask = VlArbTableRecord::COMP_LID | VlArbTableRecord::COMP_BLOCK_NUM;
+        let mut bytes = request(Method::GetTable, mask, 0x66, &q).expect("request");
+        bytes[36..44].copy_from_slice(&1u64.to_be_bytes());
+        drv.fabric.send(probe, &bytes, ibsm_sim::fabric::Dest { dlid: sm_lid, qpn: 1 });
+        let r = support::sa::listen(drv, probe).expect("an answer");
+        let rec = r.mad.get(SA_HEADER_LEN..SA_HEADER_LEN + stride::<VlArbTableRecord>()).expect("a record");
+        VlArbTableRecord::parse(rec).expect("parses").table.entries[1].weight
+    };
+    assert_eq!(ask(&mut drv), 64);
+    let done = drv.sm.reconfigure(SmConfig { qos: Some(setting("0:0,1:32")), ..cfg });
+    assert!(done.sweep, "{done:?}");
+    next_report(&mut drv);
+    assert_eq!(ask(&mut drv), 32, "the block as written, not as the census first read it");
+}

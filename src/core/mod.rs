@@ -101,6 +101,7 @@ pub use qos::QosSetting;
 pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;
 
+use crate::sa::vl_tables::VlRead;
 use requests::Inbound;
 use transactions::{Op, Outcome, PortStep, Req, Request, Transactions};
 
@@ -770,16 +771,27 @@ impl Sm {
                     self.fail(request, outcome);
                 }
             }
-            Req::SetSl2Vl { guid, input, output, table, .. } => {
+            Req::SetSl2Vl { guid, port, input, output, table, .. } => {
                 let done = outcome.failure().is_none();
                 self.qos.on_sl2vl(*guid, (*input, *output), table, done);
+                // A switch's map is set through port 0, a CA's through its own port.
+                let read = if port.0 == 0 {
+                    VlRead::Sl2Vl { input: *input, output: *output }
+                } else {
+                    VlRead::Sl2Vl { input: 0, output: port.0 }
+                };
+                self.sa.vl_written(*guid, read, outcome);
                 if !done {
                     self.fail(request, outcome);
                 }
             }
-            Req::SetVlArb { guid, output, block, table, .. } => {
+            Req::SetVlArb { guid, port, output, block, table, .. } => {
                 let done = outcome.failure().is_none();
                 self.qos.on_vlarb(*guid, (*output, *block), table, done);
+                let at = if port.0 == 0 { *output } else { port.0 };
+                if let Ok(block) = u8::try_from(*block) {
+                    self.sa.vl_written(*guid, VlRead::VlArb { port: at, block }, outcome);
+                }
                 if !done {
                     self.fail(request, outcome);
                 }

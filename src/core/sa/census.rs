@@ -10,7 +10,8 @@
 //! time), and each sweep's new nodes after it. Requests for the two records wait (at most
 //! [`MAX_HELD`]) until every node of the subnet has been read, then are answered. A node that
 //! leaves the subnet is forgotten and read again if it comes back. A read that fails leaves
-//! that table out of the answers; it is not a sweep failure.
+//! that table out of the answers; it is not a sweep failure. A table the SM writes (QoS) after
+//! its node was read replaces what was read, from the Set's answer (`Sa::vl_written`).
 //!
 //! The tables themselves live in the SA's state (`sa::vl_tables::VlTables`), which [`Census`]
 //! is handed (`&mut VlTables`, by [`super::Sa`], which owns both) with the subnet and the census

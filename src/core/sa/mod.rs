@@ -329,6 +329,17 @@ impl Sa {
         self.census.on_read(&mut self.state.vl, node, read, pass, outcome);
     }
 
+    /// A QoS Set of `read`'s table on `node` ended: its answer (the table as the port now holds
+    /// it) replaces what the census read, so the records follow what the SM wrote. Nodes the
+    /// census has not started are left to it.
+    pub fn vl_written(&mut self, node: Guid, read: VlRead, outcome: &Outcome) {
+        if let Outcome::Reply { status: 0, data } = outcome
+            && self.state.vl.has(node)
+        {
+            self.state.vl.store(node, read, data);
+        }
+    }
+
     /// A MulticastForwardingTable Set to `switch` failed: the block is not held there.
     pub fn mft_failed(&mut self, switch: Guid, key: (u16, u8)) {
         if let Some(held) = self.state.mfts.get_mut(&switch) {
