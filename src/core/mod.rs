@@ -24,7 +24,7 @@
 //! code that starts the sweeps they ask for, and the handling of a trap), `sa` (`sa::Sa`: the SA's
 //! snapshot, its state, answer limits, admission, counts, the VL census and the multicast tables
 //! its groups need; the SA requests and what follows from them meet the rest in
-//! `Sm::answer_sa`, `census_pump` and `program_multicast`), [`election`]
+//! `coordinator::sa_answers`), [`election`]
 //! ([`election::Election`]: the SMs found, the master watched, polls, handovers, controls; the
 //! coordinator's side of it, which sends the SMPs and changes the SM's state, is
 //! `coordinator::mastership`), [`port_settings`] ([`port_settings::PortSettings`]: the PortInfo
@@ -48,7 +48,9 @@
 //! messages in `coordinator::sync_sections`, PerfMgt answers in [`perf`].
 //!
 //! `impl Sm` lives only here and in `coordinator/` (the coordinator's code, a file per concept:
-//! where the components' answers meet); no component file has one.
+//! where the components' answers meet); no component file has one. This file holds `Sm`'s
+//! fields, its construction and its inputs and outputs (`handle_*`, `poll_*`, the sweep's
+//! phases); its getters are `coordinator::accessors`.
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
@@ -84,11 +86,11 @@ mod testing;
 mod transactions;
 pub mod traps;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
+use ibsm_mad::Guid;
 use ibsm_mad::smp::SmpRepr;
-use ibsm_mad::{Guid, Lid};
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
 pub use coordinator::reconfig::Reconfigured;
@@ -271,203 +273,6 @@ impl Sm {
     /// it carries RMPP; the default assumes it does).
     pub fn set_sa_limits(&mut self, limits: crate::sa::Limits) {
         self.sa.set_limits(limits);
-    }
-
-    // ---- getters ----
-
-    /// When the last report ([`Sm::last_report`]) was made, on the core's clock.
-    pub fn last_report_at(&self) -> Option<u64> {
-        self.sweep.last_report_at()
-    }
-
-    /// The transport tells the time without an input (before answering a side query, so that
-    /// ages in it are current). Nothing else happens.
-    pub fn set_clock(&mut self, now: u64) {
-        self.now = self.now.max(now);
-    }
-
-    /// How many entries each of the SM's growing tables holds, by name: what the soak checks
-    /// against the fabric's size, so that nothing grows with time instead.
-    pub fn footprint(&self) -> Vec<(&'static str, usize)> {
-        let (queued, in_flight) = self.tx.sizes();
-        let mut out = vec![("guid2lid", self.guid2lid.iter().count()), ("lft_cache", self.programming.held_lfts())];
-        out.extend(self.partitions.sizes());
-        out.extend([
-            ("events", self.events.len()),
-            ("responses", self.responses.len()),
-            ("smps_queued", queued),
-            ("smps_in_flight", in_flight),
-            ("sms_found", self.election.found().len()),
-        ]);
-        out.extend(self.mkeys.sizes());
-        let [requesters, services, subscriptions, vl_tables, held] = self.sa.sizes();
-        out.extend([requesters, services, subscriptions, ("quarantine", self.checks.quarantine().guids.len())]);
-        out.extend([vl_tables, held]);
-        out.extend(self.traps.sizes());
-        out.extend(self.perf.sizes());
-        out.extend(self.babbling.sizes());
-        out
-    }
-
-    /// As master: the SM a HANDOVER went out to, until it is answered (and, when accepted,
-    /// acknowledged).
-    pub fn handing_over_to(&self) -> Option<Guid> {
-        self.election.handing_over_to()
-    }
-
-    /// SA answers sent, by attribute and status.
-    pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
-        self.sa.counts()
-    }
-    /// The last cabling check.
-    pub fn cabling(&self) -> &checks::Cabling {
-        self.checks.cabling()
-    }
-    /// The duplicated GUIDs of the last completed sweep.
-    pub fn quarantine(&self) -> &checks::Quarantine {
-        self.checks.quarantine()
-    }
-    /// The M_Key each port is believed to hold (by port GUID), to persist in the state
-    /// directory as `guid2mkey`.
-    pub fn mkeys_held(&self) -> &HashMap<Guid, u64> {
-        self.mkeys.held()
-    }
-    /// Takes the keys ports are known to hold: an earlier run's `guid2mkey`, or OpenSM's.
-    pub fn set_mkeys_held(&mut self, keys: HashMap<Guid, u64>) {
-        self.mkeys.set_held(keys);
-    }
-    /// The neighbour map (node GUID, port) to the port GUID cabled there, to persist: after a
-    /// restart it names the ports at protect level 2 or 3 before their NodeInfo can be read.
-    pub fn mkey_neighbors(&self) -> &HashMap<(Guid, u8), Guid> {
-        self.mkeys.neighbors()
-    }
-    /// Takes a neighbour map persisted by an earlier run ([`Sm::mkey_neighbors`]).
-    pub fn set_mkey_neighbors(&mut self, neighbors: HashMap<(Guid, u8), Guid>) {
-        self.mkeys.set_neighbors(neighbors);
-    }
-    /// Bad-M_Key traps (256) received, by the LID that raised them.
-    pub fn mkey_violations(&self) -> &std::collections::BTreeMap<Lid, mkeys::Violations> {
-        self.mkeys.violations()
-    }
-    /// Where end ports are found by LID: the SA's snapshot, or the subnet being swept before
-    /// the first one.
-    fn ports(&self) -> mkeys::Ports<'_> {
-        mkeys::Ports { snapshot: self.sa.snapshot(), subnet: &self.subnet }
-    }
-    /// Each P_Key table's layout as last written (by port GUID; switch ports by a key of their
-    /// own), to persist in the state directory so that indexes survive a restart.
-    pub fn pkey_layout(&self) -> &std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>> {
-        self.partitions.layout()
-    }
-    /// Takes the layouts persisted by an earlier run ([`Sm::pkey_layout`]).
-    pub fn set_pkey_layout(&mut self, layout: std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>>) {
-        self.partitions.set_layout(layout);
-    }
-    /// SL2VL and VL arbitration tables written since start (QoS).
-    pub fn qos_tables_sent(&self) -> u64 {
-        self.qos.blocks_sent()
-    }
-    /// P_KeyTable blocks written so far.
-    pub fn pkey_blocks_sent(&self) -> u64 {
-        self.partitions.blocks_sent()
-    }
-    /// The P_Key table the policy gives each end port (by port GUID), as last resolved and
-    /// written; ports whose write failed are absent.
-    pub fn port_pkeys(&self) -> &std::collections::BTreeMap<Guid, Vec<ibsm_mad::PKey>> {
-        self.partitions.port_pkeys()
-    }
-    /// The configuration.
-    pub fn config(&self) -> &SmConfig {
-        &self.cfg
-    }
-    /// The SM state.
-    pub fn state(&self) -> SmState {
-        self.state
-    }
-    /// The phase of the current (or last) sweep; [`SweepPhase::Up`] when no sweep runs.
-    pub fn phase(&self) -> SweepPhase {
-        self.phase
-    }
-    /// The subnet as discovered by the current (or last) sweep.
-    pub fn subnet(&self) -> &Subnet {
-        &self.subnet
-    }
-    /// The GUID-to-LID table, updated by every LID assignment; persist it after a sweep.
-    pub fn guid2lid(&self) -> &Guid2Lid {
-        &self.guid2lid
-    }
-    /// The core's current time (the latest `now` it was given, or read from the clock of
-    /// [`Sm::handle_compute`]).
-    pub fn now(&self) -> u64 {
-        self.now
-    }
-    /// The SM's own port GUID (0 until discovery has read it).
-    pub fn port_guid(&self) -> Guid {
-        self.port_guid
-    }
-    /// SMPs sent, retried and failed so far: (sent, retried, failed).
-    pub fn smp_counters(&self) -> (u64, u64, u64) {
-        (self.tx.counters.sent, self.tx.counters.retried, self.tx.counters.failed)
-    }
-    /// SMP waits for an answer that ran out (each try counted).
-    pub fn smp_timeouts(&self) -> u64 {
-        self.tx.counters.timed_out
-    }
-    /// Sweeps completed: (heavy, quick, repair).
-    pub fn sweeps_done(&self) -> (u64, u64, u64) {
-        self.schedule.done()
-    }
-    /// Light sweeps completed.
-    pub fn light_sweeps(&self) -> u64 {
-        self.light.done()
-    }
-    /// What traps did: counters and unhealthy ports.
-    pub fn trap_book(&self) -> &traps::Traps {
-        &self.traps
-    }
-    /// The babbling-port policy's book: the ports it disabled, its counts.
-    pub fn babbling(&self) -> &babbling::Babbling {
-        &self.babbling
-    }
-    /// Times this SM took the subnet over from its master.
-    pub fn takeovers(&self) -> u64 {
-        self.election.takeovers()
-    }
-    /// Requests received so far, by kind.
-    pub fn request_counters(&self) -> RequestCounters {
-        self.sa.add_counters(self.counters)
-    }
-    /// The SA's snapshot of the fabric as the last completed sweep left it (`None` before the
-    /// first). Cheap to clone and immutable: readers never wait for a sweep.
-    pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
-        self.sa.shared()
-    }
-    /// MFT blocks written for multicast groups so far.
-    pub fn mft_blocks_sent(&self) -> u64 {
-        self.programming.mft_blocks_sent()
-    }
-    /// What this SM believes `switch`'s multicast table holds for `mlid`: the ports set, or
-    /// `None` when it wrote nothing there.
-    pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
-        self.sa.programmed_mft(switch, mlid)
-    }
-    /// Counters of the SA's Reports to subscribers.
-    pub fn sa_report_counters(&self) -> crate::sa::inform::ReportCounters {
-        self.sa.report_counters()
-    }
-    /// The report of the last completed sweep.
-    pub fn last_report(&self) -> Option<&SubnetReport> {
-        self.sweep.last_report()
-    }
-    /// The routing engine of the chain that routed the last sweep (`None` before any routing).
-    pub fn routing_engine_used(&self) -> Option<&str> {
-        Some(self.routing.engine_used()).filter(|e| !e.is_empty())
-    }
-    /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
-    /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
-    /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
-    pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
-        self.programming.programmed_lft(switch)
     }
 
     // ---- inputs ----
@@ -986,83 +791,5 @@ impl Sm {
         self.schedule.count_done();
         self.events.push_back(SmEvent::SubnetUp(report));
         self.perf_after_sweep();
-    }
-
-    // ---- the SA: where its values meet the rest ----
-
-    /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
-    /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
-    pub fn build_snapshot(&self) -> crate::sa::Snapshot {
-        sa::snapshot::build(&sa::snapshot::Sources {
-            subnet: &self.subnet,
-            partitions: &self.partitions,
-            programming: &self.programming,
-            engine: self.routing.engine_used(),
-            port_guid: self.port_guid,
-            subnet_prefix: self.cfg.subnet_prefix,
-            lmc: self.cfg.lmc,
-            subnet_timeout: self.cfg.subnet_timeout,
-            qos: self.cfg.qos.as_ref().map(|q| &q.policy),
-        })
-    }
-
-    /// An SA request: the SA answers it (or not), and what follows happens here: the census
-    /// reads, the multicast tables, the standbys' copy.
-    fn answer_sa(&mut self, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
-        // Between its HANDOVER and the answer, a master still serves the SA, but a change it
-        // answered now would reach the new master by no state sync (that one no longer takes
-        // them): a Set or Delete gets BUSY, and the client's retry finds the new master.
-        if self.state == SmState::Master
-            && self.election.handing_over_to().is_some()
-            && matches!(h.method, ibsm_mad::header::Method::Set | ibsm_mad::header::Method::Delete)
-        {
-            if let Some(reply) = requests::response_to(bytes, ibsm_mad::ids::status::BUSY, None) {
-                self.respond(reply, requests::reply_to(h, src));
-            }
-            return;
-        }
-        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
-        let master = self.state == SmState::Master;
-        let asked = sa::Asked { header: h, bytes, src, live, master, queued: self.responses.len() };
-        let done = self.sa.answer(&asked);
-        self.responses.extend(done.reply);
-        self.events.extend(done.event);
-        if done.census {
-            self.census_pump();
-        }
-        if done.groups_changed {
-            self.program_multicast();
-        }
-        if let Some(section) = done.publish {
-            self.publish(&[section]);
-        }
-    }
-
-    /// Queues the census' next reads while this SM is master between sweeps, and answers the
-    /// requests that waited for it once it is done.
-    fn census_pump(&mut self) {
-        if self.state != SmState::Master || self.phase != SweepPhase::Up {
-            return;
-        }
-        let pump = self.sa.census_pump(&self.subnet, self.tx.outstanding_for(Op::Census));
-        for r in pump.reads {
-            self.tx.push(r);
-        }
-        for (bytes, src) in pump.answer {
-            if let Ok(h) = ibsm_mad::header::MadHeader::from_bytes(&bytes) {
-                self.answer_sa(&h, &bytes, &src);
-            }
-        }
-    }
-
-    /// Writes the MFT blocks that differ from what the switches hold for the SA's groups. Only
-    /// between sweeps; a sweep's end calls it again.
-    fn program_multicast(&mut self) {
-        if self.phase != SweepPhase::Up {
-            return;
-        }
-        for r in self.sa.multicast_sets(&self.subnet) {
-            self.tx.push(r);
-        }
     }
 }

@@ -10,6 +10,8 @@
 //! makes an `impl Sm` anywhere else a visible exception in review. No state lives here: the
 //! fields are `Sm`'s (in `core/mod.rs`) or the components'.
 //!
+//! - [`accessors`]: `Sm`'s getters and the setters of persisted state (M_Keys, P_Key
+//!   layouts): one component's value each, nothing started.
 //! - [`babbling`]: the babbling-port policy's traps counted, ports disabled and enabled again
 //!   ([`super::babbling`] owns the counts and deadlines).
 //! - [`bringup`]: LIDs onto ports, PortInfo and SwitchInfo configuration, the Init → Armed →
@@ -23,11 +25,14 @@
 //! - [`perf_sweeps`]: when the performance manager may send and start a PM sweep, and stopping
 //!   it on a standby ([`super::perf`] owns the reads and the books).
 //! - [`reconfig`]: a configuration read again while the SM runs, each change applied as it needs.
+//! - [`sa_answers`]: an SA request answered and what follows (census reads, multicast tables,
+//!   the standbys' copy); the snapshot a sweep's end builds ([`super::sa`] owns the SA).
 //! - [`scheduling`]: the sweeps the trap book, light and quick sweeps and the schedule ask for,
 //!   started; the handling of a trap.
 //! - [`sync_sections`]: which component each replicated section comes from and goes back to
 //!   ([`super::replication`] owns the protocol's state).
 
+pub(super) mod accessors;
 pub(super) mod babbling;
 pub(super) mod bringup;
 pub(super) mod discovery;
@@ -35,5 +40,6 @@ pub(super) mod maintenance;
 pub(super) mod mastership;
 pub(super) mod perf_sweeps;
 pub(super) mod reconfig;
+pub(super) mod sa_answers;
 pub(super) mod scheduling;
 pub(super) mod sync_sections;

@@ -1,0 +1,84 @@
+//! The SA's side of the coordinator: where the SA's values meet the rest. An SA request is
+//! answered by [`super::super::sa::Sa`], and what follows happens here: the VL census' reads,
+//! the multicast tables its groups need, the standbys' copy; and the snapshot every sweep's end
+//! builds from the subnet, the partitions, the programmed tables and the routing engine.
+
+use crate::core::{MadSource, Sm, SmState, SweepPhase, requests, sa, transactions::Op};
+
+impl Sm {
+    /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
+    /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
+    pub fn build_snapshot(&self) -> crate::sa::Snapshot {
+        sa::snapshot::build(&sa::snapshot::Sources {
+            subnet: &self.subnet,
+            partitions: &self.partitions,
+            programming: &self.programming,
+            engine: self.routing.engine_used(),
+            port_guid: self.port_guid,
+            subnet_prefix: self.cfg.subnet_prefix,
+            lmc: self.cfg.lmc,
+            subnet_timeout: self.cfg.subnet_timeout,
+            qos: self.cfg.qos.as_ref().map(|q| &q.policy),
+        })
+    }
+
+    /// An SA request: the SA answers it (or not), and what follows happens here: the census
+    /// reads, the multicast tables, the standbys' copy.
+    pub(in crate::core) fn answer_sa(&mut self, h: &ibsm_mad::header::MadHeader, bytes: &[u8], src: &MadSource) {
+        // Between its HANDOVER and the answer, a master still serves the SA, but a change it
+        // answered now would reach the new master by no state sync (that one no longer takes
+        // them): a Set or Delete gets BUSY, and the client's retry finds the new master.
+        if self.state == SmState::Master
+            && self.election.handing_over_to().is_some()
+            && matches!(h.method, ibsm_mad::header::Method::Set | ibsm_mad::header::Method::Delete)
+        {
+            if let Some(reply) = requests::response_to(bytes, ibsm_mad::ids::status::BUSY, None) {
+                self.respond(reply, requests::reply_to(h, src));
+            }
+            return;
+        }
+        let live = crate::sa::Live { sm_info: self.sm_info(false), sa_key: self.cfg.sa_key, now: self.now };
+        let master = self.state == SmState::Master;
+        let asked = sa::Asked { header: h, bytes, src, live, master, queued: self.responses.len() };
+        let done = self.sa.answer(&asked);
+        self.responses.extend(done.reply);
+        self.events.extend(done.event);
+        if done.census {
+            self.census_pump();
+        }
+        if done.groups_changed {
+            self.program_multicast();
+        }
+        if let Some(section) = done.publish {
+            self.publish(&[section]);
+        }
+    }
+
+    /// Queues the census' next reads while this SM is master between sweeps, and answers the
+    /// requests that waited for it once it is done.
+    pub(in crate::core) fn census_pump(&mut self) {
+        if self.state != SmState::Master || self.phase != SweepPhase::Up {
+            return;
+        }
+        let pump = self.sa.census_pump(&self.subnet, self.tx.outstanding_for(Op::Census));
+        for r in pump.reads {
+            self.tx.push(r);
+        }
+        for (bytes, src) in pump.answer {
+            if let Ok(h) = ibsm_mad::header::MadHeader::from_bytes(&bytes) {
+                self.answer_sa(&h, &bytes, &src);
+            }
+        }
+    }
+
+    /// Writes the MFT blocks that differ from what the switches hold for the SA's groups. Only
+    /// between sweeps; a sweep's end calls it again.
+    pub(in crate::core) fn program_multicast(&mut self) {
+        if self.phase != SweepPhase::Up {
+            return;
+        }
+        for r in self.sa.multicast_sets(&self.subnet) {
+            self.tx.push(r);
+        }
+    }
+}
