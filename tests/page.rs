@@ -156,7 +156,12 @@ fn the_page_draws_the_bad_cable_in_the_error_colour_and_opens_its_counters() {
         Duration::from_secs(90),
     );
     assert!(dom.contains("id=\"picture\""), "no page in the DOM:\n{dom}");
-    let lines: Vec<&str> = dom.split("<line ").skip(1).map(|l| &l[..l.find('>').unwrap_or(l.len())]).collect();
+    let lines: Vec<&str> = dom
+        .split("<line ")
+        .skip(1)
+        .map(|l| &l[..l.find('>').unwrap_or(l.len())])
+        .filter(|l| l.contains("class=\"link "))
+        .collect();
     assert_eq!(lines.len(), 16, "one line per cable on a fabric this small:\n{dom}");
     // A cable's line names its two ports, upper end first: `GUID:PORT-GUID:PORT`.
     let cable = |ends: &[String]| {
