@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::daemon::control::{ControlServer, Pending, Query};
-use crate::daemon::page::{self, Refusal, Route};
+use crate::daemon::page::{self, FabricCache, PageQuery, Refusal, Route};
 use crate::daemon::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
 
 /// Default address of `--metrics` without a value: loopback only.
@@ -64,6 +64,8 @@ struct Shared {
     counters: Arc<Counters>,
     /// The control socket's counters, shown beside ours (none without a socket).
     control: Option<Arc<Counters>>,
+    /// The page's last picture of the fabric.
+    fabric_cache: Arc<FabricCache>,
 }
 
 impl MetricsServer {
@@ -89,6 +91,7 @@ impl MetricsServer {
             limits,
             counters: Arc::clone(&counters),
             control: control.path().map(|_| control.counters()),
+            fabric_cache: Arc::default(),
         });
         let runner = Runner::start("ibsm-metrics", move || {
             listener.set_nonblocking(true)?;
@@ -232,7 +235,7 @@ async fn respond(req: &Request<Incoming>, ticket: &Ticket, shared: &Shared) -> R
         Route::Api(ask) => Some(ask),
     };
     if let Some(ask) = ask {
-        let (pending, wait) = Pending::new(Query::Page(ask));
+        let (pending, wait) = Pending::new(Query::Page(PageQuery { ask, cache: Arc::clone(&shared.fabric_cache) }));
         return match shared.tx.send(pending) {
             Ok(()) => match wait.await {
                 Ok(a) => typed(a.text, JSON_TYPE),
@@ -349,7 +352,7 @@ mod tests {
         // A JSON answer is asked of the SM's loop.
         let mut c = get(server.addr(), "/api/port?guid=0x12&port=3&t=99");
         let p = next_query(&mut control);
-        assert_eq!(p.query, Query::Page(crate::daemon::page::PageAsk::Port(ibsm_mad::Guid(0x12), 3)));
+        assert_eq!(p.query, Query::Page(PageQuery::new(crate::daemon::page::PageAsk::Port(ibsm_mad::Guid(0x12), 3))));
         p.reply("{\"version\":1}".to_owned());
         let said = read_to_end(&mut c);
         assert!(

@@ -115,7 +115,7 @@ pub enum Query {
     },
     /// A JSON answer for the web page of the metrics endpoint ([`crate::daemon::page`]); asked
     /// by that endpoint only, never parsed from the socket.
-    Page(crate::daemon::page::PageAsk),
+    Page(crate::daemon::page::PageQuery),
 }
 
 /// The answer to `sweep` and `reroute`.
@@ -331,7 +331,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             return error_line("this is carried out by the transport, not answered from the SM's getters");
         }
         Query::Metrics => return crate::daemon::metrics::render(sm),
-        Query::Page(ask) => return crate::daemon::page::answer(sm, ask),
+        Query::Page(q) => return crate::daemon::page::answer(sm, q),
         Query::Counters(sel) => serde_json::to_string(&counters(sm, *sel)),
         Query::LogLevel { level, target } => match crate::daemon::log_level::set(level, target.as_deref()) {
             Ok(filter) => Ok(serde_json::json!({ "filter": filter }).to_string()),

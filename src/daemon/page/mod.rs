@@ -8,7 +8,8 @@
 //! snapshot and the performance manager's books). The answers:
 //! - `/api/status`: the control socket's `status` answer, as it is;
 //! - `/api/fabric`: the fabric by tier with each cable's severity over the PM's last interval,
-//!   aggregated so that its size is bounded whatever the fabric ([`fabric`]);
+//!   aggregated so that its size is bounded whatever the fabric ([`fabric`]), built once per
+//!   snapshot and PM sweep ([`FabricCache`]);
 //! - `/api/port?guid=0x..&port=N`: one port's counters, totals, history, and its peer's.
 //!
 //! It touches no socket and sends no MAD; [`route`] is pure and never panics on any input.
@@ -16,12 +17,14 @@
 pub mod fabric;
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ibsm_mad::Guid;
 use serde::Serialize;
 
 use crate::core::Sm;
 use crate::daemon::control::{PortCountersJson, error_line, parse_guid, port_line};
+use crate::sa::Snapshot;
 
 /// The page, served at `/`.
 pub const PAGE: &str = include_str!("page.html");
@@ -49,6 +52,66 @@ pub enum PageAsk {
     Fabric,
     /// One port (node GUID, port number).
     Port(Guid, u8),
+}
+
+/// A page answer asked of the SM's loop, with the endpoint's cache of the fabric's picture.
+#[derive(Debug, Clone)]
+pub struct PageQuery {
+    /// What is asked.
+    pub ask: PageAsk,
+    /// Where the last picture is kept (shared by every connection of one endpoint).
+    pub cache: Arc<FabricCache>,
+}
+
+impl PageQuery {
+    /// `ask`, with a cache of its own.
+    pub fn new(ask: PageAsk) -> PageQuery {
+        PageQuery { ask, cache: Arc::default() }
+    }
+}
+
+impl PartialEq for PageQuery {
+    /// The same question (whatever the cache).
+    fn eq(&self, other: &Self) -> bool {
+        self.ask == other.ask
+    }
+}
+
+impl Eq for PageQuery {}
+
+/// The last `/api/fabric` answer and what it was built from: the snapshot (held, so it is
+/// compared by identity) and the PM's sweeps and threshold events. The picture changes only
+/// with those, so however many pages poll, it is built once per PM interval (at k=48, 0.25 s
+/// of the SM's loop in a debug build), and the other answers are a copy of the text.
+#[derive(Debug, Default)]
+pub struct FabricCache(Mutex<Option<(FabricKey, String)>>);
+
+/// What a picture was built from.
+#[derive(Debug, Clone)]
+struct FabricKey {
+    snap: Arc<Snapshot>,
+    pm: (u64, u64),
+}
+
+impl PartialEq for FabricKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.snap, &other.snap) && self.pm == other.pm
+    }
+}
+
+impl FabricCache {
+    /// The text for `key`: the kept one when it was built from the same, else `build`'s (kept).
+    fn get<K: PartialEq + Clone>(slot: &Mutex<Option<(K, String)>>, key: K, build: impl FnOnce() -> String) -> String {
+        let mut kept = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((k, text)) = kept.as_ref()
+            && *k == key
+        {
+            return text.clone();
+        }
+        let text = build();
+        *kept = Some((key, text.clone()));
+        text
+    }
 }
 
 /// Why a request is not answered.
@@ -160,12 +223,19 @@ pub struct PointJson {
     pub xmit_wait: u32,
 }
 
-/// The JSON answer to `ask` from `sm` (an `{"error":...}` line when it has none).
-pub fn answer(sm: &Sm, ask: &PageAsk) -> String {
-    let out = match *ask {
+/// The JSON answer to `q` from `sm` (an `{"error":...}` line when it has none).
+pub fn answer(sm: &Sm, q: &PageQuery) -> String {
+    let out = match q.ask {
         PageAsk::Status => serde_json::to_string(&crate::daemon::control::status(sm)),
         PageAsk::Fabric => match sm.snapshot() {
-            Some(snap) => serde_json::to_string(&fabric::fabric(sm, &snap, &fabric::Bounds::DEFAULT)),
+            Some(snap) => {
+                let c = sm.perf().counts();
+                let key = FabricKey { snap: Arc::clone(&snap), pm: (c.sweeps, c.threshold_events) };
+                return FabricCache::get(&q.cache.0, key, || {
+                    serde_json::to_string(&fabric::fabric(sm, &snap, &fabric::Bounds::DEFAULT))
+                        .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
+                });
+            }
             None => return error_line("the SM has not completed a sweep yet"),
         },
         PageAsk::Port(g, p) => serde_json::to_string(&port(sm, g, p)),
@@ -249,6 +319,23 @@ mod tests {
         }
         let long = format!("guid=0x1&port=1&pad={}", "a".repeat(MAX_QUERY));
         assert!(matches!(route("GET", "/api/port", Some(&long)), Err(Refusal::BadRequest(_))));
+    }
+
+    #[test]
+    fn the_cache_builds_once_per_key() {
+        let slot = Mutex::new(None);
+        let mut built = 0;
+        let mut get = |k: u32| {
+            FabricCache::get(&slot, k, || {
+                built += 1;
+                format!("{k}")
+            })
+        };
+        assert_eq!(get(1), "1");
+        assert_eq!(get(1), "1");
+        assert_eq!(get(2), "2");
+        assert_eq!(get(1), "1");
+        assert_eq!(built, 3, "built for 1, 2, then 1 again; the second 1 was kept");
     }
 
     proptest! {
