@@ -189,9 +189,11 @@ pub struct EndJson {
     pub port: u8,
 }
 
-/// The topology of a snapshot (nodes in the snapshot's order), for its tiers.
+/// The topology of a snapshot (nodes in the snapshot's order), for its tiers. A peer that names
+/// no node of the snapshot is no cable (so every peer index is in range).
 fn topology(snap: &Snapshot) -> Topology {
     let desc = snap.describe();
+    let count = desc.nodes.len();
     let mut t = Topology::default();
     for n in &desc.nodes {
         let kind = match n.kind {
@@ -201,7 +203,9 @@ fn topology(snap: &Snapshot) -> Topology {
         };
         let mut node = TopoNode::new(kind, n.name.to_owned(), n.num_ports, n.guid);
         for p in &n.ports {
-            if let (Some(peer), Some(slot)) = (p.peer, node.links.get_mut(usize::from(p.num.0))) {
+            if let (Some(peer), Some(slot)) =
+                (p.peer.filter(|q| q.node < count), node.links.get_mut(usize::from(p.num.0)))
+            {
                 *slot = Some(Peer { node: peer.node, port: peer.port.0, attrs: ibsm_topology::LinkAttrs::default() });
             }
         }
