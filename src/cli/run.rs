@@ -90,6 +90,11 @@ pub(super) struct RunArgs {
     /// only; give an address to listen elsewhere, `127.0.0.1:0` for any free port].
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = ibsm::daemon::metrics_http::DEFAULT_ADDR)]
     metrics: Option<String>,
+    /// Simulator: give a cable an error rate, as `sim play`'s `link-errors` does: `NODE[PORT]
+    /// symbol=N [rcv=N] [link-downed=N] [per=TIME]` (repeatable). The performance manager then
+    /// reads two more intervals before the SM idles, so its last interval shows the errors.
+    #[arg(long, value_name = "SPEC", requires = "sim")]
+    sim_link_errors: Vec<String>,
 }
 
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen
@@ -301,6 +306,7 @@ fn run_on_sim(
             return ExitCode::from(2);
         }
     };
+    let Ok(()) = inject_link_errors(&a.sim_link_errors, &topo, &mut drv) else { return ExitCode::from(2) };
     // Routing and LID assignment take the time they really take, so the phase line is true.
     drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
     let host = &topo.nodes[drv.at.0].name;
@@ -337,7 +343,7 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
-            finish_perf_sweep(&mut drv);
+            finish_perf_sweep(&mut drv, if a.sim_link_errors.is_empty() { 0 } else { 2 });
             match control.as_ref().and_then(ControlServer::path) {
                 Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
@@ -446,7 +452,40 @@ fn random_key() -> u64 {
 
 /// The performance manager's sweep that waited for the bring-up's sweeps reads every port
 /// before the simulated fabric stands still, so that `ibsm counters` has figures.
-fn finish_perf_sweep(drv: &mut SimDriver) {
+/// `--sim-link-errors`: each cable's error rate set on the simulated fabric (what is wrong
+/// with a spec is printed).
+fn inject_link_errors(specs: &[String], topo: &Topology, drv: &mut SimDriver) -> Result<(), ()> {
+    for spec in specs {
+        let (node, port, rate) = ibsm::lab::play::parse_link_errors(topo, spec)
+            .map_err(|e| eprintln!("ibsm run: --sim-link-errors {spec:?}: {e}"))?;
+        drv.fabric.inject_fault(ibsm_sim::fabric::Fault::LinkErrors { node, port, rate });
+    }
+    Ok(())
+}
+
+/// Runs the simulated fabric until the performance manager has completed `n` more sweeps (at
+/// most `n + 1` intervals and a minute more of virtual time).
+fn run_perf_sweeps(drv: &mut SimDriver, n: u64) {
+    let interval = drv.sm.perf().config().interval_ns;
+    if interval == 0 || n == 0 {
+        return;
+    }
+    let target = drv.sm.perf().counts().sweeps.saturating_add(n);
+    let limit = drv.now().saturating_add(interval.saturating_mul(n + 1)).saturating_add(60_000_000_000);
+    while drv.sm.perf().counts().sweeps < target && drv.now() < limit {
+        let until = drv.now().saturating_add(100_000_000);
+        drv.run_until(until, |ev| {
+            crate::cli::log::log_event(ev);
+            false
+        });
+        if drv.now() < until {
+            drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
+        }
+    }
+}
+
+/// Runs the simulated fabric until the running PM sweep (if any) is done, then `then` more.
+fn finish_perf_sweep(drv: &mut SimDriver, then: u64) {
     let limit = drv.now().saturating_add(60_000_000_000);
     while drv.sm.perf().sweeping() && drv.now() < limit {
         let until = drv.now().saturating_add(10_000_000);
@@ -459,4 +498,5 @@ fn finish_perf_sweep(drv: &mut SimDriver) {
             drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
         }
     }
+    run_perf_sweeps(drv, then);
 }

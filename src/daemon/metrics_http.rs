@@ -1,5 +1,6 @@
 //! The metrics endpoint: HTTP/1.1, `GET /metrics` answered with [`crate::daemon::metrics::render`] and
-//! the surfaces' own connection counters (`ibsm run --metrics [ADDR]`, loopback by default).
+//! the surfaces' own connection counters (`ibsm run --metrics [ADDR]`, loopback by default), and
+//! the web page at `/` with the JSON answers it polls under `/api/` ([`crate::daemon::page`]).
 //!
 //! Owns the TCP listener and its connections, on a runtime thread of its own
 //! ([`crate::daemon::surface::Runner`]). HTTP is parsed and written by `hyper` (server, http1 only, on
@@ -12,8 +13,9 @@
 //! the oldest one still sending its request is closed, or the new one gets 503 when all are
 //! being answered); the whole request head within 2 s (hyper's header read timeout), however
 //! it is dripped; the answer read within 10 s plus 1 s per MiB. One request per connection
-//! (`Connection: close`). Anything but `GET /metrics` gets 404; a request hyper cannot parse (a
-//! request line that is not UTF-8, for one) gets 400.
+//! (`Connection: close`). Read-only: any method but GET gets 405; a path that is not
+//! [`page::route`]'s gets 404, a bad query 400; a request hyper cannot parse (a request line
+//! that is not UTF-8, for one) gets 400. A page answer is asked of the SM's loop like a scrape.
 
 use std::convert::Infallible;
 use std::io::Write as _;
@@ -21,16 +23,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::daemon::control::{ControlServer, Pending, Query};
+use crate::daemon::page::{self, FabricCache, PageQuery, Refusal, Route};
 use crate::daemon::surface::{Admission, Counters, Gate, Limits, Runner, Ticket};
 
 /// Default address of `--metrics` without a value: loopback only.
@@ -38,6 +41,12 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:9464";
 
 /// The Prometheus text format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The page's content type.
+const PAGE_TYPE: &str = "text/html; charset=utf-8";
+
+/// The page's JSON answers' content type.
+const JSON_TYPE: &str = "application/json";
 
 /// The metrics endpoint. Dropping it stops the listener and every connection.
 #[derive(Debug)]
@@ -55,6 +64,8 @@ struct Shared {
     counters: Arc<Counters>,
     /// The control socket's counters, shown beside ours (none without a socket).
     control: Option<Arc<Counters>>,
+    /// The page's last picture of the fabric.
+    fabric_cache: Arc<FabricCache>,
 }
 
 impl MetricsServer {
@@ -80,6 +91,7 @@ impl MetricsServer {
             limits,
             counters: Arc::clone(&counters),
             control: control.path().map(|_| control.counters()),
+            fabric_cache: Arc::default(),
         });
         let runner = Runner::start("ibsm-metrics", move || {
             listener.set_nonblocking(true)?;
@@ -202,8 +214,35 @@ async fn respond(req: &Request<Incoming>, ticket: &Ticket, shared: &Shared) -> R
         // Evicted: the task is being ended.
         return text(StatusCode::SERVICE_UNAVAILABLE, "busy\n".to_owned());
     }
-    if req.method() != Method::GET || req.uri().path() != "/metrics" {
-        return text(StatusCode::NOT_FOUND, "only GET /metrics is served here\n".to_owned());
+    let route = match page::route(req.method().as_str(), req.uri().path(), req.uri().query()) {
+        Ok(r) => r,
+        Err(refusal) => {
+            let status = match refusal {
+                Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+                Refusal::NotFound => StatusCode::NOT_FOUND,
+                Refusal::BadRequest(_) => StatusCode::BAD_REQUEST,
+            };
+            let mut resp = text(status, format!("{refusal}\n"));
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                resp.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
+            }
+            return resp;
+        }
+    };
+    let ask = match route {
+        Route::Metrics => None,
+        Route::Page => return typed(page::PAGE.to_owned(), PAGE_TYPE),
+        Route::Api(ask) => Some(ask),
+    };
+    if let Some(ask) = ask {
+        let (pending, wait) = Pending::new(Query::Page(PageQuery { ask, cache: Arc::clone(&shared.fabric_cache) }));
+        return match shared.tx.send(pending) {
+            Ok(()) => match wait.await {
+                Ok(a) => typed(a.text, JSON_TYPE),
+                Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the SM is shutting down\n".to_owned()),
+            },
+            Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the SM is shutting down\n".to_owned()),
+        };
     }
     let (pending, wait) = Pending::new(Query::Metrics);
     let answer = match shared.tx.send(pending) {
@@ -220,6 +259,14 @@ async fn respond(req: &Request<Incoming>, ticket: &Ticket, shared: &Shared) -> R
     surfaces.push(("metrics", &*shared.counters));
     body.push_str(&crate::daemon::surface::render(&surfaces));
     text(StatusCode::OK, body)
+}
+
+/// A 200 answer of `content_type`, never cached (the page polls it).
+fn typed(body: String, content_type: &'static str) -> Response<String> {
+    let mut resp = Response::new(body);
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
 }
 
 fn text(status: StatusCode, body: String) -> Response<String> {
@@ -279,13 +326,51 @@ mod tests {
             "{said}"
         );
         assert!(!said.contains("surface=\"control\""), "no control socket, no control counters: {said}");
-        let said = read_to_end(&mut get(server.addr(), "/"));
+        let said = read_to_end(&mut get(server.addr(), "/nope"));
         assert!(said.starts_with("HTTP/1.1 404 "), "{said}");
         let deadline = Instant::now() + Duration::from_secs(5);
         while server.counters().answered.load(Ordering::Relaxed) < 2 {
             assert!(Instant::now() < deadline, "both answers counted");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    fn send(addr: SocketAddr, method: &str, path: &str) -> TcpStream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n").as_bytes()).unwrap();
+        s
+    }
+
+    #[test]
+    fn the_page_and_its_json_are_served_read_only() {
+        let mut control = ControlServer::without_socket();
+        let server = MetricsServer::bind("127.0.0.1:0", &control).unwrap();
+        let said = read_to_end(&mut get(server.addr(), "/"));
+        assert!(said.starts_with("HTTP/1.1 200 OK\r\n"), "{said}");
+        assert!(said.contains("content-type: text/html; charset=utf-8\r\n"), "{said}");
+        assert!(said.ends_with("</html>\n"), "the whole page");
+        // A JSON answer is asked of the SM's loop.
+        let mut c = get(server.addr(), "/api/port?guid=0x12&port=3&t=99");
+        let p = next_query(&mut control);
+        assert_eq!(p.query, Query::Page(PageQuery::new(crate::daemon::page::PageAsk::Port(ibsm_mad::Guid(0x12), 3))));
+        p.reply("{\"version\":1}".to_owned());
+        let said = read_to_end(&mut c);
+        assert!(
+            said.starts_with("HTTP/1.1 200 OK\r\n") && said.contains("content-type: application/json\r\n"),
+            "{said}"
+        );
+        assert!(said.contains("cache-control: no-store\r\n") && said.ends_with("\r\n\r\n{\"version\":1}"), "{said}");
+        for m in ["POST", "PUT", "DELETE", "PATCH"] {
+            let said = read_to_end(&mut send(server.addr(), m, "/"));
+            assert!(said.starts_with("HTTP/1.1 405 ") && said.contains("allow: GET\r\n"), "{m}: {said}");
+            let said = read_to_end(&mut send(server.addr(), m, "/metrics"));
+            assert!(said.starts_with("HTTP/1.1 405 "), "{m}: {said}");
+        }
+        let said = read_to_end(&mut get(server.addr(), "/api/port?guid=zz&port=1"));
+        assert!(said.starts_with("HTTP/1.1 400 "), "{said}");
+        let said = read_to_end(&mut get(server.addr(), &format!("/api/port?guid=0x1&port=1&x={}", "a".repeat(300))));
+        assert!(said.starts_with("HTTP/1.1 400 "), "{said}");
+        assert!(control.try_next().is_none(), "refused requests never reach the SM");
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //!   controls `ibsm sweep`, `reroute`, `log-level`, `lid`, `guid`).
 //! - [`log_level`]: the running log filter, changed by `ibsm log-level`.
 //! - [`metrics`]: the Prometheus text of the SM's figures (the per-port counters in
-//!   `metrics_ports`, both gathered in a `metrics_scrape`); [`metrics_http`] serves it.
+//!   `metrics_ports`, both gathered in a `metrics_scrape`); [`metrics_http`] serves it, and
+//!   at `/` the web page of [`page`] (state, problems, the fabric coloured by errors).
 //! - [`surface`]: the limits, connection cap and listener thread those two share.
 
 pub mod config;
@@ -31,6 +32,7 @@ pub mod metrics_http;
 mod metrics_ports;
 mod metrics_scrape;
 pub mod notify;
+pub mod page;
 pub mod partition_policy;
 pub mod side_queries;
 pub mod signals;

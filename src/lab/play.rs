@@ -169,6 +169,19 @@ fn parse_action(topo: &Topology, words: &[&str]) -> Result<Action, String> {
     Ok(action)
 }
 
+/// One `link-errors` action without its time, `NODE[PORT] symbol=N ...` (as a script line
+/// gives it after the time; `ibsm run --sim --sim-link-errors` takes it): the node's index in
+/// `topo`, the port, and the rate.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn parse_link_errors(topo: &Topology, spec: &str) -> Result<(usize, u8, ErrorRate), String> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let target = words.first().ok_or_else(|| "link-errors needs NODE[PORT] and counts".to_owned())?;
+    let (n, p) = parse_target(topo, target, true)?;
+    Ok((n, p, parse_error_rate(&words[1..])?))
+}
+
 /// The arguments of `link-errors` after the port: `symbol=N`, `rcv=N`, `link-downed=N` (counts
 /// per interval, default 0) and `per=TIME` (the interval, default `1s`), in any order, or `off`.
 fn parse_error_rate(words: &[&str]) -> Result<ErrorRate, String> {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::core::Sm;
+use crate::core::perf::PortKey;
 use crate::core::perf::counters::{Counter, PortBook};
 
 /// The answer to `counters` (schema version 1).
@@ -90,19 +91,50 @@ fn traffic(b: &PortBook) -> u64 {
     b.last_interval().map_or(0, |i| i.delta.get(Counter::XmitData).saturating_add(i.delta.get(Counter::RcvData)))
 }
 
+/// Counters whose total is over their threshold: `Name=total/threshold`.
+fn totals_over_threshold(sm: &Sm, b: &PortBook) -> Vec<String> {
+    let thresholds = sm.perf().config().thresholds;
+    Counter::ALL
+        .iter()
+        .filter_map(|&c| {
+            let t = thresholds.0[c.index()]?;
+            (b.totals.get(c) > t).then(|| format!("{}={}/{t}", c.name(), b.totals.get(c)))
+        })
+        .collect()
+}
+
+/// One port's figures, as `counters` lists them (also the web page's port detail).
+pub fn port_line(sm: &Sm, (g, p): PortKey, b: &PortBook) -> PortCountersJson {
+    let pm = sm.perf();
+    #[allow(clippy::cast_precision_loss)] // 4: exact
+    let bytes = |c: Counter| b.rate(c).map(|r| r * ibsm_mad::perf::DATA_WORD_OCTETS as f64);
+    PortCountersJson {
+        node: format!("{:#018x}", g.0),
+        desc: pm.desc(g).to_owned(),
+        port: p,
+        totals: map(&b.totals),
+        last_interval: b.last_interval().map(|i| map(&i.delta)),
+        interval_ms: b.last_interval().map(|i| i.len_ns / 1_000_000),
+        xmit_bytes_per_s: bytes(Counter::XmitData),
+        rcv_bytes_per_s: bytes(Counter::RcvData),
+        over_threshold: pm
+            .flagged()
+            .get(&(g, p))
+            .map(|f| f.over.iter().map(|(c, d, t)| format!("{}={d}/{t}", c.name())).collect())
+            .unwrap_or_default(),
+        totals_over_threshold: totals_over_threshold(sm, b),
+        saturated: Counter::ALL
+            .iter()
+            .filter(|c| b.saturated & (1 << c.index()) != 0)
+            .map(|c| c.name().to_owned())
+            .collect(),
+    }
+}
+
 /// The `counters` answer from `sm`'s performance manager.
 pub fn counters(sm: &Sm, sel: Selection) -> CountersAnswer {
     let pm = sm.perf();
-    let thresholds = pm.config().thresholds;
-    let totals_over = |b: &PortBook| -> Vec<String> {
-        Counter::ALL
-            .iter()
-            .filter_map(|&c| {
-                let t = thresholds.0[c.index()]?;
-                (b.totals.get(c) > t).then(|| format!("{}={}/{t}", c.name(), b.totals.get(c)))
-            })
-            .collect()
-    };
+    let totals_over = |b: &PortBook| totals_over_threshold(sm, b);
     let mut chosen: Vec<_> = pm
         .books()
         .iter()
@@ -113,34 +145,7 @@ pub fn counters(sm: &Sm, sel: Selection) -> CountersAnswer {
         chosen.truncate(n);
     }
     let now = sm.now();
-    let ports = chosen
-        .iter()
-        .map(|&(&(g, p), b)| {
-            #[allow(clippy::cast_precision_loss)] // 4: exact
-            let bytes = |c: Counter| b.rate(c).map(|r| r * ibsm_mad::perf::DATA_WORD_OCTETS as f64);
-            PortCountersJson {
-                node: format!("{:#018x}", g.0),
-                desc: pm.desc(g).to_owned(),
-                port: p,
-                totals: map(&b.totals),
-                last_interval: b.last_interval().map(|i| map(&i.delta)),
-                interval_ms: b.last_interval().map(|i| i.len_ns / 1_000_000),
-                xmit_bytes_per_s: bytes(Counter::XmitData),
-                rcv_bytes_per_s: bytes(Counter::RcvData),
-                over_threshold: pm
-                    .flagged()
-                    .get(&(g, p))
-                    .map(|f| f.over.iter().map(|(c, d, t)| format!("{}={d}/{t}", c.name())).collect())
-                    .unwrap_or_default(),
-                totals_over_threshold: totals_over(b),
-                saturated: Counter::ALL
-                    .iter()
-                    .filter(|c| b.saturated & (1 << c.index()) != 0)
-                    .map(|c| c.name().to_owned())
-                    .collect(),
-            }
-        })
-        .collect::<Vec<_>>();
+    let ports = chosen.iter().map(|&(&k, b)| port_line(sm, k, b)).collect::<Vec<_>>();
     CountersAnswer {
         version: 1,
         interval_s: pm.config().interval_ns / 1_000_000_000,

@@ -56,7 +56,7 @@ use crate::core::{Requested, Sm};
 use crate::daemon::side_queries::Asks;
 use crate::routes::live::LiveRoutes;
 
-pub use counters::{CountersAnswer, PerfSweepJson, PortCountersJson, Selection, counters};
+pub use counters::{CountersAnswer, PerfSweepJson, PortCountersJson, Selection, counters, port_line};
 pub use maintenance::{PortToggledAnswer, SweepingAnswer};
 pub use port_report::{Neighbor, NodeLine, PortKey, PortLine, PortReport};
 pub use server::{ControlServer, group_id, may_change};
@@ -113,6 +113,9 @@ pub enum Query {
         /// Disable even the only link to a node.
         force: bool,
     },
+    /// A JSON answer for the web page of the metrics endpoint ([`crate::daemon::page`]); asked
+    /// by that endpoint only, never parsed from the socket.
+    Page(crate::daemon::page::PageQuery),
 }
 
 /// The answer to `sweep` and `reroute`.
@@ -158,6 +161,7 @@ impl Query {
             Query::Counters(_) => "counters",
             Query::Sweeping(_) => "sweeping",
             Query::PortAdmin { .. } => "port",
+            Query::Page(_) => "page",
         }
     }
 
@@ -327,6 +331,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             return error_line("this is carried out by the transport, not answered from the SM's getters");
         }
         Query::Metrics => return crate::daemon::metrics::render(sm),
+        Query::Page(q) => return crate::daemon::page::answer(sm, q),
         Query::Counters(sel) => serde_json::to_string(&counters(sm, *sel)),
         Query::LogLevel { level, target } => match crate::daemon::log_level::set(level, target.as_deref()) {
             Ok(filter) => Ok(serde_json::json!({ "filter": filter }).to_string()),
