@@ -134,7 +134,9 @@ fn print_errors(a: &CountersAnswer) {
         } else {
             format!(" (last interval: {})", p.over_threshold.join(" "))
         };
-        println!("   GUID {} port {}: {}{recent}", p.node, p.port, fields.join(" "));
+        // The port's GUID, as ibqueryerrors prints it (a CA port's differs from its node's).
+        let guid = if p.port_guid.is_empty() { &p.node } else { &p.port_guid };
+        println!("   GUID {guid} port {}: {}{recent}", p.port, fields.join(" "));
     }
     println!("## Summary: {} ports with errors ({} without)", a.ports.len(), a.ports_left_out);
 }

@@ -55,6 +55,11 @@ pub struct PortCountersJson {
     pub desc: String,
     /// The port.
     pub port: u8,
+    /// The port's GUID, `0x` and 16 hex digits (a switch's ports share its port 0 GUID); the
+    /// GUID `ibqueryerrors` prints on a port's line. The node GUID where the port is no longer
+    /// in the subnet.
+    #[serde(default)]
+    pub port_guid: String,
     /// Totals since the PM first read the port, by IBTA counter name (PortXmitData and
     /// PortRcvData in 4-byte words, as the PMA counts them).
     pub totals: BTreeMap<String, u64>,
@@ -108,10 +113,14 @@ pub fn port_line(sm: &Sm, (g, p): PortKey, b: &PortBook) -> PortCountersJson {
     let pm = sm.perf();
     #[allow(clippy::cast_precision_loss)] // 4: exact
     let bytes = |c: Counter| b.rate(c).map(|r| r * ibsm_mad::perf::DATA_WORD_OCTETS as f64);
+    let subnet = sm.subnet();
+    let node = subnet.by_guid.get(&g).and_then(|&i| subnet.node(i));
+    let port_guid = node.and_then(|n| n.port(ibsm_mad::PortNum(p))).and_then(|r| r.guid).unwrap_or(g);
     PortCountersJson {
         node: format!("{:#018x}", g.0),
         desc: pm.desc(g).to_owned(),
         port: p,
+        port_guid: format!("{:#018x}", port_guid.0),
         totals: map(&b.totals),
         last_interval: b.last_interval().map(|i| map(&i.delta)),
         interval_ms: b.last_interval().map(|i| i.len_ns / 1_000_000),
