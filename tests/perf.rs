@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use ibsm::core::perf::counters::Counter;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
 use ibsm::transport::sim::SimDriver;
-use ibsm_mad::Guid;
+use ibsm_mad::{Guid, Lid};
 use ibsm_sim::fabric::{ErrorRate, Fault, SimTime};
 
 mod support;
@@ -216,13 +216,20 @@ fn cpu_ms() -> u64 {
 /// The figures of BENCHMARKS.md's PM sweep on the k=48 three-level fat tree (27,648 HCAs,
 /// 2,880 switches): fabric time of a PM sweep of every cabled port at the simulator's default
 /// 10 us per MAD, and the CPU time this process spent on it (the SM and the simulator
-/// together, so an upper bound for the SM's). `cargo test --release -p ibsm --test perf --
-/// --ignored --nocapture k48`.
+/// together, so an upper bound for the SM's); then the rate of SA PathRecord answers through the
+/// core from one host (32 in flight, no per-requester limit) during a PM sweep and idle, in
+/// fabric time (the SA's answer takes none: a round trip) and in wall time (the SM and the
+/// simulator in one thread: the PM's work, and the simulation of its MADs, slow it there).
+/// `cargo test --release -p ibsm --test perf -- --ignored --nocapture k48`.
 #[test]
 #[ignore = "k=48: minutes in a debug build; run with --release"]
 fn k48_pm_sweep_figures() {
-    let topo = ibsm_topology::GenSpec::fat_tree(3, 48).generate().expect("k=48 fat tree");
-    let mut drv = SimDriver::new(&topo, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    // IBSM_PERF_K=12 (an even k) tries the same on a smaller tree.
+    let k = std::env::var("IBSM_PERF_K").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
+    let topo = ibsm_topology::GenSpec::fat_tree(3, k).generate().expect("fat tree");
+    // No per-requester SA limit: the SA load below comes from one port, and measures the SA.
+    let cfg = SmConfig { sa_rate_limit: 0, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 1, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     drv.compute_time = ibsm::transport::sim::ComputeTime::Wall;
     let report = drv.sweep(600 * SECOND, |_| {}).expect("a report");
     assert!(report.complete);
@@ -246,7 +253,7 @@ fn k48_pm_sweep_figures() {
     let s = *drv.sm.perf().last_sweep().expect("second PM sweep");
     let c = drv.sm.perf().counts();
     println!(
-        "k48 PM sweep: {} ports read, {} failed, fabric time {:.1} ms; {} MADs over both sweeps; process CPU {} ms, wall {:.0} ms",
+        "k{k} PM sweep: {} ports read, {} failed, fabric time {:.1} ms; {} MADs over both sweeps; process CPU {} ms, wall {:.0} ms",
         s.ports_read,
         s.failed,
         (s.ended_at - s.started_at) as f64 / 1e6,
@@ -255,4 +262,95 @@ fn k48_pm_sweep_figures() {
         wall.as_secs_f64() * 1e3
     );
     assert_eq!(s.failed, 0);
+
+    // The SA while a PM sweep runs, and idle: PathRecord Gets between random pairs of hosts
+    // from a host of the fabric, SA_WINDOW in flight, for half the second PM sweep's length of
+    // virtual time from the start of the third, then as long after it ended.
+    let hosts: Vec<Lid> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.kind == ibsm_topology::NodeKind::Ca)
+        .filter_map(|n| drv.sm.guid2lid().get(n.port_guid(1)).map(|(lo, _)| lo))
+        .collect();
+    let sm_lid = drv.sm.guid2lid().get(drv.sm.port_guid()).expect("the SM's LID").0;
+    let probe_at = topo.nodes.iter().rposition(|n| n.kind == ibsm_topology::NodeKind::Ca).expect("a host");
+    let probe = drv.fabric.attach(probe_at, 1).expect("probe");
+    let third = drv.sm.perf().last_sweep().expect("second PM sweep").started_at + INTERVAL;
+    drv.run_until(third - 1, |_| false);
+    drv.fabric.advance_to(SimTime(third - 1));
+    let span = (s.ended_at - s.started_at) / 2;
+    let busy = sa_load(&mut drv, probe, sm_lid, &hosts, span);
+    assert!(drv.sm.perf().sweeping(), "the PM sweep ran all along the SA load");
+    let mut idle_at = drv.now();
+    while drv.sm.perf().sweeping() {
+        idle_at += 10_000_000;
+        drv.run_until(idle_at, |_| false);
+        drv.fabric.advance_to(SimTime(idle_at));
+    }
+    let idle = sa_load(&mut drv, probe, sm_lid, &hosts, span);
+    assert!(!drv.sm.perf().sweeping(), "no PM sweep during the idle load");
+    for (what, (n, wall, cpu, latency)) in [("during a PM sweep", busy), ("idle", idle)] {
+        #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+        let (per_virtual, per_wall) = (n as f64 / (span as f64 / 1e9), n as f64 / wall);
+        println!(
+            "SA PathRecords {what}: {n} answered in {:.1} ms of fabric time ({per_virtual:.0}/s), wall {:.0} ms ({per_wall:.0}/s), process CPU {cpu} ms, mean answer time {:.1} us",
+            span as f64 / 1e6,
+            wall * 1e3,
+            latency as f64 / 1e3
+        );
+    }
+}
+
+/// SA PathRecord Gets in flight at once in [`sa_load`].
+const SA_WINDOW: usize = 32;
+
+/// Sends PathRecord Gets (SLID and DLID of pseudo-random pairs of `hosts`) from `probe` to the
+/// SA for `span` ns of virtual time, [`SA_WINDOW`] in flight, each answer sending the next:
+/// (answers with status 0, wall seconds, process CPU ms, mean fabric time from a request's
+/// sending to its answer's arrival, ns).
+fn sa_load(
+    drv: &mut SimDriver,
+    probe: ibsm_sim::fabric::AgentId,
+    sm_lid: Lid,
+    hosts: &[Lid],
+    span: u64,
+) -> (u64, f64, u64, u64) {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::PathRecord;
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut tid = 0x5a00_0000_u64;
+    let mut send = |drv: &mut SimDriver, sent: &mut std::collections::HashMap<u64, u64>| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let pick = |s: u64| hosts[usize::try_from(s % hosts.len() as u64).unwrap_or(0)];
+        let r = PathRecord { slid: pick(seed >> 33), dlid: pick(seed >> 7), ..PathRecord::default() };
+        tid += 1;
+        sent.insert(tid & 0xffff_ffff, drv.now());
+        let mad = ibsm_mad::sa::request(Method::Get, PathRecord::COMP_SLID | PathRecord::COMP_DLID, tid, &r)
+            .expect("request");
+        drv.fabric.send(probe, &mad, ibsm_sim::fabric::Dest { dlid: sm_lid, qpn: 1 });
+    };
+    let mut sent = std::collections::HashMap::new();
+    let end = drv.now() + span;
+    let (cpu0, wall0) = (cpu_ms(), std::time::Instant::now());
+    for _ in 0..SA_WINDOW {
+        send(drv, &mut sent);
+    }
+    let (mut answered, mut waited) = (0, 0);
+    while drv.now() < end {
+        let step = (drv.now() + 1_000).min(end);
+        drv.run_until(step, |_| false);
+        if drv.now() < step {
+            drv.fabric.advance_to(SimTime(step));
+        }
+        while let Some(r) = drv.fabric.recv(probe) {
+            let h = ibsm_mad::sa::SaHeader::from_bytes(&r.mad[..]).expect("an SA answer");
+            // An answer to the load before this one (in flight when it ended) is not counted.
+            let Some(at) = sent.remove(&(h.tid & 0xffff_ffff)) else { continue };
+            assert_eq!(h.status, 0, "PathRecord answered");
+            answered += 1;
+            waited += r.at.0 - at;
+            send(drv, &mut sent);
+        }
+    }
+    (answered, wall0.elapsed().as_secs_f64(), cpu_ms() - cpu0, waited / answered.max(1))
 }
