@@ -17,6 +17,13 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::SmpFailed { attr_id, attr_mod, path, failure } => {
             tracing::warn!(error_id = "smp-failed", attr = format_args!("{attr_id:#06x}"), attr_mod, path = %path, failure = %failure, "SMP failed");
         }
+        SmEvent::MlidPoolExhausted { pool } => {
+            tracing::error!(
+                error_id = "mlid-pool-exhausted",
+                pool,
+                "multicast join refused: every MLID the switches can hold is in use (logged once until one is free)"
+            );
+        }
         SmEvent::LidSpaceExhausted { ports } => {
             tracing::error!(error_id = "lid-space-exhausted", ports, "LID space exhausted");
         }

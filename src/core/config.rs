@@ -52,6 +52,9 @@ pub struct SmConfig {
     /// SA requests per second each requesting port may send before it gets BUSY (default
     /// 50,000; 0: no limit).
     pub sa_rate_limit: u32,
+    /// IPv6 solicited-node multicast groups share one MLID per partition and scope (OpenSM's
+    /// `consolidate_ipv6_snm_req`; default off, as OpenSM).
+    pub consolidate_ipv6_snm: bool,
     /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
     /// `saquery` and OpenSM's clients send).
     pub sa_key: u64,
@@ -148,6 +151,7 @@ impl Default for SmConfig {
             priority: 0,
             sm_key: DEFAULT_SM_KEY,
             sa_rate_limit: 50_000,
+            consolidate_ipv6_snm: false,
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,

@@ -195,6 +195,12 @@ pub enum SmEvent {
         /// What happened.
         failure: SmpFailure,
     },
+    /// A multicast group create was refused (NO_RESOURCES): every MLID of the pool the
+    /// switches can hold is in use. Reported once until an MLID is handed out again.
+    MlidPoolExhausted {
+        /// MLIDs in the pool (the smallest MulticastFDBCap of the switches).
+        pool: u16,
+    },
     /// No LID could be given to a port (LID space exhausted).
     LidSpaceExhausted {
         /// Ports left without a LID.

@@ -146,6 +146,9 @@ pub struct Sm {
     schedule: schedule::Schedule,
     /// Answers to requests, sent outside the SMP window.
     responses: VecDeque<Transmit>,
+    /// What SA changes lead to, done once the answers queued are out: a burst of joins costs
+    /// one tree computation and one copy of the groups for the standbys, not one per join.
+    after_answers: sa::AfterAnswers,
     /// Requests seen, by kind (the SA counts its own: [`Sm::request_counters`] adds them).
     counters: RequestCounters,
     /// The SM's own port GUID, once discovery has read it.
@@ -186,7 +189,8 @@ impl Sm {
     /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
         let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
-        let sa = sa::Sa::new(cfg.sa_rate_limit);
+        let mut sa = sa::Sa::new(cfg.sa_rate_limit);
+        sa.set_consolidate_ipv6_snm(cfg.consolidate_ipv6_snm);
         let perf = perf::Perf::new(cfg.perf.clone());
         Sm {
             cfg,
@@ -202,6 +206,7 @@ impl Sm {
             sweep: sweep::Sweep::default(),
             schedule: schedule::Schedule::default(),
             responses: VecDeque::new(),
+            after_answers: sa::AfterAnswers::default(),
             counters: RequestCounters::default(),
             port_guid: Guid(0),
             discovery: discovery::Discovery::default(),
@@ -482,6 +487,7 @@ impl Sm {
     /// starts a scheduled re-sweep.
     pub fn handle_timeout(&mut self, now: u64) {
         self.now = self.now.max(now);
+        self.flush_after_answers();
         for (request, outcome) in self.tx.on_timeout(self.now) {
             self.dispatch(&request, &outcome);
         }
@@ -515,6 +521,7 @@ impl Sm {
         if let Some(r) = self.sa.poll_transmit(self.now) {
             return Some(r);
         }
+        self.flush_after_answers();
         if let Some(t) = self.poll_sync_transmit() {
             return Some(t);
         }

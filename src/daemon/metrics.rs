@@ -47,6 +47,7 @@ pub fn render(sm: &Sm) -> String {
     sweeps(&mut m, sm);
     m.counter("pkey_blocks_sent", "P_KeyTable blocks written", one(sm.pkey_blocks_sent()));
     m.counter("mft_blocks_sent", "Multicast forwarding table blocks written", one(sm.mft_blocks_sent()));
+    m.counter("mlid_refusals", "Multicast creates refused for want of an MLID (NO_RESOURCES)", one(sm.mlid_refusals()));
     let c = sm.request_counters();
     let samples = labeled(
         "outcome",
@@ -205,6 +206,7 @@ mod tests {
             ("ibsm_takeovers_total", "counter"),
             ("ibsm_pkey_blocks_sent_total", "counter"),
             ("ibsm_mft_blocks_sent_total", "counter"),
+            ("ibsm_mlid_refusals_total", "counter"),
             ("ibsm_sa_requests_total", "counter"),
             ("ibsm_sa_answers_total", "counter"),
             ("ibsm_traps_total", "counter"),

@@ -157,7 +157,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("disable_multicast", "multicast is always on"),
     ("exit_on_fatal", "ibsm keeps running and reports (duplicate GUIDs, for one)"),
     ("prefix_routes_file", "routers are not supported"),
-    ("consolidate_ipv6_snm_req", "not available in ibsm"),
 ];
 
 /// OpenSM's defaults that ibsm deliberately does not copy, and why.
@@ -203,6 +202,10 @@ fn fate(name: &str, value: &str) -> Fate {
         "leaf_head_of_queue_lifetime" => num("leaf-head-of-queue-lifetime", 0, 31),
         "babbling_port_policy" => match boolean(value) {
             Some(b) => mapped("babbling-port-policy", b.to_string()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "consolidate_ipv6_snm_req" => match boolean(value) {
+            Some(b) => mapped("consolidate-ipv6-snm", b.to_string()),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "vl_stall_count" => num("vl-stall-count", 0, 7),

@@ -3,7 +3,15 @@
 //! Owns the groups: MGID, MLID, the group-wide parameters (Q_Key, P_Key, MTU, rate, SL,
 //! FlowLabel, HopLimit, TClass, scope, packet lifetime) and the members, each a port GUID with
 //! its JoinState bits (full member, non-member, send-only non-member, send-only full member).
-//! MLIDs come from 0xC000 up, lowest free first. The partition policy's groups (the IPoIB
+//! MLIDs come from 0xC000 up, lowest free first, within the pool the switches can hold: the
+//! smallest MulticastFDBCap a switch of the subnet reports (a switch reporting 0 left out, as
+//! OpenSM does; the whole multicast range when none reports one). A create past the pool is
+//! NO_RESOURCES, counted ([`Groups::refused`]) and reported once until an MLID is free again
+//! ([`Groups::take_exhausted`]). With `consolidate_ipv6_snm` (OpenSM's
+//! `consolidate_ipv6_snm_req`, off by default as there), an IPv6 solicited-node group
+//! (`ff1S:601b:PPPP::1:ffXX:XXXX`, any scope) takes the MLID of an existing group whose MGID
+//! agrees on all but its last 24 bits: one MLID per partition and scope, however many hosts;
+//! each group keeps its MGID and members. The partition policy's groups (the IPoIB
 //! broadcast group of every `ipoib` partition, the default one's 0xC000 when it is so marked,
 //! and the `mgid=` groups) are created when the SA starts answering and kept while the policy names
 //! them ([`Groups::apply_policy`]). A group ends, and
@@ -49,8 +57,9 @@ use super::{Answer, Limits, Query};
 
 /// The first multicast LID; the IPoIB broadcast group's.
 pub const MLID_BASE: u16 = 0xc000;
-/// Multicast LIDs the SA hands out (0xC000..0xC000 + this).
-pub const MLID_COUNT: u16 = 1024;
+/// Multicast LIDs the SA hands out at most (0xC000..=0xFFFE), when no switch reports a smaller
+/// MulticastFDBCap.
+pub const MLID_COUNT: u16 = 0xffff - MLID_BASE;
 /// MGID of the IPv4-over-IB broadcast group of the default partition (link-local scope).
 pub const IPOIB_BROADCAST: Gid = Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0x0000_0000_ffff_ffff) };
 
@@ -75,6 +84,25 @@ pub struct Groups {
     /// Groups created (`true`) and deleted since the last [`Groups::take_events`], with their
     /// P_Keys, for the notices 66 and 67.
     events: Vec<(bool, Gid, PKey)>,
+    /// Solicited-node groups share an MLID per partition and scope.
+    consolidate_snm: bool,
+    /// Creates refused for want of an MLID.
+    refused: u64,
+    /// A refusal not yet reported, and whether one was since the pool last had room.
+    exhausted: (bool, bool),
+}
+
+/// Whether `mgid` is an IPv6 solicited-node multicast address as OpenSM matches it:
+/// `ff1S:601b:PPPP:0000` then `0000:0001:ffXX:XXXX` (bits 1 to 3 of the fourth byte ignored).
+pub fn is_ipv6_snm(mgid: Gid) -> bool {
+    mgid.prefix & 0xff10_ffff_0000_ffff == 0xff10_601b_0000_0000
+        && mgid.guid.0 & 0xffff_fff1_ff00_0000 == 0x0000_0001_ff00_0000
+}
+
+/// The part of a solicited-node MGID's interface ID its partition and scope's groups share
+/// (all but the last 24 bits: OpenSM compares the first 13 bytes of the MGID).
+fn snm_key(mgid: Gid) -> u64 {
+    mgid.guid.0 & !0x00ff_ffff
 }
 
 fn mtu_bytes(m: Mtu) -> Option<u32> {
@@ -143,23 +171,45 @@ impl Groups {
         self.by_mgid.values()
     }
 
+    /// Shares one MLID among the IPv6 solicited-node groups of a partition and scope (OpenSM's
+    /// `consolidate_ipv6_snm_req`); groups that exist keep theirs.
+    pub fn set_consolidate_ipv6_snm(&mut self, on: bool) {
+        self.consolidate_snm = on;
+    }
+
+    /// Creates refused so far for want of an MLID (NO_RESOURCES).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// Whether a create was refused for want of an MLID since the last call, the first since the
+    /// pool last had room (to be logged once, not per request).
+    pub fn take_exhausted(&mut self) -> bool {
+        std::mem::take(&mut self.exhausted.0)
+    }
+
     /// The counter the SA's own MGIDs are made from (for the state sync).
     pub fn next_mgid(&self) -> u32 {
         self.next_mgid
     }
 
-    /// Replaces the groups with `groups` (from the state sync): a group whose MGID or MLID an
-    /// earlier one has, or whose MLID is outside the SA's range, is left out. The switches'
-    /// tables follow at the next multicast programming.
+    /// Replaces the groups with `groups` (from the state sync): a group whose MGID an earlier
+    /// one has, whose MLID an earlier one has (but for solicited-node groups of one partition
+    /// and scope, which share theirs), or whose MLID is outside the multicast range, is left
+    /// out. The switches' tables follow at the next multicast programming.
     pub fn restore(&mut self, groups: Vec<Group>, next_mgid: u32) {
         self.by_mgid.clear();
-        let mut mlids = BTreeSet::new();
+        let mut mlids: BTreeMap<u16, Gid> = BTreeMap::new();
         for g in groups {
             let m = g.params.mlid.0;
             if !(MLID_BASE..MLID_BASE + MLID_COUNT).contains(&m) || self.by_mgid.contains_key(&g.params.mgid) {
                 continue;
             }
-            if mlids.insert(m) {
+            let shared = |first: &Gid| {
+                is_ipv6_snm(*first) && is_ipv6_snm(g.params.mgid) && snm_key(*first) == snm_key(g.params.mgid)
+            };
+            if mlids.get(&m).is_none_or(shared) {
+                mlids.entry(m).or_insert(g.params.mgid);
                 self.by_mgid.insert(g.params.mgid, g);
             }
         }
@@ -214,7 +264,7 @@ impl Groups {
                 }
                 continue;
             }
-            let Some(mlid) = self.free_mlid() else { continue };
+            let Some(mlid) = self.free_mlid(snap) else { continue };
             self.by_mgid.insert(spec.mgid, Group { params: params(mlid), members: BTreeMap::new(), persistent: true });
             self.events.push((true, spec.mgid, spec.pkey));
             self.dirty = true;
@@ -251,9 +301,23 @@ impl Groups {
         self.dirty |= changed || self.by_mgid.len() != before;
     }
 
-    fn free_mlid(&self) -> Option<Lid> {
+    fn free_mlid(&self, snap: &Snapshot) -> Option<Lid> {
         let used: BTreeSet<u16> = self.by_mgid.values().map(|g| g.params.mlid.0).collect();
-        (MLID_BASE..MLID_BASE + MLID_COUNT).find(|m| !used.contains(m)).map(Lid)
+        (MLID_BASE..MLID_BASE + snap.mlid_pool()).find(|m| !used.contains(m)).map(Lid)
+    }
+
+    /// The MLID a new group `mgid` takes: a solicited-node group's partition and scope share
+    /// (when consolidating and one exists), else the lowest free one in the pool.
+    fn mlid_for(&self, snap: &Snapshot, mgid: Gid) -> Option<Lid> {
+        if self.consolidate_snm && is_ipv6_snm(mgid) {
+            let key = snm_key(mgid);
+            let from = Gid { prefix: mgid.prefix, guid: Guid(key) };
+            let to = Gid { prefix: mgid.prefix, guid: Guid(key | 0x00ff_ffff) };
+            if let Some(g) = self.by_mgid.range(from..=to).next() {
+                return Some(g.1.params.mlid);
+            }
+        }
+        self.free_mlid(snap)
     }
 
     /// Answers an MCMemberRecord request.
@@ -373,7 +437,14 @@ impl Groups {
         } else {
             self.fresh_mgid(snap, req.scope)
         };
-        let Some(mlid) = self.free_mlid() else { return Answer::error(h, status::SA_NO_RESOURCES) };
+        let Some(mlid) = self.mlid_for(snap, mgid) else {
+            self.refused += 1;
+            if !self.exhausted.1 {
+                self.exhausted = (true, true);
+            }
+            return Answer::error(h, status::SA_NO_RESOURCES);
+        };
+        self.exhausted.1 = false;
         // MTU and rate: what the request selects among what the creator's port carries, else
         // the port's own.
         let (mtus, rates) = port_caps(snap, guid);
@@ -548,5 +619,32 @@ impl Groups {
     fn single(h: &ibsm_mad::sa::SaHeader, rec: &McMemberRecord) -> Answer {
         let offset = (ibsm_mad::records::stride::<McMemberRecord>() / 8) as u16;
         Answer::single(h.response(status::OK, offset), &rec.to_vec(), 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solicited_node_mgids_are_matched_as_opensm_matches_them() {
+        let g = |prefix: u64, guid: u64| Gid { prefix, guid: Guid(guid) };
+        // Every scope, every partition, any last 24 bits.
+        assert!(is_ipv6_snm(g(0xff12_601b_ffff_0000, 0x0000_0001_ff12_3456)));
+        assert!(is_ipv6_snm(g(0xff15_601b_8001_0000, 0x0000_0001_ff00_0000)));
+        assert!(is_ipv6_snm(g(0xff1e_601b_0000_0000, 0x0000_0001_ffff_ffff)));
+        // OpenSM's interface-ID mask leaves bits 1 to 3 of the fourth byte out.
+        assert!(is_ipv6_snm(g(0xff12_601b_ffff_0000, 0x0000_000f_ff12_3456)));
+        // Not solicited-node: IPv4, another signature, other bytes, flags not 1.
+        assert!(!is_ipv6_snm(g(0xff12_401b_ffff_0000, 0x0000_0001_ff12_3456)));
+        assert!(!is_ipv6_snm(g(0xff12_601b_ffff_0001, 0x0000_0001_ff12_3456)));
+        assert!(!is_ipv6_snm(g(0xff12_601b_ffff_0000, 0x0000_0002_ff12_3456)));
+        assert!(!is_ipv6_snm(g(0xff12_601b_ffff_0000, 0x0000_0001_fe12_3456)));
+        assert!(!is_ipv6_snm(g(0xff02_601b_ffff_0000, 0x0000_0001_ff12_3456)));
+        assert!(!is_ipv6_snm(g(0xff12_601b_ffff_0000, 0x0000_0000_0000_0001)));
+        // Hosts of one partition and scope share a key; another partition or scope does not.
+        let a = g(0xff12_601b_ffff_0000, 0x0000_0001_ff12_3456);
+        let b = g(0xff12_601b_ffff_0000, 0x0000_0001_ffab_cdef);
+        assert_eq!(snm_key(a), snm_key(b));
     }
 }

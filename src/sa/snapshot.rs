@@ -120,6 +120,8 @@ pub struct Snapshot {
     guid_order: Vec<u32>,
     /// LIDs some switch has no route for, worked out on first use.
     unrouted: std::sync::OnceLock<Unrouted>,
+    /// Multicast LIDs every switch can hold ([`Snapshot::mlid_pool`]).
+    mlid_pool: u16,
 }
 
 /// End-port LIDs that some switch's table leaves unrouted (a black hole: every node in a
@@ -222,7 +224,15 @@ impl Snapshot {
         }
         let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
         guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid.0.swap_bytes()));
+        let mlid_pool = nodes
+            .iter()
+            .filter(|n| n.is_switch())
+            .filter_map(|n| n.switch_info.map(|s| s.multicast_fdb_cap))
+            .filter(|&c| c != 0)
+            .min()
+            .map_or(super::multicast::MLID_COUNT, |c| c.min(super::multicast::MLID_COUNT));
         Snapshot {
+            mlid_pool,
             subnet_prefix,
             lmc,
             guid_order,
@@ -236,6 +246,13 @@ impl Snapshot {
             by_guid,
             unrouted: std::sync::OnceLock::new(),
         }
+    }
+
+    /// How many multicast LIDs (from 0xC000) the SA may hand out: the smallest MulticastFDBCap
+    /// of the switches (a switch reporting 0 left out, as OpenSM), the whole multicast range
+    /// ([`super::multicast::MLID_COUNT`]) when none reports one.
+    pub fn mlid_pool(&self) -> u16 {
+        self.mlid_pool
     }
 
     /// The P_Key base of the partition named `name` (a QoS `partition:` port group).

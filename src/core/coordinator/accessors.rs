@@ -181,6 +181,15 @@ impl Sm {
     pub fn snapshot(&self) -> Option<Arc<crate::sa::Snapshot>> {
         self.sa.shared()
     }
+    /// Multicast group creates refused so far for want of an MLID (NO_RESOURCES).
+    pub fn mlid_refusals(&self) -> u64 {
+        self.sa.mlid_refusals()
+    }
+    /// The root switch (node GUID) of `mlid`'s multicast tree on the SA's snapshot, `None`
+    /// when no group has that MLID or it has no member.
+    pub fn multicast_root(&self, mlid: Lid) -> Option<Guid> {
+        self.sa.multicast_root(mlid)
+    }
     /// MFT blocks written for multicast groups so far.
     pub fn mft_blocks_sent(&self) -> u64 {
         self.programming.mft_blocks_sent()

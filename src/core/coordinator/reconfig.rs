@@ -75,6 +75,7 @@ impl Sm {
             ("sm-act-stall-s", cfg.sm_act_stall_ns != old.sm_act_stall_ns),
             ("sa-rate-limit", cfg.sa_rate_limit != old.sa_rate_limit),
             ("sa-key", cfg.sa_key != old.sa_key),
+            ("consolidate-ipv6-snm", cfg.consolidate_ipv6_snm != old.consolidate_ipv6_snm),
             ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
             ("perf-metrics-ports", cfg.perf.export != old.perf.export),
             ("babbling-port-policy", cfg.babbling.enabled != old.babbling.enabled),
@@ -118,6 +119,7 @@ impl Sm {
         if self.cfg.sa_rate_limit != old.sa_rate_limit {
             self.sa.set_rate(self.cfg.sa_rate_limit);
         }
+        self.sa.set_consolidate_ipv6_snm(self.cfg.consolidate_ipv6_snm);
         if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
             self.schedule_light();
         }

@@ -46,11 +46,21 @@ impl Sm {
         if done.census {
             self.census_pump();
         }
-        if done.groups_changed {
-            self.program_multicast();
+        self.after_answers.multicast |= done.groups_changed;
+        self.after_answers.publish.extend(done.publish);
+    }
+
+    /// Carries out what the SA changes since the last call led to: publishes the sections that
+    /// changed, reprograms the multicast tables. Called once the answers are out, and before a
+    /// timer is handled (a handover or a sweep sees the changes first).
+    pub(in crate::core) fn flush_after_answers(&mut self) {
+        let after = std::mem::take(&mut self.after_answers);
+        if !after.publish.is_empty() {
+            let sections: Vec<crate::sync::Section> = after.publish.into_iter().collect();
+            self.publish(&sections);
         }
-        if let Some(section) = done.publish {
-            self.publish(&[section]);
+        if after.multicast {
+            self.program_multicast();
         }
     }
 

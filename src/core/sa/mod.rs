@@ -84,6 +84,15 @@ pub(super) struct Asked<'a> {
     pub queued: usize,
 }
 
+/// What SA requests led to that waits until their answers are out (the coordinator's).
+#[derive(Debug, Default)]
+pub(super) struct AfterAnswers {
+    /// Multicast groups changed: the switches' tables follow.
+    pub multicast: bool,
+    /// Replicated sections that changed, to publish to the standbys.
+    pub publish: std::collections::BTreeSet<Section>,
+}
+
 /// What one SA request led to, for the coordinator to carry out in this order.
 #[derive(Debug, Default)]
 pub(super) struct Answered {
@@ -161,6 +170,31 @@ impl Sa {
             ("vl_tables", self.state.vl.len()),
             ("sa.held_for_tables", self.census.held()),
         ]
+    }
+
+    /// Multicast group creates refused so far for want of an MLID.
+    pub fn mlid_refusals(&self) -> u64 {
+        self.state.mcast.refused()
+    }
+
+    /// Shares one MLID among the solicited-node groups of a partition and scope.
+    pub fn set_consolidate_ipv6_snm(&mut self, on: bool) {
+        self.state.mcast.set_consolidate_ipv6_snm(on);
+    }
+
+    /// The root switch of `mlid`'s tree (see [`multicast::root_of`]).
+    pub fn multicast_root(&self, mlid: Lid) -> Option<Guid> {
+        let snap = self.snapshot.as_deref()?;
+        let mut members = std::collections::BTreeMap::new();
+        for g in self.state.mcast.iter().filter(|g| g.params.mlid == mlid) {
+            members.extend(g.members.iter().map(|(&k, &v)| (k, v)));
+        }
+        let attach = multicast::attachments(snap, &members);
+        if attach.is_empty() {
+            return None;
+        }
+        let root = multicast::root_of(snap, &attach)?;
+        snap.node(root).map(|n| n.info.node_guid)
     }
 
     /// The MFT blocks this SM believes `switch` holds (what it wrote there).
@@ -253,6 +287,9 @@ impl Sa {
                 // Group changes reach the switches now, or at the end of the running sweep, and
                 // subscribers hear of created and deleted groups (66, 67).
                 out.groups_changed = self.state.mcast.take_dirty();
+                if self.state.mcast.take_exhausted() {
+                    out.event = out.event.or(Some(SmEvent::MlidPoolExhausted { pool: snap.mlid_pool() }));
+                }
                 self.announce_groups(&snap, asked.live.now);
                 // A change the standbys must hold too.
                 if answer.status == status::OK && matches!(h.method, Method::Set | Method::Delete) {

@@ -1,8 +1,9 @@
 //! Multicast forwarding: the MulticastForwardingTable blocks the switches need for the SA's
 //! groups, and their programming as an operation of its own beside sweeps.
 //!
-//! Owns the tree computation ([`tables`]: for each group, a tree over the switches from a root
-//! switch, breadth-first over the links discovery found; a switch's mask for the group's MLID
+//! Owns the tree computation ([`tables`]: for each MLID (the groups sharing it together), a
+//! tree over the switches from a root switch central to the members ([`root_of`], OpenSM's
+//! rule: the least hops to the farthest member), breadth-first over the links discovery found; a switch's mask for the group's MLID
 //! holds the ports toward members that receive and the tree links that connect every member,
 //! senders included) and what the SM believes each switch holds, so that only blocks that
 //! change are written ([`Sa::multicast_sets`]: the Sets, as values for the coordinator to
@@ -30,29 +31,25 @@ use crate::sa::Snapshot;
 pub(crate) type Blocks = BTreeMap<(u16, u8), MulticastForwardingTable>;
 
 /// The MFT blocks every switch needs (by snapshot node index) for `groups`: each an MLID and
-/// its members with their JoinState.
+/// its members with their JoinState. Groups that share an MLID (consolidated solicited-node
+/// groups) share one tree over all their members.
 pub(crate) fn tables<'a>(
     snap: &Snapshot,
     groups: impl Iterator<Item = (Lid, &'a BTreeMap<Guid, JoinState>)>,
 ) -> HashMap<u32, Blocks> {
-    let mut out: HashMap<u32, Blocks> = HashMap::new();
+    let mut by_mlid: BTreeMap<Lid, BTreeMap<Guid, JoinState>> = BTreeMap::new();
     for (mlid, members) in groups {
-        let Some((block, entry)) = MulticastForwardingTable::locate(mlid) else { continue };
-        // Where each member attaches: (switch, port on it, receives).
-        let mut attach: Vec<(u32, u8, bool)> = Vec::new();
+        let all = by_mlid.entry(mlid).or_default();
         for (&guid, &state) in members {
-            let receives = state.0 & (JoinState::FULL_MEMBER.0 | JoinState::NON_MEMBER.0) != 0;
-            let Some((n, p)) = snap.by_guid(guid) else { continue };
-            let Some(node) = snap.node(n) else { continue };
-            if node.is_switch() {
-                attach.push((n, 0, receives));
-            } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote)
-                && snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch)
-            {
-                attach.push((s, q, receives));
-            }
+            let s = all.entry(guid).or_default();
+            *s = s.union(state);
         }
-        let Some(root) = attach.iter().map(|a| a.0).min() else { continue };
+    }
+    let mut out: HashMap<u32, Blocks> = HashMap::new();
+    for (mlid, members) in &by_mlid {
+        let Some((block, entry)) = MulticastForwardingTable::locate(*mlid) else { continue };
+        let attach = attachments(snap, members);
+        let Some(root) = root_of(snap, &attach) else { continue };
         let parent = tree(snap, root);
         let mut ports: HashMap<u32, Vec<u8>> = HashMap::new();
         let set = |s: u32, p: u8, ports: &mut HashMap<u32, Vec<u8>>| {
@@ -86,6 +83,77 @@ pub(crate) fn tables<'a>(
         }
     }
     out
+}
+
+/// Where each member attaches: (switch, port on it, receives): port 0 of a member switch, the
+/// switch port facing a member CA.
+pub(crate) fn attachments(snap: &Snapshot, members: &BTreeMap<Guid, JoinState>) -> Vec<(u32, u8, bool)> {
+    let mut attach = Vec::new();
+    for (&guid, &state) in members {
+        let receives = state.0 & (JoinState::FULL_MEMBER.0 | JoinState::NON_MEMBER.0) != 0;
+        let Some((n, p)) = snap.by_guid(guid) else { continue };
+        let Some(node) = snap.node(n) else { continue };
+        if node.is_switch() {
+            attach.push((n, 0, receives));
+        } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote)
+            && snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch)
+        {
+            attach.push((s, q, receives));
+        }
+    }
+    attach
+}
+
+/// The root of a group's tree, as OpenSM chooses it: among the switches that support
+/// multicast (MulticastFDBCap not 0), the one whose farthest member is nearest (hops to a
+/// member switch, one more to a member CA), the lowest node GUID among equals. `None` without
+/// members.
+pub(crate) fn root_of(snap: &Snapshot, attach: &[(u32, u8, bool)]) -> Option<u32> {
+    // Member switches, and whether a CA hangs from each (one more hop).
+    let mut ends: BTreeMap<u32, bool> = BTreeMap::new();
+    for &(s, p, _) in attach {
+        *ends.entry(s).or_default() |= p != 0;
+    }
+    let dists: Vec<(HashMap<u32, u32>, bool)> = ends.iter().map(|(&s, &ca)| (hops_from(snap, s), ca)).collect();
+    let mut best: Option<(u32, Guid, u32)> = None;
+    for (n, node) in snap.nodes.iter().enumerate() {
+        let Ok(n) = u32::try_from(n) else { break };
+        if !node.is_switch() || node.switch_info.is_some_and(|si| si.multicast_fdb_cap == 0) {
+            continue;
+        }
+        let mut far = 0;
+        let mut reached = true;
+        for (d, ca) in &dists {
+            let Some(&h) = d.get(&n) else {
+                reached = false;
+                break;
+            };
+            far = far.max(h + u32::from(*ca));
+        }
+        let key = (far, node.info.node_guid, n);
+        if reached && best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+            best = Some(key);
+        }
+    }
+    best.map(|b| b.2).or_else(|| ends.keys().next().copied())
+}
+
+/// Hops from switch `from` to every switch it reaches (over switch-to-switch links).
+fn hops_from(snap: &Snapshot, from: u32) -> HashMap<u32, u32> {
+    let mut dist = HashMap::from([(from, 0)]);
+    let mut q = VecDeque::from([from]);
+    while let Some(s) = q.pop_front() {
+        let Some(node) = snap.node(s) else { continue };
+        let d = dist.get(&s).copied().unwrap_or(0);
+        for port in node.ports.iter().skip(1) {
+            let Some((n, _)) = port.remote else { continue };
+            if snap.node(n).is_some_and(crate::sa::snapshot::SnapNode::is_switch) && !dist.contains_key(&n) {
+                dist.insert(n, d + 1);
+                q.push_back(n);
+            }
+        }
+    }
+    dist
 }
 
 /// SwitchInfo.MulticastFDBTop for a switch holding `held`: the last MLID of the highest block

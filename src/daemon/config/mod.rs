@@ -89,6 +89,9 @@ pub struct ConfigFile {
     /// SA requests per second each requesting port may send before it gets BUSY; 0 = no
     /// limit (default 50000).
     pub sa_rate_limit: Option<u32>,
+    /// IPv6 solicited-node multicast groups share one MLID per partition and scope (OpenSM's
+    /// `consolidate_ipv6_snm_req`; default false, as OpenSM).
+    pub consolidate_ipv6_snm: Option<bool>,
     /// SA key: requests carrying it are trusted. A string (`"0x..."` or decimal), since TOML
     /// integers are signed (default 1, as OpenSM).
     pub sa_key: Option<String>,

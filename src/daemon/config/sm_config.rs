@@ -63,6 +63,7 @@ impl ConfigFile {
             priority: self.priority.unwrap_or(d.priority),
             sm_key: d.sm_key,
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
+            consolidate_ipv6_snm: self.consolidate_ipv6_snm.unwrap_or(d.consolidate_ipv6_snm),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
             partitions: d.partitions,
             // Read by `startup`, which reads the policy file the configuration names.
