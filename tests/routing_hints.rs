@@ -249,3 +249,31 @@ fn storage_on_the_spines_is_routed_by_ftree_with_compute_and_io_node_files() {
     assert!(out.contains("routing ftree"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// OpenSM's balancing options in the running SM's configuration: minhop routes with them (the
+/// fabric comes up, every port active), and a routing-order file that is not there is refused.
+#[test]
+fn the_running_sm_balances_with_the_routing_order_and_port_options() {
+    let dir = tmp_dir("tuning-run");
+    let order = dir.join("order");
+    std::fs::write(&order, "0x1000000000701\n0x1000000000001\n").expect("write");
+    let conf = dir.join("ibsm.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "routing-engine = \"minhop\"\nguid-routing-order-file = {:?}\nport-shifting = true\nscatter-ports = 9\n",
+            order.to_str().expect("utf-8")
+        ),
+    )
+    .expect("write");
+    let (code, out, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("routing minhop"), "{out}");
+    std::fs::write(&conf, "guid-routing-order-file = \"/nonexistent/order\"\n").expect("write");
+    let (code, _, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("guid-routing-order-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
