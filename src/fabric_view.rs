@@ -153,6 +153,12 @@ pub struct Built {
     pub owners: Vec<Option<PortRef>>,
 }
 
+/// Every end port of a CA or router of `desc`: `(port GUID, NodeGUID, port number)`, as
+/// [`ibsm_routing::EngineOptions::resolve_ports`] takes them.
+pub fn end_ports<'a>(desc: &'a FabricDesc<'_>) -> impl Iterator<Item = (Guid, Guid, PortNum)> + 'a {
+    desc.nodes.iter().filter(|n| !n.is_switch()).flat_map(|n| n.ports.iter().map(move |p| (p.guid, n.guid, p.num)))
+}
+
 /// Builds the routing input of `desc` with LID mask control `lmc`. Switches and CAs enter the
 /// view in NodeGUID order, whatever order the description lists them in (discovery's order
 /// depends on where the SM sits): any SM on the fabric, master or standby taking over, routes

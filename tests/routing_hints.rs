@@ -177,3 +177,103 @@ fn tables_from_a_file_are_programmed_whole_and_incomplete_ones_refused() {
     assert!(e.contains("engine file declined"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The 2-level fat tree with one storage CA on each spine (port 5): CAs on two levels.
+fn with_storage() -> String {
+    let text = std::fs::read_to_string(support::cmd::root().join(FABRIC)).expect("fabric");
+    let mut out = String::new();
+    let mut spine = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("Switch\t4 \"spine-") {
+            spine = name.strip_suffix('"').map(str::to_owned);
+            out.push_str(&line.replace("Switch\t4", "Switch\t5"));
+            out.push('\n');
+            continue;
+        }
+        if line.is_empty()
+            && let Some(s) = spine.take()
+        {
+            out.push_str(&format!("[5]\t\"stor-{s}\"[1]\n"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    for s in 0..2 {
+        out.push_str(&format!(
+            "\nvendid=0x2c9\ndevid=0x101b\nsysimgguid=0x30000000000{s}00\ncaguid=0x30000000000{s}00\nCa\t1 \
+             \"stor-{s}\"\n[1](30000000000{s}01)\t\"spine-{s}\"[5]\n"
+        ));
+    }
+    out
+}
+
+/// Compute and I/O nodes (OpenSM's `cn_guid_file`, `io_guid_file`): a tree with storage on the
+/// spines is declined by ftree alone; with the storage ports as I/O nodes (or the hosts as
+/// compute nodes) ftree routes it, every pair reachable, no credit loop, and the hosts' routes
+/// are those of the tree without the storage; the running SM does the same from its config.
+#[test]
+fn storage_on_the_spines_is_routed_by_ftree_with_compute_and_io_node_files() {
+    let dir = tmp_dir("cn-io");
+    let fabric = dir.join("storage.net");
+    std::fs::write(&fabric, with_storage()).expect("write");
+    let io = dir.join("io");
+    std::fs::write(&io, "0x30000000000001\n0x30000000000101\n").expect("write");
+    let cn = dir.join("cn");
+    let hosts: String = (0..8).map(|h| format!("0x1000000000{h}01\n")).collect();
+    std::fs::write(&cn, hosts).expect("write");
+    let f = fabric.to_str().expect("utf-8");
+    let dump = |extra: &[&str]| {
+        let mut args = vec!["routes", "dump", "--topology", f, "--engine", "ftree", "--format", "opensm"];
+        args.extend(extra);
+        ibsm(&args)
+    };
+    let (code, _, e) = dump(&[]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("not a fat tree"), "{e}");
+    for (flag, file) in [("--io-guid-file", &io), ("--cn-guid-file", &cn)] {
+        let file = file.to_str().expect("utf-8");
+        let (code, out, e) =
+            ibsm(&["routes", "check", "--topology", f, "--engine", "ftree", flag, file, "--cdg", "all", "--no-shifts"]);
+        assert_eq!(code, Some(0), "{flag}: {out}{e}");
+        assert!(out.contains("credit loops        none") || out.contains("between CAs none"), "{flag}: {out}");
+        let (code, tables, e) = dump(&[flag, file]);
+        assert_eq!(code, Some(0), "{e}");
+        assert!(tables.contains("stor-0") || tables.contains("0x0003000000000001"), "{tables}");
+    }
+    let conf = dir.join("ibsm.toml");
+    std::fs::write(&conf, format!("routing-engine = \"ftree\"\nio-guid-file = {:?}\n", io.to_str().expect("utf-8")))
+        .expect("write");
+    let (code, out, e) =
+        ibsm(&["run", "--sim", f, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("routing ftree"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// OpenSM's balancing options in the running SM's configuration: minhop routes with them (the
+/// fabric comes up, every port active), and a routing-order file that is not there is refused.
+#[test]
+fn the_running_sm_balances_with_the_routing_order_and_port_options() {
+    let dir = tmp_dir("tuning-run");
+    let order = dir.join("order");
+    std::fs::write(&order, "0x1000000000701\n0x1000000000001\n").expect("write");
+    let conf = dir.join("ibsm.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "routing-engine = \"minhop\"\nguid-routing-order-file = {:?}\nport-shifting = true\nscatter-ports = 9\n",
+            order.to_str().expect("utf-8")
+        ),
+    )
+    .expect("write");
+    let (code, out, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(out.contains("routing minhop"), "{out}");
+    std::fs::write(&conf, "guid-routing-order-file = \"/nonexistent/order\"\n").expect("write");
+    let (code, _, e) =
+        ibsm(&["run", "--sim", FABRIC, "--once", "--no-control", "--config", conf.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("guid-routing-order-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

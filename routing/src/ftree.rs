@@ -153,9 +153,15 @@ const DOWN: u32 = 1 << 31;
 
 impl Tree {
     fn new(view: &FabricView, idx: &Indexed) -> Result<Tree, NotFatTree> {
+        let leafy: Vec<bool> = idx.hosts_at.iter().map(|&h| h > 0).collect();
+        Tree::ranked(view, idx, &leafy)
+    }
+
+    /// The tree ranked from the switches marked in `leafy` (those with compute nodes).
+    fn ranked(view: &FabricView, idx: &Indexed, leafy: &[bool]) -> Result<Tree, NotFatTree> {
         let g = &idx.graph;
         let n = g.len();
-        let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
+        let leaves: Vec<usize> = (0..n).filter(|&s| leafy.get(s).copied().unwrap_or(false)).collect();
         if leaves.is_empty() {
             return Err(NotFatTree::NoLeaves);
         }
@@ -207,16 +213,30 @@ fn value(label: u32) -> u32 {
 impl FatTree {
     /// Routes `view`, or says why it is not a fat tree.
     pub fn route_typed(&self, view: &FabricView) -> Result<Routes, FtreeError> {
-        let idx = Indexed::new(view)?;
-        let tree = Tree::new(view, &idx)?;
-        // Fresh tables fault their pages in on first touch: on all cores.
-        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::default()).collect();
-        par::for_chunks(&mut tables, 64, |_, chunk| chunk.fill_with(|| Lft::unrouted(idx.top)));
-        let tops = valley::Tops::new(&tree);
-        let valleys = route_cas(view, &idx, &tree, &tops, &mut tables)?;
-        route_switches(&idx, (&tree, &tops), &valley::Valleys::new(&tree, &tops, &valleys), &mut tables);
-        Ok(Routes::from_tables(tables))
+        route_classed(view, None).map(|(r, _)| r)
     }
+}
+
+/// Routes `view` with every CA port a compute node (`hosts` `None`) or as `hosts` classes them
+/// ([`hosts`]); also returns the top-level switches of the ranked tree, by GUID.
+fn route_classed(view: &FabricView, hosts: Option<&hosts::Hosts>) -> Result<(Routes, Vec<Guid>), FtreeError> {
+    let idx = Indexed::new(view)?;
+    let compute: Vec<bool> =
+        idx.dests.iter().map(|d| d.ca.is_some() && hosts.is_none_or(|h| h.is_compute(view, d))).collect();
+    let mut leafy = vec![false; idx.graph.len()];
+    for (d, _) in idx.dests.iter().zip(&compute).filter(|(_, c)| **c) {
+        if let Some(l) = leafy.get_mut(d.attach) {
+            *l = true;
+        }
+    }
+    let tree = Tree::ranked(view, &idx, &leafy)?;
+    // Fresh tables fault their pages in on first touch: on all cores.
+    let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::default()).collect();
+    par::for_chunks(&mut tables, 64, |_, chunk| chunk.fill_with(|| Lft::unrouted(idx.top)));
+    let tops = valley::Tops::new(&tree);
+    let valleys = route_cas(view, &idx, (&tree, &tops), (&compute, &leafy), &mut tables)?;
+    route_switches(&idx, (&tree, &tops), (&valley::Valleys::new(&tree, &tops, &valleys), &leafy), &mut tables);
+    Ok((Routes::from_tables(tables), roots::top_level(view, &tree)))
 }
 
 /// Up/down labels towards switch `t` into `lab`: `DOWN | d` for `t` and its ancestors (a pure
@@ -378,36 +398,45 @@ impl LeafPlan {
 fn route_cas(
     view: &FabricView,
     idx: &Indexed,
-    tree: &Tree,
-    tops: &valley::Tops,
+    (tree, tops): (&Tree, &valley::Tops),
+    (compute, leafy): (&[bool], &[bool]),
     tables: &mut [Lft],
 ) -> Result<Vec<Option<u32>>, NotFatTree> {
     const BATCH: usize = 64;
     /// Bytes of LID-major scratch per batch (a batch has at least one leaf, whatever its size).
     const SCRATCH: usize = 16 << 20;
     let n = tree.len();
-    let mut by_leaf: Vec<Vec<Dest>> = vec![Vec::new(); n];
-    let mut leaf_order = Vec::new();
-    for d in idx.dests.iter().filter(|d| d.ca.is_some()) {
-        if by_leaf[d.attach].is_empty() {
-            leaf_order.push(d.attach);
+    // Two passes: the compute nodes, then the other CA ports (I/O nodes), so that the others
+    // change nothing of the compute nodes' routes and balance.
+    let mut passes: Vec<(Vec<Vec<Dest>>, Vec<usize>)> = Vec::with_capacity(2);
+    for cn in [true, false] {
+        let mut by_leaf: Vec<Vec<Dest>> = vec![Vec::new(); n];
+        let mut leaf_order = Vec::new();
+        for (d, _) in idx.dests.iter().zip(compute).filter(|(d, c)| d.ca.is_some() && **c == cn) {
+            if by_leaf[d.attach].is_empty() {
+                leaf_order.push(d.attach);
+            }
+            by_leaf[d.attach].push(*d);
         }
-        by_leaf[d.attach].push(*d);
-    }
-    // A leaf's own LID goes with its CAs (after them), without a chain of its own.
-    for d in idx.dests.iter().filter(|d| d.ca.is_none()) {
-        if let Some(v) = by_leaf.get_mut(d.attach)
-            && !v.is_empty()
-        {
-            v.push(*d);
+        if cn {
+            // A leaf's own LID goes with its CAs (after them), without a chain of its own.
+            for d in idx.dests.iter().filter(|d| d.ca.is_none()) {
+                if let Some(v) = by_leaf.get_mut(d.attach)
+                    && !v.is_empty()
+                {
+                    v.push(*d);
+                }
+            }
         }
+        passes.push((by_leaf, leaf_order));
     }
-    let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
+    let leaves: Vec<usize> = (0..n).filter(|&s| leafy.get(s).copied().unwrap_or(false)).collect();
     let guid = |s: usize| view.switches.get(s).map(|s| s.guid).unwrap_or_default();
     let per_port = usize::from(idx.per_port);
     let max_rows = (SCRATCH / n.max(1)).max(1);
     let mut chains = Chains { down_load: vec![0; tree.up.links.len()], jobs: Vec::new(), links: Vec::new() };
-    let mut plans: Vec<LeafPlan> = (0..BATCH.min(leaf_order.len())).map(|_| LeafPlan::default()).collect();
+    let most = passes.iter().map(|p| p.1.len()).max().unwrap_or(0);
+    let mut plans: Vec<LeafPlan> = (0..BATCH.min(most)).map(|_| LeafPlan::default()).collect();
     let mut rows: Vec<PortNum> = Vec::new();
     let mut slots: Vec<Slot> = tables
         .iter_mut()
@@ -415,55 +444,59 @@ fn route_cas(
         .map(|(t, sw)| Slot { table: std::mem::take(t), load: vec![0; sw.ports.len().max(1)], block: Vec::new() })
         .collect();
     let mut valleys = vec![None; n];
-    let mut rest = &leaf_order[..];
-    while !rest.is_empty() {
-        let mut take = 0;
-        let mut m = 0;
-        while let Some(&leaf) = rest.get(take)
-            && take < BATCH
-        {
-            let r = by_leaf[leaf].len() * per_port;
-            if take > 0 && m + r > max_rows {
-                break;
-            }
-            m += r;
-            take += 1;
-        }
-        let (batch, more) = rest.split_at(take);
-        rest = more;
-        let plans = &mut plans[..batch.len()];
-        par::for_chunks(plans, 2, |off, chunk| {
-            let mut queue = Vec::new();
-            let mut strand = valley::Strand::new(tops);
-            for (i, plan) in chunk.iter_mut().enumerate() {
-                plan.build(tree, batch[off + i], &mut queue, &mut strand);
-            }
-        });
-        for (&leaf, plan) in batch.iter().zip(plans.iter()) {
-            valleys[leaf] = plan.valley;
-            if let Some(&bad) = leaves.iter().find(|&&x| tree.comp[x] == tree.comp[leaf] && plan.lab[x] == FAR) {
-                for (t, slot) in tables.iter_mut().zip(slots.iter_mut()) {
-                    *t = std::mem::take(&mut slot.table);
+    for (pass, (by_leaf, leaf_order)) in passes.iter().enumerate() {
+        let mut rest = &leaf_order[..];
+        while !rest.is_empty() {
+            let mut take = 0;
+            let mut m = 0;
+            while let Some(&leaf) = rest.get(take)
+                && take < BATCH
+            {
+                let r = by_leaf[leaf].len() * per_port;
+                if take > 0 && m + r > max_rows {
+                    break;
                 }
-                return Err(NotFatTree::NoUpDownPath { from: guid(bad), to: guid(leaf) });
+                m += r;
+                take += 1;
             }
-        }
-        // 1, in destination order; then 2, a row per LID.
-        chains.jobs.clear();
-        chains.links.clear();
-        for (b, &leaf) in batch.iter().enumerate() {
-            for d in &by_leaf[leaf] {
-                for k in 0..idx.per_port {
-                    chains.up(tree, b, leaf, d, d.base.saturating_add(k));
+            let (batch, more) = rest.split_at(take);
+            rest = more;
+            let plans = &mut plans[..batch.len()];
+            par::for_chunks(plans, 2, |off, chunk| {
+                let mut queue = Vec::new();
+                let mut strand = valley::Strand::new(tops);
+                for (i, plan) in chunk.iter_mut().enumerate() {
+                    plan.build(tree, batch[off + i], &mut queue, &mut strand);
+                }
+            });
+            for (&leaf, plan) in batch.iter().zip(plans.iter()) {
+                if pass == 0 {
+                    valleys[leaf] = plan.valley;
+                }
+                if let Some(&bad) = leaves.iter().find(|&&x| tree.comp[x] == tree.comp[leaf] && plan.lab[x] == FAR) {
+                    for (t, slot) in tables.iter_mut().zip(slots.iter_mut()) {
+                        *t = std::mem::take(&mut slot.table);
+                    }
+                    return Err(NotFatTree::NoUpDownPath { from: guid(bad), to: guid(leaf) });
                 }
             }
+            // 1, in destination order; then 2, a row per LID.
+            chains.jobs.clear();
+            chains.links.clear();
+            for (b, &leaf) in batch.iter().enumerate() {
+                for d in &by_leaf[leaf] {
+                    for k in 0..idx.per_port {
+                        chains.up(tree, b, leaf, d, d.base.saturating_add(k));
+                    }
+                }
+            }
+            // Cleared row by row in the walks, in parallel.
+            rows.resize(chains.jobs.len() * n, Lft::UNROUTED);
+            let step = Batch { leaves: batch, plans, by_leaf, per_port: idx.per_port, n };
+            step.walk(tree, &chains, idx.top, &mut rows);
+            // 3. Every entry still unrouted: the least-loaded of the shortest up/down ports.
+            step.fill(tree, &chains.jobs, &rows, &mut slots);
         }
-        // Cleared row by row in the walks, in parallel.
-        rows.resize(chains.jobs.len() * n, Lft::UNROUTED);
-        let step = Batch { leaves: batch, plans, by_leaf: &by_leaf, per_port: idx.per_port, n };
-        step.walk(tree, &chains, idx.top, &mut rows);
-        // 3. Every entry still unrouted: the least-loaded of the shortest up/down ports.
-        step.fill(tree, &chains.jobs, &rows, &mut slots);
     }
     for (t, slot) in tables.iter_mut().zip(slots) {
         *t = slot.table;
@@ -691,10 +724,16 @@ impl Slot {
 /// tree every shortest path from a leaf is an up/down path); when some leaf is cut off from some
 /// switch, up/down paths wherever they exist, and the leaves cut off from the switch through their
 /// valley switch ([`valley::switch_column`], [`valley::Valleys::reroute`]).
-fn route_switches(idx: &Indexed, (tree, tops): (&Tree, &valley::Tops), valleys: &valley::Valleys, tables: &mut [Lft]) {
+fn route_switches(
+    idx: &Indexed,
+    (tree, tops): (&Tree, &valley::Tops),
+    (valleys, leafy): (&valley::Valleys, &[bool]),
+    tables: &mut [Lft],
+) {
     const BATCH: usize = 256;
     let n = tree.len();
-    let targets: Vec<&Dest> = idx.dests.iter().filter(|d| d.ca.is_none() && idx.hosts_at[d.attach] == 0).collect();
+    let targets: Vec<&Dest> =
+        idx.dests.iter().filter(|d| d.ca.is_none() && !leafy.get(d.attach).copied().unwrap_or(false)).collect();
     let mut cols: Vec<Vec<PortNum>> = vec![Vec::new(); BATCH.min(targets.len())];
     for batch in targets.chunks(BATCH) {
         let cols = &mut cols[..batch.len()];
@@ -805,10 +844,12 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
     }
 }
 
+pub mod hosts;
 mod repair;
 mod roots;
 mod valley;
 
+pub use hosts::{Hinted, Hosts};
 pub use repair::Repaired;
 pub use roots::Rooted;
 

@@ -209,6 +209,56 @@ pub struct EngineOptions {
     pub roots: Vec<Guid>,
     /// Tables given whole (`lfts_file`), for the `file` engine.
     pub tables: Option<Arc<file::GivenTables>>,
+    /// Compute and I/O nodes by port GUID (`cn_guid_file`, `io_guid_file`), as read.
+    pub host_lists: Option<Arc<ftree::hosts::HostLists>>,
+    /// `host_lists` resolved against the fabric ([`ftree::Hosts::resolve`]): with it, ftree is
+    /// ranked from the compute nodes' switches ([`ftree::Hinted`]). Without it, every CA port
+    /// is a compute node.
+    pub hosts: Option<Arc<ftree::Hosts>>,
+    /// How minhop and updn balance: routing order, port shifting, port scattering.
+    pub tuning: Tuning,
+    /// Destinations routed first, by port GUID (`guid_routing_order_file`), as read; resolved
+    /// into `tuning.order` by [`EngineOptions::resolve_ports`].
+    pub routing_order: Option<Arc<Vec<Guid>>>,
+}
+
+/// OpenSM's balancing options for the destination-based engines (minhop, updn).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// Destinations routed first, in this order (`guid_routing_order_file`): end ports by
+    /// (NodeGUID, port number), switches by (NodeGUID, port 0). The others follow as usual.
+    pub order: Option<Arc<Vec<(Guid, PortNum)>>>,
+    /// `port_shifting`: each switch searches its least-loaded port from a rotating start
+    /// (the ports' total load divided by their number, modulo their number).
+    pub port_shifting: bool,
+    /// `scatter_ports`: non-zero, a random port among the least loaded, from this seed.
+    pub scatter_ports: u64,
+}
+
+impl EngineOptions {
+    /// These options with the lists that name ports by GUID (`host_lists`, `routing_order`)
+    /// resolved against the fabric's end ports, given as `(port GUID, NodeGUID, port number)`;
+    /// a routing-order GUID that is no end port's names a switch by NodeGUID.
+    #[must_use]
+    pub fn resolve_ports(&self, ports: impl IntoIterator<Item = (Guid, Guid, PortNum)>) -> EngineOptions {
+        let mut o = self.clone();
+        if self.host_lists.is_none() && self.routing_order.is_none() {
+            return o;
+        }
+        let mut ports: Vec<(Guid, Guid, PortNum)> = ports.into_iter().collect();
+        ports.sort_unstable();
+        if let Some(lists) = &self.host_lists {
+            o.hosts = Some(Arc::new(ftree::Hosts::resolve(lists, ports.iter().copied())));
+        }
+        if let Some(order) = &self.routing_order {
+            let named = order.iter().map(|g| match ports.binary_search_by_key(g, |p| p.0) {
+                Ok(i) => (ports[i].1, ports[i].2),
+                Err(_) => (*g, PortNum(0)),
+            });
+            o.tuning.order = Some(Arc::new(named.collect()));
+        }
+        o
+    }
 }
 
 /// The engine registered under `name`, if any. A comma-separated list (`"ftree,updn,minhop"`)
@@ -226,9 +276,17 @@ pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine
     }
     let rooted = !options.roots.is_empty();
     match name {
+        minhop::MinHop::NAME if options.tuning != Tuning::default() => {
+            Some(Box::new(minhop::Tuned(options.tuning.clone())))
+        }
         minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
-        updn::UpDown::NAME if rooted => Some(Box::new(updn::UpDown::with_roots(options.roots.clone()))),
-        updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto())),
+        updn::UpDown::NAME if rooted => {
+            Some(Box::new(updn::UpDown::with_roots(options.roots.clone()).tuned(options.tuning.clone())))
+        }
+        updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto().tuned(options.tuning.clone()))),
+        ftree::FatTree::NAME if options.hosts.is_some() => {
+            Some(Box::new(ftree::Hinted::new(options.hosts.clone().unwrap_or_default(), options.roots.clone())))
+        }
         ftree::FatTree::NAME if rooted => Some(Box::new(ftree::Rooted::new(options.roots.clone()))),
         ftree::FatTree::NAME => Some(Box::new(ftree::FatTree)),
         file::FromFile::NAME => Some(Box::new(file::FromFile::new(options.tables.clone().unwrap_or_default()))),

@@ -15,8 +15,8 @@
 use ibsm_mad::PortNum;
 
 use crate::graph::{FAR, Indexed};
-use crate::spread::{Adj, Link, Policy, groups, spread};
-use crate::{Engine, FabricView, Routes, RoutingError};
+use crate::spread::{Adj, Link, Policy, groups, ordered, spread_tuned};
+use crate::{Engine, FabricView, Routes, RoutingError, Tuning};
 
 /// The min-hop engine (OpenSM's default `minhop`, with per-port balancing).
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,6 +71,21 @@ impl Engine for MinHop {
     }
 
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
+        Tuned(Tuning::default()).route(view)
+    }
+}
+
+/// Min-hop with OpenSM's balancing options ([`Tuning`]: routing order, port shifting, port
+/// scattering); with none set, the same tables as [`MinHop`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tuned(pub Tuning);
+
+impl Engine for Tuned {
+    fn name(&self) -> &'static str {
+        MinHop::NAME
+    }
+
+    fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
         let idx = Indexed::new(view)?;
         let g = &idx.graph;
         let adj = Adj::build(g.len(), |s, out| {
@@ -80,7 +95,8 @@ impl Engine for MinHop {
         for (_, dests) in &mut groups {
             dests.sort_by_key(|d| d.base);
         }
-        spread(view, &idx, &groups, &Shortest { adj }, |_, _| Ok::<(), RoutingError>(()))
+        let groups = ordered(view, groups, &self.0);
+        spread_tuned(view, &idx, (&groups, &self.0), &Shortest { adj }, |_, _| Ok::<(), RoutingError>(()))
     }
 }
 

@@ -40,13 +40,14 @@ use std::collections::VecDeque;
 use ibsm_mad::{Guid, PortNum};
 
 use crate::graph::{FAR, Indexed, SwitchGraph};
-use crate::spread::{Adj, Link, Policy, groups, spread};
-use crate::{Engine, FabricView, Routes, RoutingError};
+use crate::spread::{Adj, Link, Policy, groups, ordered, spread_tuned};
+use crate::{Engine, FabricView, Routes, RoutingError, Tuning};
 
 /// The up/down engine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UpDown {
     roots: Option<Vec<Guid>>,
+    tuning: Tuning,
 }
 
 impl UpDown {
@@ -55,12 +56,19 @@ impl UpDown {
 
     /// Roots chosen automatically (see the module docs).
     pub fn auto() -> UpDown {
-        UpDown { roots: None }
+        UpDown { roots: None, tuning: Tuning::default() }
     }
 
     /// Roots given by switch NodeGUID.
     pub fn with_roots(roots: Vec<Guid>) -> UpDown {
-        UpDown { roots: Some(roots) }
+        UpDown { roots: Some(roots), tuning: Tuning::default() }
+    }
+
+    /// This engine balancing with OpenSM's options (routing order, port shifting, scattering).
+    #[must_use]
+    pub fn tuned(mut self, tuning: Tuning) -> UpDown {
+        self.tuning = tuning;
+        self
     }
 
     /// The roots this engine would use on `view` (automatic or given), as switch GUIDs.
@@ -96,7 +104,7 @@ impl UpDown {
             }
             roots.sort_unstable();
             roots.dedup();
-            return match route_with(view, idx, &roots, &guids) {
+            return match route_with(view, idx, (&roots, &self.tuning), &guids) {
                 Ok(r) => Ok((r, roots)),
                 Err((from, to)) => Err(Self::declined(format!(
                     "with roots {}, switch {} has no up/down path to switch {}",
@@ -107,12 +115,12 @@ impl UpDown {
             };
         }
         if let Some(tiered) = tiered_roots(g, idx, &comp, ncomp, &guids)
-            && let Ok(r) = route_with(view, idx, &tiered, &guids)
+            && let Ok(r) = route_with(view, idx, (&tiered, &self.tuning), &guids)
         {
             return Ok((r, tiered));
         }
         let centres: Vec<usize> = (0..ncomp).map(|c| centre(g, &comp, c, &guids)).collect();
-        match route_with(view, idx, &centres, &guids) {
+        match route_with(view, idx, (&centres, &self.tuning), &guids) {
             Ok(r) => Ok((r, centres)),
             Err((from, to)) => Err(Self::declined(format!(
                 "switch {} has no up/down path to switch {} even from the centre roots",
@@ -296,7 +304,12 @@ impl Policy for Oriented {
 /// Routes every LID with up/down directions from `roots`; `Err((from, to))` if switch `from`
 /// has no up/down path to switch `to` where one is required: from every switch when `to` has
 /// CAs, from every CA-attached switch otherwise (see the module docs).
-fn route_with(view: &FabricView, idx: &Indexed, roots: &[usize], guids: &[Guid]) -> Result<Routes, (usize, usize)> {
+fn route_with(
+    view: &FabricView,
+    idx: &Indexed,
+    (roots, tuning): (&[usize], &Tuning),
+    guids: &[Guid],
+) -> Result<Routes, (usize, usize)> {
     let g = &idx.graph;
     let n = g.len();
     let mut rank = Vec::new();
@@ -312,7 +325,8 @@ fn route_with(view: &FabricView, idx: &Indexed, roots: &[usize], guids: &[Guid])
     let down = Adj::build(n, |s, out| out.extend(g.links(s).iter().filter(|l| pos[l.1] > pos[s]).map(link)));
     let policy = Oriented { up, down, by_pos: by_pos.iter().map(|&s| s as u32).collect() };
     let (comp, _) = g.components();
-    spread(view, idx, &groups(idx), &policy, |t, lab| {
+    let groups = ordered(view, groups(idx), tuning);
+    spread_tuned(view, idx, (&groups, tuning), &policy, |t, lab| {
         let strict = idx.hosts_at[t] > 0;
         let stranded = (0..n).find(|&x| comp[x] == comp[t] && (strict || idx.hosts_at[x] > 0) && lab[x] & STRAND != 0);
         match stranded {

@@ -41,7 +41,7 @@ pub struct Source {
     topology: Option<PathBuf>,
     /// Instead of routing a topology, fetch the tables a running SM holds (and the fabric it
     /// discovered) through its control socket (`ibsm run --control PATH`).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file", "lfts_file"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file", "lfts_file", "cn_guid_file", "io_guid_file"])]
     socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
     #[arg(long, default_value = "ftree,updn,minhop")]
@@ -62,6 +62,14 @@ pub struct Source {
     /// `lfts_file`; the config key `lfts-file`): checked against the fabric, used whole.
     #[arg(long, value_name = "FILE")]
     lfts_file: Option<PathBuf>,
+    /// Compute-node port GUIDs, one per line (OpenSM's `cn_guid_file`; the config key
+    /// `cn-guid-file`): ftree ranks the tree from their switches.
+    #[arg(long, value_name = "FILE")]
+    cn_guid_file: Option<PathBuf>,
+    /// I/O-node port GUIDs, one per line (OpenSM's `io_guid_file`; the config key
+    /// `io-guid-file`): routed by ftree outside the compute nodes' balance.
+    #[arg(long, value_name = "FILE")]
+    io_guid_file: Option<PathBuf>,
     /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
     #[arg(long)]
     guid2lid: Option<PathBuf>,
@@ -247,6 +255,28 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
             ExitCode::from(2)
         })?;
         options.tables = Some(std::sync::Arc::new(tables));
+    }
+    if src.cn_guid_file.is_some() || src.io_guid_file.is_some() {
+        let mut lists = ibsm_routing::ftree::hosts::HostLists::default();
+        for (flag, path) in [("--cn-guid-file", &src.cn_guid_file), ("--io-guid-file", &src.io_guid_file)] {
+            let Some(path) = path else { continue };
+            let guids = ibsm::opensm::guid_file::load(path).map_err(|e| {
+                eprintln!("ibsm routes: {flag}: {e}");
+                ExitCode::from(2)
+            })?;
+            if flag == "--cn-guid-file" {
+                lists.compute = Some(guids);
+            } else {
+                lists.io = guids;
+            }
+        }
+        options.host_lists = Some(std::sync::Arc::new(lists));
+        let ports = topo
+            .nodes
+            .iter()
+            .filter(|n| n.kind != ibsm_topology::NodeKind::Switch)
+            .flat_map(|n| (1..=n.num_ports).map(move |p| (n.port_guid(p), n.node_guid, ibsm_mad::PortNum(p))));
+        options = options.resolve_ports(ports);
     }
     let chain = Chain::from_names_with(&names, &options).map_err(|e| {
         eprintln!("ibsm routes: {e}");

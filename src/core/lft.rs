@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub use super::events::RouteMode;
 use super::events::SmEvent;
 use super::state::{NodeIdx, Subnet};
-use crate::fabric_view::{Built, build};
+use crate::fabric_view::{Built, build, end_ports};
 
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
 pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
@@ -85,7 +85,8 @@ impl RouteJob {
         if let Some((_, routes, _)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
             return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone()));
         }
-        if b.engine != FatTree::NAME {
+        // Repair knows plain ftree only: a tree ranked from compute nodes is routed in full.
+        if b.engine != FatTree::NAME || self.options.hosts.is_some() {
             return None;
         }
         let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
@@ -102,6 +103,12 @@ impl RouteJob {
         let mut chain_name = self.chain.join(",");
         if !self.options.roots.is_empty() {
             chain_name = format!("{chain_name} roots {:?}", self.options.roots);
+        }
+        if self.options.tuning != ibsm_routing::Tuning::default() {
+            chain_name = format!("{chain_name} tuning {:?}", self.options.tuning);
+        }
+        if let Some(h) = &self.options.hosts {
+            chain_name = format!("{chain_name} hosts {h:?}");
         }
         if let Some(t) = &self.options.tables {
             // The same tables file as read once (a reload reads it into a new one).
@@ -212,9 +219,11 @@ impl Routing {
     /// The routing job of `subnet` with `lmc`, the engine `chain` and its `options`; it takes the base along,
     /// and holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
     pub fn job(&mut self, subnet: &Subnet, lmc: u8, (chain, options): (&[String], &EngineOptions)) -> RouteJob {
-        let Built { view, switch_nodes, .. } = build(&subnet.describe(), lmc);
+        let desc = subnet.describe();
+        let Built { view, switch_nodes, .. } = build(&desc, lmc);
         self.job_out = true;
-        let options = options.clone();
+        // The compute and I/O node lists name ports by GUID: resolved against this fabric.
+        let options = options.resolve_ports(end_ports(&desc));
         RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch }
     }
 

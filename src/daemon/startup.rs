@@ -127,6 +127,26 @@ impl Sources {
                 Err(e) => errors.push(format!("root-guid-file: {e}")),
             }
         }
+        if file.cn_guid_file.is_some() || file.io_guid_file.is_some() {
+            let mut lists = ibsm_routing::ftree::hosts::HostLists::default();
+            for (key, path) in [("cn-guid-file", &file.cn_guid_file), ("io-guid-file", &file.io_guid_file)] {
+                let Some(path) = path else { continue };
+                match crate::opensm::guid_file::load(path) {
+                    Ok(g) if key == "cn-guid-file" => lists.compute = Some(g),
+                    Ok(g) => lists.io = g,
+                    Err(e) => errors.push(format!("{key}: {e}")),
+                }
+            }
+            cfg.routing_options.host_lists = Some(std::sync::Arc::new(lists));
+        }
+        if let Some(path) = &file.guid_routing_order_file {
+            match crate::opensm::guid_file::load(path) {
+                Ok(order) => cfg.routing_options.routing_order = Some(std::sync::Arc::new(order)),
+                Err(e) => errors.push(format!("guid-routing-order-file: {e}")),
+            }
+        }
+        cfg.routing_options.tuning.port_shifting = file.port_shifting.unwrap_or(false);
+        cfg.routing_options.tuning.scatter_ports = file.scatter_ports.map_or(0, u64::from);
         if let Some(path) = &file.lfts_file {
             match crate::opensm::lfts_dump::load_tables(path) {
                 Ok(t) => cfg.routing_options.tables = Some(std::sync::Arc::new(t)),

@@ -116,22 +116,11 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("connect_roots", "ibsm's ftree routes switch-to-switch traffic along shortest paths"),
     ("use_ucast_cache", "ibsm repairs its last tables after a cable or switch is lost (always on)"),
     ("lid_matrix_dump_file", "see `ibsm routes dump`"),
-    (
-        "cn_guid_file",
-        "not supported yet: ibsm's ftree needs every CA on the leaf switches (a tree with CAs on other levels is routed by updn)",
-    ),
-    (
-        "io_guid_file",
-        "not supported yet: ibsm's ftree needs every CA on the leaf switches (a tree with CAs on other levels is routed by updn)",
-    ),
     ("quasi_ftree_indexing", "ibsm's ftree handles degraded trees itself"),
-    ("max_reverse_hops", "not supported yet: ibsm's ftree routes trees whose CAs all hang from the leaf switches"),
+    ("max_reverse_hops", "ibsm's ftree gives I/O nodes with no common ancestor one down-then-up turn, no more"),
     ("ids_guid_file", "not available in ibsm's engines"),
-    ("guid_routing_order_file", "ibsm routes destinations in NodeGUID order"),
-    ("guid_routing_order_no_scatter", "ibsm routes destinations in NodeGUID order"),
+    ("guid_routing_order_no_scatter", "ibsm scatters the ports of guid-routing-order-file too (with scatter-ports)"),
     ("do_mesh_analysis", "not available in ibsm's engines"),
-    ("port_shifting", "not available in ibsm's engines"),
-    ("scatter_ports", "not available in ibsm's engines"),
     ("sa_db_file", "the SA state (groups, services, subscriptions) is replicated to standbys instead"),
     ("sa_db_dump", "the SA state (groups, services, subscriptions) is replicated to standbys instead"),
     ("ignore_other_sm", "ibsm always takes part in the election"),
@@ -284,6 +273,29 @@ fn fate(name: &str, value: &str) -> Fate {
             skipped("the file does not exist here: OpenSM finds the roots itself then, as ibsm does without this key")
         }
         "root_guid_file" => mapped("root-guid-file", quoted(value)),
+        "cn_guid_file" | "io_guid_file" if value == "(null)" || value.is_empty() => {
+            skipped("unset: every CA port not listed as an I/O node is a compute node")
+        }
+        // A file that is not there would stop ibsm from starting; OpenSM then routes without it.
+        "cn_guid_file" | "io_guid_file" if !std::path::Path::new(value).exists() => {
+            skipped("the file does not exist here (ibsm would refuse to start); give the key once it does")
+        }
+        "cn_guid_file" => mapped("cn-guid-file", quoted(value)),
+        "io_guid_file" => mapped("io-guid-file", quoted(value)),
+        "guid_routing_order_file" if value == "(null)" || value.is_empty() => {
+            skipped("unset: minhop and updn route destinations switch by switch, in NodeGUID order")
+        }
+        "guid_routing_order_file" if !std::path::Path::new(value).exists() => {
+            skipped("the file does not exist here (ibsm would refuse to start); give the key once it does")
+        }
+        "guid_routing_order_file" => mapped("guid-routing-order-file", quoted(value)),
+        "port_shifting" => match boolean(value) {
+            Some(false) => skipped("OpenSM's default, and ibsm's"),
+            Some(true) => mapped("port-shifting", "true".to_owned()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "scatter_ports" if value == "0" => skipped("OpenSM's default, and ibsm's: off"),
+        "scatter_ports" => num("scatter-ports", 0, u64::from(u32::MAX)),
         "lfts_file" if value == "(null)" || value.is_empty() => skipped("unset: no tables file"),
         "lfts_file" if !std::path::Path::new(value).exists() => {
             skipped("the file does not exist here (ibsm would refuse to start); give it as lfts-file once it does")
@@ -552,6 +564,43 @@ qos_max_vls 0
         assert!(toml.contains(&format!("root-guid-file = \"{}\"", path.display())), "{toml}");
         let gone = import("root_guid_file /nonexistent/roots\n");
         assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn routing_order_and_port_options_are_mapped() {
+        let path = std::env::temp_dir().join(format!("ibsm-import-order-{}", std::process::id()));
+        std::fs::write(&path, "0x2000000000000\n").unwrap();
+        let imported =
+            import(&format!("guid_routing_order_file {}\nport_shifting TRUE\nscatter_ports 42\n", path.display()));
+        let toml = to_toml(&imported, "opensm.conf");
+        for want in [
+            format!("guid-routing-order-file = \"{}\"", path.display()),
+            "port-shifting = true".into(),
+            "scatter-ports = 42".into(),
+        ] {
+            assert!(toml.contains(&want), "{want}: {toml}");
+        }
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "order.toml").expect("valid");
+        assert_eq!((cfg.port_shifting, cfg.scatter_ports), (Some(true), Some(42)));
+        let defaults = import("port_shifting FALSE\nscatter_ports 0\nguid_routing_order_file (null)\n");
+        assert!(defaults.iter().all(|o| matches!(o.fate, Fate::Skipped(_))), "{defaults:?}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn compute_and_io_node_files_are_kept_when_they_exist() {
+        let path = std::env::temp_dir().join(format!("ibsm-import-cn-{}", std::process::id()));
+        std::fs::write(&path, "0x2000000000000\n").unwrap();
+        let p = path.display();
+        let imported = import(&format!("cn_guid_file {p}\nio_guid_file {p}\n"));
+        let toml = to_toml(&imported, "opensm.conf");
+        assert!(toml.contains(&format!("cn-guid-file = \"{p}\"")), "{toml}");
+        assert!(toml.contains(&format!("io-guid-file = \"{p}\"")), "{toml}");
+        crate::daemon::config::ConfigFile::parse(&toml, "cn.toml").expect("valid");
+        let gone = import("io_guid_file /nonexistent/io\ncn_guid_file (null)\n");
+        assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
+        assert!(matches!(&gone[1].fate, Fate::Skipped(why) if why.contains("unset")), "{gone:?}");
         let _ = std::fs::remove_file(&path);
     }
 

@@ -20,18 +20,35 @@ impl FatTree {
     pub fn roots(&self, view: &FabricView) -> Result<Vec<Guid>, FtreeError> {
         let idx = Indexed::new(view)?;
         let tree = Tree::new(view, &idx)?;
-        let mut top = vec![0u32; tree.len()];
-        for (s, &l) in tree.level.iter().enumerate().filter(|(_, l)| **l != FAR) {
-            let c = tree.comp[s];
-            top[c] = top[c].max(l);
-        }
-        let mut roots: Vec<Guid> = (0..tree.len())
-            .filter(|&s| tree.level[s] != FAR && tree.level[s] == top[tree.comp[s]])
-            .filter_map(|s| view.switches.get(s).map(|sw| sw.guid))
-            .collect();
-        roots.sort_unstable();
-        Ok(roots)
+        Ok(top_level(view, &tree))
     }
+}
+
+/// The switches on the top level of each component of `tree`, sorted by GUID.
+pub(super) fn top_level(view: &FabricView, tree: &Tree) -> Vec<Guid> {
+    let mut top = vec![0u32; tree.len()];
+    for (s, &l) in tree.level.iter().enumerate().filter(|(_, l)| **l != FAR) {
+        let c = tree.comp[s];
+        top[c] = top[c].max(l);
+    }
+    let mut roots: Vec<Guid> = (0..tree.len())
+        .filter(|&s| tree.level[s] != FAR && tree.level[s] == top[tree.comp[s]])
+        .filter_map(|s| view.switches.get(s).map(|sw| sw.guid))
+        .collect();
+    roots.sort_unstable();
+    roots
+}
+
+/// The declining error when the operator's roots are not the tree's top level.
+pub(super) fn check_roots(given: &[Guid], found: &[Guid]) -> Result<(), RoutingError> {
+    if found == given {
+        return Ok(());
+    }
+    let list = |g: &[Guid]| g.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    Err(RoutingError::Declined {
+        engine: FatTree::NAME,
+        reason: format!("the root GUID file names {} but the tree's top level is {}", list(given), list(found)),
+    })
 }
 
 /// ftree held to the roots an operator gave.
@@ -56,17 +73,7 @@ impl Engine for Rooted {
 
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
         let found = FatTree.roots(view).map_err(RoutingError::from)?;
-        if found != self.roots {
-            let list = |g: &[Guid]| g.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
-            return Err(RoutingError::Declined {
-                engine: FatTree::NAME,
-                reason: format!(
-                    "the root GUID file names {} but the tree's top level is {}",
-                    list(&self.roots),
-                    list(&found)
-                ),
-            });
-        }
+        check_roots(&self.roots, &found)?;
         FatTree.route(view)
     }
 }

@@ -148,6 +148,11 @@ pub const KEYS: &[&str] = &[
     "refuse-miscabled",
     "root-guid-file",
     "lfts-file",
+    "cn-guid-file",
+    "io-guid-file",
+    "guid-routing-order-file",
+    "port-shifting",
+    "scatter-ports",
     "qos-policy-file",
     "qos",
 ];
@@ -182,7 +187,15 @@ pub fn allowed(key: &str) -> String {
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
-        "partitions" | "sm-key-file" | "guid2mkey" | "expected-topology" | "root-guid-file" | "lfts-file"
+        "partitions"
+        | "sm-key-file"
+        | "guid2mkey"
+        | "expected-topology"
+        | "root-guid-file"
+        | "lfts-file"
+        | "cn-guid-file"
+        | "io-guid-file"
+        | "guid-routing-order-file"
         | "qos-policy-file" => "a non-empty file path (a string)",
         "qos" => {
             "a table of max-vls (1..=15), high-limit (0..=255), vlarb-high and vlarb-low (\"vl:weight,...\", VL \
@@ -199,7 +212,8 @@ pub fn allowed(key: &str) -> String {
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
-        "refuse-miscabled" | "babbling-port-policy" | "consolidate-ipv6-snm" => "true or false",
+        "refuse-miscabled" | "babbling-port-policy" | "consolidate-ipv6-snm" | "port-shifting" => "true or false",
+        "scatter-ports" => "an integer 0..=4294967295 (a seed; 0 = off)",
         "babbling-port-traps" => "an integer 1..=1000000",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",
         _ => "",

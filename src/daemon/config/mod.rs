@@ -142,6 +142,21 @@ pub struct ConfigFile {
     /// Forwarding tables computed elsewhere, in OpenSM's `opensm-lfts.dump` format (OpenSM's
     /// `lfts_file`), for the `file` routing engine (default: none).
     pub lfts_file: Option<PathBuf>,
+    /// Compute-node port GUIDs, one per line (OpenSM's `cn_guid_file`): ftree ranks the tree
+    /// from their switches (default: every CA port not in `io-guid-file`).
+    pub cn_guid_file: Option<PathBuf>,
+    /// I/O-node port GUIDs, one per line (OpenSM's `io_guid_file`): routed to and from by ftree,
+    /// outside the compute nodes' balance (default: none).
+    pub io_guid_file: Option<PathBuf>,
+    /// Port GUIDs whose LIDs minhop and updn route first, in file order (OpenSM's
+    /// `guid_routing_order_file`; default: none).
+    pub guid_routing_order_file: Option<PathBuf>,
+    /// minhop and updn search each switch's least-loaded port from a rotating start (OpenSM's
+    /// `port_shifting`; default false).
+    pub port_shifting: Option<bool>,
+    /// Non-zero: minhop and updn take a random one of the least-loaded ports, from this seed
+    /// (OpenSM's `scatter_ports`; default 0, off).
+    pub scatter_ports: Option<u32>,
     /// QoS policy in OpenSM's qos-policy.conf format; giving one turns QoS on (OpenSM's
     /// `-Q -Y FILE`). Default: none, QoS off unless `[qos]` is given.
     pub qos_policy_file: Option<PathBuf>,

@@ -52,6 +52,9 @@ impl ConfigFile {
             ("expected-topology", &self.expected_topology),
             ("root-guid-file", &self.root_guid_file),
             ("lfts-file", &self.lfts_file),
+            ("cn-guid-file", &self.cn_guid_file),
+            ("io-guid-file", &self.io_guid_file),
+            ("guid-routing-order-file", &self.guid_routing_order_file),
             ("qos-policy-file", &self.qos_policy_file),
         ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
@@ -160,6 +163,9 @@ mod tests {
             "expected-topology",
             "root-guid-file",
             "lfts-file",
+            "cn-guid-file",
+            "io-guid-file",
+            "guid-routing-order-file",
             "qos-policy-file",
         ] {
             let e = ConfigFile::parse(&format!("{key} = \"\"\n"), "p.toml").expect_err("empty path");
