@@ -109,14 +109,20 @@ fn defaults_are_opensms_and_a_fabric_that_has_them_gets_no_set() {
 fn ports_that_do_not_keep_the_thresholds_are_reported_once_and_not_sent_them_at_every_sweep() {
     let sim = SimConfig { seed: 6, keeps_error_thresholds: false, ..SimConfig::default() };
     let (mut drv, events) = up(PortConfig::default(), sim);
-    let not_kept: Vec<_> = events
+    let summaries: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            SmEvent::PortSettingNotKept { node, port, settings } => Some((*node, *port, settings.clone())),
+            SmEvent::PortSettingNotKept { ports } => Some(ports.clone()),
             _ => None,
         })
         .collect();
+    assert_eq!(summaries.len(), 1, "one summary for the sweep, not one event per port: {summaries:?}");
+    let not_kept = &summaries[0];
     assert!(not_kept.len() >= 32, "every linked port reported: {not_kept:?}");
+    let mut distinct: Vec<_> = not_kept.iter().map(|(n, p, _)| (*n, *p)).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), not_kept.len(), "each port once: {not_kept:?}");
     assert!(not_kept.iter().all(|(_, _, s)| s == &["error thresholds"]), "{not_kept:?}");
     for (_, _, _, pi) in read_back(&mut drv) {
         assert_eq!((pi.local_phy_errors, pi.overrun_errors), (0, 0), "the simulated ports kept none");

@@ -144,17 +144,28 @@ fn log_port_event(ev: &SmEvent) {
                 "a port disabled by the babbling-port policy is enabled again"
             );
         }
-        SmEvent::PortSettingNotKept { node, port, settings } => {
+        SmEvent::PortSettingNotKept { ports } => {
             tracing::warn!(
                 error_id = "port-setting-not-kept",
-                node = %node,
-                port = port.0,
-                settings = %settings.join(", "),
-                "a port did not keep port settings it was sent; not sent to it again until the configuration changes"
+                ports = ports.len(),
+                examples = %not_kept_examples(ports),
+                "ports did not keep port settings they were sent; not sent to them again until the configuration changes"
             );
         }
         _ => {}
     }
+}
+
+/// The first few ports of a `port-setting-not-kept` summary: `GUID[port] (settings); ...`,
+/// with "and N more" when there are more.
+fn not_kept_examples(ports: &[ibsm::core::port_settings::NotKept]) -> String {
+    const SHOWN: usize = 3;
+    let mut out: Vec<String> =
+        ports.iter().take(SHOWN).map(|(node, port, s)| format!("{node}[{}] ({})", port.0, s.join(", "))).collect();
+    if ports.len() > SHOWN {
+        out.push(format!("and {} more", ports.len() - SHOWN));
+    }
+    out.join("; ")
 }
 
 /// The state sync's events (see [`log_event`]).

@@ -331,16 +331,13 @@ pub enum SmEvent {
         /// The counters over: (IBTA name, increase in the interval, threshold).
         over: Vec<(&'static str, u64, u64)>,
     },
-    /// A port answered a PortInfo Set without keeping some of the port settings it carried
-    /// (its firmware ignores them: ibsim keeps no error thresholds). They are not sent to it
-    /// again until the configuration changes.
+    /// Ports answered a PortInfo Set without keeping some of the port settings it carried
+    /// (their firmware ignores them: ibsim keeps no error thresholds). They are not sent to
+    /// them again until the configuration changes. One event at the end of a sweep for all the
+    /// ports found in it, each reported once.
     PortSettingNotKept {
-        /// The node's GUID.
-        node: ibsm_mad::Guid,
-        /// The port.
-        port: ibsm_mad::PortNum,
-        /// The settings not kept, by name ("error thresholds", ...).
-        settings: Vec<&'static str>,
+        /// Each port: (node GUID, port, the settings not kept by name: "error thresholds", ...).
+        ports: Vec<super::port_settings::NotKept>,
     },
     /// The babbling-port policy disabled a port (`disabled`), or enabled it again at the end of
     /// its back-off.

@@ -796,6 +796,10 @@ impl Sm {
         self.checks.settle();
         self.sweep.completed(report.clone(), self.now);
         self.schedule.count_done();
+        let not_kept = self.port_settings.take_found();
+        if !not_kept.is_empty() {
+            self.events.push_back(SmEvent::PortSettingNotKept { ports: not_kept });
+        }
         self.events.push_back(SmEvent::SubnetUp(report));
         self.perf_after_sweep();
     }

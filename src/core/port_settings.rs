@@ -6,7 +6,8 @@
 //! extended speed and width) and [`PortSettings`], which writes them into a PortInfo the
 //! bring-up is building ([`PortSettings::apply`]) and remembers the ports that do not keep a
 //! setting ([`PortSettings::learn`]), so that a port whose firmware ignores a field (ibsim keeps
-//! no error thresholds) is not sent the same Set at every sweep. It sends nothing and reads no
+//! no error thresholds) is not sent the same Set at every sweep; the ports found since the last
+//! sweep's end are handed over together ([`PortSettings::take_found`]) for one summary event. It sends nothing and reads no
 //! clock: the bring-up decides whether a Set goes out (only when a field differs).
 //!
 //! Which ports get which value (OpenSM's link manager): a switch port with a peer gets the leaf
@@ -190,7 +191,13 @@ impl Target {
 pub struct PortSettings {
     /// Per (node GUID, port): the groups of fields the port answered a Set without keeping.
     unkept: HashMap<(Guid, u8), Kept>,
+    /// Ports found not keeping a setting since the last [`PortSettings::take_found`]: the
+    /// sweep's summary for the log.
+    found: Vec<NotKept>,
 }
+
+/// A port found not keeping some settings: its node GUID, the port, the groups' names.
+pub type NotKept = (Guid, PortNum, Vec<&'static str>);
 
 impl PortSettings {
     /// Writes the settings into `info` (a PortInfo about to be Set on the port `t` of the node
@@ -202,7 +209,7 @@ impl PortSettings {
 
     /// Learns from the answer to a Set which settings the port did not keep: a group the Set
     /// carried (`sent` already held what the config asks) that the answer `got` still lacks.
-    /// Returns the names of the groups newly found, for the log.
+    /// Returns the names of the groups newly found, and keeps them for [`PortSettings::take_found`].
     pub fn learn(
         &mut self,
         cfg: &PortConfig,
@@ -216,12 +223,24 @@ impl PortSettings {
         let entry = self.unkept.entry((node_guid, t.port.0)).or_insert(0);
         let new = carried & lacking & !*entry;
         *entry |= new;
-        group::NAMES.iter().filter(|(g, _)| new & g != 0).map(|(_, name)| *name).collect()
+        let names: Vec<&'static str> =
+            group::NAMES.iter().filter(|(g, _)| new & g != 0).map(|(_, name)| *name).collect();
+        if !names.is_empty() {
+            self.found.push((node_guid, t.port, names.clone()));
+        }
+        names
+    }
+
+    /// The ports found not keeping a setting since the last call, in the order found (the
+    /// coordinator reports them once per sweep, in one event).
+    pub fn take_found(&mut self) -> Vec<NotKept> {
+        std::mem::take(&mut self.found)
     }
 
     /// Forgets what ports did not keep (the config changed: try again).
     pub fn forget(&mut self) {
         self.unkept.clear();
+        self.found.clear();
     }
 
     /// Ports known not to keep some setting.

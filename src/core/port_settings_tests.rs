@@ -145,6 +145,9 @@ fn a_port_that_does_not_keep_a_setting_is_not_sent_it_again() {
     let got = PortInfo { local_phy_errors: 0, overrun_errors: 0, ..sent };
     assert_eq!(s.learn(&cfg, &t, Guid(9), &sent, &got), vec!["error thresholds"]);
     assert_eq!(s.learn(&cfg, &t, Guid(9), &sent, &got), Vec::<&str>::new(), "reported once");
+    let found = s.take_found();
+    assert_eq!(found, vec![(Guid(9), t.port, vec!["error thresholds"])], "kept for the sweep's summary, once");
+    assert!(s.take_found().is_empty(), "handed over once");
     let mut again = got;
     s.apply(&cfg, &t, Guid(9), &mut again);
     assert_eq!(again, got, "nothing left to write: no Set at the next sweep");

@@ -266,10 +266,8 @@ impl Sm {
             (&request.req, Target::of(&self.subnet, node, port), self.subnet.node(node))
         {
             let guid = n.info.node_guid;
-            let unkept = self.port_settings.learn(&self.cfg.ports, &t, guid, sent, &pi);
-            if !unkept.is_empty() {
-                self.events.push_back(SmEvent::PortSettingNotKept { node: guid, port, settings: unkept });
-            }
+            // Reported at the sweep's end, all ports in one event.
+            self.port_settings.learn(&self.cfg.ports, &t, guid, sent, &pi);
         }
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
