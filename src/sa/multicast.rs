@@ -60,6 +60,13 @@ pub const MLID_BASE: u16 = 0xc000;
 /// Multicast LIDs the SA hands out at most (0xC000..=0xFFFE), when no switch reports a smaller
 /// MulticastFDBCap.
 pub const MLID_COUNT: u16 = 0xffff - MLID_BASE;
+
+/// How many multicast LIDs (from 0xC000) the SA may hand out on `snap`'s subnet: the smallest
+/// MulticastFDBCap of its switches, the whole multicast range ([`MLID_COUNT`]) when none
+/// reports one.
+pub fn mlid_pool(snap: &Snapshot) -> u16 {
+    snap.mcast_fdb_cap().map_or(MLID_COUNT, |c| c.min(MLID_COUNT))
+}
 /// MGID of the IPv4-over-IB broadcast group of the default partition (link-local scope).
 pub const IPOIB_BROADCAST: Gid = Gid { prefix: 0xff12_401b_ffff_0000, guid: Guid(0x0000_0000_ffff_ffff) };
 
@@ -303,7 +310,7 @@ impl Groups {
 
     fn free_mlid(&self, snap: &Snapshot) -> Option<Lid> {
         let used: BTreeSet<u16> = self.by_mgid.values().map(|g| g.params.mlid.0).collect();
-        (MLID_BASE..MLID_BASE + snap.mlid_pool()).find(|m| !used.contains(m)).map(Lid)
+        (MLID_BASE..MLID_BASE + mlid_pool(snap)).find(|m| !used.contains(m)).map(Lid)
     }
 
     /// The MLID a new group `mgid` takes: a solicited-node group's partition and scope share

@@ -120,8 +120,8 @@ pub struct Snapshot {
     guid_order: Vec<u32>,
     /// LIDs some switch has no route for, worked out on first use.
     unrouted: std::sync::OnceLock<Unrouted>,
-    /// Multicast LIDs every switch can hold ([`Snapshot::mlid_pool`]).
-    mlid_pool: u16,
+    /// The smallest MulticastFDBCap of the switches ([`Snapshot::mcast_fdb_cap`]).
+    mcast_fdb_cap: Option<u16>,
 }
 
 /// End-port LIDs that some switch's table leaves unrouted (a black hole: every node in a
@@ -224,15 +224,14 @@ impl Snapshot {
         }
         let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
         guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid.0.swap_bytes()));
-        let mlid_pool = nodes
+        let mcast_fdb_cap = nodes
             .iter()
             .filter(|n| n.is_switch())
             .filter_map(|n| n.switch_info.map(|s| s.multicast_fdb_cap))
             .filter(|&c| c != 0)
-            .min()
-            .map_or(super::multicast::MLID_COUNT, |c| c.min(super::multicast::MLID_COUNT));
+            .min();
         Snapshot {
-            mlid_pool,
+            mcast_fdb_cap,
             subnet_prefix,
             lmc,
             guid_order,
@@ -248,11 +247,10 @@ impl Snapshot {
         }
     }
 
-    /// How many multicast LIDs (from 0xC000) the SA may hand out: the smallest MulticastFDBCap
-    /// of the switches (a switch reporting 0 left out, as OpenSM), the whole multicast range
-    /// ([`super::multicast::MLID_COUNT`]) when none reports one.
-    pub fn mlid_pool(&self) -> u16 {
-        self.mlid_pool
+    /// The smallest MulticastFDBCap of the switches (a switch reporting 0 left out, as
+    /// OpenSM), `None` when none reports one: what bounds the SA's pool of multicast LIDs.
+    pub fn mcast_fdb_cap(&self) -> Option<u16> {
+        self.mcast_fdb_cap
     }
 
     /// The P_Key base of the partition named `name` (a QoS `partition:` port group).

@@ -288,7 +288,8 @@ impl Sa {
                 // subscribers hear of created and deleted groups (66, 67).
                 out.groups_changed = self.state.mcast.take_dirty();
                 if self.state.mcast.take_exhausted() {
-                    out.event = out.event.or(Some(SmEvent::MlidPoolExhausted { pool: snap.mlid_pool() }));
+                    out.event =
+                        out.event.or(Some(SmEvent::MlidPoolExhausted { pool: crate::sa::multicast::mlid_pool(&snap) }));
                 }
                 self.announce_groups(&snap, asked.live.now);
                 // A change the standbys must hold too.

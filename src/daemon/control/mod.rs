@@ -37,11 +37,12 @@
 //! [`crate::daemon::surface`]). Nothing here but [`Pending::answer`] touches the SM, and that runs on
 //! the SM's loop.
 
-mod counters;
+pub(crate) mod counters;
 pub mod maintenance;
 mod port_report;
 mod server;
-mod status;
+pub(crate) mod status;
+pub(crate) mod text;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -65,6 +66,7 @@ pub use status::{
     QuarantinedGuid, RefusedPort, Status, SweepStatus, SweepingStatus, SyncPeerStatus, SyncStatusJson, TrapStatus,
     UnhealthyPort, UnroutedLid, status, status_after_idle,
 };
+pub use text::{error_line, parse_guid};
 
 /// The socket's file name inside the state directory, when `--control` is not given.
 pub const DEFAULT_NAME: &str = "ibsm.sock";
@@ -302,19 +304,6 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
     }
 }
 
-/// A GUID as operators write it: `0x` and up to 16 hex digits (the prefix optional).
-///
-/// # Errors
-/// What is wrong with it.
-pub fn parse_guid(text: &str) -> Result<ibsm_mad::Guid, String> {
-    let t = text.trim();
-    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    if hex.is_empty() || hex.len() > 16 {
-        return Err(format!("GUID {text:?}: expected up to 16 hex digits, such as 0x0002c90300001234"));
-    }
-    u64::from_str_radix(hex, 16).map(ibsm_mad::Guid).map_err(|e| format!("GUID {text:?}: {e}"))
-}
-
 /// The response line (without the newline) to `query`, answered from `sm`'s getters.
 pub fn respond(sm: &Sm, query: &Query) -> String {
     let out = match query {
@@ -351,11 +340,6 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
 /// `{"subnet_lst":"..."}`: the snapshot's `opensm-subnet.lst`.
 fn subnet_lst_line(snap: &crate::sa::Snapshot) -> String {
     serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap) }).to_string()
-}
-
-/// `{"error":"..."}`.
-pub fn error_line(message: &str) -> String {
-    serde_json::json!({ "error": message }).to_string()
 }
 
 /// A valid request waiting for the SM's answer.

@@ -23,7 +23,8 @@ use ibsm_mad::Guid;
 use serde::Serialize;
 
 use crate::core::Sm;
-use crate::daemon::control::{PortCountersJson, error_line, parse_guid, port_line};
+use crate::daemon::control::counters::{PortCountersJson, port_line};
+use crate::daemon::control::text::{error_line, parse_guid};
 use crate::sa::Snapshot;
 
 /// The page, served at `/`.
@@ -226,7 +227,7 @@ pub struct PointJson {
 /// The JSON answer to `q` from `sm` (an `{"error":...}` line when it has none).
 pub fn answer(sm: &Sm, q: &PageQuery) -> String {
     let out = match q.ask {
-        PageAsk::Status => serde_json::to_string(&crate::daemon::control::status(sm)),
+        PageAsk::Status => serde_json::to_string(&crate::daemon::control::status::status(sm)),
         PageAsk::Fabric => match sm.snapshot() {
             Some(snap) => {
                 let c = sm.perf().counts();
