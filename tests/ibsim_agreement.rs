@@ -139,11 +139,11 @@ fn discover(p: &mut impl Prober) -> Discovery {
         let ni = p.node_info(&path);
         d.paths.insert(path.clone(), ni);
         let Some(ni) = ni else { continue };
-        if let Some((&port, parent)) = path.split_last() {
-            if let Some(Some(from)) = d.paths.get(parent) {
-                d.links.insert((from.node_guid, port), (ni.node_guid, ni.local_port));
-                d.links.insert((ni.node_guid, ni.local_port), (from.node_guid, port));
-            }
+        if let Some((&port, parent)) = path.split_last()
+            && let Some(Some(from)) = d.paths.get(parent)
+        {
+            d.links.insert((from.node_guid, port), (ni.node_guid, ni.local_port));
+            d.links.insert((ni.node_guid, ni.local_port), (from.node_guid, port));
         }
         let is_switch = ni.node_type == SWITCH;
         if !is_switch && !d.ports.contains_key(&(ni.node_guid, ni.local_port)) {

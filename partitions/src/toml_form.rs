@@ -197,12 +197,10 @@ fn member_to(m: &Member) -> MemberToml {
 }
 
 fn partition_from(p: PartitionToml) -> Result<Partition, String> {
-    if let Some(k) = p.pkey {
-        if k == 0 || k > DEFAULT_PKEY_BASE {
-            return Err(format!(
-                "pkey {k:#06x} is outside 1..=0x7fff (write the 15-bit base; membership is per member)"
-            ));
-        }
+    if let Some(k) = p.pkey
+        && (k == 0 || k > DEFAULT_PKEY_BASE)
+    {
+        return Err(format!("pkey {k:#06x} is outside 1..=0x7fff (write the 15-bit base; membership is per member)"));
     }
     let defmember = Membership::from(p.default_membership);
     let flags = flags_from((p.rate, p.mtu, p.sl, p.scope, p.qkey, p.tclass, p.flow_label))?;

@@ -264,7 +264,7 @@ impl Used {
 
 /// `base` can start a range of `span` unicast LIDs.
 fn valid_base(base: u16, span: u16) -> bool {
-    base != 0 && base % span == 0 && u32::from(base) + u32::from(span) - 1 <= u32::from(Lid::MAX_UNICAST.0)
+    base != 0 && base.is_multiple_of(span) && u32::from(base) + u32::from(span) - 1 <= u32::from(Lid::MAX_UNICAST.0)
 }
 
 /// Gives each requested port a base LID, aligned to `2^lmc`, unique across the result and not

@@ -345,8 +345,8 @@ mod tests {
             block_of(t, block).emit(&mut data);
             data
         };
-        p.lft_written(&s.nodes[1], 1, &emit(&*routes.tables[0], 1));
-        p.lft_written(&s.nodes[5], 0, &emit(&*routes.tables[2], 0));
+        p.lft_written(&s.nodes[1], 1, &emit(&routes.tables[0], 1));
+        p.lft_written(&s.nodes[5], 0, &emit(&routes.tables[2], 0));
         let mut wrong = block_of(&routes.tables[2], 2);
         wrong.ports[63] = PortNum(3);
         let mut data = [0u8; 64];

@@ -325,7 +325,7 @@ fn span_end(base: Lid, lmc: u8) -> Lid {
 /// Two hex digits per LID; `None` if malformed.
 fn decode_lft(hex: &str) -> Option<Lft> {
     let bytes = hex.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
     let ports = bytes

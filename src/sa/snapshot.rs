@@ -162,11 +162,12 @@ impl Unrouted {
                 let Some(port) = node.ports.get(usize::from(p)) else { continue };
                 let span = 1usize << snap.lmc.min(7);
                 let base = usize::from(port.lid.0);
-                for lid in base..(base + span).min(owned.len()) {
+                let top = (base + span).min(owned.len());
+                for (lid, m) in missing.iter_mut().enumerate().take(top).skip(base) {
                     // Its own LID goes to port 0: not a missing route.
                     if snap.by_lid[lid].is_some_and(|(on, _)| on == n) && lid != 0 {
                         let p = node.lft.get(lid).copied();
-                        missing[lid] -= usize::from(p.is_none_or(|p| p == 0 || p == 0xff));
+                        *m -= usize::from(p.is_none_or(|p| p == 0 || p == 0xff));
                     }
                 }
             }

@@ -472,11 +472,12 @@ impl Fabric {
                 if !self.ports[p as usize].is_active() {
                     return Err(Drop::NoRoute);
                 }
-                if let Some(k) = pkey {
-                    if self.ports[p as usize].part_enf_out && !self.port_accepts(p, k) {
-                        self.pkey_violation(p, k, (slid, dlid), true);
-                        return Err(Drop::PKey);
-                    }
+                if let Some(k) = pkey
+                    && self.ports[p as usize].part_enf_out
+                    && !self.port_accepts(p, k)
+                {
+                    self.pkey_violation(p, k, (slid, dlid), true);
+                    return Err(Drop::PKey);
                 }
                 p
             };
@@ -793,11 +794,11 @@ impl Fabric {
     /// Delivers an agent-independent check of M_Key leases (see `sma`).
     fn lease_check(&mut self, p: PortRef) {
         let now = self.now;
-        if let Some(port) = self.ports.get_mut(p as usize) {
-            if port.lease_deadline.is_some_and(|d| d <= now) {
-                port.lease_deadline = None;
-                port.protect = 0;
-            }
+        if let Some(port) = self.ports.get_mut(p as usize)
+            && port.lease_deadline.is_some_and(|d| d <= now)
+        {
+            port.lease_deadline = None;
+            port.protect = 0;
         }
     }
 }

@@ -71,10 +71,10 @@ impl ConfigFile {
         {
             out.push(bad("part-enforce", format!("{e:?} is not one of them")));
         }
-        if let Some(m) = &self.m_key {
-            if let Err(r) = parse_mkey_mode(m) {
-                out.push(bad("m-key", r));
-            }
+        if let Some(m) = &self.m_key
+            && let Err(r) = parse_mkey_mode(m)
+        {
+            out.push(bad("m-key", r));
         }
         let resweep = self.resweep_interval_s.unwrap_or(10);
         if let Some(l) = self.m_key_lease_s.filter(|&l| l != 0 && u64::from(l) <= resweep) {
@@ -85,15 +85,15 @@ impl ConfigFile {
                 ),
             ));
         }
-        if let Some(k) = &self.sa_key {
-            if let Err(r) = parse_key(k) {
-                out.push(bad("sa-key", r));
-            }
+        if let Some(k) = &self.sa_key
+            && let Err(r) = parse_key(k)
+        {
+            out.push(bad("sa-key", r));
         }
-        if let Some(p) = &self.subnet_prefix {
-            if let Err(r) = parse_subnet_prefix(p) {
-                out.push(bad("subnet-prefix", r));
-            }
+        if let Some(p) = &self.subnet_prefix
+            && let Err(r) = parse_subnet_prefix(p)
+        {
+            out.push(bad("subnet-prefix", r));
         }
         if let Some(Err(e)) = self.qos.as_ref().map(ibsm_qos::QosOptions::validate) {
             out.push(("qos", e.to_string()));

@@ -5,7 +5,7 @@ use super::{Builder, GenError, Topology, check_size, invalid};
 
 /// Check the radix and oversubscription; returns (uplinks, hosts) per leaf/edge switch.
 fn split_radix(radix: u8, ratio: u8, min_radix: u8) -> Result<(u8, u8), GenError> {
-    if radix < min_radix || radix % 2 != 0 {
+    if radix < min_radix || !radix.is_multiple_of(2) {
         return Err(invalid("radix", format!("must be even and at least {min_radix}, found {radix}")));
     }
     if ratio == 0 {
