@@ -150,6 +150,10 @@ pub struct SubnetReport {
     pub phases: Vec<PhaseTiming>,
     /// Start to end of the sweep, virtual nanoseconds.
     pub total_ns: u64,
+    /// Building the SA's snapshot at the sweep's end, on the driver's clock (inside the
+    /// Activating phase's time; 0 when the driver's clock stood still, as in the simulator's
+    /// tests).
+    pub snapshot_ns: u64,
 }
 
 /// Something the core wants the outside world to know.

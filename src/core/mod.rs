@@ -87,7 +87,6 @@ mod transactions;
 pub mod traps;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use ibsm_mad::Guid;
 use ibsm_mad::smp::SmpRepr;
@@ -401,9 +400,10 @@ impl Sm {
         self.sweep.compute()
     }
 
-    /// Runs the pending compute steps (LID assignment, routing). `clock` gives the driver's
-    /// current time on the same timeline as `now`; it is read around each step, so the phase
-    /// durations in the report are measured where the work happens.
+    /// Runs the pending compute steps (LID assignment, routing, the SA's snapshot). `clock`
+    /// gives the driver's current time on the same timeline as `now`; it is read around each
+    /// step (and after the LFT diff that follows routing), so the phase durations in the report
+    /// and its `snapshot_ns` are measured where the work happens.
     pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
         while let Some(step) = self.sweep.take_compute() {
             if step == ComputeStep::Route && self.routing.offloaded() {
@@ -411,15 +411,25 @@ impl Sm {
                 self.sweep.wait_for(step);
                 return;
             }
-            self.now = self.now.max(clock());
+            let start = clock();
+            self.now = self.now.max(start);
             match step {
                 ComputeStep::AssignLids => self.assign_lids(),
                 ComputeStep::Route => self.route(),
+                ComputeStep::Snapshot => self.install_snapshot(),
             }
-            self.now = self.now.max(clock());
+            let end = clock();
+            self.now = self.now.max(end);
+            if step == ComputeStep::Snapshot {
+                self.sweep.snapshot_built(end.saturating_sub(start));
+            }
             let stamped = self.now;
             self.advance();
-            if self.sweep.compute().is_some() && self.sweep.phase_started_at() == stamped {
+            // After routing, `advance` compares the new tables with what the switches hold
+            // (the LFT diff) before the first block goes: that is the route's work too.
+            if (self.sweep.compute().is_some() || step == ComputeStep::Route)
+                && self.sweep.phase_started_at() == stamped
+            {
                 self.restamp(clock());
             }
         }
@@ -758,6 +768,10 @@ impl Sm {
                     self.enter(SweepPhase::Activating);
                     self.walk_port_states(PortStep::Activate);
                 }
+                SweepPhase::Activating if !self.sweep.has_snapshot() => {
+                    // The SA's snapshot, as a compute step the driver's clock measures.
+                    self.sweep.wait_for(ComputeStep::Snapshot);
+                }
                 SweepPhase::Activating => {
                     self.enter(SweepPhase::Up);
                     self.finish_sweep();
@@ -778,12 +792,6 @@ impl Sm {
         };
         let report = self.sweep.report(facts, |end| self.checks.left_out(end) || self.maintenance.cut(end));
         self.state = SmState::Master;
-        let qos = self.cfg.qos.is_some();
-        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions, qos).unwrap_or_else(|e| {
-            self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
-            ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), qos).unwrap_or_default()
-        });
-        self.sa.sweep_done(Arc::new(self.build_snapshot()), &groups, &self.subnet, self.now);
         self.program_multicast();
         self.census_pump();
         self.sync_after_sweep();

@@ -27,6 +27,9 @@ pub enum ComputeStep {
     AssignLids,
     /// Running the routing engine chain.
     Route,
+    /// Building the SA's snapshot of the swept subnet, the last step before the sweep ends
+    /// (on a large fabric it costs as much as a repair: the driver's clock measures it).
+    Snapshot,
 }
 
 /// The sweep's books.
@@ -50,6 +53,8 @@ pub(crate) struct Sweep {
     read_failures: usize,
     /// The report of the last completed sweep, and when it was made.
     last: Option<(SubnetReport, u64)>,
+    /// How long building this sweep's SA snapshot took, once built.
+    snapshot_ns: Option<u64>,
 }
 
 /// What the report of a sweep is made from, besides the book.
@@ -103,6 +108,16 @@ impl Sweep {
     /// The sweep waits for `step`.
     pub fn wait_for(&mut self, step: ComputeStep) {
         self.compute = Some(step);
+    }
+
+    /// The SA's snapshot of this sweep is built; it took `ns` on the driver's clock.
+    pub fn snapshot_built(&mut self, ns: u64) {
+        self.snapshot_ns = Some(ns);
+    }
+
+    /// Whether this sweep's SA snapshot is built.
+    pub fn has_snapshot(&self) -> bool {
+        self.snapshot_ns.is_some()
     }
 
     /// The compute step the sweep waits for.
@@ -220,6 +235,7 @@ impl Sweep {
             failed_nodes: s.failed_nodes(subnet),
             phases: s.phases.iter().copied().filter(|p| p.phase != SweepPhase::Up).collect(),
             total_ns: now.saturating_sub(s.started_at),
+            snapshot_ns: s.snapshot_ns.unwrap_or(0),
         }
     }
 

@@ -249,14 +249,17 @@ pub struct Outcome {
     /// Virtual ms from the fault to the SM noticing it (a trap, or a sweep starting); 0 for
     /// `reroute`; `null` for packet rules, or when the SM did not notice.
     pub detect_ms: Option<f64>,
-    /// Wall ms of the SM's route computation for it.
+    /// Wall ms the SM computed for it, over the sweeps of its window: the routing engine (or the
+    /// repair), the LFT diff that picks the blocks to write, and the SA's snapshot.
     pub compute_ms: f64,
     /// LFT blocks the switches were sent.
     pub blocks_sent: u64,
     /// Of those, blocks whose content differed from what the switch held.
     pub blocks_changed: u64,
     /// Virtual ms from the fault to the last LFT block written (to the end of the SM's sweep
-    /// when none was); `null` when the SM did not react.
+    /// when none was); `null` when the SM did not react. The SM's computing takes virtual time
+    /// as it took wall time, so this includes the routing and the LFT diff before the blocks go
+    /// (and the snapshot too when no block was written: it comes after the last block).
     pub converge_ms: Option<f64>,
     /// Every live HCA reaches every other through the switches' tables, without a loop or a
     /// dead link, at the end of the event's window.
@@ -467,7 +470,9 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
                 repaired_lids += lids;
                 repaired_entries += entries;
             }
+            // The routing phase (the engine, the LFT diff after it) and the SA's snapshot.
             compute_ns += r.phases.iter().filter(|p| p.phase == SweepPhase::Routing).map(|p| p.ns).sum::<u64>();
+            compute_ns += r.snapshot_ns;
         }
         _ => {}
     };

@@ -3,9 +3,22 @@
 //! the multicast tables its groups need, the standbys' copy; and the snapshot every sweep's end
 //! builds from the subnet, the partitions, the programmed tables and the routing engine.
 
-use crate::core::{MadSource, Sm, SmState, SweepPhase, requests, sa, transactions::Op};
+use std::sync::Arc;
+
+use crate::core::{MadSource, Sm, SmEvent, SmState, SweepPhase, requests, sa, transactions::Op};
 
 impl Sm {
+    /// The sweep's last compute step ([`crate::core::ComputeStep::Snapshot`]): the SA takes a
+    /// new snapshot of the swept subnet and the multicast groups the policy names.
+    pub(in crate::core) fn install_snapshot(&mut self) {
+        let qos = self.cfg.qos.is_some();
+        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions, qos).unwrap_or_else(|e| {
+            self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
+            ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), qos).unwrap_or_default()
+        });
+        self.sa.sweep_done(Arc::new(self.build_snapshot()), &groups, &self.subnet, self.now);
+    }
+
     /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
     /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
     pub fn build_snapshot(&self) -> crate::sa::Snapshot {
