@@ -165,3 +165,78 @@ impl Qos {
         self.blocks_sent
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::attrs::CapabilityMask;
+
+    use super::*;
+    use crate::core::testing::star;
+
+    /// A star whose ports run 8 VLs with SL mapping and VL arbitration tables.
+    fn qos_star() -> Subnet {
+        let mut s = star(0x2, 0x3);
+        for n in &mut s.nodes {
+            for rec in &mut n.ports {
+                if let Some(info) = rec.info.as_mut() {
+                    info.vl_cap = 4;
+                    info.vl_arbitration_high_cap = 8;
+                    info.vl_arbitration_low_cap = 8;
+                    info.capability_mask = info.capability_mask.with(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
+                    info.lid = Lid(1);
+                }
+            }
+        }
+        s
+    }
+
+    /// Each Set of `sets` ended (`done`), as the coordinator reports them.
+    fn ended(q: &mut Qos, sets: &[Request], done: bool) {
+        for r in sets {
+            match &r.req {
+                Req::SetSl2Vl { guid, input, output, table, .. } => q.on_sl2vl(*guid, (*input, *output), table, done),
+                Req::SetVlArb { guid, output, block, table, .. } => q.on_vlarb(*guid, (*output, *block), table, done),
+                other => panic!("not a QoS Set: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn off_writes_nothing_and_on_writes_only_what_differs_from_what_it_wrote() {
+        let s = qos_star();
+        let mut q = Qos::default();
+        assert!(q.resolve(&s, None, 5).is_empty());
+        assert!(q.table_sets(&s).is_empty(), "QoS off: the ports keep their tables");
+        assert_eq!(q.port_settings(Guid(0x20), PortNum(1)), None);
+
+        let setting = QosSetting::default();
+        assert!(q.resolve(&s, Some(&setting), 5).is_empty());
+        let first = q.table_sets(&s);
+        assert!(first.iter().any(|r| matches!(r.req, Req::SetSl2Vl { .. })), "{first:?}");
+        assert!(first.iter().any(|r| matches!(r.req, Req::SetVlArb { .. })), "{first:?}");
+        assert!(q.port_settings(Guid(0x20), PortNum(1)).is_some(), "QoS sets OperationalVLs");
+        ended(&mut q, &first, true);
+        assert_eq!(q.blocks_sent(), first.len() as u64);
+        assert!(q.table_sets(&s).is_empty(), "everything written is held");
+
+        // A Set that failed is forgotten and written again; the rest stays held.
+        ended(&mut q, &first[..1], false);
+        assert_eq!(q.table_sets(&s).len(), 1);
+        // A node that shows no LID was reset: all its tables again.
+        let mut reset = s.clone();
+        let sw = reset.by_guid[&Guid(0x20)];
+        for rec in &mut reset.nodes[sw].ports {
+            if let Some(info) = rec.info.as_mut() {
+                info.lid = Lid::UNASSIGNED;
+            }
+        }
+        ended(&mut q, &first[..1], true);
+        let again = q.table_sets(&reset);
+        let of_switch = first
+            .iter()
+            .filter(|r| matches!(r.req, Req::SetSl2Vl { guid, .. } | Req::SetVlArb { guid, .. } if guid == Guid(0x20)))
+            .count();
+        assert!(of_switch > 0);
+        assert_eq!(again.len(), of_switch, "the reset switch's tables, no one else's");
+    }
+}
