@@ -7,7 +7,8 @@
 //!
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
 //! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
-//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`]), the engine
+//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`], [`dfsssp`], which also gives each path a
+//! layer), the engine
 //! [`chain`] that tries several in order, the [`check`] analysis (`ibsm routes check`, also
 //! the oracle of the tests) and the fabric's [`components`] and DOT rendering. petgraph serves
 //! where a graph algorithm is the point (strongly connected components of the channel dependency
@@ -17,6 +18,7 @@
 pub mod chain;
 pub mod check;
 pub mod components;
+pub mod dfsssp;
 pub mod file;
 pub mod ftree;
 mod graph;
@@ -190,15 +192,22 @@ pub trait Engine {
     fn name(&self) -> &'static str;
     /// Computes one LFT per switch of `view`.
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError>;
+    /// As [`Engine::route`], with the layer (SL) of every path for engines that spread paths
+    /// over layers to break credit loops (`dfsssp`); `None` for the others (every path on SL 0
+    /// as far as routing goes).
+    fn route_layered(&self, view: &FabricView) -> Result<(Routes, Option<dfsssp::PathLayers>), RoutingError> {
+        self.route(view).map(|r| (r, None))
+    }
 }
 
 /// Names of the engines that compute routes (the registry also knows `file`, which takes them
 /// from a file: see [`KNOWN_NAMES`]).
-pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
+pub const ENGINE_NAMES: &[&str] =
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME];
 
 /// Every name [`engine_by_name`] and [`engine_with`] know: [`ENGINE_NAMES`] and `file`.
 pub const KNOWN_NAMES: &[&str] =
-    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, file::FromFile::NAME];
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME, file::FromFile::NAME];
 
 /// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -209,6 +218,8 @@ pub struct EngineOptions {
     pub roots: Vec<Guid>,
     /// Tables given whole (`lfts_file`), for the `file` engine.
     pub tables: Option<Arc<file::GivenTables>>,
+    /// The most layers (virtual lanes) `dfsssp` may spread paths over; `None`: its default (8).
+    pub max_layers: Option<u8>,
 }
 
 /// The engine registered under `name`, if any. A comma-separated list (`"ftree,updn,minhop"`)
@@ -227,6 +238,7 @@ pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine
     let rooted = !options.roots.is_empty();
     match name {
         minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
+        dfsssp::Dfsssp::NAME => Some(Box::new(options.max_layers.map_or_else(dfsssp::Dfsssp::default, dfsssp::Dfsssp::with_layers))),
         updn::UpDown::NAME if rooted => Some(Box::new(updn::UpDown::with_roots(options.roots.clone()))),
         updn::UpDown::NAME => Some(Box::new(updn::UpDown::auto())),
         ftree::FatTree::NAME if rooted => Some(Box::new(ftree::Rooted::new(options.roots.clone()))),
