@@ -1,12 +1,15 @@
 //! The engine chain: `routing-engine = ["ftree", "updn", "minhop"]` tries each engine in order
 //! and keeps the first tables produced, with the reason every earlier engine gave for declining.
 //!
+//! The layers of an engine that gives them (`dfsssp`) come with its tables.
+//!
 //! Owns only the ordering and the record of refusals ([`ChainOutcome::declined`]); the SM logs
 //! them. Guarantees: an engine is never skipped silently; every refusal is kept with the engine's
 //! own error, and the outcome names the engine whose tables were kept.
 
 use core::fmt;
 
+use crate::dfsssp::PathLayers;
 use crate::{Engine, EngineOptions, FabricView, Routes, RoutingError, engine_with};
 
 /// An ordered list of engines.
@@ -46,6 +49,8 @@ pub struct ChainOutcome {
     pub engine: &'static str,
     /// Its tables.
     pub routes: Routes,
+    /// The layer (SL) of every path, from an engine that layers paths (`dfsssp`).
+    pub layers: Option<PathLayers>,
     /// The engines tried before it, in order, with their reasons.
     pub declined: Vec<Declined>,
 }
@@ -116,8 +121,8 @@ impl Chain {
         }
         let mut declined = Vec::new();
         for e in &self.engines {
-            match e.route(view) {
-                Ok(routes) => return Ok(ChainOutcome { engine: e.name(), routes, declined }),
+            match e.route_layered(view) {
+                Ok((routes, layers)) => return Ok(ChainOutcome { engine: e.name(), routes, layers, declined }),
                 Err(error) => declined.push(Declined { engine: e.name(), error }),
             }
         }
@@ -128,6 +133,12 @@ impl Chain {
 impl Engine for Chain {
     fn name(&self) -> &'static str {
         "chain"
+    }
+
+    fn route_layered(&self, view: &FabricView) -> Result<(Routes, Option<PathLayers>), RoutingError> {
+        self.run(view)
+            .map(|o| (o.routes, o.layers))
+            .map_err(|e| RoutingError::Declined { engine: "chain", reason: e.to_string() })
     }
 
     /// [`Chain::run`] without the record of refusals (use `run` to log them).
@@ -196,8 +207,8 @@ mod tests {
     #[test]
     fn bad_lists_are_rejected() {
         assert_eq!(Chain::from_names::<&str>(&[]).unwrap_err(), ChainError::Empty);
-        let e = Chain::from_names(&["ftree", "dfsssp"]).unwrap_err();
-        assert!(e.to_string().contains("\"dfsssp\""), "{e}");
+        let e = Chain::from_names(&["ftree", "lash"]).unwrap_err();
+        assert!(e.to_string().contains("\"lash\""), "{e}");
         assert_eq!(Chain::new(Vec::new()).run(&triangle()), Err(ChainError::Empty));
     }
 }

@@ -19,6 +19,8 @@
 //!   how many are cyclic and how many channels they hold ([`CdgStats`]), with one example cycle;
 //!   when the data-plane graph has one, whether the traffic between CAs alone has one too
 //!   ([`CheckReport::credit_loops_between_cas`], [`CheckReport::is_sound`]).
+//! * credit loops per virtual lane ([`credit_loops_per_vl`]): one dependency graph per VL, each
+//!   pair's path counted on the VL its SL maps to (for engines that layer paths, `dfsssp`).
 //! * connectivity: the connected components of the cabling ([`crate::components`]).
 //!
 //! Guarantees: never panics, whatever the view and tables (tables may be missing, short, point at
@@ -29,6 +31,7 @@ mod dfs;
 mod loops;
 mod report;
 mod scc;
+mod vl;
 mod walk;
 
 use ibsm_mad::{Guid, Lid, PortNum};
@@ -38,6 +41,7 @@ use crate::{FabricView, NodeId, Routes};
 
 pub use cdg::ChannelDeps;
 pub use report::{CdgStats, Channel, ChannelLoad, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
+pub use vl::{VlLoops, credit_loops_per_vl};
 
 use crate::components::ComponentSize;
 

@@ -7,7 +7,8 @@
 //!
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
 //! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
-//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`]), the engine
+//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`], [`dfsssp`], which also gives each path a
+//! layer), the engine
 //! [`chain`] that tries several in order, the [`check`] analysis (`ibsm routes check`, also
 //! the oracle of the tests) and the fabric's [`components`] and DOT rendering. petgraph serves
 //! where a graph algorithm is the point (strongly connected components of the channel dependency
@@ -17,6 +18,7 @@
 pub mod chain;
 pub mod check;
 pub mod components;
+pub mod dfsssp;
 pub mod file;
 pub mod ftree;
 mod graph;
@@ -190,15 +192,22 @@ pub trait Engine {
     fn name(&self) -> &'static str;
     /// Computes one LFT per switch of `view`.
     fn route(&self, view: &FabricView) -> Result<Routes, RoutingError>;
+    /// As [`Engine::route`], with the layer (SL) of every path for engines that spread paths
+    /// over layers to break credit loops (`dfsssp`); `None` for the others (every path on SL 0
+    /// as far as routing goes).
+    fn route_layered(&self, view: &FabricView) -> Result<(Routes, Option<dfsssp::PathLayers>), RoutingError> {
+        self.route(view).map(|r| (r, None))
+    }
 }
 
 /// Names of the engines that compute routes (the registry also knows `file`, which takes them
 /// from a file: see [`KNOWN_NAMES`]).
-pub const ENGINE_NAMES: &[&str] = &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME];
+pub const ENGINE_NAMES: &[&str] =
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME];
 
 /// Every name [`engine_by_name`] and [`engine_with`] know: [`ENGINE_NAMES`] and `file`.
 pub const KNOWN_NAMES: &[&str] =
-    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, file::FromFile::NAME];
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME, file::FromFile::NAME];
 
 /// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -220,6 +229,8 @@ pub struct EngineOptions {
     /// Destinations routed first, by port GUID (`guid_routing_order_file`), as read; resolved
     /// into `tuning.order` by [`EngineOptions::resolve_ports`].
     pub routing_order: Option<Arc<Vec<Guid>>>,
+    /// The most layers (virtual lanes) `dfsssp` may spread paths over; `None`: its default (8).
+    pub max_layers: Option<u8>,
 }
 
 /// OpenSM's balancing options for the destination-based engines (minhop, updn).
@@ -280,6 +291,9 @@ pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine
             Some(Box::new(minhop::Tuned(options.tuning.clone())))
         }
         minhop::MinHop::NAME => Some(Box::new(minhop::MinHop)),
+        dfsssp::Dfsssp::NAME => {
+            Some(Box::new(options.max_layers.map_or_else(dfsssp::Dfsssp::default, dfsssp::Dfsssp::with_layers)))
+        }
         updn::UpDown::NAME if rooted => {
             Some(Box::new(updn::UpDown::with_roots(options.roots.clone()).tuned(options.tuning.clone())))
         }

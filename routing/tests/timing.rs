@@ -48,3 +48,33 @@ fn k24() {
 fn k48() {
     time_tree(48, std::env::var_os("IBSM_CHECK_K48").is_some());
 }
+
+/// DFSSSP on a fabric: time, peak of the layers, per-VL verdict.
+fn time_dfsssp(what: &str, view: &ibsm_routing::FabricView) {
+    let t = Instant::now();
+    let l = ibsm_routing::dfsssp::Dfsssp::default().layered(view);
+    let dt = t.elapsed();
+    match l {
+        Ok(l) => {
+            let t = Instant::now();
+            let per_vl = ibsm_routing::check::credit_loops_per_vl(view, &l.routes, &|s, d| l.layers.layer(s, d));
+            let loops = per_vl.iter().filter(|v| matches!(v.loops, CreditLoops::Found(_))).count();
+            eprintln!(
+                "{what}: {} switches, {} CAs: dfsssp {dt:?}, {} layers {:?}; per-VL check {:?}, VLs with a loop: {loops}",
+                view.switches.len(),
+                view.cas.len(),
+                l.layers.used(),
+                l.layers.per_layer(),
+                t.elapsed()
+            );
+        }
+        Err(e) => eprintln!("{what}: dfsssp {dt:?} failed: {e}"),
+    }
+}
+
+#[test]
+#[ignore = "slow: timing run"]
+fn dfsssp_k32_and_random_1000() {
+    time_dfsssp("fat tree k=32", &common::view(&common::generate(&GenSpec::fat_tree(3, 32)), 0));
+    time_dfsssp("random 1000", &common::view(&common::generate(&GenSpec::random(1000, 24, 8, 4000, 1)), 0));
+}

@@ -41,7 +41,7 @@ pub struct Source {
     topology: Option<PathBuf>,
     /// Instead of routing a topology, fetch the tables a running SM holds (and the fabric it
     /// discovered) through its control socket (`ibsm run --control PATH`).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file", "lfts_file", "cn_guid_file", "io_guid_file"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["topology", "engine", "lmc", "guid2lid", "root_guid_file", "lfts_file", "cn_guid_file", "io_guid_file", "max_layers"])]
     socket: Option<PathBuf>,
     /// Routing engine, or a comma-separated chain tried in order (e.g. `ftree,updn,minhop`).
     #[arg(long, default_value = "ftree,updn,minhop")]
@@ -73,6 +73,9 @@ pub struct Source {
     /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
     #[arg(long)]
     guid2lid: Option<PathBuf>,
+    /// The most layers (VLs) `dfsssp` may spread paths over, 1..=15 [default: 8].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=15))]
+    max_layers: Option<u8>,
 }
 
 /// Output format of `routes dump`.
@@ -86,6 +89,9 @@ pub enum Format {
     Json,
     /// Fabric counts and timings only.
     Stats,
+    /// Each CA port pair's SL from a layered routing (`dfsssp`): `SRC-LID DST-LID SL` per line
+    /// (every pair on SL 0 for the other engines). Offline (`--topology`) only.
+    Sl,
     /// OpenSM's `opensm-subnet.lst`: a line per direction of every cable, with the ends' node
     /// and port and the link's width, state and speed (a running SM's, so `--socket` only).
     SubnetLst,
@@ -158,6 +164,8 @@ struct Routed {
     routes: Routes,
     engine: String,
     timings: Timings,
+    /// The SL of every path, from a layered engine (offline only).
+    layers: Option<ibsm_routing::dfsssp::PathLayers>,
 }
 
 /// How long to wait for a running SM's answer.
@@ -186,6 +194,7 @@ fn fetch(path: &Path) -> Result<Routed, ExitCode> {
         routes,
         engine: live.engine,
         timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, Instant::now()), routing_ns: 0 },
+        layers: None,
     })
 }
 
@@ -242,7 +251,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
     let plan = plan(&topo, src.lmc, table, None);
     let t2 = Instant::now();
     let names: Vec<&str> = src.engine.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    let mut options = ibsm_routing::EngineOptions::default();
+    let mut options = ibsm_routing::EngineOptions { max_layers: src.max_layers, ..Default::default() };
     if let Some(path) = &src.root_guid_file {
         options.roots = ibsm::opensm::guid_file::load(path).map_err(|e| {
             eprintln!("ibsm routes: --root-guid-file: {e}");
@@ -297,6 +306,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
         routes: outcome.routes,
         engine: outcome.engine.to_owned(),
         timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, t2), routing_ns: ns(t2, t3) },
+        layers: outcome.layers,
     })
 }
 
@@ -327,6 +337,14 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
         Format::Json => dump::json(&r.plan, &r.routes, &r.engine, only) + "\n",
         Format::Stats => dump::stats(&r.plan, &r.routes, &r.engine, r.timings),
         Format::SubnetLst => return subnet_lst(&a.source),
+        Format::Sl => match &r.layers {
+            Some(l) => ibsm::routes::layers::pair_sls(&r.plan.view, l),
+            None if a.source.socket.is_some() => {
+                eprintln!("ibsm routes dump: --format sl is offline only (--topology)");
+                return ExitCode::from(2);
+            }
+            None => ibsm::routes::layers::pair_sls(&r.plan.view, &ibsm_routing::dfsssp::PathLayers::default()),
+        },
     };
     print!("{text}");
     ExitCode::SUCCESS
@@ -376,11 +394,22 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
     };
     let opts = CheckOptions { shifts: !a.no_shifts, cdg_traffic, ..CheckOptions::default() };
     let report = check_with(&r.plan.view, &r.routes, &opts);
+    let per_vl = r.layers.as_ref().map(|l| ibsm::routes::layers::per_vl(&r.plan.view, &r.routes, l));
     if a.json {
-        println!("{}", ibsm::routes::dump::check_json(&report, &engine));
+        let doc = ibsm::routes::dump::check_json(&report, &engine);
+        match (&per_vl, serde_json::from_str::<serde_json::Value>(&doc)) {
+            (Some(v), Ok(mut j)) => {
+                j["credit_loops_per_vl"] = serde_json::json!(ibsm::routes::layers::json(v));
+                println!("{j}");
+            }
+            _ => println!("{doc}"),
+        }
     } else {
         println!("engine: {engine}");
         print!("{report}");
+        if let Some(v) = &per_vl {
+            print!("{}", ibsm::routes::layers::text(v));
+        }
     }
     if let Some(path) = &a.svg {
         let opts = SvgOptions { title: format!("ibsm routes check: {engine}"), ..SvgOptions::default() };
@@ -390,7 +419,16 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if report.is_sound() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    // A layered routing is judged VL by VL: its single-VL graph may loop, the layers do not.
+    let sound = match &per_vl {
+        Some(v) => {
+            report.reachable == report.pairs
+                && report.switch_reachable == report.switch_pairs
+                && ibsm::routes::layers::all_clear(v)
+        }
+        None => report.is_sound(),
+    };
+    if sound { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// The topology numbered with the LIDs of a dump, with the dump's tables.

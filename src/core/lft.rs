@@ -223,7 +223,12 @@ impl Routing {
         let Built { view, switch_nodes, .. } = build(&desc, lmc);
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
-        let options = options.resolve_ports(end_ports(&desc));
+        let mut options = options.resolve_ports(end_ports(&desc));
+        // The SM programs no layers yet (no SL2VL for them, PathRecords without the pair's
+        // layer): a layered engine may use one, on which its routes are free of credit loops,
+        // or it declines and the chain's next engine routes. Never minimal routes that can
+        // deadlock on one VL.
+        options.max_layers = Some(1);
         RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch }
     }
 

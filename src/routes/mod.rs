@@ -7,6 +7,7 @@
 //!   discover it, with LIDs assigned as a fresh SM would (or from a `guid2lid` table), plus the
 //!   names and GUIDs the dumps print; built by the core's own builder ([`crate::fabric_view`]).
 //! - [`dump`]: the output formats (OpenSM's dump is read back by [`crate::opensm::lfts_dump`]).
+//! - [`layers`]: a layered routing's SL per pair and credit-loop verdict per VL.
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
 //!   [`Plan`].
 //! - [`subnet_lst`]: OpenSM's `opensm-subnet.lst` from the SA's snapshot (`routes dump
@@ -15,6 +16,7 @@
 //!   (`routes check --svg`).
 
 pub mod dump;
+pub mod layers;
 pub mod live;
 pub mod plan;
 pub mod subnet_lst;

@@ -18,9 +18,9 @@ use crate::graph::Owner;
 use crate::{FabricView, Routes};
 
 /// One bit per possible egress port (0..=255) of the switch a channel leads to.
-type PortSet = [u64; 4];
+pub(super) type PortSet = [u64; 4];
 
-fn add(set: &mut PortSet, p: u8) {
+pub(super) fn add(set: &mut PortSet, p: u8) {
     set[usize::from(p >> 6)] |= 1u64 << (p & 63);
 }
 
@@ -117,7 +117,11 @@ impl ChannelDeps {
     }
 
     pub(super) fn build(f: &Fabric<'_>, traffic: CdgTraffic) -> ChannelDeps {
-        let deps = collect(f, traffic);
+        ChannelDeps::from_port_sets(f, &collect(f, traffic))
+    }
+
+    /// The graph of dependencies given as egress-port sets by the fabric's channel index.
+    pub(super) fn from_port_sets(f: &Fabric<'_>, deps: &[PortSet]) -> ChannelDeps {
         // Node numbers of the switch-to-switch channels; `u32::MAX` for the others.
         let mut node = vec![u32::MAX; f.next.len()];
         let mut channels = Vec::new();

@@ -1,0 +1,96 @@
+//! Credit loops per virtual lane: one channel dependency graph for each VL, built from the
+//! tables, the SL of every pair and the SL-to-VL mapping.
+//!
+//! A packet keeps its VL along its path when every hop maps its SL to the same VL (the SM
+//! programs SL2VL so), so a pair's dependencies belong to the graph of its VL only. The traffic
+//! is [`super::CdgTraffic::DataPlane`]'s: every switch towards every CA port LID (CAs and the
+//! switch agents answering them), and the switches CAs hang off towards switch LIDs. Each pair's
+//! path is walked in full from its source switch, since pairs that share a suffix may be on
+//! different VLs. The caller says which VL a (source switch, destination LID) pair uses.
+//!
+//! Owns only the per-VL collection; the cycle search is the check's ([`ChannelDeps`]).
+//! Guarantees: never panics, whatever the view, tables and VL function.
+
+use ibsm_mad::Lid;
+
+use super::cdg::{PortSet, add};
+use super::report::{CdgStats, CreditLoops};
+use super::{ChannelDeps, Fabric, Next};
+use crate::graph::Owner;
+use crate::{FabricView, Routes};
+
+/// The verdict on one VL's channel dependency graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VlLoops {
+    /// The VL.
+    pub vl: u8,
+    /// Pairs on it whose dependencies were counted.
+    pub pairs: u64,
+    /// Its credit-loop verdict (a cycle with its channels, in dependency order).
+    pub loops: CreditLoops,
+    /// Its graph's figures.
+    pub stats: CdgStats,
+}
+
+/// Builds the channel dependency graph of each VL that some pair uses (`vl_of(source switch,
+/// destination LID)`, VL 0 where it says `None`; VLs above 15 are counted as 15) and searches
+/// each for a cycle. VLs in ascending order.
+pub fn credit_loops_per_vl(
+    view: &FabricView,
+    routes: &Routes,
+    vl_of: &dyn Fn(usize, Lid) -> Option<u8>,
+) -> Vec<VlLoops> {
+    let f = Fabric::new(view, routes);
+    let n = f.switches();
+    let mut deps: Vec<Option<Vec<PortSet>>> = vec![None; 16];
+    let mut pairs = [0u64; 16];
+    let mut host_switch = vec![false; n];
+    for h in &f.hosts {
+        if let Some(x) = host_switch.get_mut(h.attach) {
+            *x = true;
+        }
+    }
+    for (lid, o) in f.owner.iter().enumerate() {
+        let Ok(lid) = u16::try_from(lid) else { break };
+        let to_ca = match o {
+            Owner::None => continue,
+            Owner::Port(..) => true,
+            Owner::Switch(_) => false,
+        };
+        for s in 0..n {
+            if !to_ca && !host_switch[s] {
+                continue;
+            }
+            let vl = usize::from(vl_of(s, Lid(lid)).unwrap_or(0).min(15));
+            let set = deps[vl].get_or_insert_with(|| vec![[0; 4]; f.next.len()]);
+            pairs[vl] += 1;
+            walk(&f, s, lid, set);
+        }
+    }
+    deps.into_iter()
+        .enumerate()
+        .filter_map(|(vl, d)| {
+            let d = d?;
+            let (loops, stats) = ChannelDeps::from_port_sets(&f, &d).credit_loops();
+            Some(VlLoops { vl: u8::try_from(vl).unwrap_or(15), pairs: pairs[vl], loops, stats })
+        })
+        .collect()
+}
+
+/// Adds the dependencies of the path from switch `s` to `lid` to `set`.
+fn walk(f: &Fabric<'_>, s: usize, lid: u16, set: &mut [PortSet]) {
+    let mut prev: Option<usize> = None;
+    let mut cur = s;
+    for _ in 0..=f.switches() {
+        let Some(p) = f.port(cur, lid) else { return };
+        let Some(c) = f.chan(cur, p) else { return };
+        let Next::Switch(n) = f.next(cur, p) else { return };
+        if let Some(pc) = prev
+            && let Some(d) = set.get_mut(pc)
+        {
+            add(d, p.0);
+        }
+        prev = Some(c);
+        cur = n;
+    }
+}

@@ -1,0 +1,225 @@
+//! DFSSSP-class routing: minimal paths balanced by edge weights, made deadlock-free by putting
+//! paths on different layers (virtual lanes, through the service level of each pair).
+//!
+//! Two stages, after Domke, Hoefler and Nagel (IPDPS 2011):
+//!
+//! 1. **Balanced shortest paths.** Destination LIDs are taken one at a time (destination switches
+//!    in view order, their LIDs in order). For each, every switch picks the egress port of a
+//!    shortest path (fewest switch hops) whose accumulated weight is the least: a single-source
+//!    search from the destination on the lexicographic cost (hops, weight). A channel's weight is
+//!    the number of routes laid over it so far, each route counted once per source switch's end
+//!    ports (as DFSSSP weighs an edge by the paths that use it), so the next destination avoids
+//!    the links the earlier ones loaded. Hop distances are one breadth-first search per
+//!    destination switch; the weighted pass per LID walks that search's levels, so no heap is
+//!    needed.
+//! 2. **Layers.** Every path, from a source switch to a destination LID, is placed on the first
+//!    layer whose channel dependency graph stays acyclic with the path's dependencies added
+//!    ([`layers`]: an online topological order per layer, so a cycle is found when it would
+//!    close, and the path's dependencies are taken back). A path no layer can take makes the
+//!    engine fail with [`RoutingError::Declined`], naming the budget, so the chain falls back.
+//!
+//! The result ([`Layered`]) is the tables plus a layer per (source switch, destination LID):
+//! the SL a pair of end ports uses is the layer of the pair (source's attach switch, destination
+//! LID). The paths laid are those of the check's data plane: every switch to every CA port's LID
+//! (switch agents answer CAs too), and the switches CAs hang off to switch LIDs; paths between
+//! switches alone carry only SMPs, on VL15, and get layer 0 without a check.
+//!
+//! Owns only the algorithm and its output types; the checks of the result are in [`crate::check`]
+//! ([`crate::check::credit_loops_per_vl`]). Guarantees: deterministic, never panics on any view.
+
+pub mod layers;
+
+use ibsm_mad::{Lid, PortNum};
+
+use crate::graph::{FAR, Indexed, set};
+use crate::{Engine, FabricView, Lft, Routes, RoutingError};
+
+/// The DFSSSP engine with a layer budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Dfsssp {
+    /// The most layers (virtual lanes) the paths may use, 1 to 15.
+    pub max_layers: u8,
+}
+
+impl Default for Dfsssp {
+    fn default() -> Self {
+        Dfsssp { max_layers: Dfsssp::DEFAULT_LAYERS }
+    }
+}
+
+impl Dfsssp {
+    /// Registry name.
+    pub const NAME: &'static str = "dfsssp";
+    /// The budget when none is given: the 8 data VLs most switches operate.
+    pub const DEFAULT_LAYERS: u8 = 8;
+
+    /// An engine that may use up to `max_layers` layers (clamped to 1..=15).
+    pub fn with_layers(max_layers: u8) -> Dfsssp {
+        Dfsssp { max_layers: max_layers.clamp(1, 15) }
+    }
+
+    /// Routes `view` and assigns every path a layer.
+    pub fn layered(&self, view: &FabricView) -> Result<Layered, RoutingError> {
+        let idx = Indexed::new(view)?;
+        let (routes, lids) = balanced(view, &idx);
+        let layers = layers::assign(view, &idx, &routes, &lids, self.max_layers.clamp(1, 15))?;
+        Ok(Layered { routes, layers })
+    }
+}
+
+impl Engine for Dfsssp {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn route(&self, view: &FabricView) -> Result<Routes, RoutingError> {
+        self.layered(view).map(|l| l.routes)
+    }
+
+    fn route_layered(&self, view: &FabricView) -> Result<(Routes, Option<PathLayers>), RoutingError> {
+        self.layered(view).map(|l| (l.routes, Some(l.layers)))
+    }
+}
+
+/// The tables and the layer of every path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layered {
+    /// One table per switch, as every engine gives.
+    pub routes: Routes,
+    /// The layer of each (source switch, destination LID).
+    pub layers: PathLayers,
+}
+
+/// The layer of every path, by source switch and destination LID.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PathLayers {
+    switches: usize,
+    /// Row of each LID (`u32::MAX`: not a routed destination), indexed by LID.
+    row: Vec<u32>,
+    /// `layer[row * switches + s]`.
+    layer: Vec<u8>,
+    /// Layers used (the highest layer plus one; 1 when every path is on layer 0).
+    used: u8,
+}
+
+impl PathLayers {
+    /// The layer of the path from switch `src` to `dlid`, if both are known.
+    pub fn layer(&self, src: usize, dlid: Lid) -> Option<u8> {
+        if src >= self.switches {
+            return None;
+        }
+        let row = *self.row.get(usize::from(dlid.0))?;
+        if row == u32::MAX {
+            return None;
+        }
+        self.layer.get(row as usize * self.switches + src).copied()
+    }
+
+    /// How many layers the paths use.
+    pub fn used(&self) -> u8 {
+        self.used
+    }
+
+    /// The number of (source switch, LID) entries on each layer (paths between switches alone,
+    /// which are not layered, count on layer 0).
+    pub fn per_layer(&self) -> Vec<u64> {
+        let mut n = vec![0u64; usize::from(self.used.max(1))];
+        for &l in &self.layer {
+            if let Some(c) = n.get_mut(usize::from(l)) {
+                *c += 1;
+            }
+        }
+        n
+    }
+}
+
+/// A destination LID and the switch it is delivered at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DestLid {
+    pub lid: u16,
+    pub attach: usize,
+    /// A CA port's LID (else a switch's).
+    pub to_ca: bool,
+}
+
+/// Stage 1: the tables, and the destination LIDs in the order they were routed.
+fn balanced(view: &FabricView, idx: &Indexed) -> (Routes, Vec<DestLid>) {
+    let g = &idx.graph;
+    let n = g.len();
+    // Channel numbers: links in CSR order, so switch s's channels are contiguous.
+    let mut chan_start = Vec::with_capacity(n + 1);
+    let mut acc = 0usize;
+    for s in 0..n {
+        chan_start.push(acc);
+        acc += g.links(s).len();
+    }
+    chan_start.push(acc);
+    let mut load = vec![0u64; acc];
+    let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
+
+    let mut by_switch: Vec<Vec<(u16, PortNum, bool)>> = vec![Vec::new(); n];
+    for d in &idx.dests {
+        if let Some(v) = by_switch.get_mut(d.attach) {
+            for k in 0..idx.per_port {
+                v.push((d.base.saturating_add(k), d.port, d.ca.is_some()));
+            }
+        }
+    }
+    let weight: Vec<u64> = idx.hosts_at.iter().map(|&h| u64::from(h).max(1)).collect();
+    let mut dist = Vec::new();
+    let mut queue = std::collections::VecDeque::new();
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut cost = vec![0u64; n];
+    let mut next: Vec<u32> = vec![u32::MAX; n]; // index into g.links(x)
+    let mut sub = vec![0u64; n];
+    let mut lids = Vec::new();
+    for (t, dl) in by_switch.iter().enumerate() {
+        if dl.is_empty() {
+            continue;
+        }
+        g.bfs(&[t], &mut dist, &mut queue);
+        order.clear();
+        order.extend((0..n).filter(|&x| dist[x] != FAR));
+        order.sort_by_key(|&x| dist[x]);
+        for &(lid, port, to_ca) in dl {
+            lids.push(DestLid { lid, attach: t, to_ca });
+            set(&mut tables[t], lid, port);
+            cost[t] = 0;
+            for &x in order.iter().skip(1) {
+                let want = dist[x] - 1;
+                let mut best: Option<(u64, u32)> = None;
+                for (i, &(_, y, _)) in g.links(x).iter().enumerate() {
+                    if dist[y] != want {
+                        continue;
+                    }
+                    let c = cost[y].saturating_add(load[chan_start[x] + i]);
+                    if best.is_none_or(|(b, _)| c < b) {
+                        best = Some((c, i as u32));
+                    }
+                }
+                if let Some((c, i)) = best {
+                    cost[x] = c;
+                    next[x] = i;
+                    if let Some(&(p, _, _)) = g.links(x).get(i as usize) {
+                        set(&mut tables[x], lid, p);
+                    }
+                }
+            }
+            // Weights: each channel gains the sources whose route crosses it.
+            for &x in &order {
+                sub[x] = weight[x];
+            }
+            for &x in order.iter().skip(1).rev() {
+                let i = next[x] as usize;
+                if let Some(&(_, y, _)) = g.links(x).get(i) {
+                    load[chan_start[x] + i] += sub[x];
+                    sub[y] += sub[x];
+                }
+            }
+        }
+    }
+    (Routes::from_tables(tables), lids)
+}
+
+#[cfg(test)]
+mod tests;

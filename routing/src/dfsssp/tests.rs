@@ -1,0 +1,96 @@
+use ibsm_mad::{Guid, Lid, PortNum};
+
+use super::*;
+use crate::check::{CreditLoops, check, credit_loops_per_vl};
+use crate::minhop::MinHop;
+use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
+
+/// A ring of `n` switches, one CA each: port 1 to the next switch, 2 to the previous, 3 to the CA.
+fn ring(n: usize) -> FabricView {
+    let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
+    let switches = (0..n)
+        .map(|i| SwitchView {
+            guid: Guid(0x10 + i as u64),
+            lid: Lid(1 + i as u16),
+            ports: vec![
+                None,
+                nb(NodeId::Switch((i + 1) % n), 2),
+                nb(NodeId::Switch((i + n - 1) % n), 1),
+                nb(NodeId::Ca(i), 1),
+            ],
+        })
+        .collect();
+    let cas = (0..n)
+        .map(|i| CaView {
+            guid: Guid(0x100 + i as u64),
+            ports: vec![CaPortView { num: PortNum(1), lid: Lid(100 + i as u16), neighbor: nb(NodeId::Switch(i), 3) }],
+        })
+        .collect();
+    FabricView { switches, cas, lmc: 0 }
+}
+
+fn loops_per_layer(v: &FabricView, l: &Layered) -> Vec<(u8, bool)> {
+    credit_loops_per_vl(v, &l.routes, &|s, d| l.layers.layer(s, d))
+        .into_iter()
+        .map(|x| (x.vl, matches!(x.loops, CreditLoops::Found(_))))
+        .collect()
+}
+
+#[test]
+fn a_ring_needs_two_layers_and_has_no_loop_in_either() {
+    let v = ring(6);
+    // Minimal routes on a ring have a credit loop on one VL.
+    let mh = MinHop.route(&v).unwrap();
+    assert!(matches!(check(&v, &mh).credit_loops, CreditLoops::Found(_)));
+    let l = Dfsssp::with_layers(2).layered(&v).unwrap();
+    assert_eq!(l.layers.used(), 2);
+    assert_eq!(loops_per_layer(&v, &l), vec![(0, false), (1, false)]);
+    // Every path minimal, every pair reachable.
+    let r = check(&v, &l.routes);
+    assert_eq!(r.reachable, r.pairs);
+    assert_eq!(r.hops.non_minimal, 0);
+    // All on one VL, the same tables have a loop: the layers are what breaks it.
+    let one = credit_loops_per_vl(&v, &l.routes, &|_, _| Some(0));
+    assert!(matches!(one[0].loops, CreditLoops::Found(_)));
+}
+
+#[test]
+fn too_small_a_budget_is_refused_with_the_reason() {
+    let v = ring(6);
+    let e = Dfsssp::with_layers(1).layered(&v).unwrap_err();
+    let RoutingError::Declined { engine, reason } = &e else { panic!("{e:?}") };
+    assert_eq!(*engine, "dfsssp");
+    assert!(reason.contains("none of 1 layers"), "{reason}");
+    // The chain falls back to the next engine.
+    let chain = crate::chain::Chain::new(vec![Box::new(Dfsssp::with_layers(1)), Box::new(MinHop)]);
+    let out = chain.run(&v).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert_eq!(out.declined[0].engine, "dfsssp");
+}
+
+#[test]
+fn layers_name_every_pair_and_nothing_else() {
+    let v = ring(5);
+    let l = Dfsssp::default().layered(&v).unwrap();
+    for s in 0..5 {
+        for c in &v.cas {
+            assert!(l.layers.layer(s, c.ports[0].lid).is_some());
+        }
+        assert!(l.layers.layer(s, Lid(99)).is_none());
+        assert!(l.layers.layer(s, Lid(60000)).is_none());
+    }
+    assert!(l.layers.layer(5, Lid(100)).is_none());
+    assert_eq!(l.layers.per_layer().iter().sum::<u64>(), 5 * 10);
+    assert_eq!(l, Dfsssp::default().layered(&v).unwrap(), "deterministic");
+}
+
+#[test]
+fn broken_views_are_errors_not_panics() {
+    let mut v = ring(4);
+    v.cas[1].ports[0].lid = v.cas[0].ports[0].lid;
+    assert!(matches!(Dfsssp::default().route(&v), Err(RoutingError::DuplicateLid { .. })));
+    let mut v = ring(4);
+    v.switches[2].ports[1] = Some(Neighbor { node: NodeId::Switch(42), port: PortNum(1) });
+    assert!(matches!(Dfsssp::default().route(&v), Err(RoutingError::DanglingNeighbor { .. })));
+    assert!(Dfsssp::default().route(&FabricView::default()).is_ok());
+}

@@ -1,0 +1,116 @@
+//! The DFSSSP engine on a 3D torus, a random fabric and a dragonfly: every pair routed over a
+//! shortest path, no credit loop within any layer (the check's per-VL graph, independent of the
+//! engine's own bookkeeping), and shift permutations at least as balanced as min-hop's.
+
+mod common;
+
+use ibsm_mad::{Guid, Lid, PortNum};
+use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
+use ibsm_routing::dfsssp::Dfsssp;
+use ibsm_routing::minhop::MinHop;
+use ibsm_routing::{CaPortView, CaView, Engine, FabricView, Neighbor, NodeId, SwitchView};
+use ibsm_topology::generators::GenSpec;
+
+/// A dragonfly: `groups` groups of `a` switches, all-to-all inside a group, one global link
+/// between every two groups (spread over the group's switches), `p` hosts per switch.
+fn dragonfly(groups: usize, a: usize, p: usize) -> FabricView {
+    let n = groups * a;
+    let mut ports: Vec<Vec<Option<Neighbor>>> = vec![vec![None]; n];
+    let link = |ports: &mut Vec<Vec<Option<Neighbor>>>, x: usize, y: usize| {
+        let px = ports[x].len() as u8;
+        let py = ports[y].len() as u8;
+        ports[x].push(Some(Neighbor { node: NodeId::Switch(y), port: PortNum(py) }));
+        ports[y].push(Some(Neighbor { node: NodeId::Switch(x), port: PortNum(px) }));
+    };
+    for g in 0..groups {
+        for i in 0..a {
+            for j in i + 1..a {
+                link(&mut ports, g * a + i, g * a + j);
+            }
+        }
+    }
+    let mut k = 0;
+    for g in 0..groups {
+        for h in g + 1..groups {
+            link(&mut ports, g * a + k % a, h * a + (k / a) % a);
+            k += 1;
+        }
+    }
+    let mut cas = Vec::new();
+    let mut lid = n as u16 + 1;
+    for (s, sp) in ports.iter_mut().enumerate() {
+        for _ in 0..p {
+            let c = cas.len();
+            sp.push(Some(Neighbor { node: NodeId::Ca(c), port: PortNum(1) }));
+            let port = PortNum(sp.len() as u8 - 1);
+            cas.push(CaView {
+                guid: Guid(0x1000 + c as u64),
+                ports: vec![CaPortView {
+                    num: PortNum(1),
+                    lid: Lid(lid),
+                    neighbor: Some(Neighbor { node: NodeId::Switch(s), port }),
+                }],
+            });
+            lid += 1;
+        }
+    }
+    let switches = ports
+        .into_iter()
+        .enumerate()
+        .map(|(s, ports)| SwitchView { guid: Guid(0x10 + s as u64), lid: Lid(1 + s as u16), ports })
+        .collect();
+    FabricView { switches, cas, lmc: 0 }
+}
+
+/// Routes `v` with DFSSSP and min-hop and checks the DFSSSP result; returns (dfsssp, minhop)
+/// shift worst and the layers used.
+fn judge(name: &str, v: &FabricView) -> (u32, u32, u8) {
+    let l = Dfsssp::default().layered(v).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let r = check(v, &l.routes);
+    assert_eq!(r.reachable, r.pairs, "{name}: every CA pair routed");
+    assert_eq!(r.switch_reachable, r.switch_pairs, "{name}: every switch route");
+    assert_eq!(r.hops.non_minimal, 0, "{name}: minimal routes");
+    let per_vl = credit_loops_per_vl(v, &l.routes, &|s, d| l.layers.layer(s, d));
+    assert_eq!(per_vl.len(), usize::from(l.layers.used()), "{name}");
+    for x in &per_vl {
+        assert_eq!(x.loops, CreditLoops::None, "{name}: VL {} has a credit loop", x.vl);
+    }
+    let mh = MinHop.route(v).unwrap();
+    let mh_report = check(v, &mh);
+    assert!(matches!(check(v, &l.routes).credit_loops, CreditLoops::Found(_)) || l.layers.used() == 1, "{name}");
+    let d = r.shifts.map(|s| s.worst).unwrap_or_default();
+    let m = mh_report.shifts.map(|s| s.worst).unwrap_or_default();
+    eprintln!("{name}: dfsssp shift worst {d} on {} layers, minhop {m}", l.layers.used());
+    (d, m, l.layers.used())
+}
+
+#[test]
+fn torus_3d() {
+    let v = common::view(&common::generate(&GenSpec::torus(&[4, 4, 4], 2)), 0);
+    let (d, m, layers) = judge("torus 4x4x4", &v);
+    assert!(d <= m, "dfsssp {d} vs minhop {m}");
+    assert!(layers >= 2, "a torus needs more than one layer");
+}
+
+#[test]
+fn random_fabric() {
+    let v = common::view(&common::generate(&GenSpec::random(64, 16, 4, 200, 7)), 0);
+    let (d, m, _) = judge("random 64", &v);
+    assert!(d <= m, "dfsssp {d} vs minhop {m}");
+}
+
+#[test]
+fn dragonfly_fabric() {
+    let v = dragonfly(9, 4, 2);
+    let (d, m, _) = judge("dragonfly 9x4", &v);
+    assert!(d <= m, "dfsssp {d} vs minhop {m}");
+}
+
+#[test]
+fn fat_tree_needs_one_layer() {
+    let v = common::view(&common::generate(&GenSpec::fat_tree(3, 4)), 0);
+    let l = Dfsssp::default().layered(&v).unwrap();
+    assert_eq!(l.layers.used(), 1);
+    assert_eq!(check(&v, &l.routes).credit_loops, CreditLoops::None);
+    assert_eq!(Dfsssp::default().route(&v).unwrap(), l.routes);
+}

@@ -1,0 +1,104 @@
+//! The layers (SLs) of a layered routing (`dfsssp`) as `routes` prints them: each CA pair's SL
+//! (`routes dump --format sl`) and the credit-loop verdict of every VL's channel dependency
+//! graph (`routes check`).
+//!
+//! Offline, a layer is the pair's SL and SL n travels on VL n (the SL2VL the SM programs for a
+//! layered routing), so the VL of a pair is its layer. Owns only this formatting and the verdict
+//! it feeds to the exit status; the analysis is `ibsm_routing::check::credit_loops_per_vl`.
+
+use core::fmt::Write as _;
+
+use ibsm_mad::Lid;
+use ibsm_routing::check::{CreditLoops, VlLoops, credit_loops_per_vl};
+use ibsm_routing::dfsssp::PathLayers;
+use ibsm_routing::{FabricView, NodeId, Routes};
+use serde::Serialize;
+
+/// Every CA port pair with its SL: a header, then `SRC-LID DST-LID SL` per line (base LIDs,
+/// sources in view order), the source's own LID left out.
+pub fn pair_sls(view: &FabricView, layers: &PathLayers) -> String {
+    let ends: Vec<(Lid, usize)> = view
+        .cas
+        .iter()
+        .flat_map(|c| c.ports.iter())
+        .filter(|p| p.lid.is_unicast())
+        .filter_map(|p| match p.neighbor?.node {
+            NodeId::Switch(s) => Some((p.lid, s)),
+            NodeId::Ca(_) => None,
+        })
+        .collect();
+    let mut out = String::from("# source LID, destination LID, SL (the routing layer of the pair)\n");
+    for &(src, s) in &ends {
+        for &(dst, _) in &ends {
+            if src == dst {
+                continue;
+            }
+            let sl = layers.layer(s, dst).unwrap_or(0);
+            let _ = writeln!(out, "{} {} {sl}", src.0, dst.0);
+        }
+    }
+    out
+}
+
+/// Each VL's verdict, for a layered routing.
+pub fn per_vl(view: &FabricView, routes: &Routes, layers: &PathLayers) -> Vec<VlLoops> {
+    credit_loops_per_vl(view, routes, &|s, d| layers.layer(s, d))
+}
+
+/// Whether no VL has a credit loop.
+pub fn all_clear(v: &[VlLoops]) -> bool {
+    v.iter().all(|x| !matches!(x.loops, CreditLoops::Found(_)))
+}
+
+/// The per-VL verdict as `routes check` prints it: a line per VL, and a loop's channels.
+pub fn text(v: &[VlLoops]) -> String {
+    let mut out = String::from("credit loops per VL (SL n on VL n, each pair on its layer's SL):\n");
+    for x in v {
+        let _ = write!(
+            out,
+            "  VL {:>2}: {} pairs, {} channels, {} dependencies: ",
+            x.vl, x.pairs, x.stats.channels, x.stats.dependencies
+        );
+        match &x.loops {
+            CreditLoops::Found(c) => {
+                let path: Vec<String> = c.iter().map(ToString::to_string).collect();
+                let _ = writeln!(out, "LOOP through {} channels: {}", c.len(), path.join(", "));
+            }
+            CreditLoops::None => out.push_str("none\n"),
+            CreditLoops::NotChecked => out.push_str("not checked\n"),
+        }
+    }
+    out
+}
+
+/// One VL in `routes check --json` (`credit_loops_per_vl`).
+#[derive(Debug, Serialize)]
+pub struct JsonVl {
+    /// The VL.
+    pub vl: u8,
+    /// Pairs on it.
+    pub pairs: u64,
+    /// "none" or "found".
+    pub credit_loops: &'static str,
+    /// A loop's channels as (switch GUID, egress port), in dependency order.
+    pub example: Vec<(String, u8)>,
+}
+
+/// The per-VL verdict for JSON.
+pub fn json(v: &[VlLoops]) -> Vec<JsonVl> {
+    v.iter()
+        .map(|x| JsonVl {
+            vl: x.vl,
+            pairs: x.pairs,
+            credit_loops: match x.loops {
+                CreditLoops::Found(_) => "found",
+                CreditLoops::None => "none",
+                CreditLoops::NotChecked => "not-checked",
+            },
+            example: match &x.loops {
+                CreditLoops::Found(c) => c.iter().map(|ch| (ch.switch.to_string(), ch.port.0)).collect(),
+                _ => Vec::new(),
+            },
+        })
+        .collect()
+}

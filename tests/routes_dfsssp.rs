@@ -1,0 +1,88 @@
+//! `ibsm routes` with a layered engine (`dfsssp`), offline: `routes check` judges the channel
+//! dependency graph of each VL (a pair's VL is its layer's SL) and `routes dump --format sl`
+//! gives every CA pair's SL.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn ibsm(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const MESH: &str = "examples/fabrics/mesh-2x2x2.net";
+const TORUS: &str = "examples/fabrics/torus-3x3.net";
+
+#[test]
+fn check_judges_each_vl_and_passes_where_minhop_loops() {
+    for net in [MESH, TORUS] {
+        let (ok, out, err) = ibsm(&["routes", "check", "--topology", net, "--engine", "dfsssp", "--no-shifts"]);
+        assert!(ok, "{net}: {out}{err}");
+        assert!(out.contains("credit loops per VL"), "{out}");
+        assert!(out.contains("VL  0: ") && !out.contains("LOOP"), "{out}");
+        let (ok, out, _) = ibsm(&["routes", "check", "--topology", net, "--engine", "dfsssp", "--no-shifts", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let vls = v["credit_loops_per_vl"].as_array().expect("per-VL verdicts");
+        assert!(ok && !vls.is_empty(), "{out}");
+        assert!(vls.iter().all(|x| x["credit_loops"] == "none" && x["pairs"].as_u64().is_some_and(|n| n > 0)), "{out}");
+    }
+    // The same tables with every pair on one VL loop: minhop there fails the check.
+    let (ok, out, _) = ibsm(&["routes", "check", "--topology", MESH, "--engine", "minhop", "--no-shifts"]);
+    assert!(!ok && out.contains("credit loops        FOUND") && !out.contains("per VL"), "{out}");
+}
+
+#[test]
+fn too_few_layers_is_refused_and_a_chain_falls_back() {
+    let (ok, _, err) = ibsm(&["routes", "check", "--topology", MESH, "--engine", "dfsssp", "--max-layers", "1"]);
+    assert!(!ok && err.contains("none of 1 layers"), "{err}");
+    let (_, out, err) =
+        ibsm(&["routes", "check", "--topology", MESH, "--engine", "dfsssp,updn", "--max-layers", "1", "--no-shifts"]);
+    assert!(err.contains("trying the next engine") && out.contains("engine: updn"), "{out}{err}");
+}
+
+#[test]
+fn dump_gives_every_pair_its_sl() {
+    let (ok, out, err) = ibsm(&["routes", "dump", "--topology", MESH, "--engine", "dfsssp", "--format", "sl"]);
+    assert!(ok, "{err}");
+    let pairs: Vec<(u16, u16, u8)> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    let hosts: std::collections::BTreeSet<u16> = pairs.iter().map(|p| p.0).collect();
+    assert_eq!(pairs.len(), hosts.len() * (hosts.len() - 1), "{out}");
+    assert!(pairs.iter().any(|p| p.2 > 0), "a mesh routed minimally needs a second layer: {out}");
+    assert!(pairs.iter().all(|p| p.2 < 8), "{out}");
+    // Other engines: every pair on SL 0.
+    let (ok, out, _) = ibsm(&["routes", "dump", "--topology", MESH, "--engine", "minhop", "--format", "sl"]);
+    assert!(ok && out.lines().skip(1).all(|l| l.ends_with(" 0")), "{out}");
+}
+
+/// The running SM programs no layers yet, so it lets a layered engine use one VL only: on the
+/// mesh dfsssp needs two and declines, and the chain's up/down routes (no credit loop on one VL);
+/// on a fat tree one layer is enough and dfsssp routes.
+#[test]
+fn the_running_sm_takes_dfsssp_only_where_one_vl_is_free_of_credit_loops() {
+    use ibsm::core::{Guid2Lid, Sm, SmConfig};
+    use ibsm::transport::sim::SimDriver;
+    for (net, used) in [(MESH, "updn"), ("examples/fabrics/fat-tree-2l-k4.net", "dfsssp")] {
+        let topo =
+            ibsm_topology::Topology::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(net)).expect("topology");
+        let cfg = SmConfig { routing_engine: vec!["dfsssp".into(), "updn".into()], ..SmConfig::default() };
+        let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+        let report = drv.sweep(30_000_000_000, |_| {}).expect("a report");
+        assert!(report.complete, "{net}: {report:?}");
+        assert_eq!(drv.sm.routing_engine_used(), Some(used), "{net}");
+    }
+}
