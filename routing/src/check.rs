@@ -40,6 +40,7 @@ use crate::graph::Owner;
 use crate::{FabricView, NodeId, Routes};
 
 pub use cdg::ChannelDeps;
+pub(crate) use cdg::{PortSet, ports as set_ports};
 pub use report::{CdgStats, Channel, ChannelLoad, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
 pub use vl::{VlLoops, credit_loops_per_vl};
 

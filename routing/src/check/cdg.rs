@@ -18,14 +18,14 @@ use crate::graph::Owner;
 use crate::{FabricView, Routes};
 
 /// One bit per possible egress port (0..=255) of the switch a channel leads to.
-pub(super) type PortSet = [u64; 4];
+pub(crate) type PortSet = [u64; 4];
 
 pub(super) fn add(set: &mut PortSet, p: u8) {
     set[usize::from(p >> 6)] |= 1u64 << (p & 63);
 }
 
 /// The ports of a [`PortSet`], in ascending order.
-fn ports(set: PortSet) -> impl Iterator<Item = u8> {
+pub(crate) fn ports(set: PortSet) -> impl Iterator<Item = u8> {
     (0u8..4).flat_map(move |w| {
         let mut bits = set[usize::from(w)];
         core::iter::from_fn(move || {

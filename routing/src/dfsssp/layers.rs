@@ -14,11 +14,10 @@
 //! switch order. Owns only this placement; guarantees each layer's graph acyclic when it returns
 //! `Ok`, and never panics on any view and tables.
 
+use crate::check::{PortSet, set_ports};
 use crate::dfsssp::{DestLid, PathLayers};
 use crate::graph::Indexed;
 use crate::{FabricView, Routes, RoutingError};
-
-type PortSet = [u64; 4];
 
 const NONE: u32 = u32::MAX;
 
@@ -214,20 +213,6 @@ impl Layer {
 /// The switch a channel leaves and its port there.
 fn near_of(ch: &Channels, c: u32) -> Option<(usize, u8)> {
     ch.near.get(c as usize).map(|&(s, p)| (s as usize, p))
-}
-
-fn set_ports(set: PortSet) -> impl Iterator<Item = u8> {
-    (0u8..4).flat_map(move |w| {
-        let mut bits = set[usize::from(w)];
-        core::iter::from_fn(move || {
-            if bits == 0 {
-                return None;
-            }
-            let b = bits.trailing_zeros();
-            bits &= bits - 1;
-            u8::try_from(u32::from(w) * 64 + b).ok()
-        })
-    })
 }
 
 /// Places every path on a layer, at most `budget` layers.
