@@ -259,8 +259,20 @@ impl Sm {
         }
     }
 
-    /// Sends HANDOVER to the better standby `to`.
+    /// Sends HANDOVER to the better standby `to`. A change the SA answered but has not
+    /// published yet (the answers of one batch of requests go out first) would reach no state
+    /// sync once the standby has the HANDOVER: it is published now, and the handover waits for
+    /// the standby to be current again.
     fn hand_over(&mut self, to: FoundSm) {
+        if !self.after_answers.publish.is_empty() {
+            self.flush_after_answers();
+            if !self.sync_needless(to.info.guid) {
+                let deadline = self.now.saturating_add(HANDOVER_SYNC_WAIT_NS);
+                self.election.hand_over_when_synced(to, deadline);
+                self.sync_standby(to.info.guid, to.lid);
+                return;
+            }
+        }
         let info = self.sm_info(true);
         let req = Req::SetSmInfo { to: to.info.guid, control: control::HANDOVER, info };
         self.tx.push(Request { path: to.path, req, op: Op::Election });
