@@ -343,8 +343,7 @@ impl LeafPlan {
         if self.lab.get(leaf).is_none_or(|&l| l == FAR) {
             return;
         }
-        let lab = &self.lab;
-        self.valley = strand.routes(tree, leaf, lab);
+        self.valley = strand.routes(tree, leaf, &mut self.lab.as_slice());
         self.pairs.extend_from_slice(&strand.out);
         // Counting sort of the pairs by switch, keeping their order.
         for &(x, _) in &self.pairs {
@@ -845,6 +844,7 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
 }
 
 pub mod hosts;
+mod labels;
 mod repair;
 mod roots;
 mod valley;

@@ -218,11 +218,19 @@ impl PortSettings {
         sent: &PortInfo,
         got: &PortInfo,
     ) -> Vec<&'static str> {
-        let carried = !differing(cfg, t, sent);
+        // Most ports keep everything: no map entry for them (one per port of a 165,888-port
+        // fabric otherwise), and the Set is judged only when the answer lacks something.
         let lacking = differing(cfg, t, got);
-        let entry = self.unkept.entry((node_guid, t.port.0)).or_insert(0);
-        let new = carried & lacking & !*entry;
-        *entry |= new;
+        if lacking == 0 {
+            return Vec::new();
+        }
+        let key = (node_guid, t.port.0);
+        let held = self.unkept.get(&key).copied().unwrap_or(0);
+        let new = !differing(cfg, t, sent) & lacking & !held;
+        if new == 0 {
+            return Vec::new();
+        }
+        self.unkept.insert(key, held | new);
         let names: Vec<&'static str> =
             group::NAMES.iter().filter(|(g, _)| new & g != 0).map(|(_, name)| *name).collect();
         if !names.is_empty() {

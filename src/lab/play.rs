@@ -252,6 +252,9 @@ pub struct Outcome {
     /// Wall ms the SM computed for it, over the sweeps of its window: the routing engine (or the
     /// repair), the LFT diff that picks the blocks to write, and the SA's snapshot.
     pub compute_ms: f64,
+    /// Of `compute_ms`, the SA's snapshot (so that the routing and the LFT diff are
+    /// `compute_ms - snapshot_ms`).
+    pub snapshot_ms: f64,
     /// LFT blocks the switches were sent.
     pub blocks_sent: u64,
     /// Of those, blocks whose content differed from what the switch held.
@@ -452,6 +455,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
     apply(h, cfg, step.action);
     let mut detect = None;
     let mut compute_ns = 0u64;
+    let mut snapshot_ns = 0u64;
     let mut sweeps = 0u32;
     let mut swept_at = None;
     let mut routing = None;
@@ -473,6 +477,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
             // The routing phase (the engine, the LFT diff after it) and the SA's snapshot.
             compute_ns += r.phases.iter().filter(|p| p.phase == SweepPhase::Routing).map(|p| p.ns).sum::<u64>();
             compute_ns += r.snapshot_ns;
+            snapshot_ns += r.snapshot_ns;
         }
         _ => {}
     };
@@ -499,6 +504,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
         event: step.line.clone(),
         detect_ms,
         compute_ms: ms(compute_ns),
+        snapshot_ms: ms(snapshot_ns),
         blocks_sent,
         blocks_changed: after.lft_blocks_changed - before.lft_blocks_changed,
         converge_ms: converged.map(|t| ms(t.saturating_sub(at))),

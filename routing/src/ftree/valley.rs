@@ -25,6 +25,7 @@
 
 use ibsm_mad::PortNum;
 
+use super::labels::{LeafLabels, Labels};
 use super::{DOWN, Tree, label, stranded, value};
 use crate::graph::FAR;
 use crate::par;
@@ -140,7 +141,10 @@ pub(super) struct Strand<'a> {
     /// one costs a pass over the whole tree.
     lab_v_of: Option<usize>,
     queue: Vec<u32>,
-    cands: Vec<u32>,
+    /// The switches cut off from the leaf being routed.
+    cut: Vec<u32>,
+    /// Candidate valley switches: (distance to the leaf, switch).
+    cands: Vec<(u32, u32)>,
     hops: Vec<(PortNum, u32)>,
 }
 
@@ -152,6 +156,7 @@ impl<'a> Strand<'a> {
             lab_v: Vec::new(),
             lab_v_of: None,
             queue: Vec::new(),
+            cut: Vec::new(),
             cands: Vec::new(),
             hops: Vec::new(),
         }
@@ -159,32 +164,43 @@ impl<'a> Strand<'a> {
 
     /// Routes, into `out`, the switches of `leaf`'s component that have no up/down path to it
     /// (`lab` labels `leaf`): through a valley switch when one qualifies (returned), else
-    /// breadth-first into the routed switches.
-    pub(super) fn routes(&mut self, tree: &Tree, leaf: usize, lab: &[u32]) -> Option<u32> {
+    /// breadth-first into the routed switches. Which switches are cut off comes from the top
+    /// sets ([`Tops::meet`]); `lab` is read for the candidates' distances only (and whole for
+    /// the breadth-first fallback).
+    pub(super) fn routes(&mut self, tree: &Tree, leaf: usize, lab: &mut impl LeafLabels) -> Option<u32> {
         self.out.clear();
         let n = tree.len();
         let &ct = tree.comp.get(leaf)?;
-        let cut = |x: usize| x != leaf && lab[x] == FAR && tree.level[x] != FAR && tree.comp[x] == ct;
-        if !(0..n).any(cut) {
+        let tops = self.tops;
+        let reaches = |x: usize| tops.meet(x, leaf);
+        self.cut.clear();
+        self.cut.extend(
+            (0..n).filter(|&x| x != leaf && tree.level[x] != FAR && tree.comp[x] == ct && !reaches(x)).map(|x| x as u32),
+        );
+        if self.cut.is_empty() {
             return None;
         }
         // Candidates: the switches with an up/down path next to one without, nearest the leaf
         // first (ties: index).
         self.cands.clear();
-        for x in (0..n).filter(|&x| cut(x)) {
-            for l in tree.all.of(x) {
-                if lab[l.n as usize] != FAR {
-                    self.cands.push(l.n);
+        for &x in &self.cut {
+            for l in tree.all.of(x as usize) {
+                if reaches(l.n as usize) {
+                    self.cands.push((0, l.n));
                 }
             }
         }
-        self.cands.sort_unstable_by_key(|&v| (value(lab[v as usize]), v));
+        self.cands.sort_unstable_by_key(|c| c.1);
         self.cands.dedup();
+        for c in &mut self.cands {
+            c.0 = value(lab.of(tree, c.1 as usize));
+        }
+        self.cands.sort_unstable();
         let cands = std::mem::take(&mut self.cands);
         let mut found = None;
-        for &v in cands.iter().take(CANDIDATES) {
+        for &(_, v) in cands.iter().take(CANDIDATES) {
             let v = v as usize;
-            if !(0..n).filter(|&x| cut(x)).all(|x| self.tops.meet(x, v)) {
+            if !self.cut.iter().all(|&x| tops.meet(x as usize, v)) {
                 continue;
             }
             if self.lab_v_of != Some(v) {
@@ -193,8 +209,9 @@ impl<'a> Strand<'a> {
             }
             self.out.clear();
             let mut ok = true;
-            for x in (0..n).filter(|&x| cut(x)) {
-                hops(tree, &self.lab_v, x, |y| y == v || lab[y] == FAR, &mut self.hops);
+            for &x in &self.cut {
+                let x = x as usize;
+                hops(tree, &self.lab_v, x, |y| y == v || !reaches(y), &mut self.hops);
                 if self.hops.is_empty() {
                     ok = false;
                     break;
@@ -208,7 +225,7 @@ impl<'a> Strand<'a> {
         }
         self.cands = cands;
         if found.is_none() {
-            stranded(tree, leaf, lab, &mut self.out);
+            stranded(tree, leaf, lab.all(tree), &mut self.out);
         }
         found
     }
@@ -247,7 +264,8 @@ impl Valleys {
 
     /// For a repair, which does not route every leaf: each of `leaves` (sorted, no repeats) that
     /// is cut off from a switch gets its valley switch and the routes of the switches cut off
-    /// from it, as [`Strand::routes`] gives them while a full route labels the leaf.
+    /// from it, as [`Strand::routes`] gives them while a full route labels the leaf (here the
+    /// leaf's labels are computed only where the search reads them).
     pub(super) fn compute(tree: &Tree, tops: &Tops, leaves: &[usize]) -> Valleys {
         let n = tree.len();
         let cut: Vec<usize> =
@@ -255,11 +273,11 @@ impl Valleys {
         // Each leaf's labels and routes depend on that leaf only: on all cores.
         let mut found: Vec<(Option<u32>, Vec<(u32, PortNum)>)> = vec![(None, Vec::new()); cut.len()];
         par::for_chunks(&mut found, 2, |off, chunk| {
-            let (mut lab, mut queue) = (Vec::new(), Vec::new());
+            let mut labels = Labels::new(n);
             let mut strand = Strand::new(tops);
             for (slot, &leaf) in chunk.iter_mut().zip(&cut[off..]) {
-                label(tree, leaf, &mut lab, &mut queue, |_, _| {}, |_| {});
-                let valley = strand.routes(tree, leaf, &lab);
+                labels.reset(tree, leaf);
+                let valley = strand.routes(tree, leaf, &mut labels);
                 *slot = (valley, std::mem::take(&mut strand.out));
             }
         });
