@@ -12,6 +12,7 @@
 //! component's state. The multicast tables the switches hold are the SA's (`SaState::mfts`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::{Attribute, DrPath, Guid};
@@ -27,13 +28,21 @@ pub struct HeldLft {
     /// LinearFDBTop the blocks go with.
     top: u16,
     blocks: Vec<Option<LinearForwardingTable>>,
+    /// The routing table the blocks are, whole: a plan found none of its blocks differing,
+    /// and no block was written or read since. A later plan with the same table (the same
+    /// `Arc`: a repair or a reuse shares the tables it did not change) skips the comparison.
+    equals: Option<Arc<Lft>>,
 }
 
 impl HeldLft {
     fn get(&self, block: u32) -> Option<&LinearForwardingTable> {
         self.blocks.get(block as usize).and_then(Option::as_ref)
     }
+    fn new(top: u16, blocks: Vec<Option<LinearForwardingTable>>) -> HeldLft {
+        HeldLft { top, blocks, equals: None }
+    }
     fn set(&mut self, block: u32, t: LinearForwardingTable) {
+        self.equals = None;
         let i = block as usize;
         if self.blocks.len() <= i {
             self.blocks.resize(i + 1, None);
@@ -103,7 +112,7 @@ impl Programming {
         let top = si.linear_fdb_top.0;
         let cap_blocks = u32::from(si.linear_fdb_cap).div_ceil(64).max(1);
         let blocks = (u32::from(top) / 64 + 1).min(cap_blocks);
-        self.lfts.insert(n.info.node_guid, HeldLft { top, blocks: vec![None; blocks as usize] });
+        self.lfts.insert(n.info.node_guid, HeldLft::new(top, vec![None; blocks as usize]));
         self.read_backs.push((node, n.path, blocks));
     }
 
@@ -133,7 +142,7 @@ impl Programming {
     pub fn lft_written(&mut self, n: &Node, block: u32, data: &[u8; 64]) {
         let top = n.switch_info.map(|s| s.linear_fdb_top.0).unwrap_or_default();
         if let Ok(t) = LinearForwardingTable::parse(data) {
-            let held = self.lfts.entry(n.info.node_guid).or_insert_with(|| HeldLft { top, blocks: Vec::new() });
+            let held = self.lfts.entry(n.info.node_guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
             held.top = top;
             held.set(block, t);
         }
@@ -149,7 +158,10 @@ impl Programming {
     /// memory order (going block by block across 2,880 tables of 48 K LIDs each touched another
     /// table at every step), and builds a block only where it differs; the blocks that differ
     /// are then put in block order (a counting sort, switches in their order within a block).
-    pub(crate) fn lft_sets(&self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
+    /// A switch whose table is the one it was last found to hold whole ([`HeldLft`]'s
+    /// `equals`) is not compared again: after a repair that is every switch but the few it
+    /// changed. A switch found to hold its whole table is remembered so.
+    pub(crate) fn lft_sets(&mut self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, route and table, and which of its blocks differ: (block, switch).
         let mut switches = Vec::with_capacity(switch_nodes.len());
@@ -157,15 +169,26 @@ impl Programming {
         let mut plan = LftPlan::default();
         for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
             let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
-            let held = self.lfts.get(&n.info.node_guid);
+            let held = self.lfts.get_mut(&n.info.node_guid);
+            let blocks = u32::from(table.top()) / 64 + 1;
+            if held.as_ref().and_then(|h| h.equals.as_ref()).is_some_and(|e| Arc::ptr_eq(e, table)) {
+                plan.unchanged += u64::from(blocks);
+                continue;
+            }
             let at = switches.len();
             switches.push((node, n.path, table));
-            for block in 0..=u32::from(table.top()) / 64 {
-                if held.and_then(|h| h.get(block)).is_some_and(|h| holds(h, table, block)) {
+            let before = differ.len();
+            for block in 0..blocks {
+                if held.as_ref().and_then(|h| h.get(block)).is_some_and(|h| holds(h, table, block)) {
                     plan.unchanged += 1;
                 } else {
                     differ.push((block, at));
                 }
+            }
+            if let Some(h) = held
+                && differ.len() == before
+            {
+                h.equals = Some(Arc::clone(table));
             }
         }
         // Block by block: where each block's Sets start, then each in its place.
@@ -309,6 +332,17 @@ mod tests {
         let plan = p.lft_sets(&s, switches, routes);
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
         assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[3]), Some(PortNum(2)));
+        // The same table again is not compared (it is known whole), but a block written or
+        // read since makes it compared again.
+        let plan = p.lft_sets(&s, switches, routes);
+        assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
+        let mut other = block_of(&routes.tables[0], 0);
+        other.ports[3] = PortNum(1);
+        let mut data = [0u8; 64];
+        other.emit(&mut data);
+        p.lft_written(&s.nodes[1], 0, &data);
+        let plan = p.lft_sets(&s, switches, routes);
+        assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![0], 0), "a block written since is compared");
         // A switch that did not answer this sweep keeps what it holds.
         s.nodes[1].carried = true;
         let plan = p.lft_sets(&s, switches, routes);
