@@ -128,3 +128,18 @@ fn restart_only_options_keep_their_running_value() {
     assert_eq!((drv.sm.config().lmc, drv.sm.config().m_key.protect), (0, SmConfig::default().m_key.protect));
     assert!(run_for(&mut drv, 1_000_000_000).is_none(), "no sweep");
 }
+
+/// A reload names the routing option it changed, not `root-guid-file` for any of them.
+#[test]
+fn a_reload_names_the_routing_option_that_changed() {
+    let mut drv = up();
+    let mut cfg = SmConfig::default();
+    cfg.routing_options.tuning.port_shifting = true;
+    let done = drv.sm.reconfigure(cfg.clone());
+    assert_eq!(done.applied, ["port-shifting"]);
+    assert!(done.sweep && done.reroute);
+    cfg.routing_options.tuning.scatter_ports = 7;
+    cfg.routing_options.max_layers = Some(2);
+    let done = drv.sm.reconfigure(cfg);
+    assert_eq!(done.applied, ["scatter-ports", "max-layers"]);
+}

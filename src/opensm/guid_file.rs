@@ -18,6 +18,8 @@ const LIMIT: u64 = 1 << 20;
 /// `ORIGIN:LINE: reason` for the first bad line.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<Guid>, String> {
     let mut out: Vec<Guid> = Vec::new();
+    // Repeats are dropped in linear time: a 1 MiB file holds about 50,000 lines.
+    let mut seen = std::collections::HashSet::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or_default().trim();
         if line.is_empty() {
@@ -29,7 +31,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Guid>, String> {
             .flatten()
             .filter(|&g| g != 0)
             .ok_or_else(|| format!("{origin}:{}: {line:?} is not a GUID (0x and up to 16 hex digits, not 0)", i + 1))?;
-        if !out.contains(&Guid(guid)) {
+        if seen.insert(guid) {
             out.push(Guid(guid));
         }
     }

@@ -103,9 +103,22 @@ impl Sm {
             ("expected-topology", cfg.expected_topology != old.expected_topology),
             ("refuse-miscabled", cfg.refuse_miscabled != old.refuse_miscabled),
         ];
+        let (ro, oo) = (&cfg.routing_options, &old.routing_options);
+        let cn = |o: &ibsm_routing::EngineOptions| o.host_lists.as_ref().and_then(|l| l.compute.clone());
+        let io = |o: &ibsm_routing::EngineOptions| o.host_lists.as_ref().map(|l| l.io.clone()).unwrap_or_default();
+        // Every routing option by its key, so that a reload logs what it changed.
         let reroute = [
             ("routing-engine", cfg.routing_engine != old.routing_engine),
-            ("root-guid-file", cfg.routing_options != old.routing_options),
+            ("root-guid-file", ro.roots != oo.roots),
+            ("lfts-file", ro.tables != oo.tables),
+            ("cn-guid-file", cn(ro) != cn(oo)),
+            ("io-guid-file", io(ro) != io(oo)),
+            ("guid-routing-order-file", ro.routing_order != oo.routing_order || ro.tuning.order != oo.tuning.order),
+            ("port-shifting", ro.tuning.port_shifting != oo.tuning.port_shifting),
+            ("scatter-ports", ro.tuning.scatter_ports != oo.tuning.scatter_ports),
+            ("max-layers", ro.max_layers != oo.max_layers),
+            // Resolved from the lists above against the fabric; a change shows there first.
+            ("routing options", ro.hosts != oo.hosts),
         ];
         for (key, changed) in now.iter().chain(&sweep).chain(&reroute) {
             if *changed {
