@@ -83,3 +83,15 @@ fn the_lft_diff_and_the_snapshot_are_inside_the_time_the_drivers_clock_measures(
     let routing_at = phases.iter().find(|p| p.0 == SweepPhase::Routing).expect("routing").1;
     assert_eq!(routing, programming - routing_at);
 }
+
+/// A run to a limit ends with the clock at the limit, even when nothing happened before it (a
+/// test that runs the fabric "for a second" and then acts relies on it).
+#[test]
+fn a_run_to_a_limit_leaves_the_clock_at_the_limit() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut drv = SimDriver::new(&topo, 5, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(10_000_000_000, |_| {}).expect("up").complete);
+    let limit = drv.now() + 1_000_000;
+    assert!(drv.run_until(limit, |_| false).is_none());
+    assert_eq!(drv.now(), limit);
+}

@@ -73,8 +73,10 @@ impl SimDriver {
         self.fabric.now().0
     }
 
-    /// Runs until `stop` says so for an event, or nothing is left to do, or `limit_ns` of virtual
-    /// time. Every event the SM emits is passed to `stop`. Returns the event that stopped it.
+    /// Runs until `stop` says so for an event, or until `limit_ns` of virtual time (the clock is
+    /// then at `limit_ns`, even when nothing was left to do before it; a limit of `u64::MAX`
+    /// ends when nothing is left). Every event the SM emits is passed to `stop`. Returns the
+    /// event that stopped it.
     pub fn run_until(&mut self, limit_ns: u64, mut stop: impl FnMut(&SmEvent) -> bool) -> Option<SmEvent> {
         self.run_until_at(limit_ns, |_, ev| stop(ev))
     }
@@ -108,8 +110,8 @@ struct Slot<'a> {
 }
 
 /// Steps every SM in `slots` and the fabric together in virtual time until `stop` says so for
-/// an event (given the SM's index), nothing is left to do, or `limit_ns`. Returns the SM's
-/// index and the event that stopped it.
+/// an event (given the SM's index), or until `limit_ns` (the clock then at it; with no limit,
+/// until nothing is left to do). Returns the SM's index and the event that stopped it.
 fn run_slots(
     fabric: &mut Fabric,
     slots: &mut [Slot<'_>],
@@ -136,9 +138,14 @@ fn run_slots(
             (Some(a), Some(b)) => a.0.min(b),
             (Some(a), None) => a.0,
             (None, Some(b)) => b,
-            (None, None) => return None,
+            (None, None) => u64::MAX,
         };
-        if next > limit_ns {
+        if next > limit_ns || next == u64::MAX {
+            // Nothing happens before the limit: the clock moves to it (a run "for a while"
+            // ends then, whether or not anything was left to do).
+            if limit_ns != u64::MAX && limit_ns > fabric.now().0 {
+                fabric.advance_to(SimTime(limit_ns));
+            }
             return None;
         }
         fabric.advance_to(SimTime(next));
