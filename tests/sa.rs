@@ -579,7 +579,9 @@ fn a_switch_without_a_route_for_a_lid_shows_in_the_snapshots_unrouted_lids() {
     let (a, b) = (drv.sm.guid2lid().get(topo.nodes[host].port_guid(1)).expect("LID").0, snap.sm.lid);
     let switches: Vec<usize> = (0..broken.nodes.len()).filter(|&n| broken.nodes[n].is_switch()).collect();
     for (&sw, lid) in switches.iter().zip([a, a, b]) {
-        broken.nodes[sw].lft[usize::from(lid.0)] = 0xff;
+        let mut table = broken.nodes[sw].lft().to_vec();
+        table[usize::from(lid.0)] = ibsm_routing::Lft::UNROUTED;
+        broken.nodes[sw].table = Some(std::sync::Arc::new(ibsm_routing::Lft { ports: table }));
     }
     let u = broken.unrouted();
     assert_eq!(u.total, 2);

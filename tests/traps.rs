@@ -67,7 +67,7 @@ fn cable_off_the_sm_routes(t: &Topology, drv: &SimDriver) -> (usize, u8) {
     let sm = usize::from(drv.sm.last_report().expect("report").sm_lid.0);
     let out = |n: usize| -> Option<u8> {
         let at = snap.by_guid(t.nodes[n].port_guid(0))?;
-        snap.node(at.0)?.lft.get(sm).copied()
+        snap.node(at.0)?.lft().get(sm).map(|p| p.0)
     };
     for (a, n) in t.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
         for pa in 1..=n.num_ports {
@@ -171,8 +171,8 @@ fn a_flapping_link_is_rate_limited_and_still_converges() {
 fn routed_over(drv: &SimDriver, t: &Topology, node: usize, port: u8) -> usize {
     let snap = drv.sm.snapshot().expect("snapshot");
     let at = snap.by_guid(t.nodes[node].port_guid(0)).expect("switch");
-    let lft = &snap.node(at.0).expect("node").lft;
-    (0..lft.len()).filter(|&l| lft[l] == port).count()
+    let lft = snap.node(at.0).expect("node").lft();
+    lft.iter().filter(|p| p.0 == port).count()
 }
 
 #[test]

@@ -15,40 +15,68 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::{Attribute, DrPath, Guid};
+use ibsm_mad::{Attribute, DrPath, Guid, PortNum};
 use ibsm_routing::{Lft, Routes};
 
 use super::lft::block_of;
 use super::state::{Node, NodeIdx, Subnet};
 use super::transactions::{Req, Request};
 
-/// What this SM knows a switch's LFT holds, by 64-LID block.
+/// What this SM knows a switch's LFT holds: by 64-LID block, or whole as a routing table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldLft {
     /// LinearFDBTop the blocks go with.
     top: u16,
+    /// The blocks known, when not `whole`.
     blocks: Vec<Option<LinearForwardingTable>>,
-    /// The routing table the blocks are, whole: a plan found none of its blocks differing,
-    /// and no block was written or read since. A later plan with the same table (the same
-    /// `Arc`: a repair or a reuse shares the tables it did not change) skips the comparison.
-    equals: Option<Arc<Lft>>,
+    /// The routing table the switch holds, whole: every block of it was written and answered
+    /// (or a plan found none differing), and nothing was written or read since. Kept instead
+    /// of the blocks (one copy of the table, shared with the routing result and the SA's
+    /// snapshot), and a later plan with the same table (the same `Arc`: a repair or a reuse
+    /// shares the tables it did not change) skips the comparison.
+    whole: Option<Arc<Lft>>,
 }
 
 impl HeldLft {
-    fn get(&self, block: u32) -> Option<&LinearForwardingTable> {
-        self.blocks.get(block as usize).and_then(Option::as_ref)
-    }
     fn new(top: u16, blocks: Vec<Option<LinearForwardingTable>>) -> HeldLft {
-        HeldLft { top, blocks, equals: None }
+        HeldLft { top, blocks, whole: None }
     }
+
+    /// Block `block` holds block `block` of `table`.
+    fn holds(&self, table: &Lft, block: u32) -> bool {
+        match &self.whole {
+            Some(w) => same_block(w, table, block),
+            None => self.blocks.get(block as usize).and_then(Option::as_ref).is_some_and(|h| holds(h, table, block)),
+        }
+    }
+
+    /// Block `block` is `t` (written or read back): the blocks again, if the table was whole.
     fn set(&mut self, block: u32, t: LinearForwardingTable) {
-        self.equals = None;
+        if let Some(w) = self.whole.take() {
+            let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
+            self.blocks = (0..n as u32).map(|b| Some(block_of(&w, b))).collect();
+        }
         let i = block as usize;
         if self.blocks.len() <= i {
             self.blocks.resize(i + 1, None);
         }
         self.blocks[i] = Some(t);
     }
+
+    /// The switch holds `table` whole: the blocks go.
+    fn set_whole(&mut self, table: &Arc<Lft>) {
+        self.whole = Some(Arc::clone(table));
+        self.blocks = Vec::new();
+    }
+}
+
+/// The blocks of a plan still to be answered for one switch: its table, which blocks (a bit
+/// each) and how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pending {
+    table: Arc<Lft>,
+    bits: Vec<u64>,
+    left: u32,
 }
 
 /// The LFT Sets of a sweep, and how many blocks were already right.
@@ -65,6 +93,9 @@ pub(crate) struct LftPlan {
 pub struct Programming {
     /// Each switch's LFT blocks, by node GUID.
     lfts: HashMap<Guid, HeldLft>,
+    /// Per switch, the Sets of the last plan not answered yet: when the last is, the switch
+    /// holds the plan's table whole.
+    pending: HashMap<Guid, Pending>,
     /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
     read_backs: Vec<(NodeIdx, DrPath, u32)>,
     /// MFT blocks written.
@@ -87,6 +118,7 @@ impl Programming {
         let cached = self.lfts.get(&n.info.node_guid).is_some_and(|c| c.top == top);
         if top == 0 || !cached {
             self.lfts.remove(&n.info.node_guid);
+            self.pending.remove(&n.info.node_guid);
         }
         if top > 0 && !cached {
             self.read_back(n, node);
@@ -97,6 +129,7 @@ impl Programming {
     /// it is read back (if it holds anything).
     pub fn distrust(&mut self, subnet: &Subnet, node: NodeIdx) {
         let Some(n) = subnet.node(node) else { return };
+        self.pending.remove(&n.info.node_guid);
         if self.lfts.remove(&n.info.node_guid).is_none() {
             return;
         }
@@ -133,6 +166,7 @@ impl Programming {
 
     /// A block read back from switch `guid`.
     pub fn lft_read(&mut self, guid: Guid, block: u32, t: LinearForwardingTable) {
+        self.pending.remove(&guid);
         if let Some(held) = self.lfts.get_mut(&guid) {
             held.set(block, t);
         }
@@ -141,10 +175,34 @@ impl Programming {
     /// A block written to switch `n` (the Set's answer `data`).
     pub fn lft_written(&mut self, n: &Node, block: u32, data: &[u8; 64]) {
         let top = n.switch_info.map(|s| s.linear_fdb_top.0).unwrap_or_default();
+        let guid = n.info.node_guid;
         if let Ok(t) = LinearForwardingTable::parse(data) {
-            let held = self.lfts.entry(n.info.node_guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
+            // The plan's block, answered: the last one makes the table whole. Anything else
+            // written to the switch ends the plan's count.
+            let done = match self.pending.get_mut(&guid) {
+                Some(p) if holds(&t, &p.table, block) => {
+                    let (w, bit) = (block as usize / 64, 1u64 << (block % 64));
+                    if p.bits.get(w).is_some_and(|b| b & bit != 0) {
+                        p.bits[w] &= !bit;
+                        p.left -= 1;
+                    }
+                    (p.left == 0).then(|| Arc::clone(&p.table))
+                }
+                Some(_) => {
+                    self.pending.remove(&guid);
+                    None
+                }
+                None => None,
+            };
+            let held = self.lfts.entry(guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
             held.top = top;
             held.set(block, t);
+            if let Some(table) = done {
+                self.pending.remove(&guid);
+                if table.top() == held.top {
+                    held.set_whole(&table);
+                }
+            }
         }
     }
 
@@ -158,9 +216,10 @@ impl Programming {
     /// memory order (going block by block across 2,880 tables of 48 K LIDs each touched another
     /// table at every step), and builds a block only where it differs; the blocks that differ
     /// are then put in block order (a counting sort, switches in their order within a block).
-    /// A switch whose table is the one it was last found to hold whole ([`HeldLft`]'s
-    /// `equals`) is not compared again: after a repair that is every switch but the few it
-    /// changed. A switch found to hold its whole table is remembered so.
+    /// A switch whose table is the one it holds whole ([`HeldLft`]) is not compared again:
+    /// after a repair that is every switch but the few it changed. The blocks planned for a
+    /// switch are counted until answered ([`Programming::lft_written`]); a switch found to
+    /// hold its whole table is remembered so.
     pub(crate) fn lft_sets(&mut self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, route and table, and which of its blocks differ: (block, switch).
@@ -169,9 +228,10 @@ impl Programming {
         let mut plan = LftPlan::default();
         for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
             let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
-            let held = self.lfts.get_mut(&n.info.node_guid);
+            let guid = n.info.node_guid;
+            let held = self.lfts.get_mut(&guid);
             let blocks = u32::from(table.top()) / 64 + 1;
-            if held.as_ref().and_then(|h| h.equals.as_ref()).is_some_and(|e| Arc::ptr_eq(e, table)) {
+            if held.as_ref().and_then(|h| h.whole.as_ref()).is_some_and(|w| Arc::ptr_eq(w, table)) {
                 plan.unchanged += u64::from(blocks);
                 continue;
             }
@@ -179,16 +239,26 @@ impl Programming {
             switches.push((node, n.path, table));
             let before = differ.len();
             for block in 0..blocks {
-                if held.as_ref().and_then(|h| h.get(block)).is_some_and(|h| holds(h, table, block)) {
+                if held.as_ref().is_some_and(|h| h.holds(table, block)) {
                     plan.unchanged += 1;
                 } else {
                     differ.push((block, at));
                 }
             }
-            if let Some(h) = held
-                && differ.len() == before
-            {
-                h.equals = Some(Arc::clone(table));
+            if differ.len() == before {
+                self.pending.remove(&guid);
+                if let Some(h) = held
+                    && h.top == table.top()
+                {
+                    h.set_whole(table);
+                }
+            } else {
+                let mut bits = vec![0u64; (blocks as usize).div_ceil(64)];
+                for &(block, _) in &differ[before..] {
+                    bits[block as usize / 64] |= 1 << (block % 64);
+                }
+                let left = (differ.len() - before) as u32;
+                self.pending.insert(guid, Pending { table: Arc::clone(table), bits, left });
             }
         }
         // Block by block: where each block's Sets start, then each in its place.
@@ -218,8 +288,11 @@ impl Programming {
     /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
     /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
     /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
-    pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
+    pub fn programmed_lft(&self, switch: Guid) -> Option<Arc<Lft>> {
         let held = self.lfts.get(&switch)?;
+        if let Some(w) = &held.whole {
+            return Some(Arc::clone(w));
+        }
         let mut lft = ibsm_routing::Lft::unrouted(held.top);
         for (i, slot) in lft.ports.iter_mut().enumerate() {
             let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
@@ -227,7 +300,7 @@ impl Programming {
                 *slot = p;
             }
         }
-        Some(lft)
+        Some(Arc::new(lft))
     }
 
     /// Switches whose tables this SM knows.
@@ -244,6 +317,20 @@ impl Programming {
     pub fn mft_blocks_sent(&self) -> u64 {
         self.mft_blocks_sent
     }
+}
+
+/// Block `block` of `a` and of `b` are the same (entries past a table unrouted).
+fn same_block(a: &Lft, b: &Lft, block: u32) -> bool {
+    let start = block as usize * LinearForwardingTable::ENTRIES;
+    fn part(t: &Lft, start: usize) -> &[PortNum] {
+        let p = t.ports.get(start..).unwrap_or(&[]);
+        &p[..p.len().min(LinearForwardingTable::ENTRIES)]
+    }
+    let (x, y) = (part(a, start), part(b, start));
+    let n = x.len().min(y.len());
+    x[..n] == y[..n]
+        && x[n..].iter().all(|&p| p == Lft::UNROUTED)
+        && y[n..].iter().all(|&p| p == Lft::UNROUTED)
 }
 
 /// `held` is block `block` of `table` (entries past the table unrouted), as
@@ -404,5 +491,55 @@ mod tests {
         assert_eq!(table.ports[150 - 128 + 1], LinearForwardingTable::UNROUTED);
         // Switch 0x21 has one block: none past it.
         assert!(!sets.iter().any(|&(n, b, _)| n == 4 && b > 0));
+    }
+
+    /// Answers a planned Set as the switch would: the block written.
+    fn answer(p: &mut Programming, s: &Subnet, r: &Request) {
+        let Req::SetLft { node, block, table } = &r.req else { panic!("a Set") };
+        let mut data = [0u8; 64];
+        table.emit(&mut data);
+        p.lft_written(&s.nodes[*node], *block, &data);
+    }
+
+    #[test]
+    fn a_switch_whose_planned_blocks_were_all_answered_holds_the_routing_table_itself() {
+        let mut t = Lft::unrouted(150);
+        t.ports.fill(PortNum(1));
+        let routes = Routes { tables: vec![Arc::new(t.clone())] };
+        let s = fabric(150);
+        let switches = [1];
+        let mut p = Programming::default();
+        let plan = p.lft_sets(&s, &switches, &routes);
+        assert_eq!(blocks(&plan.sets), [0, 1, 2]);
+        // Block 0 answered twice (a retry), block 1 once, block 2 never (its Set failed).
+        for i in [0, 0, 1] {
+            answer(&mut p, &s, &plan.sets[i]);
+        }
+        let held = p.programmed_lft(Guid(0x20)).expect("held");
+        assert!(!Arc::ptr_eq(&held, &routes.tables[0]), "not whole with a block unanswered");
+        let plan = p.lft_sets(&s, &switches, &routes);
+        assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![2], 2));
+        answer(&mut p, &s, &plan.sets[0]);
+        let held = p.programmed_lft(Guid(0x20)).expect("held");
+        assert!(Arc::ptr_eq(&held, &routes.tables[0]), "the routing table itself, not a copy");
+        assert_eq!(p.lfts.get(&Guid(0x20)).map(|h| h.blocks.len()), Some(0), "no blocks kept beside it");
+        let plan = p.lft_sets(&s, &switches, &routes);
+        assert_eq!((plan.sets.len(), plan.unchanged), (0, 3));
+        // Another table, one block different: compared against the whole table, that block.
+        t.ports[70] = PortNum(2);
+        let routes2 = Routes { tables: vec![Arc::new(t)] };
+        let plan = p.lft_sets(&s, &switches, &routes2);
+        assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![1], 2));
+        // Something else written to the switch before the answer ends the count.
+        let mut other = block_of(&routes2.tables[0], 0);
+        other.ports[5] = PortNum(3);
+        let mut data = [0u8; 64];
+        other.emit(&mut data);
+        p.lft_written(&s.nodes[1], 0, &data);
+        answer(&mut p, &s, &plan.sets[0]);
+        let held = p.programmed_lft(Guid(0x20)).expect("held");
+        assert!(!Arc::ptr_eq(&held, &routes2.tables[0]));
+        assert_eq!(held.ports[5], PortNum(3), "what was written last");
+        assert_eq!(held.ports[70], PortNum(2));
     }
 }

@@ -483,7 +483,7 @@ mod tests {
                         ..SnapPort::default()
                     })
                     .collect(),
-                lft: Vec::new(),
+                table: None,
             })
             .collect();
         (s, Snapshot::new(0, 0, 0x12, nodes, SmPort::default()))

@@ -148,10 +148,10 @@ impl LiveRoutes {
             if n.is_switch() {
                 let port0 = n.port(PortNum(0));
                 let mut lft = String::new();
-                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(|s| &s.lft) {
+                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(|s| s.lft()) {
                     lft.reserve(t.len() * 2);
                     for p in t {
-                        let _ = write!(lft, "{p:02x}");
+                        let _ = write!(lft, "{:02x}", p.0);
                     }
                 }
                 switches.push(LiveSwitch {

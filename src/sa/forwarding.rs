@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::attrs::{LinearForwardingTable, MulticastForwardingTable};
 use ibsm_mad::records::{LftRecord, MftRecord};
-use ibsm_mad::{Guid, PortNum, bits};
+use ibsm_mad::{Guid, bits};
 
 use super::answer::Table;
 use super::node_record::candidates;
@@ -20,10 +20,11 @@ pub(super) fn lft_query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answ
     let only_block = (q.header.comp_mask & LftRecord::COMP_BLOCK_NUM != 0).then(|| bits::u16_at(q.template, 2));
     'switches: for at in candidates(snap, q, LftRecord::COMP_LID, 0) {
         let (Some(node), Some(port)) = (snap.node(at.0), snap.port(at)) else { continue };
-        if !node.is_switch() || node.lft.is_empty() {
+        let table = node.lft();
+        if !node.is_switch() || table.is_empty() {
             continue;
         }
-        let blocks = node.lft.len().div_ceil(LinearForwardingTable::ENTRIES);
+        let blocks = table.len().div_ceil(LinearForwardingTable::ENTRIES);
         for b in 0..blocks {
             let Ok(block) = u16::try_from(b) else { break };
             if only_block.is_some_and(|o| o != block) {
@@ -31,8 +32,8 @@ pub(super) fn lft_query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answ
             }
             let mut lft = LinearForwardingTable::default();
             let from = b * LinearForwardingTable::ENTRIES;
-            for (slot, &p) in lft.ports.iter_mut().zip(&node.lft[from..]) {
-                *slot = PortNum(p);
+            for (slot, &p) in lft.ports.iter_mut().zip(&table[from..]) {
+                *slot = p;
             }
             if !t.offer(q, &LftRecord { lid: port.lid, block_num: block, lft }) {
                 break 'switches;

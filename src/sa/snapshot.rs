@@ -46,11 +46,18 @@ pub struct SnapNode {
     pub switch_info: Option<SwitchInfo>,
     /// Ports by number, `0..=NumPorts` (entry 0 of a CA unused).
     pub ports: Vec<SnapPort>,
-    /// Switches: the egress port for each LID as the switch holds it (0xff: unrouted).
-    pub lft: Vec<u8>,
+    /// Switches: the egress port for each LID as the switch holds it (0xff: unrouted); the
+    /// table this SM holds for it, shared, not copied ([`SnapNode::lft`] reads it).
+    pub table: Option<std::sync::Arc<ibsm_routing::Lft>>,
 }
 
 impl SnapNode {
+    /// A switch's egress port for each LID as the switch holds it (`0xff`: unrouted); empty
+    /// for a CA or a switch whose table is unknown.
+    pub fn lft(&self) -> &[PortNum] {
+        self.table.as_deref().map_or(&[], |t| t.ports.as_slice())
+    }
+
     /// Whether the node is a switch.
     pub fn is_switch(&self) -> bool {
         self.info.node_type == NodeType::Switch
@@ -150,9 +157,10 @@ impl Unrouted {
             if !node.is_switch() {
                 continue;
             }
-            let routed = node.lft.len().min(owned.len());
-            for ((m, &o), &p) in missing.iter_mut().zip(&owned).zip(&node.lft[..routed]) {
-                *m += usize::from(o && (p == 0 || p == 0xff));
+            let lft = node.lft();
+            let routed = lft.len().min(owned.len());
+            for ((m, &o), &p) in missing.iter_mut().zip(&owned).zip(&lft[..routed]) {
+                *m += usize::from(o && (p.0 == 0 || p.0 == 0xff));
             }
             for (m, &o) in missing[routed..].iter_mut().zip(&owned[routed..]) {
                 *m += usize::from(o);
@@ -166,8 +174,8 @@ impl Unrouted {
                 for (lid, m) in missing.iter_mut().enumerate().take(top).skip(base) {
                     // Its own LID goes to port 0: not a missing route.
                     if snap.by_lid[lid].is_some_and(|(on, _)| on == n) && lid != 0 {
-                        let p = node.lft.get(lid).copied();
-                        *m -= usize::from(p.is_none_or(|p| p == 0 || p == 0xff));
+                        let p = lft.get(lid).copied();
+                        *m -= usize::from(p.is_none_or(|p| p.0 == 0 || p.0 == 0xff));
                     }
                 }
             }
@@ -429,7 +437,7 @@ impl Snapshot {
                 let cap = sw.ports.first().and_then(|p| p.info).map_or(mtu, |i| i.mtu_cap);
                 return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
             }
-            let out = *sw.lft.get(usize::from(dlid.0))?;
+            let out = sw.lft().get(usize::from(dlid.0))?.0;
             if out == 0 || out == 0xff {
                 return None;
             }

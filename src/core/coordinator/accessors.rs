@@ -214,7 +214,7 @@ impl Sm {
     /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
     /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
     /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
-    pub fn programmed_lft(&self, switch: Guid) -> Option<ibsm_routing::Lft> {
+    pub fn programmed_lft(&self, switch: Guid) -> Option<std::sync::Arc<ibsm_routing::Lft>> {
         self.programming.programmed_lft(switch)
     }
 }

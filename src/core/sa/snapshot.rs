@@ -73,15 +73,9 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
                         .and_then(|(node, PortNum(p))| u32::try_from(node).ok().map(|node| (node, p))),
                 })
                 .collect();
-            let lft = if switch {
-                src.programming
-                    .programmed_lft(n.info.node_guid)
-                    .map(|l| l.ports.iter().map(|p| p.0).collect())
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, lft }
+            // The table this SM holds for the switch, shared (not copied).
+            let table = if switch { src.programming.programmed_lft(n.info.node_guid) } else { None };
+            SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, table }
         })
         .collect();
     let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };

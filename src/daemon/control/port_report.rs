@@ -159,7 +159,7 @@ fn port_line(snap: &Snapshot, node: &SnapNode, at: PortAt) -> Option<PortLine> {
 
 /// For a switch: how many LIDs its table sends out of `port`.
 fn routed_out(node: &SnapNode, port: u8) -> Option<usize> {
-    node.is_switch().then(|| node.lft.iter().fold(0, |n, &p| n + usize::from(p == port)))
+    node.is_switch().then(|| node.lft().iter().fold(0, |n, &p| n + usize::from(p.0 == port)))
 }
 
 fn kind_name(t: NodeType) -> &'static str {
@@ -217,7 +217,9 @@ mod tests {
                 SnapPort { guid: Guid(0x10), ..SnapPort::default() },
             ],
             // LID 0 unrouted, 1 to port 0, 2 out of port 1, 3 out of port 2.
-            lft: vec![0xff, 0, 1, 2],
+            table: Some(std::sync::Arc::new(ibsm_routing::Lft {
+                ports: [0xff, 0, 1, 2].into_iter().map(ibsm_mad::PortNum).collect(),
+            })),
         };
         let ca = |guid: u64, lid: u16, sw_port: u8| SnapNode {
             info: node(NodeType::Ca, guid, 1),
@@ -227,7 +229,7 @@ mod tests {
                 SnapPort::default(),
                 port(guid + 1, lid, (0, sw_port), vec![PKey(0xffff), PKey(0), PKey(0x8001)]),
             ],
-            lft: vec![],
+            table: None,
         };
         Snapshot::new(0xfe80 << 48, 0, 0x12, vec![switch, ca(0x20, 2, 1), ca(0x30, 3, 2)], SmPort::default())
     }
