@@ -319,18 +319,19 @@ impl Programming {
     }
 }
 
-/// Block `block` of `a` and of `b` are the same (entries past a table unrouted).
-fn same_block(a: &Lft, b: &Lft, block: u32) -> bool {
-    let start = block as usize * LinearForwardingTable::ENTRIES;
-    fn part(t: &Lft, start: usize) -> &[PortNum] {
-        let p = t.ports.get(start..).unwrap_or(&[]);
-        &p[..p.len().min(LinearForwardingTable::ENTRIES)]
-    }
-    let (x, y) = (part(a, start), part(b, start));
-    let n = x.len().min(y.len());
-    x[..n] == y[..n]
-        && x[n..].iter().all(|&p| p == Lft::UNROUTED)
-        && y[n..].iter().all(|&p| p == Lft::UNROUTED)
+/// The entries of block `block` of `table` (fewer past its end).
+fn block_entries(table: &Lft, block: u32) -> &[PortNum] {
+    let entries = table.ports.get(block as usize * LinearForwardingTable::ENTRIES..).unwrap_or(&[]);
+    &entries[..entries.len().min(LinearForwardingTable::ENTRIES)]
+}
+
+/// Block `block` of `one` and of `other` are the same (entries past a table unrouted).
+fn same_block(one: &Lft, other: &Lft, block: u32) -> bool {
+    let (mine, theirs) = (block_entries(one, block), block_entries(other, block));
+    let common = mine.len().min(theirs.len());
+    mine[..common] == theirs[..common]
+        && mine[common..].iter().all(|&p| p == Lft::UNROUTED)
+        && theirs[common..].iter().all(|&p| p == Lft::UNROUTED)
 }
 
 /// `held` is block `block` of `table` (entries past the table unrouted), as

@@ -148,7 +148,7 @@ impl LiveRoutes {
             if n.is_switch() {
                 let port0 = n.port(PortNum(0));
                 let mut lft = String::new();
-                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(|s| s.lft()) {
+                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(crate::sa::snapshot::SnapNode::lft) {
                     lft.reserve(t.len() * 2);
                     for p in t {
                         let _ = write!(lft, "{:02x}", p.0);
