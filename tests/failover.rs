@@ -689,3 +689,59 @@ fn three_sms_random_priorities_and_start_times_and_a_kill_at_a_random_moment() {
     }
     assert!(skipped <= 2, "{skipped} of {SEEDS} seeds put two SMs on one host: too few scenarios ran");
 }
+
+/// A synced standby takes over on the master's LFT digests (the state sync's `lft_digests`):
+/// a switch whose LinearFDBTop is unchanged and whose table, routed again, has the digest the
+/// master sent is trusted, so the takeover reads back no LFT block and writes none. A switch
+/// reset just before the takeover (its tables lost, LinearFDBTop 0) is found and rewritten,
+/// and only it.
+#[test]
+fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_before_the_takeover() {
+    use ibsm_sim::fabric::Fault;
+    use ibsm_topology::NodeKind;
+    let topo = example("fat-tree-2l-k4.net");
+    // A spine: no SM's host hangs from it.
+    let spine = (0..topo.nodes.len())
+        .find(|&n| {
+            topo.nodes[n].kind == NodeKind::Switch
+                && (1..=topo.nodes[n].num_ports)
+                    .all(|p| topo.nodes[n].peer(p).is_none_or(|q| topo.nodes[q.node].kind == NodeKind::Switch))
+        })
+        .expect("a spine");
+    for reset in [false, true] {
+        let (mut h, master) = elect(&topo, 3, &[9, 5]);
+        let standby = 1 - master;
+        let end = h.now() + 3 * SECOND;
+        h.run_until(end, |_, _| false);
+        assert!(
+            h.sms[standby].sm.sync_status().current_at.is_some(),
+            "the standby is current: {:?} / {:?}",
+            h.sms[master].sm.sync_status(),
+            h.sms[standby].sm.sync_status()
+        );
+        let before = h.fabric.stats();
+        let died = h.now();
+        h.kill(master);
+        if reset {
+            h.fabric.inject_fault(Fault::Crash(spine));
+            h.fabric.inject_fault(Fault::Restart(spine));
+        }
+        let up = h.run_until(died + 30 * SECOND, |i, e| i == standby && matches!(e, SmEvent::SubnetUp(r) if r.complete));
+        let Some((_, SmEvent::SubnetUp(report))) = up else { panic!("reset {reset}: the standby brings the subnet up") };
+        let after = h.fabric.stats();
+        assert_eq!(after.lft_blocks_read - before.lft_blocks_read, 0, "reset {reset}: no LFT block read back");
+        let written = after.lft_blocks_set - before.lft_blocks_set;
+        if reset {
+            let blocks = h.sms[standby]
+                .sm
+                .programmed_lft(topo.nodes[spine].node_guid)
+                .map(|t| usize::from(t.top()) / 64 + 1)
+                .expect("the spine's table");
+            assert_eq!(written, blocks as u64, "the reset spine's blocks, and only those");
+        } else {
+            assert_eq!(written, 0, "no LFT block written");
+            assert!(report.lft_blocks_unchanged > 0);
+        }
+        assert!(h.fabric.check_routes().ok(), "reset {reset}: every pair routed after the takeover");
+    }
+}

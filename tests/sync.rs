@@ -108,7 +108,7 @@ fn a_standby_takes_over_with_the_masters_groups_services_and_subscriptions() {
         let version = h.sms[master].sm.sync_status().version;
         let held = h.sms[standby].sm.sync_status();
         assert_eq!(held.current_at, Some(version), "seed {seed}");
-        assert_eq!(held.sections.len(), 7, "{held:?}");
+        assert_eq!(held.sections.len(), ibsm::sync::Section::ALL.len(), "{held:?}");
 
         // kill -9 the master: the standby takes over with the master's state.
         let reregistered = h.fabric.stats().client_reregisters;

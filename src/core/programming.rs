@@ -12,10 +12,10 @@
 //! component's state. The multicast tables the switches hold are the SA's (`SaState::mfts`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::{Attribute, DrPath, Guid, PortNum};
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum};
 use ibsm_routing::{Lft, Routes};
 
 use super::lft::block_of;
@@ -35,11 +35,18 @@ pub struct HeldLft {
     /// snapshot), and a later plan with the same table (the same `Arc`: a repair or a reuse
     /// shares the tables it did not change) skips the comparison.
     whole: Option<Arc<Lft>>,
+    /// The digest of `whole` ([`table_digest`]), worked out when first asked (for the state
+    /// sync).
+    digest: OnceLock<u64>,
+    /// What the master this SM took over from knew the switch holds: the digest of its whole
+    /// table (the state sync's LFT digests). The first plan whose table has that digest takes
+    /// the switch as holding it whole, without reading it back.
+    vouched: Option<u64>,
 }
 
 impl HeldLft {
     fn new(top: u16, blocks: Vec<Option<LinearForwardingTable>>) -> HeldLft {
-        HeldLft { top, blocks, whole: None }
+        HeldLft { top, blocks, whole: None, digest: OnceLock::new(), vouched: None }
     }
 
     /// Block `block` holds block `block` of `table`.
@@ -52,6 +59,8 @@ impl HeldLft {
 
     /// Block `block` is `t` (written or read back): the blocks again, if the table was whole.
     fn set(&mut self, block: u32, t: LinearForwardingTable) {
+        self.vouched = None;
+        self.digest = OnceLock::new();
         if let Some(w) = self.whole.take() {
             let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
             self.blocks = (0..n as u32).map(|b| Some(block_of(&w, b))).collect();
@@ -65,8 +74,12 @@ impl HeldLft {
 
     /// The switch holds `table` whole: the blocks go.
     fn set_whole(&mut self, table: &Arc<Lft>) {
+        if !self.whole.as_ref().is_some_and(|w| Arc::ptr_eq(w, table)) {
+            self.digest = OnceLock::new();
+        }
         self.whole = Some(Arc::clone(table));
         self.blocks = Vec::new();
+        self.vouched = None;
     }
 }
 
@@ -96,6 +109,12 @@ pub struct Programming {
     /// Per switch, the Sets of the last plan not answered yet: when the last is, the switch
     /// holds the plan's table whole.
     pending: HashMap<Guid, Pending>,
+    /// Taken over from a master: per switch, the LinearFDBTop and the digest of the whole
+    /// table it held ([`Programming::adopt_digests`]), until the switch's SwitchInfo is read.
+    vouched: HashMap<Guid, (u16, u64)>,
+    /// The LID of the master the digests came from: a switch naming it as its master SM was
+    /// written by it, which is what the digest vouches for (not a reason to read it back).
+    vouched_by: Option<Lid>,
     /// LFT read-backs discovery planned: (switch, route, blocks), queued when it is done.
     read_backs: Vec<(NodeIdx, DrPath, u32)>,
     /// MFT blocks written.
@@ -115,20 +134,33 @@ impl Programming {
         let Some(n) = subnet.node(node) else { return };
         let Some(si) = n.switch_info else { return };
         let top = si.linear_fdb_top.0;
-        let cached = self.lfts.get(&n.info.node_guid).is_some_and(|c| c.top == top);
+        let guid = n.info.node_guid;
+        let cached = self.lfts.get(&guid).is_some_and(|c| c.top == top);
         if top == 0 || !cached {
-            self.lfts.remove(&n.info.node_guid);
-            self.pending.remove(&n.info.node_guid);
+            self.lfts.remove(&guid);
+            self.pending.remove(&guid);
         }
-        if top > 0 && !cached {
+        // A switch the last master vouched for (same LinearFDBTop: not reset since) is
+        // checked against the digest when routed, instead of read back.
+        let vouched = self.vouched.remove(&guid).filter(|&(t, _)| t == top && top > 0);
+        let unknown = self.lfts.get(&guid).is_none_or(|c| c.whole.is_none() && c.blocks.iter().all(Option::is_none));
+        if let (true, Some((_, digest))) = (unknown, vouched) {
+            let mut held = HeldLft::new(top, Vec::new());
+            held.vouched = Some(digest);
+            self.lfts.insert(guid, held);
+        } else if top > 0 && !cached {
             self.read_back(n, node);
         }
     }
 
     /// Switch `node` names another master SM: what this SM believed it holds is not trusted;
     /// it is read back (if it holds anything).
-    pub fn distrust(&mut self, subnet: &Subnet, node: NodeIdx) {
+    pub fn distrust(&mut self, subnet: &Subnet, node: NodeIdx, named: Lid) {
         let Some(n) = subnet.node(node) else { return };
+        let vouched = self.lfts.get(&n.info.node_guid).is_some_and(|h| h.vouched.is_some());
+        if vouched && self.vouched_by == Some(named) {
+            return;
+        }
         self.pending.remove(&n.info.node_guid);
         if self.lfts.remove(&n.info.node_guid).is_none() {
             return;
@@ -229,11 +261,19 @@ impl Programming {
         for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
             let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
             let guid = n.info.node_guid;
-            let held = self.lfts.get_mut(&guid);
+            let mut held = self.lfts.get_mut(&guid);
             let blocks = u32::from(table.top()) / 64 + 1;
             if held.as_ref().and_then(|h| h.whole.as_ref()).is_some_and(|w| Arc::ptr_eq(w, table)) {
                 plan.unchanged += u64::from(blocks);
                 continue;
+            }
+            if let Some(h) = held.as_mut().filter(|h| h.vouched.is_some()) {
+                let vouched = h.vouched.take();
+                if h.top == table.top() && vouched == Some(table_digest(table)) {
+                    h.set_whole(table);
+                    plan.unchanged += u64::from(blocks);
+                    continue;
+                }
             }
             let at = switches.len();
             switches.push((node, n.path, table));
@@ -285,6 +325,29 @@ impl Programming {
         plan
     }
 
+    /// For the state sync: each switch known to hold a whole table, its LinearFDBTop and the
+    /// table's digest (worked out once per table), by node GUID.
+    pub fn digests(&self) -> Vec<(Guid, u16, u64)> {
+        let mut out: Vec<(Guid, u16, u64)> = self
+            .lfts
+            .iter()
+            .filter_map(|(g, h)| {
+                let w = h.whole.as_ref()?;
+                Some((*g, h.top, *h.digest.get_or_init(|| table_digest(w))))
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// A standby taking over: the switches its master held whole, to be trusted without a
+    /// read-back when their LinearFDBTop is unchanged and the table routed for them has the
+    /// same digest (anything else is read back or rewritten as usual).
+    pub fn adopt_digests(&mut self, digests: impl IntoIterator<Item = (Guid, u16, u64)>, master: Option<Lid>) {
+        self.vouched = digests.into_iter().map(|(g, top, d)| (g, (top, d))).collect();
+        self.vouched_by = master;
+    }
+
     /// What this SM knows `switch`'s linear forwarding table holds: the blocks it wrote, or read
     /// back during discovery, as a table for LIDs `0..=LinearFDBTop`; LIDs of a block it knows
     /// nothing about are unrouted. `None` when it knows nothing of that switch's table.
@@ -317,6 +380,15 @@ impl Programming {
     pub fn mft_blocks_sent(&self) -> u64 {
         self.mft_blocks_sent
     }
+}
+
+/// A digest of `table` (its LinearFDBTop and every entry) for the state sync: SipHash-2-4
+/// under a fixed key, compared only for equality (the sync's messages carry their own MAC).
+fn table_digest(table: &Lft) -> u64 {
+    let mut bytes = Vec::with_capacity(table.ports.len() + 2);
+    bytes.extend_from_slice(&table.top().to_be_bytes());
+    bytes.extend(table.ports.iter().map(|p| p.0));
+    crate::siphash::siphash24(&[0; 16], &bytes)
 }
 
 /// The entries of block `block` of `table` (fewer past its end).
@@ -390,13 +462,13 @@ mod tests {
         // The same top again: trusted. Another master on it: read back.
         p.switch_info_read(&s, 1);
         assert!(p.take_read_backs().is_empty());
-        p.distrust(&s, 1);
+        p.distrust(&s, 1, Lid(9));
         assert_eq!(blocks(&p.take_read_backs()), [0, 1]);
         // A switch that holds nothing is not read.
         p.switch_info_read(&fabric(0), 1);
         assert!(p.take_read_backs().is_empty());
         assert_eq!(p.held_lfts(), 0);
-        p.distrust(&s, 1);
+        p.distrust(&s, 1, Lid(9));
         assert!(p.take_read_backs().is_empty(), "nothing believed, nothing to distrust");
     }
 

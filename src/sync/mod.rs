@@ -23,8 +23,9 @@
 //!   error status (OpenSM does) or not at all is not an ibsm SM and gets nothing more.
 //! - A standby that takes over starts from what it holds: the master's guid2lid, M_Keys and
 //!   cable map, P_Key tables as the ports hold them, multicast groups (with their MLIDs and members), service
-//!   registrations (with what is left of their leases), event subscriptions and the ports an
-//!   operator disabled.
+//!   registrations (with what is left of their leases), event subscriptions, the ports an
+//!   operator disabled, and per switch a digest of the forwarding table it holds (a switch
+//!   routed to a table of that digest, its LinearFDBTop unchanged, is not read back).
 
 pub mod publisher;
 pub mod receiver;

@@ -31,11 +31,14 @@ pub enum Section {
     Informs = 6,
     /// The ports an operator disabled (`ibsm port disable`).
     DisabledPorts = 7,
+    /// Per switch, a digest of the forwarding table it holds whole (and its LinearFDBTop):
+    /// a new master that computes the same table trusts the switch without reading it back.
+    LftDigests = 8,
 }
 
 impl Section {
     /// Every section, in id order.
-    pub const ALL: [Section; 7] = [
+    pub const ALL: [Section; 8] = [
         Section::Guid2Lid,
         Section::MKeys,
         Section::PKeys,
@@ -43,6 +46,7 @@ impl Section {
         Section::Services,
         Section::Informs,
         Section::DisabledPorts,
+        Section::LftDigests,
     ];
 
     /// The section with id `id`.
@@ -65,6 +69,7 @@ impl Section {
             Section::Services => "services",
             Section::Informs => "informs",
             Section::DisabledPorts => "disabled_ports",
+            Section::LftDigests => "lft_digests",
         }
     }
 }
@@ -90,6 +95,8 @@ pub struct Replica {
     pub informs: Vec<Subscription>,
     /// Ports an operator disabled: (node GUID, port).
     pub disabled_ports: Vec<(Guid, u8)>,
+    /// Switches holding a whole table: (node GUID, LinearFDBTop, digest of the table).
+    pub lft_digests: Vec<(Guid, u16, u64)>,
 }
 
 /// A section's bytes do not decode.
@@ -239,6 +246,14 @@ impl Replica {
                     w.u8(*p);
                 }
             }
+            Section::LftDigests => {
+                w.count(self.lft_digests.len());
+                for (g, top, digest) in &self.lft_digests {
+                    w.u64(g.0);
+                    w.u16(*top);
+                    w.u64(*digest);
+                }
+            }
         }
         w.0
     }
@@ -312,6 +327,12 @@ impl Replica {
                 next.disabled_ports =
                     (0..n).map(|_| Ok((Guid(r.u64()?), r.u8()?))).collect::<Result<_, DecodeError>>()?;
             }
+            Section::LftDigests => {
+                let n = r.count(18)?;
+                next.lft_digests = (0..n)
+                    .map(|_| Ok((Guid(r.u64()?), r.u16()?, r.u64()?)))
+                    .collect::<Result<_, DecodeError>>()?;
+            }
         }
         r.end()?;
         *self = next;
@@ -357,6 +378,7 @@ mod tests {
                 trusted: true,
             }],
             disabled_ports: vec![(Guid(0x20), 3), (Guid(0x21), 1)],
+            lft_digests: vec![(Guid(0x20), 191, 0x0123_4567_89ab_cdef), (Guid(0x21), 63, 7)],
         }
     }
 
@@ -393,11 +415,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(id in 1u8..=7, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn arbitrary_bytes_never_panic(id in 1u8..=8, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let mut r = Replica::default();
             if let Some(s) = Section::from_id(id) {
                 // Sections of plain integers encode back to the bytes they decoded from.
-                let exact = matches!(s, Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts);
+                let exact = matches!(
+                    s,
+                    Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts | Section::LftDigests
+                );
                 if r.decode(s, &bytes).is_ok() && exact {
                     prop_assert_eq!(r.encode(s), bytes);
                 }

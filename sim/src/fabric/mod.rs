@@ -131,6 +131,8 @@ pub struct Stats {
     pub lft_blocks_set: u64,
     /// Of those, blocks whose content differed from what the switch held.
     pub lft_blocks_changed: u64,
+    /// LFT blocks read (Get(LinearForwardingTable) answered by a switch).
+    pub lft_blocks_read: u64,
     /// When the last LFT block was written.
     pub last_lft_set_at: SimTime,
     /// Sets refused by a [`SetFault`] (answered with its status, or dropped).

@@ -573,6 +573,8 @@ impl Fabric {
             self.stats.lft_blocks_set += 1;
             self.stats.lft_blocks_changed += u64::from(changed);
             self.stats.last_lft_set_at = self.now;
+        } else {
+            self.stats.lft_blocks_read += 1;
         }
         let mut t = LinearForwardingTable::unrouted();
         for (i, e) in t.ports.iter_mut().enumerate() {

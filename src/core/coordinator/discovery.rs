@@ -236,7 +236,7 @@ impl Sm {
     fn distrust_if_other_master(&mut self, node: NodeIdx, master: ibsm_mad::Lid) {
         let Some(ours) = self.discovery.last_sm_lid() else { return };
         if master != ours {
-            self.programming.distrust(&self.subnet, node);
+            self.programming.distrust(&self.subnet, node, master);
         }
     }
 

@@ -1,7 +1,7 @@
 //! The coordinator's side of replication ([`crate::core::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
 //! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions,
-//! the ports an operator disabled) and goes back to at
+//! the ports an operator disabled, the digests of the switches' forwarding tables) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
@@ -33,6 +33,7 @@ impl Sm {
                     Section::MKeys => (r.mkeys, r.neighbors) = self.mkeys.replica(),
                     Section::PKeys => r.pkeys = self.partitions.written_layouts(),
                     Section::DisabledPorts => r.disabled_ports = self.maintenance.disabled().iter().copied().collect(),
+                    Section::LftDigests => r.lft_digests = self.programming.digests(),
                     Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
                 }
                 (section, r.encode(section))
@@ -143,6 +144,10 @@ impl Sm {
                 Section::MKeys => self.mkeys.adopt(&r.mkeys, &r.neighbors),
                 Section::PKeys => self.partitions.adopt_written(r.pkeys.iter().cloned()),
                 Section::DisabledPorts => self.maintenance.set_disabled(r.disabled_ports.iter().copied()),
+                Section::LftDigests => {
+                    let by = self.guid2lid.get(master).map(|(lid, _)| lid);
+                    self.programming.adopt_digests(r.lft_digests.iter().copied(), by);
+                }
                 Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
             }
         }
