@@ -8,18 +8,22 @@
 //! topological sort): a new dependency `a -> b` with `a` already before `b` costs nothing; else a
 //! search bounded to the channels between the two in the order finds either the cycle it would
 //! close (the path is refused and its new dependencies taken back) or the channels to reorder.
-//! Removing dependencies keeps an order valid, so taking a path back needs no reordering.
+//! Removing dependencies keeps an order valid, so taking a path back needs no reordering. A
+//! dependency that closes a cycle with a layer's placed paths alone is remembered as refused
+//! there (placed paths stay), so later paths with it are turned away without a search.
 //!
-//! Paths are placed destination by destination in the order stage one routed them, sources in
-//! switch order. Owns only this placement; guarantees each layer's graph acyclic when it returns
-//! `Ok`, and never panics on any view and tables.
+//! Paths are placed destination by destination as stage one routes them ([`Placer`], fed each
+//! destination's forwarding as channels), sources in switch order. Owns only this placement;
+//! guarantees each layer's graph acyclic when it returns `Ok`, and never panics on any view and
+//! tables.
 
 use crate::check::{PortSet, set_ports};
 use crate::dfsssp::{DestLid, PathLayers};
 use crate::graph::Indexed;
-use crate::{FabricView, Routes, RoutingError};
+use crate::{FabricView, RoutingError};
 
-const NONE: u32 = u32::MAX;
+/// No channel.
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// The channels of the switch graph, numbered, with their ends.
 struct Channels {
@@ -95,6 +99,8 @@ impl Channels {
 /// One layer: its dependencies and a topological order of its channels.
 struct Layer {
     deps: Vec<PortSet>,
+    /// Dependencies known to close a cycle with the placed paths alone.
+    refused: Vec<PortSet>,
     ord: Vec<u32>,
     /// Channel at each position of the order.
     at: Vec<u32>,
@@ -123,6 +129,7 @@ impl Layer {
         let ids: Vec<u32> = (0..channels).map(|c| u32::try_from(c).unwrap_or(NONE)).collect();
         Layer {
             deps: vec![[0; 4]; channels],
+            refused: vec![[0; 4]; channels],
             ord: ids.clone(),
             at: ids,
             mark: vec![0; channels],
@@ -215,99 +222,193 @@ fn near_of(ch: &Channels, c: u32) -> Option<(usize, u8)> {
     ch.near.get(c as usize).map(|&(s, p)| (s as usize, p))
 }
 
-/// Places every path on a layer, at most `budget` layers.
-pub(crate) fn assign(
-    view: &FabricView,
-    idx: &Indexed,
-    routes: &Routes,
-    lids: &[DestLid],
+
+/// Places paths on layers destination by destination, as stage one routes them.
+pub(crate) struct Placer<'a> {
+    view: &'a FabricView,
+    idx: &'a Indexed,
+    ch: Channels,
     budget: u8,
-) -> Result<PathLayers, RoutingError> {
-    let ch = Channels::new(view, idx);
-    let n = idx.graph.len();
-    let mut row = vec![NONE; usize::from(idx.top) + 1];
-    let mut layer = vec![0u8; lids.len() * n];
-    let mut layers: Vec<Layer> = vec![Layer::new(ch.len())];
-    let mut path: Vec<(u32, u8, u32)> = Vec::new();
-    let mut added: Vec<(u32, u8)> = Vec::new();
-    let mut used = 1u8;
-    for (r, d) in lids.iter().enumerate() {
-        if let Some(e) = row.get_mut(usize::from(d.lid)) {
+    layers: Vec<Layer>,
+    /// Row of each LID in `layer`, indexed by LID.
+    row: Vec<u32>,
+    /// `layer[row * switches + s]`.
+    layer: Vec<u8>,
+    used: u8,
+    path: Vec<(u32, u8, u32)>,
+    added: Vec<(u32, u8)>,
+}
+
+impl<'a> Placer<'a> {
+    /// A placer for `view` with at most `budget` layers.
+    pub(crate) fn new(view: &'a FabricView, idx: &'a Indexed, budget: u8) -> Placer<'a> {
+        let ch = Channels::new(view, idx);
+        let first = Layer::new(ch.len());
+        Placer {
+            view,
+            idx,
+            ch,
+            budget,
+            layers: vec![first],
+            row: vec![NONE; usize::from(idx.top) + 1],
+            layer: Vec::new(),
+            used: 1,
+            path: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    /// Places the path from every source switch to `d`. `next[x]` is the channel switch `x`
+    /// forwards `d` on (numbered as stage one numbers them: links in switch and port order), or
+    /// `NONE` at `d`'s own switch and where `d` is unreachable.
+    pub(crate) fn place(&mut self, d: &DestLid, next: &[u32]) -> Result<(), RoutingError> {
+        let n = self.idx.graph.len();
+        let r = self.layer.len() / n.max(1);
+        if let Some(e) = self.row.get_mut(usize::from(d.lid)) {
             *e = u32::try_from(r).unwrap_or(NONE);
         }
+        self.layer.resize(self.layer.len() + n, 0);
         for s in 0..n {
-            if !d.to_ca && idx.hosts_at.get(s).is_none_or(|&h| h == 0) {
+            if !d.to_ca && self.idx.hosts_at.get(s).is_none_or(|&h| h == 0) {
                 continue;
             }
-            if !walk(&ch, routes, s, d, n, &mut path) || path.is_empty() {
+            if !walk(&self.ch, next, s, d.attach, n, &mut self.path) || self.path.is_empty() {
                 continue;
             }
             let mut placed = None;
-            for l in 0..budget {
-                if usize::from(l) == layers.len() {
-                    layers.push(Layer::new(ch.len()));
+            for l in 0..self.budget {
+                if usize::from(l) == self.layers.len() {
+                    self.layers.push(Layer::new(self.ch.len()));
                 }
-                if try_place(&mut layers[usize::from(l)], &ch, &path, &mut added) {
+                if self.layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
                     placed = Some(l);
                     break;
                 }
             }
-            let Some(l) = placed else {
-                let guid = view.switches.get(s).map(|s| s.guid).unwrap_or_default();
-                return Err(RoutingError::Declined {
-                    engine: super::Dfsssp::NAME,
-                    reason: format!(
-                        "the path from switch {guid} to LID {} fits in none of {budget} layers \
-                         (a credit loop in each): more virtual lanes are needed",
-                        d.lid
-                    ),
-                });
-            };
-            used = used.max(l + 1);
-            layer[r * n + s] = l;
+            let Some(l) = placed else { return Err(self.declined(s, d.lid)) };
+            self.used = self.used.max(l + 1);
+            self.layer[r * n + s] = l;
+        }
+        Ok(())
+    }
+
+    /// The layer of every path placed.
+    pub(crate) fn finish(self) -> PathLayers {
+        PathLayers { switches: self.idx.graph.len(), row: self.row, layer: self.layer, used: self.used }
+    }
+
+    /// The refusal naming the path from switch `s` to `lid`.
+    fn declined(&self, s: usize, lid: u16) -> RoutingError {
+        let guid = self.view.switches.get(s).map(|s| s.guid).unwrap_or_default();
+        RoutingError::Declined {
+            engine: super::Dfsssp::NAME,
+            reason: format!(
+                "the path from switch {guid} to LID {lid} fits in none of {} layers (a credit loop \
+                 in each): more virtual lanes are needed",
+                self.budget
+            ),
         }
     }
-    Ok(PathLayers { switches: n, row, layer, used })
 }
 
-/// The dependencies of the path from switch `s` to `d` into `path`; false if the tables do not
-/// lead there within `n` hops.
-fn walk(ch: &Channels, routes: &Routes, s: usize, d: &DestLid, n: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
+/// The dependencies of the path from switch `s` to the destination at switch `attach` into
+/// `path`, following `next`; false if it does not lead there within `n` hops.
+fn walk(ch: &Channels, next: &[u32], s: usize, attach: usize, n: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
     path.clear();
     let mut x = s;
     let mut prev = NONE;
     for _ in 0..=n {
-        if x == d.attach {
+        if x == attach {
             return true;
         }
-        let Some(p) = routes.tables.get(x).and_then(|t| t.port_for(ibsm_mad::Lid(d.lid))) else { return false };
-        let c = ch.out(x, p.0);
-        if c == NONE {
-            return false;
-        }
+        let Some(&c) = next.get(x) else { return false };
+        let (Some(&(_, p)), Some(&to)) = (ch.near.get(c as usize), ch.to.get(c as usize)) else { return false };
         if prev != NONE {
-            path.push((prev, p.0, c));
+            path.push((prev, p, c));
         }
         prev = c;
-        x = ch.to[c as usize] as usize;
+        x = to as usize;
     }
     false
 }
 
-/// Adds `path`'s dependencies to `layer`, or none of them if one would close a cycle.
-fn try_place(layer: &mut Layer, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
-    added.clear();
-    for &(a, p, b) in path {
-        if has(&layer.deps[a as usize], p) {
-            continue;
-        }
-        if !layer.add(ch, a, p, b) {
-            for &(a, p) in added.iter() {
-                flip(&mut layer.deps[a as usize], p, false);
+impl Layer {
+    /// Adds `path`'s dependencies, or none of them if one would close a cycle.
+    ///
+    /// A dependency that closes a cycle with this layer's placed paths alone is remembered as
+    /// refused: placed paths are never taken back, so it would close one on every later try.
+    fn try_place(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
+        added.clear();
+        for &(a, p, b) in path {
+            let ai = a as usize;
+            if has(&self.deps[ai], p) {
+                continue;
             }
-            return false;
+            if has(&self.refused[ai], p) {
+                self.take_back(added);
+                return false;
+            }
+            if !self.add(ch, a, p, b) {
+                let alone = added.is_empty();
+                self.take_back(added);
+                if alone || !self.add(ch, a, p, b) {
+                    flip(&mut self.refused[ai], p, true);
+                } else {
+                    // It fits alone: only this path's own dependencies made the cycle.
+                    flip(&mut self.deps[ai], p, false);
+                }
+                return false;
+            }
+            added.push((a, p));
         }
-        added.push((a, p));
+        true
     }
-    true
+
+    /// Removes the dependencies in `added` (removing keeps the order valid).
+    fn take_back(&mut self, added: &[(u32, u8)]) {
+        for &(a, p) in added {
+            flip(&mut self.deps[a as usize], p, false);
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfsssp::tests::ring;
+
+    #[test]
+    fn a_turn_that_closes_a_cycle_alone_is_remembered_and_only_then() {
+        let v = ring(4);
+        let idx = Indexed::new(&v).unwrap();
+        let ch = Channels::new(&v, &idx);
+        // Clockwise channels (port 1) and the turn from each into the next.
+        let cw: Vec<u32> = (0..4).map(|s| ch.out(s, 1)).collect();
+        assert!(cw.iter().all(|&c| c != NONE));
+        let turn = |i: usize| (cw[i], 1u8, cw[(i + 1) % 4]);
+        let mut added = Vec::new();
+
+        // Three of the four turns fit; the fourth alone closes the ring: refused, remembered.
+        let mut l = Layer::new(ch.len());
+        assert!(l.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(l.try_place(&ch, &[turn(2)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+        assert!(has(&l.refused[cw[3] as usize], 1));
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+
+        // A path whose own turns close the cycle with the layer's: refused, nothing remembered
+        // and nothing of it left in the layer.
+        let mut l = Layer::new(ch.len());
+        assert!(l.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(2), turn(3)], &mut added));
+        for i in [2, 3] {
+            assert!(!has(&l.refused[cw[i] as usize], 1), "turn {i}");
+            assert!(!has(&l.deps[cw[i] as usize], 1), "turn {i}");
+        }
+        // Either turn alone still fits; after one, the other closes the ring by itself.
+        assert!(l.try_place(&ch, &[turn(3)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(2)], &mut added));
+        assert!(has(&l.refused[cw[2] as usize], 1));
+    }
 }
