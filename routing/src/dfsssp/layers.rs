@@ -12,10 +12,12 @@
 //! dependency that closes a cycle with a layer's placed paths alone is remembered as refused
 //! there (placed paths stay), so later paths with it are turned away without a search.
 //!
-//! Paths are placed destination by destination as stage one routes them ([`Placer`], fed each
+//! Paths are placed destination by destination as stage one routes them (`Placer`, fed each
 //! destination's forwarding as channels), sources in switch order. Owns only this placement;
 //! guarantees each layer's graph acyclic when it returns `Ok`, and never panics on any view and
-//! tables.
+//! tables. Where more than one layer was needed, `Placer::refine` places every path again, class
+//! by class of the best placement so far (iterated greedy colouring), keeping a placement only
+//! if it needs no more layers; the budget is judged after that.
 
 use crate::check::{PortSet, set_ports};
 use crate::dfsssp::{DestLid, PathLayers};
@@ -222,6 +224,13 @@ fn near_of(ch: &Channels, c: u32) -> Option<(usize, u8)> {
     ch.near.get(c as usize).map(|&(s, p)| (s as usize, p))
 }
 
+/// The most layers a placement may open: InfiniBand's data VLs.
+const MAX_LAYERS: u8 = 15;
+/// The most passes of [`Placer::refine`].
+const PASSES: usize = 40;
+/// Path placements [`Placer::refine`] may spend in all (a fraction of a second): a fabric with
+/// more paths than this is placed once.
+const REFINE_WORK: usize = 1 << 22;
 
 /// Places paths on layers destination by destination, as stage one routes them.
 pub(crate) struct Placer<'a> {
@@ -229,6 +238,9 @@ pub(crate) struct Placer<'a> {
     idx: &'a Indexed,
     ch: Channels,
     budget: u8,
+    /// The layers the first placement may open: all of them if [`Placer::refine`] may bring
+    /// the count down again, else the budget.
+    cap: u8,
     layers: Vec<Layer>,
     /// Row of each LID in `layer`, indexed by LID.
     row: Vec<u32>,
@@ -237,6 +249,10 @@ pub(crate) struct Placer<'a> {
     used: u8,
     path: Vec<(u32, u8, u32)>,
     added: Vec<(u32, u8)>,
+    /// The destinations placed, by row.
+    dests: Vec<DestLid>,
+    /// Switch hops of each path (0: no path), as `layer`.
+    hops: Vec<u8>,
 }
 
 impl<'a> Placer<'a> {
@@ -244,7 +260,11 @@ impl<'a> Placer<'a> {
     pub(crate) fn new(view: &'a FabricView, idx: &'a Indexed, budget: u8) -> Placer<'a> {
         let ch = Channels::new(view, idx);
         let first = Layer::new(ch.len());
+        let n = idx.graph.len();
+        let paths = idx.dests.len().saturating_mul(usize::from(idx.per_port)).saturating_mul(n);
+        let cap = if paths <= REFINE_WORK { MAX_LAYERS } else { budget };
         Placer {
+            cap,
             view,
             idx,
             ch,
@@ -255,6 +275,8 @@ impl<'a> Placer<'a> {
             used: 1,
             path: Vec::new(),
             added: Vec::new(),
+            dests: Vec::new(),
+            hops: Vec::new(),
         }
     }
 
@@ -268,6 +290,8 @@ impl<'a> Placer<'a> {
             *e = u32::try_from(r).unwrap_or(NONE);
         }
         self.layer.resize(self.layer.len() + n, 0);
+        self.hops.resize(self.layer.len(), 0);
+        self.dests.push(*d);
         for s in 0..n {
             if !d.to_ca && self.idx.hosts_at.get(s).is_none_or(|&h| h == 0) {
                 continue;
@@ -276,7 +300,7 @@ impl<'a> Placer<'a> {
                 continue;
             }
             let mut placed = None;
-            for l in 0..self.budget {
+            for l in 0..self.cap {
                 if usize::from(l) == self.layers.len() {
                     self.layers.push(Layer::new(self.ch.len()));
                 }
@@ -288,13 +312,91 @@ impl<'a> Placer<'a> {
             let Some(l) = placed else { return Err(self.declined(s, d.lid)) };
             self.used = self.used.max(l + 1);
             self.layer[r * n + s] = l;
+            self.hops[r * n + s] = u8::try_from(self.path.len() + 1).unwrap_or(u8::MAX);
         }
         Ok(())
     }
 
-    /// The layer of every path placed.
-    pub(crate) fn finish(self) -> PathLayers {
-        PathLayers { switches: self.idx.graph.len(), row: self.row, layer: self.layer, used: self.used }
+    /// Places every path again, on fresh layers each time, and keeps a placement with fewer
+    /// layers: as in iterated greedy colouring (Culberson), the paths are taken class by class
+    /// of the best placement so far, highest layer first, each on the first layer that takes
+    /// it. That never needs more layers than there are classes (a class is acyclic, and layer
+    /// `k` receives paths of class `k` or earlier only), so a pass is at worst as good as the
+    /// last, and a new order often frees the highest layer. At most [`PASSES`] passes, fewer on
+    /// large fabrics ([`REFINE_WORK`] path placements in all).
+    pub(crate) fn refine(&mut self, routes: &crate::Routes) {
+        let paths = self.hops.iter().filter(|&&h| h > 0).count().max(1);
+        let passes = (REFINE_WORK / paths).min(PASSES);
+        let hops = std::mem::take(&mut self.hops);
+        for _ in 0..passes {
+            if self.used <= 1 {
+                break;
+            }
+            let best = std::mem::take(&mut self.layer);
+            let used = self.used;
+            let key = |i: usize| if hops[i] == 0 { u32::MAX } else { u32::from(used - 1 - best[i]) };
+            let next = self.replace(routes, key, u32::from(used));
+            self.layer = best;
+            match next {
+                Some((layer, u)) if u <= self.used => {
+                    self.layer = layer;
+                    self.used = u;
+                }
+                _ => break,
+            }
+        }
+        self.hops = hops;
+    }
+
+    /// Every path with dependencies placed afresh by increasing `key` (below `keys`), ties in
+    /// (destination, source) order; the layers and the count, or `None` past the budget.
+    fn replace(&mut self, routes: &crate::Routes, key: impl Fn(usize) -> u32, keys: u32) -> Option<(Vec<u8>, u8)> {
+        let n = self.idx.graph.len();
+        let mut layers: Vec<Layer> = vec![Layer::new(self.ch.len())];
+        let mut layer = vec![0u8; self.dests.len() * n];
+        let mut used = 1u8;
+        for k in 0..keys {
+            for (r, d) in self.dests.iter().enumerate() {
+                for s in 0..n {
+                    let i = r * n + s;
+                    if key(i) != k || !walk_tables(&self.ch, routes, s, d, n, &mut self.path) {
+                        continue;
+                    }
+                    let mut placed = None;
+                    for l in 0..MAX_LAYERS {
+                        if usize::from(l) == layers.len() {
+                            layers.push(Layer::new(self.ch.len()));
+                        }
+                        if layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
+                            placed = Some(l);
+                            break;
+                        }
+                    }
+                    let l = placed?;
+                    used = used.max(l + 1);
+                    layer[i] = l;
+                }
+            }
+        }
+        Some((layer, used))
+    }
+
+    /// Layers used so far.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> u8 {
+        self.used
+    }
+
+    /// The layer of every path placed, or the first path past the budget.
+    pub(crate) fn finish(self) -> Result<PathLayers, RoutingError> {
+        let n = self.idx.graph.len();
+        if self.used > self.budget
+            && let Some(i) = self.layer.iter().position(|&l| l >= self.budget)
+            && let Some(d) = self.dests.get(i / n.max(1))
+        {
+            return Err(self.declined(i % n.max(1), d.lid));
+        }
+        Ok(PathLayers { switches: n, row: self.row, layer: self.layer, used: self.used })
     }
 
     /// The refusal naming the path from switch `s` to `lid`.
@@ -313,21 +415,23 @@ impl<'a> Placer<'a> {
 
 /// The dependencies of the path from switch `s` to the destination at switch `attach` into
 /// `path`, following `next`; false if it does not lead there within `n` hops.
-fn walk(ch: &Channels, next: &[u32], s: usize, attach: usize, n: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
+fn walk(ch: &Channels, next: &[u32], src: usize, attach: usize, limit: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
     path.clear();
-    let mut x = s;
+    let mut at = src;
     let mut prev = NONE;
-    for _ in 0..=n {
-        if x == attach {
+    for _ in 0..=limit {
+        if at == attach {
             return true;
         }
-        let Some(&c) = next.get(x) else { return false };
-        let (Some(&(_, p)), Some(&to)) = (ch.near.get(c as usize), ch.to.get(c as usize)) else { return false };
+        let Some(&chan) = next.get(at) else { return false };
+        let (Some(&(_, port)), Some(&to)) = (ch.near.get(chan as usize), ch.to.get(chan as usize)) else {
+            return false;
+        };
         if prev != NONE {
-            path.push((prev, p, c));
+            path.push((prev, port, chan));
         }
-        prev = c;
-        x = to as usize;
+        prev = chan;
+        at = to as usize;
     }
     false
 }
@@ -372,6 +476,35 @@ impl Layer {
     }
 }
 
+/// [`walk`] through the tables.
+fn walk_tables(
+    ch: &Channels,
+    routes: &crate::Routes,
+    src: usize,
+    dest: &DestLid,
+    limit: usize,
+    path: &mut Vec<(u32, u8, u32)>,
+) -> bool {
+    path.clear();
+    let mut at = src;
+    let mut prev = NONE;
+    for _ in 0..=limit {
+        if at == dest.attach {
+            return true;
+        }
+        let Some(port) = routes.tables.get(at).and_then(|t| t.port_for(ibsm_mad::Lid(dest.lid))) else { return false };
+        let chan = ch.out(at, port.0);
+        if chan == NONE {
+            return false;
+        }
+        if prev != NONE {
+            path.push((prev, port.0, chan));
+        }
+        prev = chan;
+        at = ch.to[chan as usize] as usize;
+    }
+    false
+}
 
 #[cfg(test)]
 mod tests {

@@ -139,3 +139,18 @@ fn the_pipeline_gives_the_sequential_result() {
         assert_eq!(e.layered_on(&v, false).unwrap_err(), e.layered_on(&v, true).unwrap_err());
     }
 }
+
+#[test]
+fn refining_never_adds_a_layer_and_keeps_every_layer_acyclic() {
+    for v in [ring(9), torus2(5, 5), torus2(6, 4), torus2(7, 7)] {
+        let idx = Indexed::new(&v).unwrap();
+        let mut placer = layers::Placer::new(&v, &idx, 15);
+        let routes = balanced(&v, &idx, |d, next| placer.place(d, next)).unwrap();
+        let first = placer.used();
+        placer.refine(&routes);
+        let l = Layered { routes, layers: placer.finish().unwrap() };
+        assert!(l.layers.used() <= first, "{} after {first}", l.layers.used());
+        assert!(loops_per_layer(&v, &l).iter().all(|&(_, found)| !found));
+        assert_eq!(l, Dfsssp::with_layers(15).layered(&v).unwrap());
+    }
+}
