@@ -10,13 +10,20 @@
 //!    the number of routes laid over it so far, each route counted once per source switch's end
 //!    ports (as DFSSSP weighs an edge by the paths that use it), so the next destination avoids
 //!    the links the earlier ones loaded. Hop distances are one breadth-first search per
-//!    destination switch; the weighted pass per LID walks that search's levels, so no heap is
-//!    needed.
+//!    destination switch, from which the shortest-path DAG toward it (each switch's links one
+//!    hop nearer, as channel numbers) is listed once for all its LIDs; the weighted pass per LID
+//!    walks that DAG level by level, so no heap is needed.
 //! 2. **Layers.** Every path, from a source switch to a destination LID, is placed on the first
 //!    layer whose channel dependency graph stays acyclic with the path's dependencies added
 //!    ([`layers`]: an online topological order per layer, so a cycle is found when it would
 //!    close, and the path's dependencies are taken back). A path no layer can take makes the
 //!    engine fail with [`RoutingError::Declined`], naming the budget, so the chain falls back.
+//!    Each destination's paths are placed as soon as stage one has routed it, from the channels
+//!    it just chose (no walk through the tables), on a second thread where the machine has one:
+//!    the two stages form a pipeline whose result is the sequential one. Where more than one
+//!    layer was needed, the paths are placed again class by class of the best placement so far
+//!    (iterated greedy, in [`layers`]), which never adds a layer and often frees
+//!    one: the 4x4x4 torus goes from 6 layers to 4, the random 64-switch fabric from 4 to 3.
 //!
 //! The result ([`Layered`]) is the tables plus a layer per (source switch, destination LID):
 //! the SL a pair of end ports uses is the layer of the pair (source's attach switch, destination
@@ -31,6 +38,7 @@ pub mod layers;
 
 use ibsm_mad::{Lid, PortNum};
 
+use crate::dfsssp::layers::NONE;
 use crate::graph::{FAR, Indexed, set};
 use crate::{Engine, FabricView, Lft, Routes, RoutingError};
 
@@ -60,10 +68,20 @@ impl Dfsssp {
 
     /// Routes `view` and assigns every path a layer.
     pub fn layered(&self, view: &FabricView) -> Result<Layered, RoutingError> {
+        self.layered_on(view, crate::par::threads() > 1)
+    }
+
+    /// [`Dfsssp::layered`], with the stages in a pipeline on two threads or not.
+    fn layered_on(self, view: &FabricView, pipeline: bool) -> Result<Layered, RoutingError> {
         let idx = Indexed::new(view)?;
-        let (routes, lids) = balanced(view, &idx);
-        let layers = layers::assign(view, &idx, &routes, &lids, self.max_layers.clamp(1, 15))?;
-        Ok(Layered { routes, layers })
+        let mut placer = layers::Placer::new(view, &idx, self.max_layers.clamp(1, 15));
+        let routes = if pipeline {
+            pipelined(view, &idx, &mut placer)?
+        } else {
+            balanced(view, &idx, |d, next| placer.place(d, next))?
+        };
+        placer.refine(&routes);
+        Ok(Layered { routes, layers: placer.finish()? })
     }
 }
 
@@ -142,19 +160,24 @@ pub(crate) struct DestLid {
     pub to_ca: bool,
 }
 
-/// Stage 1: the tables, and the destination LIDs in the order they were routed.
-fn balanced(view: &FabricView, idx: &Indexed) -> (Routes, Vec<DestLid>) {
+/// Stage one: the tables. Each destination LID's forwarding, as the channel every switch takes
+/// toward it (`NONE` at its own switch and where it is unreachable), goes to `sink` as soon as
+/// it is routed, in routing order.
+fn balanced(
+    view: &FabricView,
+    idx: &Indexed,
+    mut sink: impl FnMut(&DestLid, &[u32]) -> Result<(), RoutingError>,
+) -> Result<Routes, RoutingError> {
     let g = &idx.graph;
     let n = g.len();
     // Channel numbers: links in CSR order, so switch s's channels are contiguous.
     let mut chan_start = Vec::with_capacity(n + 1);
-    let mut acc = 0usize;
+    let mut chan_port = Vec::new();
     for s in 0..n {
-        chan_start.push(acc);
-        acc += g.links(s).len();
+        chan_start.push(chan_port.len());
+        chan_port.extend(g.links(s).iter().map(|&(p, _, _)| p));
     }
-    chan_start.push(acc);
-    let mut load = vec![0u64; acc];
+    let mut load = vec![0u64; chan_port.len()];
     let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
 
     let mut by_switch: Vec<Vec<(u16, PortNum, bool)>> = vec![Vec::new(); n];
@@ -169,10 +192,13 @@ fn balanced(view: &FabricView, idx: &Indexed) -> (Routes, Vec<DestLid>) {
     let mut dist = Vec::new();
     let mut queue = std::collections::VecDeque::new();
     let mut order: Vec<usize> = Vec::with_capacity(n);
+    // The shortest-path DAG toward the destination switch: for `order[k]` (k >= 1), its links
+    // one hop nearer, as (channel, neighbour), in port order.
+    let mut cand_start: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut cand: Vec<(u32, u32)> = Vec::new();
     let mut cost = vec![0u64; n];
-    let mut next: Vec<u32> = vec![u32::MAX; n]; // index into g.links(x)
+    let mut next: Vec<u32> = vec![NONE; n];
     let mut sub = vec![0u64; n];
-    let mut lids = Vec::new();
     for (t, dl) in by_switch.iter().enumerate() {
         if dl.is_empty() {
             continue;
@@ -181,28 +207,34 @@ fn balanced(view: &FabricView, idx: &Indexed) -> (Routes, Vec<DestLid>) {
         order.clear();
         order.extend((0..n).filter(|&x| dist[x] != FAR));
         order.sort_by_key(|&x| dist[x]);
+        cand_start.clear();
+        cand.clear();
+        for &x in &order {
+            cand_start.push(cand.len());
+            let want = dist[x].wrapping_sub(1);
+            for (i, &(_, y, _)) in g.links(x).iter().enumerate() {
+                if dist[y] == want {
+                    cand.push((u32::try_from(chan_start[x] + i).unwrap_or(NONE), u32::try_from(y).unwrap_or(NONE)));
+                }
+            }
+        }
+        cand_start.push(cand.len());
+        next.fill(NONE);
         for &(lid, port, to_ca) in dl {
-            lids.push(DestLid { lid, attach: t, to_ca });
             set(&mut tables[t], lid, port);
             cost[t] = 0;
-            for &x in order.iter().skip(1) {
-                let want = dist[x] - 1;
+            for (k, &x) in order.iter().enumerate().skip(1) {
                 let mut best: Option<(u64, u32)> = None;
-                for (i, &(_, y, _)) in g.links(x).iter().enumerate() {
-                    if dist[y] != want {
-                        continue;
-                    }
-                    let c = cost[y].saturating_add(load[chan_start[x] + i]);
-                    if best.is_none_or(|(b, _)| c < b) {
-                        best = Some((c, i as u32));
+                for &(c, y) in &cand[cand_start[k]..cand_start[k + 1]] {
+                    let w = cost[y as usize].saturating_add(load[c as usize]);
+                    if best.is_none_or(|(b, _)| w < b) {
+                        best = Some((w, c));
                     }
                 }
-                if let Some((c, i)) = best {
-                    cost[x] = c;
-                    next[x] = i;
-                    if let Some(&(p, _, _)) = g.links(x).get(i as usize) {
-                        set(&mut tables[x], lid, p);
-                    }
+                if let Some((w, c)) = best {
+                    cost[x] = w;
+                    next[x] = c;
+                    set(&mut tables[x], lid, chan_port[c as usize]);
                 }
             }
             // Weights: each channel gains the sources whose route crosses it.
@@ -210,15 +242,54 @@ fn balanced(view: &FabricView, idx: &Indexed) -> (Routes, Vec<DestLid>) {
                 sub[x] = weight[x];
             }
             for &x in order.iter().skip(1).rev() {
-                let i = next[x] as usize;
-                if let Some(&(_, y, _)) = g.links(x).get(i) {
-                    load[chan_start[x] + i] += sub[x];
+                let c = next[x] as usize;
+                if let Some(&(_, y, _)) = g.links(x).get(c.wrapping_sub(chan_start[x])) {
+                    load[c] += sub[x];
                     sub[y] += sub[x];
                 }
             }
+            sink(&DestLid { lid, attach: t, to_ca }, &next)?;
         }
     }
-    (Routes::from_tables(tables), lids)
+    Ok(Routes::from_tables(tables))
+}
+
+/// Stage one on this thread and the placement of each routed destination on a second one, in
+/// routing order (so the result is the sequential one); sequential if no thread can be had.
+fn pipelined(view: &FabricView, idx: &Indexed, placer: &mut layers::Placer) -> Result<Routes, RoutingError> {
+    use std::sync::mpsc;
+    let outcome = std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::sync_channel::<(DestLid, Vec<u32>)>(64);
+        let (spare_tx, spare_rx) = mpsc::channel::<Vec<u32>>();
+        let p = &mut *placer;
+        let placing = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                for (d, next) in rx {
+                    p.place(&d, &next)?;
+                    // The router may be done: a lost buffer is only a lost reuse.
+                    let _ = spare_tx.send(next);
+                }
+                Ok(())
+            })
+            .ok()?;
+        let routed = balanced(view, idx, |d, next| {
+            let mut v = spare_rx.try_recv().unwrap_or_default();
+            v.clear();
+            v.extend_from_slice(next);
+            // Closed: the placer stopped on an error, which `join` gives.
+            tx.send((*d, v)).map_err(|_| RoutingError::Declined { engine: Dfsssp::NAME, reason: String::new() })
+        });
+        drop(tx);
+        Some(match placing.join() {
+            Ok(Ok(())) => routed,
+            Ok(Err(e)) => Err(e),
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
+    });
+    match outcome {
+        Some(r) => r,
+        None => balanced(view, idx, |d, next| placer.place(d, next)),
+    }
 }
 
 #[cfg(test)]

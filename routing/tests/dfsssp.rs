@@ -90,13 +90,15 @@ fn torus_3d() {
     let (d, m, layers) = judge("torus 4x4x4", &v);
     assert!(d <= m, "dfsssp {d} vs minhop {m}");
     assert!(layers >= 2, "a torus needs more than one layer");
+    assert!(layers <= 4, "{layers} layers: more than ports with 4 VLs have");
 }
 
 #[test]
 fn random_fabric() {
     let v = common::view(&common::generate(&GenSpec::random(64, 16, 4, 200, 7)), 0);
-    let (d, m, _) = judge("random 64", &v);
+    let (d, m, layers) = judge("random 64", &v);
     assert!(d <= m, "dfsssp {d} vs minhop {m}");
+    assert!(layers <= 3, "{layers} layers");
 }
 
 #[test]

@@ -8,18 +8,24 @@
 //! topological sort): a new dependency `a -> b` with `a` already before `b` costs nothing; else a
 //! search bounded to the channels between the two in the order finds either the cycle it would
 //! close (the path is refused and its new dependencies taken back) or the channels to reorder.
-//! Removing dependencies keeps an order valid, so taking a path back needs no reordering.
+//! Removing dependencies keeps an order valid, so taking a path back needs no reordering. A
+//! dependency that closes a cycle with a layer's placed paths alone is remembered as refused
+//! there (placed paths stay), so later paths with it are turned away without a search.
 //!
-//! Paths are placed destination by destination in the order stage one routed them, sources in
-//! switch order. Owns only this placement; guarantees each layer's graph acyclic when it returns
-//! `Ok`, and never panics on any view and tables.
+//! Paths are placed destination by destination as stage one routes them (`Placer`, fed each
+//! destination's forwarding as channels), sources in switch order. Owns only this placement;
+//! guarantees each layer's graph acyclic when it returns `Ok`, and never panics on any view and
+//! tables. Where more than one layer was needed, `Placer::refine` places every path again, class
+//! by class of the best placement so far (iterated greedy colouring), keeping a placement only
+//! if it needs no more layers; the budget is judged after that.
 
 use crate::check::{PortSet, set_ports};
 use crate::dfsssp::{DestLid, PathLayers};
 use crate::graph::Indexed;
-use crate::{FabricView, Routes, RoutingError};
+use crate::{FabricView, RoutingError};
 
-const NONE: u32 = u32::MAX;
+/// No channel.
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// The channels of the switch graph, numbered, with their ends.
 struct Channels {
@@ -95,6 +101,8 @@ impl Channels {
 /// One layer: its dependencies and a topological order of its channels.
 struct Layer {
     deps: Vec<PortSet>,
+    /// Dependencies known to close a cycle with the placed paths alone.
+    refused: Vec<PortSet>,
     ord: Vec<u32>,
     /// Channel at each position of the order.
     at: Vec<u32>,
@@ -123,6 +131,7 @@ impl Layer {
         let ids: Vec<u32> = (0..channels).map(|c| u32::try_from(c).unwrap_or(NONE)).collect();
         Layer {
             deps: vec![[0; 4]; channels],
+            refused: vec![[0; 4]; channels],
             ord: ids.clone(),
             at: ids,
             mark: vec![0; channels],
@@ -215,99 +224,324 @@ fn near_of(ch: &Channels, c: u32) -> Option<(usize, u8)> {
     ch.near.get(c as usize).map(|&(s, p)| (s as usize, p))
 }
 
-/// Places every path on a layer, at most `budget` layers.
-pub(crate) fn assign(
-    view: &FabricView,
-    idx: &Indexed,
-    routes: &Routes,
-    lids: &[DestLid],
+/// The most layers a placement may open: InfiniBand's data VLs.
+const MAX_LAYERS: u8 = 15;
+/// The most passes of [`Placer::refine`].
+const PASSES: usize = 40;
+/// Path placements [`Placer::refine`] may spend in all (a fraction of a second): a fabric with
+/// more paths than this is placed once.
+const REFINE_WORK: usize = 1 << 22;
+
+/// Places paths on layers destination by destination, as stage one routes them.
+pub(crate) struct Placer<'a> {
+    view: &'a FabricView,
+    idx: &'a Indexed,
+    ch: Channels,
     budget: u8,
-) -> Result<PathLayers, RoutingError> {
-    let ch = Channels::new(view, idx);
-    let n = idx.graph.len();
-    let mut row = vec![NONE; usize::from(idx.top) + 1];
-    let mut layer = vec![0u8; lids.len() * n];
-    let mut layers: Vec<Layer> = vec![Layer::new(ch.len())];
-    let mut path: Vec<(u32, u8, u32)> = Vec::new();
-    let mut added: Vec<(u32, u8)> = Vec::new();
-    let mut used = 1u8;
-    for (r, d) in lids.iter().enumerate() {
-        if let Some(e) = row.get_mut(usize::from(d.lid)) {
+    /// The layers the first placement may open: all of them if [`Placer::refine`] may bring
+    /// the count down again, else the budget.
+    cap: u8,
+    layers: Vec<Layer>,
+    /// Row of each LID in `layer`, indexed by LID.
+    row: Vec<u32>,
+    /// `layer[row * switches + s]`.
+    layer: Vec<u8>,
+    used: u8,
+    path: Vec<(u32, u8, u32)>,
+    added: Vec<(u32, u8)>,
+    /// The destinations placed, by row.
+    dests: Vec<DestLid>,
+    /// Switch hops of each path (0: no path), as `layer`.
+    hops: Vec<u8>,
+}
+
+impl<'a> Placer<'a> {
+    /// A placer for `view` with at most `budget` layers.
+    pub(crate) fn new(view: &'a FabricView, idx: &'a Indexed, budget: u8) -> Placer<'a> {
+        let ch = Channels::new(view, idx);
+        let first = Layer::new(ch.len());
+        let n = idx.graph.len();
+        let paths = idx.dests.len().saturating_mul(usize::from(idx.per_port)).saturating_mul(n);
+        let cap = if paths <= REFINE_WORK { MAX_LAYERS } else { budget };
+        Placer {
+            cap,
+            view,
+            idx,
+            ch,
+            budget,
+            layers: vec![first],
+            row: vec![NONE; usize::from(idx.top) + 1],
+            layer: Vec::new(),
+            used: 1,
+            path: Vec::new(),
+            added: Vec::new(),
+            dests: Vec::new(),
+            hops: Vec::new(),
+        }
+    }
+
+    /// Places the path from every source switch to `d`. `next[x]` is the channel switch `x`
+    /// forwards `d` on (numbered as stage one numbers them: links in switch and port order), or
+    /// `NONE` at `d`'s own switch and where `d` is unreachable.
+    pub(crate) fn place(&mut self, d: &DestLid, next: &[u32]) -> Result<(), RoutingError> {
+        let n = self.idx.graph.len();
+        let r = self.layer.len() / n.max(1);
+        if let Some(e) = self.row.get_mut(usize::from(d.lid)) {
             *e = u32::try_from(r).unwrap_or(NONE);
         }
+        self.layer.resize(self.layer.len() + n, 0);
+        self.hops.resize(self.layer.len(), 0);
+        self.dests.push(*d);
         for s in 0..n {
-            if !d.to_ca && idx.hosts_at.get(s).is_none_or(|&h| h == 0) {
+            if !d.to_ca && self.idx.hosts_at.get(s).is_none_or(|&h| h == 0) {
                 continue;
             }
-            if !walk(&ch, routes, s, d, n, &mut path) || path.is_empty() {
+            if !walk(&self.ch, next, s, d.attach, n, &mut self.path) || self.path.is_empty() {
                 continue;
             }
             let mut placed = None;
-            for l in 0..budget {
-                if usize::from(l) == layers.len() {
-                    layers.push(Layer::new(ch.len()));
+            for l in 0..self.cap {
+                if usize::from(l) == self.layers.len() {
+                    self.layers.push(Layer::new(self.ch.len()));
                 }
-                if try_place(&mut layers[usize::from(l)], &ch, &path, &mut added) {
+                if self.layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
                     placed = Some(l);
                     break;
                 }
             }
-            let Some(l) = placed else {
-                let guid = view.switches.get(s).map(|s| s.guid).unwrap_or_default();
-                return Err(RoutingError::Declined {
-                    engine: super::Dfsssp::NAME,
-                    reason: format!(
-                        "the path from switch {guid} to LID {} fits in none of {budget} layers \
-                         (a credit loop in each): more virtual lanes are needed",
-                        d.lid
-                    ),
-                });
-            };
-            used = used.max(l + 1);
-            layer[r * n + s] = l;
+            let Some(l) = placed else { return Err(self.declined(s, d.lid)) };
+            self.used = self.used.max(l + 1);
+            self.layer[r * n + s] = l;
+            self.hops[r * n + s] = u8::try_from(self.path.len() + 1).unwrap_or(u8::MAX);
+        }
+        Ok(())
+    }
+
+    /// Places every path again, on fresh layers each time, and keeps a placement with fewer
+    /// layers: as in iterated greedy colouring (Culberson), the paths are taken class by class
+    /// of the best placement so far, highest layer first, each on the first layer that takes
+    /// it. That never needs more layers than there are classes (a class is acyclic, and layer
+    /// `k` receives paths of class `k` or earlier only), so a pass is at worst as good as the
+    /// last, and a new order often frees the highest layer. At most [`PASSES`] passes, fewer on
+    /// large fabrics ([`REFINE_WORK`] path placements in all).
+    pub(crate) fn refine(&mut self, routes: &crate::Routes) {
+        let paths = self.hops.iter().filter(|&&h| h > 0).count().max(1);
+        let passes = (REFINE_WORK / paths).min(PASSES);
+        let hops = std::mem::take(&mut self.hops);
+        for _ in 0..passes {
+            if self.used <= 1 {
+                break;
+            }
+            let best = std::mem::take(&mut self.layer);
+            let used = self.used;
+            let key = |i: usize| if hops[i] == 0 { u32::MAX } else { u32::from(used - 1 - best[i]) };
+            let next = self.replace(routes, key, u32::from(used));
+            self.layer = best;
+            match next {
+                Some((layer, u)) if u <= self.used => {
+                    self.layer = layer;
+                    self.used = u;
+                }
+                _ => break,
+            }
+        }
+        self.hops = hops;
+    }
+
+    /// Every path with dependencies placed afresh by increasing `key` (below `keys`), ties in
+    /// (destination, source) order; the layers and the count, or `None` past the budget.
+    fn replace(&mut self, routes: &crate::Routes, key: impl Fn(usize) -> u32, keys: u32) -> Option<(Vec<u8>, u8)> {
+        let n = self.idx.graph.len();
+        let mut layers: Vec<Layer> = vec![Layer::new(self.ch.len())];
+        let mut layer = vec![0u8; self.dests.len() * n];
+        let mut used = 1u8;
+        for k in 0..keys {
+            for (r, d) in self.dests.iter().enumerate() {
+                for s in 0..n {
+                    let i = r * n + s;
+                    if key(i) != k || !walk_tables(&self.ch, routes, s, d, n, &mut self.path) {
+                        continue;
+                    }
+                    let mut placed = None;
+                    for l in 0..MAX_LAYERS {
+                        if usize::from(l) == layers.len() {
+                            layers.push(Layer::new(self.ch.len()));
+                        }
+                        if layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
+                            placed = Some(l);
+                            break;
+                        }
+                    }
+                    let l = placed?;
+                    used = used.max(l + 1);
+                    layer[i] = l;
+                }
+            }
+        }
+        Some((layer, used))
+    }
+
+    /// Layers used so far.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> u8 {
+        self.used
+    }
+
+    /// The layer of every path placed, or the first path past the budget.
+    pub(crate) fn finish(self) -> Result<PathLayers, RoutingError> {
+        let n = self.idx.graph.len();
+        if self.used > self.budget
+            && let Some(i) = self.layer.iter().position(|&l| l >= self.budget)
+            && let Some(d) = self.dests.get(i / n.max(1))
+        {
+            return Err(self.declined(i % n.max(1), d.lid));
+        }
+        Ok(PathLayers { switches: n, row: self.row, layer: self.layer, used: self.used })
+    }
+
+    /// The refusal naming the path from switch `s` to `lid`.
+    fn declined(&self, s: usize, lid: u16) -> RoutingError {
+        let guid = self.view.switches.get(s).map(|s| s.guid).unwrap_or_default();
+        RoutingError::Declined {
+            engine: super::Dfsssp::NAME,
+            reason: format!(
+                "the path from switch {guid} to LID {lid} fits in none of {} layers (a credit loop \
+                 in each): more virtual lanes are needed",
+                self.budget
+            ),
         }
     }
-    Ok(PathLayers { switches: n, row, layer, used })
 }
 
-/// The dependencies of the path from switch `s` to `d` into `path`; false if the tables do not
-/// lead there within `n` hops.
-fn walk(ch: &Channels, routes: &Routes, s: usize, d: &DestLid, n: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
+/// The dependencies of the path from switch `s` to the destination at switch `attach` into
+/// `path`, following `next`; false if it does not lead there within `n` hops.
+fn walk(ch: &Channels, next: &[u32], src: usize, attach: usize, limit: usize, path: &mut Vec<(u32, u8, u32)>) -> bool {
     path.clear();
-    let mut x = s;
+    let mut at = src;
     let mut prev = NONE;
-    for _ in 0..=n {
-        if x == d.attach {
+    for _ in 0..=limit {
+        if at == attach {
             return true;
         }
-        let Some(p) = routes.tables.get(x).and_then(|t| t.port_for(ibsm_mad::Lid(d.lid))) else { return false };
-        let c = ch.out(x, p.0);
-        if c == NONE {
+        let Some(&chan) = next.get(at) else { return false };
+        let (Some(&(_, port)), Some(&to)) = (ch.near.get(chan as usize), ch.to.get(chan as usize)) else {
             return false;
-        }
+        };
         if prev != NONE {
-            path.push((prev, p.0, c));
+            path.push((prev, port, chan));
         }
-        prev = c;
-        x = ch.to[c as usize] as usize;
+        prev = chan;
+        at = to as usize;
     }
     false
 }
 
-/// Adds `path`'s dependencies to `layer`, or none of them if one would close a cycle.
-fn try_place(layer: &mut Layer, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
-    added.clear();
-    for &(a, p, b) in path {
-        if has(&layer.deps[a as usize], p) {
-            continue;
-        }
-        if !layer.add(ch, a, p, b) {
-            for &(a, p) in added.iter() {
-                flip(&mut layer.deps[a as usize], p, false);
+impl Layer {
+    /// Adds `path`'s dependencies, or none of them if one would close a cycle.
+    ///
+    /// A dependency that closes a cycle with this layer's placed paths alone is remembered as
+    /// refused: placed paths are never taken back, so it would close one on every later try.
+    fn try_place(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
+        added.clear();
+        for &(a, p, b) in path {
+            let ai = a as usize;
+            if has(&self.deps[ai], p) {
+                continue;
             }
+            if has(&self.refused[ai], p) {
+                self.take_back(added);
+                return false;
+            }
+            if !self.add(ch, a, p, b) {
+                let alone = added.is_empty();
+                self.take_back(added);
+                if alone || !self.add(ch, a, p, b) {
+                    flip(&mut self.refused[ai], p, true);
+                } else {
+                    // It fits alone: only this path's own dependencies made the cycle.
+                    flip(&mut self.deps[ai], p, false);
+                }
+                return false;
+            }
+            added.push((a, p));
+        }
+        true
+    }
+
+    /// Removes the dependencies in `added` (removing keeps the order valid).
+    fn take_back(&mut self, added: &[(u32, u8)]) {
+        for &(a, p) in added {
+            flip(&mut self.deps[a as usize], p, false);
+        }
+    }
+}
+
+/// [`walk`] through the tables.
+fn walk_tables(
+    ch: &Channels,
+    routes: &crate::Routes,
+    src: usize,
+    dest: &DestLid,
+    limit: usize,
+    path: &mut Vec<(u32, u8, u32)>,
+) -> bool {
+    path.clear();
+    let mut at = src;
+    let mut prev = NONE;
+    for _ in 0..=limit {
+        if at == dest.attach {
+            return true;
+        }
+        let Some(port) = routes.tables.get(at).and_then(|t| t.port_for(ibsm_mad::Lid(dest.lid))) else { return false };
+        let chan = ch.out(at, port.0);
+        if chan == NONE {
             return false;
         }
-        added.push((a, p));
+        if prev != NONE {
+            path.push((prev, port.0, chan));
+        }
+        prev = chan;
+        at = ch.to[chan as usize] as usize;
     }
-    true
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfsssp::tests::ring;
+
+    #[test]
+    fn a_turn_that_closes_a_cycle_alone_is_remembered_and_only_then() {
+        let v = ring(4);
+        let idx = Indexed::new(&v).unwrap();
+        let ch = Channels::new(&v, &idx);
+        // Clockwise channels (port 1) and the turn from each into the next.
+        let cw: Vec<u32> = (0..4).map(|s| ch.out(s, 1)).collect();
+        assert!(cw.iter().all(|&c| c != NONE));
+        let turn = |i: usize| (cw[i], 1u8, cw[(i + 1) % 4]);
+        let mut added = Vec::new();
+
+        // Three of the four turns fit; the fourth alone closes the ring: refused, remembered.
+        let mut l = Layer::new(ch.len());
+        assert!(l.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(l.try_place(&ch, &[turn(2)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+        assert!(has(&l.refused[cw[3] as usize], 1));
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+
+        // A path whose own turns close the cycle with the layer's: refused, nothing remembered
+        // and nothing of it left in the layer.
+        let mut l = Layer::new(ch.len());
+        assert!(l.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(2), turn(3)], &mut added));
+        for i in [2, 3] {
+            assert!(!has(&l.refused[cw[i] as usize], 1), "turn {i}");
+            assert!(!has(&l.deps[cw[i] as usize], 1), "turn {i}");
+        }
+        // Either turn alone still fits; after one, the other closes the ring by itself.
+        assert!(l.try_place(&ch, &[turn(3)], &mut added));
+        assert!(!l.try_place(&ch, &[turn(2)], &mut added));
+        assert!(has(&l.refused[cw[2] as usize], 1));
+    }
 }

@@ -6,7 +6,7 @@ use crate::minhop::MinHop;
 use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
 
 /// A ring of `n` switches, one CA each: port 1 to the next switch, 2 to the previous, 3 to the CA.
-fn ring(n: usize) -> FabricView {
+pub(super) fn ring(n: usize) -> FabricView {
     let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
     let switches = (0..n)
         .map(|i| SwitchView {
@@ -93,4 +93,64 @@ fn broken_views_are_errors_not_panics() {
     v.switches[2].ports[1] = Some(Neighbor { node: NodeId::Switch(42), port: PortNum(1) });
     assert!(matches!(Dfsssp::default().route(&v), Err(RoutingError::DanglingNeighbor { .. })));
     assert!(Dfsssp::default().route(&FabricView::default()).is_ok());
+}
+
+/// A `w` x `h` torus of switches, one CA each: ports 1/2 to the next/previous in x, 3/4 in y,
+/// 5 to the CA.
+fn torus2(w: usize, h: usize) -> FabricView {
+    let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
+    let at = |x: usize, y: usize| NodeId::Switch((y % h) * w + x % w);
+    let switches = (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            SwitchView {
+                guid: Guid(0x10 + i as u64),
+                lid: Lid(1 + i as u16),
+                ports: vec![
+                    None,
+                    nb(at(x + 1, y), 2),
+                    nb(at(x + w - 1, y), 1),
+                    nb(at(x, y + 1), 4),
+                    nb(at(x, y + h - 1), 3),
+                    nb(NodeId::Ca(i), 1),
+                ],
+            }
+        })
+        .collect();
+    let cas = (0..w * h)
+        .map(|i| CaView {
+            guid: Guid(0x1000 + i as u64),
+            ports: vec![CaPortView { num: PortNum(1), lid: Lid(200 + i as u16), neighbor: nb(NodeId::Switch(i), 5) }],
+        })
+        .collect();
+    FabricView { switches, cas, lmc: 0 }
+}
+
+#[test]
+fn the_pipeline_gives_the_sequential_result() {
+    for v in [ring(7), torus2(5, 4), torus2(6, 6)] {
+        let e = Dfsssp::default();
+        let seq = e.layered_on(&v, false).unwrap();
+        let par = e.layered_on(&v, true).unwrap();
+        assert_eq!(seq, par);
+        assert!(seq.layers.used() >= 2);
+        // A budget too small fails the same way on both.
+        let e = Dfsssp::with_layers(1);
+        assert_eq!(e.layered_on(&v, false).unwrap_err(), e.layered_on(&v, true).unwrap_err());
+    }
+}
+
+#[test]
+fn refining_never_adds_a_layer_and_keeps_every_layer_acyclic() {
+    for v in [ring(9), torus2(5, 5), torus2(6, 4), torus2(7, 7)] {
+        let idx = Indexed::new(&v).unwrap();
+        let mut placer = layers::Placer::new(&v, &idx, 15);
+        let routes = balanced(&v, &idx, |d, next| placer.place(d, next)).unwrap();
+        let first = placer.used();
+        placer.refine(&routes);
+        let l = Layered { routes, layers: placer.finish().unwrap() };
+        assert!(l.layers.used() <= first, "{} after {first}", l.layers.used());
+        assert!(loops_per_layer(&v, &l).iter().all(|&(_, found)| !found));
+        assert_eq!(l, Dfsssp::with_layers(15).layered(&v).unwrap());
+    }
 }
