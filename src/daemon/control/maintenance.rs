@@ -60,12 +60,15 @@ pub fn change(sm: &mut Sm, query: &Query) -> Changed {
             match done {
                 Ok(t) => {
                     let node = format!("{:#018x}", t.node.0);
+                    // The name `node-name-map` gives the node, else its NodeDescription.
+                    let name = sm.config().node_names.show(t.node, &t.desc);
                     if *enable {
-                        tracing::warn!(error_id = "port-enabled", node, desc = t.desc, port = t.port.0, "port enabled");
+                        tracing::warn!(error_id = "port-enabled", node, name, desc = t.desc, port = t.port.0, "port enabled");
                     } else {
                         tracing::warn!(
                             error_id = "port-disabled",
                             node,
+                            name,
                             desc = t.desc,
                             port = t.port.0,
                             "port disabled"

@@ -318,7 +318,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             Err(e) => return error_line(&e.to_string()),
         },
         Query::SubnetLst => match sm.snapshot() {
-            Some(snap) => Ok(subnet_lst_line(&snap)),
+            Some(snap) => Ok(subnet_lst_line(&snap, &sm.config().node_names)),
             None => return error_line("the SM has not completed a sweep yet"),
         },
         Query::Mcfdbs => match sm.snapshot() {
@@ -347,8 +347,8 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
 }
 
 /// `{"subnet_lst":"..."}`: the snapshot's `opensm-subnet.lst`.
-fn subnet_lst_line(snap: &crate::sa::Snapshot) -> String {
-    serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap) }).to_string()
+fn subnet_lst_line(snap: &crate::sa::Snapshot, names: &crate::core::NodeNames) -> String {
+    serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap, names) }).to_string()
 }
 
 /// `{"mcfdbs":"..."}`: the multicast tables `sm` wrote to the snapshot's switches, in GUID
@@ -419,12 +419,13 @@ impl Pending {
         };
         let reply = self.reply;
         let lst = self.query == Query::SubnetLst;
+        let names = sm.config().node_names.clone();
         // The place goes with the answer, or is given back when the thread cannot start.
         let build = move || {
             let text = if lst {
-                subnet_lst_line(&snap)
+                subnet_lst_line(&snap, &names)
             } else {
-                serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+                serde_json::to_string(&LiveRoutes::from_snapshot(&snap, &names))
                     .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
             };
             let _ = reply.send(Answer { text, _place: Some(place) });

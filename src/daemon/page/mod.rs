@@ -92,11 +92,13 @@ pub struct FabricCache(Mutex<Option<(FabricKey, String)>>);
 struct FabricKey {
     snap: Arc<Snapshot>,
     pm: (u64, u64),
+    /// The node name map in force (a reload may change it without a sweep).
+    names: crate::core::NodeNames,
 }
 
 impl PartialEq for FabricKey {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.snap, &other.snap) && self.pm == other.pm
+        Arc::ptr_eq(&self.snap, &other.snap) && self.pm == other.pm && self.names == other.names
     }
 }
 
@@ -184,7 +186,8 @@ pub struct PortAnswer {
     pub version: u32,
     /// Its node's GUID.
     pub node: String,
-    /// Its node's description (empty when the SM does not know the node).
+    /// Its node's name in `node-name-map`, else its description (empty when the SM does not
+    /// know the node).
     pub desc: String,
     /// The port number.
     pub port: u8,
@@ -203,7 +206,7 @@ pub struct PortAnswer {
 pub struct PeerJson {
     /// NodeGUID.
     pub node: String,
-    /// NodeDescription.
+    /// Its name in `node-name-map`, else its NodeDescription.
     pub desc: String,
     /// Port number.
     pub port: u8,
@@ -231,7 +234,8 @@ pub fn answer(sm: &Sm, q: &PageQuery) -> String {
         PageAsk::Fabric => match sm.snapshot() {
             Some(snap) => {
                 let c = sm.perf().counts();
-                let key = FabricKey { snap: Arc::clone(&snap), pm: (c.sweeps, c.threshold_events) };
+                let names = sm.config().node_names.clone();
+                let key = FabricKey { snap: Arc::clone(&snap), pm: (c.sweeps, c.threshold_events), names };
                 return FabricCache::get(&q.cache.0, key, || {
                     serde_json::to_string(&fabric::fabric(sm, &snap, &fabric::Bounds::DEFAULT))
                         .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
@@ -251,7 +255,8 @@ pub fn port(sm: &Sm, g: Guid, p: u8) -> PortAnswer {
     let peer = snap.as_ref().zip(node).and_then(|(s, n)| {
         let (i, pp) = n.ports.get(usize::from(p))?.remote?;
         let other = s.nodes.get(usize::try_from(i).ok()?)?;
-        Some((other.info.node_guid, other.desc.clone(), pp))
+        let desc = sm.config().node_names.show(other.info.node_guid, &other.desc).to_owned();
+        Some((other.info.node_guid, desc, pp))
     });
     let books = sm.perf().books();
     let line = |k: (Guid, u8)| books.get(&k).map(|b| port_line(sm, k, b));
@@ -275,7 +280,7 @@ pub fn port(sm: &Sm, g: Guid, p: u8) -> PortAnswer {
     PortAnswer {
         version: 1,
         node: format!("{:#018x}", g.0),
-        desc: node.map(|n| n.desc.clone()).unwrap_or_default(),
+        desc: sm.config().node_names.show(g, node.map_or("", |n| n.desc.as_str())).to_owned(),
         port: p,
         counters: line((g, p)),
         peer_counters: peer.as_ref().and_then(|(pg, _, pp)| line((*pg, *pp))),
