@@ -13,6 +13,7 @@
 //! - `opensm.mcfdbs` with ibsm's from the running SM: each file is what its SM's switches hold
 //!   (`ibroute -M` of every switch, read under each SM), and where both SMs forward an MLID the
 //!   same way at a switch the lines are equal.
+//!
 //! Skipped with `IBSM_SKIP_IBSIM=1` or without ibsim, OpenSM, osmtest and ibroute.
 
 mod support;

@@ -12,12 +12,14 @@
 //!   `io-guid-file`) on the fat tree with storage on the spines, the spines as roots (OpenSM's
 //!   ftree ranks from every CA's switch without them, and refuses this tree): OpenSM logs that
 //!   ftree routed, ibsm says so, and each switch reaches each LID in as many hops under both.
+//!
 //! How many routes take the same port is printed. Skipped with `IBSM_SKIP_IBSIM=1` or without
 //! ibsim, OpenSM and ibroute.
 
 mod support;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -43,7 +45,10 @@ fn guid2lid_of_dump(dump: &str) -> String {
             seen.entry(g.to_owned()).or_insert_with(|| lid.to_owned());
         }
     }
-    seen.iter().map(|(g, l)| format!("0x{g} 0x{l} 0x{l}\n\n")).collect()
+    seen.iter().fold(String::new(), |mut out, (g, l)| {
+        let _ = write!(out, "0x{g} 0x{l} 0x{l}\n\n");
+        out
+    })
 }
 
 /// (LID, port) of an `ibroute` line.
@@ -277,21 +282,21 @@ fn ftree_routes_storage_on_the_spines_with_cn_and_io_files_as_opensm_does() {
     let io = work.join("io");
     std::fs::write(&io, "0x30000000000001\n0x30000000000101\n").expect("write");
     let cn = work.join("cn");
-    let hosts: String = f
-        .topo
-        .nodes
-        .iter()
-        .filter(|n| n.kind == NodeKind::Ca && n.name.starts_with('h'))
-        .map(|n| format!("0x{:016x}\n", n.port_guid(1).0))
-        .collect();
+    let hosts: String = f.topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca && n.name.starts_with('h')).fold(
+        String::new(),
+        |mut out, n| {
+            let _ = writeln!(out, "0x{:016x}", n.port_guid(1).0);
+            out
+        },
+    );
     std::fs::write(&cn, hosts).expect("write");
     // OpenSM's ftree ranks a tree from every CA's switch unless roots are given, so with
     // storage on the spines it needs the spines as roots too (else ERR AB2B): both SMs get them.
     let roots = work.join("roots");
-    let spines: String = ["spine-0", "spine-1"]
-        .iter()
-        .map(|s| format!("0x{:016x}\n", f.topo.nodes[f.topo.find(s).expect("spine")].node_guid.0))
-        .collect();
+    let spines: String = ["spine-0", "spine-1"].iter().fold(String::new(), |mut out, s| {
+        let _ = writeln!(out, "0x{:016x}", f.topo.nodes[f.topo.find(s).expect("spine")].node_guid.0);
+        out
+    });
     std::fs::write(&roots, spines).expect("write");
     let roots_arg = roots.to_string_lossy().into_owned();
     let (io_arg, cn_arg) = (io.to_string_lossy().into_owned(), cn.to_string_lossy().into_owned());
