@@ -328,6 +328,27 @@ mod tests {
     }
 
     #[test]
+    fn the_node_name_map_names_nodes_in_the_fabric_and_port_answers() {
+        use crate::core::{Guid2Lid, NodeNames, Sm, SmConfig};
+        let text = include_str!("../../../examples/fabrics/fat-tree-2l-k4.net");
+        let topo = ibsm_topology::Topology::parse_str(text, "fat-tree-2l-k4.net").unwrap();
+        let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
+        let mut drv = crate::transport::sim::SimDriver::new(&topo, 1, sm, None).unwrap();
+        assert!(drv.sweep(60_000_000_000, |_| {}).is_some_and(|r| r.complete));
+        let g = |n: &str| topo.nodes[topo.find(n).unwrap()].node_guid;
+        let map = [(g("leaf-0"), "rack1 leaf".to_owned()), (g("spine-0"), "rack0 spine".to_owned())];
+        let names = NodeNames::new(std::collections::HashMap::from(map));
+        // A reload that changes only the names: in force at once, nothing to sweep.
+        let done = drv.sm.reconfigure(SmConfig { node_names: names, ..SmConfig::default() });
+        assert_eq!((done.applied, done.sweep), (vec!["node-name-map"], false));
+        let p = port(&drv.sm, g("leaf-0"), 3);
+        assert_eq!((p.desc.as_str(), p.peer.map(|q| q.desc)), ("rack1 leaf", Some("rack0 spine".to_owned())));
+        let snap = drv.sm.snapshot().unwrap();
+        let json = serde_json::to_string(&fabric::fabric(&drv.sm, &snap, &fabric::Bounds::DEFAULT)).unwrap();
+        assert!(json.contains("rack1 leaf") && json.contains("rack0 spine") && json.contains("leaf-1"), "{json}");
+    }
+
+    #[test]
     fn the_cache_builds_once_per_key() {
         let slot = Mutex::new(None);
         let mut built = 0;
