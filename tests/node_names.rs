@@ -3,7 +3,8 @@
 //! show`, `ibsm routes dump` (OpenSM's dump, `subnet-lst`), `ibsm status` and the log line of a
 //! disabled port, and keeps the NodeDescriptions of the others; a reload puts a changed map in
 //! force without a sweep, and a map with a bad line is refused with its file and line while the
-//! running names stay (and `ibsm run` refuses to start with it).
+//! running names stay (and `ibsm run` refuses to start with it). The log lines of the core's events
+//! that name a node carry the name too.
 
 mod support;
 
@@ -89,4 +90,29 @@ fn the_map_names_nodes_everywhere_and_reloads() {
     assert!(e.contains(&at), "{e}");
     drop(sm);
     let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+/// The binary's log lines that name a node (here the performance manager's `port-errors`, for
+/// both ends of a cable given an error rate) carry the map's name, beside the NodeDescription.
+#[test]
+fn log_lines_name_the_node_by_the_map() {
+    let topo = Topology::load(&support::cmd::root().join(FABRIC)).expect("fabric");
+    let leaf = topo.nodes[topo.find("leaf-0").expect("leaf-0")].node_guid.0;
+    let dir = tmp_dir("node-names-log");
+    let map = dir.join("node-name-map");
+    std::fs::write(&map, format!("{leaf:#018x} \"rack1 leaf\"\n")).expect("map");
+    let err = dir.join("stderr");
+    let args = ["--log-format", "json", "run", "--sim", FABRIC, "--node-name-map", map.to_str().expect("utf-8")];
+    let args: Vec<&str> = args.into_iter().chain(["--sim-link-errors", "leaf-0[3] symbol=50"]).collect();
+    let sm = Daemon::start(&args, Some(&err), &[("RUST_LOG", "warn")]);
+    let line = |l: &str| l.contains("\"error_id\":\"port-errors\"") && l.contains(&format!("\"node\":\"{leaf:#018x}\""));
+    let mut found = String::new();
+    support::ibsim::wait_for("leaf-0's port-errors line", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&err).unwrap_or_default();
+        found = text.lines().find(|l| line(l)).unwrap_or_default().to_owned();
+        !found.is_empty()
+    });
+    assert!(found.contains("\"name\":\"rack1 leaf\"") && found.contains("\"desc\":\"leaf-0\""), "{found}");
+    drop(sm);
+    let _ = std::fs::remove_dir_all(&dir);
 }
