@@ -337,7 +337,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
         },
         Query::Port(key) => match sm.snapshot() {
             None => return error_line("the SM has not completed a sweep yet"),
-            Some(snap) => match port_report::report(&snap, *key) {
+            Some(snap) => match port_report::report(&snap, *key, &sm.config().node_names) {
                 Ok(r) => serde_json::to_string(&r),
                 Err(e) => return error_line(&e),
             },
