@@ -74,8 +74,8 @@ fn the_map_names_nodes_everywhere_and_reloads() {
     assert!(e.contains(&at) || out.contains(&at), "refused at its line: {out}{e}");
     assert!(dump(s, "opensm").contains("('rack9-leaf-z'):"));
 
-    // Status and the log: a disabled port's node by its name.
-    let (code, _, e) = ibsm(&["port", "disable", "leaf-0", "3", "--socket", s]);
+    // A port disabled by the node's name in the map; status and the log name it so.
+    let (code, _, e) = ibsm(&["port", "disable", "rack9-leaf-z", "3", "--socket", s]);
     assert_eq!(code, Some(0), "{e}");
     let st = status(&sock).expect("status");
     assert_eq!(st["disabled_ports"][0]["desc"], "rack9-leaf-z", "{st}");

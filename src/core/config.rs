@@ -123,6 +123,14 @@ impl NodeNames {
         self.get(guid).unwrap_or(desc)
     }
 
+    /// The nodes it gives `name`, in GUID order.
+    pub fn named(&self, name: &str) -> Vec<Guid> {
+        let mut found: Vec<Guid> =
+            self.0.iter().flat_map(|m| m.iter()).filter(|(_, n)| n.as_str() == name).map(|(g, _)| *g).collect();
+        found.sort_unstable();
+        found
+    }
+
     /// How many nodes it names.
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |m| m.len())
