@@ -2,7 +2,7 @@
 //! logger, which sees the core's events but not the SM.
 //!
 //! Owns one process-wide copy of the [`NodeNames`] in force, set when `ibsm run` starts and
-//! after every reload that is put in force ([`crate::daemon::startup::reload`]); everything
+//! after every reload that is put in force (the `startup` module's `reload`); everything
 //! else (status, the dumps, the page) reads the SM's own configuration.
 
 use std::sync::{PoisonError, RwLock};

@@ -10,7 +10,8 @@
 //! - [`json`]: a documented schema built from its own serde types (see [`JsonDump`]).
 //! - [`stats`]: counts and timings only.
 //!
-//! OpenSM's `opensm.fdbs` and `opensm.mcfdbs` are [`super::fdbs`]'.
+//! OpenSM's `opensm.fdbs` and `opensm.mcfdbs` are the `fdbs` module's (it shares
+//! `switch_order`).
 
 use std::fmt::Write;
 
