@@ -178,35 +178,6 @@ fn tables_from_a_file_are_programmed_whole_and_incomplete_ones_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The 2-level fat tree with one storage CA on each spine (port 5): CAs on two levels.
-fn with_storage() -> String {
-    let text = std::fs::read_to_string(support::cmd::root().join(FABRIC)).expect("fabric");
-    let mut out = String::new();
-    let mut spine = None;
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("Switch\t4 \"spine-") {
-            spine = name.strip_suffix('"').map(str::to_owned);
-            out.push_str(&line.replace("Switch\t4", "Switch\t5"));
-            out.push('\n');
-            continue;
-        }
-        if line.is_empty()
-            && let Some(s) = spine.take()
-        {
-            out.push_str(&format!("[5]\t\"stor-{s}\"[1]\n"));
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    for s in 0..2 {
-        out.push_str(&format!(
-            "\nvendid=0x2c9\ndevid=0x101b\nsysimgguid=0x30000000000{s}00\ncaguid=0x30000000000{s}00\nCa\t1 \
-             \"stor-{s}\"\n[1](30000000000{s}01)\t\"spine-{s}\"[5]\n"
-        ));
-    }
-    out
-}
-
 /// Compute and I/O nodes (OpenSM's `cn_guid_file`, `io_guid_file`): a tree with storage on the
 /// spines is declined by ftree alone; with the storage ports as I/O nodes (or the hosts as
 /// compute nodes) ftree routes it, every pair reachable, no credit loop, and the hosts' routes
@@ -215,7 +186,7 @@ fn with_storage() -> String {
 fn storage_on_the_spines_is_routed_by_ftree_with_compute_and_io_node_files() {
     let dir = tmp_dir("cn-io");
     let fabric = dir.join("storage.net");
-    std::fs::write(&fabric, with_storage()).expect("write");
+    std::fs::write(&fabric, support::fabrics::with_storage()).expect("write");
     let io = dir.join("io");
     std::fs::write(&io, "0x30000000000001\n0x30000000000101\n").expect("write");
     let cn = dir.join("cn");

@@ -52,6 +52,22 @@ fn sa<A: Attribute>(
     (hd.status, r[SA_HEADER_LEN..].to_vec())
 }
 
+/// A client at the fifth host of `topo`, its port's GID, and the group create it sends with
+/// `qkey` (a full member of the default partition).
+fn client_and_join(h: &mut SimSms, topo: &ibsm_topology::Topology, qkey: u32) -> (AgentId, Gid, McMemberRecord) {
+    let at = hosts(topo)[4];
+    let client = h.fabric.attach(at.0, at.1).expect("attach");
+    let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
+    let join = McMemberRecord {
+        port_gid: me,
+        qkey,
+        pkey: PKey(0xffff),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    (client, me, join)
+}
+
 /// Runs until SM `i` reports its standby current at the master's version.
 fn until_current(h: &mut SimSms, master: usize) {
     let end = h.now() + 5 * SECOND;
@@ -76,16 +92,7 @@ fn a_standby_takes_over_with_the_masters_groups_services_and_subscriptions() {
         let lid_of = lids(&h, master);
         let sm_lid = lid_of[&master_guid];
         // A client on another host creates a group, registers a service and subscribes.
-        let at = hosts(&topo)[4];
-        let client = h.fabric.attach(at.0, at.1).expect("attach");
-        let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
-        let join = McMemberRecord {
-            port_gid: me,
-            qkey: 0x1234,
-            pkey: PKey(0xffff),
-            join_state: JoinState::FULL_MEMBER,
-            ..McMemberRecord::default()
-        };
+        let (client, me, join) = client_and_join(&mut h, &topo, 0x1234);
         let (st, data) = sa(&mut h, client, sm_lid, (Method::Set, MC_CREATE, 0x11), &join);
         assert_eq!(st, status::OK);
         let group = McMemberRecord::parse(&data).expect("group");
@@ -230,34 +237,55 @@ fn a_first_start_or_a_takeover_without_synced_state_makes_every_client_re_regist
     assert_eq!(h.fabric.stats().client_reregisters, 2 * cas);
 }
 
+/// The handover tests' fabric: two SMs (priorities 9 and 5) on the 2-level tree and a client
+/// at the fifth host, with the join its port sends.
+struct Handover {
+    h: SimSms,
+    /// The SM elected first (priority 9), and the other.
+    master: usize,
+    other: usize,
+    /// The LIDs the first master gave.
+    lid_of: std::collections::BTreeMap<Guid, Lid>,
+    client: AgentId,
+    /// The client's port GID and its join (a create, full member of the default partition).
+    me: Gid,
+    join: McMemberRecord,
+}
+
+impl Handover {
+    fn new() -> Handover {
+        let topo = example("fat-tree-2l-k4.net");
+        let (mut h, master) = elect(&topo, 9, &[9, 5]);
+        let lid_of = lids(&h, master);
+        let (client, me, join) = client_and_join(&mut h, &topo, 0x77);
+        Handover { h, master, other: 1 - master, lid_of, client, me, join }
+    }
+
+    /// The master dies and the standby takes over; then the old master comes back (a new
+    /// process, empty, priority 9): it stands by and tells the master it is better (trap 144).
+    fn take_over_and_return(&mut self) {
+        let other = self.other;
+        self.h.kill(self.master);
+        self.h
+            .run_until(self.h.now() + 10 * SECOND, |i, e| i == other && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+            .expect("takeover");
+        restart_better(&mut self.h, self.master);
+    }
+}
+
 #[test]
 fn a_returning_better_sm_is_synced_before_the_handover_and_serves_the_same_groups() {
-    let topo = example("fat-tree-2l-k4.net");
-    let (mut h, master) = elect(&topo, 9, &[9, 5]);
-    let other = 1 - master;
-    let lid_of = lids(&h, master);
-    let at = hosts(&topo)[4];
-    let client = h.fabric.attach(at.0, at.1).expect("attach");
-    let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
-    let join = McMemberRecord {
-        port_gid: me,
-        qkey: 0x77,
-        pkey: PKey(0xffff),
-        join_state: JoinState::FULL_MEMBER,
-        ..McMemberRecord::default()
-    };
-    let sm_lid = lid_of[&h.sms[master].sm.port_guid()];
-    let (st, data) = sa(&mut h, client, sm_lid, (Method::Set, MC_CREATE, 0x31), &join);
+    let mut t = Handover::new();
+    let (master, other, client) = (t.master, t.other, t.client);
+    let sm_lid = t.lid_of[&t.h.sms[master].sm.port_guid()];
+    let (st, data) = sa(&mut t.h, client, sm_lid, (Method::Set, MC_CREATE, 0x31), &t.join);
     assert_eq!(st, status::OK);
     let group = McMemberRecord::parse(&data).expect("group");
-    until_current(&mut h, master);
-    // The master dies; the standby takes over with its state.
-    h.kill(master);
-    h.run_until(h.now() + 10 * SECOND, |i, e| i == other && matches!(e, SmEvent::SubnetUp(r) if r.complete))
-        .expect("takeover");
-    // The old master comes back (a new process, empty, priority 9): it stands by, tells the
-    // master it is better (trap 144); the master syncs it, then hands over.
-    restart_better(&mut h, master);
+    until_current(&mut t.h, master);
+    // The standby takes over with the master's state; the old master, back, is synced, then
+    // handed the subnet.
+    t.take_over_and_return();
+    let h = &mut t.h;
     let reregistered = h.fabric.stats().client_reregisters;
     let mut order = Vec::new();
     h.run_until(h.now() + 20 * SECOND, |i, e| {
@@ -271,13 +299,13 @@ fn a_returning_better_sm_is_synced_before_the_handover_and_serves_the_same_group
     .expect("the returning SM is master again");
     assert_eq!(order.first(), Some(&"current"), "synced before the handover: {order:?}");
     assert!(order.contains(&"handed over"));
-    assert_eq!(lids(&h, master), lid_of, "no LID changed");
+    assert_eq!(lids(h, master), t.lid_of, "no LID changed");
     assert_eq!(h.fabric.stats().client_reregisters, reregistered, "no client asked to re-register");
     let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
-    let (st, data) = sa(&mut h, client, sm_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x32), &by_mgid);
+    let (st, data) = sa(h, client, sm_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x32), &by_mgid);
     assert_eq!(st, status::OK);
     let kept = McMemberRecord::parse(&data).expect("record");
-    assert_eq!((kept.mlid, kept.port_gid), (group.mlid, me));
+    assert_eq!((kept.mlid, kept.port_gid), (group.mlid, t.me));
 }
 
 /// SM `i`, killed, comes back as a new process, empty, with priority 9.
@@ -294,17 +322,11 @@ fn a_join_while_the_master_hands_over_gets_busy_and_the_retry_is_served_by_the_n
     // Between its HANDOVER and the answer the master would answer a join that no state sync
     // carries to the new master (which no longer takes them): the group would be lost and no
     // client told. The master answers BUSY instead, and the client's retry finds the new one.
-    let topo = example("fat-tree-2l-k4.net");
-    let (mut h, master) = elect(&topo, 9, &[9, 5]);
-    let other = 1 - master;
-    let lid_of = lids(&h, master);
-    let at = hosts(&topo)[4];
-    let client = h.fabric.attach(at.0, at.1).expect("attach");
-    let returning = h.sms[master].sm.port_guid();
-    h.kill(master);
-    h.run_until(h.now() + 10 * SECOND, |i, e| i == other && matches!(e, SmEvent::SubnetUp(r) if r.complete))
-        .expect("takeover");
-    restart_better(&mut h, master);
+    let mut t = Handover::new();
+    let (master, other, client) = (t.master, t.other, t.client);
+    let returning = t.h.sms[master].sm.port_guid();
+    t.take_over_and_return();
+    let h = &mut t.h;
     // Stop as soon as the master has sent its HANDOVER: it goes when the returning SM's sync
     // comes to rest, on the event that says so.
     let end = h.now() + 20 * SECOND;
@@ -319,27 +341,19 @@ fn a_join_while_the_master_hands_over_gets_busy_and_the_retry_is_served_by_the_n
         }
     }
     assert!(handing, "the master hands over to the returning SM");
-    let me = Gid { prefix: PREFIX, guid: topo.nodes[at.0].port_guid(1) };
-    let join = McMemberRecord {
-        port_gid: me,
-        qkey: 0x77,
-        pkey: PKey(0xffff),
-        join_state: JoinState::FULL_MEMBER,
-        ..McMemberRecord::default()
-    };
-    let old_lid = lid_of[&h.sms[other].sm.port_guid()];
-    let (st, _) = sa(&mut h, client, old_lid, (Method::Set, MC_CREATE, 0x41), &join);
+    let old_lid = t.lid_of[&h.sms[other].sm.port_guid()];
+    let (st, _) = sa(h, client, old_lid, (Method::Set, MC_CREATE, 0x41), &t.join);
     assert_eq!(st, status::BUSY, "a join during the handover round trip");
     h.run_until(h.now() + 10 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete));
     assert_eq!(h.sms[master].sm.state(), ibsm::core::SmState::Master, "the returning SM is master");
-    let new_lid = lid_of[&returning];
-    let (st, data) = sa(&mut h, client, new_lid, (Method::Set, MC_CREATE, 0x42), &join);
+    let new_lid = t.lid_of[&returning];
+    let (st, data) = sa(h, client, new_lid, (Method::Set, MC_CREATE, 0x42), &t.join);
     assert_eq!(st, status::OK, "the retry, at the new master");
     let group = McMemberRecord::parse(&data).expect("group");
     let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
-    let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x43), &by_mgid);
+    let (st, data) = sa(h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x43), &by_mgid);
     assert_eq!(st, status::OK);
-    assert_eq!(McMemberRecord::parse(&data).expect("record").port_gid, me);
+    assert_eq!(McMemberRecord::parse(&data).expect("record").port_gid, t.me);
 }
 
 #[test]

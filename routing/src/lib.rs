@@ -13,7 +13,8 @@
 //! the oracle of the tests) and the fabric's [`components`] and DOT rendering. petgraph serves
 //! where a graph algorithm is the point (strongly connected components of the channel dependency
 //! graph, connected components, DOT); the engines' hot loops stay on flat arrays. Shared internals: `graph` (validated, indexed view), `spread`
-//! (the label-and-balance driver of minhop and updn) and `par` (scoped-thread data parallelism).
+//! (the label-and-balance driver of minhop and updn), `par` (scoped-thread data parallelism) and,
+//! for the unit tests, `testing` (the fabrics they share).
 
 pub mod chain;
 pub mod check;
@@ -25,6 +26,8 @@ mod graph;
 pub mod minhop;
 mod par;
 mod spread;
+#[cfg(test)]
+mod testing;
 pub mod updn;
 
 use std::sync::Arc;

@@ -340,36 +340,8 @@ fn route_with(
 mod tests {
     use super::*;
     use crate::check::{CreditLoops, check};
-    use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
+    use crate::testing::ring;
     use ibsm_mad::Lid;
-
-    /// A ring of `n` switches with one CA each (switch LIDs 1..=n, CA LIDs n+1..=2n).
-    fn ring(n: usize) -> FabricView {
-        let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
-        let switches = (0..n)
-            .map(|i| SwitchView {
-                guid: Guid(0x500 + i as u64),
-                lid: Lid(1 + i as u16),
-                ports: vec![
-                    None,
-                    nb(NodeId::Switch((i + 1) % n), 2),
-                    nb(NodeId::Switch((i + n - 1) % n), 1),
-                    nb(NodeId::Ca(i), 1),
-                ],
-            })
-            .collect();
-        let cas = (0..n)
-            .map(|i| CaView {
-                guid: Guid(0x600 + i as u64),
-                ports: vec![CaPortView {
-                    num: PortNum(1),
-                    lid: Lid((n + i + 1) as u16),
-                    neighbor: nb(NodeId::Switch(i), 3),
-                }],
-            })
-            .collect();
-        FabricView { switches, cas, lmc: 0 }
-    }
 
     #[test]
     fn ring_is_routed_without_credit_loops() {

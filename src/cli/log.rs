@@ -59,13 +59,14 @@ pub(crate) fn log_event(ev: &SmEvent) {
             tracing::info!(from = from.0, trap = ?number, action = action.name(), "trap received and acknowledged");
         }
         SmEvent::PortUnhealthy { node, port, trap } => {
-            tracing::warn!(error_id = "port-unhealthy", node = %node, port = port.0, trap, "port past an error threshold (trap 129-131)");
+            tracing::warn!(error_id = "port-unhealthy", node = %node, name = %shown(*node, ""), port = port.0, trap, "port past an error threshold (trap 129-131)");
         }
         SmEvent::PortErrors { node, port, desc, over } => {
             let counters: Vec<String> = over.iter().map(|(c, d, t)| format!("{c}={d} (threshold {t})")).collect();
             tracing::warn!(
                 error_id = "port-errors",
                 node = %node,
+                name = %shown(*node, desc),
                 port = port.0,
                 desc,
                 counters = counters.join(", "),
@@ -122,6 +123,12 @@ pub(crate) fn log_event(ev: &SmEvent) {
     }
 }
 
+/// The name a log line shows for the node `guid` (`name = "..."`): the node name map's
+/// (`node-name-map`), else `desc`.
+fn shown(guid: ibsm_mad::Guid, desc: &str) -> String {
+    ibsm::daemon::node_names::name(guid).unwrap_or_else(|| desc.to_owned())
+}
+
 /// The port policies' events: the babbling-port policy, port settings not kept.
 fn log_port_event(ev: &SmEvent) {
     match ev {
@@ -129,6 +136,7 @@ fn log_port_event(ev: &SmEvent) {
             tracing::error!(
                 error_id = "babbling-port-disabled",
                 node = %node,
+                name = %shown(*node, ""),
                 port = port.0,
                 babbler_node = %babbler.0,
                 babbler_port = babbler.1.0,
@@ -140,6 +148,7 @@ fn log_port_event(ev: &SmEvent) {
             tracing::warn!(
                 error_id = "babbling-port-enabled",
                 node = %node,
+                name = %shown(*node, ""),
                 port = port.0,
                 "a port disabled by the babbling-port policy is enabled again"
             );

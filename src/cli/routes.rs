@@ -95,6 +95,12 @@ pub enum Format {
     /// OpenSM's `opensm-subnet.lst`: a line per direction of every cable, with the ends' node
     /// and port and the link's width, state and speed (a running SM's, so `--socket` only).
     SubnetLst,
+    /// OpenSM's `opensm.fdbs`: every switch's route to every LID with its hop count and whether
+    /// it is a shortest one.
+    Fdbs,
+    /// OpenSM's `opensm.mcfdbs`: every switch's multicast forwarding table (the groups a running
+    /// SM has, so `--socket` only).
+    Mcfdbs,
 }
 
 /// `ibsm routes dump`.
@@ -311,8 +317,8 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
 }
 
 fn dump_cmd(a: &DumpArgs) -> ExitCode {
-    if matches!(a.format, Format::SubnetLst) {
-        return subnet_lst(&a.source);
+    if matches!(a.format, Format::SubnetLst | Format::Mcfdbs) {
+        return text_query(&a.source, a.format);
     }
     let r = match source(&a.source) {
         Ok(r) => r,
@@ -336,7 +342,8 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
         Format::Ibroute => dump::ibroute(&r.plan, &r.routes, only),
         Format::Json => dump::json(&r.plan, &r.routes, &r.engine, only) + "\n",
         Format::Stats => dump::stats(&r.plan, &r.routes, &r.engine, r.timings),
-        Format::SubnetLst => return subnet_lst(&a.source),
+        Format::Fdbs => ibsm::routes::fdbs::fdbs(&r.plan, &r.routes, only),
+        Format::SubnetLst | Format::Mcfdbs => return text_query(&a.source, a.format),
         Format::Sl => match &r.layers {
             Some(l) => ibsm::routes::layers::pair_sls(&r.plan.view, l),
             None if a.source.socket.is_some() => {
@@ -350,15 +357,20 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `--format subnet-lst`: the running SM's `opensm-subnet.lst`.
-fn subnet_lst(src: &Source) -> ExitCode {
+/// `--format subnet-lst` and `--format mcfdbs`: the running SM's `opensm-subnet.lst` or
+/// `opensm.mcfdbs`, which only a running SM has (its links; its multicast groups).
+fn text_query(src: &Source, format: Format) -> ExitCode {
+    let (query, key, what) = match format {
+        Format::Mcfdbs => (Query::Mcfdbs, "mcfdbs", "--format mcfdbs shows a running SM's multicast tables"),
+        _ => (Query::SubnetLst, "subnet_lst", "--format subnet-lst shows a running SM's links"),
+    };
     let Some(sock) = &src.socket else {
-        eprintln!("ibsm routes dump: --format subnet-lst shows a running SM's links: give --socket PATH");
+        eprintln!("ibsm routes dump: {what}: give --socket PATH");
         return ExitCode::from(2);
     };
-    match control::query::<serde_json::Value>(sock, &Query::SubnetLst, SOCKET_TIMEOUT) {
+    match control::query::<serde_json::Value>(sock, &query, SOCKET_TIMEOUT) {
         Ok(v) => {
-            print!("{}", v["subnet_lst"].as_str().unwrap_or_default());
+            print!("{}", v[key].as_str().unwrap_or_default());
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -78,6 +78,11 @@ pub(super) struct RunArgs {
     /// file's qos-policy-file, else QoS off].
     #[arg(long, value_name = "FILE")]
     qos_policy: Option<PathBuf>,
+    /// infiniband-diags' node name map (`0x<NodeGUID> "name"` per line): the names status,
+    /// the dumps, the page and the logs show nodes by [default: from the config file's
+    /// node-name-map, else their NodeDescriptions].
+    #[arg(long, value_name = "FILE")]
+    node_name_map: Option<PathBuf>,
     /// SM priority 0..=15: the highest wins the election, ties go to the lower port GUID
     /// [default: from the config file, else 0].
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
@@ -118,6 +123,7 @@ pub(super) fn run_sm(a: &RunArgs) -> ExitCode {
         sm_key_file: a.sm_key_file.clone(),
         state_dir: a.state_dir.clone(),
         qos_policy: a.qos_policy.clone(),
+        node_name_map: a.node_name_map.clone(),
     };
     // Held until the SM exits: one SM per state directory, locked before anything in it is read.
     let _held = match sources.state_dir().as_deref().map(ibsm::daemon::state::StateDir::acquire).transpose() {
@@ -138,6 +144,7 @@ pub(super) fn run_sm(a: &RunArgs) -> ExitCode {
     };
     let (mut cfg, file, state_dir) = (built.cfg.clone(), &built.file, built.state_dir.clone());
     cfg.tid_key = random_key();
+    ibsm::daemon::node_names::set(&cfg.node_names);
     let guid2lid_path = state_dir.as_ref().map(|d| d.join(ibsm::daemon::state::GUID2LID));
     let table = match &guid2lid_path {
         Some(p) => match ibsm::daemon::state::load_guid2lid(p) {

@@ -2,7 +2,10 @@
 //! default, and the values those defaults come from (OpenSM's SM_Key, the link-local prefix).
 //! It is plain data: where the values come from (flags, `ibsm.toml`, reloads) is the caller's.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use ibsm_mad::Guid;
 
 use super::mkeys;
 
@@ -93,6 +96,50 @@ pub struct SmConfig {
     /// The performance manager: its interval (`perf-interval-s`, default 10 s; 0: off), window
     /// and error thresholds.
     pub perf: super::perf::PerfConfig,
+    /// Names to show nodes by (`node-name-map`, infiniband-diags' node name map; default none):
+    /// for the operator's views only (status, the dumps, the page, logs); the SA still answers
+    /// each node's own NodeDescription.
+    pub node_names: NodeNames,
+}
+
+/// Names by NodeGUID for display (`node-name-map`); cheap to clone, compared by content.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeNames(Option<Arc<HashMap<Guid, String>>>);
+
+impl NodeNames {
+    /// The names of `map` (none when it is empty).
+    pub fn new(map: HashMap<Guid, String>) -> NodeNames {
+        NodeNames((!map.is_empty()).then(|| Arc::new(map)))
+    }
+
+    /// The name the map gives `guid`, if any.
+    pub fn get(&self, guid: Guid) -> Option<&str> {
+        self.0.as_ref()?.get(&guid).map(String::as_str)
+    }
+
+    /// The name to show for the node `guid` whose NodeDescription is `desc`: the map's, else
+    /// `desc`.
+    pub fn show<'a>(&'a self, guid: Guid, desc: &'a str) -> &'a str {
+        self.get(guid).unwrap_or(desc)
+    }
+
+    /// The nodes it gives `name`, in GUID order.
+    pub fn named(&self, name: &str) -> Vec<Guid> {
+        let mut found: Vec<Guid> =
+            self.0.iter().flat_map(|m| m.iter()).filter(|(_, n)| n.as_str() == name).map(|(g, _)| *g).collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// How many nodes it names.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// Whether it names none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Which directions a switch port facing a CA enforces partitions in (OpenSM's `part_enforce`).
@@ -165,6 +212,7 @@ impl Default for SmConfig {
             refuse_miscabled: false,
             tid_key: 0,
             perf: super::perf::PerfConfig::default(),
+            node_names: NodeNames::default(),
         }
     }
 }

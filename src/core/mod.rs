@@ -91,7 +91,7 @@ use std::collections::VecDeque;
 use ibsm_mad::Guid;
 use ibsm_mad::smp::SmpRepr;
 
-pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, PartEnforce, SmConfig};
+pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, NodeNames, PartEnforce, SmConfig};
 pub use coordinator::reconfig::Reconfigured;
 pub use discovery::BlockedNode;
 pub use events::{PhaseTiming, RequestCounters, SmEvent, SmpFailure, SubnetReport};

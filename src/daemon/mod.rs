@@ -18,6 +18,7 @@
 //! - [`control`]: the local control socket (`ibsm status`, `ibsm reload`, live routes, the
 //!   controls `ibsm sweep`, `reroute`, `log-level`, `lid`, `guid`).
 //! - [`log_level`]: the running log filter, changed by `ibsm log-level`.
+//! - [`node_names`]: the node name map in force, for the log lines that name a node.
 //! - [`metrics`]: the Prometheus text of the SM's figures (the per-port counters in
 //!   `metrics_ports`, both gathered in a `metrics_scrape`); [`metrics_http`] serves it, and
 //!   at `/` the web page of [`page`] (state, problems, the fabric coloured by errors).
@@ -31,6 +32,7 @@ pub mod metrics;
 pub mod metrics_http;
 mod metrics_ports;
 mod metrics_scrape;
+pub mod node_names;
 pub mod notify;
 pub mod page;
 pub mod partition_policy;

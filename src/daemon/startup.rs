@@ -1,6 +1,6 @@
 //! The running SM's configuration and where it comes from: the config file, the `IBSM_*`
 //! environment, the command-line flags over both, and the files they name (the partition
-//! policy, the SM_Key file, the M_Key secret). `ibsm run` builds it once at start, and the
+//! policy, the SM_Key file, the M_Key secret, the node name map). `ibsm run` builds it once at start, and the
 //! transport builds it again on every reload (SIGHUP, `ibsm reload`: [`reload`], shared by the
 //! umad and simulated transports), from the same sources, so a flag given at start still wins
 //! after a reload.
@@ -29,6 +29,8 @@ pub struct Sources {
     pub state_dir: Option<PathBuf>,
     /// `--qos-policy`.
     pub qos_policy: Option<PathBuf>,
+    /// `--node-name-map`.
+    pub node_name_map: Option<PathBuf>,
 }
 
 /// A configuration built from [`Sources`].
@@ -42,6 +44,8 @@ pub struct Built {
     pub partitions: Option<PathBuf>,
     /// The QoS policy file in force, if any (QoS is on with one).
     pub qos_policy: Option<PathBuf>,
+    /// The node name map in force, if any.
+    pub node_name_map: Option<PathBuf>,
     /// The state directory in force, if any (created).
     pub state_dir: Option<PathBuf>,
 }
@@ -147,6 +151,13 @@ impl Sources {
         }
         cfg.routing_options.tuning.port_shifting = file.port_shifting.unwrap_or(false);
         cfg.routing_options.tuning.scatter_ports = file.scatter_ports.map_or(0, u64::from);
+        let node_name_map = self.node_name_map.clone().or_else(|| file.node_name_map.clone());
+        if let Some(path) = &node_name_map {
+            match crate::opensm::node_name_map::NameMap::load(path) {
+                Ok(map) => cfg.node_names = map.into_node_names(),
+                Err(e) => errors.push(format!("node-name-map: {e}")),
+            }
+        }
         if let Some(path) = &file.lfts_file {
             match crate::opensm::lfts_dump::load_tables(path) {
                 Ok(t) => cfg.routing_options.tables = Some(std::sync::Arc::new(t)),
@@ -155,6 +166,8 @@ impl Sources {
         }
         for (flag, path) in
             [("--state-dir", &self.state_dir), ("--partitions", &self.partitions), ("--qos-policy", &self.qos_policy)]
+                .into_iter()
+                .chain([("--node-name-map", &self.node_name_map)])
         {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 errors.push(format!("{flag}: an empty path; give a non-empty one"));
@@ -178,7 +191,11 @@ impl Sources {
         {
             errors.push(e);
         }
-        if errors.is_empty() { Ok(Built { cfg, file, partitions, qos_policy, state_dir }) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(Built { cfg, file, partitions, qos_policy, node_name_map, state_dir })
+        } else {
+            Err(errors)
+        }
     }
 }
 
@@ -207,8 +224,13 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::dae
         tracing::warn!(error_id = "reload-no-file", "reload: {why}");
         return Err(why.to_owned());
     };
-    if sources.config.is_none() && started.partitions.is_none() && started.qos_policy.is_none() {
-        let why = "no configuration file or policy file to reload (start with --config, --partitions or --qos-policy)";
+    if sources.config.is_none()
+        && started.partitions.is_none()
+        && started.qos_policy.is_none()
+        && started.node_name_map.is_none()
+    {
+        let why = "no configuration file or policy file to reload (start with --config, --partitions, --qos-policy or \
+                   --node-name-map)";
         tracing::warn!(error_id = "reload-no-file", "reload: {why}");
         return Err(why.to_owned());
     }
@@ -221,13 +243,16 @@ pub fn reload(sm: &mut Sm, from: Option<&(Sources, Built)>) -> Result<crate::dae
         }
     };
     let mut done = sm.reconfigure(built.cfg.clone());
+    crate::daemon::node_names::set(&built.cfg.node_names);
     for ((key, now), (_, then)) in built.restart_only().into_iter().zip(started.restart_only()) {
         if now != then {
             done.restart.push(key);
         }
     }
-    let reloaded = [sources.config.as_ref(), built.partitions.as_ref(), built.qos_policy.as_ref()]
+    let files = [sources.config.as_ref(), built.partitions.as_ref(), built.qos_policy.as_ref()];
+    let reloaded = files
         .into_iter()
+        .chain([built.node_name_map.as_ref()])
         .flatten()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
@@ -266,6 +291,23 @@ mod tests {
         let p = dir.join(name);
         std::fs::write(&p, text).expect("write");
         p
+    }
+
+    #[test]
+    fn a_node_name_map_names_nodes_and_a_bad_one_is_refused_at_its_line() {
+        let dir = std::env::temp_dir().join(format!("ibsm-startup-nnm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let map = write(&dir, "map", "0x2c90000000001 \"rack1 leaf\"\n");
+        let b = Sources { node_name_map: Some(map.clone()), ..Sources::default() }.build().expect("valid");
+        assert_eq!(b.cfg.node_names.get(ibsm_mad::Guid(0x2_c900_0000_0001)), Some("rack1 leaf"));
+        assert_eq!(b.node_name_map.as_deref(), Some(map.as_path()));
+        // From the file, and refused there with the map's file and line.
+        let bad = write(&dir, "bad", "0x1 a\nspine\n");
+        let conf = write(&dir, "c.toml", &format!("node-name-map = {:?}\n", bad.to_str().expect("utf-8")));
+        let errors = Sources { config: Some(conf), ..Sources::default() }.build().expect_err("a bad line");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with(&format!("node-name-map: {}:2: ", bad.display())), "{errors:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

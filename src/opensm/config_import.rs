@@ -139,7 +139,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("use_optimized_slvl", "ibsm writes SL2VL per input/output port pair (the one-Set form is not used)"),
     ("suppress_sl2vl_mad_status_errors", "a failed SL2VL Set is logged and written again at the next sweep"),
     ("fsync_high_avail_files", "ibsm always writes state files atomically (temp, fsync, rename)"),
-    ("node_name_map_name", "ibsm names nodes by their NodeDescription"),
     ("dump_files_dir", "see `ibsm routes dump` and the state directory"),
     ("enable_quirks", "not needed"),
     ("no_clients_rereg", "ibsm asks for client reregistration only when a port's SA state may be lost"),
@@ -289,6 +288,14 @@ fn fate(name: &str, value: &str) -> Fate {
             skipped("the file does not exist here (ibsm would refuse to start); give the key once it does")
         }
         "guid_routing_order_file" => mapped("guid-routing-order-file", quoted(value)),
+        "node_name_map_name" if value == "(null)" || value.is_empty() => {
+            skipped("unset: nodes are shown by their NodeDescriptions")
+        }
+        // A file that is not there would stop ibsm from starting; OpenSM then shows NodeDescriptions.
+        "node_name_map_name" if !std::path::Path::new(value).exists() => {
+            skipped("the file does not exist here (ibsm would refuse to start); give node-name-map once it does")
+        }
+        "node_name_map_name" => mapped("node-name-map", quoted(value)),
         "port_shifting" => match boolean(value) {
             Some(false) => skipped("OpenSM's default, and ibsm's"),
             Some(true) => mapped("port-shifting", "true".to_owned()),
@@ -599,6 +606,21 @@ qos_max_vls 0
         assert!(toml.contains(&format!("io-guid-file = \"{p}\"")), "{toml}");
         crate::daemon::config::ConfigFile::parse(&toml, "cn.toml").expect("valid");
         let gone = import("io_guid_file /nonexistent/io\ncn_guid_file (null)\n");
+        assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
+        assert!(matches!(&gone[1].fate, Fate::Skipped(why) if why.contains("unset")), "{gone:?}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_node_name_map_is_kept_when_it_exists() {
+        let path = std::env::temp_dir().join(format!("ibsm-import-nnm-{}", std::process::id()));
+        std::fs::write(&path, "0x2000000000000 \"spine-a\"\n").unwrap();
+        let p = path.display();
+        let toml = to_toml(&import(&format!("node_name_map_name {p}\n")), "opensm.conf");
+        assert!(toml.contains(&format!("node-name-map = \"{p}\"")), "{toml}");
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "nnm.toml").expect("valid");
+        assert_eq!(cfg.node_name_map.as_deref(), Some(path.as_path()));
+        let gone = import("node_name_map_name /nonexistent/map\nnode_name_map_name (null)\n");
         assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
         assert!(matches!(&gone[1].fate, Fate::Skipped(why) if why.contains("unset")), "{gone:?}");
         let _ = std::fs::remove_file(&path);

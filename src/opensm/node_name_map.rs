@@ -4,7 +4,8 @@
 //! lines and `#` comments ignored.
 //!
 //! Owns [`NameMap`]: parsed with the file and line of a bad line ([`NameMap::parse`]), read
-//! only as a regular file of at most 16 MiB ([`NameMap::load`]), and looked up by NodeGUID.
+//! only as a regular file of at most 16 MiB ([`NameMap::load`]), and looked up by NodeGUID
+//! (offline by `routes` and `topology`; the SM takes it as [`crate::core::NodeNames`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -69,6 +70,11 @@ impl NameMap {
     /// The name of the node with `guid`, if the map has one.
     pub fn get(&self, guid: Guid) -> Option<&str> {
         self.names.get(&guid).map(String::as_str)
+    }
+
+    /// The names for the SM's configuration (`node-name-map`).
+    pub fn into_node_names(self) -> crate::core::NodeNames {
+        crate::core::NodeNames::new(self.names)
     }
 
     /// How many nodes it names.

@@ -9,6 +9,9 @@
 //!   `0xLLLL PPP : (<type> portguid 0x...: 'name')` per routed LID, `N valid lids dumped `.
 //! - [`json`]: a documented schema built from its own serde types (see [`JsonDump`]).
 //! - [`stats`]: counts and timings only.
+//!
+//! OpenSM's `opensm.fdbs` and `opensm.mcfdbs` are the `fdbs` module's (it shares
+//! `switch_order`).
 
 use std::fmt::Write;
 
@@ -92,7 +95,7 @@ pub fn ibroute(plan: &Plan, routes: &Routes, only: Option<usize>) -> String {
 }
 
 /// Switch view indices in GUID order (as OpenSM dumps them), or just `only`.
-fn switch_order(plan: &Plan, only: Option<usize>) -> Vec<usize> {
+pub(super) fn switch_order(plan: &Plan, only: Option<usize>) -> Vec<usize> {
     if let Some(s) = only {
         return vec![s];
     }

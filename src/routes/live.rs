@@ -1,5 +1,6 @@
 //! The routing state of a running SM, as its control socket ships it: the discovered fabric
-//! (switches, CA ports, cables, LIDs, names) and the forwarding table each switch holds.
+//! (switches, CA ports, cables, LIDs, names: the SM's `node-name-map` where it names a node) and
+//! the forwarding table each switch holds.
 //!
 //! [`LiveRoutes::from_sm`] takes the snapshot from the sans-IO core's getters (its subnet as the
 //! fabric-view builder's description; the transport calls it, nothing here does I/O), and
@@ -18,7 +19,7 @@ use ibsm_routing::{Lft, Routes};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
-use crate::core::{Guid2Lid, Sm};
+use crate::core::{Guid2Lid, NodeNames, Sm};
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 use crate::sa::Snapshot;
 
@@ -49,7 +50,7 @@ pub struct LiveSwitch {
     pub port_guid: String,
     /// LID of port 0 (0 when none was assigned).
     pub lid: u16,
-    /// NodeDescription.
+    /// Its name in the SM's `node-name-map`, else its NodeDescription.
     pub name: String,
     /// Number of external ports.
     pub num_ports: u8,
@@ -76,7 +77,7 @@ pub struct LiveLink {
 pub struct LiveCa {
     /// NodeGUID.
     pub guid: String,
-    /// NodeDescription.
+    /// Its name in the SM's `node-name-map`, else its NodeDescription.
     pub name: String,
     /// `true` for a router, `false` for a channel adapter.
     pub router: bool,
@@ -132,11 +133,12 @@ impl LiveRoutes {
     /// [`LiveError::NoSweepYet`] before the first sweep ends.
     pub fn from_sm(sm: &Sm) -> Result<LiveRoutes, LiveError> {
         let snap = sm.snapshot().ok_or(LiveError::NoSweepYet)?;
-        Ok(LiveRoutes::from_snapshot(&snap))
+        Ok(LiveRoutes::from_snapshot(&snap, &sm.config().node_names))
     }
 
-    /// The routes snapshot of an SA snapshot.
-    pub fn from_snapshot(snap: &Snapshot) -> LiveRoutes {
+    /// The routes snapshot of an SA snapshot, each node named by `names` (`node-name-map`)
+    /// where it names it, else by its NodeDescription.
+    pub fn from_snapshot(snap: &Snapshot, names: &NodeNames) -> LiveRoutes {
         let desc = snap.describe();
         let link = |p: &DescPort| {
             let peer = p.peer?;
@@ -158,7 +160,7 @@ impl LiveRoutes {
                     guid: guid_text(n.guid),
                     port_guid: guid_text(port0.map_or(n.guid, |p| p.guid)),
                     lid: port0.map_or(0, |p| p.lid.0),
-                    name: n.name.to_owned(),
+                    name: names.show(n.guid, n.name).to_owned(),
                     num_ports: n.num_ports,
                     links: n.ports.iter().filter(|p| p.num.0 != 0).filter_map(link).collect(),
                     lft,
@@ -166,7 +168,7 @@ impl LiveRoutes {
             } else {
                 cas.push(LiveCa {
                     guid: guid_text(n.guid),
-                    name: n.name.to_owned(),
+                    name: names.show(n.guid, n.name).to_owned(),
                     router: n.kind == NodeType::Router,
                     ports: n
                         .ports
@@ -369,6 +371,22 @@ mod tests {
         assert_eq!(dump(&plan, &routes, None), dump(&offline, &out.routes, None));
         assert_eq!(plan.view.switches.len(), 6);
         assert_eq!(plan.view.cas.iter().map(|c| c.ports.len()).sum::<usize>(), 8);
+    }
+
+    #[test]
+    fn the_node_name_map_names_the_nodes_it_knows_in_the_routes_and_the_subnet_list() {
+        let (topo, drv) = swept();
+        let leaf = topo.nodes[topo.find("leaf-0").unwrap()].node_guid;
+        let names = NodeNames::new(HashMap::from([(leaf, "rack1 leaf".to_owned())]));
+        let snap = drv.sm.snapshot().unwrap();
+        let live = LiveRoutes::from_snapshot(&snap, &names);
+        let shown: Vec<&str> = live.switches.iter().map(|s| s.name.as_str()).collect();
+        assert!(shown.contains(&"rack1 leaf") && shown.contains(&"leaf-1") && !shown.contains(&"leaf-0"), "{shown:?}");
+        let lst = super::super::subnet_lst::render(&snap, &names);
+        assert!(lst.contains("{rack1 leaf}") && !lst.contains("{leaf-0}"), "{lst}");
+        // Without a map, the NodeDescriptions.
+        let plain = LiveRoutes::from_snapshot(&snap, &NodeNames::default());
+        assert!(plain.switches.iter().any(|s| s.name == "leaf-0"));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!   discover it, with LIDs assigned as a fresh SM would (or from a `guid2lid` table), plus the
 //!   names and GUIDs the dumps print; built by the core's own builder ([`crate::fabric_view`]).
 //! - [`dump`]: the output formats (OpenSM's dump is read back by [`crate::opensm::lfts_dump`]).
+//! - [`fdbs`]: OpenSM's `opensm.fdbs` (each route with its hop count and whether it is a
+//!   shortest one) and `opensm.mcfdbs` (the multicast tables).
 //! - [`layers`]: a layered routing's SL per pair and credit-loop verdict per VL.
 //! - [`live`]: a running SM's fabric and tables as its control socket ships them, and back to a
 //!   [`Plan`].
@@ -16,6 +18,7 @@
 //!   (`routes check --svg`).
 
 pub mod dump;
+pub mod fdbs;
 pub mod layers;
 pub mod live;
 pub mod plan;

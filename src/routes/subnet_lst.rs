@@ -14,10 +14,12 @@ use std::fmt::Write as _;
 
 use ibsm_mad::attrs::{CapabilityMask, CapabilityMask2, LinkSpeed, LinkSpeedExt, NodeType, PortInfo, PortState};
 
+use crate::core::NodeNames;
 use crate::sa::snapshot::{SnapNode, Snapshot};
 
-/// The whole file.
-pub fn render(snap: &Snapshot) -> String {
+/// The whole file; nodes `names` names (`node-name-map`) are shown by that name, as OpenSM
+/// shows them by its `node_name_map_name`.
+pub fn render(snap: &Snapshot, names: &NodeNames) -> String {
     let mut out = String::new();
     for n in snap.nodes_in_guid_order() {
         let Some(node) = snap.node(n) else { continue };
@@ -26,8 +28,8 @@ pub fn render(snap: &Snapshot) -> String {
             let Some(near) = node.ports.get(p) else { continue };
             let (Some(info), Some((rn, rp))) = (near.info.as_ref(), near.remote) else { continue };
             let Some(far) = snap.node(rn) else { continue };
-            end(&mut out, node, port, false);
-            end(&mut out, far, rp, true);
+            end(&mut out, node, port, false, names);
+            end(&mut out, far, rp, true, names);
             let default = default_info(node, port).unwrap_or(info);
             let _ = writeln!(out, "PHY={} LOG={} SPD={}", width(info, default), state(info), speed(info, default));
         }
@@ -43,7 +45,7 @@ fn default_info(node: &SnapNode, port: u8) -> Option<&PortInfo> {
 }
 
 /// `{ SW Ports:04 SystemGUID:... {desc} LID:0004 PN:01 } `.
-fn end(out: &mut String, node: &SnapNode, port: u8, far: bool) {
+fn end(out: &mut String, node: &SnapNode, port: u8, far: bool, names: &NodeNames) {
     let kind = match node.info.node_type {
         NodeType::Switch => "SW",
         NodeType::Ca => "CA",
@@ -67,7 +69,8 @@ fn end(out: &mut String, node: &SnapNode, port: u8, far: bool) {
     } else {
         let _ = write!(out, "VenID:{:06X} DevID:{:04X} ", i.vendor_id, i.device_id);
     }
-    let _ = write!(out, "Rev:{:08X} {{{}}} LID:{lid:04X} PN:{port:02X} }} ", i.revision, node.desc);
+    let desc = names.show(i.node_guid, &node.desc);
+    let _ = write!(out, "Rev:{:08X} {{{desc}}} LID:{lid:04X} PN:{port:02X} }} ", i.revision);
 }
 
 fn width(info: &PortInfo, default: &PortInfo) -> &'static str {

@@ -150,28 +150,7 @@ fn loops_black_holes_and_dead_ports_are_counted() {
 /// `n` switches in a ring (port 1 clockwise, port 2 counter-clockwise), a CA on port 3 of each;
 /// switch `i` has LID `i + 1`, its CA LID `n + i + 1`. Every route goes clockwise.
 fn clockwise_ring(n: usize) -> (FabricView, Routes) {
-    let switches = (0..n)
-        .map(|i| SwitchView {
-            guid: Guid(0x500 + i as u64),
-            lid: Lid(1 + i as u16),
-            ports: vec![
-                None,
-                nb(NodeId::Switch((i + 1) % n), 2),
-                nb(NodeId::Switch((i + n - 1) % n), 1),
-                nb(NodeId::Ca(i), 1),
-            ],
-        })
-        .collect();
-    let cas = (0..n)
-        .map(|i| CaView {
-            guid: Guid(0x600 + i as u64),
-            ports: vec![CaPortView {
-                num: PortNum(1),
-                lid: Lid((n + i + 1) as u16),
-                neighbor: nb(NodeId::Switch(i), 3),
-            }],
-        })
-        .collect();
+    let v = crate::testing::ring(n);
     let top = (2 * n) as u16;
     let tables = (0..n)
         .map(|i| {
@@ -188,7 +167,7 @@ fn clockwise_ring(n: usize) -> (FabricView, Routes) {
             t
         })
         .collect();
-    (FabricView { switches, cas, lmc: 0 }, Routes::from_tables(tables))
+    (v, Routes::from_tables(tables))
 }
 
 #[test]

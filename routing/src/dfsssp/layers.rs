@@ -509,7 +509,7 @@ fn walk_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfsssp::tests::ring;
+    use crate::testing::ring;
 
     #[test]
     fn a_turn_that_closes_a_cycle_alone_is_remembered_and_only_then() {

@@ -3,31 +3,8 @@ use ibsm_mad::{Guid, Lid, PortNum};
 use super::*;
 use crate::check::{CreditLoops, check, credit_loops_per_vl};
 use crate::minhop::MinHop;
+use crate::testing::ring;
 use crate::{CaPortView, CaView, Neighbor, NodeId, SwitchView};
-
-/// A ring of `n` switches, one CA each: port 1 to the next switch, 2 to the previous, 3 to the CA.
-pub(super) fn ring(n: usize) -> FabricView {
-    let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
-    let switches = (0..n)
-        .map(|i| SwitchView {
-            guid: Guid(0x10 + i as u64),
-            lid: Lid(1 + i as u16),
-            ports: vec![
-                None,
-                nb(NodeId::Switch((i + 1) % n), 2),
-                nb(NodeId::Switch((i + n - 1) % n), 1),
-                nb(NodeId::Ca(i), 1),
-            ],
-        })
-        .collect();
-    let cas = (0..n)
-        .map(|i| CaView {
-            guid: Guid(0x100 + i as u64),
-            ports: vec![CaPortView { num: PortNum(1), lid: Lid(100 + i as u16), neighbor: nb(NodeId::Switch(i), 3) }],
-        })
-        .collect();
-    FabricView { switches, cas, lmc: 0 }
-}
 
 fn loops_per_layer(v: &FabricView, l: &Layered) -> Vec<(u8, bool)> {
     credit_loops_per_vl(v, &l.routes, &|s, d| l.layers.layer(s, d))

@@ -199,6 +199,11 @@ impl Sm {
     pub fn programmed_mft(&self, switch: Guid, mlid: Lid) -> Option<Vec<u8>> {
         self.sa.programmed_mft(switch, mlid)
     }
+    /// The multicast table blocks this SM wrote to `switch`, by (block, position); `None`
+    /// when it wrote none (`ibsm routes dump --format mcfdbs`).
+    pub fn mft(&self, switch: Guid) -> Option<&BTreeMap<(u16, u8), ibsm_mad::attrs::MulticastForwardingTable>> {
+        self.sa.mft(switch)
+    }
     /// Counters of the SA's Reports to subscribers.
     pub fn sa_report_counters(&self) -> crate::sa::inform::ReportCounters {
         self.sa.report_counters()

@@ -3,7 +3,7 @@
 //!
 //! - **now**: SMP window, timeout and retries; sweep intervals; SM priority, SM_Key,
 //!   elevated priority and the standby's polling; SA rate limit and SA key; the performance
-//!   manager's interval and exported ports. No SMP is sent
+//!   manager's interval and exported ports, the node name map. No SMP is sent
 //!   for them (a standby raised above its master tells it, as at start).
 //! - **sweep**: what the sweep programs into ports and switches (SubnetTimeout, LifeTimeValue,
 //!   the subnet prefix, partition enforcement, the partition policy). One heavy sweep writes
@@ -82,6 +82,7 @@ impl Sm {
             ("babbling-port-traps", cfg.babbling.max_traps != old.babbling.max_traps),
             ("babbling-port-window-s", cfg.babbling.window_ns != old.babbling.window_ns),
             ("babbling-port-backoff-s", cfg.babbling.backoff_ns != old.babbling.backoff_ns),
+            ("node-name-map", cfg.node_names != old.node_names),
         ];
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),

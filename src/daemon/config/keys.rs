@@ -151,6 +151,7 @@ pub const KEYS: &[&str] = &[
     "cn-guid-file",
     "io-guid-file",
     "guid-routing-order-file",
+    "node-name-map",
     "port-shifting",
     "scatter-ports",
     "qos-policy-file",
@@ -196,6 +197,7 @@ pub fn allowed(key: &str) -> String {
         | "cn-guid-file"
         | "io-guid-file"
         | "guid-routing-order-file"
+        | "node-name-map"
         | "qos-policy-file" => "a non-empty file path (a string)",
         "qos" => {
             "a table of max-vls (1..=15), high-limit (0..=255), vlarb-high and vlarb-low (\"vl:weight,...\", VL \

@@ -151,6 +151,10 @@ pub struct ConfigFile {
     /// Port GUIDs whose LIDs minhop and updn route first, in file order (OpenSM's
     /// `guid_routing_order_file`; default: none).
     pub guid_routing_order_file: Option<PathBuf>,
+    /// infiniband-diags' node name map (`0x<NodeGUID> "name"` per line; OpenSM's
+    /// `node_name_map_name`): the names status, the dumps, the page and the logs show nodes by
+    /// (default: none, their NodeDescriptions).
+    pub node_name_map: Option<PathBuf>,
     /// minhop and updn search each switch's least-loaded port from a rotating start (OpenSM's
     /// `port_shifting`; default false).
     pub port_shifting: Option<bool>,

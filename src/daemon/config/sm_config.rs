@@ -88,6 +88,7 @@ impl ConfigFile {
             // Read by `startup`, which reads the files the configuration names.
             expected_topology: d.expected_topology,
             routing_options: d.routing_options,
+            node_names: d.node_names,
             tid_key: d.tid_key,
             refuse_miscabled: self.refuse_miscabled.unwrap_or(d.refuse_miscabled),
             perf: crate::core::perf::PerfConfig {

@@ -55,6 +55,7 @@ impl ConfigFile {
             ("cn-guid-file", &self.cn_guid_file),
             ("io-guid-file", &self.io_guid_file),
             ("guid-routing-order-file", &self.guid_routing_order_file),
+            ("node-name-map", &self.node_name_map),
             ("qos-policy-file", &self.qos_policy_file),
         ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {

@@ -55,17 +55,27 @@ pub fn change(sm: &mut Sm, query: &Query) -> Changed {
             Changed { answer, disabled_ports: false, follows: changed && !held }
         }
         Query::PortAdmin { enable, node, port, force } => {
-            let who = NodeRef::parse(node);
+            // A name the node name map gives one node stands for that node.
+            let who = match NodeRef::parse(node) {
+                NodeRef::Desc(d) => match sm.config().node_names.named(&d).as_slice() {
+                    [g] => NodeRef::Guid(*g),
+                    _ => NodeRef::Desc(d),
+                },
+                other => other,
+            };
             let done = if *enable { sm.enable_port(&who, *port) } else { sm.disable_port(&who, *port, *force) };
             match done {
                 Ok(t) => {
                     let node = format!("{:#018x}", t.node.0);
+                    // The name `node-name-map` gives the node, else its NodeDescription.
+                    let name = sm.config().node_names.show(t.node, &t.desc);
                     if *enable {
-                        tracing::warn!(error_id = "port-enabled", node, desc = t.desc, port = t.port.0, "port enabled");
+                        tracing::warn!(error_id = "port-enabled", node, name, desc = t.desc, port = t.port.0, "port enabled");
                     } else {
                         tracing::warn!(
                             error_id = "port-disabled",
                             node,
+                            name,
                             desc = t.desc,
                             port = t.port.0,
                             "port disabled"

@@ -12,7 +12,8 @@
 //! `{"filter":"..."}` ([`crate::daemon::log_level`]); `{"query":"lid","lid":N}` and
 //! `{"query":"guid","guid":"0x..."}` answer a [`PortReport`]; `{"query":"subnet-lst"}` answers
 //! `{"subnet_lst":"..."}`, OpenSM's `opensm-subnet.lst` of the last sweep (built on a thread,
-//! counted among the `routes` answers' places); `{"query":"counters"}` (with `"errors":true`
+//! counted among the `routes` answers' places); `{"query":"mcfdbs"}` answers `{"mcfdbs":"..."}`,
+//! OpenSM's `opensm.mcfdbs` of the multicast tables the SM wrote; `{"query":"counters"}` (with `"errors":true`
 //! and/or `"top":N`) answers a [`CountersAnswer`], the performance manager's figures, without
 //! sending a MAD. Maintenance, applied to the core by the
 //! transport ([`maintenance`]): `{"query":"sweeping","on":false}` holds sweeping and
@@ -99,6 +100,8 @@ pub enum Query {
     Port(PortKey),
     /// OpenSM's `opensm-subnet.lst` of the last sweep, as `{"subnet_lst":"..."}`.
     SubnetLst,
+    /// OpenSM's `opensm.mcfdbs` of the multicast tables written, as `{"mcfdbs":"..."}`.
+    Mcfdbs,
     /// The performance manager's port counters ([`CountersAnswer`]).
     Counters(Selection),
     /// Sweeping on (`true`: let go) or off (held) ([`SweepingAnswer`]); carried out by the
@@ -160,6 +163,7 @@ impl Query {
             Query::Port(PortKey::Lid(_)) => "lid",
             Query::Port(PortKey::Guid(_)) => "guid",
             Query::SubnetLst => "subnet-lst",
+            Query::Mcfdbs => "mcfdbs",
             Query::Counters(_) => "counters",
             Query::Sweeping(_) => "sweeping",
             Query::PortAdmin { .. } => "port",
@@ -233,7 +237,7 @@ struct RequestLine {
 
 /// The queries, for the error that names them.
 const QUERIES: &str =
-    "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst, counters, sweeping, port";
+    "routes, status, reload, sweep, reroute, log-level, lid, guid, subnet-lst, mcfdbs, counters, sweeping, port";
 
 /// Parses one request line.
 ///
@@ -269,6 +273,7 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
         "reload" => Ok(Query::Reload),
         "reroute" => Ok(Query::Sweep(Requested::Reroute)),
         "subnet-lst" => Ok(Query::SubnetLst),
+        "mcfdbs" => Ok(Query::Mcfdbs),
         "counters" => Ok(Query::Counters(Selection { errors: errors.unwrap_or(false), top })),
         "sweep" => match kind.as_deref() {
             None | Some("heavy") => Ok(Query::Sweep(Requested::Heavy)),
@@ -313,7 +318,11 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
             Err(e) => return error_line(&e.to_string()),
         },
         Query::SubnetLst => match sm.snapshot() {
-            Some(snap) => Ok(subnet_lst_line(&snap)),
+            Some(snap) => Ok(subnet_lst_line(&snap, &sm.config().node_names)),
+            None => return error_line("the SM has not completed a sweep yet"),
+        },
+        Query::Mcfdbs => match sm.snapshot() {
+            Some(snap) => Ok(mcfdbs_line(sm, &snap)),
             None => return error_line("the SM has not completed a sweep yet"),
         },
         Query::Reload | Query::Sweep(_) | Query::Sweeping(_) | Query::PortAdmin { .. } => {
@@ -328,7 +337,7 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
         },
         Query::Port(key) => match sm.snapshot() {
             None => return error_line("the SM has not completed a sweep yet"),
-            Some(snap) => match port_report::report(&snap, *key) {
+            Some(snap) => match port_report::report(&snap, *key, &sm.config().node_names) {
                 Ok(r) => serde_json::to_string(&r),
                 Err(e) => return error_line(&e),
             },
@@ -338,8 +347,18 @@ pub fn respond(sm: &Sm, query: &Query) -> String {
 }
 
 /// `{"subnet_lst":"..."}`: the snapshot's `opensm-subnet.lst`.
-fn subnet_lst_line(snap: &crate::sa::Snapshot) -> String {
-    serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap) }).to_string()
+fn subnet_lst_line(snap: &crate::sa::Snapshot, names: &crate::core::NodeNames) -> String {
+    serde_json::json!({ "subnet_lst": crate::routes::subnet_lst::render(snap, names) }).to_string()
+}
+
+/// `{"mcfdbs":"..."}`: the multicast tables `sm` wrote to the snapshot's switches, in GUID
+/// order, as OpenSM's `opensm.mcfdbs`.
+fn mcfdbs_line(sm: &Sm, snap: &crate::sa::Snapshot) -> String {
+    let mut switches: Vec<ibsm_mad::Guid> =
+        snap.nodes.iter().filter(|n| n.is_switch()).map(|n| n.info.node_guid).collect();
+    switches.sort_unstable();
+    let text = crate::routes::fdbs::mcfdbs(switches.into_iter().filter_map(|g| Some((g, sm.mft(g)?))));
+    serde_json::json!({ "mcfdbs": text }).to_string()
 }
 
 /// A valid request waiting for the SM's answer.
@@ -400,12 +419,13 @@ impl Pending {
         };
         let reply = self.reply;
         let lst = self.query == Query::SubnetLst;
+        let names = sm.config().node_names.clone();
         // The place goes with the answer, or is given back when the thread cannot start.
         let build = move || {
             let text = if lst {
-                subnet_lst_line(&snap)
+                subnet_lst_line(&snap, &names)
             } else {
-                serde_json::to_string(&LiveRoutes::from_snapshot(&snap))
+                serde_json::to_string(&LiveRoutes::from_snapshot(&snap, &names))
                     .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
             };
             let _ = reply.send(Answer { text, _place: Some(place) });
@@ -585,6 +605,8 @@ mod tests {
         assert_eq!(parse_request("{\"query\":\"routes\"}\n"), Ok(Query::Routes));
         assert_eq!(parse_request(&Query::Status.request_line()), Ok(Query::Status));
         assert_eq!(parse_request(&Query::Reload.request_line()), Ok(Query::Reload));
+        assert_eq!(parse_request(&Query::Mcfdbs.request_line()), Ok(Query::Mcfdbs));
+        assert!(!Query::Mcfdbs.changes(), "read-only");
         assert!(parse_request("{\"query\":\"reboot\"}").unwrap_err().contains("unknown query"));
         assert!(parse_request("{\"query\":\"status\",\"lid\":1}").unwrap_err().contains("takes no field \"lid\""));
         assert!(parse_request("garbage").unwrap_err().contains("one line of JSON"));
@@ -599,6 +621,8 @@ mod tests {
         let s = status(&sm);
         assert_eq!((s.state.as_str(), s.subnet_up, s.last_sweep.is_none()), ("not-active", false, true));
         let v: serde_json::Value = serde_json::from_str(&respond(&sm, &Query::Routes)).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("not completed a sweep"), "{v}");
+        let v: serde_json::Value = serde_json::from_str(&respond(&sm, &Query::Mcfdbs)).unwrap();
         assert!(v["error"].as_str().unwrap().contains("not completed a sweep"), "{v}");
     }
 }

@@ -4,13 +4,15 @@
 //! many LIDs the switch sends out of it; for an end port, how many of its LIDs the switch
 //! facing it routes to it).
 //!
-//! Owns [`PortReport`] and [`report`]. Reads only the snapshot; sends no MAD.
+//! Owns [`PortReport`] and [`report`]. Reads only the snapshot (and names nodes by the SM's
+//! `node-name-map` where it names them); sends no MAD.
 
 use serde::{Deserialize, Serialize};
 
 use ibsm_mad::attrs::NodeType;
 use ibsm_mad::{Guid, Lid};
 
+use crate::core::NodeNames;
 use crate::sa::snapshot::{PortAt, SnapNode, Snapshot, link_mbps};
 
 /// What to look up.
@@ -39,7 +41,7 @@ pub struct NodeLine {
     pub guid: String,
     /// `switch`, `ca` or `router`.
     pub kind: String,
-    /// NodeDescription.
+    /// Its name in `node-name-map`, else its NodeDescription.
     pub desc: String,
     /// Physical ports.
     pub num_ports: u8,
@@ -77,7 +79,7 @@ pub struct PortLine {
 pub struct Neighbor {
     /// Its node GUID.
     pub guid: String,
-    /// Its NodeDescription.
+    /// Its name in `node-name-map`, else its NodeDescription.
     pub desc: String,
     /// Its port number.
     pub port: u8,
@@ -91,7 +93,7 @@ pub struct Neighbor {
 ///
 /// # Errors
 /// A sentence for the operator when no port or node answers to `key`.
-pub fn report(snap: &Snapshot, key: PortKey) -> Result<PortReport, String> {
+pub fn report(snap: &Snapshot, key: PortKey, names: &NodeNames) -> Result<PortReport, String> {
     let (node_idx, ports): (u32, Vec<u8>) = match key {
         PortKey::Lid(lid) => {
             let (n, p) = snap.by_lid(lid).ok_or_else(|| format!("no port has LID {}", lid.0))?;
@@ -113,10 +115,10 @@ pub fn report(snap: &Snapshot, key: PortKey) -> Result<PortReport, String> {
         node: NodeLine {
             guid: fmt_guid(node.info.node_guid),
             kind: kind_name(node.info.node_type).to_owned(),
-            desc: node.desc.clone(),
+            desc: names.show(node.info.node_guid, &node.desc).to_owned(),
             num_ports: node.info.num_ports,
         },
-        ports: ports.into_iter().filter_map(|p| port_line(snap, node, (node_idx, p))).collect(),
+        ports: ports.into_iter().filter_map(|p| port_line(snap, node, (node_idx, p), names)).collect(),
     })
 }
 
@@ -132,14 +134,14 @@ fn all_ports(snap: &Snapshot, node: u32) -> Vec<u8> {
     (first..n.ports.len()).filter_map(|p| u8::try_from(p).ok()).collect()
 }
 
-fn port_line(snap: &Snapshot, node: &SnapNode, at: PortAt) -> Option<PortLine> {
+fn port_line(snap: &Snapshot, node: &SnapNode, at: PortAt, names: &NodeNames) -> Option<PortLine> {
     let port = snap.port(at)?;
     let info = port.info.as_ref();
     let neighbor = port.remote.and_then(|(rn, rp)| {
         let far = snap.node(rn)?;
         Some(Neighbor {
             guid: fmt_guid(far.info.node_guid),
-            desc: far.desc.clone(),
+            desc: names.show(far.info.node_guid, &far.desc).to_owned(),
             port: rp,
             routed_out: routed_out(far, rp),
         })
@@ -236,7 +238,7 @@ mod tests {
 
     #[test]
     fn an_end_port_by_lid_shows_its_link_partitions_and_the_route_to_it() {
-        let r = report(&two_hosts(), PortKey::Lid(Lid(3))).unwrap();
+        let r = report(&two_hosts(), PortKey::Lid(Lid(3)), &NodeNames::default()).unwrap();
         assert_eq!((r.node.kind.as_str(), r.node.desc.as_str()), ("ca", "host-3"));
         assert_eq!(r.ports.len(), 1);
         let p = &r.ports[0];
@@ -244,13 +246,18 @@ mod tests {
         assert_eq!(p.pkeys, ["0xffff", "0x8001"], "empty slots are left out");
         let n = p.neighbor.as_ref().unwrap();
         assert_eq!((n.desc.as_str(), n.port, n.routed_out), ("leaf-0", 2, Some(1)));
+        // With a node name map: the node and its neighbour by their names.
+        let map = [(Guid(0x10), "rack1 leaf".to_owned()), (Guid(0x30), "node-3".to_owned())];
+        let named = report(&two_hosts(), PortKey::Lid(Lid(3)), &NodeNames::new(map.into_iter().collect())).unwrap();
+        assert_eq!(named.node.desc, "node-3");
+        assert_eq!(named.ports[0].neighbor.as_ref().unwrap().desc, "rack1 leaf");
     }
 
     #[test]
     fn a_switch_by_lid_or_node_guid_shows_every_port_with_what_it_routes() {
         let snap = two_hosts();
-        let by_lid = report(&snap, PortKey::Lid(Lid(1))).unwrap();
-        assert_eq!(by_lid, report(&snap, PortKey::Guid(Guid(0x10))).unwrap());
+        let by_lid = report(&snap, PortKey::Lid(Lid(1)), &NodeNames::default()).unwrap();
+        assert_eq!(by_lid, report(&snap, PortKey::Guid(Guid(0x10)), &NodeNames::default()).unwrap());
         let routed: Vec<_> = by_lid.ports.iter().map(|p| (p.port, p.routed_out)).collect();
         assert_eq!(routed, [(0, None), (1, Some(1)), (2, Some(1)), (3, Some(0))]);
         assert_eq!(by_lid.ports[1].neighbor.as_ref().unwrap().desc, "host-2");
@@ -260,10 +267,10 @@ mod tests {
     #[test]
     fn a_ca_by_node_guid_lists_its_ports_and_unknown_keys_say_so() {
         let snap = two_hosts();
-        let r = report(&snap, PortKey::Guid(Guid(0x20))).unwrap();
+        let r = report(&snap, PortKey::Guid(Guid(0x20)), &NodeNames::default()).unwrap();
         assert_eq!(r.ports.iter().map(|p| p.guid.as_str()).collect::<Vec<_>>(), ["0x0000000000000021"]);
-        assert_eq!(report(&snap, PortKey::Guid(Guid(0x21))).unwrap(), r, "by port GUID: the same port");
-        assert!(report(&snap, PortKey::Lid(Lid(9))).unwrap_err().contains("no port has LID 9"));
-        assert!(report(&snap, PortKey::Guid(Guid(0x99))).unwrap_err().contains("0x0000000000000099"));
+        assert_eq!(report(&snap, PortKey::Guid(Guid(0x21)), &NodeNames::default()).unwrap(), r, "by port GUID: the same port");
+        assert!(report(&snap, PortKey::Lid(Lid(9)), &NodeNames::default()).unwrap_err().contains("no port has LID 9"));
+        assert!(report(&snap, PortKey::Guid(Guid(0x99)), &NodeNames::default()).unwrap_err().contains("0x0000000000000099"));
     }
 }

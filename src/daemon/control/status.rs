@@ -62,7 +62,8 @@ pub struct SweepingStatus {
 pub struct DisabledPortStatus {
     /// Its node's GUID, `0x` and 16 hex digits.
     pub node: String,
-    /// Its node's NodeDescription (empty when the SM does not see the node).
+    /// Its node's name in `node-name-map`, else its NodeDescription (empty when the SM does
+    /// not see the node).
     pub desc: String,
     /// The port.
     pub port: u8,
@@ -111,7 +112,7 @@ pub struct Problems {
 pub struct PortErrorsJson {
     /// Its node's GUID, `0x` and 16 hex digits.
     pub node: String,
-    /// Its node's description.
+    /// Its node's name in `node-name-map`, else its description.
     pub desc: String,
     /// The port.
     pub port: u8,
@@ -165,7 +166,7 @@ pub struct UnroutedLid {
 pub struct BlockedNodeJson {
     /// Its node GUID, `0x` and 16 hex digits.
     pub guid: String,
-    /// Its NodeDescription as last read.
+    /// Its name in `node-name-map`, else its NodeDescription as last read.
     pub desc: String,
 }
 
@@ -451,7 +452,7 @@ fn disabled_ports(sm: &Sm) -> Vec<DisabledPortStatus> {
                 .map_or_else(|| "unknown".to_owned(), |i| format!("{:?}", i.port_physical_state));
             DisabledPortStatus {
                 node: format!("{:#018x}", g.0),
-                desc: node.map(|n| n.desc.clone()).unwrap_or_default(),
+                desc: sm.config().node_names.show(g, node.map_or("", |n| n.desc.as_str())).to_owned(),
                 port: p,
                 phys,
             }
@@ -473,7 +474,10 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
                 r.blocked
                     .iter()
                     .chain(&r.failed_nodes)
-                    .map(|b| BlockedNodeJson { guid: format!("{:#018x}", b.guid.0), desc: b.desc.clone() })
+                    .map(|b| BlockedNodeJson {
+                        guid: format!("{:#018x}", b.guid.0),
+                        desc: sm.config().node_names.show(b.guid, &b.desc).to_owned(),
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -501,7 +505,7 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
             .iter()
             .map(|((g, p), f)| PortErrorsJson {
                 node: format!("{:#018x}", g.0),
-                desc: sm.perf().desc(*g).to_owned(),
+                desc: sm.config().node_names.show(*g, sm.perf().desc(*g)).to_owned(),
                 port: *p,
                 counters: f.over.iter().map(|(c, d, t)| format!("{}={d}/{t}", c.name())).collect(),
             })

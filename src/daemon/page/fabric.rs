@@ -134,7 +134,8 @@ pub struct RowJson {
 pub struct GroupJson {
     /// Its index, as bundles name it.
     pub id: usize,
-    /// A node's description; for a group, its first and last (`a … b`).
+    /// A node's name (`node-name-map`, else its description); for a group, its first and last
+    /// (`a … b`).
     pub name: String,
     /// NodeGUID of a single node (none for a group).
     pub guid: Option<String>,
@@ -183,7 +184,7 @@ pub struct CableJson {
 pub struct EndJson {
     /// NodeGUID.
     pub node: String,
-    /// NodeDescription.
+    /// Its name in `node-name-map`, else its NodeDescription.
     pub desc: String,
     /// Port number.
     pub port: u8,
@@ -191,7 +192,8 @@ pub struct EndJson {
 
 /// The topology of a snapshot (nodes in the snapshot's order), for its tiers. A peer that names
 /// no node of the snapshot is no cable (so every peer index is in range).
-fn topology(snap: &Snapshot) -> Topology {
+/// Nodes are named by `names` (`node-name-map`) where it names them, else by NodeDescription.
+fn topology(snap: &Snapshot, names: &crate::core::NodeNames) -> Topology {
     let desc = snap.describe();
     let count = desc.nodes.len();
     let mut t = Topology::default();
@@ -201,7 +203,7 @@ fn topology(snap: &Snapshot) -> Topology {
             NodeType::Router => NodeKind::Router,
             _ => NodeKind::Ca,
         };
-        let mut node = TopoNode::new(kind, n.name.to_owned(), n.num_ports, n.guid);
+        let mut node = TopoNode::new(kind, names.show(n.guid, n.name).to_owned(), n.num_ports, n.guid);
         for p in &n.ports {
             if let (Some(peer), Some(slot)) =
                 (p.peer.filter(|q| q.node < count), node.links.get_mut(usize::from(p.num.0)))
@@ -303,7 +305,7 @@ fn layout(t: &Topology, bounds: &Bounds) -> Layout {
 /// The picture of `snap` coloured by `sm`'s PM, within `bounds`.
 pub fn fabric(sm: &Sm, snap: &Snapshot, bounds: &Bounds) -> FabricJson {
     let pm = sm.perf();
-    let t = topology(snap);
+    let t = topology(snap, &sm.config().node_names);
     let wait_threshold = pm.config().thresholds.0[Counter::XmitWait.index()];
     let Layout { group_of, rows, hosts, aggregated } = layout(&t, bounds);
 

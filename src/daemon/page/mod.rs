@@ -92,11 +92,13 @@ pub struct FabricCache(Mutex<Option<(FabricKey, String)>>);
 struct FabricKey {
     snap: Arc<Snapshot>,
     pm: (u64, u64),
+    /// The node name map in force (a reload may change it without a sweep).
+    names: crate::core::NodeNames,
 }
 
 impl PartialEq for FabricKey {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.snap, &other.snap) && self.pm == other.pm
+        Arc::ptr_eq(&self.snap, &other.snap) && self.pm == other.pm && self.names == other.names
     }
 }
 
@@ -184,7 +186,8 @@ pub struct PortAnswer {
     pub version: u32,
     /// Its node's GUID.
     pub node: String,
-    /// Its node's description (empty when the SM does not know the node).
+    /// Its node's name in `node-name-map`, else its description (empty when the SM does not
+    /// know the node).
     pub desc: String,
     /// The port number.
     pub port: u8,
@@ -203,7 +206,7 @@ pub struct PortAnswer {
 pub struct PeerJson {
     /// NodeGUID.
     pub node: String,
-    /// NodeDescription.
+    /// Its name in `node-name-map`, else its NodeDescription.
     pub desc: String,
     /// Port number.
     pub port: u8,
@@ -231,7 +234,8 @@ pub fn answer(sm: &Sm, q: &PageQuery) -> String {
         PageAsk::Fabric => match sm.snapshot() {
             Some(snap) => {
                 let c = sm.perf().counts();
-                let key = FabricKey { snap: Arc::clone(&snap), pm: (c.sweeps, c.threshold_events) };
+                let names = sm.config().node_names.clone();
+                let key = FabricKey { snap: Arc::clone(&snap), pm: (c.sweeps, c.threshold_events), names };
                 return FabricCache::get(&q.cache.0, key, || {
                     serde_json::to_string(&fabric::fabric(sm, &snap, &fabric::Bounds::DEFAULT))
                         .unwrap_or_else(|e| error_line(&format!("encoding the answer: {e}")))
@@ -251,7 +255,8 @@ pub fn port(sm: &Sm, g: Guid, p: u8) -> PortAnswer {
     let peer = snap.as_ref().zip(node).and_then(|(s, n)| {
         let (i, pp) = n.ports.get(usize::from(p))?.remote?;
         let other = s.nodes.get(usize::try_from(i).ok()?)?;
-        Some((other.info.node_guid, other.desc.clone(), pp))
+        let desc = sm.config().node_names.show(other.info.node_guid, &other.desc).to_owned();
+        Some((other.info.node_guid, desc, pp))
     });
     let books = sm.perf().books();
     let line = |k: (Guid, u8)| books.get(&k).map(|b| port_line(sm, k, b));
@@ -275,7 +280,7 @@ pub fn port(sm: &Sm, g: Guid, p: u8) -> PortAnswer {
     PortAnswer {
         version: 1,
         node: format!("{:#018x}", g.0),
-        desc: node.map(|n| n.desc.clone()).unwrap_or_default(),
+        desc: sm.config().node_names.show(g, node.map_or("", |n| n.desc.as_str())).to_owned(),
         port: p,
         counters: line((g, p)),
         peer_counters: peer.as_ref().and_then(|(pg, _, pp)| line((*pg, *pp))),
@@ -320,6 +325,27 @@ mod tests {
         }
         let long = format!("guid=0x1&port=1&pad={}", "a".repeat(MAX_QUERY));
         assert!(matches!(route("GET", "/api/port", Some(&long)), Err(Refusal::BadRequest(_))));
+    }
+
+    #[test]
+    fn the_node_name_map_names_nodes_in_the_fabric_and_port_answers() {
+        use crate::core::{Guid2Lid, NodeNames, Sm, SmConfig};
+        let text = include_str!("../../../examples/fabrics/fat-tree-2l-k4.net");
+        let topo = ibsm_topology::Topology::parse_str(text, "fat-tree-2l-k4.net").unwrap();
+        let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
+        let mut drv = crate::transport::sim::SimDriver::new(&topo, 1, sm, None).unwrap();
+        assert!(drv.sweep(60_000_000_000, |_| {}).is_some_and(|r| r.complete));
+        let g = |n: &str| topo.nodes[topo.find(n).unwrap()].node_guid;
+        let map = [(g("leaf-0"), "rack1 leaf".to_owned()), (g("spine-0"), "rack0 spine".to_owned())];
+        let names = NodeNames::new(std::collections::HashMap::from(map));
+        // A reload that changes only the names: in force at once, nothing to sweep.
+        let done = drv.sm.reconfigure(SmConfig { node_names: names, ..SmConfig::default() });
+        assert_eq!((done.applied, done.sweep), (vec!["node-name-map"], false));
+        let p = port(&drv.sm, g("leaf-0"), 3);
+        assert_eq!((p.desc.as_str(), p.peer.map(|q| q.desc)), ("rack1 leaf", Some("rack0 spine".to_owned())));
+        let snap = drv.sm.snapshot().unwrap();
+        let json = serde_json::to_string(&fabric::fabric(&drv.sm, &snap, &fabric::Bounds::DEFAULT)).unwrap();
+        assert!(json.contains("rack1 leaf") && json.contains("rack0 spine") && json.contains("leaf-1"), "{json}");
     }
 
     #[test]
