@@ -38,7 +38,6 @@ pub mod layers;
 
 use ibsm_mad::{Lid, PortNum};
 
-use crate::dfsssp::layers::NONE;
 use crate::graph::{FAR, Indexed, set};
 use crate::{Engine, FabricView, Lft, Routes, RoutingError};
 
@@ -197,7 +196,7 @@ fn balanced(
     let mut cand_start: Vec<usize> = Vec::with_capacity(n + 1);
     let mut cand: Vec<(u32, u32)> = Vec::new();
     let mut cost = vec![0u64; n];
-    let mut next: Vec<u32> = vec![NONE; n];
+    let mut next: Vec<u32> = vec![layers::NONE; n];
     let mut sub = vec![0u64; n];
     for (t, dl) in by_switch.iter().enumerate() {
         if dl.is_empty() {
@@ -214,12 +213,15 @@ fn balanced(
             let want = dist[x].wrapping_sub(1);
             for (i, &(_, y, _)) in g.links(x).iter().enumerate() {
                 if dist[y] == want {
-                    cand.push((u32::try_from(chan_start[x] + i).unwrap_or(NONE), u32::try_from(y).unwrap_or(NONE)));
+                    cand.push((
+                        u32::try_from(chan_start[x] + i).unwrap_or(layers::NONE),
+                        u32::try_from(y).unwrap_or(layers::NONE),
+                    ));
                 }
             }
         }
         cand_start.push(cand.len());
-        next.fill(NONE);
+        next.fill(layers::NONE);
         for &(lid, port, to_ca) in dl {
             set(&mut tables[t], lid, port);
             cost[t] = 0;

@@ -645,7 +645,10 @@ impl Sm {
             }
             Req::SetSwitchInfo { node, .. } => self.on_set_switch_info(request, *node, outcome),
             Req::SetLft { node, block, .. } => match (outcome, self.subnet.node(*node)) {
-                (Outcome::Reply { status: 0, data }, Some(n)) => self.programming.lft_written(n, *block, data),
+                (Outcome::Reply { status: 0, data }, Some(n)) => {
+                    self.programming.lft_written(n, *block, data);
+                    self.publish_digests_if_changed();
+                }
                 (Outcome::Reply { status: 0, .. }, None) => {}
                 _ => self.fail(request, outcome),
             },
@@ -754,6 +757,7 @@ impl Sm {
                     self.enter(SweepPhase::ProgrammingLfts);
                     if let Some((switches, routes)) = self.routing.routes() {
                         let plan = self.programming.lft_sets(&self.subnet, switches, routes);
+                        self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         for s in plan.sets {
                             self.tx.push(s);

@@ -59,17 +59,23 @@ impl HeldLft {
 
     /// Block `block` is `t` (written or read back): the blocks again, if the table was whole.
     fn set(&mut self, block: u32, t: LinearForwardingTable) {
-        self.vouched = None;
-        self.digest = OnceLock::new();
-        if let Some(w) = self.whole.take() {
-            let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
-            self.blocks = (0..n as u32).map(|b| Some(block_of(&w, b))).collect();
-        }
+        self.unwhole();
         let i = block as usize;
         if self.blocks.len() <= i {
             self.blocks.resize(i + 1, None);
         }
         self.blocks[i] = Some(t);
+    }
+
+    /// The table is no longer known whole (a block is written or planned): its blocks again.
+    /// Whether it was whole.
+    fn unwhole(&mut self) -> bool {
+        self.vouched = None;
+        self.digest = OnceLock::new();
+        let Some(w) = self.whole.take() else { return false };
+        let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
+        self.blocks = (0..n as u32).map(|b| Some(block_of(&w, b))).collect();
+        true
     }
 
     /// The switch holds `table` whole: the blocks go.
@@ -112,6 +118,9 @@ pub struct Programming {
     /// Taken over from a master: per switch, the LinearFDBTop and the digest of the whole
     /// table it held ([`Programming::adopt_digests`]), until the switch's SwitchInfo is read.
     vouched: HashMap<Guid, (u16, u64)>,
+    /// A switch left the set of those held whole since [`Programming::take_digests_changed`]:
+    /// the standbys' LFT digests must be published again before they could vouch for it.
+    digests_changed: bool,
     /// The LID of the master the digests came from: a switch naming it as its master SM was
     /// written by it, which is what the digest vouches for (not a reason to read it back).
     vouched_by: Option<Lid>,
@@ -137,7 +146,7 @@ impl Programming {
         let guid = n.info.node_guid;
         let cached = self.lfts.get(&guid).is_some_and(|c| c.top == top);
         if top == 0 || !cached {
-            self.lfts.remove(&guid);
+            self.digests_changed |= self.lfts.remove(&guid).is_some_and(|h| h.whole.is_some());
             self.pending.remove(&guid);
         }
         // A switch the last master vouched for (same LinearFDBTop: not reset since) is
@@ -162,9 +171,8 @@ impl Programming {
             return;
         }
         self.pending.remove(&n.info.node_guid);
-        if self.lfts.remove(&n.info.node_guid).is_none() {
-            return;
-        }
+        let Some(held) = self.lfts.remove(&n.info.node_guid) else { return };
+        self.digests_changed |= held.whole.is_some();
         if n.switch_info.is_some_and(|s| s.linear_fdb_top.0 > 0) {
             self.read_back(n, node);
         }
@@ -200,6 +208,7 @@ impl Programming {
     pub fn lft_read(&mut self, guid: Guid, block: u32, t: LinearForwardingTable) {
         self.pending.remove(&guid);
         if let Some(held) = self.lfts.get_mut(&guid) {
+            self.digests_changed |= held.whole.is_some();
             held.set(block, t);
         }
     }
@@ -228,6 +237,7 @@ impl Programming {
             };
             let held = self.lfts.entry(guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
             held.top = top;
+            self.digests_changed |= held.whole.is_some();
             held.set(block, t);
             if let Some(table) = done {
                 self.pending.remove(&guid);
@@ -293,6 +303,11 @@ impl Programming {
                     h.set_whole(table);
                 }
             } else {
+                // Blocks go to it: no longer vouched for as whole (a standby must not take
+                // the old digest for what it holds while they are written).
+                if let Some(h) = held {
+                    self.digests_changed |= h.unwhole();
+                }
                 let mut bits = vec![0u64; (blocks as usize).div_ceil(64)];
                 for &(block, _) in &differ[before..] {
                     bits[block as usize / 64] |= 1 << (block % 64);
@@ -338,6 +353,12 @@ impl Programming {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    /// Whether a switch left the set of those held whole since the last call (the coordinator
+    /// publishes the LFT digests again).
+    pub fn take_digests_changed(&mut self) -> bool {
+        std::mem::take(&mut self.digests_changed)
     }
 
     /// A standby taking over: the switches its master held whole, to be trusted without a

@@ -381,7 +381,7 @@ mod tests {
         let version = m.status(true).version;
         assert!(m.sync_needless(STANDBY));
         assert_eq!(m.status(true).standbys, [(STANDBY, Lid(2), "current", Some(version))]);
-        assert_eq!((s.status(false).current_at, s.status(false).sections.len()), (Some(version), 7));
+        assert_eq!((s.status(false).current_at, s.status(false).sections.len()), (Some(version), Section::ALL.len()));
 
         let mut after_loss = s.clone();
         let lost = after_loss.take_over(MASTER, false);
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(lost, a);
         assert_eq!(a.sections, Section::ALL);
         assert_eq!(a.replica, r);
-        assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 7, current_at: Some(version) });
+        assert_eq!(a.event(), SmEvent::SyncAdopted { sections: Section::ALL.len(), current_at: Some(version) });
         assert!(!s.reregister_clients(), "handed over: current at the master's last query, every section held");
         assert!(s.status(false).sections.is_empty(), "forgotten once adopted");
     }
@@ -411,7 +411,7 @@ mod tests {
             SyncAnswer::Reply { .. }
         ));
         let a = s.take_over(MASTER, true);
-        assert_eq!((a.sections.len(), a.current_at), (7, None), "every section, of an older version");
+        assert_eq!((a.sections.len(), a.current_at), (Section::ALL.len(), None), "every section, of an older version");
         assert!(s.reregister_clients(), "even handed over");
     }
 

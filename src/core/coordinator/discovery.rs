@@ -217,6 +217,7 @@ impl Sm {
         }
         if si.is_some() {
             self.programming.switch_info_read(&self.subnet, node);
+            self.publish_digests_if_changed();
         }
     }
 
@@ -237,6 +238,7 @@ impl Sm {
         let Some(ours) = self.discovery.last_sm_lid() else { return };
         if master != ours {
             self.programming.distrust(&self.subnet, node, master);
+            self.publish_digests_if_changed();
         }
     }
 
@@ -248,5 +250,6 @@ impl Sm {
         };
         let Some(guid) = self.subnet.node(node).map(|n| n.info.node_guid) else { return };
         self.programming.lft_read(guid, block, t);
+        self.publish_digests_if_changed();
     }
 }

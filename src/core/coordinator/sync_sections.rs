@@ -56,6 +56,15 @@ impl Sm {
         self.take_news(news);
     }
 
+    /// Master: publishes the LFT digests again when a switch stopped being held whole (it is
+    /// being written, was reset, or another SM wrote it), before a standby could take the old
+    /// digest for what it holds.
+    pub(in crate::core) fn publish_digests_if_changed(&mut self) {
+        if self.programming.take_digests_changed() && self.state == SmState::Master {
+            self.publish(&[Section::LftDigests]);
+        }
+    }
+
     /// Master, after a sweep: publishes everything and syncs the standbys the sweep found.
     pub(in crate::core) fn sync_after_sweep(&mut self) {
         let snap = self.sa.snapshot();
@@ -144,10 +153,13 @@ impl Sm {
                 Section::MKeys => self.mkeys.adopt(&r.mkeys, &r.neighbors),
                 Section::PKeys => self.partitions.adopt_written(r.pkeys.iter().cloned()),
                 Section::DisabledPorts => self.maintenance.set_disabled(r.disabled_ports.iter().copied()),
-                Section::LftDigests => {
+                // Only from a master this SM was current with at its last query: an older
+                // digest may name a table a switch no longer holds.
+                Section::LftDigests if a.current_at.is_some() => {
                     let by = self.guid2lid.get(master).map(|(lid, _)| lid);
                     self.programming.adopt_digests(r.lft_digests.iter().copied(), by);
                 }
+                Section::LftDigests => {}
                 Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
             }
         }
