@@ -69,20 +69,26 @@ fn dump_gives_every_pair_its_sl() {
     assert!(ok && out.lines().skip(1).all(|l| l.ends_with(" 0")), "{out}");
 }
 
-/// The running SM programs no layers yet, so it lets a layered engine use one VL only: on the
-/// mesh dfsssp needs two and declines, and the chain's up/down routes (no credit loop on one VL);
-/// on a fat tree one layer is enough and dfsssp routes.
+/// The running SM gives a layered engine as many layers as the ports' VLs hold: on the mesh
+/// (8 VLs in the simulator) dfsssp routes on two; with `max-op-vls 1` it has one, declines, and
+/// the chain's up/down routes (no credit loop on one VL); on a fat tree one layer is enough.
 #[test]
-fn the_running_sm_takes_dfsssp_only_where_one_vl_is_free_of_credit_loops() {
-    use ibsm::core::{Guid2Lid, Sm, SmConfig};
+fn the_running_sm_gives_dfsssp_the_layers_the_vls_hold() {
+    use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig};
     use ibsm::transport::sim::SimDriver;
-    for (net, used) in [(MESH, "updn"), ("examples/fabrics/fat-tree-2l-k4.net", "dfsssp")] {
+    for (net, max_op_vls, used) in
+        [(MESH, 5, "dfsssp"), (MESH, 1, "updn"), ("examples/fabrics/fat-tree-2l-k4.net", 1, "dfsssp")]
+    {
         let topo =
             ibsm_topology::Topology::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(net)).expect("topology");
-        let cfg = SmConfig { routing_engine: vec!["dfsssp".into(), "updn".into()], ..SmConfig::default() };
+        let cfg = SmConfig {
+            routing_engine: vec!["dfsssp".into(), "updn".into()],
+            ports: PortConfig { max_op_vls, ..PortConfig::default() },
+            ..SmConfig::default()
+        };
         let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
         let report = drv.sweep(30_000_000_000, |_| {}).expect("a report");
         assert!(report.complete, "{net}: {report:?}");
-        assert_eq!(drv.sm.routing_engine_used(), Some(used), "{net}");
+        assert_eq!(drv.sm.routing_engine_used(), Some(used), "{net} max-op-vls {max_op_vls}");
     }
 }

@@ -17,6 +17,7 @@
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
+use ibsm_routing::dfsssp::PathLayers;
 use ibsm_routing::ftree::FatTree;
 use ibsm_routing::{FabricView, Lft, Routes};
 use std::sync::Arc;
@@ -38,6 +39,40 @@ pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
     b
 }
 
+/// The layers a layered engine may use on `subnet`, as OpenSM's dfsssp counts its VLs: the data
+/// VLs of the link with the fewest, among the switch-to-switch and CA links, as the port
+/// settings set OperationalVLs (the smaller VLCap of the two ends, within `max_op_vls`). One
+/// where QoS is on (its SL2VL tables map SLs by class, and classes times layers are not
+/// combined yet) or a switch cannot map SLs (no IsSLMappingSupported on its port 0): the
+/// layers' SLs would not reach their VLs.
+pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_on: bool) -> u8 {
+    use ibsm_mad::attrs::CapabilityMask;
+    if qos_on {
+        return 1;
+    }
+    let mut budget = 15u8;
+    for n in subnet.nodes.iter().filter(|n| !n.carried) {
+        if n.is_switch()
+            && !n
+                .ports
+                .first()
+                .and_then(|r| r.info)
+                .is_some_and(|i| i.capability_mask.contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED))
+        {
+            return 1;
+        }
+        for rec in n.ports.iter().skip(1).filter(|r| r.is_linked()) {
+            let Some(info) = rec.info else { continue };
+            let Some(peer) = rec.remote.and_then(|(rn, rp)| subnet.node(rn)?.port(rp)?.info) else { continue };
+            let enc = info.vl_cap.min(peer.vl_cap).min(max_op_vls.max(1));
+            if enc > 0 {
+                budget = budget.min(ibsm_qos::vl_count(enc));
+            }
+        }
+    }
+    budget
+}
+
 /// The last full route: the fabric, its tables, the engine that made them and the chain asked;
 /// and the last repair of it, while the fabric stays degraded (a second sweep over the same
 /// fabric, as the traps of both ends of a cable bring, takes it again).
@@ -47,6 +82,8 @@ pub struct RouteBase {
     routes: Arc<Routes>,
     engine: String,
     chain: String,
+    /// The layer of every path, from a layered engine.
+    layers: Option<Arc<PathLayers>>,
     repaired: Option<(FabricView, Arc<Routes>, RouteMode)>,
 }
 
@@ -68,6 +105,7 @@ pub struct RouteJob {
 pub struct RouteDone {
     switch_nodes: Vec<NodeIdx>,
     outcome: Result<(Arc<Routes>, RouteMode, String), String>,
+    layers: Option<Arc<PathLayers>>,
     declined: Vec<(String, String)>,
     base: Option<RouteBase>,
     epoch: u64,
@@ -81,6 +119,10 @@ impl RouteJob {
         if b.view == *view {
             b.repaired = None;
             return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone()));
+        }
+        // A layered route is reused only on the same fabric (repair knows no layers).
+        if b.layers.is_some() {
+            return None;
         }
         if let Some((_, routes, _)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
             return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone()));
@@ -114,8 +156,13 @@ impl RouteJob {
             // The same tables file as read once (a reload reads it into a new one).
             chain_name = format!("{chain_name} tables {:p}", Arc::as_ptr(t));
         }
+        if let Some(m) = self.options.max_layers {
+            chain_name = format!("{chain_name} layers {m}");
+        }
         let mut declined = Vec::new();
+        let mut layers = None;
         let outcome = if let Some(found) = self.reuse_base(&chain_name) {
+            layers = self.base.as_ref().and_then(|b| b.layers.clone());
             Ok(found)
         } else {
             match Chain::from_names_with(&self.chain, &self.options)
@@ -125,11 +172,14 @@ impl RouteJob {
                 Ok(out) => {
                     declined = out.declined.into_iter().map(|d| (d.engine.to_owned(), d.error.to_string())).collect();
                     let routes = Arc::new(out.routes);
+                    // One layer is no layering: every path on SL 0, as any engine's.
+                    layers = out.layers.filter(|l| l.used() > 1).map(Arc::new);
                     self.base = Some(RouteBase {
                         view: self.view,
                         routes: Arc::clone(&routes),
                         engine: out.engine.to_owned(),
                         chain: chain_name,
+                        layers: layers.clone(),
                         repaired: None,
                     });
                     Ok((routes, RouteMode::Full, out.engine.to_owned()))
@@ -137,7 +187,7 @@ impl RouteJob {
                 Err(e) => Err(e),
             }
         };
-        RouteDone { switch_nodes: self.switch_nodes, outcome, declined, base: self.base, epoch: self.epoch }
+        RouteDone { switch_nodes: self.switch_nodes, outcome, layers, declined, base: self.base, epoch: self.epoch }
     }
 }
 
@@ -151,6 +201,9 @@ pub struct Routing {
     routes: Option<(Vec<NodeIdx>, Arc<Routes>)>,
     /// The engine of the chain that routed the last sweep.
     engine_used: String,
+    /// The layer (SL) of every path of the last tables, with the switch nodes in the layers'
+    /// order, when a layered engine made them on more than one layer.
+    layers: Option<(Vec<NodeIdx>, Arc<PathLayers>)>,
     /// The last full route, which later sweeps reuse or repair.
     base: Option<RouteBase>,
     /// How the last tables were made.
@@ -211,24 +264,37 @@ impl Routing {
         &self.engine_used
     }
 
+    /// The layer of every path of the last tables (switch nodes in the layers' order), when
+    /// they use more than one layer.
+    pub fn layers(&self) -> Option<&(Vec<NodeIdx>, Arc<PathLayers>)> {
+        self.layers.as_ref()
+    }
+
     /// How the last tables were made.
     pub fn mode(&self) -> RouteMode {
         self.mode
     }
 
-    /// The routing job of `subnet` with `lmc`, the engine `chain` and its `options`; it takes the base along,
-    /// and holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
-    pub fn job(&mut self, subnet: &Subnet, lmc: u8, (chain, options): (&[String], &EngineOptions)) -> RouteJob {
+    /// The routing job of `subnet` with `lmc`, the engine `chain` and its `options`, a layered
+    /// engine using at most `vl_budget` layers ([`vl_budget`]); it takes the base along, and
+    /// holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
+    pub fn job(
+        &mut self,
+        subnet: &Subnet,
+        lmc: u8,
+        (chain, options): (&[String], &EngineOptions),
+        vl_budget: u8,
+    ) -> RouteJob {
         let desc = subnet.describe();
         let Built { view, switch_nodes, .. } = build(&desc, lmc);
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
         let mut options = options.resolve_ports(end_ports(&desc));
-        // The SM programs no layers yet (no SL2VL for them, PathRecords without the pair's
-        // layer): a layered engine may use one, on which its routes are free of credit loops,
-        // or it declines and the chain's next engine routes. Never minimal routes that can
-        // deadlock on one VL.
-        options.max_layers = Some(1);
+        // A layered engine gets no more layers than the fabric's VLs hold (the configured budget
+        // within that), or it declines and the chain's next engine routes. Never minimal routes
+        // that can deadlock on fewer VLs than they need.
+        let budget = vl_budget.max(1);
+        options.max_layers = Some(options.max_layers.map_or(budget, |m| m.min(budget)));
         RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch }
     }
 
@@ -250,6 +316,7 @@ impl Routing {
             Ok((routes, mode, engine)) => {
                 self.engine_used = engine;
                 self.mode = mode;
+                self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
                 self.routes = Some((done.switch_nodes, routes));
             }
             Err(reason) => {
@@ -287,7 +354,7 @@ mod tests {
         let s = fabric();
         let minhop = chain(&["minhop"]);
         let mut r = Routing::default();
-        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()));
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1);
         assert!(r.job_out());
         let applied = r.apply(job.run(), true, &minhop);
         assert!(!applied.failed && applied.events.is_empty(), "{applied:?}");
@@ -299,15 +366,15 @@ mod tests {
         assert_eq!(lft.ports.get(3).copied(), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
         r.sweep_started();
         assert!(r.routes().is_none());
-        let again = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
+        let again = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
         r.apply(again, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused);
         // Forced to route in full: a job out at that moment does not bring the base back.
-        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()));
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1);
         r.force_full();
         r.apply(job.run(), true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused, "the job took the base along");
-        let done = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
         r.apply(done, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Full, "its base was dropped");
     }
@@ -317,7 +384,7 @@ mod tests {
         let s = fabric();
         let bad = chain(&["no-such-engine"]);
         let mut r = Routing::default();
-        let done = r.job(&s, 0, (&bad, &EngineOptions::default())).run();
+        let done = r.job(&s, 0, (&bad, &EngineOptions::default()), 1).run();
         let applied = r.apply(done, true, &bad);
         assert!(applied.failed);
         assert!(
@@ -326,7 +393,7 @@ mod tests {
         );
         assert!(r.routes().is_none());
         let minhop = chain(&["minhop"]);
-        let done = r.job(&s, 0, (&minhop, &EngineOptions::default())).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
         let applied = r.apply(done, false, &minhop);
         assert!(!applied.failed && applied.events.is_empty());
         assert!(r.routes().is_none() && r.engine_used().is_empty(), "the sweep ended: no tables taken");

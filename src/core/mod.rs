@@ -466,7 +466,12 @@ impl Sm {
             return None;
         }
         self.sweep.take_compute();
-        Some(self.routing.job(&self.subnet, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options)))
+        Some(self.routing.job(
+            &self.subnet,
+            self.cfg.lmc,
+            (&self.cfg.routing_engine, &self.cfg.routing_options),
+            self.vl_budget(),
+        ))
     }
 
     /// The job's result, at `now`: the tables go to the switches (or the failure is reported
@@ -479,9 +484,19 @@ impl Sm {
         self.advance();
     }
 
+    /// The layers a layered engine may use on the subnet ([`lft::vl_budget`]).
+    pub(in crate::core) fn vl_budget(&self) -> u8 {
+        lft::vl_budget(&self.subnet, self.cfg.ports.max_op_vls, self.cfg.qos.is_some())
+    }
+
     /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
     fn route(&mut self) {
-        let job = self.routing.job(&self.subnet, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options));
+        let job = self.routing.job(
+            &self.subnet,
+            self.cfg.lmc,
+            (&self.cfg.routing_engine, &self.cfg.routing_options),
+            self.vl_budget(),
+        );
         self.apply_route(job.run(), true);
     }
 

@@ -12,7 +12,9 @@
 //! its MTU and rate capped by the level's limits, its PacketLifeTime set by the level and its
 //! P_Key one of the level's when the level names some (a P_Key asked for outside them: no
 //! record); with no level (QoS on without a policy), the SL of the path's partition (`sl=` in
-//! partitions.conf), as OpenSM gives it. A request for another SL gets no record for the pair, and
+//! partitions.conf), as OpenSM gives it. With QoS off and a layered route (`dfsssp` on more than one
+//! layer) each record carries its pair's layer as the SL ([`Snapshot::path_layer`]: the layer of
+//! the switch the path leaves from and the destination LID), as OpenSM's dfsssp answers it. A request for another SL gets no record for the pair, and
 //! a request for an SL that the way back's level does not give gets a record not reversible. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
 //! requester must share a partition with the source and, separately, with the destination (so
 //! an admin host in the default partition gets the paths between two storage servers of a
@@ -108,8 +110,8 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     if header.method == Method::Get && (src.is_none() || dst.is_none()) {
         return Answer::error(header, status::SA_INSUFFICIENT_COMPONENTS);
     }
-    // Without QoS only SL 0 is in use.
-    if snap.qos.is_none() && has(PathRecord::COMP_SL) && req.sl != 0 {
+    // Without QoS or layers only SL 0 is in use.
+    if snap.qos.is_none() && snap.layers.is_none() && has(PathRecord::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
     let ask = Ask {
@@ -184,6 +186,10 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         }
         if let Some(sl) = partition_sl {
             rec.sl = sl;
+        }
+        // Without QoS, a layered route's pair is on its layer's SL (no layer: SL 0).
+        if snap.qos.is_none() && snap.layers.is_some() {
+            rec.sl = snap.path_layer(sp, dlid).unwrap_or(0);
         }
         rec.reversible &= !back_refused;
         if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
@@ -328,7 +334,7 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
     let mut table = Table::new::<PathRecord>(q, limits);
-    if snap.qos.is_none() && has(Mpr::COMP_SL) && req.sl != 0 {
+    if snap.qos.is_none() && snap.layers.is_none() && has(Mpr::COMP_SL) && req.sl != 0 {
         return table.answer(q, limits);
     }
     // The same request as a PathRecord's template and selectors.
@@ -390,6 +396,9 @@ pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
     let pkey = snap.shared_pkey(src, walk.dest, Some(src), None)?;
     let mut rec = record(snap, &template(&PathRecord::default(), 0), (src, slid), (walk.dest, dlid), &walk)?;
     rec.pkey = pkey;
+    if snap.qos.is_none() && snap.layers.is_some() {
+        rec.sl = snap.path_layer(src, dlid).unwrap_or(0);
+    }
     Some(rec)
 }
 

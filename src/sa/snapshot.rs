@@ -4,7 +4,8 @@
 //! Owns: [`Snapshot`] (nodes with the NodeInfo, NodeDescription, SwitchInfo and per-port
 //! PortInfo the SM last read or wrote, cables, LIDs, the forwarding tables the switches hold),
 //! the LID and port-GUID indexes, and the walk of a LID-routed path through the forwarding
-//! tables ([`Snapshot::walk`]). Built by the core when a sweep completes and shared behind an
+//! tables ([`Snapshot::walk`]), and the layer (SL) of each path of a layered route
+//! ([`Snapshot::path_layer`]). Built by the core when a sweep completes and shared behind an
 //! `Arc`, so a query never waits for a sweep and never sees half of one. Knows nothing of MADs.
 
 use std::collections::HashMap;
@@ -113,6 +114,10 @@ pub struct Snapshot {
     pub routing_engine: String,
     /// The QoS policy path records follow (None: QoS off, every path on SL 0).
     pub qos: Option<std::sync::Arc<ibsm_qos::QosPolicy>>,
+    /// The layer (SL) of every path when a layered engine (`dfsssp`) routed on more than one:
+    /// the layers and each node's row in them (switches only). With QoS off a path's SL is
+    /// its layer ([`Snapshot::path_layer`]).
+    pub layers: Option<std::sync::Arc<SnapLayers>>,
     /// The partitions in force (name, P_Key base, `sl=`): QoS port groups by partition name,
     /// and the SL of a path under a partition's P_Key when QoS is on and no QoS level applies.
     pub partitions: Vec<ibsm_partitions::ResolvedPartition>,
@@ -129,6 +134,15 @@ pub struct Snapshot {
     unrouted: std::sync::OnceLock<Unrouted>,
     /// The smallest MulticastFDBCap of the switches ([`Snapshot::mcast_fdb_cap`]).
     mcast_fdb_cap: Option<u16>,
+}
+
+/// The layers of a layered route, as the snapshot keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapLayers {
+    /// The layer of each (switch row, destination LID).
+    pub layers: std::sync::Arc<ibsm_routing::dfsssp::PathLayers>,
+    /// Each node's switch row (`u32::MAX`: not a routed switch), by node index.
+    pub row: Vec<u32>,
 }
 
 /// End-port LIDs that some switch's table leaves unrouted (a black hole: every node in a
@@ -249,6 +263,7 @@ impl Snapshot {
             packet_life,
             routing_engine: String::new(),
             qos: None,
+            layers: None,
             partitions: Vec::new(),
             by_lid,
             by_guid,
@@ -405,6 +420,20 @@ impl Snapshot {
             Some(w) => find(ka, w.base()).filter(|&k| pair(k)).map(|_| w),
             None => ka.iter().copied().filter(|k| k.0 != 0 && pair(*k)).min_by_key(|k| k.base()),
         }
+    }
+
+    /// The layer (SL) of the path from end port `src` to `dlid` in a layered route: that of
+    /// the pair (the switch the path leaves from, `dlid`); `None` without layers.
+    pub fn path_layer(&self, src: PortAt, dlid: Lid) -> Option<u8> {
+        let l = self.layers.as_deref()?;
+        let node = self.node(src.0)?;
+        // A path leaves from the switch itself, or from the switch a CA port hangs off.
+        let at = if node.is_switch() { src.0 } else { self.port(src)?.remote?.0 };
+        let row = *l.row.get(at as usize)?;
+        if row == u32::MAX {
+            return None;
+        }
+        l.layers.layer(row as usize, dlid)
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`: the switches crossed, the

@@ -469,6 +469,7 @@ mod tests {
             lmc: 0,
             subnet_timeout: 18,
             qos: None,
+            layers: None,
         });
         for node in &mut snap.nodes {
             for port in &mut node.ports {

@@ -15,7 +15,7 @@ use super::Sa;
 use crate::core::partitions::Partitions;
 use crate::core::programming::Programming;
 use crate::core::state::Subnet;
-use crate::sa::snapshot::{SmPort, SnapNode, SnapPort, Snapshot};
+use crate::sa::snapshot::{SmPort, SnapLayers, SnapNode, SnapPort, Snapshot};
 
 /// What a snapshot is copied from.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +38,8 @@ pub(crate) struct Sources<'a> {
     pub subnet_timeout: u8,
     /// The QoS policy in force (None: QoS off).
     pub qos: Option<&'a ibsm_qos::QosPolicy>,
+    /// The layers of a layered route and its switch nodes in their order.
+    pub layers: Option<&'a (Vec<crate::core::state::NodeIdx>, std::sync::Arc<ibsm_routing::dfsssp::PathLayers>)>,
 }
 
 /// A new snapshot of the subnet as it stands in `src`.
@@ -83,6 +85,15 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
     src.engine.clone_into(&mut snap.routing_engine);
     snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
     src.partitions.resolved().clone_into(&mut snap.partitions);
+    snap.layers = src.layers.map(|(switches, layers)| {
+        let mut row = vec![u32::MAX; src.subnet.nodes.len()];
+        for (r, &n) in switches.iter().enumerate() {
+            if let (Some(slot), Ok(r)) = (row.get_mut(n), u32::try_from(r)) {
+                *slot = r;
+            }
+        }
+        std::sync::Arc::new(SnapLayers { layers: std::sync::Arc::clone(layers), row })
+    });
     snap
 }
 
