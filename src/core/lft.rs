@@ -7,7 +7,9 @@
 //! job out and how the last tables were made. The tables come from the `ibsm-routing` engine
 //! chain named in the configuration; [`block_of`] cuts them into blocks of 64 LIDs, which
 //! `programming` writes where they differ from what a switch holds. Nothing here knows a byte
-//! offset, sends an SMP or touches another component's state.
+//! offset, sends an SMP or touches another component's state. A layered engine (`dfsssp`) gets
+//! the fabric's VLs as its layer budget ([`vl_budget`]); the layer of every path it gives is
+//! kept with the tables ([`Routing::layers`]) for the SA's PathRecord SLs.
 //!
 //! The last full route is kept as the base: a fabric equal to it gets its tables again without
 //! routing (a cable back, a sweep that found nothing new), and a fat tree that is the base less
