@@ -139,6 +139,17 @@ fn the_sm_programs_the_layers_and_no_vl_has_a_credit_loop() {
     for v in &per_vl {
         assert!(!matches!(v.loops, CreditLoops::Found(_)), "VL {}: {:?}", v.vl, v.loops);
     }
+    // What the control socket ships (`routes check --socket`, `routes dump --format sl`): each
+    // switch's SLs, through JSON, are the SA's, and judged per VL they have no credit loop.
+    let live = LiveRoutes::from_sm(&s.drv.sm).expect("routes");
+    let live: LiveRoutes = serde_json::from_str(&serde_json::to_string(&live).expect("json")).expect("parses");
+    let rows = live.layers().expect("a layered routing ships its SLs");
+    assert_eq!(rows.len(), view.switches.len());
+    for (&(at, dlid), &sl) in &sl_of {
+        assert_eq!(rows[at].get(usize::from(dlid)).copied(), Some(sl), "switch {at} to LID {dlid}");
+    }
+    let shipped = ibsm::routes::layers::Layers::Live(rows);
+    assert!(ibsm::routes::layers::all_clear(&ibsm::routes::layers::per_vl(view, &routes, &shipped)));
     // Judged on one VL, the same tables loop: the layers are what makes them safe.
     let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
     assert!(matches!(one[0].loops, CreditLoops::Found(_)), "minimal torus routes on one VL loop");
@@ -154,4 +165,33 @@ fn ports_with_too_few_vls_leave_the_torus_to_the_next_engine() {
     let ask = PathRecord { slid, ..PathRecord::default() };
     let recs = records::<PathRecord>(&s.ask(Method::GetTable, PathRecord::COMP_SLID, &ask));
     assert!(!recs.is_empty() && recs.iter().all(|r| r.sl == 0), "{dlid:?}");
+    assert_eq!(LiveRoutes::from_sm(&s.drv.sm).expect("routes").layers(), None, "no SLs shipped");
+}
+
+/// `routes check --socket` and `routes dump --socket --format sl` on a running `ibsm run --sim`
+/// whose chain routed a torus with dfsssp on two layers: each VL judged, no credit loop, every CA
+/// pair's SL shown, some on SL 1.
+#[test]
+fn routes_on_the_socket_judge_and_show_the_running_sms_layers() {
+    use std::time::Duration;
+    use support::cmd::{ibsm, tmp_dir};
+    use support::daemon::Daemon;
+    let dir = tmp_dir("dfsssp-socket");
+    let (sock, state) = (dir.join("sock"), dir.join("state"));
+    let (so, st) = (sock.to_str().expect("utf-8"), state.to_str().expect("utf-8"));
+    let torus = "examples/fabrics/torus-3x3.net";
+    let args = ["run", "--sim", torus, "--routing-engine", "dfsssp,updn", "--state-dir", st, "--control", so];
+    let mut sm = Daemon::start(&args, None, &[]);
+    let status = sm.wait_up(&sock, Duration::from_secs(30));
+    assert_eq!(status["last_sweep"]["routing_engine"], "dfsssp", "{status}");
+    let (code, out, err) = ibsm(&["routes", "check", "--socket", so, "--no-shifts"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("credit loops per VL") && out.contains("VL  1:"), "{out}");
+    assert!(!out.contains("LOOP through"), "{out}");
+    let (code, out, err) = ibsm(&["routes", "dump", "--socket", so, "--format", "sl"]);
+    assert_eq!(code, Some(0), "{err}");
+    let sls: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split(' ').nth(2)).collect();
+    assert!(!sls.is_empty() && sls.contains(&"1") && sls.iter().all(|&s| s < "8"), "{out}");
+    drop(sm);
+    let _ = std::fs::remove_dir_all(&dir);
 }

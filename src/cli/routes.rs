@@ -90,7 +90,8 @@ pub enum Format {
     /// Fabric counts and timings only.
     Stats,
     /// Each CA port pair's SL from a layered routing (`dfsssp`): `SRC-LID DST-LID SL` per line
-    /// (every pair on SL 0 for the other engines). Offline (`--topology`) only.
+    /// (every pair on SL 0 for the other engines); with `--socket`, the SLs the running SM's SA
+    /// gives (an error when its routing has no layers).
     Sl,
     /// OpenSM's `opensm-subnet.lst`: a line per direction of every cable, with the ends' node
     /// and port and the link's width, state and speed (a running SM's, so `--socket` only).
@@ -170,8 +171,8 @@ struct Routed {
     routes: Routes,
     engine: String,
     timings: Timings,
-    /// The SL of every path, from a layered engine (offline only).
-    layers: Option<ibsm_routing::dfsssp::PathLayers>,
+    /// The SL of every path, from a layered engine (offline) or a running SM's SA (live).
+    layers: Option<ibsm::routes::layers::Layers>,
 }
 
 /// How long to wait for a running SM's answer.
@@ -194,13 +195,14 @@ fn fetch(path: &Path) -> Result<Routed, ExitCode> {
         ExitCode::FAILURE
     })?;
     let ns = |a: Instant, b: Instant| b.duration_since(a).as_nanos() as u64;
+    let layers = live.layers().map(ibsm::routes::layers::Layers::Live);
     Ok(Routed {
         topo,
         plan,
         routes,
         engine: live.engine,
         timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, Instant::now()), routing_ns: 0 },
-        layers: None,
+        layers,
     })
 }
 
@@ -312,7 +314,7 @@ fn route(src: &Source, table: Option<Guid2Lid>) -> Result<Routed, ExitCode> {
         routes: outcome.routes,
         engine: outcome.engine.to_owned(),
         timings: Timings { read_ns: ns(t0, t1), lids_ns: ns(t1, t2), routing_ns: ns(t2, t3) },
-        layers: outcome.layers,
+        layers: outcome.layers.map(ibsm::routes::layers::Layers::Engine),
     })
 }
 
@@ -347,10 +349,15 @@ fn dump_cmd(a: &DumpArgs) -> ExitCode {
         Format::Sl => match &r.layers {
             Some(l) => ibsm::routes::layers::pair_sls(&r.plan.view, l),
             None if a.source.socket.is_some() => {
-                eprintln!("ibsm routes dump: --format sl is offline only (--topology)");
+                eprintln!(
+                    "ibsm routes dump: --format sl: the running SM's routing has no layers (with QoS, the SA's PathRecords give each pair's SL)"
+                );
                 return ExitCode::from(2);
             }
-            None => ibsm::routes::layers::pair_sls(&r.plan.view, &ibsm_routing::dfsssp::PathLayers::default()),
+            None => ibsm::routes::layers::pair_sls(
+                &r.plan.view,
+                &ibsm::routes::layers::Layers::Engine(ibsm_routing::dfsssp::PathLayers::default()),
+            ),
         },
     };
     print!("{text}");

@@ -2,9 +2,11 @@
 //! (`routes dump --format sl`) and the credit-loop verdict of every VL's channel dependency
 //! graph (`routes check`).
 //!
-//! Offline, a layer is the pair's SL and SL n travels on VL n (the SL2VL the SM programs for a
-//! layered routing), so the VL of a pair is its layer. Owns only this formatting and the verdict
-//! it feeds to the exit status; the analysis is `ibsm_routing::check::credit_loops_per_vl`.
+//! A layer is the pair's SL and SL n travels on VL n (the SL2VL the SM programs for a layered
+//! routing), so the VL of a pair is its layer: offline the engine's ([`Layers::Engine`]), live
+//! the SLs a running SM's SA gives ([`Layers::Live`], shipped with its tables by the control
+//! socket). Owns only this formatting and the verdict it feeds to the exit status; the analysis
+//! is `ibsm_routing::check::credit_loops_per_vl`.
 
 use core::fmt::Write as _;
 
@@ -14,9 +16,29 @@ use ibsm_routing::dfsssp::PathLayers;
 use ibsm_routing::{FabricView, NodeId, Routes};
 use serde::Serialize;
 
+/// The SL of every path of a layered routing, by source switch (the view's order) and
+/// destination LID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layers {
+    /// The engine's layers (offline).
+    Engine(PathLayers),
+    /// A running SM's, one row per switch (the view's order), one SL per LID.
+    Live(Vec<Vec<u8>>),
+}
+
+impl Layers {
+    /// The SL of the path from switch `s` to `dlid`, if known.
+    pub fn sl(&self, s: usize, dlid: Lid) -> Option<u8> {
+        match self {
+            Layers::Engine(l) => l.layer(s, dlid),
+            Layers::Live(rows) => rows.get(s)?.get(usize::from(dlid.0)).copied(),
+        }
+    }
+}
+
 /// Every CA port pair with its SL: a header, then `SRC-LID DST-LID SL` per line (base LIDs,
 /// sources in view order), the source's own LID left out.
-pub fn pair_sls(view: &FabricView, layers: &PathLayers) -> String {
+pub fn pair_sls(view: &FabricView, layers: &Layers) -> String {
     let ends: Vec<(Lid, usize)> = view
         .cas
         .iter()
@@ -33,7 +55,7 @@ pub fn pair_sls(view: &FabricView, layers: &PathLayers) -> String {
             if src == dst {
                 continue;
             }
-            let sl = layers.layer(s, dst).unwrap_or(0);
+            let sl = layers.sl(s, dst).unwrap_or(0);
             let _ = writeln!(out, "{} {} {sl}", src.0, dst.0);
         }
     }
@@ -41,8 +63,8 @@ pub fn pair_sls(view: &FabricView, layers: &PathLayers) -> String {
 }
 
 /// Each VL's verdict, for a layered routing.
-pub fn per_vl(view: &FabricView, routes: &Routes, layers: &PathLayers) -> Vec<VlLoops> {
-    credit_loops_per_vl(view, routes, &|s, d| layers.layer(s, d))
+pub fn per_vl(view: &FabricView, routes: &Routes, layers: &Layers) -> Vec<VlLoops> {
+    credit_loops_per_vl(view, routes, &|s, d| layers.sl(s, d))
 }
 
 /// Whether no VL has a credit loop.

@@ -8,7 +8,8 @@
 //! [`Plan`] and [`Routes`] that `routes dump` and `routes check` print and analyse, so a live
 //! fabric goes through exactly the same builder and printers as an offline one. The wire form is its
 //! own serde types: GUIDs as `0x` + 16 hex digits, cables named by node GUID and port (never by
-//! an index of the SM's), tables as hex text.
+//! an index of the SM's), tables as hex text, and with a layered routing each switch's path SLs
+//! ([`LiveRoutes::layers`]) for `routes check` and `routes dump --format sl`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -59,6 +60,11 @@ pub struct LiveSwitch {
     /// The forwarding table the switch holds, two hex digits (the egress port, `ff` =
     /// unrouted) per LID from LID 0 to LinearFDBTop; empty when the SM knows nothing of it.
     pub lft: String,
+    /// With a layered routing (`dfsssp` on more than one layer), the SL of the path from this
+    /// switch to each LID, one hex digit per LID from LID 0 to the table's top (the layer the
+    /// SA gives the pair); absent otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sls: String,
 }
 
 /// A cabled port of a switch or CA.
@@ -150,10 +156,19 @@ impl LiveRoutes {
             if n.is_switch() {
                 let port0 = n.port(PortNum(0));
                 let mut lft = String::new();
-                if let Some(t) = snap.nodes.iter().find(|s| s.info.node_guid == n.guid).map(crate::sa::snapshot::SnapNode::lft) {
+                let at = snap.nodes.iter().position(|s| s.info.node_guid == n.guid);
+                let mut sls = String::new();
+                if let Some(at) = at.and_then(|i| u32::try_from(i).ok()) {
+                    let t = snap.node(at).map_or(&[][..], crate::sa::snapshot::SnapNode::lft);
                     lft.reserve(t.len() * 2);
                     for p in t {
                         let _ = write!(lft, "{:02x}", p.0);
+                    }
+                    if snap.layers.is_some() {
+                        for lid in 0..u16::try_from(t.len()).unwrap_or(u16::MAX) {
+                            let sl = snap.path_layer((at, 0), Lid(lid)).unwrap_or(0).min(15);
+                            let _ = write!(sls, "{sl:x}");
+                        }
                     }
                 }
                 switches.push(LiveSwitch {
@@ -164,6 +179,7 @@ impl LiveRoutes {
                     num_ports: n.num_ports,
                     links: n.ports.iter().filter(|p| p.num.0 != 0).filter_map(link).collect(),
                     lft,
+                    sls,
                 });
             } else {
                 cas.push(LiveCa {
@@ -231,6 +247,20 @@ impl LiveRoutes {
             }
         }
         Ok(t)
+    }
+
+    /// The SL of every path of a layered routing, one row per switch in the order of
+    /// [`LiveRoutes::to_plan`]'s view (by NodeGUID), one SL per LID; `None` when no switch
+    /// carries SLs (not layered). A digit that is not hex reads as SL 0.
+    pub fn layers(&self) -> Option<Vec<Vec<u8>>> {
+        if self.switches.iter().all(|s| s.sls.is_empty()) {
+            return None;
+        }
+        let mut switches: Vec<(Option<Guid>, &LiveSwitch)> =
+            self.switches.iter().map(|s| (s.guid.parse::<Guid>().ok(), s)).collect();
+        switches.sort_by_key(|(g, _)| *g);
+        let row = |s: &LiveSwitch| s.sls.chars().map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()).unwrap_or(0)).collect();
+        Some(switches.into_iter().map(|(_, s)| row(s)).collect())
     }
 
     /// The snapshot as the routing input the SM used (described and built as the SM builds
