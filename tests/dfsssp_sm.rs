@@ -125,8 +125,8 @@ fn the_sm_programs_the_layers_and_no_vl_has_a_credit_loop() {
                     dr_get(&mut s.drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
                         .expect("SL2VL answered");
                 let vls = SlToVlTable::parse(&data).expect("parses").vls;
-                for sl in 0..layers {
-                    assert_eq!(usize::from(vls[sl]), sl, "switch {} {input}->{out}: SL {sl}", n.name);
+                for (sl, &vl) in vls.iter().enumerate().take(layers) {
+                    assert_eq!(usize::from(vl), sl, "switch {} {input}->{out}: SL {sl}", n.name);
                 }
                 tables += 1;
             }

@@ -259,7 +259,9 @@ impl LiveRoutes {
         let mut switches: Vec<(Option<Guid>, &LiveSwitch)> =
             self.switches.iter().map(|s| (s.guid.parse::<Guid>().ok(), s)).collect();
         switches.sort_by_key(|(g, _)| *g);
-        let row = |s: &LiveSwitch| s.sls.chars().map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()).unwrap_or(0)).collect();
+        let row = |s: &LiveSwitch| {
+            s.sls.chars().map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()).unwrap_or(0)).collect()
+        };
         Some(switches.into_iter().map(|(_, s)| row(s)).collect())
     }
 

@@ -1,0 +1,233 @@
+//! dfsssp under ibsim: OpenSM 3.3.23 (`-R dfsssp -Q`, QoS on with its default tables, which is
+//! what carries its layers' SLs to VLs) and ibsm (`--routing-engine dfsssp`, QoS off: it writes
+//! the same default SL2VL itself) on one fabric neither was tuned for, a 4x3 torus with a host
+//! per switch, each SM on a fresh ibsim with OpenSM's `guid2lid`. Under each, from a client host
+//! with the stock tools: every switch's table (`ibroute`), every switch's SL2VL on every
+//! input/output pair (`smpquery sl2vl`) and the PathRecord SL of every host to every end port
+//! (`saquery PR`). The judge is this test's own: the tables read back, each pair on the VL its
+//! PathRecord SL maps to through the SL2VL read back, must route every pair with no credit loop
+//! in any VL (`ibsm_routing::check::credit_loops_per_vl` on the tables as `ibroute` printed them).
+//!
+//! What matches and what differs is asserted where it must hold, and printed with counts:
+//! - both pass the judge (every pair routed, no credit loop in any VL, while the same tables on
+//!   one VL would loop) and use more than one VL;
+//! - the SL2VL tables are equal on every switch input/output pair (QoS's default: SL n on VL n
+//!   within 8 VLs, SL 8 on VL 0 and so on; seen: 360 of 360 equal);
+//! - the tables differ (seen: 0 of 12 equal): the engines balance paths in their own orders;
+//! - the SLs differ (seen: 30 of 276 equal): ibsm gives a pair its layer, the fewest the torus
+//!   needs (2 here), while OpenSM then spreads the paths of a layer over the VLs left empty, at
+//!   random (`vl_split_count` in osm_ucast_dfsssp.c: all 8 VLs here). Both are deadlock-free;
+//!   OpenSM's balances traffic over more VLs, ibsm's leaves VLs free.
+//!
+//! The fabric has one host per switch, so a (source switch, destination) pair's VL is that of
+//! the one host's PathRecord.
+//!
+//! Skipped with `IBSM_SKIP_IBSIM=1`; fails with the install command when ibsim, OpenSM or
+//! infiniband-diags are missing.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ibsm::core::Guid2Lid;
+use ibsm_mad::{Lid, PortNum};
+use ibsm_routing::check::{CreditLoops, credit_loops_per_vl};
+use ibsm_routing::{Lft, Routes};
+use ibsm_topology::generators::GenSpec;
+use ibsm_topology::{NodeKind, Topology};
+use support::ibsim::{Ibsim, IbsimConfig, require_ibsim, require_tools, saquery_records, wait_for};
+use support::opensm::{OpenSm, guid2lid_lids, start_ibsm_with_lids, switch_tables};
+
+/// Tools at once against one ibsim (it serves at most 10 clients, the SM among them).
+const PARALLEL: usize = 4;
+
+/// What one SM left: tables by switch, SL2VL by (switch, input, output), SL by (host, end LID).
+struct Seen {
+    tables: BTreeMap<String, Vec<String>>,
+    sl2vl: BTreeMap<(String, u8, u8), Vec<u8>>,
+    sls: BTreeMap<(String, u16), u8>,
+}
+
+fn fabric() -> Topology {
+    let t = GenSpec::torus(&[4, 3], 1).generate().expect("torus");
+    // Named as ibsim will name them: through its own text.
+    Topology::parse_str(&t.to_net(), "torus-4x3").expect("reparses")
+}
+
+fn lid_of(topo: &Topology, lids: &BTreeMap<u64, u16>, i: usize) -> u16 {
+    let n = &topo.nodes[i];
+    lids[&n.port_guid(u8::from(n.kind != NodeKind::Switch)).0]
+}
+
+fn seen(sim: &Ibsim, client: &str, topo: &Topology, lids: &BTreeMap<u64, u16>) -> Seen {
+    let tables = switch_tables(sim, client, topo, lids);
+    let switches: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).collect();
+    let hosts: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Ca).collect();
+    // `smpquery sl2vl LID OUT` prints every input port's table to OUT:
+    // `ports: in  0, out  1: | 0| 1| ...` (16 VLs, SL 0 first).
+    let mut sl2vl_cmds = Vec::new();
+    for &s in &switches {
+        let n = &topo.nodes[s];
+        sl2vl_cmds.extend((1..=n.num_ports).filter(|&p| n.peer(p).is_some()).map(|out| (s, out)));
+    }
+    let run_sl2vl = |&(s, out): &(usize, u8)| {
+        let l = lid_of(topo, lids, s).to_string();
+        let o = sim.run_at(Some(client), "smpquery", &["sl2vl", &l, &out.to_string()]).expect("runs");
+        assert!(o.success(), "{}", o.describe());
+        let mut rows = Vec::new();
+        for line in o.stdout.lines().filter(|l| l.starts_with("ports: in")) {
+            let input = line["ports: in".len()..].split(',').next().and_then(|x| x.trim().parse::<u8>().ok());
+            let vls: Vec<u8> = line.split('|').skip(1).filter_map(|v| v.trim().parse().ok()).collect();
+            if let Some(input) = input {
+                rows.push(((topo.nodes[s].name.clone(), input, out), vls));
+            }
+        }
+        assert!(!rows.is_empty(), "{}", o.describe());
+        rows
+    };
+    let mut pr_cmds = Vec::new();
+    for &h in &hosts {
+        for d in hosts.iter().chain(&switches) {
+            if *d != h {
+                pr_cmds.push((h, *d));
+            }
+        }
+    }
+    let run_pr = |&(h, d): &(usize, usize)| {
+        let (sl, dl) = (lid_of(topo, lids, h), lid_of(topo, lids, d));
+        let o = sim.run_at(Some(client), "saquery", &["PR", "--src-to-dst", &format!("{sl}:{dl}")]).expect("runs");
+        let recs = saquery_records(&o.stdout);
+        let sl = recs
+            .first()
+            .and_then(|r| r.get("sl"))
+            .and_then(|v| u8::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+        ((topo.nodes[h].name.clone(), dl), sl.unwrap_or_else(|| panic!("PR {h}->{d}: {}", o.describe())))
+    };
+    let (sl2vl, sls) = std::thread::scope(|scope| {
+        let a: Vec<_> = sl2vl_cmds
+            .chunks(sl2vl_cmds.len().div_ceil(PARALLEL).max(1))
+            .map(|part| scope.spawn(move || part.iter().flat_map(run_sl2vl).collect::<Vec<_>>()))
+            .collect();
+        let b: Vec<_> = pr_cmds
+            .chunks(pr_cmds.len().div_ceil(PARALLEL).max(1))
+            .map(|part| scope.spawn(move || part.iter().map(run_pr).collect::<Vec<_>>()))
+            .collect();
+        (
+            a.into_iter().flat_map(|w| w.join().expect("worker")).collect(),
+            b.into_iter().flat_map(|w| w.join().expect("worker")).collect(),
+        )
+    });
+    Seen { tables, sl2vl, sls }
+}
+
+/// The judge: every pair routed by the tables read back, no credit loop in any VL with each pair
+/// on the VL its PathRecord SL maps to. Returns the VLs used.
+fn judge(who: &str, topo: &Topology, g2l: &str, s: &Seen) -> usize {
+    let table = Guid2Lid::parse(g2l).expect("guid2lid");
+    let plan = ibsm::routes::plan(topo, 0, table, None);
+    let view = &plan.view;
+    let name_of: HashMap<u64, &str> = topo.nodes.iter().map(|n| (n.node_guid.0, n.name.as_str())).collect();
+    let mut tables = Vec::new();
+    for w in &view.switches {
+        let name = name_of[&w.guid.0];
+        let mut lft = Lft::unrouted(view.max_lid());
+        for l in &s.tables[name] {
+            // `0x0003 002 : (...)`: LID, egress port.
+            let mut f = l.split_whitespace();
+            let lid = f.next().and_then(|x| u16::from_str_radix(x.trim_start_matches("0x"), 16).ok());
+            let port = f.next().and_then(|x| x.parse::<u8>().ok());
+            if let (Some(lid), Some(port)) = (lid, port)
+                && let Some(e) = lft.ports.get_mut(usize::from(lid))
+            {
+                *e = PortNum(port);
+            }
+        }
+        tables.push(Arc::new(lft));
+    }
+    let routes = Routes { tables };
+    let report = ibsm_routing::check::check(view, &routes);
+    assert_eq!(report.reachable, report.pairs, "{who}: every CA pair reachable:\n{report}");
+    // The VL of (source switch, LID): from a host behind that switch, through the switch's SL2VL
+    // (input from the host's port to the path's egress).
+    let row: HashMap<&str, usize> = view.switches.iter().enumerate().map(|(i, w)| (name_of[&w.guid.0], i)).collect();
+    let mut vl: HashMap<(usize, u16), u8> = HashMap::new();
+    for ((host, dlid), &sl) in &s.sls {
+        let h = topo.find(host).expect("host");
+        let peer = topo.nodes[h].peer(1).expect("cabled");
+        let sw = &topo.nodes[peer.node].name;
+        let at = row[sw.as_str()];
+        let out = routes.tables[at].port_for(Lid(*dlid)).map_or(0, |p| p.0);
+        let map = s.sl2vl.get(&(sw.clone(), peer.port, out));
+        let v = map.and_then(|m| m.get(usize::from(sl)).copied()).unwrap_or(sl);
+        vl.insert((at, *dlid), v);
+    }
+    let per_vl = credit_loops_per_vl(view, &routes, &|s, d| vl.get(&(s, d.0)).copied());
+    for v in &per_vl {
+        assert!(!matches!(v.loops, CreditLoops::Found(_)), "{who}: VL {} has a credit loop: {:?}", v.vl, v.loops);
+    }
+    let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
+    eprintln!(
+        "{who}: {} VLs used ({}), one VL would {}loop",
+        per_vl.len(),
+        per_vl.iter().map(|v| format!("VL {}: {} pairs", v.vl, v.pairs)).collect::<Vec<_>>().join(", "),
+        if matches!(one[0].loops, CreditLoops::Found(_)) { "" } else { "not " }
+    );
+    per_vl.len()
+}
+
+#[test]
+fn opensm_and_ibsm_program_dfsssp_layers_free_of_credit_loops() {
+    if !require_ibsim() || !require_tools(&["opensm", "ibroute", "smpquery", "saquery"]) {
+        return;
+    }
+    let topo = fabric();
+    let hosts: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).map(|n| n.name.as_str()).collect();
+    let (sm_host, client) = (hosts[0], hosts[1]);
+    let net = topo.to_net();
+
+    // OpenSM.
+    let sim = Ibsim::start_text(&net, &IbsimConfig::default()).expect("ibsim");
+    let osm = OpenSm::start(&sim, sm_host, "opensm", &["-R", "dfsssp", "-Q"]);
+    osm.wait_subnet_up(&topo, Duration::from_secs(60));
+    let g2l_path = osm.dir().join("guid2lid");
+    let ends = topo.nodes.len();
+    wait_for("OpenSM's guid2lid", Duration::from_secs(30), || {
+        std::fs::read_to_string(&g2l_path).is_ok_and(|t| guid2lid_lids(&t).len() >= ends)
+    });
+    let g2l = std::fs::read_to_string(&g2l_path).expect("guid2lid");
+    let lids = guid2lid_lids(&g2l);
+    let o = seen(&sim, client, &topo, &lids);
+    drop(osm);
+    drop(sim);
+
+    // ibsm, with OpenSM's LIDs.
+    let mut sim = Ibsim::start_text(&net, &IbsimConfig::default()).expect("ibsim");
+    let (mut sm, _) = start_ibsm_with_lids(&mut sim, sm_host, &g2l, &["--routing-engine", "dfsssp,updn"]);
+    assert!(sm.stdout().contains("routing dfsssp"), "ibsm routed with dfsssp: {}", sm.stdout());
+    let i = seen(&sim, client, &topo, &lids);
+    let _ = sm.kill();
+
+    // Both: no credit loop in any VL, more than one in use, SL n on VL n for the SLs in use.
+    let (vo, vi) = (judge("OpenSM", &topo, &g2l, &o), judge("ibsm", &topo, &g2l, &i));
+    assert!(vo >= 2 && vi >= 2, "both layer the torus: OpenSM {vo} VLs, ibsm {vi}");
+    for (who, s) in [("OpenSM", &o), ("ibsm", &i)] {
+        let used = s.sls.values().copied().max().unwrap_or(0);
+        for (k, m) in &s.sl2vl {
+            for sl in 0..=used {
+                assert_eq!(m.get(usize::from(sl)).copied(), Some(sl), "{who}: {k:?} SL {sl}: {m:?}");
+            }
+        }
+    }
+    // What differs: the tables and the SL of a pair (each engine's own balance and layer order).
+    let tables_same = o.tables.iter().filter(|(k, v)| i.tables.get(*k) == Some(v)).count();
+    let sls_same = o.sls.iter().filter(|(k, v)| i.sls.get(*k) == Some(v)).count();
+    let sl2vl_same = o.sl2vl.iter().filter(|(k, v)| i.sl2vl.get(*k) == Some(v)).count();
+    eprintln!(
+        "same under both: {tables_same} of {} switch tables, {sls_same} of {} PathRecord SLs, {sl2vl_same} of {} SL2VL tables",
+        o.tables.len(),
+        o.sls.len(),
+        o.sl2vl.len()
+    );
+}
