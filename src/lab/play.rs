@@ -6,7 +6,8 @@
 //! computed, how many LFT blocks it wrote and how many of them truly changed (counted by the
 //! simulated switches themselves), when the last block landed, and whether the fabric's tables
 //! then route every live HCA to every other without a loop or a dead link (checked on the
-//! switches' own tables). Time is the simulator's virtual clock; the SM's computing takes the
+//! switches' own tables), and with a layered routing how many HCA pairs' SL changed
+//! ([`sl_changes`]). Time is the simulator's virtual clock; the SM's computing takes the
 //! wall time it really takes (so `compute_ms` is real). The invariants are measured at the end
 //! of every event's window but judged only at quiescent points (a `settle`, the last event),
 //! as `ibsm sim soak` judges them: between faults a route may be broken for as long as the SM
@@ -283,6 +284,11 @@ pub struct Outcome {
     pub failure: Option<String>,
     /// Live SMs that are master at the end of the window (1 when all is well).
     pub masters: usize,
+    /// HCA port pairs whose PathRecord SL (the layer of a layered routing, `dfsssp`) differs
+    /// between the master's SA snapshot before the event and at the end of its window, among
+    /// the pairs in both (0 without layers on either side): the paths applications would have
+    /// to query again.
+    pub sl_changed: u64,
     /// The window ends at a quiescent point: a `settle` (packet rules ended, the fabric left
     /// alone until the next event) or the last event (followed until the SMs are idle). Only
     /// there must the invariants hold, as `ibsm sim soak` judges; elsewhere `invariants_ok` is
@@ -452,6 +458,7 @@ pub(crate) fn apply(h: &mut SimSms, cfg: &SmConfig, action: Action) {
 /// Applies `step` at `at` and follows the SMs until `end` (or until they are idle).
 fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64>) -> Outcome {
     let before: Stats = h.fabric.stats();
+    let snap_before = h.master().and_then(|m| h.sms[m].sm.snapshot());
     apply(h, cfg, step.action);
     let mut detect = None;
     let mut compute_ns = 0u64;
@@ -500,6 +507,11 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
         _ => detect.map(|t| ms(t.saturating_sub(at))),
     };
     let masters = h.sms.iter().filter(|s| s.alive && s.sm.state() == crate::core::SmState::Master).count();
+    let snap_after = h.master().and_then(|m| h.sms[m].sm.snapshot());
+    let sl_changed = match (&snap_before, &snap_after) {
+        (Some(a), Some(b)) => sl_changes(a, b),
+        _ => 0,
+    };
     Outcome {
         event: step.line.clone(),
         detect_ms,
@@ -517,8 +529,40 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
         pairs: check.pairs,
         failure: check.first_failure,
         masters,
+        sl_changed,
         quiescent: false,
     }
+}
+
+/// HCA port pairs (by port GUID, base LIDs) in both snapshots whose path SL differs
+/// ([`crate::sa::Snapshot::path_layer`], SL 0 without one); 0 when neither has layers.
+pub fn sl_changes(before: &crate::sa::Snapshot, after: &crate::sa::Snapshot) -> u64 {
+    if before.layers.is_none() && after.layers.is_none() {
+        return 0;
+    }
+    // Each HCA port: (port GUID, where it is, its base LID) in a snapshot.
+    let hcas = |s: &crate::sa::Snapshot| -> Vec<(ibsm_mad::Guid, crate::sa::snapshot::PortAt, ibsm_mad::Lid)> {
+        s.end_ports()
+            .filter(|at| s.node(at.0).is_some_and(|n| !n.is_switch()))
+            .filter_map(|at| s.port(at).map(|p| (p.guid, at, p.lid)))
+            .collect()
+    };
+    let (a, b) = (hcas(before), hcas(after));
+    let in_b: std::collections::HashMap<ibsm_mad::Guid, (crate::sa::snapshot::PortAt, ibsm_mad::Lid)> =
+        b.iter().map(|&(g, at, lid)| (g, (at, lid))).collect();
+    let mut changed = 0;
+    for &(sg, sa, _) in &a {
+        let Some(&(sb, _)) = in_b.get(&sg) else { continue };
+        for &(dg, _, dla) in &a {
+            let Some(&(_, dlb)) = in_b.get(&dg) else { continue };
+            if dg == sg {
+                continue;
+            }
+            let (x, y) = (before.path_layer(sa, dla).unwrap_or(0), after.path_layer(sb, dlb).unwrap_or(0));
+            changed += u64::from(x != y);
+        }
+    }
+    changed
 }
 
 #[cfg(test)]
@@ -580,4 +624,37 @@ mod tests {
             let _ = parse_script(&text, &topo());
         }
     }
+
+    #[test]
+    fn sl_changed_counts_the_hca_pairs_whose_layer_moved() {
+        let text = include_str!("../../examples/fabrics/torus-3x3.net");
+        let t = Topology::parse_str(text, "torus-3x3.net").expect("fabric");
+        let cfg = SmConfig { routing_engine: vec!["dfsssp".into(), "updn".into()], ..SmConfig::default() };
+        // A full route of the same fabric gives every pair its layer again.
+        let steps = parse_script("1s reroute\n", &t).expect("script");
+        let mut out = Vec::new();
+        let h = play(&t, &steps, SimConfig::default(), (cfg, 0), |o| out.push(o.clone())).expect("plays");
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].routing, out[0].sl_changed), (Some("full"), 0), "{:?}", out[0]);
+        // Against the same routing without layers: every HCA pair whose PathRecord SL is not 0.
+        let snap = h.master().and_then(|m| h.sms[m].sm.snapshot()).expect("snapshot");
+        assert_eq!(h.sms[h.master().expect("master")].sm.routing_engine_used(), Some("dfsssp"));
+        let mut flat = (*snap).clone();
+        flat.layers = None;
+        let hcas: Vec<ibsm_mad::Lid> = snap
+            .end_ports()
+            .filter(|at| snap.node(at.0).is_some_and(|n| !n.is_switch()))
+            .filter_map(|at| snap.port(at).map(|p| p.lid))
+            .collect();
+        let mut on_other_sl = 0;
+        for &s in &hcas {
+            for &d in hcas.iter().filter(|&&d| d != s) {
+                on_other_sl += u64::from(crate::sa::path_between(&snap, s, d).expect("a path").sl != 0);
+            }
+        }
+        assert!(on_other_sl > 0, "the torus needs a second layer");
+        assert_eq!(sl_changes(&snap, &flat), on_other_sl);
+        assert_eq!(sl_changes(&flat, &flat), 0, "no layers: nothing to count");
+    }
+
 }
