@@ -3,14 +3,15 @@
 //! keeps per port 64-bit totals, the deltas and rates of the last interval, a bounded history,
 //! and which ports went over an error threshold.
 //!
-//! Owns: the PM's schedule (a PM sweep every `perf-interval-s`), its own window of reads with
-//! its own TIDs, timeouts and retries ([`window`]), the capabilities each node's PMA advertises
-//! in its ClassPortInfo (kept by node GUID), the books of the ports ([`counters::PortBook`]),
-//! and the error policy ([`Thresholds`]). It takes the targets from the coordinator (built by
-//! [`targets`] from the subnet) and answers with values: MADs to send ([`Perf::poll_transmit`])
-//! and events ([`Perf::poll_event`]). It knows nothing of SMPs, sweeps or mastership: the
-//! coordinator (`Sm`) lets it send only while this SM is master and no sweep runs, after the
-//! SMPs (a PM read never takes a place in the SMP window, so it never delays a sweep or a
+//! Owns: the PM's schedule (a PM sweep every `perf-interval-s`), its own window of reads with its
+//! own TIDs, timeouts and retries ([`window`]), the capabilities each node's PMA advertises in its
+//! ClassPortInfo (kept by node GUID), the books of the ports ([`counters::PortBook`]), the error
+//! policy ([`Thresholds`]), and the hysteresis that would turn flagged ports into ports to avoid in
+//! routing ([`avoid`], a tested building block not yet wired in). It takes the targets from the
+//! coordinator (built by [`targets`] from the subnet) and answers with values: MADs to send
+//! ([`Perf::poll_transmit`]) and events ([`Perf::poll_event`]). It knows nothing of SMPs, sweeps or
+//! mastership: the coordinator (`Sm`) lets it send only while this SM is master and no sweep runs,
+//! after the SMPs (a PM read never takes a place in the SMP window, so it never delays a sweep or a
 //! failover), and stops it on a standby.
 //!
 //! How a port is read: the node's ClassPortInfo first (once, kept across PM sweeps). Where it
@@ -31,6 +32,7 @@
 //! it: an error counter that stays under half its range is never cleared and loses nothing. A
 //! reading at a narrow counter's maximum is marked saturated (its delta is a lower bound).
 
+pub mod avoid;
 pub mod counters;
 mod window;
 
