@@ -91,7 +91,7 @@ impl Sm {
             }
             return;
         }
-        let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce);
+        let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce, self.cfg.allow_both_pkeys);
         self.events.extend(warnings);
         let warnings = self.qos.resolve(&self.subnet, self.cfg.qos.as_ref(), self.cfg.ports.max_op_vls);
         self.events.extend(warnings);
