@@ -14,13 +14,14 @@
 //!    ([`crate::PolicyWarning`]); the resolver merges silently.
 //! 3. Members apply in order. Without `allow_both_pkeys` a port that is full anywhere in a
 //!    partition gets the full key, `both` means full. With it, `full` and `limited` replace each
-//!    other and `both` gives two entries.
+//!    other and `both` gives two entries, the limited key first (OpenSM's order).
 //! 4. Table order: the `indx0` partition's key(s) at index 0 (first such partition wins, later
 //!    ones are a [`ResolveWarning::Indx0Conflict`]), else the default partition's; then the rest
 //!    by ascending base, full before limited. Entries past the port's capacity are dropped with a
 //!    [`ResolveWarning::TableOverflow`].
 //! 5. Enforcement (when asked): each switch port whose peer is a CA or router end port gets that
-//!    port's keys (a union if several ports claim it). Over the switch's enforcement capacity the
+//!    port's keys (a union if several ports claim it; of a port's two keys of one partition,
+//!    the full one alone, as OpenSM). Over the switch's enforcement capacity the
 //!    table is withheld, i.e. enforcement is off there, with a [`ResolveWarning::EnforcementOverflow`].
 //!
 //! The output depends only on the inputs' order and content: no hashing order, no clock.
@@ -239,12 +240,13 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
         let flags = member.remove(&p.guid).unwrap_or_default();
         let first = indx0.get(&p.guid).copied().unwrap_or(DEFAULT_PKEY_BASE);
         let mut table = Vec::new();
+        // Both keys of one partition (`allow_both_pkeys`): the limited first, as OpenSM.
         let entries = |base: u16, f: Flags, table: &mut Vec<PKey>| {
-            if f.full {
-                table.push(PKey::new(base, true));
-            }
             if f.limited && (opts.allow_both_pkeys || !f.full) {
                 table.push(PKey::new(base, false));
+            }
+            if f.full {
+                table.push(PKey::new(base, true));
             }
         };
         if let Some(f) = flags.get(&first) {
@@ -276,8 +278,11 @@ fn enforcement(fabric: &FabricPorts, out: &mut PortPkeys) {
         let cap = caps.entry(key).or_insert(peer.enforce_cap);
         *cap = (*cap).min(peer.enforce_cap);
         let table = out.switch_ports.entry(key).or_default();
-        for k in out.ports.get(&p.guid).into_iter().flatten() {
-            if !table.contains(k) {
+        let keys = out.ports.get(&p.guid).map_or(&[][..], Vec::as_slice);
+        for k in keys {
+            // A port holding both keys of a partition: its switch port holds the full one (OpenSM).
+            let has_full = || keys.contains(&PKey::new(k.base(), true));
+            if !table.contains(k) && (k.is_full() || !has_full()) {
                 table.push(*k);
             }
         }

@@ -75,7 +75,7 @@ fn allow_both_pkeys_gives_two_entries_and_last_single_membership_wins() {
     let text = "c=0x30 : ALL_ROUTERS=both, 0x101=full, 0x101=limited ;";
     let opts = ResolveOptions { allow_both_pkeys: true, ..ResolveOptions::default() };
     let out = resolve(&policy(text), &fabric(), opts).expect("resolves");
-    assert_eq!(out.ports[&RT], keys(&[0x7fff, 0x8030, 0x0030]));
+    assert_eq!(out.ports[&RT], keys(&[0x7fff, 0x0030, 0x8030]), "limited first, as OpenSM");
     assert_eq!(out.ports[&CA1], keys(&[0x7fff, 0x0030]));
 }
 

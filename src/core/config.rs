@@ -82,6 +82,9 @@ pub struct SmConfig {
     /// Partition enforcement on the switch ports facing CAs and routers (default both
     /// directions, as OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
+    /// A port may hold both the full and the limited key of one partition (OpenSM's
+    /// `allow_both_pkeys`; default off: full wins, as OpenSM).
+    pub allow_both_pkeys: bool,
     /// QoS: SL2VL and VL arbitration tables, OperationalVLs and VLHighLimit on every port
     /// (`qos-policy-file` or `--qos-policy`; default `None`: off, the ports' tables untouched).
     pub qos: Option<super::qos::QosSetting>,
@@ -202,6 +205,7 @@ impl Default for SmConfig {
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
+            allow_both_pkeys: false,
             qos: None,
             m_key: mkeys::MKeyConfig::default(),
             elevated_priority: None,

@@ -57,6 +57,7 @@ impl Partitions {
         subnet: &Subnet,
         policy: &ibsm_partitions::Policy,
         part_enforce: PartEnforce,
+        allow_both_pkeys: bool,
     ) -> Vec<SmEvent> {
         let local = subnet.local;
         let mut ports = Vec::new();
@@ -83,7 +84,11 @@ impl Partitions {
                 ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer });
             }
         }
-        let opts = ResolveOptions { enforcement: part_enforce != PartEnforce::Off, ..ResolveOptions::default() };
+        let opts = ResolveOptions {
+            enforcement: part_enforce != PartEnforce::Off,
+            allow_both_pkeys,
+            ..ResolveOptions::default()
+        };
         match resolve(policy, &FabricPorts { ports }, opts) {
             Ok(r) => {
                 self.pkeys = r.ports;
@@ -308,13 +313,17 @@ pub(crate) fn stable_layout(prev: &[PKey], desired: &[PKey], capacity: usize) ->
     let mut out = vec![PKey(0); prev.len().max(1)];
     out[0] = first;
     let mut placed = vec![false; rest.len()];
-    for (k, done) in rest.iter().zip(placed.iter_mut()) {
-        let slot = prev.iter().enumerate().skip(1).find(|(_, p)| p.0 != 0 && p.base() == k.base()).map(|(i, _)| i);
-        if let Some(i) = slot
-            && out[i].0 == 0
-        {
-            out[i] = *k;
-            *done = true;
+    // The same key first, then the same partition (a membership that changed): with
+    // `allow-both-pkeys` a port holds both keys of one partition and each keeps its index.
+    for exact in [true, false] {
+        for (k, done) in rest.iter().zip(placed.iter_mut()).filter(|(_, d)| !**d) {
+            let slot = prev.iter().enumerate().skip(1).find(|(i, p)| {
+                p.0 != 0 && out[*i].0 == 0 && if exact { **p == *k } else { p.base() == k.base() }
+            });
+            if let Some((i, _)) = slot {
+                out[i] = *k;
+                *done = true;
+            }
         }
     }
     for (k, done) in rest.iter().zip(&placed) {
@@ -367,6 +376,24 @@ mod tests {
             keys(&[0x7fff, 0x8001, 0x8002])
         );
         assert!(stable_layout(&prev, &[], 64).is_empty());
+        // Both keys of one partition (allow-both-pkeys): each keeps its own index.
+        assert_eq!(
+            stable_layout(&keys(&[0x7fff, 0x0002, 0x8002]), &keys(&[0x7fff, 0x8002, 0x0002]), 64),
+            keys(&[0x7fff, 0x0002, 0x8002])
+        );
+    }
+
+    #[test]
+    fn allow_both_pkeys_gives_a_port_the_full_and_the_limited_key() {
+        let s = star_with_lids();
+        let policy =
+            ibsm_partitions::parse_partitions_conf("Default=0x7fff : ALL=full ;\nalpha=0x0002 : ALL_CAS=both ;\n")
+                .expect("policy");
+        let mut p = Partitions::default();
+        assert!(p.resolve(&s, &policy, PartEnforce::Off, false).is_empty());
+        assert_eq!(p.port_pkeys()[&Guid(0x102)], keys(&[0xffff, 0x8002]), "off: both is full");
+        assert!(p.resolve(&s, &policy, PartEnforce::Off, true).is_empty());
+        assert_eq!(p.port_pkeys()[&Guid(0x102)], keys(&[0xffff, 0x0002, 0x8002]), "limited first, as OpenSM");
     }
 
     fn written(p: &mut Partitions, sets: &[Request]) {
@@ -394,7 +421,7 @@ mod tests {
     fn only_blocks_that_differ_are_written_and_a_failed_write_fails_closed() {
         let s = star_with_lids();
         let mut p = Partitions::default();
-        assert!(p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off).is_empty());
+        assert!(p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off, false).is_empty());
         // One block for each end port: the SM's CA, the switch's port 0, the two CAs.
         let sets = p.pkey_sets(&s);
         assert_eq!(sets.len(), 4, "{sets:?}");
@@ -409,7 +436,7 @@ mod tests {
         assert!(!p.port_pkeys().contains_key(&Guid(0x102)));
         assert_eq!(p.blocks_sent(), 4);
         // The next sweep writes it again.
-        p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off);
+        p.resolve(&s, &ibsm_partitions::Policy::no_file(), PartEnforce::Off, false);
         assert_eq!(p.pkey_sets(&s).len(), 1);
     }
 
@@ -422,7 +449,7 @@ mod tests {
             ibsm_partitions::parse_partitions_conf("Default=0x7fff : ALL=full ;\nalpha=0x0002 : ALL_CAS=full ;\n")
                 .expect("policy");
         let mut master = Partitions::default();
-        master.resolve(&s, &policy, PartEnforce::Both);
+        master.resolve(&s, &policy, PartEnforce::Both, false);
         let sets = master.pkey_sets(&s);
         assert_eq!(sets.len(), 7, "four end ports, three enforcing switch ports");
         // Every table written but 0x103's.
@@ -436,7 +463,7 @@ mod tests {
         // The standby takes over with the same policy: it writes only the table never written.
         let mut standby = Partitions::default();
         standby.adopt_written(whole.clone());
-        standby.resolve(&s, &policy, PartEnforce::Both);
+        standby.resolve(&s, &policy, PartEnforce::Both, false);
         let again = standby.pkey_sets(&s);
         let guids: Vec<Guid> = again
             .iter()
@@ -460,13 +487,13 @@ mod tests {
         let policy = ibsm_partitions::Policy::no_file();
         let mut p = Partitions::default();
         // No SwitchInfo read: a capacity of 0, so the tables are withheld and a warning says so.
-        let warnings = p.resolve(&s, &policy, PartEnforce::Both);
+        let warnings = p.resolve(&s, &policy, PartEnforce::Both, false);
         assert!(!warnings.is_empty());
         assert_eq!(p.enforcement_bits(PartEnforce::Both, Guid(0x20), PortNum(2), true), Some((false, false)));
         assert_eq!(p.enforcement_bits(PartEnforce::Both, Guid(0x20), PortNum(2), false), None);
         s.nodes[1].switch_info =
             Some(ibsm_mad::attrs::SwitchInfo { partition_enforcement_cap: 32, ..Default::default() });
-        assert!(p.resolve(&s, &policy, PartEnforce::In).is_empty());
+        assert!(p.resolve(&s, &policy, PartEnforce::In, false).is_empty());
         assert_eq!(p.enforcement_bits(PartEnforce::In, Guid(0x20), PortNum(2), true), Some((true, false)));
         assert!(p.enforcing_table(Guid(0x20), 2).is_empty(), "not written yet");
         let sets = p.pkey_sets(&s);

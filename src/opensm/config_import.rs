@@ -102,7 +102,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("sm_sl", "the SM's SL is 0"),
     ("fdr10", "FDR10 is Mellanox's ExtendedPortInfo, which ibsm does not send: the ports keep their own FDR10 setting"),
     ("use_mfttop", "MFTs are programmed block by block, only the blocks that change"),
-    ("allow_both_pkeys", "a port holds one membership per partition key"),
     ("keep_pkey_indexes", "ibsm always keeps P_Key indexes (state directory `pkeys`)"),
     ("sm_assigned_guid", "alias GUIDs are not assigned by ibsm"),
     ("reassign_lids", "ibsm never renumbers a port that has a LID"),
@@ -190,6 +189,10 @@ fn fate(name: &str, value: &str) -> Fate {
         "leaf_head_of_queue_lifetime" => num("leaf-head-of-queue-lifetime", 0, 31),
         "babbling_port_policy" => match boolean(value) {
             Some(b) => mapped("babbling-port-policy", b.to_string()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "allow_both_pkeys" => match boolean(value) {
+            Some(b) => mapped("allow-both-pkeys", b.to_string()),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "consolidate_ipv6_snm_req" => match boolean(value) {
@@ -493,7 +496,8 @@ mod tests {
         babbling_port_policy TRUE\n\
         qos TRUE\n\
         daemon FALSE\n\
-        some_future_option 7\n";
+        some_future_option 7\n\
+        allow_both_pkeys TRUE\n";
 
     #[test]
     fn a_sample_file_maps_what_it_can_and_says_why_for_the_rest() {
@@ -511,6 +515,7 @@ mod tests {
         );
         assert_eq!((p.force_link_speed, p.force_link_speed_ext, p.force_link_width), (5, 30, 255));
         assert!(sm.babbling.enabled, "babbling_port_policy TRUE");
+        assert!(sm.allow_both_pkeys, "allow_both_pkeys TRUE");
         // OpenSM's 10 s polling is not copied; ibsm's 200 ms stays.
         assert_eq!(sm.sm_poll_interval_ns, crate::core::SmConfig::default().sm_poll_interval_ns);
         assert!(toml.contains("m-key = \"0x0000000000001234\""), "{toml}");

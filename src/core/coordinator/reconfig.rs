@@ -99,6 +99,7 @@ impl Sm {
             ("force-link-width", cfg.ports.force_link_width != old.ports.force_link_width),
             ("subnet-prefix", cfg.subnet_prefix != old.subnet_prefix),
             ("part-enforce", cfg.part_enforce != old.part_enforce),
+            ("allow-both-pkeys", cfg.allow_both_pkeys != old.allow_both_pkeys),
             ("partitions", cfg.partitions != old.partitions),
             ("qos-policy-file", cfg.qos != old.qos),
             ("expected-topology", cfg.expected_topology != old.expected_topology),

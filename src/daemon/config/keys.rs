@@ -133,6 +133,7 @@ pub const KEYS: &[&str] = &[
     "sa-key",
     "partitions",
     "part-enforce",
+    "allow-both-pkeys",
     "priority",
     "sm-key-file",
     "elevated-priority",
@@ -214,7 +215,9 @@ pub fn allowed(key: &str) -> String {
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
-        "refuse-miscabled" | "babbling-port-policy" | "consolidate-ipv6-snm" | "port-shifting" => "true or false",
+        "refuse-miscabled" | "babbling-port-policy" | "consolidate-ipv6-snm" | "port-shifting" | "allow-both-pkeys" => {
+            "true or false"
+        }
         "scatter-ports" => "an integer 0..=4294967295 (a seed; 0 = off)",
         "babbling-port-traps" => "an integer 1..=1000000",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",

@@ -101,6 +101,9 @@ pub struct ConfigFile {
     /// Partition enforcement on switch ports facing CAs: `both`, `in`, `out` or `off`
     /// (default `both`, as OpenSM).
     pub part_enforce: Option<String>,
+    /// A port may be a full and a limited member of one partition, two entries in its P_Key
+    /// table (OpenSM's `allow_both_pkeys`; default false, as OpenSM).
+    pub allow_both_pkeys: Option<bool>,
     /// M_Keys: `off`, `per-port` (each port its own key, derived from a secret kept in the
     /// state directory, which is then required) or one key for every port (`"0x..."`,
     /// OpenSM's model). Default `off`, as OpenSM.

@@ -73,6 +73,7 @@ impl ConfigFile {
                 .as_deref()
                 .and_then(crate::core::PartEnforce::parse)
                 .unwrap_or(d.part_enforce),
+            allow_both_pkeys: self.allow_both_pkeys.unwrap_or(d.allow_both_pkeys),
             m_key: crate::core::mkeys::MKeyConfig {
                 mode: self.m_key.as_deref().and_then(|m| parse_mkey_mode(m).ok()).unwrap_or(d.m_key.mode),
                 protect: self.m_key_protect.unwrap_or(d.m_key.protect),
