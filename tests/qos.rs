@@ -365,6 +365,44 @@ fn with_qos_on_and_no_level_a_path_and_a_group_take_the_partition_sl() {
     assert_eq!((g.mgid, g.sl), (mgid, 3));
 }
 
+/// OpenSM's MCMemberRecord create keeps the SL the creator asks for (a create must give one):
+/// neither the QoS level of the partition's members nor the partition's `sl=` replaces it (its
+/// `mcmr_rcv_create_new_mgrp` copies the request; only the groups partitions.conf pre-creates
+/// take the partition's `sl=`). ibsm does the same; a join with another SL is then refused.
+#[test]
+fn a_created_group_keeps_the_sl_its_creator_asked_for_with_qos_on() {
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::{JoinState, McMemberRecord};
+    let mut s = partitioned(ibsm_qos::parse_qos_policy(PARTITION_POLICY).expect("policy"));
+    assert_eq!(paths(&s, Some(0x8a01)).first().map(|r| r.sl), Some(6), "the level's SL on paths");
+    let (lid, guid) = (s.snap.sm.lid, s.snap.sm.guid);
+    let port_gid = ibsm_mad::Gid { prefix: 0xfe80_0000_0000_0000, guid };
+    // The MGID given as 0: the SA assigns one.
+    let create = support::sa::MC_CREATE;
+    let req = McMemberRecord {
+        port_gid,
+        qkey: 0x1234,
+        pkey: ibsm_mad::PKey(0x8a01),
+        sl: 1,
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let now = s.drv.now();
+    let (st, data) = support::sa::through_core(&mut s.drv, now, lid, (Method::Set, create, 0), &req);
+    assert_eq!(st, ibsm_mad::ids::status::OK);
+    let made = McMemberRecord::parse(&data).expect("the created group");
+    assert_eq!((made.pkey.0 & 0x7fff, made.sl), (0x0a01, 1), "the creator's SL, not 6 (level) or 3 (sl=)");
+    let q = McMemberRecord { mgid: made.mgid, ..McMemberRecord::default() };
+    let (st, data) =
+        support::sa::through_core(&mut s.drv, now, lid, (Method::GetTable, McMemberRecord::COMP_MGID, 1), &q);
+    assert_eq!(st, ibsm_mad::ids::status::OK);
+    assert_eq!(McMemberRecord::parse(&data).ok().map(|g| g.sl), Some(1), "the group as queried");
+    // A join naming the group with the level's SL does not match it.
+    let join = McMemberRecord { mgid: made.mgid, sl: 6, ..req };
+    let (st, _) = support::sa::through_core(&mut s.drv, now, lid, (Method::Set, create, 0), &join);
+    assert_eq!(st, ibsm_mad::ids::status::SA_REQ_INVALID);
+}
+
 #[test]
 fn vl_arbitration_records_follow_the_tables_written_after_a_change() {
     use ibsm_mad::header::Method;
