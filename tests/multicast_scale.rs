@@ -1,9 +1,10 @@
 //! Multicast at scale on the simulated fabric (issue 27): the MLID pool the switches can hold
-//! (the smallest MulticastFDBCap, a create past it refused with NO_RESOURCES, counted and
-//! reported once), IPv6 solicited-node groups sharing one MLID per partition
-//! (`consolidate_ipv6_snm`, OpenSM's `consolidate_ipv6_snm_req`) with 20,000 hosts joining,
-//! and the tree root chosen central to the members (OpenSM's rule), followed through the
-//! simulated switches' own tables: no loop, every member reached.
+//! (the smallest non-zero MulticastFDBCap, switches with mixed caps among them, a create past
+//! it refused with NO_RESOURCES, counted and reported once), IPv6 solicited-node groups
+//! sharing one MLID per partition (`consolidate_ipv6_snm`, OpenSM's
+//! `consolidate_ipv6_snm_req`) with 20,000 hosts joining, and the tree root chosen central to
+//! the members (OpenSM's rule), followed through the simulated switches' own tables: no loop,
+//! every member reached.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -87,6 +88,35 @@ fn the_mlid_pool_is_the_switches_multicast_fdb_cap_and_a_create_past_it_gets_no_
     assert_eq!((st, rec.map(|r| r.mlid)), (status::OK, Some(Lid(0xc003))));
     assert_eq!(create(&mut drv, &topo, h, mgid(12)).0, status::SA_NO_RESOURCES);
     assert_eq!((drv.sm.mlid_refusals(), exhausted_events(&mut drv)), (4, 1));
+}
+
+/// Switches with different MulticastFDBCap values: the pool is the smallest non-zero one (a
+/// switch reporting 0 is left out, as OpenSM), and the SA hands out no MLID past it.
+#[test]
+fn with_mixed_multicast_fdb_caps_the_pool_is_the_smallest_nonzero_cap() {
+    let topo = example("fat-tree-3l-k4.net");
+    let switches: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).collect();
+    let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
+    let mut drv =
+        SimDriver::with_config(&topo, SimConfig { seed: 3, ..SimConfig::default() }, sm, None).expect("attach");
+    // The default 1024 everywhere but one switch with 4, one with 6 and one with none.
+    drv.fabric.set_multicast_fdb_cap(switches[1], 6);
+    drv.fabric.set_multicast_fdb_cap(switches[switches.len() - 1], 4);
+    drv.fabric.set_multicast_fdb_cap(switches[2], 0);
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    assert_eq!(drv.sm.snapshot().expect("a snapshot").mcast_fdb_cap(), Some(4));
+    let h = hosts(&topo)[1];
+    let mgid = |i: u64| Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(i) };
+    // 0xC000 is the IPoIB broadcast group's; three more fit in four.
+    let mut mlids = BTreeSet::new();
+    for i in 1..=3 {
+        let (st, rec) = create(&mut drv, &topo, h, mgid(i));
+        assert_eq!(st, status::OK, "group {i}");
+        mlids.insert(rec.expect("record").mlid.0);
+    }
+    assert_eq!(mlids, (0xc001..=0xc003).collect::<BTreeSet<u16>>());
+    assert_eq!(create(&mut drv, &topo, h, mgid(4)).0, status::SA_NO_RESOURCES, "past the smallest cap");
+    assert_eq!(drv.sm.mlid_refusals(), 1);
 }
 
 /// The solicited-node MGID of a port GUID's low 24 bits, scope `scope`, partition `pkey`.

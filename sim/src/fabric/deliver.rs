@@ -124,6 +124,15 @@ impl Fabric {
         }
     }
 
+    /// Gives switch `node` its own SwitchInfo.MulticastFDBCap (`cap` entries from MLID 0xC000,
+    /// 0 for none), in place of [`super::SimConfig::multicast_fdb_cap`]; not a switch: nothing.
+    pub fn set_multicast_fdb_cap(&mut self, node: NodeRef, cap: u16) {
+        let Some(s) = self.nodes.get(node).and_then(|n| n.switch) else { return };
+        if let Some(sw) = self.switches.get_mut(s as usize) {
+            sw.mcast_cap = Some(cap);
+        }
+    }
+
     /// Renames node `node` (as `rdma-ndd` does when a host boots): its NodeDescription becomes
     /// `text`, and trap 144 with NodeDescriptionChange goes to the master from the node's
     /// port 0 (switch) or from each of its ports (CA).

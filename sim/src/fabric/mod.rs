@@ -208,7 +208,8 @@ pub struct SimConfig {
     pub timing: Timing,
     /// SwitchInfo.LinearFDBCap of every switch (ibsim 0.12 default: 49152).
     pub linear_fdb_cap: u16,
-    /// SwitchInfo.MulticastFDBCap of every switch.
+    /// SwitchInfo.MulticastFDBCap of every switch but those given their own
+    /// ([`Fabric::set_multicast_fdb_cap`]).
     pub multicast_fdb_cap: u16,
     /// Switches advertise IsMulticastFDBTopSupported on port 0 (default off, as ibsim's).
     pub mft_top_supported: bool,

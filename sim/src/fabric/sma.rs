@@ -503,7 +503,7 @@ impl Fabric {
         let cap = self.cfg.linear_fdb_cap;
         if set {
             let Ok(req) = SwitchInfo::parse(&data[..]) else { return ids::status::BAD_FIELD };
-            let mcap = self.cfg.multicast_fdb_cap;
+            let mcap = self.mcast_cap(s);
             let top_ok = req.linear_fdb_top.0 < cap;
             // 0, or 0xBFFF (below the multicast range: no entry valid), or an MLID within the cap.
             let mtop_ok = matches!(req.multicast_fdb_top.0, 0 | 0xbfff)
@@ -528,12 +528,17 @@ impl Fabric {
         ids::status::OK
     }
 
+    /// Switch `s`'s MulticastFDBCap: its own when set, else the configuration's.
+    fn mcast_cap(&self, s: u32) -> u16 {
+        self.switches.get(s as usize).and_then(|sw| sw.mcast_cap).unwrap_or(self.cfg.multicast_fdb_cap)
+    }
+
     fn switch_info_of(&self, s: u32) -> SwitchInfo {
         let sw = &self.switches[s as usize];
         SwitchInfo {
             linear_fdb_cap: self.cfg.linear_fdb_cap,
             random_fdb_cap: 0,
-            multicast_fdb_cap: self.cfg.multicast_fdb_cap,
+            multicast_fdb_cap: self.mcast_cap(s),
             linear_fdb_top: Lid(sw.lft_top),
             default_port: PortNum(sw.default_port),
             default_multicast_primary_port: PortNum(sw.default_mcast_primary),
@@ -588,7 +593,7 @@ impl Fabric {
         let Some(s) = self.nodes[node].switch else { return ids::status::BAD_METHOD_ATTR };
         let position = (attr_mod >> 28) as usize;
         let block = (attr_mod & 0x1ff) as usize;
-        let entries = usize::from(self.cfg.multicast_fdb_cap);
+        let entries = usize::from(self.mcast_cap(s));
         let nports = usize::from(self.nodes[node].num_ports);
         if block * 32 >= entries || position * 16 > nports {
             return ids::status::BAD_FIELD;

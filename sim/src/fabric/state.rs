@@ -101,6 +101,9 @@ pub(crate) struct Switch {
     /// Multicast forwarding table: `mft[entry][position]` port-mask words, grown lazily.
     pub mft: Vec<[u16; 16]>,
     pub mft_top: u16,
+    /// SwitchInfo.MulticastFDBCap when set for this switch ([`super::Fabric::set_multicast_fdb_cap`]),
+    /// else the configuration's.
+    pub mcast_cap: Option<u16>,
     pub life_time: u8,
     pub port_state_change: bool,
     pub default_port: u8,
@@ -273,6 +276,7 @@ pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
                 lft_top: 0,
                 mft: Vec::new(),
                 mft_top: 0,
+                mcast_cap: None,
                 life_time: 0,
                 port_state_change: false,
                 default_port: 0,
