@@ -726,8 +726,11 @@ fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_bef
             h.fabric.inject_fault(Fault::Crash(spine));
             h.fabric.inject_fault(Fault::Restart(spine));
         }
-        let up = h.run_until(died + 30 * SECOND, |i, e| i == standby && matches!(e, SmEvent::SubnetUp(r) if r.complete));
-        let Some((_, SmEvent::SubnetUp(report))) = up else { panic!("reset {reset}: the standby brings the subnet up") };
+        let up =
+            h.run_until(died + 30 * SECOND, |i, e| i == standby && matches!(e, SmEvent::SubnetUp(r) if r.complete));
+        let Some((_, SmEvent::SubnetUp(report))) = up else {
+            panic!("reset {reset}: the standby brings the subnet up")
+        };
         let after = h.fabric.stats();
         assert_eq!(after.lft_blocks_read - before.lft_blocks_read, 0, "reset {reset}: no LFT block read back");
         let written = after.lft_blocks_set - before.lft_blocks_set;

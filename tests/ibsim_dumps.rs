@@ -102,17 +102,20 @@ fn mcfdbs_entries(text: &str) -> Result<McEntries, String> {
 /// Every switch's multicast table as `ibroute -M` reads it from `client`: (switch GUID, MLID)
 /// to the ports marked. The columns of the `Ports:` header line name the ports (one digit each
 /// on these 4-port switches).
-fn held_mfts(sim: &Ibsim, client: &str, topo: &Topology, lids: &BTreeMap<u64, u16>) -> BTreeMap<(String, String), Vec<u16>> {
+fn held_mfts(
+    sim: &Ibsim,
+    client: &str,
+    topo: &Topology,
+    lids: &BTreeMap<u64, u16>,
+) -> BTreeMap<(String, String), Vec<u16>> {
     let mut out = BTreeMap::new();
     for n in topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
         let lid = lids[&n.port_guid(0).0];
         let t = sim.run_at(Some(client), "ibroute", &["-M", &lid.to_string()]).expect("ibroute -M");
         assert!(t.success(), "{}", t.describe());
         let Some(header) = t.stdout.lines().find(|l| l.trim_start().starts_with("Ports:")) else { continue };
-        let columns: Vec<(usize, u16)> = header
-            .char_indices()
-            .filter_map(|(i, c)| Some((i, u16::try_from(c.to_digit(10)?).ok()?)))
-            .collect();
+        let columns: Vec<(usize, u16)> =
+            header.char_indices().filter_map(|(i, c)| Some((i, u16::try_from(c.to_digit(10)?).ok()?))).collect();
         let guid = format!("0x{:016x}", n.node_guid.0);
         for row in t.stdout.lines().filter(|l| l.starts_with("0x")) {
             let mlid = row.split_whitespace().next().unwrap_or_default().to_lowercase();
@@ -166,9 +169,8 @@ fn fdbs_and_mcfdbs_equal_opensms_files_where_the_routes_are_the_same() {
         let g2l = osm.guid2lid(ports, Duration::from_secs(30));
         let max = usize::from(guid2lid_lids(&g2l).values().copied().max().unwrap_or(0));
         let fdbs = osm.wait_file("opensm.fdbs", Duration::from_secs(30), |t| fdbs_whole(t, switches, max));
-        let lfts = osm.wait_file("opensm-lfts.dump", Duration::from_secs(30), |t| {
-            t.matches(" lids dumped").count() == switches
-        });
+        let lfts = osm
+            .wait_file("opensm-lfts.dump", Duration::from_secs(30), |t| t.matches(" lids dumped").count() == switches);
         std::fs::write(work.join("opensm-lfts.dump"), lfts).expect("write");
         osmtest(&sim, &[client, hosts[2]]);
         let lids = guid2lid_lids(&g2l);
@@ -189,13 +191,32 @@ fn fdbs_and_mcfdbs_equal_opensms_files_where_the_routes_are_the_same() {
 
     // Offline, OpenSM's tables on the topology: every line.
     let offline = ibsm(&[
-        "routes", "dump", "--topology", &net_arg, "--guid2lid", &g2l_arg, "--engine", "file", "--lfts-file", &lfts_arg,
-        "--format", "fdbs",
+        "routes",
+        "dump",
+        "--topology",
+        &net_arg,
+        "--guid2lid",
+        &g2l_arg,
+        "--engine",
+        "file",
+        "--lfts-file",
+        &lfts_arg,
+        "--format",
+        "fdbs",
     ]);
     assert_eq!(fdbs_blocks(&offline), theirs, "offline, OpenSM's tables");
     // Offline, ibsm's own minhop: the lines of the routes both chose.
     let own = fdbs_blocks(&ibsm(&[
-        "routes", "dump", "--topology", &net_arg, "--guid2lid", &g2l_arg, "--engine", "minhop", "--format", "fdbs",
+        "routes",
+        "dump",
+        "--topology",
+        &net_arg,
+        "--guid2lid",
+        &g2l_arg,
+        "--engine",
+        "minhop",
+        "--format",
+        "fdbs",
     ]));
     let (mut same, mut other) = (0, 0);
     for (sw, lines) in &theirs {

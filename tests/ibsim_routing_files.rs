@@ -160,8 +160,12 @@ struct Fabric {
 
 fn fabric(net: &Path) -> Fabric {
     let topo = Topology::load(net).expect("fabric");
-    let hosts: Vec<String> =
-        topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca && n.name.starts_with('h')).map(|n| n.name.clone()).collect();
+    let hosts: Vec<String> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ca && n.name.starts_with('h'))
+        .map(|n| n.name.clone())
+        .collect();
     let (host, client) = (hosts[0].clone(), hosts[hosts.len() - 1].clone());
     Fabric { net: net.to_path_buf(), topo, host, client }
 }
@@ -247,7 +251,8 @@ fn updn_routes_from_the_root_guid_file_as_opensm_does() {
     let f = example();
     let work = support::cmd::tmp_dir("ibsim-root-guid-file");
     let net = f.net.to_string_lossy().into_owned();
-    let g2l = guid2lid_of_dump(&ibsm(&["routes", "dump", "--topology", &net, "--engine", "updn", "--format", "opensm"]));
+    let g2l =
+        guid2lid_of_dump(&ibsm(&["routes", "dump", "--topology", &net, "--engine", "updn", "--format", "opensm"]));
     let leaf = f.topo.find("leaf-3").expect("leaf-3");
     let roots = work.join("roots");
     std::fs::write(&roots, format!("0x{:016x}\n", f.topo.nodes[leaf].node_guid.0)).expect("write");
@@ -301,8 +306,20 @@ fn ftree_routes_storage_on_the_spines_with_cn_and_io_files_as_opensm_does() {
     let roots_arg = roots.to_string_lossy().into_owned();
     let (io_arg, cn_arg) = (io.to_string_lossy().into_owned(), cn.to_string_lossy().into_owned());
     let g2l = guid2lid_of_dump(&ibsm(&[
-        "routes", "dump", "--topology", &net_arg, "--engine", "ftree", "--io-guid-file", &io_arg, "--cn-guid-file", &cn_arg,
-        "--root-guid-file", &roots_arg, "--format", "opensm",
+        "routes",
+        "dump",
+        "--topology",
+        &net_arg,
+        "--engine",
+        "ftree",
+        "--io-guid-file",
+        &io_arg,
+        "--cn-guid-file",
+        &cn_arg,
+        "--root-guid-file",
+        &roots_arg,
+        "--format",
+        "opensm",
     ]));
     let osm_args = ["-R", "ftree", "-a", &roots_arg, "-u", &cn_arg, "-G", &io_arg];
     let (theirs, log) = opensm_tables(&f.net, &f.topo, &f.host, &f.client, &g2l, &osm_args);
@@ -316,7 +333,8 @@ fn ftree_routes_storage_on_the_spines_with_cn_and_io_files_as_opensm_does() {
     // OpenSM's ftree leaves a spine's routes to the other spine and to its storage unset (no
     // down-then-up turn); ibsm routes them.
     let lids = guid2lid_lids(&g2l);
-    let left = same_lengths("cn_guid_file, io_guid_file (ftree, storage on the spines)", &f.topo, &ours, &theirs, &lids);
+    let left =
+        same_lengths("cn_guid_file, io_guid_file (ftree, storage on the spines)", &f.topo, &ours, &theirs, &lids);
     assert!(left <= 4, "only the spines' routes to each other's side: {left}");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -59,7 +59,10 @@ fn check(plan: Option<Topology>) {
     // No table sends anything out of them, and the hosts reach each other.
     let snap = drv.sm.snapshot().expect("snapshot");
     for n in snap.nodes.iter().filter(|n| n.info.node_guid == sw0) {
-        assert!(!n.lft().contains(&ibsm_mad::PortNum(2)) && !n.lft().contains(&ibsm_mad::PortNum(3)), "sw0 routes over its loopback");
+        assert!(
+            !n.lft().contains(&ibsm_mad::PortNum(2)) && !n.lft().contains(&ibsm_mad::PortNum(3)),
+            "sw0 routes over its loopback"
+        );
     }
     assert!(drv.fabric.check_routes().ok(), "{:?}", drv.fabric.check_routes());
 }

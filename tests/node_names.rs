@@ -80,9 +80,7 @@ fn the_map_names_nodes_everywhere_and_reloads() {
     let st = status(&sock).expect("status");
     assert_eq!(st["disabled_ports"][0]["desc"], "rack9-leaf-z", "{st}");
     let logged = |what: &str| std::fs::read_to_string(&err).unwrap_or_default().lines().any(|l| l.contains(what));
-    support::ibsim::wait_for("the port-disabled line", Duration::from_secs(10), || {
-        logged("\"name\":\"rack9-leaf-z\"")
-    });
+    support::ibsim::wait_for("the port-disabled line", Duration::from_secs(10), || logged("\"name\":\"rack9-leaf-z\""));
 
     // And at start: the daemon refuses to start with it.
     let (code, _, e) = ibsm(&["run", "--sim", FABRIC, "--node-name-map", map.to_str().expect("utf-8"), "--once"]);
@@ -105,7 +103,8 @@ fn log_lines_name_the_node_by_the_map() {
     let args = ["--log-format", "json", "run", "--sim", FABRIC, "--node-name-map", map.to_str().expect("utf-8")];
     let args: Vec<&str> = args.into_iter().chain(["--sim-link-errors", "leaf-0[3] symbol=50"]).collect();
     let sm = Daemon::start(&args, Some(&err), &[("RUST_LOG", "warn")]);
-    let line = |l: &str| l.contains("\"error_id\":\"port-errors\"") && l.contains(&format!("\"node\":\"{leaf:#018x}\""));
+    let line =
+        |l: &str| l.contains("\"error_id\":\"port-errors\"") && l.contains(&format!("\"node\":\"{leaf:#018x}\""));
     let mut found = String::new();
     support::ibsim::wait_for("leaf-0's port-errors line", Duration::from_secs(30), || {
         let text = std::fs::read_to_string(&err).unwrap_or_default();

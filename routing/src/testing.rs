@@ -25,7 +25,11 @@ pub(crate) fn ring(n: usize) -> FabricView {
     let cas = (0..n)
         .map(|i| CaView {
             guid: Guid(0x600 + i as u64),
-            ports: vec![CaPortView { num: PortNum(1), lid: Lid((n + i + 1) as u16), neighbor: nb(NodeId::Switch(i), 3) }],
+            ports: vec![CaPortView {
+                num: PortNum(1),
+                lid: Lid((n + i + 1) as u16),
+                neighbor: nb(NodeId::Switch(i), 3),
+            }],
         })
         .collect();
     FabricView { switches, cas, lmc: 0 }

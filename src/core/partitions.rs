@@ -317,9 +317,11 @@ pub(crate) fn stable_layout(prev: &[PKey], desired: &[PKey], capacity: usize) ->
     // `allow-both-pkeys` a port holds both keys of one partition and each keeps its index.
     for exact in [true, false] {
         for (k, done) in rest.iter().zip(placed.iter_mut()).filter(|(_, d)| !**d) {
-            let slot = prev.iter().enumerate().skip(1).find(|(i, p)| {
-                p.0 != 0 && out[*i].0 == 0 && if exact { **p == *k } else { p.base() == k.base() }
-            });
+            let slot = prev
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find(|(i, p)| p.0 != 0 && out[*i].0 == 0 && if exact { **p == *k } else { p.base() == k.base() });
             if let Some((i, _)) = slot {
                 out[i] = *k;
                 *done = true;

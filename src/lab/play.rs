@@ -656,5 +656,4 @@ mod tests {
         assert_eq!(sl_changes(&snap, &flat), on_other_sl);
         assert_eq!(sl_changes(&flat, &flat), 0, "no layers: nothing to count");
     }
-
 }

@@ -223,8 +223,8 @@ pub fn mcfdbs<'a>(
 mod tests {
     use super::*;
     use crate::core::lids::Guid2Lid;
-    use ibsm_mad::attrs::PortMask;
     use ibsm_mad::PortNum;
+    use ibsm_mad::attrs::PortMask;
     use ibsm_routing::Lft;
     use ibsm_topology::Topology;
 
@@ -276,7 +276,10 @@ mod tests {
         assert_eq!(text.matches("dump_ucast_routes: Switch 0x").count(), 6);
         assert!(text.contains("LID    : Port : Hops : Optimal\n"));
         let at = |lid| line(&text, &plan, leaf0, lid).to_owned();
-        assert_eq!(at(plan.view.switches[leaf0].lid.0), format!("0x{:04X} : 000  : 00   : yes", plan.view.switches[leaf0].lid.0));
+        assert_eq!(
+            at(plan.view.switches[leaf0].lid.0),
+            format!("0x{:04X} : 000  : 00   : yes", plan.view.switches[leaf0].lid.0)
+        );
         assert_eq!(at(h0), format!("0x{h0:04X} : 001  : 01   : yes"));
         assert_eq!(at(h1), format!("0x{h1:04X} : 003  : 03   : yes"));
         assert_eq!(at(l1), format!("0x{l1:04X} : 001  : HOPS UNKNOWN"));

@@ -329,9 +329,8 @@ impl Replica {
             }
             Section::LftDigests => {
                 let n = r.count(18)?;
-                next.lft_digests = (0..n)
-                    .map(|_| Ok((Guid(r.u64()?), r.u16()?, r.u64()?)))
-                    .collect::<Result<_, DecodeError>>()?;
+                next.lft_digests =
+                    (0..n).map(|_| Ok((Guid(r.u64()?), r.u16()?, r.u64()?))).collect::<Result<_, DecodeError>>()?;
             }
         }
         r.end()?;

@@ -25,7 +25,7 @@
 
 use ibsm_mad::PortNum;
 
-use super::labels::{LeafLabels, Labels};
+use super::labels::{Labels, LeafLabels};
 use super::{DOWN, Tree, label, stranded, value};
 use crate::graph::FAR;
 use crate::par;
@@ -175,7 +175,9 @@ impl<'a> Strand<'a> {
         let reaches = |x: usize| tops.meet(x, leaf);
         self.cut.clear();
         self.cut.extend(
-            (0..n).filter(|&x| x != leaf && tree.level[x] != FAR && tree.comp[x] == ct && !reaches(x)).map(|x| x as u32),
+            (0..n)
+                .filter(|&x| x != leaf && tree.level[x] != FAR && tree.comp[x] == ct && !reaches(x))
+                .map(|x| x as u32),
         );
         if self.cut.is_empty() {
             return None;

@@ -91,7 +91,12 @@ impl Sm {
             }
             return;
         }
-        let warnings = self.partitions.resolve(&self.subnet, &self.cfg.partitions, self.cfg.part_enforce, self.cfg.allow_both_pkeys);
+        let warnings = self.partitions.resolve(
+            &self.subnet,
+            &self.cfg.partitions,
+            self.cfg.part_enforce,
+            self.cfg.allow_both_pkeys,
+        );
         self.events.extend(warnings);
         // A layered engine's SLs reach their VLs through QoS's default SL2VL (SL n to VL n
         // within the port's VLs) when QoS is off: written wherever the chain may layer paths.

@@ -70,7 +70,14 @@ pub fn change(sm: &mut Sm, query: &Query) -> Changed {
                     // The name `node-name-map` gives the node, else its NodeDescription.
                     let name = sm.config().node_names.show(t.node, &t.desc);
                     if *enable {
-                        tracing::warn!(error_id = "port-enabled", node, name, desc = t.desc, port = t.port.0, "port enabled");
+                        tracing::warn!(
+                            error_id = "port-enabled",
+                            node,
+                            name,
+                            desc = t.desc,
+                            port = t.port.0,
+                            "port enabled"
+                        );
                     } else {
                         tracing::warn!(
                             error_id = "port-disabled",

@@ -269,8 +269,14 @@ mod tests {
         let snap = two_hosts();
         let r = report(&snap, PortKey::Guid(Guid(0x20)), &NodeNames::default()).unwrap();
         assert_eq!(r.ports.iter().map(|p| p.guid.as_str()).collect::<Vec<_>>(), ["0x0000000000000021"]);
-        assert_eq!(report(&snap, PortKey::Guid(Guid(0x21)), &NodeNames::default()).unwrap(), r, "by port GUID: the same port");
+        assert_eq!(
+            report(&snap, PortKey::Guid(Guid(0x21)), &NodeNames::default()).unwrap(),
+            r,
+            "by port GUID: the same port"
+        );
         assert!(report(&snap, PortKey::Lid(Lid(9)), &NodeNames::default()).unwrap_err().contains("no port has LID 9"));
-        assert!(report(&snap, PortKey::Guid(Guid(0x99)), &NodeNames::default()).unwrap_err().contains("0x0000000000000099"));
+        assert!(
+            report(&snap, PortKey::Guid(Guid(0x99)), &NodeNames::default()).unwrap_err().contains("0x0000000000000099")
+        );
     }
 }
