@@ -152,8 +152,8 @@ impl Programming {
         // A switch the last master vouched for (same LinearFDBTop: not reset since) is
         // checked against the digest when routed, instead of read back.
         let vouched = self.vouched.remove(&guid).filter(|&(t, _)| t == top && top > 0);
-        let unknown = self.lfts.get(&guid).is_none_or(|c| c.whole.is_none() && c.blocks.iter().all(Option::is_none));
-        if let (true, Some((_, digest))) = (unknown, vouched) {
+        // The master's digest is newer than anything this SM read of the switch as a standby.
+        if let Some((_, digest)) = vouched {
             let mut held = HeldLft::new(top, Vec::new());
             held.vouched = Some(digest);
             self.lfts.insert(guid, held);
