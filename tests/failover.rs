@@ -713,15 +713,19 @@ fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_bef
         // switches' tables as a standby), is synced, and the master is killed as soon as the
         // standby is current: what it read as a standby must not outweigh the digests.
         let at = hosts(&topo);
-        let sms = vec![(Sm::new(cfg(9, 7), Guid2Lid::default()), at[0]), (Sm::new(cfg(5, 7), Guid2Lid::default()), at[1])];
+        let sms =
+            vec![(Sm::new(cfg(9, 7), Guid2Lid::default()), at[0]), (Sm::new(cfg(5, 7), Guid2Lid::default()), at[1])];
         let mut h = SimSms::new(&topo, 3, sms).expect("attach");
         let (master, standby) = (0, 1);
         h.start(master);
         h.run_until(60 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
         h.start(standby);
-        h.run_until(h.now() + 10 * SECOND, |i, e| i == standby && matches!(e, SmEvent::Standby { .. })).expect("standby");
-        h.run_until(h.now() + 10 * SECOND, |i, e| i == master && matches!(e, SmEvent::SyncPeer { state: "current", .. }))
-            .expect("the standby is current");
+        h.run_until(h.now() + 10 * SECOND, |i, e| i == standby && matches!(e, SmEvent::Standby { .. }))
+            .expect("standby");
+        h.run_until(h.now() + 10 * SECOND, |i, e| {
+            i == master && matches!(e, SmEvent::SyncPeer { state: "current", .. })
+        })
+        .expect("the standby is current");
         assert!(
             h.sms[standby].sm.sync_status().current_at.is_some(),
             "the standby is current: {:?} / {:?}",

@@ -802,6 +802,7 @@ impl Sm {
     }
 
     fn finish_sweep(&mut self) {
+        self.programming.sweep_finished();
         let facts = sweep::Facts {
             subnet: &self.subnet,
             smps: self.tx.counters,

@@ -355,6 +355,12 @@ impl Programming {
         out
     }
 
+    /// A sweep ended: digests a takeover brought that no switch's SwitchInfo used are
+    /// dropped (a switch out of reach then is read back or written when it is found again).
+    pub fn sweep_finished(&mut self) {
+        self.vouched.clear();
+    }
+
     /// Whether a switch left the set of those held whole since the last call (the coordinator
     /// publishes the LFT digests again).
     pub fn take_digests_changed(&mut self) -> bool {
@@ -635,5 +641,21 @@ mod tests {
         assert!(!Arc::ptr_eq(&held, &routes2.tables[0]));
         assert_eq!(held.ports[5], PortNum(3), "what was written last");
         assert_eq!(held.ports[70], PortNum(2));
+    }
+
+    #[test]
+    fn digests_a_takeover_sweep_did_not_use_are_dropped_at_its_end() {
+        let s = fabric(100);
+        // Used by the sweep that reads the switch: nothing is read back.
+        let mut p = Programming::default();
+        p.adopt_digests([(Guid(0x20), 100, 7)], Some(Lid(1)));
+        p.switch_info_read(&s, 1);
+        assert!(p.take_read_backs().is_empty());
+        // A switch the sweep did not reach is read back when found later.
+        let mut p = Programming::default();
+        p.adopt_digests([(Guid(0x20), 100, 7)], Some(Lid(1)));
+        p.sweep_finished();
+        p.switch_info_read(&s, 1);
+        assert_eq!(blocks(&p.take_read_backs()), [0, 1], "read back, not vouched for");
     }
 }
