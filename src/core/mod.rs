@@ -774,9 +774,7 @@ impl Sm {
                         let plan = self.programming.lft_sets(&self.subnet, switches, routes);
                         self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
-                        for s in plan.sets {
-                            self.tx.push(s);
-                        }
+                        self.tx.push_feed(plan.sets, transactions::Op::Sweep);
                     }
                 }
                 SweepPhase::ProgrammingLfts => {

@@ -102,10 +102,38 @@ struct Pending {
 #[derive(Debug, Default)]
 pub(crate) struct LftPlan {
     /// The Sets to queue, block 0 of every switch first, then block 1, ...
-    pub sets: Vec<Request>,
+    pub sets: LftFeed,
     /// Blocks the switches hold already.
     pub unchanged: u64,
 }
+
+/// A plan's LFT Sets, each made when it is taken (a [`super::transactions::Feed`]): the
+/// switches' routes and tables, and the (block, switch) of each Set in sending order, 8 bytes
+/// a Set where the Set itself, its block boxed, takes about 250.
+#[derive(Debug, Default)]
+pub(crate) struct LftFeed {
+    switches: Vec<(NodeIdx, DrPath, Arc<Lft>)>,
+    order: Vec<(u32, u32)>,
+    next: usize,
+}
+
+impl Iterator for LftFeed {
+    type Item = Request;
+
+    fn next(&mut self) -> Option<Request> {
+        let &(block, at) = self.order.get(self.next)?;
+        self.next += 1;
+        let (node, path, table) = self.switches.get(at as usize)?;
+        Some(Request::sweep(*path, Req::SetLft { node: *node, block, table: Box::new(block_of(table, block)) }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.order.len().saturating_sub(self.next);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for LftFeed {}
 
 /// The switches' tables as this SM knows them.
 #[derive(Debug, Clone, Default)]
@@ -266,7 +294,7 @@ impl Programming {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, route and table, and which of its blocks differ: (block, switch).
         let mut switches = Vec::with_capacity(switch_nodes.len());
-        let mut differ: Vec<(u32, usize)> = Vec::new();
+        let mut differ: Vec<(u32, u32)> = Vec::new();
         let mut plan = LftPlan::default();
         for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
             let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
@@ -285,8 +313,8 @@ impl Programming {
                     continue;
                 }
             }
-            let at = switches.len();
-            switches.push((node, n.path, table));
+            let Ok(at) = u32::try_from(switches.len()) else { continue };
+            switches.push((node, n.path, Arc::clone(table)));
             let before = differ.len();
             for block in 0..blocks {
                 if held.as_ref().is_some_and(|h| h.holds(table, block)) {
@@ -325,18 +353,12 @@ impl Programming {
         for slot in &mut next {
             (*slot, sum) = (sum, sum + *slot);
         }
-        let mut ordered = vec![(0u32, 0usize); differ.len()];
+        let mut order = vec![(0u32, 0u32); differ.len()];
         for &(block, at) in &differ {
-            ordered[next[block as usize]] = (block, at);
+            order[next[block as usize]] = (block, at);
             next[block as usize] += 1;
         }
-        plan.sets = ordered
-            .iter()
-            .filter_map(|&(block, at)| {
-                let &(node, path, table) = switches.get(at)?;
-                Some(Request::sweep(path, Req::SetLft { node, block, table: Box::new(block_of(table, block)) }))
-            })
-            .collect();
+        plan.sets = LftFeed { switches, order, next: 0 };
         plan
     }
 
@@ -461,6 +483,16 @@ mod tests {
         s
     }
 
+    /// A plan with its Sets made.
+    struct Made {
+        sets: Vec<Request>,
+        unchanged: u64,
+    }
+
+    fn plan_of(plan: LftPlan) -> Made {
+        Made { sets: plan.sets.collect(), unchanged: plan.unchanged }
+    }
+
     fn blocks(reqs: &[Request]) -> Vec<u32> {
         reqs.iter()
             .map(|r| match r.req {
@@ -508,7 +540,7 @@ mod tests {
         routing.apply(job.run(), true, &minhop);
         let (switches, routes) = routing.routes().expect("routed");
         let mut p = Programming::default();
-        let plan = p.lft_sets(&s, switches, routes);
+        let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![0], 0));
         for r in &plan.sets {
             let Req::SetLft { block, table, .. } = &r.req else { continue };
@@ -516,23 +548,23 @@ mod tests {
             table.emit(&mut data);
             p.lft_written(&s.nodes[1], *block, &data);
         }
-        let plan = p.lft_sets(&s, switches, routes);
+        let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
         assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[3]), Some(PortNum(2)));
         // The same table again is not compared (it is known whole), but a block written or
         // read since makes it compared again.
-        let plan = p.lft_sets(&s, switches, routes);
+        let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
         let mut other = block_of(&routes.tables[0], 0);
         other.ports[3] = PortNum(1);
         let mut data = [0u8; 64];
         other.emit(&mut data);
         p.lft_written(&s.nodes[1], 0, &data);
-        let plan = p.lft_sets(&s, switches, routes);
+        let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![0], 0), "a block written since is compared");
         // A switch that did not answer this sweep keeps what it holds.
         s.nodes[1].carried = true;
-        let plan = p.lft_sets(&s, switches, routes);
+        let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 0));
         p.mft_written();
         assert_eq!(p.mft_blocks_sent(), 1);
@@ -573,7 +605,7 @@ mod tests {
         let mut data = [0u8; 64];
         wrong.emit(&mut data);
         p.lft_written(&s.nodes[5], 2, &data);
-        let plan = p.lft_sets(&s, &switches, &routes);
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes));
         let sets: Vec<(NodeIdx, u32, PortNum)> = plan
             .sets
             .iter()
@@ -609,7 +641,7 @@ mod tests {
         let s = fabric(150);
         let switches = [1];
         let mut p = Programming::default();
-        let plan = p.lft_sets(&s, &switches, &routes);
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes));
         assert_eq!(blocks(&plan.sets), [0, 1, 2]);
         // Block 0 answered twice (a retry), block 1 once, block 2 never (its Set failed).
         for i in [0, 0, 1] {
@@ -617,18 +649,18 @@ mod tests {
         }
         let held = p.programmed_lft(Guid(0x20)).expect("held");
         assert!(!Arc::ptr_eq(&held, &routes.tables[0]), "not whole with a block unanswered");
-        let plan = p.lft_sets(&s, &switches, &routes);
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![2], 2));
         answer(&mut p, &s, &plan.sets[0]);
         let held = p.programmed_lft(Guid(0x20)).expect("held");
         assert!(Arc::ptr_eq(&held, &routes.tables[0]), "the routing table itself, not a copy");
         assert_eq!(p.lfts.get(&Guid(0x20)).map(|h| h.blocks.len()), Some(0), "no blocks kept beside it");
-        let plan = p.lft_sets(&s, &switches, &routes);
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 3));
         // Another table, one block different: compared against the whole table, that block.
         t.ports[70] = PortNum(2);
         let routes2 = Routes { tables: vec![Arc::new(t)] };
-        let plan = p.lft_sets(&s, &switches, &routes2);
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes2));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![1], 2));
         // Something else written to the switch before the answer ends the count.
         let mut other = block_of(&routes2.tables[0], 0);

@@ -5,6 +5,9 @@
 //! deadline and remaining tries, and the SMP counters. It builds the SMP bytes with the `mad`
 //! crate; it knows nothing about what a request means (that is the [`Req`] the caller attached).
 //!
+//! A long run of requests (a bring-up's 1.38 million LFT Sets at k = 48) is queued as a [`Feed`]
+//! that makes each request when the window takes it: queued whole, they held about 500 MB.
+//!
 //! Guarantees: at most `window` requests are in flight; a request is retried after its timeout
 //! or a Busy status until its tries run out, then reported exactly once as failed.
 //!
@@ -304,10 +307,26 @@ pub(crate) fn tid_of(n: u32, key: u64) -> u32 {
     x ^ ((key >> 32) as u32)
 }
 
+/// Requests made one at a time, as the window takes them, in the order they are to be sent.
+/// Its length is how many it will still make.
+pub(crate) trait Feed: ExactSizeIterator<Item = Request> + std::fmt::Debug + Send {}
+
+impl<T: ExactSizeIterator<Item = Request> + std::fmt::Debug + Send> Feed for T {}
+
+/// One entry of the queue: a request and its tries left, or a feed of requests of one
+/// operation, each with `tries` left, of which `left` are still to come.
+#[derive(Debug)]
+enum Queued {
+    One(Request, u32),
+    Feed { feed: Box<dyn Feed>, op: Op, tries: u32, left: usize },
+}
+
 /// The window of SMPs.
 #[derive(Debug)]
 pub(crate) struct Transactions {
-    queue: VecDeque<(Request, u32)>,
+    queue: VecDeque<Queued>,
+    /// Requests queued, those feeds will still make included.
+    queued: usize,
     in_flight: HashMap<u32, InFlight>,
     /// Requests queued or in flight, per operation.
     outstanding: [usize; Op::COUNT],
@@ -335,9 +354,9 @@ impl Transactions {
         self.window
     }
 
-    /// Requests queued and in flight.
+    /// Requests queued (those a feed will still make included) and in flight.
     pub fn sizes(&self) -> (usize, usize) {
-        (self.queue.len(), self.in_flight.len())
+        (self.queued, self.in_flight.len())
     }
 
     #[cfg(test)]
@@ -349,6 +368,7 @@ impl Transactions {
     pub fn keyed(window: usize, timeout_ns: u64, retries: u32, tid_key: u64) -> Transactions {
         Transactions {
             queue: VecDeque::new(),
+            queued: 0,
             in_flight: HashMap::new(),
             outstanding: [0; Op::COUNT],
             tids_given: 0,
@@ -369,7 +389,60 @@ impl Transactions {
     /// answer is the news, not something to wait out).
     pub fn push_with_retries(&mut self, request: Request, retries: u32) {
         self.outstanding[request.op.index()] += 1;
-        self.queue.push_back((request, retries));
+        self.queued += 1;
+        self.queue.push_back(Queued::One(request, retries));
+    }
+
+    /// Queues the requests `feed` makes, each of operation `op`, made one at a time as the
+    /// window takes them (after what is queued now, before what is queued later).
+    pub fn push_feed(&mut self, feed: impl Feed + 'static, op: Op) {
+        let left = feed.len();
+        if left == 0 {
+            return;
+        }
+        self.outstanding[op.index()] += left;
+        self.queued += left;
+        self.queue.push_back(Queued::Feed { feed: Box::new(feed), op, tries: self.retries, left });
+    }
+
+    /// The request at the head of the queue, taken off it with its tries left (a feed makes
+    /// its next one; a feed that ends short of what it promised gives the rest back to its
+    /// operation's book).
+    fn pop_next(&mut self) -> Option<(Request, u32)> {
+        loop {
+            match self.queue.front_mut()? {
+                Queued::One(..) => {
+                    let Some(Queued::One(request, tries)) = self.queue.pop_front() else { return None };
+                    self.queued -= 1;
+                    return Some((request, tries));
+                }
+                Queued::Feed { feed, op, tries, left } => {
+                    let (op, tries) = (*op, *tries);
+                    match feed.next() {
+                        Some(request) => {
+                            *left -= 1;
+                            self.queued -= 1;
+                            if *left == 0 {
+                                self.queue.pop_front();
+                            }
+                            if request.op != op {
+                                // Counted in its own book, not the feed's.
+                                self.outstanding[request.op.index()] += 1;
+                                self.settle_op(op);
+                            }
+                            return Some((request, tries));
+                        }
+                        None => {
+                            let n = *left;
+                            self.queue.pop_front();
+                            self.queued -= n;
+                            let count = &mut self.outstanding[op.index()];
+                            *count = count.saturating_sub(n);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Nothing queued and nothing in flight, of any operation.
@@ -388,18 +461,37 @@ impl Transactions {
         self.outstanding[op.index()]
     }
 
+    /// Puts `request` back at the head of the queue (a retry, or a feed's request peeked at).
+    fn requeue(&mut self, request: Request, tries: u32) {
+        self.queued += 1;
+        self.queue.push_front(Queued::One(request, tries));
+    }
+
     /// Closes `request`'s entry in its operation's book.
     fn settle(&mut self, request: &Request) {
-        let n = &mut self.outstanding[request.op.index()];
+        self.settle_op(request.op);
+    }
+
+    /// Closes one entry in `op`'s book.
+    fn settle_op(&mut self, op: Op) {
+        let n = &mut self.outstanding[op.index()];
         *n = n.saturating_sub(1);
     }
 
-    /// The request [`Transactions::poll_transmit`] would send next, if the window has room.
-    pub fn peek(&self) -> Option<&Request> {
+    /// The request [`Transactions::poll_transmit`] would send next, if the window has room
+    /// (made now if a feed is next).
+    pub fn peek(&mut self) -> Option<&Request> {
         if self.in_flight.len() >= self.window {
             return None;
         }
-        self.queue.front().map(|(r, _)| r)
+        if matches!(self.queue.front(), Some(Queued::Feed { .. })) {
+            let (request, tries) = self.pop_next()?;
+            self.requeue(request, tries);
+        }
+        match self.queue.front() {
+            Some(Queued::One(r, _)) => Some(r),
+            _ => None,
+        }
     }
 
     /// The next SMP to send, if the window has room, with M_Key 0.
@@ -414,7 +506,7 @@ impl Transactions {
         if self.in_flight.len() >= self.window {
             return None;
         }
-        let (request, tries_left) = self.queue.pop_front()?;
+        let (request, tries_left) = self.pop_next()?;
         let tid = self.fresh_tid();
         let (attr_id, attr_mod, method, data) = request.req.smp_fields();
         let mut smp = SmpRepr::set_dr(&request.path, attr_id, attr_mod, u64::from(tid), data).with_method(method);
@@ -459,7 +551,7 @@ impl Transactions {
         let f = self.in_flight.remove(&tid)?;
         if smp.status & 0x7fff == status::BUSY && f.tries_left > 0 {
             self.counters.retried += 1;
-            self.queue.push_front((f.request, f.tries_left - 1));
+            self.requeue(f.request, f.tries_left - 1);
             return None;
         }
         if smp.status != status::OK {
@@ -479,7 +571,7 @@ impl Transactions {
             self.counters.timed_out += 1;
             if f.tries_left > 0 {
                 self.counters.retried += 1;
-                self.queue.push_front((f.request, f.tries_left - 1));
+                self.requeue(f.request, f.tries_left - 1);
             } else {
                 self.counters.failed += 1;
                 self.settle(&f.request);
@@ -642,6 +734,96 @@ mod tests {
         let failed = tx.on_timeout(200);
         assert_eq!(failed, vec![(aside, Outcome::Timeout)]);
         assert!(tx.is_idle_for(Op::Aside) && tx.is_idle());
+    }
+
+    /// A feed of `n` NodeInfo requests along paths `[first]`, `[first + 1]`, ..., counting
+    /// how many it made; it may end `short` of what it promised.
+    #[derive(Debug)]
+    struct Counted {
+        first: u8,
+        n: usize,
+        made: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        short: usize,
+    }
+
+    impl Iterator for Counted {
+        type Item = Request;
+        fn next(&mut self) -> Option<Request> {
+            let i = self.made.load(std::sync::atomic::Ordering::Relaxed);
+            if i + self.short >= self.n {
+                return None;
+            }
+            self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(node_info(&[self.first + u8::try_from(i).unwrap()]))
+        }
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            let n = self.n.saturating_sub(self.made.load(std::sync::atomic::Ordering::Relaxed));
+            (n, Some(n))
+        }
+    }
+
+    impl ExactSizeIterator for Counted {}
+
+    fn path_of(t: &Transmit) -> Vec<u8> {
+        match SmpRepr::parse(&t.bytes).unwrap().route {
+            ibsm_mad::smp::SmpRoute::Directed { initial_path, .. } => initial_path.ports().to_vec(),
+            ibsm_mad::smp::SmpRoute::Lid => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_feed_makes_its_requests_only_as_the_window_takes_them_in_queue_order() {
+        let mut tx = Transactions::new(2, 100, 1);
+        let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        tx.push(node_info(&[1]));
+        tx.push_feed(Counted { first: 10, n: 5, made: made.clone(), short: 0 }, Op::Sweep);
+        tx.push(node_info(&[2]));
+        tx.push_feed(Counted { first: 30, n: 0, made: made.clone(), short: 0 }, Op::Sweep);
+        assert_eq!(tx.sizes(), (7, 0), "the feed's requests are counted queued");
+        assert_eq!(tx.outstanding_for(Op::Sweep), 7);
+        assert_eq!(made.load(std::sync::atomic::Ordering::Relaxed), 0, "nothing made before it is sent");
+        let mut paths = Vec::new();
+        let mut now = 0;
+        loop {
+            let sent: Vec<Transmit> = std::iter::from_fn(|| tx.poll_transmit(now)).collect();
+            if sent.is_empty() {
+                break;
+            }
+            assert!(made.load(std::sync::atomic::Ordering::Relaxed) <= paths.len() + 2, "made no sooner than sent");
+            for t in &sent {
+                paths.push(path_of(t));
+            }
+            // The first of each window times out once and is sent again; the rest are answered.
+            now += 100;
+            let retried = tx.on_timeout(now).is_empty();
+            assert!(retried);
+            let again: Vec<Transmit> = std::iter::from_fn(|| tx.poll_transmit(now)).collect();
+            for t in &again {
+                tx.on_response(&answer(t, 0)).unwrap();
+            }
+        }
+        let firsts: Vec<u8> = paths.iter().map(|p| p[0]).collect();
+        assert_eq!(firsts, [1, 10, 11, 12, 13, 14, 2], "FIFO, the feed in its place");
+        assert!(tx.is_idle() && tx.is_idle_for(Op::Sweep));
+        assert_eq!(tx.sizes(), (0, 0));
+        assert_eq!(tx.counters.retried, 7);
+        // A feed that ends short of what it promised closes its book all the same.
+        made.store(0, std::sync::atomic::Ordering::Relaxed);
+        tx.push_feed(Counted { first: 40, n: 3, made, short: 2 }, Op::Sweep);
+        assert_eq!(tx.outstanding_for(Op::Sweep), 3);
+        let t = tx.poll_transmit(now).unwrap();
+        assert!(tx.poll_transmit(now).is_none());
+        tx.on_response(&answer(&t, 0)).unwrap();
+        assert!(tx.is_idle_for(Op::Sweep) && tx.is_idle());
+        // Peeking makes the next request and keeps it at the head.
+        let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        tx.push_feed(Counted { first: 50, n: 2, made: made.clone(), short: 0 }, Op::Sweep);
+        assert_eq!(tx.peek(), Some(&node_info(&[50])));
+        assert_eq!(tx.peek(), Some(&node_info(&[50])));
+        assert_eq!(made.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(tx.sizes(), (2, 0));
+        assert_eq!(path_of(&tx.poll_transmit(now).unwrap()), [50]);
+        assert_eq!(path_of(&tx.poll_transmit(now).unwrap()), [51]);
     }
 
     #[test]
