@@ -27,8 +27,13 @@ use super::transactions::{Req, Request};
 pub struct HeldLft {
     /// LinearFDBTop the blocks go with.
     top: u16,
-    /// The blocks known, when not `whole`.
+    /// The blocks known, when not `whole` (a block in `via` is taken from there).
     blocks: Vec<Option<LinearForwardingTable>>,
+    /// Blocks known to hold the same block of one table (a bit each): a plan's table as its
+    /// Sets are answered, or a whole table once another is planned. Kept as the table and
+    /// bits rather than as copies of its blocks (at k = 48 the copies took 96 MB while a
+    /// bring-up's Sets were answered).
+    via: Option<(Arc<Lft>, Vec<u64>)>,
     /// The routing table the switch holds, whole: every block of it was written and answered
     /// (or a plan found none differing), and nothing was written or read since. Kept instead
     /// of the blocks (one copy of the table, shared with the routing result and the SA's
@@ -46,20 +51,34 @@ pub struct HeldLft {
 
 impl HeldLft {
     fn new(top: u16, blocks: Vec<Option<LinearForwardingTable>>) -> HeldLft {
-        HeldLft { top, blocks, whole: None, digest: OnceLock::new(), vouched: None }
+        HeldLft { top, blocks, via: None, whole: None, digest: OnceLock::new(), vouched: None }
+    }
+
+    /// The table block `block` is known to hold the same block of, if it is in `via`.
+    fn via(&self, block: u32) -> Option<&Lft> {
+        let (t, bits) = self.via.as_ref()?;
+        let set = bits.get(block as usize / 64).is_some_and(|w| w & (1 << (block % 64)) != 0);
+        set.then_some(&**t)
     }
 
     /// Block `block` holds block `block` of `table`.
     fn holds(&self, table: &Lft, block: u32) -> bool {
-        match &self.whole {
-            Some(w) => same_block(w, table, block),
-            None => self.blocks.get(block as usize).and_then(Option::as_ref).is_some_and(|h| holds(h, table, block)),
+        match (self.whole.as_deref(), self.via(block)) {
+            (Some(w), _) | (None, Some(w)) => same_block(w, table, block),
+            (None, None) => {
+                self.blocks.get(block as usize).and_then(Option::as_ref).is_some_and(|h| holds(h, table, block))
+            }
         }
     }
 
-    /// Block `block` is `t` (written or read back): the blocks again, if the table was whole.
+    /// Block `block` is `t` (written or read back).
     fn set(&mut self, block: u32, t: LinearForwardingTable) {
         self.unwhole();
+        if let Some((_, bits)) = &mut self.via
+            && let Some(w) = bits.get_mut(block as usize / 64)
+        {
+            *w &= !(1 << (block % 64));
+        }
         let i = block as usize;
         if self.blocks.len() <= i {
             self.blocks.resize(i + 1, None);
@@ -67,14 +86,73 @@ impl HeldLft {
         self.blocks[i] = Some(t);
     }
 
-    /// The table is no longer known whole (a block is written or planned): its blocks again.
-    /// Whether it was whole.
+    /// Block `block` is block `block` of `table` (a planned Set answered).
+    fn set_from(&mut self, block: u32, table: &Arc<Lft>) {
+        self.unwhole();
+        if self.via.as_ref().is_some_and(|(t, _)| !Arc::ptr_eq(t, table)) {
+            // Another table's blocks: copied out, to make room for this one's.
+            if let Some((t, bits)) = self.via.take() {
+                for b in 0..bits.len() as u32 * 64 {
+                    if bits[b as usize / 64] & (1 << (b % 64)) != 0 {
+                        self.set(b, block_of(&t, b));
+                    }
+                }
+            }
+        }
+        let (_, bits) = self.via.get_or_insert_with(|| (Arc::clone(table), Vec::new()));
+        let w = block as usize / 64;
+        if bits.len() <= w {
+            bits.resize(w + 1, 0);
+        }
+        bits[w] |= 1 << (block % 64);
+        if let Some(b) = self.blocks.get_mut(block as usize) {
+            *b = None;
+        }
+    }
+
+    /// A plan writes `table`, whose blocks `differ` (in order) differ from what the switch
+    /// holds: the blocks known from another table that `table` has the same are known from
+    /// `table` now, and only the others are copied out (after a repair, a few blocks of
+    /// each switch it changed, not the whole table).
+    fn rebase(&mut self, table: &Arc<Lft>, differ: impl Iterator<Item = u32>) {
+        let Some((old, mut bits)) = self.via.take() else { return };
+        if Arc::ptr_eq(&old, table) {
+            self.via = Some((old, bits));
+            return;
+        }
+        let blocks = u32::from(table.top()) / 64 + 1;
+        let keep = |b: u32, bits: &mut Vec<u64>, this: &mut HeldLft| {
+            if let Some(w) = bits.get_mut(b as usize / 64)
+                && *w & (1 << (b % 64)) != 0
+            {
+                *w &= !(1 << (b % 64));
+                this.set(b, block_of(&old, b));
+            }
+        };
+        for b in differ {
+            keep(b, &mut bits, self);
+        }
+        for b in blocks..bits.len() as u32 * 64 {
+            keep(b, &mut bits, self);
+        }
+        self.via = Some((Arc::clone(table), bits));
+    }
+
+    /// The table is no longer known whole (a block is written or planned): its blocks known
+    /// from it. Whether it was whole.
     fn unwhole(&mut self) -> bool {
         self.vouched = None;
         self.digest = OnceLock::new();
         let Some(w) = self.whole.take() else { return false };
         let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
-        self.blocks = (0..n as u32).map(|b| Some(block_of(&w, b))).collect();
+        let mut bits = vec![u64::MAX; n.div_ceil(64)];
+        if let Some(last) = bits.last_mut()
+            && n % 64 != 0
+        {
+            *last = (1 << (n % 64)) - 1;
+        }
+        self.via = Some((w, bits));
+        self.blocks = Vec::new();
         true
     }
 
@@ -85,6 +163,7 @@ impl HeldLft {
         }
         self.whole = Some(Arc::clone(table));
         self.blocks = Vec::new();
+        self.via = None;
         self.vouched = None;
     }
 }
@@ -266,7 +345,11 @@ impl Programming {
             let held = self.lfts.entry(guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
             held.top = top;
             self.digests_changed |= held.whole.is_some();
-            held.set(block, t);
+            match self.pending.get(&guid) {
+                // The plan's block, as the plan's table: no copy of it kept.
+                Some(p) if holds(&t, &p.table, block) => held.set_from(block, &p.table),
+                _ => held.set(block, t),
+            }
             if let Some(table) = done {
                 self.pending.remove(&guid);
                 if table.top() == held.top {
@@ -335,6 +418,7 @@ impl Programming {
                 // the old digest for what it holds while they are written).
                 if let Some(h) = held {
                     self.digests_changed |= h.unwhole();
+                    h.rebase(table, differ[before..].iter().map(|&(b, _)| b));
                 }
                 let mut bits = vec![0u64; (blocks as usize).div_ceil(64)];
                 for &(block, _) in &differ[before..] {
@@ -408,7 +492,11 @@ impl Programming {
         let mut lft = ibsm_routing::Lft::unrouted(held.top);
         for (i, slot) in lft.ports.iter_mut().enumerate() {
             let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
-            if let Some(&p) = held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)) {
+            let known = match held.via(block as u32) {
+                Some(t) => t.ports.get(i).copied().or(Some(LinearForwardingTable::UNROUTED)),
+                None => held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)).copied(),
+            };
+            if let Some(p) = known {
                 *slot = p;
             }
         }
@@ -673,6 +761,47 @@ mod tests {
         assert!(!Arc::ptr_eq(&held, &routes2.tables[0]));
         assert_eq!(held.ports[5], PortNum(3), "what was written last");
         assert_eq!(held.ports[70], PortNum(2));
+    }
+
+    #[test]
+    fn answered_blocks_are_known_by_the_plans_table_and_only_blocks_a_new_plan_changes_are_copied() {
+        let mut t1 = Lft::unrouted(200);
+        t1.ports.fill(PortNum(1));
+        let t1 = Arc::new(t1);
+        let s = fabric(200);
+        let switches = [1];
+        let mut p = Programming::default();
+        let plan = plan_of(p.lft_sets(&s, &switches, &Routes { tables: vec![Arc::clone(&t1)] }));
+        assert_eq!(blocks(&plan.sets), [0, 1, 2, 3]);
+        for i in [0, 2] {
+            answer(&mut p, &s, &plan.sets[i]);
+        }
+        let copies = |p: &Programming| p.lfts.get(&Guid(0x20)).map(|h| h.blocks.iter().flatten().count());
+        assert_eq!(copies(&p), Some(0), "answered blocks are not copied");
+        let held = p.programmed_lft(Guid(0x20)).expect("held");
+        assert_eq!((held.ports[5], held.ports[70], held.ports[130]), (PortNum(1), Lft::UNROUTED, PortNum(1)));
+        // Something else written to block 2: that block is the write, not the table's.
+        let mut other = block_of(&t1, 2);
+        other.ports[0] = PortNum(4);
+        let mut data = [0u8; 64];
+        other.emit(&mut data);
+        p.lft_written(&s.nodes[1], 2, &data);
+        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| (l.ports[128], l.ports[129])), Some((PortNum(4), PortNum(1))));
+        // Written whole, then a table with block 1 changed: only block 1 of the old is copied.
+        let plan = plan_of(p.lft_sets(&s, &switches, &Routes { tables: vec![Arc::clone(&t1)] }));
+        for r in &plan.sets {
+            answer(&mut p, &s, r);
+        }
+        assert!(p.programmed_lft(Guid(0x20)).is_some_and(|h| Arc::ptr_eq(&h, &t1)));
+        let mut t2 = (*t1).clone();
+        t2.ports[70] = PortNum(2);
+        let routes2 = Routes { tables: vec![Arc::new(t2)] };
+        let plan = plan_of(p.lft_sets(&s, &switches, &routes2));
+        assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![1], 3));
+        assert_eq!(copies(&p), Some(1), "the block the plan changes, as the switch holds it until answered");
+        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[70]), Some(PortNum(1)));
+        answer(&mut p, &s, &plan.sets[0]);
+        assert!(p.programmed_lft(Guid(0x20)).is_some_and(|h| Arc::ptr_eq(&h, &routes2.tables[0])));
     }
 
     #[test]

@@ -241,28 +241,59 @@ impl Request {
 /// `sets` reordered round-robin over their nodes: the first request of each node in turn, then
 /// the second, and so on; a node's own requests keep their order. A node's agent serves one SMP
 /// at a time, so requests queued node after node would keep the window waiting on one agent.
-/// Requests are grouped by runs of the same node, as callers list them node by node.
-pub(crate) fn interleaved(sets: Vec<Request>) -> Vec<Request> {
-    let total = sets.len();
-    let mut runs: Vec<std::vec::IntoIter<Request>> = Vec::new();
-    let mut run: Vec<Request> = Vec::new();
-    for r in sets {
-        if run.first().is_some_and(|f| f.node().is_none() || f.node() != r.node()) {
-            runs.push(std::mem::take(&mut run).into_iter());
-        }
-        run.push(r);
-    }
-    if !run.is_empty() {
-        runs.push(run.into_iter());
-    }
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        for it in &mut runs {
-            out.extend(it.next());
+/// Requests are grouped by runs of the same node, as callers list them node by node. Lazy:
+/// the requests stay where they are and are moved out in the new order as they are taken
+/// (queued as a [`Feed`], a bring-up's 200,000 PortInfo Sets are not copied twice more).
+pub(crate) fn interleaved(sets: Vec<Request>) -> Interleaved {
+    // Where each run starts, then the order: the i-th request of every run, for i = 0, 1, ...
+    let mut starts: Vec<usize> = Vec::new();
+    for (i, r) in sets.iter().enumerate() {
+        if i == 0 || r.node().is_none() || r.node() != sets[i - 1].node() {
+            starts.push(i);
         }
     }
-    out
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(sets.len())).collect();
+    let mut order = Vec::with_capacity(sets.len());
+    let mut k = 0;
+    while order.len() < sets.len() {
+        for (&a, &b) in starts.iter().zip(&ends) {
+            if a + k < b {
+                order.extend(u32::try_from(a + k).ok());
+            }
+        }
+        k += 1;
+    }
+    Interleaved { items: sets.into_iter().map(Some).collect(), order, next: 0 }
 }
+
+/// Requests in [`interleaved`] order, each moved out as it is taken.
+#[derive(Debug)]
+pub(crate) struct Interleaved {
+    items: Vec<Option<Request>>,
+    order: Vec<u32>,
+    next: usize,
+}
+
+impl Iterator for Interleaved {
+    type Item = Request;
+
+    fn next(&mut self) -> Option<Request> {
+        while let Some(&i) = self.order.get(self.next) {
+            self.next += 1;
+            if let Some(r) = self.items.get_mut(i as usize).and_then(Option::take) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.order.len().saturating_sub(self.next);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Interleaved {}
 
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -630,10 +661,10 @@ mod tests {
         };
         let sets =
             vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
-        let out: Vec<_> = interleaved(sets).iter().map(key).collect();
+        let out: Vec<_> = interleaved(sets).map(|r| key(&r)).collect();
         let other = (usize::MAX, 0);
         assert_eq!(out, [(0, 1), (1, 1), (2, 1), other, other, (0, 2), (2, 2), (0, 3)]);
-        assert!(interleaved(Vec::new()).is_empty());
+        assert_eq!(interleaved(Vec::new()).len(), 0);
     }
 
     /// The GetResp a node would send for `t`, with `status`.

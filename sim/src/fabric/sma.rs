@@ -568,6 +568,10 @@ impl Fabric {
         if set {
             let Ok(t) = LinearForwardingTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
             if sw.lft.len() < start + 64 {
+                // Room for the table up to LinearFDBTop at once: grown block by block, the
+                // vector doubled and held up to twice the table (40 MB more at k = 48).
+                let top = (usize::from(sw.lft_top) / 64 + 1) * 64;
+                sw.lft.reserve_exact(top.max(start + 64) - sw.lft.len());
                 sw.lft.resize(start + 64, 0xff);
             }
             let mut changed = false;

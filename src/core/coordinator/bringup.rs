@@ -23,7 +23,7 @@ use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
 use crate::core::port_settings::Target;
 use crate::core::state::{NodeIdx, port_info_set};
-use crate::core::transactions::{Outcome, PortStep, Req, Request, interleaved};
+use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved};
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
     if a.raw() == 0 || b.raw() == 0 { a } else { Mtu::from_raw(a.raw().min(b.raw())) }
@@ -195,8 +195,8 @@ impl Sm {
         // the nodes.
         let pkeys = self.partitions.pkey_sets(&self.subnet);
         let qos = self.qos.table_sets(&self.subnet);
-        for s in interleaved(sets).into_iter().chain(interleaved(pkeys)).chain(interleaved(qos)) {
-            self.tx.push(s);
+        for feed in [sets, pkeys, qos] {
+            self.tx.push_feed(interleaved(feed), Op::Sweep);
         }
     }
 
@@ -230,9 +230,7 @@ impl Sm {
                 ));
             }
         }
-        for s in interleaved(sets) {
-            self.tx.push(s);
-        }
+        self.tx.push_feed(interleaved(sets), Op::Sweep);
     }
 
     pub(in crate::core) fn on_set_port_info(
