@@ -199,6 +199,9 @@ impl Partitions {
         let held = self.held.entry(guid).or_default();
         let b = usize::from(block);
         if held.len() <= b {
+            // Exactly the blocks needed: a vector's first allocation is four slots, and most
+            // ports hold one block (11 MB more at k = 48).
+            held.reserve_exact(b + 1 - held.len());
             held.resize(b + 1, None);
         }
         held[b] = Some(*table);

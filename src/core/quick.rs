@@ -275,7 +275,7 @@ fn reroute_paths(subnet: &mut Subnet) -> bool {
             && v != local
             && r.path.is_none()
         {
-            r.path = Some(path);
+            r.path = Some(Box::new(path));
         }
     }
     true
@@ -404,7 +404,7 @@ mod tests {
         let via5 = DrPath::local().push(1).unwrap().push(5).unwrap();
         assert_eq!(s.nodes[2].path, via5);
         assert_eq!(s.nodes[3].path, via5.push(3).unwrap());
-        assert_eq!(s.nodes[3].ports[1].path, Some(via5.push(3).unwrap()));
+        assert_eq!(s.nodes[3].ports[1].path.as_deref(), Some(&via5.push(3).unwrap()));
         assert_eq!(j.far_ends.len(), 1);
         assert_eq!(
             (j.far_ends[0].req.clone(), j.far_ends[0].path),

@@ -86,8 +86,10 @@ pub struct PortRecord {
     pub guid: Option<Guid>,
     /// The PortInfo last read from the port, or returned by the last Set that succeeded.
     pub info: Option<PortInfo>,
-    /// For CA ports: a directed route that enters the node through this port.
-    pub path: Option<DrPath>,
+    /// For CA ports: a directed route that enters the node through this port (boxed: most
+    /// ports are switch ports, which have none, and 65 bytes on each of them was 11 MB at
+    /// k = 48).
+    pub path: Option<Box<DrPath>>,
     /// The port cabled to this one, once discovery has seen both ends.
     pub remote: Option<(NodeIdx, PortNum)>,
     /// Base LID assigned to this end port in this sweep ([`Lid::UNASSIGNED`] if none).
@@ -141,7 +143,7 @@ impl Node {
         if self.is_switch() {
             return self.path;
         }
-        self.ports.get(usize::from(port.0)).and_then(|p| p.path).unwrap_or(self.path)
+        self.ports.get(usize::from(port.0)).and_then(|p| p.path.as_deref().copied()).unwrap_or(self.path)
     }
 
     /// The port record for `port`, if the node has that port.

@@ -96,7 +96,7 @@ impl Sm {
                 && port.path.is_none()
             {
                 // Another port of a known CA: read its PortInfo through this route.
-                port.path = Some(path);
+                port.path = Some(Box::new(path));
                 port.guid = Some(ni.port_guid);
                 self.tx.push(Request::sweep(path, Req::GetPortInfo { node: idx, port: arrival }));
             }
@@ -112,7 +112,7 @@ impl Sm {
             }
         } else if let Some(p) = ports.get_mut(usize::from(arrival.0)) {
             p.guid = Some(ni.port_guid);
-            p.path = Some(path);
+            p.path = Some(Box::new(path));
         } else {
             // A CA claiming to be entered through a port it does not have: unusable.
             self.fail(request, &Outcome::Reply { status: ibsm_mad::ids::status::BAD_FIELD, data: [0; 64] });
