@@ -12,9 +12,10 @@
 //!    names explicitly (unlike OpenSM, a generated key never collides with a later explicit one);
 //!    none left is [`ResolveError::PkeysExhausted`]. The readers warn about repeated P_Keys
 //!    ([`crate::PolicyWarning`]); the resolver merges silently.
-//! 3. Members apply in order. Without `allow_both_pkeys` a port that is full anywhere in a
-//!    partition gets the full key, `both` means full. With it, `full` and `limited` replace each
-//!    other and `both` gives two entries, the limited key first (OpenSM's order).
+//! 3. Members apply in order, and a port's last entry in a partition wins (`full` after
+//!    `limited` gives the full key, `limited` after `full` the limited one), as in OpenSM.
+//!    `both` means full without `allow_both_pkeys`; with it, two entries, the limited key first
+//!    (OpenSM's order).
 //! 4. Table order: the `indx0` partition's key(s) at index 0 (first such partition wins, later
 //!    ones are a [`ResolveWarning::Indx0Conflict`]), else the default partition's; then the rest
 //!    by ascending base, full before limited. Entries past the port's capacity are dropped with a
@@ -387,12 +388,13 @@ fn matches(m: &Member, p: &EndPort) -> bool {
     }
 }
 
+/// A member entry for a port replaces what earlier entries gave it in that partition, as in
+/// OpenSM (`osm_prtn_add_port` takes the port out of both tables first, or with
+/// `allow_both_pkeys` the other one): the last entry wins.
 fn apply(f: &mut Flags, m: Membership, allow_both: bool) {
-    match (m, allow_both) {
-        (Membership::Full, true) => *f = Flags { full: true, limited: false },
-        (Membership::Limited, true) => *f = Flags { full: false, limited: true },
-        (Membership::Full | Membership::Both, false) => f.full = true,
-        (Membership::Limited, false) => f.limited = true,
-        (Membership::Both, true) => *f = Flags { full: true, limited: true },
-    }
+    *f = match m {
+        Membership::Full => Flags { full: true, limited: false },
+        Membership::Limited => Flags { full: false, limited: true },
+        Membership::Both => Flags { full: true, limited: allow_both },
+    };
 }

@@ -62,10 +62,11 @@ fn port_classes_and_membership_merging() {
     let text = "a=0x10 : ALL_CAS=limited, 0x101=full ;\n\
                 b=0x20 : ALL_SWITCHES=full ;\n\
                 c=0x30 : ALL_ROUTERS=both ;\n\
-                a=0x10 : 0x102=limited ;";
+                a=0x10 : 0x102=limited ;\n\
+                d=0x40 : ALL_CAS=full, 0x102=limited ;";
     let out = resolve(&policy(text), &fabric(), ResolveOptions::default()).expect("resolves");
-    assert_eq!(out.ports[&CA1], keys(&[0x7fff, 0x8010]), "full wins over limited");
-    assert_eq!(out.ports[&CA2], keys(&[0x7fff, 0x0010]));
+    assert_eq!(out.ports[&CA1], keys(&[0x7fff, 0x8010, 0x8040]), "the last entry wins: full after limited");
+    assert_eq!(out.ports[&CA2], keys(&[0x7fff, 0x0010, 0x0040]), "the last entry wins: limited after full");
     assert_eq!(out.ports[&SW], keys(&[0x7fff, 0x8020]));
     assert_eq!(out.ports[&RT], keys(&[0x7fff, 0x8030]), "both means full without allow_both_pkeys");
 }

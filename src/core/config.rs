@@ -83,7 +83,7 @@ pub struct SmConfig {
     /// directions, as OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
     /// A port may hold both the full and the limited key of one partition (OpenSM's
-    /// `allow_both_pkeys`; default off: full wins, as OpenSM).
+    /// `allow_both_pkeys`; default off: a port's last entry in a partition wins, as OpenSM).
     pub allow_both_pkeys: bool,
     /// QoS: SL2VL and VL arbitration tables, OperationalVLs and VLHighLimit on every port
     /// (`qos-policy-file` or `--qos-policy`; default `None`: off, the ports' tables untouched).
