@@ -121,6 +121,9 @@ pub struct Snapshot {
     /// The partitions in force (name, P_Key base, `sl=`): QoS port groups by partition name,
     /// and the SL of a path under a partition's P_Key when QoS is on and no QoS level applies.
     pub partitions: Vec<ibsm_partitions::ResolvedPartition>,
+    /// `allow-both-pkeys` is in force: a port may hold a partition's full and limited key, and
+    /// a path's P_Key is chosen as OpenSM chooses it then ([`Snapshot::shared_pkey`]).
+    pub allow_both_pkeys: bool,
     /// For each LID, the end port owning it (index = LID).
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
@@ -221,6 +224,41 @@ pub struct Walk {
 /// The most switches a path may cross before the walk calls it a loop.
 const MAX_HOPS: u32 = 64;
 
+/// The P_Key of a path from a port holding `a` to one holding `b` under `allow-both-pkeys`,
+/// chosen as OpenSM 3.3.23 chooses it (`osm_physp_find_common_pkey`), where a table is keyed
+/// by the whole 16-bit key: the two sets of keys in ascending order (limited keys before full
+/// ones), walked side by side, the first pair of the same partition with one of them full
+/// gives `a`'s key (after an unequal pair the smaller side moves on, after an equal one both);
+/// failing that, the same walk over `a`'s full keys against `b`'s limited ones, then `a`'s
+/// limited against `b`'s full. So a partition both hold fully wins over one shared
+/// full-to-limited only when its keys come first in that order.
+pub fn common_pkey_both(a: &[PKey], b: &[PKey]) -> Option<PKey> {
+    let sorted = |t: &[PKey], keep: &dyn Fn(PKey) -> bool| {
+        let mut v: Vec<PKey> = t.iter().copied().filter(|k| k.0 & 0x7fff != 0 && keep(*k)).collect();
+        v.sort_by_key(|k| k.0);
+        v.dedup();
+        v
+    };
+    let walk = |x: &[PKey], y: &[PKey]| {
+        let (mut i, mut j) = (0, 0);
+        while let (Some(&p), Some(&q)) = (x.get(i), y.get(j)) {
+            if p.base() == q.base() && (p.is_full() || q.is_full()) {
+                return Some(p);
+            }
+            match p.0.cmp(&q.0) {
+                std::cmp::Ordering::Equal => (i, j) = (i + 1, j + 1),
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+            }
+        }
+        None
+    };
+    let (full, limited): (&dyn Fn(PKey) -> bool, &dyn Fn(PKey) -> bool) = (&|k| k.is_full(), &|k| !k.is_full());
+    walk(&sorted(a, &|_| true), &sorted(b, &|_| true))
+        .or_else(|| walk(&sorted(a, full), &sorted(b, limited)))
+        .or_else(|| walk(&sorted(a, limited), &sorted(b, full)))
+}
+
 impl Snapshot {
     /// A snapshot of `nodes`, indexes built. `packet_life` is the PacketLifeTime of paths (the SubnetTimeout).
     pub fn new(subnet_prefix: u64, lmc: u8, packet_life: u8, nodes: Vec<SnapNode>, sm: SmPort) -> Snapshot {
@@ -265,6 +303,7 @@ impl Snapshot {
             qos: None,
             layers: None,
             partitions: Vec::new(),
+            allow_both_pkeys: false,
             by_lid,
             by_guid,
             unrouted: std::sync::OnceLock::new(),
@@ -404,20 +443,26 @@ impl Snapshot {
     /// The P_Key of a path between end ports `a` and `b` asked by the port at `by`, by
     /// OpenSM's rule: the requester shares a partition with `a` and, separately, with `b`
     /// ([`Snapshot::can_talk`]: a common partition with one of the two a full member); the
-    /// record is under a partition that `a` and `b` share with one of them a full member, the
-    /// one with the lowest P_Key base (`a`'s table entry), or `want` when that partition is
-    /// shared so. `None` when any of this fails, or the requester is unknown. A port whose
-    /// table is empty shares nothing (fail closed; OpenSM lets such a port pass).
+    /// record is under a partition that `a` and `b` share with one of them a full member, or
+    /// `want` when that partition is shared so (a port holding both keys of it counts as a
+    /// full member). Without `want`: the one with the lowest P_Key base (`a`'s table entry);
+    /// with `allow-both-pkeys`, the first match in OpenSM's order ([`common_pkey_both`]).
+    /// `None` when any of this fails, or the requester is unknown. A port whose table is empty
+    /// shares nothing (fail closed; OpenSM lets such a port pass).
     pub fn shared_pkey(&self, a: PortAt, b: PortAt, by: Option<PortAt>, want: Option<PKey>) -> Option<PKey> {
         let by = by?;
         if !(self.shares(by, a) && self.shares(by, b)) {
             return None;
         }
         let (ka, kb) = (&self.port(a)?.pkeys, &self.port(b)?.pkeys);
-        let find = |t: &[PKey], base: u16| t.iter().copied().find(|k| k.0 != 0 && k.base() == base);
+        // A port's entry of a partition: the full key when it holds both.
+        let find = |t: &[PKey], base: u16| {
+            t.iter().copied().filter(|k| k.0 != 0 && k.base() == base).max_by_key(|k| k.is_full())
+        };
         let pair = |k: PKey| find(kb, k.base()).is_some_and(|other| k.is_full() || other.is_full());
         match want {
             Some(w) => find(ka, w.base()).filter(|&k| pair(k)).map(|_| w),
+            None if self.allow_both_pkeys => common_pkey_both(ka, kb),
             None => ka.iter().copied().filter(|k| k.0 != 0 && pair(*k)).min_by_key(|k| k.base()),
         }
     }
@@ -551,5 +596,22 @@ mod tests {
         assert_eq!(rate_code(800_000).raw(), 23, "4x XDR");
         assert_eq!(rate_code(2_400_000).raw(), 24, "12x XDR: the fastest rate defined, 1200 Gb/s");
         assert_eq!(rate_code(1).raw(), 2, "floor");
+    }
+
+    #[test]
+    fn both_keys_allowed_the_path_p_key_is_opensms_first_match() {
+        let k = |v: &[u16]| v.iter().map(|&x| PKey(x)).collect::<Vec<_>>();
+        // Both keys of two partitions against the limited key of the first and both of the
+        // second (the ring's hosts): the full pair of the second, not the full-to-limited first.
+        let host = k(&[0xffff, 0x0a01, 0x8a01, 0x0a02, 0x8a02]);
+        let h2 = k(&[0xffff, 0x0a01, 0x0a02, 0x8a02]);
+        assert_eq!(common_pkey_both(&host, &h2), Some(PKey(0x8a02)));
+        // A full-to-limited pair met first in the walk wins over a later full pair.
+        assert_eq!(common_pkey_both(&k(&[0x8a01, 0x8a02]), &k(&[0x0a01, 0x8a02])), Some(PKey(0x8a01)));
+        // Found only by the second walk (a's full keys against b's limited ones), then the third.
+        assert_eq!(common_pkey_both(&k(&[0x0a01, 0x8a01]), &k(&[0x0a01])), Some(PKey(0x8a01)));
+        assert_eq!(common_pkey_both(&k(&[0x0a01]), &k(&[0x0a01, 0x8a01])), Some(PKey(0x0a01)));
+        // Limited to limited is no path; holes (0 and the invalid 0x8000) are skipped.
+        assert_eq!(common_pkey_both(&k(&[0x0a01, 0, 0x8000]), &k(&[0x0a01, 0x8000])), None);
     }
 }

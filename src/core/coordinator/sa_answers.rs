@@ -32,6 +32,7 @@ impl Sm {
             lmc: self.cfg.lmc,
             subnet_timeout: self.cfg.subnet_timeout,
             qos: self.cfg.qos.as_ref().map(|q| &q.policy),
+            allow_both_pkeys: self.cfg.allow_both_pkeys,
             layers: self.routing.layers(),
         })
     }

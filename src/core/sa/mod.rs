@@ -469,6 +469,7 @@ mod tests {
             lmc: 0,
             subnet_timeout: 18,
             qos: None,
+            allow_both_pkeys: false,
             layers: None,
         });
         for node in &mut snap.nodes {

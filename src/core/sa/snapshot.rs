@@ -38,6 +38,8 @@ pub(crate) struct Sources<'a> {
     pub subnet_timeout: u8,
     /// The QoS policy in force (None: QoS off).
     pub qos: Option<&'a ibsm_qos::QosPolicy>,
+    /// `allow-both-pkeys` (the path P_Key choice follows it).
+    pub allow_both_pkeys: bool,
     /// The layers of a layered route and its switch nodes in their order.
     pub layers: Option<&'a (Vec<crate::core::state::NodeIdx>, std::sync::Arc<ibsm_routing::dfsssp::PathLayers>)>,
 }
@@ -85,6 +87,7 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
     src.engine.clone_into(&mut snap.routing_engine);
     snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
     src.partitions.resolved().clone_into(&mut snap.partitions);
+    snap.allow_both_pkeys = src.allow_both_pkeys;
     snap.layers = src.layers.map(|(switches, layers)| {
         let mut row = vec![u32::MAX; src.subnet.nodes.len()];
         for (r, &n) in switches.iter().enumerate() {
