@@ -12,6 +12,9 @@
 //! HopLimit, scope, TClass, P_Key), `saquery -m 0xC000` (the members of one MLID) and
 //! `saquery --mlid 0xc002 MCMR` (the records of the first SA-assigned group).
 //! Every field must be equal, MLIDs included (both hand out the lowest free MLID from 0xC000).
+//! And the switches' tables (`ibroute -M` of each) under both: an MLID of one member port is
+//! forwarded by no switch (OpenSM builds no tree for fewer than two ports, and ibsm does as it
+//! does), one of more by each member's leaf to the member.
 //!
 //! Two differences are deliberate (docs/opensm-migration.md). The packet lifetime of a group
 //! created without the lifetime in the component mask: OpenSM copies the bits the client left in
@@ -30,11 +33,11 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ibsm_topology::{NodeKind, Topology};
 use support::ibsim::{Ibsim, require_ibsim, require_tools, saquery_records};
-use support::opensm::{OpenSm, start_ibsm_with_lids};
+use support::opensm::{OpenSm, guid2lid_lids, start_ibsm_with_lids};
 
 type Rec = BTreeMap<String, String>;
 
@@ -88,13 +91,81 @@ fn views(sim: &Ibsim, client: &str) -> Views {
         .collect()
 }
 
-/// Runs the joins and reads the groups under whichever SM runs on `sim`: both osmtest verdicts
-/// and the views.
-fn joins_and_views(sim: &Ibsim, hosts: &[String]) -> ((bool, bool), Views) {
+/// `ibroute -M LID` from `client`: the ports the switch forwards each MLID to (`0xc000` ->
+/// the columns of the row's `x` marks under the header's port numbers).
+fn mfts(sim: &Ibsim, client: &str, lid: u16) -> BTreeMap<String, Vec<u8>> {
+    let out = sim.run_at(Some(client), "ibroute", &["-M", &lid.to_string()]).expect("ibroute");
+    assert!(out.success(), "{}", out.describe());
+    let Some(header) = out.stdout.lines().find(|l| l.trim_start().starts_with("Ports:")) else { return BTreeMap::new() };
+    let columns: Vec<(usize, u8)> = header
+        .char_indices()
+        .filter(|&(i, c)| c.is_ascii_digit() && !header[..i].ends_with(|p: char| p.is_ascii_digit()))
+        .filter_map(|(i, _)| Some((i, header[i..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()?)))
+        .collect();
+    out.stdout
+        .lines()
+        .filter(|l| l.starts_with("0x"))
+        .map(|row| {
+            let mlid = row.split_whitespace().next().unwrap_or_default().to_lowercase();
+            (mlid, columns.iter().filter(|&&(i, _)| row.as_bytes().get(i) == Some(&b'x')).map(|&(_, p)| p).collect())
+        })
+        .collect()
+}
+
+/// Waits until the switches' multicast tables (`ibroute -M` of each) serve the groups the
+/// trusted member records name as OpenSM serves them: an MLID of one member port is forwarded
+/// by no switch (OpenSM builds no tree for it), one of more by each member's leaf to the
+/// member. Returns the MLIDs of each kind.
+fn tables_serve_the_groups(sim: &Ibsim, client: &str, topo: &Topology, g2l: &str, members: &[Rec]) -> (usize, usize) {
+    let lids = guid2lid_lids(g2l);
+    let mut by_mlid: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for m in members {
+        let gid: std::net::Ipv6Addr = m["PortGid"].parse().expect("a GID");
+        by_mlid.entry(m["Mlid"].to_lowercase()).or_default().push(u128::from(gid) as u64);
+    }
+    let switches: Vec<(usize, u16)> = (0..topo.nodes.len())
+        .filter(|&i| topo.nodes[i].kind == NodeKind::Switch)
+        .map(|i| (i, lids[&topo.nodes[i].port_guid(0).0]))
+        .collect();
+    let check = || {
+        let held: BTreeMap<usize, BTreeMap<String, Vec<u8>>> =
+            switches.iter().map(|&(i, lid)| (i, mfts(sim, client, lid))).collect();
+        let ok = by_mlid.iter().all(|(mlid, guids)| {
+            if guids.len() < 2 {
+                return held.values().all(|t| t.get(mlid).is_none_or(Vec::is_empty));
+            }
+            guids.iter().all(|g| {
+                let Some(h) = topo.nodes.iter().find(|n| n.kind == NodeKind::Ca && n.port_guid(1).0 == *g) else {
+                    return false;
+                };
+                let leaf = h.peer(1).expect("cabled");
+                held[&leaf.node].get(mlid).is_some_and(|p| p.contains(&leaf.port))
+            })
+        });
+        (ok, held)
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, held) = check();
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < end, "the switches' tables do not serve {by_mlid:?}: {held:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let single = by_mlid.values().filter(|g| g.len() < 2).count();
+    (single, by_mlid.len() - single)
+}
+
+/// Runs the joins and reads the groups under whichever SM runs on `sim`: both osmtest verdicts,
+/// the views, and the MLIDs of one member port and of more, checked against the switches.
+fn joins_and_views(sim: &Ibsim, topo: &Topology, hosts: &[String], g2l: &str) -> ((bool, bool), Views, (usize, usize)) {
     let client = &hosts[hosts.len() - 1];
     let first = osmtest(sim, client);
     let second = osmtest(sim, &hosts[hosts.len() / 2 - 1]);
-    ((first, second), views(sim, client))
+    let v = views(sim, client);
+    let served = tables_serve_the_groups(sim, client, topo, g2l, &v[2].1);
+    ((first, second), v, served)
 }
 
 /// Takes the packet lifetime out of the records of SA-assigned groups; the values taken.
@@ -119,14 +190,18 @@ fn saquery_lists_the_groups_and_members_opensm_lists_after_the_same_joins() {
         let osm = OpenSm::start(&sim, &hosts[0], "opensm", &[]);
         osm.wait_subnet_up(&topo, Duration::from_secs(60));
         let g2l = osm.guid2lid(ports, Duration::from_secs(30));
-        (g2l, joins_and_views(&sim, &hosts))
+        let seen = joins_and_views(&sim, &topo, &hosts, &g2l);
+        (g2l, seen)
     };
     let ours = {
         let mut sim = Ibsim::start(&net).expect("ibsim");
         let _sm = start_ibsm_with_lids(&mut sim, &hosts[0], &g2l, &[]);
-        joins_and_views(&sim, &hosts)
+        joins_and_views(&sim, &topo, &hosts, &g2l)
     };
     assert_eq!(ours.0, theirs.0, "osmtest's verdicts (first run, second run)");
+    assert_eq!(ours.2, theirs.2, "MLIDs of one member port (no entry) and of more (leaves forward to members)");
+    assert!(ours.2.0 >= 1 && ours.2.1 >= 1, "both kinds: {:?}", ours.2);
+    let served = ours.2;
     let (mut ours, mut theirs) = (ours.1, theirs.1);
     // The packet lifetime of a group created without asking for one (the deliberate difference
     // named in the module doc): compared apart, then left out.
@@ -153,8 +228,10 @@ fn saquery_lists_the_groups_and_members_opensm_lists_after_the_same_joins() {
     assert_eq!(ours[4].1.len(), 2, "two members of 0xC000: {:?}", ours[4].1);
     assert!(!ours[5].1.is_empty(), "members of 0xc002");
     eprintln!(
-        "saquery -g, -m, --smkey 1 -m, --smkey 1 MCMR, -m 0xC000, --mlid 0xc002 MCMR: {records} records equal to OpenSM's ({} groups, {} memberships)",
+        "saquery -g, -m, --smkey 1 -m, --smkey 1 MCMR, -m 0xC000, --mlid 0xc002 MCMR: {records} records equal to OpenSM's ({} groups, {} memberships); ibroute -M under both: {} MLIDs of one member forwarded nowhere, {} of more forwarded to each member",
         ours[0].1.len(),
-        trusted.len()
+        trusted.len(),
+        served.0,
+        served.1
     );
 }

@@ -4,9 +4,10 @@
 //! sharing one MLID per partition (`consolidate_ipv6_snm`, OpenSM's
 //! `consolidate_ipv6_snm_req`) with 20,000 hosts joining, and the tree root chosen central to
 //! the members (OpenSM's rule), followed through the simulated switches' own tables: no loop,
-//! every member reached.
+//! every member reached; switches reporting MulticastFDBCap 0 left out of the trees and never
+//! sent an MFT, as OpenSM does.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::SimDriver;
@@ -239,4 +240,124 @@ fn the_tree_root_is_central_to_the_members_and_the_tree_has_no_loop() {
         let want: HashMap<usize, usize> = members.iter().filter(|&&h| h != src).map(|&h| (h, 1)).collect();
         assert_eq!(got, want, "from host {src}");
     }
+}
+
+/// Switches that report MulticastFDBCap 0 (they forward no multicast; their MFT answers every
+/// Set with BAD_FIELD): OpenSM builds no tree through them and writes them no MFT
+/// (`osm_switch_supports_mcast`). A spine and a leaf of the 2-level tree report 0; hosts on
+/// every leaf join one group. Over several sweeps no MFT Set fails (none is sent to those
+/// two: the SM holds no block for them), no repair follows, and the other switches' own
+/// tables deliver every member's packets to the members behind multicast switches, through
+/// the other spine; the member behind the leaf without multicast is reached by none.
+#[test]
+fn switches_without_multicast_get_no_mft_and_the_tree_goes_around_them() {
+    let topo = example("fat-tree-2l-k4.net");
+    let name = |n: &str| topo.find(n).expect("node");
+    let sm = Sm::new(SmConfig::default(), Guid2Lid::default());
+    let mut drv =
+        SimDriver::with_config(&topo, SimConfig { seed: 5, ..SimConfig::default() }, sm, None).expect("attach");
+    let (spine, leaf) = (name("spine-0"), name("leaf-3"));
+    drv.fabric.set_multicast_fdb_cap(spine, 0);
+    drv.fabric.set_multicast_fdb_cap(leaf, 0);
+    let mut failed = 0;
+    let mut count = |e: &SmEvent| {
+        if matches!(e, SmEvent::SmpFailed { attr_id, .. } if *attr_id == ids::attr::MFT || *attr_id == ids::attr::SWITCH_INFO) {
+            failed += 1;
+        }
+    };
+    drv.sweep(LIMIT, &mut count).expect("up");
+    let routes = Oracle::from_topology(&topo, drv.at).routes;
+    // h0, h2, h4 on leaves 0 to 2; h6 on leaf-3.
+    let members: Vec<usize> = ["h0", "h2", "h4", "h6"].iter().map(|h| name(h)).collect();
+    let mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(0x78) };
+    let (st, rec) = create(&mut drv, &topo, members[0], mgid);
+    assert_eq!(st, status::OK);
+    let mlid = rec.expect("record").mlid;
+    for &h in &members[1..] {
+        let r = McMemberRecord {
+            mgid,
+            port_gid: Gid { prefix: PREFIX, guid: topo.nodes[h].port_guid(1) },
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let (now, from) = (drv.now(), lid_of(&drv, &topo, h));
+        assert_eq!(through_core(&mut drv, now, from, (Method::Set, JOIN, 0), &r).0, status::OK);
+    }
+    // Several sweeps' worth of time (the sweep interval is 10 s by default): no MFT or
+    // SwitchInfo Set fails, so no repair sweep is asked for either.
+    let until = drv.now() + 35_000_000_000;
+    drv.run_until(until, |e| {
+        count(e);
+        false
+    });
+    assert_eq!(failed, 0, "MFT or SwitchInfo Sets refused");
+    for sw in [spine, leaf] {
+        assert!(drv.sm.mft(topo.nodes[sw].node_guid).is_none_or(BTreeMap::is_empty), "{}: no MFT held", topo.nodes[sw].name);
+    }
+    assert!(drv.sm.mft_blocks_sent() > 0, "the other switches were programmed");
+    // From each member behind a multicast leaf, the switches' own tables reach the others
+    // there, entering no switch without multicast (reading its MFT would fail).
+    for &src in &members[..3] {
+        let first = topo.nodes[src].peer(1).expect("cabled");
+        let mut queue = VecDeque::from([(first.node, first.port)]);
+        let mut got = BTreeSet::new();
+        while let Some((sw, ingress)) = queue.pop_front() {
+            assert!(sw != spine && sw != leaf, "from {}: into {}", topo.nodes[src].name, topo.nodes[sw].name);
+            for p in mft_ports(&mut drv, &routes, &topo, sw, mlid.0) {
+                let Some(peer) = topo.nodes[sw].peer(p).filter(|_| p != ingress && p != 0) else { continue };
+                if topo.nodes[peer.node].kind == NodeKind::Switch {
+                    queue.push_back((peer.node, peer.port));
+                } else {
+                    got.insert(peer.node);
+                }
+            }
+        }
+        let want: BTreeSet<usize> = members[..3].iter().copied().filter(|&h| h != src).collect();
+        assert_eq!(got, want, "from {}", topo.nodes[src].name);
+    }
+}
+
+/// A group of one member port needs no tree and gets none, as under OpenSM (which builds none
+/// for fewer than two ports): no switch forwards its MLID. A second member's join programs
+/// the tree to both; that member's leave clears every entry again.
+#[test]
+fn a_group_of_one_member_is_forwarded_by_no_switch() {
+    let topo = example("fat-tree-2l-k4.net");
+    let name = |n: &str| topo.find(n).expect("node");
+    let mut drv = SimDriver::new(&topo, 6, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach");
+    drv.sweep(LIMIT, |_| {}).expect("up");
+    let routes = Oracle::from_topology(&topo, drv.at).routes;
+    let switches: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).collect();
+    let (h0, h2) = (name("h0"), name("h2"));
+    let mgid = Gid { prefix: 0xff12_a01c_0000_0000, guid: Guid(0x79) };
+    let (st, rec) = create(&mut drv, &topo, h0, mgid);
+    assert_eq!(st, status::OK);
+    let mlid = rec.expect("record").mlid;
+    // Every switch's (name, ports it forwards the MLID to), read from the simulated switches.
+    let held = |drv: &mut SimDriver| -> Vec<(String, Vec<u8>)> {
+        drv.run_until(drv.now() + 1_000_000_000, |_| false);
+        switches
+            .iter()
+            .map(|&s| (topo.nodes[s].name.clone(), mft_ports(drv, &routes, &topo, s, mlid.0)))
+            .filter(|(_, p)| !p.is_empty())
+            .collect()
+    };
+    assert_eq!(held(&mut drv), vec![], "one member: no entry");
+    let member = |h: usize| McMemberRecord {
+        mgid,
+        port_gid: Gid { prefix: PREFIX, guid: topo.nodes[h].port_guid(1) },
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecord::default()
+    };
+    let (now, from) = (drv.now(), lid_of(&drv, &topo, h2));
+    assert_eq!(through_core(&mut drv, now, from, (Method::Set, JOIN, 0), &member(h2)).0, status::OK);
+    let two = held(&mut drv);
+    for h in [h0, h2] {
+        let leaf = topo.nodes[h].peer(1).expect("cabled");
+        let ports = two.iter().find(|(n, _)| *n == topo.nodes[leaf.node].name).map(|(_, p)| p.clone());
+        assert!(ports.is_some_and(|p| p.contains(&leaf.port)), "{}'s leaf forwards to it: {two:?}", topo.nodes[h].name);
+    }
+    let (now, from) = (drv.now(), lid_of(&drv, &topo, h2));
+    assert_eq!(through_core(&mut drv, now, from, (Method::Delete, JOIN, 0), &member(h2)).0, status::OK);
+    assert_eq!(held(&mut drv), vec![], "back to one member: every entry cleared");
 }

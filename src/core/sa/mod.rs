@@ -597,6 +597,10 @@ mod tests {
         assert_eq!(status_of(&a), status::OK);
         assert!(a.groups_changed);
         assert_eq!(a.publish, Some(Section::Groups));
+        assert!(sa.multicast_sets(&subnet).is_empty(), "one member port: no tree, as OpenSM");
+        let second = McMemberRecord { port_gid: Gid { prefix: PREFIX, guid: Guid(0x103) }, ..join };
+        let req = ibsm_mad::sa::request(Method::Set, mask, 6, &second).unwrap();
+        assert_eq!(status_of(&ask(&mut sa, &req, &from(4), true, 0)), status::OK);
         let sets = sa.multicast_sets(&subnet);
         let blocks: Vec<_> = sets
             .iter()
@@ -606,7 +610,7 @@ mod tests {
             })
             .collect();
         assert_eq!(blocks, [(Guid(0x20), 0, 0)]);
-        assert_eq!(sa.programmed_mft(Guid(0x20), Lid(0xc000)), Some(vec![2]), "toward the member on port 2");
+        assert_eq!(sa.programmed_mft(Guid(0x20), Lid(0xc000)), Some(vec![2, 3]), "toward the members on ports 2 and 3");
         assert!(sa.multicast_sets(&subnet).is_empty(), "held: nothing to write again");
         sa.mft_failed(Guid(0x20), (0, 0));
         assert_eq!(sa.multicast_sets(&subnet).len(), 1, "a failed write is written again");

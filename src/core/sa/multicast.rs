@@ -1,8 +1,8 @@
 //! Multicast forwarding: the MulticastForwardingTable blocks the switches need for the SA's
 //! groups, and their programming as an operation of its own beside sweeps.
 //!
-//! Owns the tree computation ([`tables`]: for each MLID (the groups sharing it together), a
-//! tree over the switches from a root switch central to the members ([`root_of`], OpenSM's
+//! Owns the tree computation ([`tables`]: for each MLID with two member ports or more (the
+//! groups sharing it together; OpenSM builds no tree for one either), a tree over the switches from a root switch central to the members ([`root_of`], OpenSM's
 //! rule: the least hops to the farthest member), breadth-first over the links discovery found; a switch's mask for the group's MLID
 //! holds the ports toward members that receive and the tree links that connect every member,
 //! senders included) and what the SM believes each switch holds, so that only blocks that
@@ -10,6 +10,10 @@
 //! queue). Programming runs between sweeps (node indexes are stable then: the coordinator's
 //! call); its SMPs belong to [`Op::Multicast`], so a sweep starting meanwhile is not held up by
 //! them.
+//!
+//! A switch reporting MulticastFDBCap 0 forwards no multicast: as in OpenSM it is in no tree
+//! (the trees go around it; members behind it are not reached) and is sent no MFT block and no
+//! MulticastFDBTop, so nothing is refused and no repair follows.
 //!
 //! SwitchInfo.MulticastFDBTop ([`mft_top`]) is programmed as OpenSM does, on the switches whose
 //! port 0 advertises IsMulticastFDBTopSupported: the last MLID of the highest MFT block that
@@ -46,7 +50,9 @@ pub(crate) fn tables<'a>(
         }
     }
     let mut out: HashMap<u32, Blocks> = HashMap::new();
-    for (mlid, members) in &by_mlid {
+    // An MLID with fewer than two member ports needs no tree (a member's own packets reach it
+    // through its HCA, and nobody else has joined), as in OpenSM: its entries are cleared.
+    for (mlid, members) in by_mlid.iter().filter(|(_, m)| m.len() >= 2) {
         let Some((block, entry)) = MulticastForwardingTable::locate(*mlid) else { continue };
         let attach = attachments(snap, members);
         let Some(root) = root_of(snap, &attach) else { continue };
@@ -85,8 +91,15 @@ pub(crate) fn tables<'a>(
     out
 }
 
+/// Whether snapshot node `n` is a switch that forwards multicast: not one reporting
+/// MulticastFDBCap 0 (OpenSM's `osm_switch_supports_mcast`). Such a switch is in no tree, is
+/// sent no MFT and no MulticastFDBTop, and the members behind it are not reached.
+fn forwards_multicast(snap: &Snapshot, n: u32) -> bool {
+    snap.node(n).is_some_and(|node| node.is_switch() && node.switch_info.is_none_or(|si| si.multicast_fdb_cap != 0))
+}
+
 /// Where each member attaches: (switch, port on it, receives): port 0 of a member switch, the
-/// switch port facing a member CA.
+/// switch port facing a member CA; only switches that forward multicast.
 pub(crate) fn attachments(snap: &Snapshot, members: &BTreeMap<Guid, JoinState>) -> Vec<(u32, u8, bool)> {
     let mut attach = Vec::new();
     for (&guid, &state) in members {
@@ -94,9 +107,11 @@ pub(crate) fn attachments(snap: &Snapshot, members: &BTreeMap<Guid, JoinState>) 
         let Some((n, p)) = snap.by_guid(guid) else { continue };
         let Some(node) = snap.node(n) else { continue };
         if node.is_switch() {
-            attach.push((n, 0, receives));
+            if forwards_multicast(snap, n) {
+                attach.push((n, 0, receives));
+            }
         } else if let Some((s, q)) = snap.port((n, p)).and_then(|r| r.remote)
-            && snap.node(s).is_some_and(crate::sa::snapshot::SnapNode::is_switch)
+            && forwards_multicast(snap, s)
         {
             attach.push((s, q, receives));
         }
@@ -118,7 +133,7 @@ pub(crate) fn root_of(snap: &Snapshot, attach: &[(u32, u8, bool)]) -> Option<u32
     let mut best: Option<(u32, Guid, u32)> = None;
     for (n, node) in snap.nodes.iter().enumerate() {
         let Ok(n) = u32::try_from(n) else { break };
-        if !node.is_switch() || node.switch_info.is_some_and(|si| si.multicast_fdb_cap == 0) {
+        if !forwards_multicast(snap, n) {
             continue;
         }
         let mut far = 0;
@@ -138,7 +153,8 @@ pub(crate) fn root_of(snap: &Snapshot, attach: &[(u32, u8, bool)]) -> Option<u32
     best.map(|b| b.2).or_else(|| ends.keys().next().copied())
 }
 
-/// Hops from switch `from` to every switch it reaches (over switch-to-switch links).
+/// Hops from switch `from` to every switch it reaches (over links between switches that
+/// forward multicast).
 fn hops_from(snap: &Snapshot, from: u32) -> HashMap<u32, u32> {
     let mut dist = HashMap::from([(from, 0)]);
     let mut q = VecDeque::from([from]);
@@ -147,7 +163,7 @@ fn hops_from(snap: &Snapshot, from: u32) -> HashMap<u32, u32> {
         let d = dist.get(&s).copied().unwrap_or(0);
         for port in node.ports.iter().skip(1) {
             let Some((n, _)) = port.remote else { continue };
-            if snap.node(n).is_some_and(crate::sa::snapshot::SnapNode::is_switch) && !dist.contains_key(&n) {
+            if forwards_multicast(snap, n) && !dist.contains_key(&n) {
                 dist.insert(n, d + 1);
                 q.push_back(n);
             }
@@ -179,8 +195,8 @@ pub(crate) fn honours_mft_top(n: &Node) -> bool {
         .is_some_and(|i| i.capability_mask.contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED))
 }
 
-/// Breadth-first tree over the switches from `root`: for each other switch reached, its parent,
-/// the port toward the parent, and the parent's port toward it.
+/// Breadth-first tree over the switches that forward multicast from `root`: for each other
+/// switch reached, its parent, the port toward the parent, and the parent's port toward it.
 fn tree(snap: &Snapshot, root: u32) -> HashMap<u32, (u32, u8, u8)> {
     let mut parent = HashMap::new();
     let mut seen = std::collections::HashSet::from([root]);
@@ -189,7 +205,7 @@ fn tree(snap: &Snapshot, root: u32) -> HashMap<u32, (u32, u8, u8)> {
         let Some(node) = snap.node(s) else { continue };
         for (p, port) in node.ports.iter().enumerate().skip(1) {
             let Some((n, np)) = port.remote else { continue };
-            if !snap.node(n).is_some_and(crate::sa::snapshot::SnapNode::is_switch) || !seen.insert(n) {
+            if !forwards_multicast(snap, n) || !seen.insert(n) {
                 continue;
             }
             let Ok(p) = u8::try_from(p) else { continue };
@@ -211,10 +227,10 @@ impl Sa {
         let want = tables(snap, self.state.mcast.iter().map(|g| (g.params.mlid, &g.members)));
         let empty = Blocks::new();
         for (n, node) in snap.nodes.iter().enumerate() {
-            if !node.is_switch() {
+            let Ok(idx) = u32::try_from(n) else { break };
+            if !forwards_multicast(snap, idx) {
                 continue;
             }
-            let Ok(idx) = u32::try_from(n) else { break };
             let guid = node.info.node_guid;
             let Some(path) = subnet.nodes.get(n).filter(|s| s.info.node_guid == guid).map(|s| s.path) else {
                 continue;
