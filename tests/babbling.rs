@@ -3,20 +3,25 @@
 //! (the end of its cable nearer to the SM) disabled once it passes the limit, read back from the
 //! simulated switch as PortPhysicalState Disabled; the event, `ibsm status` and the metrics say
 //! so; at the end of the back-off the port is enabled and the host comes back to Active. Off by
-//! default, and a port under the limit is left alone.
+//! default, and a port under the limit is left alone. With two SMs, the port disabled and its
+//! deadline reach the standby; after the master's death the new master keeps it disabled and
+//! enables it when the back-off ends.
 
 use std::path::Path;
 
 use ibsm::core::babbling::BabblingConfig;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
-use ibsm::transport::sim::SimDriver;
+use ibsm::transport::sim::{SimDriver, SimSms};
+use ibsm_mad::DrPath;
 use ibsm_mad::attrs::{Notice, NoticeDetails, NoticeType, PhysPortState, PortInfo, PortState, ProducerType};
 use ibsm_mad::header::Method;
 use ibsm_mad::{Attribute, Guid, Lid, PortNum, ids};
-use ibsm_sim::fabric::{AgentId, Dest};
+use ibsm_sim::fabric::{AgentId, Dest, SimTime};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
+
+use support::sms::elect;
 
 const SEC: u64 = 1_000_000_000;
 
@@ -43,18 +48,22 @@ fn babbler(topo: &Topology, drv: &mut SimDriver) -> (AgentId, Lid, Lid, Guid) {
     (agent, lid, sm_lid, guid)
 }
 
+/// Trap 129 from the port at `lid` about its port 1, with TID `tid`.
+fn trap_129(lid: Lid, tid: u64) -> [u8; 256] {
+    let details = NoticeDetails::PortHealth { trap: 129, lid, port: PortNum(1) };
+    let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
+    let mut full = [0u8; 80];
+    notice.emit(&mut full);
+    let mut data = [0u8; 64];
+    data.copy_from_slice(&full[..64]);
+    ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap).to_bytes()
+}
+
 /// The host sends `n` traps 129 about its own port, one a millisecond; the SM's events meanwhile.
 fn babble(drv: &mut SimDriver, (agent, lid, sm_lid, _): (AgentId, Lid, Lid, Guid), n: u64) -> Vec<SmEvent> {
     let mut events = Vec::new();
     for i in 0..n {
-        let details = NoticeDetails::PortHealth { trap: 129, lid, port: PortNum(1) };
-        let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
-        let mut full = [0u8; 80];
-        notice.emit(&mut full);
-        let mut data = [0u8; 64];
-        data.copy_from_slice(&full[..64]);
-        let smp = ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, 0x100 + i, data).with_method(Method::Trap);
-        drv.fabric.send(agent, &smp.to_bytes(), Dest { dlid: sm_lid, qpn: 0 });
+        drv.fabric.send(agent, &trap_129(lid, 0x100 + i), Dest { dlid: sm_lid, qpn: 0 });
         drv.run_until(drv.now() + SEC / 1000, |e| {
             events.push(e.clone());
             false
@@ -139,4 +148,109 @@ fn off_by_default_and_under_the_limit_nothing_is_disabled() {
         assert!(!events.iter().any(|e| matches!(e, SmEvent::BabblingPort { .. })), "{cfg:?}");
         assert_eq!(read(&mut drv, at).port_physical_state, PhysPortState::LinkUp, "{cfg:?}");
     }
+}
+
+/// PortInfo of `port` of the node at the end of `path` from `probe`, as the fabric answers.
+fn read_sms(h: &mut SimSms, probe: AgentId, path: &[u8], port: u8, tid: u64) -> PortInfo {
+    let smp =
+        ibsm_mad::smp::SmpRepr::get_dr(&DrPath::new(path).expect("path"), ids::attr::PORT_INFO, u32::from(port), tid);
+    h.fabric.send(probe, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    h.fabric.run_until_idle(SimTime(h.now() + SEC / 10));
+    let mut got = None;
+    while let Some(r) = h.fabric.recv(probe) {
+        if let Ok(smp) = ibsm_mad::smp::SmpRepr::parse(&r.mad[..])
+            && smp.tid & 0xffff_ffff == tid
+        {
+            got = PortInfo::parse(&smp.data).ok();
+        }
+    }
+    got.expect("the probe's PortInfo answered")
+}
+
+/// Runs the SMs for `ns` of virtual time.
+fn run_for(h: &mut SimSms, ns: u64) {
+    let until = h.now() + ns;
+    h.run_until(until, |_, _| false);
+    if h.now() < until {
+        h.fabric.advance_to(SimTime(until));
+    }
+}
+
+#[test]
+fn a_new_master_keeps_a_babbling_port_disabled_until_its_back_off_ends_then_enables_it() {
+    let topo = fabric();
+    let (mut h, master) = elect(&topo, 5, &[2, 1]);
+    let standby = 1 - master;
+    let cfg = BabblingConfig { backoff_ns: 10 * SEC, ..on() };
+    for s in &mut h.sms {
+        let c = SmConfig { babbling: cfg, ..s.sm.config().clone() };
+        s.sm.reconfigure(c);
+    }
+    // h6 babbles (leaf-3 port 1 faces it); a probe on h7 reads leaf-3 by the route [1].
+    let at = |name: &str| topo.nodes.iter().position(|n| n.name == name).expect("node");
+    let agent = h.fabric.attach(at("h6"), 1).expect("attach h6");
+    let probe = h.fabric.attach(at("h7"), 1).expect("attach h7");
+    let leaf3 = [1u8];
+    let snap = h.sms[master].sm.snapshot().expect("snapshot");
+    let h6 = snap.port(snap.by_guid(topo.nodes[at("h6")].port_guid(1)).expect("h6 known")).expect("port").lid;
+    let sm_lid = h.sms[master].sm.last_report().expect("report").sm_lid;
+    for i in 0..30 {
+        h.fabric.send(agent, &trap_129(h6, 0x100 + i), Dest { dlid: sm_lid, qpn: 0 });
+        run_for(&mut h, SEC / 1000);
+    }
+    let list: Vec<_> = h.sms[master].sm.babbling().list().map(|(k, d)| (k, *d)).collect();
+    assert_eq!(list.len(), 1, "the master disabled one port: {list:?}");
+    let (port, d) = list[0];
+    let leaf3_guid =
+        h.sms[master].sm.subnet().nodes.iter().find(|n| n.desc == "leaf-3").expect("leaf-3").info.node_guid;
+    assert_eq!(port, (leaf3_guid, 1));
+    assert_eq!(read_sms(&mut h, probe, &leaf3, 1, 0x7100).port_physical_state, PhysPortState::Disabled);
+
+    // The standby becomes current with the master's state (the port disabled in it).
+    let end = h.now() + 5 * SEC;
+    loop {
+        let st = h.sms[master].sm.sync_status();
+        if st.standbys.iter().any(|s| s.3 == Some(st.version)) {
+            break;
+        }
+        assert!(h.now() < end, "the standby never became current: {st:?}");
+        run_for(&mut h, SEC / 10);
+    }
+    assert!(h.now() + 3 * SEC < d.until, "the back-off outlasts the takeover");
+
+    // kill -9 the master: the standby takes over with the port and its deadline.
+    h.kill(master);
+    h.run_until(h.now() + 30 * SEC, |i, e| i == standby && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("the standby brings the subnet up");
+    let got: Vec<_> = h.sms[standby].sm.babbling().list().map(|(k, d)| (k, *d)).collect();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (k, nd) = got[0];
+    assert_eq!((k, nd.babbler, nd.traps), (port, d.babbler, d.traps));
+    assert!(nd.until >= d.until && nd.until < d.until + SEC / 10, "re-based: {} vs {}", nd.until, d.until);
+    assert_eq!(ibsm::daemon::control::status(&h.sms[standby].sm).traps.babbling_ports.len(), 1);
+    assert_eq!(read_sms(&mut h, probe, &leaf3, 1, 0x7101).port_physical_state, PhysPortState::Disabled);
+
+    // Not before the back-off ends; then enabled, the link trains and comes back to Active.
+    let mut enabled_at = None;
+    h.run_until_at(nd.until + 2 * SEC, |i, t, e| {
+        if i == standby && matches!(e, SmEvent::BabblingPort { disabled: false, .. }) {
+            enabled_at = Some(t);
+            return true;
+        }
+        false
+    });
+    let t = enabled_at.expect("the new master enables the port at the end of its back-off");
+    assert!(t >= nd.until, "enabled at {t}, back-off ends at {}", nd.until);
+    let end = h.now() + 20 * SEC;
+    let mut tid = 0x7200;
+    loop {
+        tid += 1;
+        let pi = read_sms(&mut h, probe, &leaf3, 1, tid);
+        if pi.port_state == PortState::Active {
+            break;
+        }
+        assert!(h.now() < end, "the port never came back: {:?}", (pi.port_physical_state, pi.port_state));
+        run_for(&mut h, SEC / 2);
+    }
+    assert!(h.sms[standby].sm.babbling().list().next().is_none());
 }

@@ -12,11 +12,15 @@
 //! Polling so the link trains again (OpenSM leaves it disabled until an operator acts). It reads
 //! no clock and sends nothing: it answers with the ports to disable and enable; the SMPs, the log
 //! (`error_id` `babbling-port-disabled`, `babbling-port-enabled`), the metrics and `ibsm status`
-//! are the coordinator's.
+//! are the coordinator's. The ports disabled are replicated to the standbys
+//! ([`Babbling::replica`], [`Babbling::adopt`]): a new master keeps them disabled until their
+//! back-off ends, then enables them; the trap counts are not replicated.
 
 use std::collections::{BTreeMap, HashMap};
 
 use ibsm_mad::Guid;
+
+use crate::sync::BabblingPort;
 
 /// Counted ports remembered (memory stays bounded whatever arrives): past it, counts whose
 /// window ended are dropped first.
@@ -129,6 +133,23 @@ impl Babbling {
         self.disabled.iter().map(|(k, d)| (*k, d))
     }
 
+    /// The ports disabled, as replicated to the standbys.
+    pub fn replica(&self) -> Vec<BabblingPort> {
+        self.disabled
+            .iter()
+            .map(|(k, d)| BabblingPort { port: *k, babbler: d.babbler, traps: d.traps, since: d.since, until: d.until })
+            .collect()
+    }
+
+    /// Takes over the ports a master disabled (deadlines on this SM's clock), in place of the
+    /// ones held: they are enabled when their back-off ends.
+    pub fn adopt(&mut self, ports: &[BabblingPort]) {
+        self.disabled = ports
+            .iter()
+            .map(|b| (b.port, Disabled { babbler: b.babbler, traps: b.traps, since: b.since, until: b.until }))
+            .collect();
+    }
+
     /// Entries each of its tables holds (for `Sm::footprint`).
     pub(super) fn sizes(&self) -> [(&'static str, usize); 2] {
         [("babbling.counts", self.counts.len()), ("babbling.disabled", self.disabled.len())]
@@ -174,6 +195,19 @@ mod tests {
         assert_eq!(b.take_due(5_100), vec![(Guid(1), 3)]);
         assert!(!b.is_disabled((Guid(1), 3)) && b.poll_timeout().is_none());
         assert_eq!((b.disabled_total, b.enabled_total), (1, 1));
+    }
+
+    #[test]
+    fn the_ports_disabled_round_trip_through_the_replica_and_replace_the_ones_held() {
+        let cfg = on();
+        let mut master = Babbling::default();
+        master.disabled(&cfg, (Guid(1), 3), (Guid(2), 1), 4, 100);
+        let mut standby = Babbling::default();
+        standby.disabled(&cfg, (Guid(9), 9), (Guid(9), 9), 4, 0);
+        standby.adopt(&master.replica());
+        assert_eq!(standby.list().collect::<Vec<_>>(), master.list().collect::<Vec<_>>());
+        assert!(!standby.is_disabled((Guid(9), 9)), "the master's list wins");
+        assert_eq!(standby.take_due(5_100), vec![(Guid(1), 3)]);
     }
 
     #[test]

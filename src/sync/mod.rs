@@ -25,7 +25,9 @@
 //!   cable map, P_Key tables as the ports hold them, multicast groups (with their MLIDs and members), service
 //!   registrations (with what is left of their leases), event subscriptions, the ports an
 //!   operator disabled, and per switch a digest of the forwarding table it holds (a switch
-//!   routed to a table of that digest, its LinearFDBTop unchanged, is not read back).
+//!   routed to a table of that digest, its LinearFDBTop unchanged, is not read back), and the
+//!   ports the babbling-port policy disabled with their back-off deadlines (re-based onto its
+//!   clock: it enables each when its back-off ends).
 
 pub mod publisher;
 pub mod receiver;
@@ -34,4 +36,4 @@ pub mod wire;
 
 pub use publisher::{PeerState, Publisher};
 pub use receiver::Receiver;
-pub use replica::{Replica, Section};
+pub use replica::{BabblingPort, Replica, Section};

@@ -3,7 +3,8 @@
 //! Owns the sections received (their version and digest, decoded into a [`Replica`]), the
 //! sections being assembled (at most one version per section; a newer one replaces an older
 //! one half received), whether this standby is current with its master, and when the services
-//! section was received (leases are re-based onto this SM's clock). A section is taken only
+//! and babbling-ports sections were received (service leases and back-off deadlines are
+//! re-based onto this SM's clock). A section is taken only
 //! whole, with the digest its chunks announced, and only when it decodes; memory is bounded by
 //! [`MAX_CHUNKS`] per section.
 
@@ -71,6 +72,8 @@ pub struct Receiver {
     pub last_at: Option<u64>,
     /// The master's clock and ours when the services section arrived.
     services_clock: (u64, u64),
+    /// The master's clock and ours when the babbling-ports section arrived.
+    babbling_clock: (u64, u64),
     /// Counters.
     pub counters: ReceiverCounters,
 }
@@ -169,20 +172,28 @@ impl Receiver {
             self.counters.refused += 1;
             return Err(Refused::BadSection);
         }
-        if section == Section::Services {
-            self.services_clock = (msg.sent_at, now);
+        match section {
+            Section::Services => self.services_clock = (msg.sent_at, now),
+            Section::BabblingPorts => self.babbling_clock = (msg.sent_at, now),
+            _ => {}
         }
         self.held.insert(section, Held { version: done.version, digest: done.digest });
         self.counters.sections += 1;
         Ok(Some(section))
     }
 
-    /// The state to take over with, service leases re-based onto this SM's clock.
+    /// The state to take over with, service leases and babbling back-offs re-based onto this
+    /// SM's clock.
     pub fn replica(&self) -> Replica {
         let mut r = self.replica.clone();
-        let (theirs, ours) = self.services_clock;
+        let rebase = |(theirs, ours): (u64, u64), t: u64| {
+            if t >= theirs { ours.saturating_add(t - theirs) } else { ours.saturating_sub(theirs - t) }
+        };
         for (_, expires) in &mut r.services {
-            *expires = expires.map(|t| t.saturating_sub(theirs).saturating_add(ours));
+            *expires = expires.map(|t| rebase(self.services_clock, t));
+        }
+        for b in &mut r.babbling_ports {
+            (b.since, b.until) = (rebase(self.babbling_clock, b.since), rebase(self.babbling_clock, b.until));
         }
         r
     }
@@ -267,7 +278,7 @@ mod tests {
         assert!(r.replica().guid2lid.is_empty(), "nothing taken");
         let bad = Message { chunks: MAX_CHUNKS + 1, ..last.clone() };
         assert_eq!(r.on_chunk(&bad, 4, &key), Err(Refused::Malformed));
-        assert_eq!(r.on_chunk(&Message { section: 9, ..last }, 4, &key), Err(Refused::Malformed));
+        assert_eq!(r.on_chunk(&Message { section: 10, ..last }, 4, &key), Err(Refused::Malformed));
     }
 
     #[test]
@@ -281,5 +292,19 @@ mod tests {
         }
         // Sent at 1,000 on the master's clock, with 60,000 ns of lease left.
         assert_eq!(r.replica().services, vec![(rec, Some(560_000)), (rec, None)]);
+    }
+
+    #[test]
+    fn babbling_back_offs_are_rebased_onto_the_standbys_clock() {
+        use super::super::replica::BabblingPort;
+        let key = SyncKey::from_sm_key(1);
+        let b = BabblingPort { port: (Guid(1), 2), babbler: (Guid(3), 1), traps: 9, since: 400, until: 61_000 };
+        let full = Replica { babbling_ports: vec![b], ..Replica::default() };
+        let mut r = Receiver::default();
+        for m in chunks_of(&key, Section::BabblingPorts, &full.encode(Section::BabblingPorts), 1) {
+            r.on_chunk(&m, 500_000, &key).unwrap();
+        }
+        // Sent at 1,000 on the master's clock: disabled 600 ns before, 60,000 ns of back-off left.
+        assert_eq!(r.replica().babbling_ports, vec![BabblingPort { since: 499_400, until: 560_000, ..b }]);
     }
 }

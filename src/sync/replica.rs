@@ -34,11 +34,14 @@ pub enum Section {
     /// Per switch, a digest of the forwarding table it holds whole (and its LinearFDBTop):
     /// a new master that computes the same table trusts the switch without reading it back.
     LftDigests = 8,
+    /// The ports the babbling-port policy disabled, with their back-off deadlines: a new
+    /// master enables each at the end of its back-off.
+    BabblingPorts = 9,
 }
 
 impl Section {
     /// Every section, in id order.
-    pub const ALL: [Section; 8] = [
+    pub const ALL: [Section; 9] = [
         Section::Guid2Lid,
         Section::MKeys,
         Section::PKeys,
@@ -47,6 +50,7 @@ impl Section {
         Section::Informs,
         Section::DisabledPorts,
         Section::LftDigests,
+        Section::BabblingPorts,
     ];
 
     /// The section with id `id`.
@@ -70,6 +74,7 @@ impl Section {
             Section::Informs => "informs",
             Section::DisabledPorts => "disabled_ports",
             Section::LftDigests => "lft_digests",
+            Section::BabblingPorts => "babbling_ports",
         }
     }
 }
@@ -97,6 +102,24 @@ pub struct Replica {
     pub disabled_ports: Vec<(Guid, u8)>,
     /// Switches holding a whole table: (node GUID, LinearFDBTop, digest of the table).
     pub lft_digests: Vec<(Guid, u16, u64)>,
+    /// Ports the babbling-port policy disabled.
+    pub babbling_ports: Vec<BabblingPort>,
+}
+
+/// A port the babbling-port policy disabled, as replicated (times in ns on the sender's clock
+/// until [`crate::sync::Receiver::replica`] re-bases them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BabblingPort {
+    /// The port disabled: (node GUID, port).
+    pub port: (Guid, u8),
+    /// The port whose traps passed the limit (the disabled port, or its peer).
+    pub babbler: (Guid, u8),
+    /// Traps counted from it in the window.
+    pub traps: u32,
+    /// When it was disabled.
+    pub since: u64,
+    /// When its back-off ends.
+    pub until: u64,
 }
 
 /// A section's bytes do not decode.
@@ -254,6 +277,18 @@ impl Replica {
                     w.u64(*digest);
                 }
             }
+            Section::BabblingPorts => {
+                w.count(self.babbling_ports.len());
+                for b in &self.babbling_ports {
+                    w.u64(b.port.0.0);
+                    w.u8(b.port.1);
+                    w.u64(b.babbler.0.0);
+                    w.u8(b.babbler.1);
+                    w.u32(b.traps);
+                    w.u64(b.since);
+                    w.u64(b.until);
+                }
+            }
         }
         w.0
     }
@@ -332,6 +367,20 @@ impl Replica {
                 next.lft_digests =
                     (0..n).map(|_| Ok((Guid(r.u64()?), r.u16()?, r.u64()?))).collect::<Result<_, DecodeError>>()?;
             }
+            Section::BabblingPorts => {
+                let n = r.count(38)?;
+                next.babbling_ports = (0..n)
+                    .map(|_| {
+                        Ok(BabblingPort {
+                            port: (Guid(r.u64()?), r.u8()?),
+                            babbler: (Guid(r.u64()?), r.u8()?),
+                            traps: r.u32()?,
+                            since: r.u64()?,
+                            until: r.u64()?,
+                        })
+                    })
+                    .collect::<Result<_, DecodeError>>()?;
+            }
         }
         r.end()?;
         *self = next;
@@ -378,6 +427,13 @@ mod tests {
             }],
             disabled_ports: vec![(Guid(0x20), 3), (Guid(0x21), 1)],
             lft_digests: vec![(Guid(0x20), 191, 0x0123_4567_89ab_cdef), (Guid(0x21), 63, 7)],
+            babbling_ports: vec![BabblingPort {
+                port: (Guid(0x20), 5),
+                babbler: (Guid(0x30), 1),
+                traps: 251,
+                since: 7_000,
+                until: 300_000_007_000,
+            }],
         }
     }
 
@@ -414,13 +470,18 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(id in 1u8..=8, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn arbitrary_bytes_never_panic(id in 1u8..=9, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let mut r = Replica::default();
             if let Some(s) = Section::from_id(id) {
                 // Sections of plain integers encode back to the bytes they decoded from.
                 let exact = matches!(
                     s,
-                    Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts | Section::LftDigests
+                    Section::Guid2Lid
+                        | Section::MKeys
+                        | Section::PKeys
+                        | Section::DisabledPorts
+                        | Section::LftDigests
+                        | Section::BabblingPorts
                 );
                 if r.decode(s, &bytes).is_ok() && exact {
                     prop_assert_eq!(r.encode(s), bytes);

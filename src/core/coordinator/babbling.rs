@@ -4,7 +4,9 @@
 //! back-off the same port is set to Polling so that the link trains again. Those Sets are
 //! toggles, as `ibsm port disable|enable` sends them: their answers are not taken into the
 //! subnet, and a heavy sweep follows each (the switch's trap 128 for the link's change may be
-//! lost). Only a master acts; the policy is off unless `babbling-port-policy` is on.
+//! lost). Each change of the ports disabled is published to the standbys at once, so a new
+//! master keeps them disabled and enables them when their back-off ends. Only a master acts;
+//! the policy is off unless `babbling-port-policy` is on.
 
 use ibsm_mad::attrs::{Notice, NoticeDetails, PhysPortState, PortState};
 use ibsm_mad::{Lid, PortNum};
@@ -13,6 +15,7 @@ use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::state::{NodeIdx, SmState, Subnet, port_info_set};
 use crate::core::transactions::{PortStep, Req, Request};
+use crate::sync::Section;
 
 impl Sm {
     /// Counts an acknowledged trap from `from` for the port it names (a trap 129-131 names its
@@ -62,17 +65,21 @@ impl Sm {
                 traps,
                 disabled: true,
             });
+            self.publish(&[Section::BabblingPorts]);
         }
     }
 
-    /// Enables again the ports whose back-off has ended (a master only; a standby leaves them
-    /// to the master, which knows nothing of them: they stay disabled until an operator acts, as
-    /// under OpenSM).
+    /// Enables again the ports whose back-off has ended (a master only; a standby holds the
+    /// master's list and deadlines, and enables them once it is master).
     pub(in crate::core) fn babbling_timer(&mut self) {
         if self.state != SmState::Master {
             return;
         }
-        for (guid, p) in self.babbling.take_due(self.now) {
+        let due = self.babbling.take_due(self.now);
+        if !due.is_empty() {
+            self.publish(&[Section::BabblingPorts]);
+        }
+        for (guid, p) in due {
             let Some(&idx) = self.subnet.by_guid.get(&guid) else { continue };
             let port = PortNum(p);
             if self.set_phys(idx, port, PhysPortState::Polling) {

@@ -1,7 +1,8 @@
 //! The coordinator's side of replication ([`crate::core::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
 //! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions,
-//! the ports an operator disabled, the digests of the switches' forwarding tables) and goes back to at
+//! the ports an operator disabled, the digests of the switches' forwarding tables, the ports the
+//! babbling-port policy disabled) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
@@ -34,6 +35,7 @@ impl Sm {
                     Section::PKeys => r.pkeys = self.partitions.written_layouts(),
                     Section::DisabledPorts => r.disabled_ports = self.maintenance.disabled().iter().copied().collect(),
                     Section::LftDigests => r.lft_digests = self.programming.digests(),
+                    Section::BabblingPorts => r.babbling_ports = self.babbling.replica(),
                     Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
                 }
                 (section, r.encode(section))
@@ -160,6 +162,7 @@ impl Sm {
                     self.programming.adopt_digests(r.lft_digests.iter().copied(), by);
                 }
                 Section::LftDigests => {}
+                Section::BabblingPorts => self.babbling.adopt(&r.babbling_ports),
                 Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
             }
         }

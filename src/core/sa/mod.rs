@@ -405,7 +405,12 @@ impl Sa {
             }
             Section::Services => r.services = self.state.services.export(),
             Section::Informs => r.informs = self.state.informs.export(),
-            Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts | Section::LftDigests => {}
+            Section::Guid2Lid
+            | Section::MKeys
+            | Section::PKeys
+            | Section::DisabledPorts
+            | Section::LftDigests
+            | Section::BabblingPorts => {}
         }
     }
 
@@ -415,7 +420,12 @@ impl Sa {
             Section::Groups => self.state.mcast.restore(r.groups.clone(), r.next_mgid),
             Section::Services => self.state.services.restore(r.services.clone()),
             Section::Informs => self.state.informs.restore(r.informs.clone()),
-            Section::Guid2Lid | Section::MKeys | Section::PKeys | Section::DisabledPorts | Section::LftDigests => {}
+            Section::Guid2Lid
+            | Section::MKeys
+            | Section::PKeys
+            | Section::DisabledPorts
+            | Section::LftDigests
+            | Section::BabblingPorts => {}
         }
     }
 
