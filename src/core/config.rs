@@ -22,6 +22,9 @@ pub struct SmConfig {
     pub lmc: u8,
     /// PortInfo.SubnetTimeout given to every end port (default 18, as OpenSM).
     pub subnet_timeout: u8,
+    /// The highest rate code the SA gives in path records and new multicast groups (OpenSM's
+    /// `max_rate_enum`, 2..=24; default `None`: any, as OpenSM's 63).
+    pub max_rate_enum: Option<u8>,
     /// SwitchInfo.LifeTimeValue given to every switch (default 18, as OpenSM).
     pub switch_life_time: u8,
     /// Port settings written with PortInfo: HOQ lifetimes, VL stall counts, `max-op-vls`,
@@ -190,6 +193,7 @@ impl Default for SmConfig {
             smp_retries: 3,
             lmc: 0,
             subnet_timeout: 18,
+            max_rate_enum: None,
             switch_life_time: 18,
             ports: super::port_settings::PortConfig::default(),
             babbling: super::babbling::BabblingConfig::default(),

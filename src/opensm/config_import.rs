@@ -134,7 +134,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("drop_event_subscriptions", "subscriptions are dropped when the subscriber's port goes away"),
     ("ipoib_mcgroup_creation_validation", "ibsm checks every MCMemberRecord against the partition policy"),
     ("mcgroup_join_validation", "ibsm checks every MCMemberRecord against the partition policy"),
-    ("use_original_extended_sa_rates_only", "ibsm reports the rates of the IBTA specification"),
     ("use_optimized_slvl", "ibsm writes SL2VL per input/output port pair (the one-Set form is not used)"),
     ("suppress_sl2vl_mad_status_errors", "a failed SL2VL Set is logged and written again at the next sweep"),
     ("fsync_high_avail_files", "ibsm always writes state files atomically (temp, fsync, rename)"),
@@ -189,6 +188,17 @@ fn fate(name: &str, value: &str) -> Fate {
         "leaf_head_of_queue_lifetime" => num("leaf-head-of-queue-lifetime", 0, 31),
         "babbling_port_policy" => match boolean(value) {
             Some(b) => mapped("babbling-port-policy", b.to_string()),
+            None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
+        },
+        "max_rate_enum" => match int(value) {
+            Some(63) => skipped("OpenSM's default: any rate, as ibsm without max-rate-enum"),
+            Some(n @ 2..=24) => mapped("max-rate-enum", n.to_string()),
+            _ => skipped(&format!("not imported: {value:?} is not a rate code 2..=24 (OpenSM takes it as 63: any)")),
+        },
+        // Folded into max-rate-enum by `import` (OpenSM caps max_rate_enum at 18 with it).
+        "use_original_extended_sa_rates_only" => match boolean(value) {
+            Some(true) => mapped("max-rate-enum", "18".to_owned()),
+            Some(false) => skipped("OpenSM's default: the rates max_rate_enum allows"),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
         "allow_both_pkeys" => match boolean(value) {
@@ -415,6 +425,17 @@ pub fn import(text: &str) -> Vec<Imported> {
             i.fate = skipped("QoS is off in this file (no `qos TRUE`), so it is not used");
         }
     }
+    // use_original_extended_sa_rates_only lowers max_rate_enum to 18 when it is higher (as
+    // OpenSM's option check does): the lower of the two is kept, whatever their order.
+    let rates = |i: &Imported| matches!(&i.fate, Fate::Mapped { key: "max-rate-enum", .. });
+    let limits: Vec<u64> = out.iter().filter(|i| rates(i)).filter_map(|i| int(&i.value).or(Some(18))).collect();
+    if limits.len() > 1
+        && let Some(&low) = limits.iter().min()
+    {
+        for i in out.iter_mut().filter(|i| rates(i)) {
+            i.fate = mapped("max-rate-enum", low.to_string());
+        }
+    }
     // `qos TRUE` with no option mapped: an empty `[qos]` table (OpenSM's defaults), QoS on.
     let qos_table = out.iter().any(|i| matches!(&i.fate, Fate::Mapped { key, .. } if key.starts_with("qos.")));
     if let Some(i) = out.iter_mut().find(|i| i.name == "qos" && boolean(&i.value) == Some(true))
@@ -524,6 +545,26 @@ mod tests {
         assert!(toml.contains("qos = {}  # qos TRUE (line 27)"), "QoS on, OpenSM's defaults: {toml}");
         assert!(toml.contains("#   some_future_option 7 (line 29): unknown to ibsm"), "{toml}");
         assert!(!toml.contains("DEADBEEF\""), "the SM_Key never reaches the TOML as a value");
+    }
+
+    #[test]
+    fn the_rate_limit_is_the_lower_of_max_rate_enum_and_the_original_rates_only() {
+        let limit = |text: &str| {
+            let toml = to_toml(&import(text), "opensm.conf");
+            crate::daemon::config::ConfigFile::parse(&toml, "imported.toml").expect("valid").sm_config().max_rate_enum
+        };
+        assert_eq!(limit("max_rate_enum 4\n"), Some(4));
+        assert_eq!(limit("max_rate_enum 63\n"), None, "OpenSM's default: any");
+        assert_eq!(limit("max_rate_enum 40\n"), None, "not a rate code: OpenSM takes 63");
+        assert_eq!(limit("use_original_extended_sa_rates_only TRUE\n"), Some(18));
+        assert_eq!(limit("use_original_extended_sa_rates_only FALSE\nmax_rate_enum 21\n"), Some(21));
+        for text in [
+            "use_original_extended_sa_rates_only TRUE\nmax_rate_enum 21\n",
+            "max_rate_enum 21\nuse_original_extended_sa_rates_only TRUE\n",
+        ] {
+            assert_eq!(limit(text), Some(18), "{text}");
+        }
+        assert_eq!(limit("max_rate_enum 12\nuse_original_extended_sa_rates_only TRUE\n"), Some(12));
     }
 
     #[test]

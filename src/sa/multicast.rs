@@ -26,7 +26,8 @@
 //!   TClass, else INSUFFICIENT_COMPONENTS, and a full-member or send-only full-member JoinState.
 //! - A requested MTU or rate with its selector must be one the requesting port's link can carry
 //!   (not "greater than" its own, "less than" the smallest, an undefined code), else
-//!   REQ_INVALID. A new group takes what the request selects among those, else the port's.
+//!   REQ_INVALID. A new group takes what the request selects among those, else the port's;
+//!   its rate is reduced under `max-rate-enum` as OpenSM reduces it.
 //! - A requested MGID must be a multicast GID (0xFF first byte) with no reserved flag bits; the
 //!   SA's own signature (0xA01B) may not be requested with link-local scope; else REQ_INVALID.
 //!   MGID 0 asks the SA for a fresh one: `ff1<scope>:a01b:<subnet prefix>:<counter>`.
@@ -169,7 +170,7 @@ fn meets(sel: Selector, have: u32, want: u32) -> bool {
 const ALL_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
 fn all_rates() -> Vec<u32> {
-    (2..=22).filter_map(|c| Rate::from_raw(c).mbps()).collect()
+    (2..=24).filter_map(|c| Rate::from_raw(c).mbps()).collect()
 }
 
 impl Groups {
@@ -466,6 +467,7 @@ impl Groups {
             .flatten()
             .or(rates.last().copied())
             .map_or(Rate::from_raw(3), rate_code);
+        let rate = snap.max_rate.map_or(rate, |limit| rate.capped(limit));
         let params = McMemberRecord {
             mgid,
             port_gid: Gid::default(),

@@ -3,7 +3,9 @@
 //!
 //! Source and destination are named by GID or LID (or left open in a GetTable: every end
 //! port). MTU and rate are the minimum along the path the switches' LFTs actually take, not the
-//! shortest one. PacketLifeTime is the SubnetTimeout the SM programs, 0x12 by default, as
+//! shortest one; under `max-rate-enum` (OpenSM's `max_rate_enum`) a rate whose code is over the
+//! limit is reduced as OpenSM reduces it ([`ibsm_mad::records::Rate::capped`]), after the
+//! request's selectors judged the path. PacketLifeTime is the SubnetTimeout the SM programs, 0x12 by default, as
 //! OpenSM gives it (an RC transport derives its retransmission timeout from it);
 //! 0 for a port to itself. Every path is reversible (LID routing through the same tables both
 //! ways) and on SL 0, unless a QoS policy is in force: then each pair's record carries the SL of
@@ -194,6 +196,10 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         rec.reversible &= !back_refused;
         if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
             continue;
+        }
+        // As OpenSM: the selectors judge the path's rate, the record carries it capped.
+        if let Some(limit) = snap.max_rate {
+            rec.rate = rec.rate.capped(limit);
         }
         if !table.push(&rec) {
             return false;
@@ -398,6 +404,9 @@ pub fn between(snap: &Snapshot, slid: Lid, dlid: Lid) -> Option<PathRecord> {
     rec.pkey = pkey;
     if snap.qos.is_none() && snap.layers.is_some() {
         rec.sl = snap.path_layer(src, dlid).unwrap_or(0);
+    }
+    if let Some(limit) = snap.max_rate {
+        rec.rate = rec.rate.capped(limit);
     }
     Some(rec)
 }

@@ -110,6 +110,9 @@ pub struct Snapshot {
     /// The PacketLifeTime of every path between two ports and of every multicast group: the
     /// SubnetTimeout the SM programs (as OpenSM gives its `subnet_timeout`, 0x12 by default).
     pub packet_life: u8,
+    /// The highest rate code path records and new multicast groups may carry (OpenSM's
+    /// `max_rate_enum`; `None`: any): a faster rate is reduced with [`ibsm_mad::records::Rate::capped`].
+    pub max_rate: Option<u8>,
     /// The routing engine that computed the forwarding tables (empty: none).
     pub routing_engine: String,
     /// The QoS policy path records follow (None: QoS off, every path on SL 0).
@@ -299,6 +302,7 @@ impl Snapshot {
             nodes,
             sm,
             packet_life,
+            max_rate: None,
             routing_engine: String::new(),
             qos: None,
             layers: None,

@@ -213,6 +213,35 @@ rates! {
     Gbps1200 = 24, 1_200_000;
 }
 
+/// The codes 0..=24 ranked from slowest (1) to fastest (23), as OpenSM orders them
+/// (`ordered_rates`): by the data a link carries, so 60 Gb/s (12x DDR, 8b/10b) ranks below
+/// 50 Gb/s (1x HDR, 64b/66b) and 30 Gb/s below 25 Gb/s. 0 and 1 are reserved (rank 0).
+const RANKS: [u8; 25] = [0, 0, 1, 3, 6, 2, 5, 9, 10, 13, 14, 4, 12, 16, 17, 7, 15, 18, 19, 8, 11, 20, 21, 22, 23];
+
+impl Rate {
+    /// The rate under a limit on the codes clients may be given (OpenSM's `max_rate_enum`, for
+    /// clients that know only the codes up to `limit`): itself when its code is at most `limit`
+    /// (or unknown); else the fastest rate, in OpenSM's order, that is slower than it, no
+    /// faster than the limit's rate and whose code is at most `limit`; 2.5 Gb/s when none is.
+    /// As OpenSM, the limit is on codes, not speeds: 20 Gb/s (code 6) under limit 4 (30 Gb/s)
+    /// becomes 10 Gb/s (code 3), while 40 Gb/s (code 7) under limit 15 (25 Gb/s) stays.
+    #[must_use]
+    pub fn capped(self, limit: u8) -> Rate {
+        let code = self.raw();
+        let (Some(&mine), Some(&cap)) = (RANKS.get(usize::from(code)), RANKS.get(usize::from(limit))) else {
+            return self;
+        };
+        if code <= limit || mine == 0 {
+            return self;
+        }
+        (2..=limit)
+            .filter_map(|c| RANKS.get(usize::from(c)).map(|&r| (r, c)))
+            .filter(|&(r, _)| r < mine && r <= cap)
+            .max()
+            .map_or(Rate::Gbps2_5, |(_, c)| Rate::from_raw(c))
+    }
+}
+
 impl Default for Rate {
     fn default() -> Self {
         Rate::Unknown(0)
@@ -252,6 +281,24 @@ mod tests {
         assert_eq!(Selector::from_raw(3), Selector::Largest);
         assert_eq!(Rate::Gbps2_5.to_string(), "2.5 Gb/s");
         assert_eq!(Mtu::Mtu1024.to_string(), "1024");
+    }
+
+    #[test]
+    fn a_rate_over_the_code_limit_is_reduced_as_opensm_reduces_it() {
+        // Worked through OpenSM's ordered_rates by hand.
+        let cap = |code: u8, limit: u8| Rate::from_raw(code).capped(limit).raw();
+        assert_eq!(cap(7, 4), 4, "40 Gb/s under 30 Gb/s: 28 and 25 Gb/s have codes over 4");
+        assert_eq!(cap(6, 4), 3, "20 Gb/s (code 6 > 4) goes to 10 Gb/s, though slower than 30");
+        assert_eq!(cap(8, 4), 4, "60 Gb/s to 30 Gb/s");
+        assert_eq!(cap(3, 4), 3, "a code under the limit stays");
+        assert_eq!(cap(7, 15), 7, "40 Gb/s under code 15 (25 Gb/s): the limit is on codes");
+        assert_eq!(cap(16, 12), 12, "100 Gb/s to 56 Gb/s: 120 and 80 Gb/s rank above 56");
+        assert_eq!(cap(16, 8), 8, "100 Gb/s to 60 Gb/s");
+        assert_eq!(cap(20, 18), 8, "50 Gb/s past code 18: 60 Gb/s (code 8) ranks just below it");
+        assert_eq!(cap(23, 18), 18, "800 Gb/s to 300 Gb/s");
+        assert_eq!(cap(5, 2), 2, "down to 2.5 Gb/s");
+        assert_eq!(cap(24, 63), 24, "63: no limit");
+        assert_eq!(Rate::Unknown(40).capped(4), Rate::Unknown(40), "unknown codes are left");
     }
 
     #[test]

@@ -86,6 +86,7 @@ impl Sm {
         ];
         let sweep = [
             ("subnet-timeout", cfg.subnet_timeout != old.subnet_timeout),
+            ("max-rate-enum", cfg.max_rate_enum != old.max_rate_enum),
             ("switch-life-time", cfg.switch_life_time != old.switch_life_time),
             ("head-of-queue-lifetime", cfg.ports.hoq_life != old.ports.hoq_life),
             ("leaf-head-of-queue-lifetime", cfg.ports.leaf_hoq_life != old.ports.leaf_hoq_life),

@@ -22,7 +22,7 @@ impl Sm {
     /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
     /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
     pub fn build_snapshot(&self) -> crate::sa::Snapshot {
-        sa::snapshot::build(&sa::snapshot::Sources {
+        let mut snap = sa::snapshot::build(&sa::snapshot::Sources {
             subnet: &self.subnet,
             partitions: &self.partitions,
             programming: &self.programming,
@@ -34,7 +34,9 @@ impl Sm {
             qos: self.cfg.qos.as_ref().map(|q| &q.policy),
             allow_both_pkeys: self.cfg.allow_both_pkeys,
             layers: self.routing.layers(),
-        })
+        });
+        snap.max_rate = self.cfg.max_rate_enum;
+        snap
     }
 
     /// An SA request: the SA answers it (or not), and what follows happens here: the census

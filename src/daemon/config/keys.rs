@@ -129,6 +129,7 @@ pub const KEYS: &[&str] = &[
     "perf-metrics-ports",
     "subnet-prefix",
     "sa-rate-limit",
+    "max-rate-enum",
     "consolidate-ipv6-snm",
     "sa-key",
     "partitions",
@@ -167,6 +168,9 @@ pub fn allowed(key: &str) -> String {
         "smp-retries" => "an integer 0..=100",
         "lmc" | "vl-stall-count" | "leaf-vl-stall-count" => "an integer 0..=7",
         "subnet-timeout" | "switch-life-time" => "an integer 0..=31",
+        "max-rate-enum" => {
+            "a rate code 2..=24 (3 = 10 Gb/s, 7 = 40, 16 = 100, 17 = 200, 18 = 300, 21 = 400 ...) or 63 (any)"
+        }
         "head-of-queue-lifetime" | "leaf-head-of-queue-lifetime" => "an integer 0..=31 (20 and above: infinite)",
         "max-op-vls" => "an integer 1..=15 (coded like VLCap: 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14)",
         "force-link-speed" => "0 (leave as is), 1..=7 (a set of 1 = SDR, 2 = DDR, 4 = QDR) or 15 (as supported)",

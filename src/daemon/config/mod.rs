@@ -89,6 +89,9 @@ pub struct ConfigFile {
     /// SA requests per second each requesting port may send before it gets BUSY; 0 = no
     /// limit (default 50000).
     pub sa_rate_limit: Option<u32>,
+    /// The highest rate code path records and new multicast groups carry (OpenSM's
+    /// `max_rate_enum`): 2..=24, or 63 (the default) for any.
+    pub max_rate_enum: Option<u8>,
     /// IPv6 solicited-node multicast groups share one MLID per partition and scope (OpenSM's
     /// `consolidate_ipv6_snm_req`; default false, as OpenSM).
     pub consolidate_ipv6_snm: Option<bool>,

@@ -32,6 +32,7 @@ impl ConfigFile {
             smp_retries: self.smp_retries.unwrap_or(d.smp_retries),
             lmc: self.lmc.unwrap_or(d.lmc),
             subnet_timeout: self.subnet_timeout.unwrap_or(d.subnet_timeout),
+            max_rate_enum: self.max_rate_enum.filter(|&v| v != 63).or(d.max_rate_enum),
             switch_life_time: self.switch_life_time.unwrap_or(d.switch_life_time),
             ports: self.port_config(d.ports),
             babbling: crate::core::babbling::BabblingConfig {

@@ -44,6 +44,9 @@ impl ConfigFile {
             }
         }
         out.extend(self.forced_link_problems());
+        if let Some(v) = self.max_rate_enum.filter(|&v| !(2..=24).contains(&v) && v != 63) {
+            out.push(bad("max-rate-enum", format!("{v} is not a rate code")));
+        }
         for (key, path) in [
             ("state-dir", &self.state_dir),
             ("partitions", &self.partitions),
