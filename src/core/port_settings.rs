@@ -19,6 +19,14 @@
 //! extended speeds. The special values 255 (width), 15 (speed) and 31 (extended speed) mean "set
 //! to what the port supports" and are written only while the port's enabled set differs from its
 //! supported set; 0 leaves the field alone.
+//!
+//! Link MTU and VLs ([`PortConfig::op_vls`], [`PortConfig::port0_op_vls`], which the bring-up
+//! writes): a linked port's NeighborMTU is the smaller MTUCap of the two ends and its
+//! OperationalVLs the smaller VLCap within `max-op-vls`; an enhanced switch port 0 gets its own
+//! MTUCap as NeighborMTU and its OperationalVLs capped by `max-op-vls`, as OpenSM writes them.
+//! OpenSM has no MTU option. Unlike OpenSM's LID manager, which sets a CA port's PortState Down
+//! in the same Set when its NeighborMTU or OperationalVLs changes (a link bounce, so that the
+//! link retrains with them), ibsm writes the fields and leaves the link up.
 
 use std::collections::HashMap;
 
@@ -103,6 +111,12 @@ impl PortConfig {
     pub fn op_vls(&self, mine: u8, peer: u8) -> Option<u8> {
         let vls = mine.min(peer);
         (vls > 0).then(|| vls.min(self.max_op_vls.max(1)))
+    }
+
+    /// OperationalVLs of an enhanced switch port 0 (no peer) holding `current`: as OpenSM's
+    /// link manager, what it holds (0 taken as 1: VL0) within `max_op_vls`.
+    pub fn port0_op_vls(&self, current: u8) -> u8 {
+        current.max(1).min(self.max_op_vls.max(1))
     }
 }
 

@@ -131,6 +131,9 @@ fn max_op_vls_caps_the_smaller_vl_cap() {
     assert_eq!(cfg.op_vls(1, 4), Some(1));
     assert_eq!(PortConfig::default().op_vls(4, 3), Some(3));
     assert_eq!(PortConfig::default().op_vls(0, 3), None, "a non-compliant VLCap: left as read");
+    // An enhanced switch port 0: what it holds, within max-op-vls (0 read as VL0).
+    assert_eq!((cfg.port0_op_vls(4), cfg.port0_op_vls(1), cfg.port0_op_vls(0)), (2, 1, 1));
+    assert_eq!(PortConfig::default().port0_op_vls(4), 4);
 }
 
 #[test]

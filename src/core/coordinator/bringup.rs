@@ -154,6 +154,12 @@ impl Sm {
                     }
                     peer_state = Some(peer.port_state);
                 }
+                // An enhanced switch port 0 (no peer), as OpenSM writes it: NeighborMTU its own
+                // MTUCap, OperationalVLs what it holds within max-op-vls.
+                if p == 0 && n.switch_info.is_some_and(|s| s.enhanced_port0) {
+                    after.neighbor_mtu = info.mtu_cap;
+                    after.operational_vls = self.cfg.ports.port0_op_vls(info.operational_vls);
+                }
                 if let Some((vls, high_limit)) = self.qos.port_settings(n.info.node_guid, port) {
                     if p > 0 && rec.is_linked() {
                         after.operational_vls = vls;
