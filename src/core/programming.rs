@@ -327,28 +327,28 @@ impl Programming {
         if let Ok(t) = LinearForwardingTable::parse(data) {
             // The plan's block, answered: the last one makes the table whole. Anything else
             // written to the switch ends the plan's count.
-            let done = match self.pending.get_mut(&guid) {
+            let (done, planned) = match self.pending.get_mut(&guid) {
                 Some(p) if holds(&t, &p.table, block) => {
                     let (w, bit) = (block as usize / 64, 1u64 << (block % 64));
                     if p.bits.get(w).is_some_and(|b| b & bit != 0) {
                         p.bits[w] &= !bit;
                         p.left -= 1;
                     }
-                    (p.left == 0).then(|| Arc::clone(&p.table))
+                    ((p.left == 0).then(|| Arc::clone(&p.table)), Some(Arc::clone(&p.table)))
                 }
                 Some(_) => {
                     self.pending.remove(&guid);
-                    None
+                    (None, None)
                 }
-                None => None,
+                None => (None, None),
             };
             let held = self.lfts.entry(guid).or_insert_with(|| HeldLft::new(top, Vec::new()));
             held.top = top;
             self.digests_changed |= held.whole.is_some();
-            match self.pending.get(&guid) {
+            match &planned {
                 // The plan's block, as the plan's table: no copy of it kept.
-                Some(p) if holds(&t, &p.table, block) => held.set_from(block, &p.table),
-                _ => held.set(block, t),
+                Some(table) => held.set_from(block, table),
+                None => held.set(block, t),
             }
             if let Some(table) = done {
                 self.pending.remove(&guid);
