@@ -96,11 +96,15 @@ fn views(sim: &Ibsim, client: &str) -> Views {
 fn mfts(sim: &Ibsim, client: &str, lid: u16) -> BTreeMap<String, Vec<u8>> {
     let out = sim.run_at(Some(client), "ibroute", &["-M", &lid.to_string()]).expect("ibroute");
     assert!(out.success(), "{}", out.describe());
-    let Some(header) = out.stdout.lines().find(|l| l.trim_start().starts_with("Ports:")) else { return BTreeMap::new() };
+    let Some(header) = out.stdout.lines().find(|l| l.trim_start().starts_with("Ports:")) else {
+        return BTreeMap::new();
+    };
     let columns: Vec<(usize, u8)> = header
         .char_indices()
         .filter(|&(i, c)| c.is_ascii_digit() && !header[..i].ends_with(|p: char| p.is_ascii_digit()))
-        .filter_map(|(i, _)| Some((i, header[i..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()?)))
+        .filter_map(|(i, _)| {
+            Some((i, header[i..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()?))
+        })
         .collect();
     out.stdout
         .lines()

@@ -261,7 +261,8 @@ fn switches_without_multicast_get_no_mft_and_the_tree_goes_around_them() {
     drv.fabric.set_multicast_fdb_cap(leaf, 0);
     let mut failed = 0;
     let mut count = |e: &SmEvent| {
-        if matches!(e, SmEvent::SmpFailed { attr_id, .. } if *attr_id == ids::attr::MFT || *attr_id == ids::attr::SWITCH_INFO) {
+        if matches!(e, SmEvent::SmpFailed { attr_id, .. } if *attr_id == ids::attr::MFT || *attr_id == ids::attr::SWITCH_INFO)
+        {
             failed += 1;
         }
     };
@@ -292,7 +293,11 @@ fn switches_without_multicast_get_no_mft_and_the_tree_goes_around_them() {
     });
     assert_eq!(failed, 0, "MFT or SwitchInfo Sets refused");
     for sw in [spine, leaf] {
-        assert!(drv.sm.mft(topo.nodes[sw].node_guid).is_none_or(BTreeMap::is_empty), "{}: no MFT held", topo.nodes[sw].name);
+        assert!(
+            drv.sm.mft(topo.nodes[sw].node_guid).is_none_or(BTreeMap::is_empty),
+            "{}: no MFT held",
+            topo.nodes[sw].name
+        );
     }
     assert!(drv.sm.mft_blocks_sent() > 0, "the other switches were programmed");
     // From each member behind a multicast leaf, the switches' own tables reach the others

@@ -52,13 +52,16 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
         .iter()
         .map(|n| {
             let switch = n.is_switch();
+            let mut enforcing = if switch { src.partitions.enforcing_tables(n.info.node_guid) } else { Vec::new() }
+                .into_iter()
+                .peekable();
             let ports = n
                 .ports
                 .iter()
                 .enumerate()
                 .map(|(i, r)| SnapPort {
                     pkeys: if switch && i > 0 {
-                        src.partitions.enforcing_table(n.info.node_guid, i)
+                        enforcing.next_if(|(p, _)| *p == i).map(|(_, t)| t).unwrap_or_default()
                     } else {
                         r.guid
                             .or(switch.then_some(n.info.port_guid))
