@@ -120,6 +120,12 @@ pub struct PathLayers {
 }
 
 impl PathLayers {
+    /// Layers from their parts: `row[lid]` is the row of each routed LID (`u32::MAX`: none),
+    /// `layer[row * switches + s]` the layer of the path from switch `s`, `used` the count.
+    pub(crate) fn from_parts(switches: usize, row: Vec<u32>, layer: Vec<u8>, used: u8) -> PathLayers {
+        PathLayers { switches, row, layer, used }
+    }
+
     /// The layer of the path from switch `src` to `dlid`, if both are known.
     pub fn layer(&self, src: usize, dlid: Lid) -> Option<u8> {
         if src >= self.switches {

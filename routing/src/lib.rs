@@ -7,8 +7,8 @@
 //!
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
 //! same tables) and never panic on any view, however inconsistent: a view that cannot be routed
-//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`], [`dfsssp`], which also gives each path a
-//! layer), the engine
+//! is a [`RoutingError`]. One file per engine ([`minhop`], [`updn`], [`ftree`], and the two that
+//! also give each path a layer, [`dfsssp`] and [`nue`]), the engine
 //! [`chain`] that tries several in order, the [`check`] analysis (`ibsm routes check`, also
 //! the oracle of the tests) and the fabric's [`components`] and DOT rendering. petgraph serves
 //! where a graph algorithm is the point (strongly connected components of the channel dependency
@@ -24,6 +24,7 @@ pub mod file;
 pub mod ftree;
 mod graph;
 pub mod minhop;
+pub mod nue;
 mod par;
 mod spread;
 #[cfg(test)]
@@ -206,11 +207,17 @@ pub trait Engine {
 /// Names of the engines that compute routes (the registry also knows `file`, which takes them
 /// from a file: see [`KNOWN_NAMES`]).
 pub const ENGINE_NAMES: &[&str] =
-    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME];
+    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME, nue::Nue::NAME];
 
 /// Every name [`engine_by_name`] and [`engine_with`] know: [`ENGINE_NAMES`] and `file`.
-pub const KNOWN_NAMES: &[&str] =
-    &[ftree::FatTree::NAME, updn::UpDown::NAME, minhop::MinHop::NAME, dfsssp::Dfsssp::NAME, file::FromFile::NAME];
+pub const KNOWN_NAMES: &[&str] = &[
+    ftree::FatTree::NAME,
+    updn::UpDown::NAME,
+    minhop::MinHop::NAME,
+    dfsssp::Dfsssp::NAME,
+    nue::Nue::NAME,
+    file::FromFile::NAME,
+];
 
 /// What an operator tells the engines beyond the fabric (OpenSM's routing hint files).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -232,7 +239,8 @@ pub struct EngineOptions {
     /// Destinations routed first, by port GUID (`guid_routing_order_file`), as read; resolved
     /// into `tuning.order` by [`EngineOptions::resolve_ports`].
     pub routing_order: Option<Arc<Vec<Guid>>>,
-    /// The most layers (virtual lanes) `dfsssp` may spread paths over; `None`: its default (8).
+    /// The most layers (virtual lanes) `dfsssp` may spread paths over, and the layers `nue`
+    /// splits the destinations into; `None`: their default (8).
     pub max_layers: Option<u8>,
 }
 
@@ -297,6 +305,7 @@ pub fn engine_with(name: &str, options: &EngineOptions) -> Option<Box<dyn Engine
         dfsssp::Dfsssp::NAME => {
             Some(Box::new(options.max_layers.map_or_else(dfsssp::Dfsssp::default, dfsssp::Dfsssp::with_layers)))
         }
+        nue::Nue::NAME => Some(Box::new(options.max_layers.map_or_else(nue::Nue::default, nue::Nue::with_layers))),
         updn::UpDown::NAME if rooted => {
             Some(Box::new(updn::UpDown::with_roots(options.roots.clone()).tuned(options.tuning.clone())))
         }

@@ -4,63 +4,11 @@
 
 mod common;
 
-use ibsm_mad::{Guid, Lid, PortNum};
 use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
 use ibsm_routing::dfsssp::Dfsssp;
 use ibsm_routing::minhop::MinHop;
-use ibsm_routing::{CaPortView, CaView, Engine, FabricView, Neighbor, NodeId, SwitchView};
+use ibsm_routing::{Engine, FabricView};
 use ibsm_topology::generators::GenSpec;
-
-/// A dragonfly: `groups` groups of `a` switches, all-to-all inside a group, one global link
-/// between every two groups (spread over the group's switches), `p` hosts per switch.
-fn dragonfly(groups: usize, a: usize, p: usize) -> FabricView {
-    let n = groups * a;
-    let mut ports: Vec<Vec<Option<Neighbor>>> = vec![vec![None]; n];
-    let link = |ports: &mut Vec<Vec<Option<Neighbor>>>, x: usize, y: usize| {
-        let px = ports[x].len() as u8;
-        let py = ports[y].len() as u8;
-        ports[x].push(Some(Neighbor { node: NodeId::Switch(y), port: PortNum(py) }));
-        ports[y].push(Some(Neighbor { node: NodeId::Switch(x), port: PortNum(px) }));
-    };
-    for g in 0..groups {
-        for i in 0..a {
-            for j in i + 1..a {
-                link(&mut ports, g * a + i, g * a + j);
-            }
-        }
-    }
-    let mut k = 0;
-    for g in 0..groups {
-        for h in g + 1..groups {
-            link(&mut ports, g * a + k % a, h * a + (k / a) % a);
-            k += 1;
-        }
-    }
-    let mut cas = Vec::new();
-    let mut lid = n as u16 + 1;
-    for (s, sp) in ports.iter_mut().enumerate() {
-        for _ in 0..p {
-            let c = cas.len();
-            sp.push(Some(Neighbor { node: NodeId::Ca(c), port: PortNum(1) }));
-            let port = PortNum(sp.len() as u8 - 1);
-            cas.push(CaView {
-                guid: Guid(0x1000 + c as u64),
-                ports: vec![CaPortView {
-                    num: PortNum(1),
-                    lid: Lid(lid),
-                    neighbor: Some(Neighbor { node: NodeId::Switch(s), port }),
-                }],
-            });
-            lid += 1;
-        }
-    }
-    let switches = ports
-        .into_iter()
-        .enumerate()
-        .map(|(s, ports)| SwitchView { guid: Guid(0x10 + s as u64), lid: Lid(1 + s as u16), ports })
-        .collect();
-    FabricView { switches, cas, lmc: 0 }
-}
 
 /// Routes `v` with DFSSSP and min-hop and checks the DFSSSP result; returns (dfsssp, minhop)
 /// shift worst and the layers used.
@@ -103,7 +51,7 @@ fn random_fabric() {
 
 #[test]
 fn dragonfly_fabric() {
-    let v = dragonfly(9, 4, 2);
+    let v = common::dragonfly(9, 4, 2);
     let (d, m, _) = judge("dragonfly 9x4", &v);
     assert!(d <= m, "dfsssp {d} vs minhop {m}");
 }

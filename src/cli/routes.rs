@@ -73,7 +73,8 @@ pub struct Source {
     /// Take LIDs from this guid2lid file (OpenSM format) instead of numbering as a fresh SM.
     #[arg(long)]
     guid2lid: Option<PathBuf>,
-    /// The most layers (VLs) `dfsssp` may spread paths over, 1..=15 [default: 8].
+    /// The most layers (VLs) `dfsssp` may spread paths over, and the layers `nue` uses, 1..=15
+    /// [default: 8].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=15))]
     max_layers: Option<u8>,
 }
@@ -89,7 +90,7 @@ pub enum Format {
     Json,
     /// Fabric counts and timings only.
     Stats,
-    /// Each CA port pair's SL from a layered routing (`dfsssp`): `SRC-LID DST-LID SL` per line
+    /// Each CA port pair's SL from a layered routing (`dfsssp`, `nue`): `SRC-LID DST-LID SL` per line
     /// (every pair on SL 0 for the other engines); with `--socket`, the SLs the running SM's SA
     /// gives (an error when its routing has no layers).
     Sl,

@@ -28,11 +28,11 @@ use crate::{FabricView, RoutingError};
 pub(crate) const NONE: u32 = u32::MAX;
 
 /// The channels of the switch graph, numbered, with their ends.
-struct Channels {
+pub(crate) struct Channels {
     /// Far switch of each channel.
-    to: Vec<u32>,
+    pub(crate) to: Vec<u32>,
     /// Near switch and port of each channel.
-    near: Vec<(u32, u8)>,
+    pub(crate) near: Vec<(u32, u8)>,
     /// `by_port[port_start[s] + p]`: the channel out of switch `s` port `p`, or `NONE`.
     port_start: Vec<usize>,
     by_port: Vec<u32>,
@@ -42,7 +42,7 @@ struct Channels {
 }
 
 impl Channels {
-    fn new(view: &FabricView, idx: &Indexed) -> Channels {
+    pub(crate) fn new(view: &FabricView, idx: &Indexed) -> Channels {
         let g = &idx.graph;
         let n = g.len();
         let mut to = Vec::new();
@@ -78,19 +78,19 @@ impl Channels {
         Channels { to, near, port_start, by_port, into_start, into }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.to.len()
     }
 
     /// The channel out of switch `s` by port `p`.
-    fn out(&self, s: usize, p: u8) -> u32 {
+    pub(crate) fn out(&self, s: usize, p: u8) -> u32 {
         match (self.port_start.get(s), self.port_start.get(s + 1)) {
             (Some(&a), Some(&b)) if a + usize::from(p) < b => self.by_port[a + usize::from(p)],
             _ => NONE,
         }
     }
 
-    fn into_of(&self, s: usize) -> &[u32] {
+    pub(crate) fn into_of(&self, s: usize) -> &[u32] {
         match (self.into_start.get(s), self.into_start.get(s + 1)) {
             (Some(&a), Some(&b)) => self.into.get(a..b).unwrap_or(&[]),
             _ => &[],
@@ -99,10 +99,10 @@ impl Channels {
 }
 
 /// One layer: its dependencies and a topological order of its channels.
-struct Layer {
-    deps: Vec<PortSet>,
+pub(crate) struct Layer {
+    pub(crate) deps: Vec<PortSet>,
     /// Dependencies known to close a cycle with the placed paths alone.
-    refused: Vec<PortSet>,
+    pub(crate) refused: Vec<PortSet>,
     ord: Vec<u32>,
     /// Channel at each position of the order.
     at: Vec<u32>,
@@ -113,11 +113,11 @@ struct Layer {
     back: Vec<u32>,
 }
 
-fn has(set: &PortSet, p: u8) -> bool {
+pub(crate) fn has(set: &PortSet, p: u8) -> bool {
     set[usize::from(p >> 6)] & (1u64 << (p & 63)) != 0
 }
 
-fn flip(set: &mut PortSet, p: u8, on: bool) {
+pub(crate) fn flip(set: &mut PortSet, p: u8, on: bool) {
     let w = &mut set[usize::from(p >> 6)];
     if on {
         *w |= 1u64 << (p & 63);
@@ -127,7 +127,7 @@ fn flip(set: &mut PortSet, p: u8, on: bool) {
 }
 
 impl Layer {
-    fn new(channels: usize) -> Layer {
+    pub(crate) fn new(channels: usize) -> Layer {
         let ids: Vec<u32> = (0..channels).map(|c| u32::try_from(c).unwrap_or(NONE)).collect();
         Layer {
             deps: vec![[0; 4]; channels],
@@ -153,7 +153,7 @@ impl Layer {
 
     /// Adds the dependency `a -> b` (`b` leaves `a`'s far switch by `p`) unless it closes a
     /// cycle; returns whether it was added.
-    fn add(&mut self, ch: &Channels, a: u32, p: u8, b: u32) -> bool {
+    pub(crate) fn add(&mut self, ch: &Channels, a: u32, p: u8, b: u32) -> bool {
         let (ai, bi) = (a as usize, b as usize);
         if a == b {
             return false;

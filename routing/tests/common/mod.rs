@@ -1,10 +1,10 @@
 //! Test support: a routing [`FabricView`] built straight from a simulator topology, with LIDs
 //! assigned sequentially (switches first, then CA ports, each aligned to `2^lmc`), and the
-//! generator topologies every engine is tested on.
+//! generator topologies every engine is tested on (and a dragonfly, which has no generator).
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use ibsm_mad::{Lid, PortNum};
+use ibsm_mad::{Guid, Lid, PortNum};
 use ibsm_routing::{CaPortView, CaView, FabricView, Neighbor, NodeId, SwitchView};
 use ibsm_topology::generators::{Degrade, FatTree, GenSpec, RailFatTree};
 use ibsm_topology::{NodeKind, Topology};
@@ -96,4 +96,55 @@ pub fn zoo() -> Vec<(String, Topology)> {
         ("random tree 12", GenSpec::random(12, 6, 1, 11, 7)),
     ];
     specs.into_iter().map(|(n, s)| (n.to_owned(), generate(&s))).collect()
+}
+
+/// A dragonfly: `groups` groups of `a` switches, all-to-all inside a group, one global link
+/// between every two groups (spread over the group's switches), `p` hosts per switch.
+pub fn dragonfly(groups: usize, a: usize, p: usize) -> FabricView {
+    let n = groups * a;
+    let mut ports: Vec<Vec<Option<Neighbor>>> = vec![vec![None]; n];
+    let link = |ports: &mut Vec<Vec<Option<Neighbor>>>, x: usize, y: usize| {
+        let px = ports[x].len() as u8;
+        let py = ports[y].len() as u8;
+        ports[x].push(Some(Neighbor { node: NodeId::Switch(y), port: PortNum(py) }));
+        ports[y].push(Some(Neighbor { node: NodeId::Switch(x), port: PortNum(px) }));
+    };
+    for g in 0..groups {
+        for i in 0..a {
+            for j in i + 1..a {
+                link(&mut ports, g * a + i, g * a + j);
+            }
+        }
+    }
+    let mut k = 0;
+    for g in 0..groups {
+        for h in g + 1..groups {
+            link(&mut ports, g * a + k % a, h * a + (k / a) % a);
+            k += 1;
+        }
+    }
+    let mut cas = Vec::new();
+    let mut lid = n as u16 + 1;
+    for (s, sp) in ports.iter_mut().enumerate() {
+        for _ in 0..p {
+            let c = cas.len();
+            sp.push(Some(Neighbor { node: NodeId::Ca(c), port: PortNum(1) }));
+            let port = PortNum(sp.len() as u8 - 1);
+            cas.push(CaView {
+                guid: Guid(0x1000 + c as u64),
+                ports: vec![CaPortView {
+                    num: PortNum(1),
+                    lid: Lid(lid),
+                    neighbor: Some(Neighbor { node: NodeId::Switch(s), port }),
+                }],
+            });
+            lid += 1;
+        }
+    }
+    let switches = ports
+        .into_iter()
+        .enumerate()
+        .map(|(s, ports)| SwitchView { guid: Guid(0x10 + s as u64), lid: Lid(1 + s as u16), ports })
+        .collect();
+    FabricView { switches, cas, lmc: 0 }
 }

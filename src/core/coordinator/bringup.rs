@@ -100,7 +100,11 @@ impl Sm {
         self.events.extend(warnings);
         // A layered engine's SLs reach their VLs through QoS's default SL2VL (SL n to VL n
         // within the port's VLs) when QoS is off: written wherever the chain may layer paths.
-        let layered = self.cfg.routing_engine.iter().any(|e| e == ibsm_routing::dfsssp::Dfsssp::NAME);
+        let layered = self
+            .cfg
+            .routing_engine
+            .iter()
+            .any(|e| e == ibsm_routing::dfsssp::Dfsssp::NAME || e == ibsm_routing::nue::Nue::NAME);
         let default_qos = crate::core::qos::QosSetting::default();
         let setting = self.cfg.qos.as_ref().or((layered && self.vl_budget() > 1).then_some(&default_qos));
         let warnings = self.qos.resolve(&self.subnet, setting, self.cfg.ports.max_op_vls);
