@@ -2,7 +2,7 @@
 //! channel dependency graph itself (after Domke, Hoefler and Matsuoka, HPDC 2016).
 //!
 //! The destinations are split into as many subsets as there are layers (virtual lanes), each a
-//! compact region of the fabric ([`partition`]: contiguous runs of a depth-first order of a
+//! compact region of the fabric (`partition`: contiguous runs of a depth-first order of a
 //! breadth-first tree from a central switch, balanced by LIDs); every LID of a subset is on its
 //! layer, for paths from every source, so a pair's SL depends on its destination only. Each
 //! layer keeps one channel dependency graph (the online topological order of
@@ -22,18 +22,26 @@
 //! local backtracking (as Nue does): a neighbour in the tree is routed again through another
 //! of its neighbours, if the dependencies of the stuck switch, of the neighbour and of every
 //! switch routed through it stay acyclic; then the search goes on. Every layer also starts
-//! with the dependencies of an escape tree ([`escape`]: a breadth-first
+//! with the dependencies of an escape tree (`escape`: a breadth-first
 //! spanning tree of each connected component from the switch nearest its subset's
 //! destinations), the up-then-down routes of which are acyclic together. A destination the
 //! search cannot bring every switch of its component to takes back what it added and is routed
 //! along the tree, whose dependencies are in the graph already. So Nue always routes every
 //! pair of a connected component, on any budget, and never declines a valid view.
 //!
+//! The layers are independent but for the loads, so they are routed side by side in rounds:
+//! each layer routes its next `BATCH` destinations (in view order of their switches) from the
+//! loads as the round began plus its own, on as many threads as the machine has; then the
+//! round's tables are written and the loads summed, layer by layer. The result is the same on
+//! any number of threads.
+//!
 //! Owns only the algorithm; the output is [`crate::dfsssp::Layered`] (tables and a layer per
 //! source switch and destination LID), which the SM programs as it does dfsssp's, and the
 //! checks of the result are [`crate::check`]'s. Guarantees: deterministic, never panics on any
 //! view, every layer's dependency graph acyclic (the dependencies of all routes of the layer
 //! are a subset of those it holds).
+
+#![allow(clippy::many_single_char_names)] // graph code: x, y switches, c channels, t the destination
 
 mod escape;
 mod partition;
@@ -113,10 +121,32 @@ pub struct Stats {
     pub impasses_resolved: usize,
 }
 
-/// One layer: its dependency graph and escape tree.
+/// Destinations each layer routes per round.
+const BATCH: usize = 64;
+
+/// One layer: its dependency graph, escape tree, destinations and scratch space. Layers are
+/// routed side by side, one destination each per round.
 struct Lane {
+    id: u8,
     cdg: Layer,
     tree: escape::Tree,
+    /// Its destinations: (switch, LID), in routing order.
+    todo: Vec<(usize, u16)>,
+    w: Work,
+    /// This round's routes: (LID, switch, channel), each LID's opened by one with no channel.
+    out: Vec<(u16, u32, u32)>,
+    /// The loads as this layer sees them in a round: the round's start plus its own routes.
+    load: Vec<u64>,
+    stats: Stats,
+    err: Option<RoutingError>,
+}
+
+/// What every layer reads during a round.
+struct Shared<'s> {
+    ch: &'s Channels,
+    comp: &'s [usize],
+    comp_size: &'s [usize],
+    weight: &'s [u64],
 }
 
 /// The state of a run: channels, layers, loads and the tables being filled.
@@ -124,8 +154,6 @@ struct Router<'a> {
     idx: &'a Indexed,
     ch: Channels,
     lanes: Vec<Lane>,
-    /// Layer of each switch's destinations.
-    lane_of: Vec<u8>,
     /// Component of each switch and the size of each component.
     comp: Vec<usize>,
     comp_size: Vec<usize>,
@@ -138,8 +166,6 @@ struct Router<'a> {
     row: Vec<u32>,
     layer: Vec<u8>,
     used: u8,
-    stats: Stats,
-    w: Work,
 }
 
 /// Per-destination scratch space, reused.
@@ -148,8 +174,13 @@ struct Work {
     stamp: Vec<u32>,
     epoch: u32,
     next: Vec<u32>,
+    /// Hops and cost of each switch in the tree, and the best candidate offered for each
+    /// switch outside it.
+    hops: Vec<u32>,
+    cost: Vec<u64>,
+    best: Vec<u128>,
     order: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u32, u64, u32, u32)>>,
+    heap: BinaryHeap<Reverse<u128>>,
     added: Vec<(u32, u8)>,
     refused: Vec<(u32, u8)>,
     sub: Vec<u64>,
@@ -161,6 +192,9 @@ impl Work {
             self.stamp = vec![0; n];
             self.next = vec![NONE; n];
             self.sub = vec![0; n];
+            self.hops = vec![0; n];
+            self.cost = vec![0; n];
+            self.best = vec![u128::MAX; n];
             self.epoch = 0;
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -169,6 +203,7 @@ impl Work {
             self.epoch = 1;
         }
         self.next.fill(NONE);
+        self.best.fill(u128::MAX);
         self.order.clear();
         self.heap.clear();
         self.added.clear();
@@ -187,12 +222,18 @@ impl<'a> Router<'a> {
         for &c in &comp {
             comp_size[c] += 1;
         }
-        let mut lids_at = vec![0u64; n];
+        let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
+        let mut by_switch: Vec<Vec<u16>> = vec![Vec::new(); n];
         for d in &idx.dests {
-            if let Some(x) = lids_at.get_mut(d.attach) {
-                *x += u64::from(idx.per_port);
+            if let Some(v) = by_switch.get_mut(d.attach) {
+                for k in 0..idx.per_port {
+                    let lid = d.base.saturating_add(k);
+                    v.push(lid);
+                    set(&mut tables[d.attach], lid, d.port);
+                }
             }
         }
+        let lids_at: Vec<u64> = by_switch.iter().map(|v| v.len() as u64).collect();
         let lane_of = partition::split(g, &lids_at, budget);
         let lanes = (0..budget)
             .map(|l| {
@@ -201,72 +242,127 @@ impl<'a> Router<'a> {
                 let tree = escape::Tree::new(g, &ch, &comp, count, &mine);
                 let mut cdg = Layer::new(ch.len());
                 tree.reserve(g, &ch, &mut cdg);
-                Lane { cdg, tree }
+                let todo = by_switch
+                    .iter()
+                    .enumerate()
+                    .filter(|&(t, _)| lane_of.get(t) == Some(&l))
+                    .flat_map(|(t, lids)| lids.iter().map(move |&lid| (t, lid)))
+                    .collect();
+                Lane {
+                    id: l,
+                    cdg,
+                    tree,
+                    todo,
+                    w: Work::default(),
+                    out: Vec::new(),
+                    load: Vec::new(),
+                    stats: Stats::default(),
+                    err: None,
+                }
             })
             .collect();
         Router {
             idx,
             lanes,
-            lane_of,
             comp,
             comp_size,
             load: vec![0; ch.len()],
             weight: idx.hosts_at.iter().map(|&h| u64::from(h).max(1)).collect(),
-            tables: view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect(),
+            tables,
             row: vec![NONE; usize::from(idx.top) + 1],
             layer: Vec::new(),
             used: 1,
-            stats: Stats::default(),
             ch,
-            w: Work::default(),
         }
     }
 
-    /// Every destination LID, destination switches in view order, their LIDs in order.
+    /// Every destination LID, in rounds: each layer routes its next `BATCH` destinations
+    /// (on two threads or more where the machine has them) from the loads as the round began
+    /// plus its own, then the rounds' routes are written and their loads added, layer by
+    /// layer. So the result does not depend on the number of threads.
     fn route_all(&mut self) -> Result<(), RoutingError> {
         let n = self.idx.graph.len();
-        let mut by_switch: Vec<Vec<(u16, ibsm_mad::PortNum)>> = vec![Vec::new(); n];
-        for d in &self.idx.dests {
-            if let Some(v) = by_switch.get_mut(d.attach) {
-                for k in 0..self.idx.per_port {
-                    v.push((d.base.saturating_add(k), d.port));
+        let most = self.lanes.iter().map(|l| l.todo.len()).max().unwrap_or(0);
+        for first in (0..most).step_by(BATCH) {
+            let shared = Shared { ch: &self.ch, comp: &self.comp, comp_size: &self.comp_size, weight: &self.weight };
+            let before = &self.load;
+            crate::par::for_chunks(&mut self.lanes, 1, |_, lanes| {
+                for lane in lanes {
+                    lane.out.clear();
+                    lane.load.clone_from(before);
+                    for i in first..(first + BATCH).min(lane.todo.len()) {
+                        let (t, lid) = lane.todo[i];
+                        if let Err(e) = lane.route(&shared, t, lid) {
+                            lane.err = Some(e);
+                            break;
+                        }
+                    }
+                }
+            });
+            let mut load = self.load.clone();
+            for lane in &mut self.lanes {
+                if let Some(e) = lane.err.take() {
+                    return Err(e);
+                }
+                for ((l, &mine), &was) in load.iter_mut().zip(&lane.load).zip(&self.load) {
+                    *l += mine.saturating_sub(was);
+                }
+                for &(lid, x, c) in &lane.out {
+                    if c == NONE {
+                        // The start of a destination's routes: its row of layers.
+                        let row = u32::try_from(self.layer.len() / n.max(1)).unwrap_or(NONE);
+                        if let Some(e) = self.row.get_mut(usize::from(lid)) {
+                            *e = row;
+                        }
+                        self.layer.resize(self.layer.len() + n, lane.id);
+                        self.used = self.used.max(lane.id + 1);
+                        continue;
+                    }
+                    let Some(&(_, port)) = self.ch.near.get(c as usize) else { continue };
+                    if let Some(t) = self.tables.get_mut(x as usize) {
+                        set(t, lid, ibsm_mad::PortNum(port));
+                    }
                 }
             }
-        }
-        for (t, lids) in by_switch.iter().enumerate() {
-            let lane = self.lane_of.get(t).copied().unwrap_or(0);
-            for &(lid, port) in lids {
-                set(&mut self.tables[t], lid, port);
-                self.route_lid(t, lid, lane)?;
-                let r = u32::try_from(self.layer.len() / n.max(1)).unwrap_or(NONE);
-                if let Some(e) = self.row.get_mut(usize::from(lid)) {
-                    *e = r;
-                }
-                self.layer.resize(self.layer.len() + n, lane);
-                self.used = self.used.max(lane + 1);
-                self.stats.destinations += 1;
-            }
+            self.load = load;
         }
         Ok(())
     }
 
-    /// Routes `lid` at switch `t` on layer `lane`: the search, or the escape tree.
-    fn route_lid(&mut self, t: usize, lid: u16, lane: u8) -> Result<(), RoutingError> {
+    fn finish(self) -> (Layered, Stats) {
         let n = self.idx.graph.len();
-        let Some(Lane { cdg, tree }) = self.lanes.get_mut(usize::from(lane)) else { return Ok(()) };
-        let ch = &self.ch;
-        let w = &mut self.w;
+        let mut stats = Stats::default();
+        for l in &self.lanes {
+            stats.destinations += l.stats.destinations;
+            stats.escaped += l.stats.escaped;
+            stats.impasses_resolved += l.stats.impasses_resolved;
+        }
+        let layers = PathLayers::from_parts(n, self.row, self.layer, self.used);
+        (Layered { routes: Routes::from_tables(self.tables), layers }, stats)
+    }
+}
+
+impl Lane {
+    /// Routes `lid` at switch `t`: the search, or the escape tree; the routes into `out`.
+    fn route(&mut self, s: &Shared<'_>, t: usize, lid: u16) -> Result<(), RoutingError> {
+        let ch = s.ch;
+        let n = s.comp.len();
+        let (cdg, w, load) = (&mut self.cdg, &mut self.w, &mut self.load);
         let e = w.begin(n);
+        self.out.push((lid, NONE, NONE));
+        self.stats.destinations += 1;
         let tt = u32::try_from(t).unwrap_or(NONE);
         w.stamp[t] = e;
         w.next[t] = NONE;
+        w.hops[t] = 0;
+        w.cost[t] = 0;
         w.order.push(tt);
-        push_into(ch, cdg, w, &self.load, t, NONE, 0, 0, e);
-        let component = self.comp.get(t).and_then(|&c| self.comp_size.get(c)).copied().unwrap_or(0);
+        push_into(ch, cdg, w, load, t, NONE, 0, 0, e);
+        let component = s.comp.get(t).and_then(|&c| s.comp_size.get(c)).copied().unwrap_or(0);
         let mut backtracked = false;
         loop {
-            search(ch, cdg, w, &self.load, e);
-            if w.order.len() >= component || !resolve_impasse(ch, cdg, w, &self.load, &self.comp, t, e) {
+            search(ch, cdg, w, load, e);
+            if w.order.len() >= component || !resolve_impasse(ch, cdg, w, load, s.comp, t, e) {
                 break;
             }
             backtracked = true;
@@ -280,75 +376,95 @@ impl<'a> Router<'a> {
             for &(a, p) in &w.refused {
                 flip(&mut cdg.refused[a as usize], p, false);
             }
-            tree.route_to(&self.comp, t, &mut w.next);
+            self.tree.route_to(s.comp, t, &mut w.next);
             w.order.clear();
             tree_order(ch, t, &w.next, &mut w.order);
             if !escape::Tree::covered(ch, cdg, &w.next, &w.order) {
                 return Err(RoutingError::Declined {
                     engine: Nue::NAME,
-                    reason: format!("the escape tree of layer {lane} misses a dependency toward LID {lid}"),
+                    reason: format!("the escape tree of layer {} misses a dependency toward LID {lid}", self.id),
                 });
             }
             self.stats.escaped += 1;
-        }
-        if backtracked {
+        } else if backtracked {
             // A switch routed again may now forward to one that joined after it.
             tree_order(ch, t, &w.next, &mut w.order);
         }
         for &x in &w.order {
-            w.sub[x as usize] = self.weight[x as usize];
+            w.sub[x as usize] = s.weight.get(x as usize).copied().unwrap_or(1);
         }
         for &x in w.order.iter().skip(1).rev() {
             let c = w.next[x as usize];
             if c == NONE {
                 continue;
             }
-            let (_, port) = ch.near[c as usize];
-            set(&mut self.tables[x as usize], lid, ibsm_mad::PortNum(port));
-            self.load[c as usize] += w.sub[x as usize];
+            self.out.push((lid, x, c));
+            load[c as usize] += w.sub[x as usize];
             let y = ch.to[c as usize] as usize;
             w.sub[y] += w.sub[x as usize];
         }
         Ok(())
     }
-
-    fn finish(self) -> (Layered, Stats) {
-        let n = self.idx.graph.len();
-        let layers = PathLayers::from_parts(n, self.row, self.layer, self.used);
-        (Layered { routes: Routes::from_tables(self.tables), layers }, self.stats)
-    }
 }
 
 /// The search proper: candidates by increasing (hops, cost); a switch joins through a channel
-/// whose dependency on the next hop's channel the layer holds or takes.
+/// whose dependency on the next hop's channel the layer holds or takes. Only a switch's best
+/// candidate is kept in the heap; when it is refused, the switch's channels to the tree are
+/// offered again.
 fn search(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], e: u32) {
-    while let Some(Reverse((h, cost, x, c))) = w.heap.pop() {
-            let xi = x as usize;
-            if w.stamp[xi] == e {
-                continue;
-            }
-            let y = ch.to[c as usize] as usize;
-            let onward = w.next[y];
-            if onward != NONE {
-                let p = ch.near[onward as usize].1;
-                let ci = c as usize;
-                if !has(&cdg.deps[ci], p) {
-                    if has(&cdg.refused[ci], p) {
-                        continue;
-                    }
-                    if !cdg.add(ch, c, p, onward) {
+    while let Some(Reverse(key)) = w.heap.pop() {
+        let (h, cost, x, c) = unpack(key);
+        let xi = x as usize;
+        if w.stamp[xi] == e {
+            continue;
+        }
+        let y = ch.to[c as usize] as usize;
+        let onward = w.next[y];
+        if onward != NONE {
+            let p = ch.near[onward as usize].1;
+            let ci = c as usize;
+            if !has(&cdg.deps[ci], p) {
+                let taken = !has(&cdg.refused[ci], p) && cdg.add(ch, c, p, onward);
+                if !taken {
+                    if !has(&cdg.refused[ci], p) {
                         flip(&mut cdg.refused[ci], p, true);
                         w.refused.push((c, p));
-                        continue;
                     }
-                    w.added.push((c, p));
+                    if w.best[xi] == key {
+                        reoffer(ch, cdg, w, load, xi, e);
+                    }
+                    continue;
                 }
+                w.added.push((c, p));
             }
-            w.stamp[xi] = e;
-            w.next[xi] = c;
-            w.order.push(x);
-            push_into(ch, cdg, w, load, xi, c, h, cost, e);
         }
+        w.stamp[xi] = e;
+        w.next[xi] = c;
+        w.hops[xi] = h;
+        w.cost[xi] = cost;
+        w.order.push(x);
+        push_into(ch, cdg, w, load, xi, c, h, cost, e);
+    }
+}
+
+/// Offers again every channel from switch `x` (not in the tree) to a switch in it whose
+/// dependency is not known to close a cycle.
+fn reoffer(ch: &Channels, cdg: &Layer, w: &mut Work, load: &[u64], x: usize, e: u32) {
+    w.best[x] = u128::MAX;
+    let xx = u32::try_from(x).unwrap_or(NONE);
+    for c in ch.out_of(x) {
+        let y = ch.to[c as usize] as usize;
+        if w.stamp[y] != e {
+            continue;
+        }
+        let onward = w.next[y];
+        if onward != NONE && ch.near.get(onward as usize).is_some_and(|&(_, p)| has(&cdg.refused[c as usize], p)) {
+            continue;
+        }
+        let key = pack(w.hops[y] + 1, w.cost[y].saturating_add(load[c as usize]), xx, c);
+        w.best[x] = w.best[x].min(key);
+        w.heap.push(Reverse(key));
+    }
 }
 
 /// Whether the dependency `a -> b` is in the layer, or was added now (noted in `trial`).
@@ -383,13 +499,13 @@ fn resolve_impasse(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], c
         if w.stamp[x] == e || comp.get(x).copied() != mine {
             continue;
         }
-        for c in outs_of(ch, x) {
+        for c in ch.out_of(x) {
             let y = ch.to[c as usize] as usize;
             if w.stamp[y] != e || y == t {
                 continue;
             }
             let old = w.next[y];
-            for &c2 in &outs_of(ch, y) {
+            for c2 in ch.out_of(y) {
                 let z = ch.to[c2 as usize] as usize;
                 if c2 == old || z == x || w.stamp[z] != e || leads_through(ch, &w.next, z, y, t, n) {
                     continue;
@@ -399,7 +515,7 @@ fn resolve_impasse(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], c
                 let mut ok = try_dep(ch, cdg, w, c, c2, &mut trial)
                     && (onward == NONE || try_dep(ch, cdg, w, c2, onward, &mut trial));
                 if ok {
-                    for &cin in ch.into_of(y) {
+                    for &cin in ch.incoming(y) {
                         let Some(&(wv, _)) = ch.near.get(cin as usize) else { continue };
                         if w.stamp[wv as usize] == e && w.next[wv as usize] == cin && !try_dep(ch, cdg, w, cin, c2, &mut trial) {
                             ok = false;
@@ -417,18 +533,15 @@ fn resolve_impasse(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], c
                 w.next[y] = c2;
                 w.stamp[x] = e;
                 w.next[x] = c;
+                w.hops[x] = w.hops[y] + 1;
+                w.cost[x] = w.cost[y].saturating_add(load[c as usize]);
                 w.order.push(u32::try_from(x).unwrap_or(NONE));
-                push_into(ch, cdg, w, load, x, c, 0, 0, e);
+                push_into(ch, cdg, w, load, x, c, w.hops[x], w.cost[x], e);
                 return true;
             }
         }
     }
     false
-}
-
-/// The channels out of switch `s`, in port order.
-fn outs_of(ch: &Channels, s: usize) -> Vec<u32> {
-    (0..=u8::MAX).map(|p| ch.out(s, p)).filter(|&c| c != NONE).collect()
 }
 
 /// Whether the route from `z` (by `next`) passes through `y` before reaching `t`.
@@ -454,14 +567,32 @@ fn leads_through(ch: &Channels, next: &[u32], z: usize, y: usize, t: usize, limi
 #[allow(clippy::too_many_arguments)]
 fn push_into(ch: &Channels, cdg: &Layer, w: &mut Work, load: &[u64], y: usize, onward: u32, hops: u32, cost: u64, e: u32) {
     let p = if onward == NONE { None } else { ch.near.get(onward as usize).map(|&(_, p)| p) };
-    for &c in ch.into_of(y) {
+    for &c in ch.incoming(y) {
         let ci = c as usize;
         let Some(&(x, _)) = ch.near.get(ci) else { continue };
         if w.stamp[x as usize] == e || p.is_some_and(|p| has(&cdg.refused[ci], p)) {
             continue;
         }
-        w.heap.push(Reverse((hops + 1, cost.saturating_add(load[ci]), x, c)));
+        let key = pack(hops + 1, cost.saturating_add(load[ci]), x, c);
+        if key < w.best[x as usize] {
+            w.best[x as usize] = key;
+            w.heap.push(Reverse(key));
+        }
     }
+}
+
+/// A candidate as one heap key: hops (8 bits), cost (56 bits, saturated), switch, channel; so
+/// keys order by (hops, cost) and then deterministically by switch and channel.
+fn pack(hops: u32, cost: u64, x: u32, c: u32) -> u128 {
+    let hops = u128::from(hops.min(255));
+    let cost = u128::from(cost.min((1 << 56) - 1));
+    (hops << 120) | (cost << 64) | (u128::from(x) << 32) | u128::from(c)
+}
+
+/// [`pack`]'s fields back.
+#[allow(clippy::cast_possible_truncation)] // each field is masked to its width first
+fn unpack(k: u128) -> (u32, u64, u32, u32) {
+    ((k >> 120) as u32, ((k >> 64) as u64) & ((1 << 56) - 1), (k >> 32) as u32, k as u32)
 }
 
 /// The switches whose route (by `next`) leads to `t`, each after the switch it forwards to.
@@ -471,7 +602,7 @@ fn tree_order(ch: &Channels, t: usize, next: &[u32], order: &mut Vec<u32>) {
     let mut i = 0;
     while let Some(&y) = order.get(i) {
         i += 1;
-        for &c in ch.into_of(y as usize) {
+        for &c in ch.incoming(y as usize) {
             let Some(&(x, _)) = ch.near.get(c as usize) else { continue };
             if next.get(x as usize) == Some(&c) && x as usize != t {
                 order.push(x);

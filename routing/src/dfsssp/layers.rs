@@ -90,7 +90,16 @@ impl Channels {
         }
     }
 
-    pub(crate) fn into_of(&self, s: usize) -> &[u32] {
+    /// The channels out of switch `s`, in port order.
+    pub(crate) fn out_of(&self, s: usize) -> impl Iterator<Item = u32> + '_ {
+        let range = match (self.port_start.get(s), self.port_start.get(s + 1)) {
+            (Some(&a), Some(&b)) => self.by_port.get(a..b).unwrap_or(&[]),
+            _ => &[],
+        };
+        range.iter().copied().filter(|&c| c != NONE)
+    }
+
+    pub(crate) fn incoming(&self, s: usize) -> &[u32] {
         match (self.into_start.get(s), self.into_start.get(s + 1)) {
             (Some(&a), Some(&b)) => self.into.get(a..b).unwrap_or(&[]),
             _ => &[],
@@ -196,7 +205,7 @@ impl Layer {
             self.back.push(c);
             // Channels whose far switch is c's near switch and that go on by c's port.
             let Some((near, port)) = near_of(ch, c) else { continue };
-            for &i in ch.into_of(near) {
+            for &i in ch.incoming(near) {
                 let ii = i as usize;
                 if self.mark[ii] != e && self.ord[ii] > lb && has(&self.deps[ii], port) {
                     self.mark[ii] = e;

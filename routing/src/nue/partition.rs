@@ -6,6 +6,8 @@
 //! contiguous. That order, components one after another, is cut into as many runs as there are
 //! layers, of about equal LIDs. Owns only the split; deterministic, never panics.
 
+#![allow(clippy::many_single_char_names)] // graph code: x, y switches, c channels, t the destination
+
 use std::collections::VecDeque;
 
 use crate::graph::{FAR, SwitchGraph};

@@ -100,6 +100,7 @@ pub fn zoo() -> Vec<(String, Topology)> {
 
 /// A dragonfly: `groups` groups of `a` switches, all-to-all inside a group, one global link
 /// between every two groups (spread over the group's switches), `p` hosts per switch.
+#[allow(clippy::many_single_char_names)] // the dragonfly's usual names: a switches per group, p hosts
 pub fn dragonfly(groups: usize, a: usize, p: usize) -> FabricView {
     let n = groups * a;
     let mut ports: Vec<Vec<Option<Neighbor>>> = vec![vec![None]; n];
