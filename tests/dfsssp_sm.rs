@@ -16,41 +16,16 @@ use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::SlToVlTable;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
-use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{Attribute, DrPath, Lid, PortNum};
 use ibsm_routing::check::{CreditLoops, credit_loops_per_vl};
-use ibsm_sim::fabric::{Dest, SimTime};
 use ibsm_topology::generators::GenSpec;
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::sa::{LIMIT, Oracle, Swept, dr_get, records};
+use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records};
 
 fn torus() -> Topology {
     GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")
-}
-
-/// Every switch's SL2VL on every input/output pair set to VL 0 for every SL, before any SM
-/// runs (the simulator starts with SL n on VL n, which would hide an SM that writes nothing).
-fn all_on_vl0(drv: &mut SimDriver, topo: &Topology) {
-    let oracle = Oracle::from_topology(topo, drv.at);
-    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
-        let path = DrPath::new(&oracle.routes[&i]).expect("path");
-        for out in 1..=n.num_ports {
-            for input in 0..=n.num_ports {
-                let smp = SmpRepr::set_dr(
-                    &path,
-                    SlToVlTable::ID,
-                    SlToVlTable::attr_mod(PortNum(input), PortNum(out)),
-                    0x7000_0000,
-                    [0; 64],
-                );
-                drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
-            }
-        }
-        drv.fabric.run_until_idle(SimTime(drv.fabric.now().0 + 1_000_000_000));
-        while drv.fabric.recv(drv.agent).is_some() {}
-    }
 }
 
 fn swept(topo: &Topology, ports: PortConfig) -> Swept {

@@ -8,13 +8,13 @@ use std::path::Path;
 use ibsm::core::{Guid2Lid, Sm, SmConfig};
 use ibsm::sa::{self, Answer, Limits, Live, SaState, Snapshot};
 use ibsm::transport::sim::SimDriver;
-use ibsm_mad::attrs::LinearForwardingTable;
+use ibsm_mad::attrs::{LinearForwardingTable, SlToVlTable};
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::records::{PathRecord, stride};
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
 use ibsm_mad::smp::SmpRepr;
-use ibsm_mad::{Attribute, DrPath, Gid, Guid, Lid, ids};
+use ibsm_mad::{Attribute, DrPath, Gid, Guid, Lid, PortNum, ids};
 use ibsm_sim::fabric::{Dest, SimTime};
 use ibsm_topology::{NodeKind, Topology};
 
@@ -294,4 +294,27 @@ pub fn dr_get(drv: &mut SimDriver, path: &DrPath, attr_id: u16, attr_mod: u32) -
         }
     }
     data
+}
+
+/// Every switch's SL2VL on every input/output pair set to VL 0 for every SL, before any SM
+/// runs (the simulator starts with SL n on VL n, which would hide an SM that writes nothing).
+pub fn all_on_vl0(drv: &mut SimDriver, topo: &Topology) {
+    let oracle = Oracle::from_topology(topo, drv.at);
+    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        let path = DrPath::new(&oracle.routes[&i]).expect("path");
+        for out in 1..=n.num_ports {
+            for input in 0..=n.num_ports {
+                let smp = SmpRepr::set_dr(
+                    &path,
+                    SlToVlTable::ID,
+                    SlToVlTable::attr_mod(PortNum(input), PortNum(out)),
+                    0x7000_0000,
+                    [0; 64],
+                );
+                drv.fabric.send(drv.agent, &smp.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+            }
+        }
+        drv.fabric.run_until_idle(SimTime(drv.fabric.now().0 + 1_000_000_000));
+        while drv.fabric.recv(drv.agent).is_some() {}
+    }
 }

@@ -1,0 +1,124 @@
+//! Nue's layers programmed by the running SM, on the simulated fabric: a 4x4x4 torus routed by
+//! `routing-engine = "nue"`. Judged from what the fabric and the SA give: every PathRecord's SL
+//! (asked source by source through the SA) depends on the destination only (Nue puts each
+//! destination on one layer); the SL2VL tables read back from every switch map each SL in use
+//! to its own VL; every CA pair is routed by the tables; and with each pair on the VL its SL
+//! maps to, no VL's channel dependency graph has a cycle. On ports with one VL (`max-op-vls 1`)
+//! Nue still routes, on one layer, with no credit loop: it never declines for want of VLs.
+
+use std::collections::HashMap;
+
+use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig};
+use ibsm::routes::live::LiveRoutes;
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::SlToVlTable;
+use ibsm_mad::header::Method;
+use ibsm_mad::records::PathRecord;
+use ibsm_mad::{Attribute, DrPath, Lid, PortNum};
+use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
+use ibsm_topology::generators::GenSpec;
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records};
+
+fn torus() -> Topology {
+    GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")
+}
+
+fn swept(topo: &Topology, ports: PortConfig) -> Swept {
+    let cfg = SmConfig { routing_engine: vec!["nue".into()], ports, ..SmConfig::default() };
+    let mut drv = SimDriver::new(topo, 11, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    all_on_vl0(&mut drv, topo);
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete, "{report:?}");
+    let snap = drv.sm.snapshot().expect("a snapshot");
+    Swept { topo: topo.clone(), drv, snap }
+}
+
+/// The SL of every (source switch, destination LID) from the SA, asked source by source, and
+/// the number of records on each SL.
+fn sls(s: &Swept, view: &ibsm_routing::FabricView) -> (HashMap<(usize, u16), u8>, [u64; 16]) {
+    let mut sources: Vec<(Lid, usize)> = view.switches.iter().enumerate().map(|(i, w)| (w.lid, i)).collect();
+    for c in &view.cas {
+        for p in &c.ports {
+            if let Some(ibsm_routing::NodeId::Switch(at)) = p.neighbor.map(|n| n.node) {
+                sources.push((p.lid, at));
+            }
+        }
+    }
+    let mut sl_of = HashMap::new();
+    let mut by_dest: HashMap<u16, u8> = HashMap::new();
+    let mut used = [0u64; 16];
+    for &(slid, at) in &sources {
+        let ask = PathRecord { slid, ..PathRecord::default() };
+        let recs = records::<PathRecord>(&s.ask(Method::GetTable, PathRecord::COMP_SLID, &ask));
+        assert_eq!(recs.len(), sources.len(), "LID {}: a record to every end port", slid.0);
+        for r in recs {
+            used[usize::from(r.sl.min(15))] += 1;
+            sl_of.insert((at, r.dlid.0), r.sl);
+            // Nue: one layer per destination, whatever the source.
+            let first = *by_dest.entry(r.dlid.0).or_insert(r.sl);
+            assert_eq!(first, r.sl, "LID {} -> {}: SL {} but {first} from another source", slid.0, r.dlid.0, r.sl);
+        }
+    }
+    (sl_of, used)
+}
+
+#[test]
+fn the_sm_programs_nues_layers_and_no_vl_has_a_credit_loop() {
+    let topo = torus();
+    let mut s = swept(&topo, PortConfig::default());
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("nue"));
+    let (plan, routes) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
+    let view = &plan.view;
+    let r = check(view, &routes);
+    assert_eq!(r.reachable, r.pairs, "every CA pair routed");
+    let (sl_of, used) = sls(&s, view);
+    let layers = used.iter().rposition(|&n| n > 0).map_or(0, |l| l + 1);
+    assert!(layers >= 2, "the destinations are spread over the layers: {used:?}");
+    assert!(layers <= 8, "within the fabric's VLs: {used:?}");
+    // Every switch maps every SL in use to its own VL, on every input/output pair of live ports.
+    let oracle = Oracle::from_topology(&topo, s.drv.at);
+    let mut tables = 0;
+    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        let path = DrPath::new(&oracle.routes[&i]).expect("path");
+        let live: Vec<u8> = (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).collect();
+        for &out in &live {
+            for input in std::iter::once(0).chain(live.iter().copied()) {
+                let data =
+                    dr_get(&mut s.drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
+                        .expect("SL2VL answered");
+                let vls = SlToVlTable::parse(&data).expect("parses").vls;
+                for (sl, &vl) in vls.iter().enumerate().take(layers) {
+                    assert_eq!(usize::from(vl), sl, "switch {} {input}->{out}: SL {sl}", n.name);
+                }
+                tables += 1;
+            }
+        }
+    }
+    assert!(tables > 0);
+    // Each pair on the VL its SL maps to (SL n on VL n, as read back): no VL has a credit loop.
+    let per_vl = credit_loops_per_vl(view, &routes, &|s, d| sl_of.get(&(s, d.0)).copied());
+    assert!(per_vl.len() >= 2, "{per_vl:?}");
+    for v in &per_vl {
+        assert_eq!(v.loops, CreditLoops::None, "VL {}", v.vl);
+    }
+}
+
+#[test]
+fn on_one_vl_nue_still_routes_the_torus_without_a_credit_loop() {
+    let topo = torus();
+    let s = swept(&topo, PortConfig { max_op_vls: 1, ..PortConfig::default() });
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("nue"), "nue does not decline on one VL");
+    let (plan, routes) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
+    let view = &plan.view;
+    let r = check(view, &routes);
+    assert_eq!(r.reachable, r.pairs, "every CA pair routed");
+    let (_, used) = sls(&s, view);
+    assert!(used[1..].iter().all(|&n| n == 0), "every path on SL 0: {used:?}");
+    // One VL: the tables alone have no credit loop.
+    let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].loops, CreditLoops::None);
+}
