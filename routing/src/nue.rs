@@ -89,9 +89,14 @@ impl Nue {
     }
 
     fn run(self, view: &FabricView) -> Result<(Layered, Stats), RoutingError> {
+        self.run_on(view, true)
+    }
+
+    /// [`Nue::run`], with the layers of a round on several threads or one after another.
+    fn run_on(self, view: &FabricView, parallel: bool) -> Result<(Layered, Stats), RoutingError> {
         let idx = Indexed::new(view)?;
         let mut r = Router::new(view, &idx, self.max_layers.clamp(1, 15));
-        r.route_all()?;
+        r.route_all(parallel)?;
         Ok(r.finish())
     }
 }
@@ -280,13 +285,14 @@ impl<'a> Router<'a> {
     /// (on two threads or more where the machine has them) from the loads as the round began
     /// plus its own, then the rounds' routes are written and their loads added, layer by
     /// layer. So the result does not depend on the number of threads.
-    fn route_all(&mut self) -> Result<(), RoutingError> {
+    fn route_all(&mut self, parallel: bool) -> Result<(), RoutingError> {
         let n = self.idx.graph.len();
         let most = self.lanes.iter().map(|l| l.todo.len()).max().unwrap_or(0);
         for first in (0..most).step_by(BATCH) {
             let shared = Shared { ch: &self.ch, comp: &self.comp, comp_size: &self.comp_size, weight: &self.weight };
             let before = &self.load;
-            crate::par::for_chunks(&mut self.lanes, 1, |_, lanes| {
+            let min_chunk = if parallel { 1 } else { usize::MAX };
+            crate::par::for_chunks(&mut self.lanes, min_chunk, |_, lanes| {
                 for lane in lanes {
                     lane.out.clear();
                     lane.load.clone_from(before);

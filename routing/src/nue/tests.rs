@@ -91,3 +91,16 @@ fn two_rings_apart_are_each_routed() {
     assert_eq!(r.reachable, 2 * 4 * 3);
     assert_eq!(check(&a, &Nue::with_layers(1).route(&a).unwrap()).reachable, 12);
 }
+
+#[test]
+fn the_result_does_not_depend_on_threads() {
+    // 400 destinations: several rounds of 64 on each of two or three layers (over 2 threads
+    // where the machine has them).
+    let v = crate::testing::ring(200);
+    for budget in [2, 3, 8] {
+        let one = Nue::with_layers(budget).run_on(&v, false).unwrap();
+        let many = Nue::with_layers(budget).run_on(&v, true).unwrap();
+        assert_eq!(one, many, "budget {budget}");
+        assert!(loop_free(&v, &one.0));
+    }
+}
