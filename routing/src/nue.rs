@@ -1,10 +1,10 @@
 //! Nue routing: deadlock-free routes within any virtual-lane budget, one included, found on the
 //! channel dependency graph itself (after Domke, Hoefler and Matsuoka, HPDC 2016).
 //!
-//! The destinations are split into as many subsets as there are layers (virtual lanes), each a
-//! compact region of the fabric (`partition`: contiguous runs of a depth-first order of a
-//! breadth-first tree from a central switch, balanced by LIDs); every LID of a subset is on its
-//! layer, for paths from every source, so a pair's SL depends on its destination only. Each
+//! The destinations are split into as many subsets as there are layers (virtual lanes)
+//! (`partition`: runs of switches in view order, balanced by LIDs, independent of the cabling);
+//! every LID of a subset is on its layer, for paths from every source, so a pair's SL depends on
+//! its destination only, and a cable that fails or returns changes no pair's SL. Each
 //! layer keeps one channel dependency graph (the online topological order of
 //! [`crate::dfsssp::layers`]) holding every dependency its routes use so far.
 //!
@@ -239,7 +239,7 @@ impl<'a> Router<'a> {
             }
         }
         let lids_at: Vec<u64> = by_switch.iter().map(|v| v.len() as u64).collect();
-        let lane_of = partition::split(g, &lids_at, budget);
+        let lane_of = partition::split(&lids_at, budget);
         let lanes = (0..budget)
             .map(|l| {
                 let mine: Vec<u64> =

@@ -120,3 +120,38 @@ fn quality_against_minhop() {
         }
     }
 }
+
+/// `v` with the cable at switch `s` port `p` pulled (both ends).
+fn cut(v: &FabricView, s: usize, p: usize) -> Option<FabricView> {
+    let mut w = v.clone();
+    let nb = w.switches[s].ports.get_mut(p)?.take()?;
+    let ibsm_routing::NodeId::Switch(far) = nb.node else { return None };
+    w.switches[far].ports[usize::from(nb.port.0)] = None;
+    Some(w)
+}
+
+#[test]
+fn a_cable_cut_changes_no_pairs_layer() {
+    let torus = common::view(&common::generate(&GenSpec::torus(&[4, 4, 4], 2)), 0);
+    let dragonfly = common::dragonfly(9, 4, 2);
+    for (name, v) in [("torus 4x4x4", &torus), ("dragonfly 9x4", &dragonfly)] {
+        let before = Nue::default().layered(v).unwrap();
+        let mut cuts = 0;
+        for s in [0, 5, 17, 30] {
+            for p in 1..4 {
+                let Some(w) = cut(v, s, p) else { continue };
+                let what = format!("{name} cut at switch {s} port {p}");
+                judge(&what, &w, 8);
+                let after = Nue::default().layered(&w).unwrap();
+                for src in 0..v.switches.len() {
+                    for lid in 1..=v.max_lid() {
+                        let lid = ibsm_mad::Lid(lid);
+                        assert_eq!(before.layers.layer(src, lid), after.layers.layer(src, lid), "{what}: {src} -> {lid:?}");
+                    }
+                }
+                cuts += 1;
+            }
+        }
+        assert!(cuts >= 8, "{name}: {cuts} cuts");
+    }
+}
