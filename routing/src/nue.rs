@@ -242,8 +242,7 @@ impl<'a> Router<'a> {
         let lane_of = partition::split(&lids_at, budget);
         let lanes = (0..budget)
             .map(|l| {
-                let mine: Vec<u64> =
-                    lids_at.iter().zip(&lane_of).map(|(&w, &o)| if o == l { w } else { 0 }).collect();
+                let mine: Vec<u64> = lids_at.iter().zip(&lane_of).map(|(&w, &o)| if o == l { w } else { 0 }).collect();
                 let tree = escape::Tree::new(g, &ch, &comp, count, &mine);
                 let mut cdg = Layer::new(ch.len());
                 tree.reserve(g, &ch, &mut cdg);
@@ -497,7 +496,15 @@ fn try_dep(ch: &Channels, cdg: &mut Layer, w: &mut Work, a: u32, b: u32, trial: 
 /// neighbour `z` in the tree (not downstream of `y`) such that `x`'s, `y`'s and every switch
 /// routed through `y` keep dependencies the layer holds or takes. The first that works, by
 /// switch and port order; false if none.
-fn resolve_impasse(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], comp: &[usize], t: usize, e: u32) -> bool {
+fn resolve_impasse(
+    ch: &Channels,
+    cdg: &mut Layer,
+    w: &mut Work,
+    load: &[u64],
+    comp: &[usize],
+    t: usize,
+    e: u32,
+) -> bool {
     let mine = comp.get(t).copied();
     let n = w.stamp.len();
     let mut trial = Vec::new();
@@ -523,7 +530,10 @@ fn resolve_impasse(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], c
                 if ok {
                     for &cin in ch.incoming(y) {
                         let Some(&(wv, _)) = ch.near.get(cin as usize) else { continue };
-                        if w.stamp[wv as usize] == e && w.next[wv as usize] == cin && !try_dep(ch, cdg, w, cin, c2, &mut trial) {
+                        if w.stamp[wv as usize] == e
+                            && w.next[wv as usize] == cin
+                            && !try_dep(ch, cdg, w, cin, c2, &mut trial)
+                        {
                             ok = false;
                             break;
                         }
@@ -571,7 +581,17 @@ fn leads_through(ch: &Channels, next: &[u32], z: usize, y: usize, t: usize, limi
 /// forwarding on `onward` (`NONE` at the destination), `hops` and `cost` away from it. A channel
 /// whose dependency on `onward` is known to close a cycle is left out.
 #[allow(clippy::too_many_arguments)]
-fn push_into(ch: &Channels, cdg: &Layer, w: &mut Work, load: &[u64], y: usize, onward: u32, hops: u32, cost: u64, e: u32) {
+fn push_into(
+    ch: &Channels,
+    cdg: &Layer,
+    w: &mut Work,
+    load: &[u64],
+    y: usize,
+    onward: u32,
+    hops: u32,
+    cost: u64,
+    e: u32,
+) {
     let p = if onward == NONE { None } else { ch.near.get(onward as usize).map(|&(_, p)| p) };
     for &c in ch.incoming(y) {
         let ci = c as usize;

@@ -5,11 +5,11 @@
 
 mod common;
 
+use ibsm_routing::Engine;
 use ibsm_routing::FabricView;
 use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
-use ibsm_routing::nue::Nue;
 use ibsm_routing::minhop::MinHop;
-use ibsm_routing::Engine;
+use ibsm_routing::nue::Nue;
 use ibsm_topology::generators::GenSpec;
 use proptest::prelude::*;
 
@@ -101,7 +101,9 @@ fn against_minhop(name: &str, v: &FabricView, budget: u8) -> (u32, u32, u64, u64
     let mh = check(v, &MinHop.route(v).unwrap());
     let m = mh.shifts.map(|s| s.worst).unwrap_or_default();
     let (ef, mef) = (nue.forwarding_index.max, mh.forwarding_index.max);
-    eprintln!("{name}: nue shift worst {worst} on {used} layers (budget {budget}), minhop {m}; edge forwarding max {ef} vs {mef}; {stats:?}");
+    eprintln!(
+        "{name}: nue shift worst {worst} on {used} layers (budget {budget}), minhop {m}; edge forwarding max {ef} vs {mef}; {stats:?}"
+    );
     (worst, m, ef, mef, used)
 }
 
@@ -146,7 +148,11 @@ fn a_cable_cut_changes_no_pairs_layer() {
                 for src in 0..v.switches.len() {
                     for lid in 1..=v.max_lid() {
                         let lid = ibsm_mad::Lid(lid);
-                        assert_eq!(before.layers.layer(src, lid), after.layers.layer(src, lid), "{what}: {src} -> {lid:?}");
+                        assert_eq!(
+                            before.layers.layer(src, lid),
+                            after.layers.layer(src, lid),
+                            "{what}: {src} -> {lid:?}"
+                        );
                     }
                 }
                 cuts += 1;

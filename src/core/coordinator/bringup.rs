@@ -216,7 +216,9 @@ impl Sm {
             PortStep::Arm => (PortState::Init, PortState::Armed),
             _ => (PortState::Armed, PortState::Active),
         };
-        let mut sets = Vec::new();
+        // The ports first, then their Sets in a vector of just that size (grown by doubling,
+        // a vector of 263,000 Sets could hold as much empty room again).
+        let mut ports: Vec<(NodeIdx, PortNum)> = Vec::new();
         for (i, n) in self.subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             for (p, rec) in n.ports.iter().enumerate().skip(1) {
                 let Some(info) = rec.info else { continue };
@@ -229,16 +231,20 @@ impl Sm {
                 if self.port_disabled(n.info.node_guid, port) || far.is_some_and(|(g, fp)| self.port_disabled(g, fp)) {
                     continue;
                 }
-                let mut want = port_info_set(&info);
-                want.port_state = to;
-                if !n.is_switch() {
-                    self.cfg.m_key.apply(rec.guid, &mut want);
-                }
-                sets.push(Request::sweep(
-                    n.path_for(port),
-                    Req::SetPortInfo { node: i, port, info: Box::new(want), step },
-                ));
+                ports.push((i, port));
             }
+        }
+        let mut sets = Vec::with_capacity(ports.len());
+        for (i, port) in ports {
+            let Some(n) = self.subnet.node(i) else { continue };
+            let Some(rec) = n.port(port) else { continue };
+            let Some(info) = rec.info else { continue };
+            let mut want = port_info_set(&info);
+            want.port_state = to;
+            if !n.is_switch() {
+                self.cfg.m_key.apply(rec.guid, &mut want);
+            }
+            sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(want), step }));
         }
         self.tx.push_feed(interleaved(sets), Op::Sweep);
     }
