@@ -8,6 +8,9 @@
 //! (`routes::live`). So the core, `ibsm routes dump`/`check` and the tests route exactly the same
 //! input for the same fabric, and differ only in where the description came from.
 //!
+//! [`avoid_links`] leaves links out of a built view for routing (the performance manager's
+//! avoided ports, `perf-avoid-unhealthy`), never one whose absence would cut a LID off.
+//!
 //! This module sits below the core and the commands: it imports nothing from this crate, only
 //! the wire newtypes of `ibsm-mad` and the view types of `ibsm-routing`. It never panics on a
 //! malformed description: a peer that names a missing node is treated as no link, a port
@@ -213,6 +216,133 @@ pub fn build(desc: &FabricDesc<'_>, lmc: u8) -> Built {
     Built { view, switch_nodes, ca_nodes, owners }
 }
 
+/// What [`avoid_links`] did with the ports it was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AvoidedLinks {
+    /// Ports whose link is left out of the view (both ends of a link named twice are listed).
+    pub cut: Vec<(Guid, PortNum)>,
+    /// Ports whose link stays in the view: leaving it out would cut some end port's LIDs off
+    /// from the rest of the fabric.
+    pub kept: Vec<(Guid, PortNum)>,
+}
+
+/// Leaves the links of `ports` (by NodeGUID and port number) out of `view`, as if they were
+/// down for routing, one by one in the order given, except a link whose absence would split
+/// the fabric so that some LID could no longer be reached from the others (a host's only
+/// cable, a switch's last way up): that one stays and is listed as kept. A port not in the
+/// view, or with no link, is ignored. Cost: one pass over the view per port given.
+pub fn avoid_links(view: &mut FabricView, ports: &[(Guid, PortNum)]) -> AvoidedLinks {
+    let mut out = AvoidedLinks::default();
+    if ports.is_empty() {
+        return out;
+    }
+    let mut at: std::collections::HashMap<Guid, NodeId> = std::collections::HashMap::new();
+    for (k, s) in view.switches.iter().enumerate() {
+        at.insert(s.guid, NodeId::Switch(k));
+    }
+    for (k, c) in view.cas.iter().enumerate() {
+        at.insert(c.guid, NodeId::Ca(k));
+    }
+    let islands = lid_islands(view);
+    let mut cut_ends: std::collections::HashSet<(NodeId, PortNum)> = std::collections::HashSet::new();
+    for &(guid, port) in ports {
+        let Some(&node) = at.get(&guid) else { continue };
+        let Some(peer) = neighbor_mut(view, node, port).and_then(|n| *n) else {
+            if cut_ends.contains(&(node, port)) {
+                out.cut.push((guid, port));
+            }
+            continue;
+        };
+        set_neighbor(view, node, port, None);
+        set_neighbor(view, peer.node, peer.port, None);
+        if lid_islands(view) > islands {
+            set_neighbor(view, node, port, Some(peer));
+            set_neighbor(view, peer.node, peer.port, Some(Neighbor { node, port }));
+            out.kept.push((guid, port));
+        } else {
+            cut_ends.insert((node, port));
+            cut_ends.insert((peer.node, peer.port));
+            out.cut.push((guid, port));
+        }
+    }
+    out
+}
+
+fn neighbor_mut(view: &mut FabricView, node: NodeId, port: PortNum) -> Option<&mut Option<Neighbor>> {
+    match node {
+        NodeId::Switch(k) => view.switches.get_mut(k)?.ports.get_mut(usize::from(port.0)),
+        NodeId::Ca(k) => view.cas.get_mut(k)?.ports.iter_mut().find(|p| p.num == port).map(|p| &mut p.neighbor),
+    }
+}
+
+fn set_neighbor(view: &mut FabricView, node: NodeId, port: PortNum, to: Option<Neighbor>) {
+    if let Some(slot) = neighbor_mut(view, node, port) {
+        *slot = to;
+    }
+}
+
+/// The root of `v` in the union-find `parent`, halving the path on the way.
+fn root(parent: &mut [usize], mut v: usize) -> usize {
+    while parent[v] != v {
+        parent[v] = parent[parent[v]];
+        v = parent[v];
+    }
+    v
+}
+
+/// The number of connected pieces of `view` that hold a LID, where a switch is one vertex and
+/// each CA port another (a CA forwards nothing between its ports).
+fn lid_islands(view: &FabricView) -> usize {
+    let switches = view.switches.len();
+    let mut first_port = Vec::with_capacity(view.cas.len());
+    let mut n = switches;
+    for c in &view.cas {
+        first_port.push(n);
+        n += c.ports.len();
+    }
+    let vertex = |nb: &Neighbor| -> Option<usize> {
+        match nb.node {
+            NodeId::Switch(k) => (k < switches).then_some(k),
+            NodeId::Ca(k) => {
+                let i = view.cas.get(k)?.ports.iter().position(|p| p.num == nb.port)?;
+                Some(first_port[k] + i)
+            }
+        }
+    };
+    let mut parent: Vec<usize> = (0..n).collect();
+    let mut join = |a: usize, b: usize| {
+        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+        if ra != rb {
+            parent[ra] = rb;
+        }
+    };
+    for (k, s) in view.switches.iter().enumerate() {
+        for nb in s.ports.iter().flatten() {
+            if let Some(v) = vertex(nb) {
+                join(k, v);
+            }
+        }
+    }
+    for (k, c) in view.cas.iter().enumerate() {
+        for (i, p) in c.ports.iter().enumerate() {
+            if let Some(v) = p.neighbor.as_ref().and_then(vertex) {
+                join(first_port[k] + i, v);
+            }
+        }
+    }
+    let mut owners: Vec<usize> = Vec::new();
+    owners.extend(view.switches.iter().enumerate().filter(|(_, s)| s.lid != Lid::UNASSIGNED).map(|(k, _)| k));
+    for (k, c) in view.cas.iter().enumerate() {
+        owners.extend(
+            c.ports.iter().enumerate().filter(|(_, p)| p.lid != Lid::UNASSIGNED).map(|(i, _)| first_port[k] + i),
+        );
+    }
+    let mut roots: Vec<usize> = owners.into_iter().map(|v| root(&mut parent, v)).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +426,45 @@ mod tests {
         let b = build(&d, 0);
         assert_eq!(b.view.cas[0].ports[0].neighbor, None);
         assert!(build(&FabricDesc::default(), 0).view.switches.is_empty());
+    }
+
+    /// sw0 and sw1 joined by two cables (ports 1-1 and 2-2); host A on sw0[3], host B on sw1[3].
+    fn twin() -> FabricView {
+        let sw = |k: usize| NodeId::Switch(k);
+        let nb = |node, port| Some(Neighbor { node, port: PortNum(port) });
+        let switch = |guid: u64, lid: u16, other: usize, host: usize| SwitchView {
+            guid: Guid(guid),
+            lid: Lid(lid),
+            ports: vec![None, nb(sw(other), 1), nb(sw(other), 2), nb(NodeId::Ca(host), 1)],
+        };
+        let ca = |guid: u64, lid: u16, at: usize| CaView {
+            guid: Guid(guid),
+            ports: vec![CaPortView { num: PortNum(1), lid: Lid(lid), neighbor: nb(sw(at), 3) }],
+        };
+        FabricView {
+            switches: vec![switch(0x20, 1, 1, 0), switch(0x21, 2, 0, 1)],
+            cas: vec![ca(0x10, 3, 0), ca(0x11, 4, 1)],
+            lmc: 0,
+        }
+    }
+
+    #[test]
+    fn avoided_links_are_left_out_unless_a_lid_would_be_cut_off() {
+        let p = |g: u64, n: u8| (Guid(g), PortNum(n));
+        let mut v = twin();
+        // Both ends of one of the two cables: it is cut; the other cable must stay.
+        let done = avoid_links(&mut v, &[p(0x20, 1), p(0x21, 1), p(0x21, 2), p(0x10, 1), p(0x99, 1)]);
+        assert_eq!(done.cut, vec![p(0x20, 1), p(0x21, 1)]);
+        assert_eq!(done.kept, vec![p(0x21, 2), p(0x10, 1)], "the last cable between the switches, a host's only one");
+        assert_eq!((v.switches[0].ports[1], v.switches[1].ports[1]), (None, None));
+        let full = twin();
+        assert_eq!(v.switches[0].ports[2..], full.switches[0].ports[2..]);
+        assert_eq!(
+            (v.cas.clone(), v.switches[1].ports[2..].to_vec()),
+            (full.cas.clone(), full.switches[1].ports[2..].to_vec())
+        );
+        let mut same = twin();
+        assert_eq!(avoid_links(&mut same, &[]), AvoidedLinks::default());
+        assert_eq!(same, full);
     }
 }

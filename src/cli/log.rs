@@ -73,6 +73,9 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 "port error counters over their thresholds in one interval"
             );
         }
+        SmEvent::PortAvoided { .. } | SmEvent::PortAvoidKept { .. } | SmEvent::PortUsedAgain { .. } => {
+            log_avoid_event(ev);
+        }
         SmEvent::BabblingPort { .. } | SmEvent::PortSettingNotKept { .. } => log_port_event(ev),
         SmEvent::Cabling { differences, refused } if differences.is_empty() => {
             tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
@@ -127,6 +130,35 @@ pub(crate) fn log_event(ev: &SmEvent) {
 /// (`node-name-map`), else `desc`.
 fn shown(guid: ibsm_mad::Guid, desc: &str) -> String {
     ibsm::daemon::node_names::name(guid).unwrap_or_else(|| desc.to_owned())
+}
+
+/// The lines of `perf-avoid-unhealthy`: a port's link left out of the routes, kept in them,
+/// or used again.
+fn log_avoid_event(ev: &SmEvent) {
+    match ev {
+        SmEvent::PortAvoided { node, port, desc } => {
+            tracing::warn!(
+                error_id = "port-avoided",
+                node = %node,
+                name = %shown(*node, desc),
+                port = port.0,
+                "routes avoid this port's link: over an error threshold for several intervals (perf-avoid-unhealthy)"
+            );
+        }
+        SmEvent::PortAvoidKept { node, port, desc } => {
+            tracing::warn!(
+                error_id = "port-avoid-kept",
+                node = %node,
+                name = %shown(*node, desc),
+                port = port.0,
+                "port over its error thresholds kept in the routes: avoiding its link would leave a LID unrouted"
+            );
+        }
+        SmEvent::PortUsedAgain { node, port, desc } => {
+            tracing::info!(node = %node, name = %shown(*node, desc), port = port.0, "routes use this port's link again");
+        }
+        _ => {}
+    }
 }
 
 /// The port policies' events: the babbling-port policy, port settings not kept.

@@ -127,6 +127,10 @@ fn print_problems(p: &ibsm::daemon::control::Problems) {
     for e in &p.port_errors {
         println!("  port errors over threshold: {} {:?} port {}: {}", e.node, e.desc, e.port, e.counters.join(" "));
     }
+    for a in &p.avoided_ports {
+        let what = if a.kept { "kept in routes (avoiding it would leave a LID unrouted)" } else { "avoided by routes" };
+        println!("  port over threshold {what}: {} {:?} port {}", a.node, a.desc, a.port);
+    }
 }
 
 /// The state sync lines of `ibsm status`.

@@ -335,6 +335,37 @@ pub enum SmEvent {
         /// The counters over: (IBTA name, increase in the interval, threshold).
         over: Vec<(&'static str, u64, u64)>,
     },
+    /// `perf-avoid-unhealthy`: the routing now leaves out the link of a port the performance
+    /// manager flagged for `flag_intervals` intervals in a row (reported once, when the link
+    /// is first left out; `ibsm status` lists it while it is).
+    PortAvoided {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The node's description.
+        desc: String,
+    },
+    /// `perf-avoid-unhealthy`: a flagged port's link stays in the routing, because leaving it
+    /// out would cut some LID off (a host's only cable). Reported once, while it stays so.
+    PortAvoidKept {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The node's description.
+        desc: String,
+    },
+    /// `perf-avoid-unhealthy`: a link the routing left out carries routes again (its port was
+    /// clean for `clean_intervals` intervals in a row, or the option was turned off).
+    PortUsedAgain {
+        /// The node's GUID.
+        node: ibsm_mad::Guid,
+        /// The port.
+        port: ibsm_mad::PortNum,
+        /// The node's description.
+        desc: String,
+    },
     /// Ports answered a PortInfo Set without keeping some of the port settings it carried
     /// (their firmware ignores them: ibsim keeps no error thresholds). They are not sent to
     /// them again until the configuration changes. One event at the end of a sweep for all the

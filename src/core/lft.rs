@@ -27,7 +27,7 @@ use std::sync::Arc;
 pub use super::events::RouteMode;
 use super::events::SmEvent;
 use super::state::{NodeIdx, Subnet};
-use crate::fabric_view::{Built, build, end_ports};
+use crate::fabric_view::{AvoidedLinks, Built, avoid_links, build, end_ports};
 
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
 pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
@@ -278,17 +278,21 @@ impl Routing {
     }
 
     /// The routing job of `subnet` with `lmc`, the engine `chain` and its `options`, a layered
-    /// engine using at most `vl_budget` layers ([`vl_budget`]); it takes the base along, and
-    /// holds the sweep ([`Routing::job_out`]) until [`Routing::apply`].
+    /// engine using at most `vl_budget` layers ([`vl_budget`]), the links of the ports `avoid`
+    /// left out of its view where that cuts no LID off ([`avoid_links`]: what was left out and
+    /// what was kept comes back with the job); it takes the base along, and holds the sweep
+    /// ([`Routing::job_out`]) until [`Routing::apply`].
     pub fn job(
         &mut self,
         subnet: &Subnet,
         lmc: u8,
         (chain, options): (&[String], &EngineOptions),
         vl_budget: u8,
-    ) -> RouteJob {
+        avoid: &[(ibsm_mad::Guid, ibsm_mad::PortNum)],
+    ) -> (RouteJob, AvoidedLinks) {
         let desc = subnet.describe();
-        let Built { view, switch_nodes, .. } = build(&desc, lmc);
+        let Built { mut view, switch_nodes, .. } = build(&desc, lmc);
+        let avoided = avoid_links(&mut view, avoid);
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
         let mut options = options.resolve_ports(end_ports(&desc));
@@ -297,7 +301,9 @@ impl Routing {
         // that can deadlock on fewer VLs than they need.
         let budget = vl_budget.max(1);
         options.max_layers = Some(options.max_layers.map_or(budget, |m| m.min(budget)));
-        RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch }
+        let job =
+            RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch };
+        (job, avoided)
     }
 
     /// Keeps the job's base (unless it was dropped meanwhile), and with `use_tables` its tables,
@@ -356,7 +362,7 @@ mod tests {
         let s = fabric();
         let minhop = chain(&["minhop"]);
         let mut r = Routing::default();
-        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1);
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0;
         assert!(r.job_out());
         let applied = r.apply(job.run(), true, &minhop);
         assert!(!applied.failed && applied.events.is_empty(), "{applied:?}");
@@ -368,15 +374,15 @@ mod tests {
         assert_eq!(lft.ports.get(3).copied(), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
         r.sweep_started();
         assert!(r.routes().is_none());
-        let again = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
+        let again = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0.run();
         r.apply(again, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused);
         // Forced to route in full: a job out at that moment does not bring the base back.
-        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1);
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0;
         r.force_full();
         r.apply(job.run(), true, &minhop);
         assert_eq!(r.mode(), RouteMode::Reused, "the job took the base along");
-        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0.run();
         r.apply(done, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Full, "its base was dropped");
     }
@@ -386,7 +392,7 @@ mod tests {
         let s = fabric();
         let bad = chain(&["no-such-engine"]);
         let mut r = Routing::default();
-        let done = r.job(&s, 0, (&bad, &EngineOptions::default()), 1).run();
+        let done = r.job(&s, 0, (&bad, &EngineOptions::default()), 1, &[]).0.run();
         let applied = r.apply(done, true, &bad);
         assert!(applied.failed);
         assert!(
@@ -395,7 +401,7 @@ mod tests {
         );
         assert!(r.routes().is_none());
         let minhop = chain(&["minhop"]);
-        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1).run();
+        let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0.run();
         let applied = r.apply(done, false, &minhop);
         assert!(!applied.failed && applied.events.is_empty());
         assert!(r.routes().is_none() && r.engine_used().is_empty(), "the sweep ended: no tables taken");

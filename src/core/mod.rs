@@ -339,7 +339,7 @@ impl Sm {
                 }
             }
             (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::Perf => {
-                self.perf.handle_response(self.now, bytes);
+                self.perf_answered(bytes);
             }
             (Inbound::Response, _) => {
                 let Ok(smp) = SmpRepr::parse(bytes) else {
@@ -466,12 +466,7 @@ impl Sm {
             return None;
         }
         self.sweep.take_compute();
-        Some(self.routing.job(
-            &self.subnet,
-            self.cfg.lmc,
-            (&self.cfg.routing_engine, &self.cfg.routing_options),
-            self.vl_budget(),
-        ))
+        Some(self.route_job())
     }
 
     /// The job's result, at `now`: the tables go to the switches (or the failure is reported
@@ -491,13 +486,23 @@ impl Sm {
 
     /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.
     fn route(&mut self) {
-        let job = self.routing.job(
+        let job = self.route_job();
+        self.apply_route(job.run(), true);
+    }
+
+    /// The routing job of the subnet, its view without the links the performance manager has
+    /// the routing avoid (`perf-avoid-unhealthy`); the PM hears what was left out and kept.
+    fn route_job(&mut self) -> lft::RouteJob {
+        let avoid = self.perf.avoided();
+        let (job, avoided) = self.routing.job(
             &self.subnet,
             self.cfg.lmc,
             (&self.cfg.routing_engine, &self.cfg.routing_options),
             self.vl_budget(),
+            &avoid,
         );
-        self.apply_route(job.run(), true);
+        self.perf.set_routed(&avoided.cut, &avoided.kept);
+        job
     }
 
     fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {

@@ -624,7 +624,7 @@ mod tests {
         let mut s = fabric(4);
         let minhop = vec!["minhop".to_owned()];
         let mut routing = super::super::lft::Routing::default();
-        let job = routing.job(&s, 0, (&minhop, &ibsm_routing::EngineOptions::default()), 1);
+        let job = routing.job(&s, 0, (&minhop, &ibsm_routing::EngineOptions::default()), 1, &[]).0;
         routing.apply(job.run(), true, &minhop);
         let (switches, routes) = routing.routes().expect("routed");
         let mut p = Programming::default();

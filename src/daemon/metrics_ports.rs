@@ -35,6 +35,23 @@ pub(crate) fn perf(m: &mut Scrape, sm: &Sm) {
         "Ports over an error threshold in their last interval",
         one(pm.flagged().len() as u64),
     );
+    let (reroutes, deferred) = pm.avoid_counts();
+    m.gauge(
+        "perf_avoided_ports",
+        "Ports whose link the routing leaves out (perf-avoid-unhealthy)",
+        one(pm.routed().cut.len() as u64),
+    );
+    m.gauge(
+        "perf_avoid_kept_ports",
+        "Ports to avoid whose link stays in the routes: leaving it out would leave a LID unrouted",
+        one(pm.routed().kept.len() as u64),
+    );
+    m.counter("perf_avoid_reroutes", "Re-routes a change of the avoided ports caused", one(reroutes));
+    m.counter(
+        "perf_avoid_deferred",
+        "PM intervals whose change of the avoided ports waited for the re-route budget",
+        one(deferred),
+    );
     if let Some(s) = pm.last_sweep() {
         #[allow(clippy::cast_precision_loss)] // seconds for people
         let secs = s.ended_at.saturating_sub(s.started_at) as f64 / 1e9;

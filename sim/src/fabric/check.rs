@@ -2,9 +2,10 @@
 //! live CA port reaches every other live CA port's base LID through the LFTs, crossing only
 //! Active ports, without a loop.
 //!
-//! Owns [`RouteCheck`] and [`Fabric::check_routes`]. Reads state only: no packet is sent, no
-//! counter or random number is touched. Cost: switches × destinations (each switch's verdict for
-//! a destination is computed once), so a 27,648-HCA fabric checks in about a second.
+//! Owns [`RouteCheck`], [`Fabric::check_routes`] and [`Fabric::lft_port`] (one entry, for
+//! tests). Reads state only: no packet is sent, no counter or random number is touched. Cost:
+//! switches × destinations (each switch's verdict for a destination is computed once), so a
+//! 27,648-HCA fabric checks in about a second.
 
 use std::collections::BTreeMap;
 
@@ -108,6 +109,13 @@ impl Fabric {
             memo[n] = verdict;
         }
         verdict
+    }
+
+    /// Switch `node`'s LFT entry for `lid`, as the switch holds it (`None`: not a switch, or
+    /// the entry is unset or past LinearFDBTop).
+    pub fn lft_port(&self, node: usize, lid: u16) -> Option<u8> {
+        let s = self.nodes.get(node)?.switch?;
+        self.switches.get(s as usize)?.lft_port(lid)
     }
 
     /// Checks every (live CA port, live CA port's base LID) pair through the switches' tables.

@@ -1,7 +1,8 @@
 //! The coordinator's side of the performance manager ([`super::perf`]): when it may send (this
 //! SM is master and no sweep runs: its reads never hold a sweep or a failover back), when a PM
-//! sweep starts (due, and the subnet as the last sweep left it gives the targets), and stopping
-//! it when this SM is no longer master. `Sm` code only; the PM's state is its own.
+//! sweep starts (due, and the subnet as the last sweep left it gives the targets), a sweep when
+//! the ports the routing should avoid changed (`perf-avoid-unhealthy`), and stopping it when
+//! this SM is no longer master. `Sm` code only; the PM's state is its own.
 
 use crate::core::{Sm, SmState, SweepPhase, Transmit, perf};
 
@@ -40,7 +41,22 @@ impl Sm {
             return;
         }
         self.perf.handle_timeout(self.now);
+        self.perf_reroute_if_asked();
         self.perf_start_if_due();
+    }
+
+    /// A PerfMgt answer arrived.
+    pub(in crate::core) fn perf_answered(&mut self, bytes: &[u8]) {
+        self.perf.handle_response(self.now, bytes);
+        self.perf_reroute_if_asked();
+    }
+
+    /// The avoided ports changed at a PM sweep's end (or a reload): a heavy sweep routes the
+    /// fabric without their links (or with them again), now or right after the running one.
+    pub(in crate::core) fn perf_reroute_if_asked(&mut self) {
+        if self.perf.take_reroute() && self.state == SmState::Master {
+            self.sweep_soon();
+        }
     }
 
     /// A sweep ended with this SM master: the PM's first sweep is due now (a new master starts

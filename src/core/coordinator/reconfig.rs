@@ -78,6 +78,7 @@ impl Sm {
             ("consolidate-ipv6-snm", cfg.consolidate_ipv6_snm != old.consolidate_ipv6_snm),
             ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
             ("perf-metrics-ports", cfg.perf.export != old.perf.export),
+            ("perf-avoid-unhealthy", cfg.perf.avoid != old.perf.avoid),
             ("babbling-port-policy", cfg.babbling.enabled != old.babbling.enabled),
             ("babbling-port-traps", cfg.babbling.max_traps != old.babbling.max_traps),
             ("babbling-port-window-s", cfg.babbling.window_ns != old.babbling.window_ns),
@@ -141,6 +142,7 @@ impl Sm {
         }
         if self.cfg.perf != old.perf {
             self.perf.reconfigure(&self.cfg.perf, self.now, self.state == SmState::Master);
+            self.perf_reroute_if_asked();
         }
         if self.cfg.ports != old.ports {
             self.port_settings.forget();

@@ -1,5 +1,6 @@
 //! The hysteresis that turns the PM's flagged ports into ports the routing should avoid
-//! (issue 26, `perf-avoid-unhealthy`; not yet wired to the routing view).
+//! (`perf-avoid-unhealthy`: [`super::Perf`] runs it at the end of every PM sweep, and the
+//! routing view leaves the avoided links out, `crate::fabric_view::avoid_links`).
 //!
 //! Owns: per port, how many PM intervals in a row it was flagged over a threshold or clean;
 //! the set of ports avoided; and the budget of re-routes the avoided set may cause. It is a
@@ -50,6 +51,15 @@ pub struct AvoidChange {
     pub deferred: bool,
 }
 
+/// What the last routing made of the avoided ports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Routed {
+    /// Ports whose link the routing view left out.
+    pub cut: BTreeSet<PortKey>,
+    /// Avoided ports whose link stayed in the view: leaving it out would cut a LID off.
+    pub kept: BTreeSet<PortKey>,
+}
+
 /// The hysteresis state.
 #[derive(Debug, Clone, Default)]
 pub struct Avoid {
@@ -78,28 +88,47 @@ impl Avoid {
         &self.avoided
     }
 
-    /// One finished PM interval at `now` with the ports `flagged` in it; `known` are the ports
-    /// read in it (a port not read keeps its run: no reading is no evidence).
-    pub fn interval(&mut self, now: u64, known: &BTreeSet<PortKey>, flagged: &BTreeSet<PortKey>) -> AvoidChange {
+    /// Whether nothing is avoided and no port is on its way to be.
+    pub fn is_idle(&self) -> bool {
+        self.avoided.is_empty() && self.wanted.is_empty() && self.runs.is_empty()
+    }
+
+    /// One finished PM interval at `now`: `flagged` are the ports over a threshold in it,
+    /// `present` says whether a port is still in the fabric (one that is not is forgotten) and
+    /// `read` whether it was read in this interval (one that was not keeps its run: no reading
+    /// is no evidence). Only ports flagged at some time are kept, so a sweep of a large fabric
+    /// with a few bad cables costs a few map entries.
+    pub fn interval(
+        &mut self,
+        now: u64,
+        present: impl Fn(&PortKey) -> bool,
+        read: impl Fn(&PortKey) -> bool,
+        flagged: &BTreeSet<PortKey>,
+    ) -> AvoidChange {
         let p = self.policy;
-        self.runs.retain(|k, _| known.contains(k));
-        self.wanted.retain(|k| known.contains(k));
-        for &k in known {
+        self.runs.retain(|k, _| present(k));
+        self.wanted.retain(|k| present(k));
+        for &k in flagged.iter().filter(|k| present(k) && read(k)) {
             let r = self.runs.entry(k).or_default();
-            if flagged.contains(&k) {
-                r.flagged = r.flagged.saturating_add(1);
-                r.clean = 0;
-                if r.flagged >= p.flag_intervals.max(1) {
-                    self.wanted.insert(k);
-                }
-            } else {
-                r.clean = r.clean.saturating_add(1);
-                r.flagged = 0;
-                if r.clean >= p.clean_intervals.max(1) {
-                    self.wanted.remove(&k);
-                }
+            r.flagged = r.flagged.saturating_add(1);
+            r.clean = 0;
+            if r.flagged >= p.flag_intervals.max(1) {
+                self.wanted.insert(k);
             }
         }
+        let wanted = &mut self.wanted;
+        self.runs.retain(|k, r| {
+            if flagged.contains(k) || !read(k) {
+                return true;
+            }
+            r.clean = r.clean.saturating_add(1);
+            r.flagged = 0;
+            if r.clean >= p.clean_intervals.max(1) {
+                wanted.remove(k);
+            }
+            // A port neither avoided nor flagged is as good as one never seen.
+            wanted.contains(k)
+        });
         if self.wanted == self.avoided {
             return AvoidChange::default();
         }
@@ -129,6 +158,11 @@ mod tests {
         ks.iter().copied().collect()
     }
 
+    /// One interval where every port of `known` is present and read.
+    fn step(a: &mut Avoid, now: u64, known: &BTreeSet<PortKey>, flagged: &BTreeSet<PortKey>) -> AvoidChange {
+        a.interval(now, |k| known.contains(k), |k| known.contains(k), flagged)
+    }
+
     fn policy() -> AvoidPolicy {
         AvoidPolicy { flag_intervals: 3, clean_intervals: 2, max_reroutes: 2, window_ns: 100 * S }
     }
@@ -138,16 +172,16 @@ mod tests {
         let mut a = Avoid::new(policy());
         let known = set(&[P, (Guid(0x11), 1)]);
         for i in 0..2 {
-            assert!(!a.interval(i * S, &known, &set(&[P])).reroute, "interval {i}");
+            assert!(!step(&mut a, i * S, &known, &set(&[P])).reroute, "interval {i}");
         }
-        assert!(a.interval(2 * S, &known, &set(&[P])).reroute);
+        assert!(step(&mut a, 2 * S, &known, &set(&[P])).reroute);
         assert_eq!(a.avoided(), &set(&[P]));
         // One clean interval is not enough; a flagged one resets the clean run.
-        assert!(!a.interval(3 * S, &known, &set(&[])).reroute);
-        assert!(!a.interval(4 * S, &known, &set(&[P])).reroute);
-        assert!(!a.interval(5 * S, &known, &set(&[])).reroute);
+        assert!(!step(&mut a, 3 * S, &known, &set(&[])).reroute);
+        assert!(!step(&mut a, 4 * S, &known, &set(&[P])).reroute);
+        assert!(!step(&mut a, 5 * S, &known, &set(&[])).reroute);
         assert_eq!(a.avoided(), &set(&[P]));
-        assert!(a.interval(6 * S, &known, &set(&[])).reroute);
+        assert!(step(&mut a, 6 * S, &known, &set(&[])).reroute);
         assert!(a.avoided().is_empty());
         assert_eq!(a.reroutes, 2);
     }
@@ -160,7 +194,7 @@ mod tests {
         let reroutes = (0..50u64)
             .filter(|&i| {
                 let f = if i % 2 == 0 { set(&[P]) } else { set(&[]) };
-                a.interval(i * S, &known, &f).reroute
+                step(&mut a, i * S, &known, &f).reroute
             })
             .count();
         assert_eq!(reroutes, 2, "50 s of flapping inside one 100 s window");
@@ -169,16 +203,27 @@ mod tests {
         assert_eq!(a.deferred, 24);
         assert!(a.avoided().is_empty());
         // Past the window, the wanted state is taken.
-        assert!(a.interval(200 * S, &known, &set(&[P])).reroute);
+        assert!(step(&mut a, 200 * S, &known, &set(&[P])).reroute);
         assert_eq!(a.avoided(), &set(&[P]));
+    }
+
+    #[test]
+    fn a_port_not_read_keeps_its_run() {
+        let mut a = Avoid::new(policy());
+        let known = set(&[P]);
+        step(&mut a, 0, &known, &set(&[P]));
+        step(&mut a, S, &known, &set(&[P]));
+        // Present but not read (its read failed): the run of two holds.
+        assert!(!a.interval(2 * S, |_| true, |_| false, &set(&[P])).reroute);
+        assert!(step(&mut a, 3 * S, &known, &set(&[P])).reroute, "the third flagged interval read");
     }
 
     #[test]
     fn a_port_no_longer_read_is_forgotten() {
         let p = AvoidPolicy { flag_intervals: 1, ..policy() };
         let mut a = Avoid::new(p);
-        assert!(a.interval(0, &set(&[P]), &set(&[P])).reroute);
-        assert!(a.interval(S, &set(&[]), &set(&[])).reroute);
+        assert!(step(&mut a, 0, &set(&[P]), &set(&[P])).reroute);
+        assert!(step(&mut a, S, &set(&[]), &set(&[])).reroute);
         assert!(a.avoided().is_empty());
     }
 }

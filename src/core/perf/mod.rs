@@ -6,8 +6,10 @@
 //! Owns: the PM's schedule (a PM sweep every `perf-interval-s`), its own window of reads with its
 //! own TIDs, timeouts and retries ([`window`]), the capabilities each node's PMA advertises in its
 //! ClassPortInfo (kept by node GUID), the books of the ports ([`counters::PortBook`]), the error
-//! policy ([`Thresholds`]), and the hysteresis that would turn flagged ports into ports to avoid in
-//! routing ([`avoid`], a tested building block not yet wired in). It takes the targets from the
+//! policy ([`Thresholds`]), and, with `perf-avoid-unhealthy`, the hysteresis that turns flagged
+//! ports into ports the routing avoids ([`avoid`]: run at the end of each PM sweep; a change
+//! asks the coordinator for a re-route, [`Perf::take_reroute`], and [`Perf::routed`] takes what
+//! the routing view made of the set, for the log, status and metrics). It takes the targets from the
 //! coordinator (built by [`targets`] from the subnet) and answers with values: MADs to send
 //! ([`Perf::poll_transmit`]) and events ([`Perf::poll_event`]). It knows nothing of SMPs, sweeps or
 //! mastership: the coordinator (`Sm`) lets it send only while this SM is master and no sweep runs,
@@ -106,6 +108,8 @@ pub struct PerfConfig {
     pub thresholds: Thresholds,
     /// Which ports the metrics export.
     pub export: PortExport,
+    /// Ports the PM flags are avoided by the routing (`perf-avoid-unhealthy`, off: `None`).
+    pub avoid: Option<avoid::AvoidPolicy>,
 }
 
 impl Default for PerfConfig {
@@ -118,6 +122,7 @@ impl Default for PerfConfig {
             history: 30,
             thresholds: Thresholds::default(),
             export: PortExport::All,
+            avoid: None,
         }
     }
 }
@@ -232,13 +237,20 @@ pub struct Perf {
     flagged: BTreeMap<PortKey, Flagged>,
     events: VecDeque<SmEvent>,
     counts: PerfCounts,
+    /// The avoided-ports hysteresis, while `perf-avoid-unhealthy` is on.
+    avoid: Option<avoid::Avoid>,
+    /// The avoided set changed: the coordinator should route again.
+    reroute: bool,
+    /// What the last routing made of the avoided ports.
+    routed: avoid::Routed,
 }
 
 impl Perf {
     /// A PM with `cfg`.
     pub fn new(cfg: PerfConfig) -> Perf {
         let window = Window::new(cfg.max_in_flight, cfg.timeout_ns, cfg.retries);
-        Perf { cfg, window, ..Perf::default() }
+        let avoid = cfg.avoid.map(avoid::Avoid::new);
+        Perf { cfg, window, avoid, ..Perf::default() }
     }
 
     // ---- getters ----
@@ -270,6 +282,19 @@ impl Perf {
     /// The capabilities `node`'s PMA advertised.
     pub fn capabilities(&self, node: Guid) -> Option<PmCapabilities> {
         self.caps.get(&node).copied()
+    }
+    /// The ports the routing should leave out (empty while `perf-avoid-unhealthy` is off).
+    pub fn avoided(&self) -> Vec<(Guid, PortNum)> {
+        self.avoid.as_ref().map_or_else(Vec::new, |a| a.avoided().iter().map(|&(g, p)| (g, PortNum(p))).collect())
+    }
+    /// What the last routing made of the avoided ports: links left out, and links kept.
+    pub fn routed(&self) -> &avoid::Routed {
+        &self.routed
+    }
+    /// The re-routes the avoided set caused, and the interval ends whose change the budget
+    /// deferred.
+    pub fn avoid_counts(&self) -> (u64, u64) {
+        self.avoid.as_ref().map_or((0, 0), |a| (a.reroutes, a.deferred))
     }
     /// Whether a PM sweep runs.
     pub fn sweeping(&self) -> bool {
@@ -307,6 +332,13 @@ impl Perf {
         self.cfg.interval_ns = interval_ns;
         self.cfg.export = cfg.export;
         self.cfg.thresholds = cfg.thresholds;
+        if self.cfg.avoid != cfg.avoid {
+            // A new policy starts from nothing avoided; tables that avoided something are
+            // routed again.
+            self.cfg.avoid = cfg.avoid;
+            self.reroute |= self.avoid.as_ref().is_some_and(|a| !a.avoided().is_empty());
+            self.avoid = cfg.avoid.map(avoid::Avoid::new);
+        }
         let next = now.saturating_add(interval_ns);
         self.next_at = match self.next_at {
             _ if interval_ns == 0 => None,
@@ -435,6 +467,30 @@ impl Perf {
         self.events.pop_front()
     }
 
+    /// Whether the avoided set changed since the last call: the coordinator routes again.
+    pub fn take_reroute(&mut self) -> bool {
+        std::mem::take(&mut self.reroute)
+    }
+
+    /// What a routing made of [`Perf::avoided`]: links it left out and links it kept because
+    /// leaving them out would cut a LID off. Each port is reported once when it starts being
+    /// avoided, when it is kept, and when it is used again.
+    pub fn set_routed(&mut self, cut: &[(Guid, PortNum)], kept: &[(Guid, PortNum)]) {
+        let key = |&(g, p): &(Guid, PortNum)| (g, p.0);
+        let new = avoid::Routed { cut: cut.iter().map(key).collect(), kept: kept.iter().map(key).collect() };
+        let desc = |g: Guid| self.descs.get(&g).cloned().unwrap_or_default();
+        for &(node, port) in new.cut.difference(&self.routed.cut) {
+            self.events.push_back(SmEvent::PortAvoided { node, port: PortNum(port), desc: desc(node) });
+        }
+        for &(node, port) in new.kept.difference(&self.routed.kept) {
+            self.events.push_back(SmEvent::PortAvoidKept { node, port: PortNum(port), desc: desc(node) });
+        }
+        for &(node, port) in self.routed.cut.difference(&new.cut) {
+            self.events.push_back(SmEvent::PortUsedAgain { node, port: PortNum(port), desc: desc(node) });
+        }
+        self.routed = new;
+    }
+
     // ---- internals ----
 
     fn reads_of(&self, t: &Target) -> Vec<Read> {
@@ -539,7 +595,19 @@ impl Perf {
             self.pending.clear();
             self.counts.sweeps += 1;
             self.last = Some(done);
+            self.avoid_interval(now, done.started_at);
         }
+    }
+
+    /// The end of a PM sweep that started at `started`, for the avoided-ports hysteresis: the
+    /// ports read in it are those whose reading is that recent.
+    fn avoid_interval(&mut self, now: u64, started: u64) {
+        let Some(a) = self.avoid.as_mut() else { return };
+        let flagged: std::collections::BTreeSet<PortKey> = self.flagged.keys().copied().collect();
+        let books = &self.books;
+        let read = |k: &PortKey| books.get(k).and_then(|b| b.read_at).is_some_and(|t| t >= started);
+        let change = a.interval(now, |k| books.contains_key(k), read, &flagged);
+        self.reroute |= change.reroute;
     }
 }
 

@@ -127,6 +127,7 @@ pub const KEYS: &[&str] = &[
     "sweep-interval-s",
     "perf-interval-s",
     "perf-metrics-ports",
+    "perf-avoid-unhealthy",
     "subnet-prefix",
     "sa-rate-limit",
     "max-rate-enum",
@@ -219,9 +220,12 @@ pub fn allowed(key: &str) -> String {
         "m-key" => "\"off\", \"per-port\", or a 64-bit key as a string (\"0x\" and up to 16 hex digits)",
         "m-key-protect" => "an integer 0..=3",
         "m-key-lease-s" => "an integer 0..=65535 (seconds; 0 = never expires)",
-        "refuse-miscabled" | "babbling-port-policy" | "consolidate-ipv6-snm" | "port-shifting" | "allow-both-pkeys" => {
-            "true or false"
-        }
+        "refuse-miscabled"
+        | "babbling-port-policy"
+        | "consolidate-ipv6-snm"
+        | "port-shifting"
+        | "allow-both-pkeys"
+        | "perf-avoid-unhealthy" => "true or false",
         "scatter-ports" => "an integer 0..=4294967295 (a seed; 0 = off)",
         "babbling-port-traps" => "an integer 1..=1000000",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",

@@ -81,6 +81,10 @@ pub struct ConfigFile {
     /// Which ports' counters the metrics export: `"all"` (default), `"errors"` (ports with
     /// errors in their last interval), or `"top-N"` (those and the N busiest).
     pub perf_metrics_ports: Option<String>,
+    /// Routes avoid the link of a port the performance manager finds over an error threshold
+    /// for 3 intervals in a row, until it is clean for 5; at most 2 such re-routes an hour;
+    /// never one that would leave a LID unrouted (default false).
+    pub perf_avoid_unhealthy: Option<bool>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
     /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default

@@ -100,6 +100,9 @@ impl ConfigFile {
                     .as_deref()
                     .and_then(crate::core::perf::PortExport::parse)
                     .unwrap_or(d.perf.export),
+                avoid: self
+                    .perf_avoid_unhealthy
+                    .map_or(d.perf.avoid, |on| on.then(crate::core::perf::avoid::AvoidPolicy::default)),
                 ..d.perf
             },
         }

@@ -63,9 +63,9 @@ pub use maintenance::{PortToggledAnswer, SweepingAnswer};
 pub use port_report::{Neighbor, NodeLine, PortKey, PortLine, PortReport};
 pub use server::{ControlServer, group_id, may_change};
 pub use status::{
-    BlockedNodeJson, DisabledPortStatus, MKeyStatus, MKeyViolation, MasterStatus, PortErrorsJson, Problems,
-    QuarantinedGuid, RefusedPort, Status, SweepStatus, SweepingStatus, SyncPeerStatus, SyncStatusJson, TrapStatus,
-    UnhealthyPort, UnroutedLid, status, status_after_idle,
+    AvoidedPortJson, BlockedNodeJson, DisabledPortStatus, MKeyStatus, MKeyViolation, MasterStatus, PortErrorsJson,
+    Problems, QuarantinedGuid, RefusedPort, Status, SweepStatus, SweepingStatus, SyncPeerStatus, SyncStatusJson,
+    TrapStatus, UnhealthyPort, UnroutedLid, status, status_after_idle,
 };
 pub use text::{error_line, parse_guid};
 

@@ -102,6 +102,10 @@ pub struct Problems {
     /// interval (`ibsm counters --errors` shows their counters).
     #[serde(default)]
     pub port_errors: Vec<PortErrorsJson>,
+    /// Ports whose link the routing avoids (`perf-avoid-unhealthy`), or was asked to avoid
+    /// and kept because leaving it out would leave a LID unrouted.
+    #[serde(default)]
+    pub avoided_ports: Vec<AvoidedPortJson>,
     /// Ports the babbling-port policy holds disabled (as in `traps`).
     #[serde(default)]
     pub babbling_ports: Vec<BabblingPort>,
@@ -118,6 +122,19 @@ pub struct PortErrorsJson {
     pub port: u8,
     /// Each counter over its threshold: `Name=increase/threshold` per interval.
     pub counters: Vec<String>,
+}
+
+/// A port the routing avoids (or keeps), in `problems`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AvoidedPortJson {
+    /// Its node's GUID, `0x` and 16 hex digits.
+    pub node: String,
+    /// Its node's name in `node-name-map`, else its description.
+    pub desc: String,
+    /// The port.
+    pub port: u8,
+    /// The link stays in the routes: leaving it out would leave a LID unrouted.
+    pub kept: bool,
 }
 
 /// A duplicated GUID in `problems`.
@@ -148,6 +165,7 @@ impl Problems {
             + self.cabling_total
             + self.quarantined_guids.len()
             + self.port_errors.len()
+            + self.avoided_ports.len()
             + self.babbling_ports.len()
     }
 }
@@ -510,5 +528,15 @@ fn problems(sm: &Sm, st: &Status) -> Problems {
                 counters: f.over.iter().map(|(c, d, t)| format!("{}={d}/{t}", c.name())).collect(),
             })
             .collect(),
+        avoided_ports: {
+            let routed = sm.perf().routed();
+            let entry = |&(g, p): &(ibsm_mad::Guid, u8), kept| AvoidedPortJson {
+                node: format!("{:#018x}", g.0),
+                desc: sm.config().node_names.show(g, sm.perf().desc(g)).to_owned(),
+                port: p,
+                kept,
+            };
+            routed.cut.iter().map(|k| entry(k, false)).chain(routed.kept.iter().map(|k| entry(k, true))).collect()
+        },
     }
 }
