@@ -100,6 +100,11 @@ pub(super) struct RunArgs {
     /// reads two more intervals before the SM idles, so its last interval shows the errors.
     #[arg(long, value_name = "SPEC", requires = "sim")]
     sim_link_errors: Vec<String>,
+    /// Simulator: the performance manager reads N more intervals (of virtual time) after the
+    /// bring-up, before the SM idles or, with --once, exits: to measure its books and history
+    /// (BENCHMARKS.md) [default: 0].
+    #[arg(long, value_name = "N", requires = "sim", default_value_t = 0)]
+    sim_pm_sweeps: u64,
 }
 
 /// `ibsm run`: layers flags over the config file, loads the state, and runs on the chosen
@@ -340,6 +345,9 @@ fn run_on_sim(
                 notify.ready(&format!("master (simulated fabric): subnet {up}"));
             }
             if a.once {
+                if a.sim_pm_sweeps > 0 {
+                    finish_perf_sweep(&mut drv, a.sim_pm_sweeps);
+                }
                 return if r.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE };
             }
         } else {
@@ -352,7 +360,8 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
-            finish_perf_sweep(&mut drv, if a.sim_link_errors.is_empty() { 0 } else { 2 });
+            let errors = if a.sim_link_errors.is_empty() { 0 } else { 2 };
+            finish_perf_sweep(&mut drv, a.sim_pm_sweeps.max(errors));
             match control.as_ref().and_then(ControlServer::path) {
                 Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",

@@ -79,6 +79,7 @@ impl Sm {
             ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
             ("perf-metrics-ports", cfg.perf.export != old.perf.export),
             ("perf-avoid-unhealthy", cfg.perf.avoid != old.perf.avoid),
+            ("perf-history-s", cfg.perf.history != old.perf.history),
             ("babbling-port-policy", cfg.babbling.enabled != old.babbling.enabled),
             ("babbling-port-traps", cfg.babbling.max_traps != old.babbling.max_traps),
             ("babbling-port-window-s", cfg.babbling.window_ns != old.babbling.window_ns),

@@ -326,12 +326,15 @@ impl Perf {
 
     /// A configuration read again at `now` (a reload), in force at once: a new interval (0
     /// stops the PM sweeps, the running one ends; on a `master` the next is due within the new
-    /// interval) and what the metrics export. The window's size and timeouts stay.
+    /// interval), what the metrics export, the thresholds, the history's length and the
+    /// avoided-ports policy. The window's size and timeouts stay.
     pub fn reconfigure(&mut self, cfg: &PerfConfig, now: u64, master: bool) {
         let interval_ns = cfg.interval_ns;
         self.cfg.interval_ns = interval_ns;
         self.cfg.export = cfg.export;
         self.cfg.thresholds = cfg.thresholds;
+        // A shorter history is cut at each port's next reading.
+        self.cfg.history = cfg.history;
         if self.cfg.avoid != cfg.avoid {
             // A new policy starts from nothing avoided; tables that avoided something are
             // routed again.

@@ -128,6 +128,7 @@ pub const KEYS: &[&str] = &[
     "perf-interval-s",
     "perf-metrics-ports",
     "perf-avoid-unhealthy",
+    "perf-history-s",
     "subnet-prefix",
     "sa-rate-limit",
     "max-rate-enum",
@@ -188,6 +189,7 @@ pub fn allowed(key: &str) -> String {
             );
         }
         "resweep-interval-s" | "sweep-interval-s" | "perf-interval-s" => "an integer 0..=86400 (seconds; 0 = never)",
+        "perf-history-s" => "an integer 1..=86400 (seconds of history per port, at the PM interval)",
         "perf-metrics-ports" => {
             "a string: \"all\", \"errors\" or \"top-N\" (N ports by traffic, and those with errors)"
         }

@@ -85,6 +85,9 @@ pub struct ConfigFile {
     /// for 3 intervals in a row, until it is clean for 5; at most 2 such re-routes an hour;
     /// never one that would leave a LID unrouted (default false).
     pub perf_avoid_unhealthy: Option<bool>,
+    /// Seconds of history kept per port, at the PM interval (default 300: 32 bytes a port an
+    /// interval, about 160 MB for the 166k ports of a k=48 fat tree; BENCHMARKS.md).
+    pub perf_history_s: Option<u64>,
     /// Directory for persisted state such as guid2lid (default: none, nothing persisted).
     pub state_dir: Option<PathBuf>,
     /// Subnet prefix for every port's GID: `"0xfe80000000000000"` or `"fe80::"` (default

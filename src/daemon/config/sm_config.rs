@@ -100,6 +100,10 @@ impl ConfigFile {
                     .as_deref()
                     .and_then(crate::core::perf::PortExport::parse)
                     .unwrap_or(d.perf.export),
+                history: self.perf_history_s.map_or(d.perf.history, |s| {
+                    let interval_s = self.perf_interval_s.unwrap_or(d.perf.interval_ns / 1_000_000_000).max(1);
+                    usize::try_from(s.div_ceil(interval_s)).unwrap_or(usize::MAX).max(1)
+                }),
                 avoid: self
                     .perf_avoid_unhealthy
                     .map_or(d.perf.avoid, |on| on.then(crate::core::perf::avoid::AvoidPolicy::default)),

@@ -11,7 +11,7 @@ impl ConfigFile {
     pub(super) fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
-        let ranges: [(&'static str, Option<u64>, u64, u64); 25] = [
+        let ranges: [(&'static str, Option<u64>, u64, u64); 26] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
             ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
@@ -31,6 +31,7 @@ impl ConfigFile {
             ("resweep-interval-s", self.resweep_interval_s, 0, 86_400),
             ("sweep-interval-s", self.sweep_interval_s, 0, 86_400),
             ("perf-interval-s", self.perf_interval_s, 0, 86_400),
+            ("perf-history-s", self.perf_history_s, 1, 86_400),
             ("priority", self.priority.map(u64::from), 0, 15),
             ("elevated-priority", self.elevated_priority.map(u64::from), 0, 15),
             ("sm-poll-interval-ms", self.sm_poll_interval_ms, 1, 3_600_000),
