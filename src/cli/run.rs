@@ -345,10 +345,7 @@ fn run_on_sim(
                 notify.ready(&format!("master (simulated fabric): subnet {up}"));
             }
             if a.once {
-                if a.sim_pm_sweeps > 0 {
-                    finish_perf_sweep(&mut drv, a.sim_pm_sweeps);
-                }
-                return if r.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+                return once_done(&mut drv, a, r.complete);
             }
         } else {
             println!("sweep {sweeps}: no subnet-up report within the time limit");
@@ -360,8 +357,7 @@ fn run_on_sim(
         // yet: one more sweep confirms the fabric is stable, then the SM idles, answering the
         // control socket, until a signal.
         if sweeps >= 2 {
-            let errors = if a.sim_link_errors.is_empty() { 0 } else { 2 };
-            finish_perf_sweep(&mut drv, a.sim_pm_sweeps.max(errors));
+            finish_perf_sweep(&mut drv, a.sim_pm_sweeps.max(if a.sim_link_errors.is_empty() { 0 } else { 2 }));
             match control.as_ref().and_then(ControlServer::path) {
                 Some(p) => crate::cli::log::say(&format!(
                     "fabric stable after {sweeps} sweeps; simulated SM idle, control socket {} (Ctrl-C to stop)",
@@ -500,6 +496,15 @@ fn run_perf_sweeps(drv: &mut SimDriver, n: u64) {
             drv.fabric.advance_to(ibsm_sim::fabric::SimTime(until));
         }
     }
+}
+
+/// `--once` on the simulator after the first sweep: `--sim-pm-sweeps` PM sweeps, if asked, then
+/// the exit status (0 when the subnet is up).
+fn once_done(drv: &mut SimDriver, a: &RunArgs, complete: bool) -> ExitCode {
+    if a.sim_pm_sweeps > 0 {
+        finish_perf_sweep(drv, a.sim_pm_sweeps);
+    }
+    if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// Runs the simulated fabric until the running PM sweep (if any) is done, then `then` more.
