@@ -840,6 +840,13 @@ impl Fabric {
     pub fn node_guid(&self, node: usize) -> Option<Guid> {
         self.nodes.get(node).map(|n| n.guid)
     }
+
+    /// A switch's LFT entry for `lid` as the switch holds it now (`None` beyond its
+    /// LinearFDBTop, unset, or not a switch): what a test judges intermediate tables by.
+    pub fn lft_entry(&self, node: usize, lid: u16) -> Option<u8> {
+        let sw = self.nodes.get(node)?.switch?;
+        self.switches.get(sw as usize)?.lft_port(lid)
+    }
 }
 
 /// Outcome of an M_Key check.
