@@ -6,7 +6,7 @@
 use ibsm_mad::attrs::{LinearForwardingTable, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::header::{Mad, Method};
 use ibsm_mad::smp::{DrSmp, SmpRepr};
-use ibsm_mad::{Attribute, DrPath, Lid, MKey, PortNum, ids};
+use ibsm_mad::{Attribute, DrPath, Guid, Lid, MKey, PortNum, ids};
 use ibsm_sim::fabric::{Dest, Fabric, Fault, LinkRule, SimConfig, SimTime};
 use ibsm_sim::topology::Topology;
 
@@ -307,7 +307,43 @@ fn guid_info_block_0_holds_the_port_guid() {
     assert_eq!(st, 0);
     let gi = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");
     assert_eq!(gi.guids[0], b.topo.nodes[b.node("H4")].port_guid(1));
-    assert_eq!(b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, [0; 64]).expect("answer").0, ids::status::BAD_METHOD_ATTR);
+    // GUIDCap 1: a Set keeps nothing but answers the block; block 1 does not exist.
+    let mut set = ibsm_mad::attrs::GuidInfo::default();
+    set.guids[1] = Guid(0xaa);
+    let (st, d) = b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, to64(&set)).expect("answer");
+    assert_eq!(st, 0);
+    assert_eq!(ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse").guids[1], Guid(0));
+    assert_eq!(b.dr_get(&[1, 3, 2], ids::attr::GUID_INFO, 1).expect("answer").0, ids::status::BAD_FIELD);
+}
+
+#[test]
+fn guid_info_set_stores_alias_guids_up_to_guid_cap_and_entry_0_stays_the_port_guid() {
+    let mut b = Bench::new(1);
+    let h4 = b.node("H4");
+    let port_guid = b.topo.nodes[h4].port_guid(1);
+    b.f.set_guid_cap(h4, 1, 12);
+    let pi = b.port_info(&[1, 3, 2], 1);
+    assert_eq!(pi.guid_cap, 12);
+    let mut set = ibsm_mad::attrs::GuidInfo::default();
+    set.guids = core::array::from_fn(|i| Guid(0xa0 + i as u64));
+    let (st, d) = b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, to64(&set)).expect("answer");
+    assert_eq!(st, 0);
+    let got = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");
+    assert_eq!(got.guids[0], port_guid, "entry 0 is read-only");
+    assert_eq!(got.guids[1..], set.guids[1..]);
+    // Block 1 holds entries 8..11; 12..15 are past GUIDCap and stay 0.
+    set.guids = core::array::from_fn(|i| Guid(0xb0 + i as u64));
+    let (st, d) = b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 1, to64(&set)).expect("answer");
+    assert_eq!(st, 0);
+    let got = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");
+    assert_eq!(got.guids[..4], set.guids[..4]);
+    assert!(got.guids[4..].iter().all(|g| *g == Guid(0)));
+    let table = b.f.port_guids(h4, 1).expect("H4 port 1");
+    assert_eq!(table.len(), 12);
+    assert_eq!((table[0], table[7], table[8], table[11]), (port_guid, Guid(0xa7), Guid(0xb0), Guid(0xb3)));
+    let (st, d) = b.dr_get(&[1, 3, 2], ids::attr::GUID_INFO, 0).expect("GUIDInfo");
+    assert_eq!((st, ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse").guids[3]), (0, Guid(0xa3)));
+    assert_eq!(b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 2, to64(&set)).expect("answer").0, ids::status::BAD_FIELD);
 }
 
 /// A GSI (SA-class) request from the SM's agent at H1 to `dlid`, with the P_Key at `pkey_index`.

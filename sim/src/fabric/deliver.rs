@@ -13,7 +13,7 @@
 //! the node's PMA, not to an agent.
 
 use ibsm_mad::smp::DrSmp;
-use ibsm_mad::{Lid, MAD_LEN, PKey, ids};
+use ibsm_mad::{Guid, Lid, MAD_LEN, PKey, ids};
 
 use super::fault::{Fault, Verdict};
 use super::state::{LState, NodeRef, PState, PortRef};
@@ -131,6 +131,22 @@ impl Fabric {
         if let Some(sw) = self.switches.get_mut(s as usize) {
             sw.mcast_cap = Some(cap);
         }
+    }
+
+    /// Gives port `port` of node `node` a GUIDInfo table of `cap` entries (PortInfo.GUIDCap; a
+    /// port starts with 1, its port GUID). Unknown port: nothing.
+    pub fn set_guid_cap(&mut self, node: NodeRef, port: u8, cap: u8) {
+        if let Some(p) = self.port_ref(node, port) {
+            self.ports[p as usize].guid_cap = cap.max(1);
+        }
+    }
+
+    /// The GUIDInfo table of port `port` of node `node` as SubnSet(GUIDInfo) left it: its
+    /// GUIDCap entries, the port GUID first, unset entries 0.
+    pub fn port_guids(&self, node: NodeRef, port: u8) -> Option<Vec<Guid>> {
+        let p = &self.ports[self.port_ref(node, port)? as usize];
+        let cap = usize::from(p.guid_cap.max(1));
+        Some((0..cap).map(|i| if i == 0 { p.guid } else { p.aliases.get(i - 1).copied().unwrap_or(Guid(0)) }).collect())
     }
 
     /// Renames node `node` (as `rdma-ndd` does when a host boots): its NodeDescription becomes

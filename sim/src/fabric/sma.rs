@@ -1,7 +1,9 @@
 //! The subnet management agent of every simulated node: answers SMP Get/Set from the node's
 //! state, checks M_Keys (protect bits 0–3, lease timer, violation counter, trap 256), applies the
 //! port state machine rules to PortInfo Sets, raises traps 128 and 144, and logs each trap it
-//! sends with the TrapRepress that came back for it (one that passed the M_Key check).
+//! sends with the TrapRepress that came back for it (one that passed the M_Key check). A port's
+//! GUIDInfo table (alias GUIDs, PortInfo.GUIDCap entries) is stored by Set and answered by Get
+//! (ibsim's SMA answers Get only).
 //!
 //! Validity checks follow the IBTA rules: a Set with any invalid field changes nothing and is
 //! answered with status 0x001c; an attribute a node does not have (SwitchInfo on a CA) gives
@@ -139,7 +141,7 @@ impl Fabric {
         let st = match attr {
             ids::attr::NODE_DESC => ro(set).unwrap_or_else(|| self.get_node_desc(node_idx, data)),
             ids::attr::NODE_INFO => ro(set).unwrap_or_else(|| self.get_node_info(p, data)),
-            ids::attr::GUID_INFO => ro(set).unwrap_or_else(|| self.get_guid_info(p, attr_mod, data)),
+            ids::attr::GUID_INFO => self.guid_info(p, attr_mod, set, data),
             ids::attr::PORT_INFO => self.port_info(p, attr_mod, set, data, hide_key),
             ids::attr::PKEY_TABLE => self.pkey_table(p, attr_mod, set, data),
             ids::attr::SWITCH_INFO if is_switch => self.switch_info(node_idx, set, data),
@@ -187,12 +189,43 @@ impl Fabric {
         ids::status::OK
     }
 
-    fn get_guid_info(&self, p: PortRef, attr_mod: u32, data: &mut [u8; 64]) -> Handled {
-        if attr_mod != 0 {
+    /// GUIDInfo of the port the SMP arrived on (a switch's port 0): block `attr_mod` of its GUIDCap entries. A Set
+    /// stores entries 1.. of the block (entry 0 is the port GUID, read-only; entries past
+    /// GUIDCap are not kept) and answers the block as stored; a block past GUIDCap is
+    /// BAD_FIELD.
+    fn guid_info(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
+        // A switch's table is its port 0's.
+        let p = self.key_port(p);
+        let port = &mut self.ports[p as usize];
+        let cap = usize::from(port.guid_cap.max(1));
+        let Ok(block) = usize::try_from(attr_mod) else { return ids::status::BAD_FIELD };
+        if block >= cap.div_ceil(GuidInfo::ENTRIES) {
             return ids::status::BAD_FIELD;
         }
+        let first = block * GuidInfo::ENTRIES;
+        if set {
+            let Ok(written) = GuidInfo::parse(data) else { return ids::status::BAD_FIELD };
+            for (i, g) in written.guids.iter().enumerate() {
+                let index = first + i;
+                if index == 0 || index >= cap {
+                    continue;
+                }
+                if port.aliases.len() < index {
+                    port.aliases.resize(index, Guid(0));
+                }
+                port.aliases[index - 1] = *g;
+            }
+        }
         let mut gi = GuidInfo { guids: [Guid(0); 8] };
-        gi.guids[0] = self.ports[p as usize].guid;
+        for (i, g) in gi.guids.iter_mut().enumerate() {
+            let index = first + i;
+            *g = match index {
+                0 => port.guid,
+                _ if index >= cap => Guid(0),
+                _ => port.aliases.get(index - 1).copied().unwrap_or(Guid(0)),
+            };
+        }
+        data.fill(0);
         gi.emit(data);
         ids::status::OK
     }
@@ -266,7 +299,7 @@ impl Fabric {
             m_key_violations: base.mkey_violations,
             p_key_violations: port.pkey_violations,
             q_key_violations: port.qkey_violations,
-            guid_cap: 1,
+            guid_cap: port.guid_cap,
             client_reregister: false,
             multicast_pkey_trap_suppression_enabled: 0,
             subnet_timeout: base.subnet_timeout,

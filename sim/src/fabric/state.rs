@@ -90,6 +90,11 @@ pub(crate) struct Port {
     pub vlarb: Option<Box<[[u8; 64]; 4]>>,
     /// PerfMgt counters and the cable's error rate (see the `counters` module).
     pub perf: super::counters::PortPerf,
+    /// PortInfo.GUIDCap: entries in the port's GUIDInfo table (1 unless a test sets more).
+    pub guid_cap: u8,
+    /// The GUIDInfo table's entries 1.. as SubnSet(GUIDInfo) wrote them (entry 0, the port
+    /// GUID, is read-only); grown as blocks are written, missing entries read as 0.
+    pub aliases: Vec<Guid>,
 }
 
 /// Switch-only state.
@@ -226,6 +231,8 @@ impl Port {
             sl2vl: DEFAULT_SL2VL,
             vlarb: None,
             perf: super::counters::PortPerf::default(),
+            guid_cap: 1,
+            aliases: Vec::new(),
         }
     }
 
