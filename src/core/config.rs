@@ -61,6 +61,8 @@ pub struct SmConfig {
     /// IPv6 solicited-node multicast groups share one MLID per partition and scope (OpenSM's
     /// `consolidate_ipv6_snm_req`; default off, as OpenSM).
     pub consolidate_ipv6_snm: bool,
+    /// Bits 32..39 of the alias GUIDs the SA assigns (OpenSM's `sm_assigned_guid`; default 0).
+    pub sm_assigned_guid: u8,
     /// SA key: SA requests that carry it are trusted (default 1, OpenSM's default, which
     /// `saquery` and OpenSM's clients send).
     pub sa_key: u64,
@@ -206,6 +208,7 @@ impl Default for SmConfig {
             sm_key: DEFAULT_SM_KEY,
             sa_rate_limit: 50_000,
             consolidate_ipv6_snm: false,
+            sm_assigned_guid: 0,
             sa_key: crate::sa::DEFAULT_SA_KEY,
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,

@@ -263,6 +263,7 @@ impl MKeys {
             | Req::SetPKeys { node, port, .. }
             | Req::SetSl2Vl { node, port, .. }
             | Req::SetVlArb { node, port, .. }
+            | Req::SetGuidInfo { node, port, .. }
             | Req::GetSmInfo { node, port, .. } => at(*node, Some(*port)),
             Req::PollMaster { master: g, .. }
             | Req::MasterLid { master: g }

@@ -190,6 +190,7 @@ impl Sm {
         let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
         let mut sa = sa::Sa::new(cfg.sa_rate_limit);
         sa.set_consolidate_ipv6_snm(cfg.consolidate_ipv6_snm);
+        sa.set_assigned_guid_byte(cfg.sm_assigned_guid);
         let perf = perf::Perf::new(cfg.perf.clone());
         Sm {
             cfg,
@@ -606,6 +607,15 @@ impl Sm {
                     self.programming.mft_written();
                 }
             }
+            Req::SetGuidInfo { guid, block, .. } => {
+                self.sa.alias_written(*guid, *block, outcome);
+                // Not a sweep's failure, and no repair sweep: reported, written again after a
+                // timeout when next asked.
+                if let Some(failure) = outcome.failure() {
+                    let (attr_id, attr_mod) = transactions::describe(&request.req);
+                    self.events.push_back(SmEvent::SmpFailed { attr_id, attr_mod, path: request.path, failure });
+                }
+            }
             Req::SetPKeys { guid, block, table, .. } => {
                 let done = outcome.failure().is_none();
                 self.partitions.on_set(*guid, *block, table, done);
@@ -816,6 +826,7 @@ impl Sm {
         let report = self.sweep.report(facts, |end| self.checks.left_out(end) || self.maintenance.cut(end));
         self.state = SmState::Master;
         self.program_multicast();
+        self.program_aliases();
         self.census_pump();
         self.sync_after_sweep();
         self.schedule_light();

@@ -20,7 +20,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use ibsm_mad::attrs::{
-    CapabilityMask, CapabilityMask2, LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo,
+    CapabilityMask, CapabilityMask2, GuidInfo, LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo,
     SM_SUPPORTS_EXTENDED_SPEEDS, SlToVlTable, SmInfo, SwitchInfo, VlArbitrationTable,
 };
 use ibsm_mad::header::Method;
@@ -85,6 +85,9 @@ pub(crate) enum Req {
     SetSl2Vl { node: NodeIdx, port: PortNum, guid: Guid, input: u8, output: u8, table: SlToVlTable },
     /// One VL arbitration block write (QoS): of end port `port`, or of switch port `output`.
     SetVlArb { node: NodeIdx, port: PortNum, guid: Guid, output: u8, block: u16, table: Box<VlArbitrationTable> },
+    /// One GUIDInfo block write (alias GUIDs) of end port `port` of `node` (`guid`: the port's
+    /// GUID), between sweeps.
+    SetGuidInfo { node: NodeIdx, port: PortNum, guid: Guid, block: u8, info: Box<GuidInfo> },
     /// One MFT block write (multicast programming, between sweeps: the switch by GUID).
     SetMft { switch: Guid, block: u16, position: u8, table: Box<MulticastForwardingTable> },
     /// SMInfo of another SM found in discovery (its port has IsSM); `key`: this SM's SM_Key,
@@ -169,6 +172,10 @@ impl Req {
                 table.emit(&mut data);
                 (ids::attr::MFT, MulticastForwardingTable::attr_mod(*block, *position), Method::Set, data)
             }
+            Req::SetGuidInfo { block, info, .. } => {
+                info.emit(&mut data);
+                (ids::attr::GUID_INFO, u32::from(*block), Method::Set, data)
+            }
         }
     }
 }
@@ -180,6 +187,8 @@ pub(crate) enum Op {
     Sweep,
     /// Multicast table programming after the SA's groups changed.
     Multicast,
+    /// GUIDInfo writes after the SA's alias GUIDs changed.
+    Aliases,
     /// A standby's polls of the master, and SMInfo controls (HANDOVER ...) to other SMs.
     Election,
     /// A light sweep between heavy ones (every switch's SwitchInfo).
@@ -192,7 +201,7 @@ pub(crate) enum Op {
 }
 
 impl Op {
-    const COUNT: usize = if cfg!(test) { 6 } else { 5 };
+    const COUNT: usize = if cfg!(test) { 7 } else { 6 };
 
     fn index(self) -> usize {
         match self {
@@ -201,8 +210,9 @@ impl Op {
             Op::Election => 2,
             Op::Light => 3,
             Op::Census => 4,
+            Op::Aliases => 5,
             #[cfg(test)]
-            Op::Aside => 5,
+            Op::Aside => 6,
         }
     }
 }

@@ -5,14 +5,14 @@
 //! snapshot the answers come from ([`snapshot`]); per-requester admission ([`admission`]).
 //! [`serve`] maps a request's bytes to the response bytes: it does no I/O, reads no clock and
 //! never panics on what a client sends; what persists between requests (registered services,
-//! subscriptions and the Reports in flight, multicast groups) is the [`SaState`] that the
+//! subscriptions and the Reports in flight, multicast groups, alias GUIDs) is the [`SaState`] that the
 //! core's SA component (`core::sa::Sa`) owns and passes in. That component decides whether the
 //! SA answers at all (only as master, once a sweep is done) and where the answer goes.
 //!
 //! Answered today: ClassPortInfo (Get); NodeRecord, PortInfoRecord, SwitchInfoRecord,
 //! LinkRecord, LinearForwardingTableRecord, SMInfoRecord, P_KeyTableRecord (Get, GetTable);
-//! PathRecord (Get, GetTable); MultiPathRecord (GetMulti); ServiceRecord (Set, Get, GetTable,
-//! Delete); InformInfo (Set) and InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete,
+//! PathRecord (Get, GetTable); MultiPathRecord (GetMulti); GUIDInfoRecord (Get, GetTable, Set,
+//! Delete: alias GUIDs); ServiceRecord (Set, Get, GetTable, Delete); InformInfo (Set) and InformInfoRecord (Get, GetTable); MCMemberRecord (Set, Delete,
 //! Get, GetTable); SLtoVLMappingTableRecord and VLArbitrationTableRecord (Get, GetTable).
 //! Everything else gets status 0x000c (method/attribute not supported).
 
@@ -21,7 +21,7 @@ pub mod answer;
 mod class_port_info;
 pub mod counts;
 pub mod forwarding;
-mod guid_info_record;
+pub mod guid_info_record;
 pub mod inform;
 mod link_record;
 pub mod multicast;
@@ -127,6 +127,8 @@ pub struct SaState {
     pub mfts: forwarding::Mfts,
     /// Every port's SL-to-VL and VL arbitration tables (read by the core's census).
     pub vl: vl_tables::VlTables,
+    /// Alias GUIDs (GUIDInfoRecord Set and Delete) and the blocks written to the ports.
+    pub aliases: guid_info_record::Aliases,
 }
 
 /// Why a request got no answer at all.
@@ -177,10 +179,12 @@ pub fn serve(
         (Method::Get | Method::GetTable, sa_attr::LFT_RECORD) => forwarding::lft_query(snap, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::MFT_RECORD) => forwarding::mft_query(snap, &state.mfts, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::SM_INFO_RECORD) => sm_info_record::query(snap, live, &q, limits),
-        (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &q, limits),
-        (Method::GetMulti, sa_attr::MULTI_PATH_RECORD) => path_record::multi(snap, &q, limits),
+        (Method::Get | Method::GetTable, sa_attr::PATH_RECORD) => path_record::query(snap, &state.aliases, &q, limits),
+        (Method::GetMulti, sa_attr::MULTI_PATH_RECORD) => path_record::multi(snap, &state.aliases, &q, limits),
         (Method::Get | Method::GetTable, sa_attr::PKEY_TABLE_RECORD) => pkey_table_record::query(snap, &q, limits),
-        (Method::Get | Method::GetTable, sa_attr::GUID_INFO_RECORD) => guid_info_record::query(snap, &q, limits),
+        (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::GUID_INFO_RECORD) => {
+            state.aliases.query(snap, &q, limits)
+        }
         (Method::Get | Method::GetTable | Method::Set | Method::Delete, sa_attr::SERVICE_RECORD) => {
             state.services.query(snap, &q, limits, live.now)
         }

@@ -24,7 +24,8 @@
 //! full member (two limited members cannot talk), the lowest such, as the source port's entry
 //! (or the one asked for). With LMC > 0, GetTable returns every source LID × destination LID pair (at most
 //! NumbPath per port pair when NumbPath is given). Requested FlowLabel, HopLimit, TClass and
-//! ServiceID are echoed.
+//! ServiceID are echoed. An SGID or DGID may name a port by one of its alias GUIDs
+//! ([`Aliases`]): the path is the port's, and the records carry the alias GID asked for.
 //!
 //! Statuses: a DGID and DLID (or SGID and SLID) naming different ports is REQ_INVALID; an
 //! unknown GID is INVALID_GID; a Get that names no source or no destination is
@@ -35,15 +36,18 @@ use ibsm_mad::records::{Mtu as RecMtu, PathRecord, Selector};
 use ibsm_mad::{Attribute, Gid, Lid, PKey};
 
 use super::answer::Table;
+use super::guid_info_record::Aliases;
 use super::snapshot::{PortAt, Snapshot, Walk, rate_code};
 use super::{Answer, Limits, Query};
 use ibsm_mad::header::Method;
 
-/// One end of the requested paths: a port, and one of its LIDs or all of them.
+/// One end of the requested paths: a port, one of its LIDs or all of them, and the alias GID
+/// that named it (echoed in the records).
 #[derive(Debug, Clone, Copy)]
 struct End {
     port: PortAt,
     lid: Option<Lid>,
+    alias: Option<Gid>,
 }
 
 /// Why an end could not be resolved.
@@ -56,23 +60,24 @@ enum Bad {
 
 /// The end named by `gid` and/or `lid` (each `Some` when its component is in the mask);
 /// `None` when neither is.
-fn resolve(snap: &Snapshot, gid: Option<Gid>, lid: Option<Lid>) -> Result<Option<End>, Bad> {
+fn resolve(snap: &Snapshot, aliases: &Aliases, gid: Option<Gid>, lid: Option<Lid>) -> Result<Option<End>, Bad> {
     let by_gid = match gid {
         Some(g) => {
             if g.prefix != snap.subnet_prefix {
                 return Err(Bad::Status(status::SA_INVALID_GID));
             }
-            Some(snap.by_guid(g.guid).ok_or(Bad::Status(status::SA_INVALID_GID))?)
+            Some(aliases.resolve(snap, g.guid).ok_or(Bad::Status(status::SA_INVALID_GID))?)
         }
         None => None,
     };
+    let alias = gid.filter(|g| snap.by_guid(g.guid).is_none());
     let by_lid = match lid {
         Some(l) => Some(snap.by_lid(l).ok_or(Bad::Nothing)?),
         None => None,
     };
     match (by_gid, by_lid) {
         (Some(a), Some(b)) if a != b => Err(Bad::Status(status::SA_REQ_INVALID)),
-        (Some(p), _) | (None, Some(p)) => Ok(Some(End { port: p, lid })),
+        (Some(p), _) | (None, Some(p)) => Ok(Some(End { port: p, lid, alias })),
         (None, None) => Ok(None),
     }
 }
@@ -94,15 +99,15 @@ fn life_time(base: u8, w: &Walk) -> u8 {
 }
 
 /// Get/GetTable(PathRecord).
-pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+pub(super) fn query(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &Limits) -> Answer {
     let header = &q.header;
     let Ok(req) = PathRecord::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
     let src =
-        resolve(snap, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
+        resolve(snap, aliases, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
     let dst =
-        resolve(snap, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
+        resolve(snap, aliases, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
     let mut table = Table::new::<PathRecord>(q, limits);
     let (src, dst) = match (src, dst) {
         (Err(Bad::Status(st)), _) | (_, Err(Bad::Status(st))) => return Answer::error(header, st),
@@ -129,6 +134,7 @@ pub(super) fn query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         } else {
             usize::MAX
         },
+        aliases: (src.and_then(|e| e.alias), dst.and_then(|e| e.alias)),
     };
     let (src_port, dst_port) = (src.map(|e| e.port), dst.map(|e| e.port));
     let all: Vec<PortAt> =
@@ -160,6 +166,8 @@ struct Ask<'r> {
     want: Option<PKey>,
     requester: Option<PortAt>,
     per_pair: usize,
+    /// The alias GIDs that named the source and the destination, echoed in place of the ports'.
+    aliases: (Option<Gid>, Option<Gid>),
 }
 
 /// Adds the records of port pair `src` → `dst` over their LIDs (at most `ask.per_pair`), when
@@ -194,6 +202,8 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
             rec.sl = snap.path_layer(sp, dlid).unwrap_or(0);
         }
         rec.reversible &= !back_refused;
+        rec.sgid = ask.aliases.0.unwrap_or(rec.sgid);
+        rec.dgid = ask.aliases.1.unwrap_or(rec.dgid);
         if ask.sl.is_some_and(|sl| sl != rec.sl) || !wanted(ask.req, ask.mask, &rec) {
             continue;
         }
@@ -319,17 +329,20 @@ fn template(req: &PathRecord, mask: u64) -> PathRecord {
 /// of the request (both counts at least one, else REQ_INVALID; an unknown GID is INVALID_GID),
 /// NumbPath per pair (one when zero), filtered by P_Key, SL and the MTU, rate and lifetime
 /// selectors as PathRecord requests are. The answer carries PathRecords.
-pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
+pub(super) fn multi(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &Limits) -> Answer {
     use ibsm_mad::records::MultiPathRecord as Mpr;
     let header = &q.header;
     let Ok(req) = Mpr::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
     if req.sgids.is_empty() || req.dgids.is_empty() {
         return Answer::error(header, status::SA_REQ_INVALID);
     }
-    let resolve_all = |gids: &[Gid]| -> Result<Vec<PortAt>, u16> {
+    // Each GID's port, and the GID itself when it is an alias (echoed in the records).
+    let resolve_all = |gids: &[Gid]| -> Result<Vec<(PortAt, Option<Gid>)>, u16> {
         gids.iter()
             .map(|g| {
-                (g.prefix == snap.subnet_prefix).then(|| snap.by_guid(g.guid)).flatten().ok_or(status::SA_INVALID_GID)
+                let at = (g.prefix == snap.subnet_prefix).then(|| aliases.resolve(snap, g.guid)).flatten();
+                let at = at.ok_or(status::SA_INVALID_GID)?;
+                Ok((at, snap.by_guid(g.guid).is_none().then_some(*g)))
             })
             .collect()
     };
@@ -372,7 +385,7 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         (Mpr::COMP_PACKET_LIFE_TIME, PathRecord::COMP_PACKET_LIFE_TIME),
     ];
     let pr_mask = map.iter().filter(|(m, _)| mask & m == *m).fold(0, |acc, (_, p)| acc | p);
-    let ask = Ask {
+    let mut ask = Ask {
         template: template(&as_pr, pr_mask),
         req: &as_pr,
         mask: pr_mask,
@@ -381,10 +394,12 @@ pub(super) fn multi(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answer {
         want: has(Mpr::COMP_PKEY).then_some(req.pkey),
         requester: snap.by_lid(q.requester),
         per_pair: usize::from(req.numb_path.max(1)),
+        aliases: (None, None),
     };
-    'pairs: for &sp in &sources {
+    'pairs: for &(sp, salias) in &sources {
         let slids: Vec<Lid> = snap.lids_of(sp).collect();
-        for &dp in &dests {
+        for &(dp, dalias) in &dests {
+            ask.aliases = (salias, dalias);
             let dlids: Vec<Lid> = snap.lids_of(dp).collect();
             if !push_pair(snap, &mut table, &ask, (sp, &slids), (dp, &dlids)) {
                 break 'pairs;

@@ -37,11 +37,13 @@ pub enum Section {
     /// The ports the babbling-port policy disabled, with their back-off deadlines: a new
     /// master enables each at the end of its back-off.
     BabblingPorts = 9,
+    /// Alias GUIDs the SA assigned (GUIDInfoRecord Set), by port and index.
+    Aliases = 10,
 }
 
 impl Section {
     /// Every section, in id order.
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::Guid2Lid,
         Section::MKeys,
         Section::PKeys,
@@ -51,6 +53,7 @@ impl Section {
         Section::DisabledPorts,
         Section::LftDigests,
         Section::BabblingPorts,
+        Section::Aliases,
     ];
 
     /// The section with id `id`.
@@ -75,6 +78,7 @@ impl Section {
             Section::DisabledPorts => "disabled_ports",
             Section::LftDigests => "lft_digests",
             Section::BabblingPorts => "babbling_ports",
+            Section::Aliases => "aliases",
         }
     }
 }
@@ -104,6 +108,8 @@ pub struct Replica {
     pub lft_digests: Vec<(Guid, u16, u64)>,
     /// Ports the babbling-port policy disabled.
     pub babbling_ports: Vec<BabblingPort>,
+    /// Alias GUIDs: (port GUID, [(index, alias GUID)]).
+    pub aliases: Vec<(Guid, Vec<(u8, Guid)>)>,
 }
 
 /// A port the babbling-port policy disabled, as replicated (times in ns on the sender's clock
@@ -277,6 +283,17 @@ impl Replica {
                     w.u64(*digest);
                 }
             }
+            Section::Aliases => {
+                w.count(self.aliases.len());
+                for (port, entries) in &self.aliases {
+                    w.u64(port.0);
+                    w.count(entries.len());
+                    for (i, g) in entries {
+                        w.u8(*i);
+                        w.u64(g.0);
+                    }
+                }
+            }
             Section::BabblingPorts => {
                 w.count(self.babbling_ports.len());
                 for b in &self.babbling_ports {
@@ -367,6 +384,17 @@ impl Replica {
                 next.lft_digests =
                     (0..n).map(|_| Ok((Guid(r.u64()?), r.u16()?, r.u64()?))).collect::<Result<_, DecodeError>>()?;
             }
+            Section::Aliases => {
+                let n = r.count(12)?;
+                next.aliases = (0..n)
+                    .map(|_| {
+                        let port = Guid(r.u64()?);
+                        let k = r.count(9)?;
+                        let entries = (0..k).map(|_| Ok((r.u8()?, Guid(r.u64()?)))).collect::<Result<_, DecodeError>>()?;
+                        Ok((port, entries))
+                    })
+                    .collect::<Result<_, DecodeError>>()?;
+            }
             Section::BabblingPorts => {
                 let n = r.count(38)?;
                 next.babbling_ports = (0..n)
@@ -427,6 +455,7 @@ mod tests {
             }],
             disabled_ports: vec![(Guid(0x20), 3), (Guid(0x21), 1)],
             lft_digests: vec![(Guid(0x20), 191, 0x0123_4567_89ab_cdef), (Guid(0x21), 63, 7)],
+            aliases: vec![(Guid(0x102), vec![(1, Guid(0x14_0500_0000_0001)), (9, Guid(0xa9))]), (Guid(0x103), vec![])],
             babbling_ports: vec![BabblingPort {
                 port: (Guid(0x20), 5),
                 babbler: (Guid(0x30), 1),
@@ -470,7 +499,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(id in 1u8..=9, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn arbitrary_bytes_never_panic(id in 1u8..=10, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let mut r = Replica::default();
             if let Some(s) = Section::from_id(id) {
                 // Sections of plain integers encode back to the bytes they decoded from.
@@ -482,6 +511,7 @@ mod tests {
                         | Section::DisabledPorts
                         | Section::LftDigests
                         | Section::BabblingPorts
+                        | Section::Aliases
                 );
                 if r.decode(s, &bytes).is_ok() && exact {
                     prop_assert_eq!(r.encode(s), bytes);

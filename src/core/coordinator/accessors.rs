@@ -39,9 +39,9 @@ impl Sm {
             ("sms_found", self.election.found().len()),
         ]);
         out.extend(self.mkeys.sizes());
-        let [requesters, services, subscriptions, vl_tables, held] = self.sa.sizes();
+        let [requesters, services, subscriptions, vl_tables, held, aliases] = self.sa.sizes();
         out.extend([requesters, services, subscriptions, ("quarantine", self.checks.quarantine().guids.len())]);
-        out.extend([vl_tables, held]);
+        out.extend([vl_tables, held, aliases]);
         out.extend(self.traps.sizes());
         out.extend(self.perf.sizes());
         out.extend(self.babbling.sizes());

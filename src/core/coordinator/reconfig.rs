@@ -76,6 +76,7 @@ impl Sm {
             ("sa-rate-limit", cfg.sa_rate_limit != old.sa_rate_limit),
             ("sa-key", cfg.sa_key != old.sa_key),
             ("consolidate-ipv6-snm", cfg.consolidate_ipv6_snm != old.consolidate_ipv6_snm),
+            ("sm-assigned-guid", cfg.sm_assigned_guid != old.sm_assigned_guid),
             ("perf-interval-s", cfg.perf.interval_ns != old.perf.interval_ns),
             ("perf-metrics-ports", cfg.perf.export != old.perf.export),
             ("perf-avoid-unhealthy", cfg.perf.avoid != old.perf.avoid),
@@ -138,6 +139,7 @@ impl Sm {
             self.sa.set_rate(self.cfg.sa_rate_limit);
         }
         self.sa.set_consolidate_ipv6_snm(self.cfg.consolidate_ipv6_snm);
+        self.sa.set_assigned_guid_byte(self.cfg.sm_assigned_guid);
         if self.cfg.sweep_interval_ns != old.sweep_interval_ns && self.phase == SweepPhase::Up {
             self.schedule_light();
         }

@@ -1,6 +1,7 @@
 //! The SA's side of the coordinator: where the SA's values meet the rest. An SA request is
 //! answered by [`super::super::sa::Sa`], and what follows happens here: the VL census' reads,
-//! the multicast tables its groups need, the standbys' copy; and the snapshot every sweep's end
+//! the multicast tables its groups need, the GUIDInfo blocks its alias GUIDs need, the
+//! standbys' copy; and the snapshot every sweep's end
 //! builds from the subnet, the partitions, the programmed tables and the routing engine.
 
 use std::sync::Arc;
@@ -64,11 +65,12 @@ impl Sm {
             self.census_pump();
         }
         self.after_answers.multicast |= done.groups_changed;
+        self.after_answers.aliases |= done.aliases_changed;
         self.after_answers.publish.extend(done.publish);
     }
 
     /// Carries out what the SA changes since the last call led to: publishes the sections that
-    /// changed, reprograms the multicast tables. Called once the answers are out, and before a
+    /// changed, reprograms the multicast tables and the ports' alias GUIDs. Called once the answers are out, and before a
     /// timer is handled (a handover or a sweep sees the changes first).
     pub(in crate::core) fn flush_after_answers(&mut self) {
         let after = std::mem::take(&mut self.after_answers);
@@ -78,6 +80,20 @@ impl Sm {
         }
         if after.multicast {
             self.program_multicast();
+        }
+        if after.aliases {
+            self.program_aliases();
+        }
+    }
+
+    /// Writes the GUIDInfo blocks that differ from what the ports hold for the SA's alias
+    /// GUIDs. Only between sweeps; a sweep's end calls it again.
+    pub(in crate::core) fn program_aliases(&mut self) {
+        if self.phase != SweepPhase::Up || self.state != SmState::Master {
+            return;
+        }
+        for r in self.sa.alias_sets(&self.subnet) {
+            self.tx.push(r);
         }
     }
 

@@ -1,6 +1,6 @@
 //! The coordinator's side of replication ([`crate::core::replication::Replication`]): which
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
-//! cable map, the P_Key tables as the ports hold them, the SA's groups, services and subscriptions,
+//! cable map, the P_Key tables as the ports hold them, the SA's groups, services, subscriptions and alias GUIDs,
 //! the ports an operator disabled, the digests of the switches' forwarding tables, the ports the
 //! babbling-port policy disabled) and goes back to at
 //! a takeover, and where the component's answers go (events, the standbys whose sync came to
@@ -36,7 +36,9 @@ impl Sm {
                     Section::DisabledPorts => r.disabled_ports = self.maintenance.disabled().iter().copied().collect(),
                     Section::LftDigests => r.lft_digests = self.programming.digests(),
                     Section::BabblingPorts => r.babbling_ports = self.babbling.replica(),
-                    Section::Groups | Section::Services | Section::Informs => self.sa.export(section, &mut r),
+                    Section::Groups | Section::Services | Section::Informs | Section::Aliases => {
+                        self.sa.export(section, &mut r);
+                    }
                 }
                 (section, r.encode(section))
             })
@@ -163,7 +165,7 @@ impl Sm {
                 }
                 Section::LftDigests => {}
                 Section::BabblingPorts => self.babbling.adopt(&r.babbling_ports),
-                Section::Groups | Section::Services | Section::Informs => self.sa.adopt(*s, r),
+                Section::Groups | Section::Services | Section::Informs | Section::Aliases => self.sa.adopt(*s, r),
             }
         }
         self.events.push_back(a.event());

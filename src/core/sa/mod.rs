@@ -4,7 +4,7 @@
 //! Owns the snapshot the SA answers from (the fabric as the last completed sweep left it, an
 //! `Arc` swapped in whole: readers never see a sweep half done), the SA's state (services,
 //! subscriptions and the Reports in flight, multicast groups and what each switch's multicast
-//! table holds, the VL tables), how large answers may be ([`crate::sa::Limits`]),
+//! table holds, alias GUIDs and what each port was written, the VL tables), how large answers may be ([`crate::sa::Limits`]),
 //! per-requester admission, the answers sent by attribute and status, the SA's share of the
 //! requests seen, and the census of VL tables ([`census`]). [`crate::sa::serve`] turns a
 //! request's bytes into an answer; this module decides whether it is answered at all (only by
@@ -19,10 +19,12 @@
 //! coordinator to queue), Reports to subscribers ([`Sa::poll_transmit`]). When each happens
 //! (master between sweeps, the end of a sweep) is the coordinator's call.
 //!
-//! Files: [`census`] (when the VL tables are read), [`multicast`] (the MFT blocks the groups
+//! Files: [`aliases`] (the GUIDInfo writes alias GUIDs need), [`census`] (when the VL tables
+//! are read), [`multicast`] (the MFT blocks the groups
 //! need and their programming), [`snapshot`] (the copy a sweep's end takes, and the notices
 //! 64-67 for subscribers).
 
+pub(super) mod aliases;
 pub(super) mod census;
 pub(super) mod multicast;
 pub(super) mod snapshot;
@@ -89,6 +91,8 @@ pub(super) struct Asked<'a> {
 pub(super) struct AfterAnswers {
     /// Multicast groups changed: the switches' tables follow.
     pub multicast: bool,
+    /// Alias GUIDs changed: the ports' GUIDInfo blocks follow.
+    pub aliases: bool,
     /// Replicated sections that changed, to publish to the standbys.
     pub publish: std::collections::BTreeSet<Section>,
 }
@@ -104,6 +108,8 @@ pub(super) struct Answered {
     pub census: bool,
     /// Multicast groups changed: the switches' tables follow.
     pub groups_changed: bool,
+    /// Alias GUIDs changed: the ports' GUIDInfo blocks follow.
+    pub aliases_changed: bool,
     /// The replicated section that changed, to publish to the standbys.
     pub publish: Option<Section>,
 }
@@ -161,14 +167,15 @@ impl Sa {
     }
 
     /// How many entries the SA's growing tables hold: requesters tracked, services,
-    /// subscriptions, nodes with VL tables, requests held for the census.
-    pub fn sizes(&self) -> [(&'static str, usize); 5] {
+    /// subscriptions, nodes with VL tables, requests held for the census, ports with alias GUIDs.
+    pub fn sizes(&self) -> [(&'static str, usize); 6] {
         [
             ("sa.requesters", self.admission.tracked()),
             ("sa.services", self.state.services.len()),
             ("sa.subscriptions", self.state.informs.len()),
             ("vl_tables", self.state.vl.len()),
             ("sa.held_for_tables", self.census.held()),
+            ("sa.ports_with_aliases", self.state.aliases.len()),
         ]
     }
 
@@ -298,8 +305,10 @@ impl Sa {
                         ibsm_mad::ids::sa_attr::MC_MEMBER_RECORD => Some(Section::Groups),
                         ibsm_mad::ids::sa_attr::SERVICE_RECORD => Some(Section::Services),
                         ibsm_mad::ids::sa_attr::INFORM_INFO => Some(Section::Informs),
+                        ibsm_mad::ids::sa_attr::GUID_INFO_RECORD => Some(Section::Aliases),
                         _ => None,
                     };
+                    out.aliases_changed = h.attr_id == ibsm_mad::ids::sa_attr::GUID_INFO_RECORD;
                 }
             }
             Err(crate::sa::Dropped::BadKey(key)) => {
@@ -330,6 +339,7 @@ impl Sa {
         self.state.mcast.apply_policy(groups, &snap);
         self.state.mcast.retain_present(&snap);
         self.state.mcast.take_dirty();
+        self.state.aliases.retain_present(&snap);
         self.announce_groups(&snap, now);
         self.census.after_sweep(subnet, &mut self.state.vl);
         self.snapshot = Some(snap);
@@ -395,7 +405,8 @@ impl Sa {
         self.state.informs.on_timeout(now);
     }
 
-    /// The replicated `section` of the SA's state into `r` (groups, services, subscriptions;
+    /// The replicated `section` of the SA's state into `r` (groups, services, subscriptions,
+    /// alias GUIDs;
     /// other sections are not the SA's and are left alone).
     pub fn export(&self, section: Section, r: &mut Replica) {
         match section {
@@ -405,6 +416,7 @@ impl Sa {
             }
             Section::Services => r.services = self.state.services.export(),
             Section::Informs => r.informs = self.state.informs.export(),
+            Section::Aliases => r.aliases = self.state.aliases.export(),
             Section::Guid2Lid
             | Section::MKeys
             | Section::PKeys
@@ -420,6 +432,7 @@ impl Sa {
             Section::Groups => self.state.mcast.restore(r.groups.clone(), r.next_mgid),
             Section::Services => self.state.services.restore(r.services.clone()),
             Section::Informs => self.state.informs.restore(r.informs.clone()),
+            Section::Aliases => self.state.aliases.restore(r.aliases.clone()),
             Section::Guid2Lid
             | Section::MKeys
             | Section::PKeys

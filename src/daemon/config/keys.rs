@@ -133,6 +133,7 @@ pub const KEYS: &[&str] = &[
     "sa-rate-limit",
     "max-rate-enum",
     "consolidate-ipv6-snm",
+    "sm-assigned-guid",
     "sa-key",
     "partitions",
     "part-enforce",
@@ -195,6 +196,7 @@ pub fn allowed(key: &str) -> String {
         }
         "subnet-prefix" => "a string: \"0x\" and 16 hex digits, or an IPv6 prefix such as \"fe80::\"",
         "sa-rate-limit" => "an integer 0..=4294967295 (requests per second; 0 = no limit)",
+        "sm-assigned-guid" => "an integer 0..=255 (bits 32..39 of SA-assigned alias GUIDs)",
         "sa-key" => "a string: \"0x\" and up to 16 hex digits, or a decimal number",
         "partitions"
         | "sm-key-file"

@@ -102,6 +102,9 @@ pub struct ConfigFile {
     /// IPv6 solicited-node multicast groups share one MLID per partition and scope (OpenSM's
     /// `consolidate_ipv6_snm_req`; default false, as OpenSM).
     pub consolidate_ipv6_snm: Option<bool>,
+    /// Bits 32..39 of the alias GUIDs the SA assigns when a GUIDInfoRecord Set asks it to
+    /// (OpenSM's `sm_assigned_guid`; default 0, as OpenSM).
+    pub sm_assigned_guid: Option<u8>,
     /// SA key: requests carrying it are trusted. A string (`"0x..."` or decimal), since TOML
     /// integers are signed (default 1, as OpenSM).
     pub sa_key: Option<String>,

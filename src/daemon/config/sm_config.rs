@@ -65,6 +65,7 @@ impl ConfigFile {
             sm_key: d.sm_key,
             sa_rate_limit: self.sa_rate_limit.unwrap_or(d.sa_rate_limit),
             consolidate_ipv6_snm: self.consolidate_ipv6_snm.unwrap_or(d.consolidate_ipv6_snm),
+            sm_assigned_guid: self.sm_assigned_guid.unwrap_or(d.sm_assigned_guid),
             sa_key: self.sa_key.as_deref().and_then(|k| parse_key(k).ok()).unwrap_or(d.sa_key),
             partitions: d.partitions,
             // Read by `startup`, which reads the policy file the configuration names.
