@@ -278,7 +278,7 @@ mod tests {
         assert!(r.replica().guid2lid.is_empty(), "nothing taken");
         let bad = Message { chunks: MAX_CHUNKS + 1, ..last.clone() };
         assert_eq!(r.on_chunk(&bad, 4, &key), Err(Refused::Malformed));
-        assert_eq!(r.on_chunk(&Message { section: 10, ..last }, 4, &key), Err(Refused::Malformed));
+        assert_eq!(r.on_chunk(&Message { section: 200, ..last }, 4, &key), Err(Refused::Malformed), "no such section");
     }
 
     #[test]
