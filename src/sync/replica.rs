@@ -283,17 +283,7 @@ impl Replica {
                     w.u64(*digest);
                 }
             }
-            Section::Aliases => {
-                w.count(self.aliases.len());
-                for (port, entries) in &self.aliases {
-                    w.u64(port.0);
-                    w.count(entries.len());
-                    for (i, g) in entries {
-                        w.u8(*i);
-                        w.u64(g.0);
-                    }
-                }
-            }
+            Section::Aliases => write_aliases(&mut w, &self.aliases),
             Section::BabblingPorts => {
                 w.count(self.babbling_ports.len());
                 for b in &self.babbling_ports {
@@ -413,6 +403,19 @@ impl Replica {
         r.end()?;
         *self = next;
         Ok(())
+    }
+}
+
+/// The aliases section: a count of ports, each its GUID and a count of (index, alias GUID).
+fn write_aliases(w: &mut Writer, aliases: &[(Guid, Vec<(u8, Guid)>)]) {
+    w.count(aliases.len());
+    for (port, entries) in aliases {
+        w.u64(port.0);
+        w.count(entries.len());
+        for (i, g) in entries {
+            w.u8(*i);
+            w.u64(g.0);
+        }
     }
 }
 
