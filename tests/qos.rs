@@ -3,7 +3,8 @@
 //! VLHighLimit, as read back from the simulated ports with directed-route Gets; a sweep with
 //! nothing changed writes no table; a reload with changed QoS options rewrites the tables that
 //! change and writes no LFT block; without a policy nothing is written. Path records carry the
-//! SL of the QoS level their query matches and honour its MTU and rate limits.
+//! SL of the QoS level their query matches and honour its MTU and rate limits. With
+//! `use-optimized-slvl`, a switch that advertises the one-Set SL2VL form gets one Set per port.
 
 use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SubnetReport};
 use ibsm::transport::sim::SimDriver;
@@ -434,4 +435,43 @@ fn vl_arbitration_records_follow_the_tables_written_after_a_change() {
     assert!(done.sweep, "{done:?}");
     next_report(&mut drv);
     assert_eq!(ask(&mut drv), 32, "the block as written, not as the census first read it");
+}
+
+/// `use-optimized-slvl`: a switch that advertises OptimizedSLtoVLMappingProgramming gets one
+/// SL2VL Set per output port (modifier bit 16: every input port), and every pair reads back the
+/// table; a switch that does not advertise it still gets one Set per pair.
+#[test]
+fn use_optimized_slvl_writes_one_sl2vl_set_per_output_port_where_advertised() {
+    let topo = example("fat-tree-2l-k4.net");
+    let cas = topo.nodes.iter().filter(|n| n.kind == NodeKind::Ca).count() as u64;
+    let cfg = || SmConfig { qos: Some(setting("0:0,1:64")), use_optimized_slvl: true, ..SmConfig::default() };
+    let sim = ibsm_sim::fabric::SimConfig { seed: 11, optimized_sl2vl: true, ..ibsm_sim::fabric::SimConfig::default() };
+    let mut drv = SimDriver::with_config(&topo, sim, Sm::new(cfg(), Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(LIMIT, |_| {}).expect("sweep report").complete);
+    // 6 switches, 4 cabled ports each: one SL2VL and two VLArb Sets a port; 3 tables a CA.
+    assert_eq!(drv.sm.qos_tables_sent(), 6 * 4 * (1 + 2) + cas * 3, "one SL2VL Set per output port");
+    let mut want: [u8; 16] = [0; 16];
+    for (sl, vl) in SL2VL.split(',').enumerate() {
+        want[sl] = vl.parse().expect("number");
+    }
+    for (path, switch, ports) in targets(&topo, &drv) {
+        if !switch {
+            continue;
+        }
+        for out in 1..=ports {
+            if port_info(&mut drv, &path, out).port_state == ibsm_mad::attrs::PortState::Down {
+                continue;
+            }
+            for input in 0..=ports {
+                assert_eq!(sl2vl(&mut drv, &path, input, out), want, "switch pair {input}->{out}");
+            }
+        }
+    }
+    let written = drv.sm.qos_tables_sent();
+    drv.sm.request_sweep(ibsm::core::Requested::Heavy).expect("master");
+    assert!(next_report(&mut drv).complete);
+    assert_eq!(drv.sm.qos_tables_sent(), written, "the one-Set form is held per pair: nothing rewritten");
+    // Switches that do not advertise the form get one Set per (input, output) pair.
+    let (drv, _) = up(&topo, cfg());
+    assert_eq!(drv.sm.qos_tables_sent(), 6 * 4 * (5 + 2) + cas * 3, "not advertised: one Set per pair");
 }

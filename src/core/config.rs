@@ -93,6 +93,9 @@ pub struct SmConfig {
     /// QoS: SL2VL and VL arbitration tables, OperationalVLs and VLHighLimit on every port
     /// (`qos-policy-file` or `--qos-policy`; default `None`: off, the ports' tables untouched).
     pub qos: Option<super::qos::QosSetting>,
+    /// SL2VL in the one-Set form (all input ports of an output port at once) on switches that
+    /// advertise OptimizedSLtoVLMappingProgramming (`use-optimized-slvl`; default off, as OpenSM).
+    pub use_optimized_slvl: bool,
     /// The planned cabling every sweep is compared with (`expected-topology`; default none).
     pub expected_topology: Option<Arc<ibsm_topology::Topology>>,
     /// Leave both ends of a cable the plan says goes elsewhere unarmed and unrouted (default
@@ -213,6 +216,7 @@ impl Default for SmConfig {
             partitions: ibsm_partitions::Policy::no_file(),
             part_enforce: PartEnforce::Both,
             allow_both_pkeys: false,
+            use_optimized_slvl: false,
             qos: None,
             m_key: mkeys::MKeyConfig::default(),
             elevated_priority: None,

@@ -623,16 +623,19 @@ impl Sm {
                     self.fail(request, outcome);
                 }
             }
-            Req::SetSl2Vl { guid, port, input, output, table, .. } => {
+            Req::SetSl2Vl { guid, port, input, output, all_inputs, table, .. } => {
                 let done = outcome.failure().is_none();
-                self.qos.on_sl2vl(*guid, (*input, *output), table, done);
-                // A switch's map is set through port 0, a CA's through its own port.
-                let read = if port.0 == 0 {
-                    VlRead::Sl2Vl { input: *input, output: *output }
-                } else {
-                    VlRead::Sl2Vl { input: 0, output: port.0 }
-                };
-                self.sa.vl_written(*guid, read, outcome);
+                let inputs = if *all_inputs { self.qos.sl2vl_inputs(*guid, *output) } else { vec![*input] };
+                self.qos.on_sl2vl(*guid, (&inputs, *output), table, done);
+                for input in inputs {
+                    // A switch's map is set through port 0, a CA's through its own port.
+                    let read = if port.0 == 0 {
+                        VlRead::Sl2Vl { input, output: *output }
+                    } else {
+                        VlRead::Sl2Vl { input: 0, output: port.0 }
+                    };
+                    self.sa.vl_written(*guid, read, outcome);
+                }
                 if !done {
                     self.fail(request, outcome);
                 }

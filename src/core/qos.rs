@@ -9,7 +9,9 @@
 //! the PortInfo fields configuration must set ([`Qos::port_settings`]: OperationalVLs,
 //! VLHighLimit) and the table Sets to queue ([`Qos::table_sets`]). A port that shows no LID
 //! (reset since) is written whole again; a Set that fails is forgotten, so the next sweep
-//! writes it again.
+//! writes it again. With `use-optimized-slvl`, a switch that advertises
+//! OptimizedSLtoVLMappingProgramming gets one SL2VL Set per output port whose input ports all
+//! want one table (modifier bit 16), held as if written pair by pair.
 //!
 //! It takes the subnet and the setting as arguments and answers with values; it sends nothing
 //! and touches no other component's state.
@@ -103,12 +105,18 @@ impl Qos {
     }
 
     /// The SL2VL and VLArbitration Sets whose table differs from what this SM last wrote.
-    pub(crate) fn table_sets(&mut self, subnet: &Subnet) -> Vec<Request> {
+    /// With `optimized` (`use-optimized-slvl`), a switch that advertises
+    /// OptimizedSLtoVLMappingProgramming gets one Set per output port whose input ports all
+    /// want the same table (modifier bit 16), where some of them differ from what was written.
+    pub(crate) fn table_sets(&mut self, subnet: &Subnet, optimized: bool) -> Vec<Request> {
         let mut sets = Vec::new();
         for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             let guid = n.info.node_guid;
             let Some(want) = self.resolved.get(&guid) else { continue };
             let switch = n.is_switch();
+            let one_set = optimized
+                && switch
+                && n.switch_info.is_some_and(|si| si.optimized_sl_to_vl_mapping_programming & 1 == 1);
             // A node whose port shows no LID was reset: it holds its power-on tables.
             let reset =
                 n.end_ports().any(|p| n.port(p).and_then(|r| r.info).is_some_and(|pi| pi.lid == Lid::UNASSIGNED));
@@ -127,12 +135,24 @@ impl Qos {
                     let req = Req::SetVlArb { node: i, port, guid, output, block: *block, table: Box::new(*table) };
                     sets.push(Request::sweep(n.path_for(PortNum(p.num)), req));
                 }
+                if one_set
+                    && let Some((_, first)) = p.sl2vl.first()
+                    && p.sl2vl.iter().all(|(_, t)| t == first)
+                {
+                    if p.sl2vl.iter().any(|(input, _)| self.held_sl2vl.get(&(guid, *input, output)) != Some(first)) {
+                        let req =
+                            Req::SetSl2Vl { node: i, port, guid, input: 0, output, all_inputs: true, table: *first };
+                        sets.push(Request::sweep(n.path_for(PortNum(p.num)), req));
+                    }
+                    continue;
+                }
                 for (input, table) in &p.sl2vl {
                     let key = (guid, if switch { *input } else { 0 }, output);
                     if self.held_sl2vl.get(&key) == Some(table) {
                         continue;
                     }
-                    let req = Req::SetSl2Vl { node: i, port, guid, input: key.1, output, table: *table };
+                    let req =
+                        Req::SetSl2Vl { node: i, port, guid, input: key.1, output, all_inputs: false, table: *table };
                     sets.push(Request::sweep(n.path_for(PortNum(p.num)), req));
                 }
             }
@@ -141,13 +161,28 @@ impl Qos {
     }
 
     /// An SL2VL Set ended: remember the table, or forget it so that it is written again.
-    pub fn on_sl2vl(&mut self, guid: Guid, (input, output): (u8, u8), table: &SlToVlTable, done: bool) {
+    /// One Set may cover several input ports (the one-Set form): `inputs` lists them.
+    pub fn on_sl2vl(&mut self, guid: Guid, (inputs, output): (&[u8], u8), table: &SlToVlTable, done: bool) {
         if done {
             self.blocks_sent += 1;
-            self.held_sl2vl.insert((guid, input, output), *table);
-        } else {
-            self.held_sl2vl.remove(&(guid, input, output));
         }
+        for &input in inputs {
+            if done {
+                self.held_sl2vl.insert((guid, input, output), *table);
+            } else {
+                self.held_sl2vl.remove(&(guid, input, output));
+            }
+        }
+    }
+
+    /// The input ports resolved for a switch's `output`: those a one-Set SL2VL write covers.
+    pub fn sl2vl_inputs(&self, guid: Guid, output: u8) -> Vec<u8> {
+        let Some(want) = self.resolved.get(&guid) else { return Vec::new() };
+        want.ports
+            .iter()
+            .find(|p| p.num == output)
+            .map(|p| p.sl2vl.iter().map(|(i, _)| *i).collect())
+            .unwrap_or_default()
     }
 
     /// A VLArbitration Set ended: remember the block, or forget it.
@@ -194,7 +229,9 @@ mod tests {
     fn ended(q: &mut Qos, sets: &[Request], done: bool) {
         for r in sets {
             match &r.req {
-                Req::SetSl2Vl { guid, input, output, table, .. } => q.on_sl2vl(*guid, (*input, *output), table, done),
+                Req::SetSl2Vl { guid, input, output, table, .. } => {
+                    q.on_sl2vl(*guid, (&[*input], *output), table, done);
+                }
                 Req::SetVlArb { guid, output, block, table, .. } => q.on_vlarb(*guid, (*output, *block), table, done),
                 other => panic!("not a QoS Set: {other:?}"),
             }
@@ -206,22 +243,22 @@ mod tests {
         let s = qos_star();
         let mut q = Qos::default();
         assert!(q.resolve(&s, None, 5).is_empty());
-        assert!(q.table_sets(&s).is_empty(), "QoS off: the ports keep their tables");
+        assert!(q.table_sets(&s, false).is_empty(), "QoS off: the ports keep their tables");
         assert_eq!(q.port_settings(Guid(0x20), PortNum(1)), None);
 
         let setting = QosSetting::default();
         assert!(q.resolve(&s, Some(&setting), 5).is_empty());
-        let first = q.table_sets(&s);
+        let first = q.table_sets(&s, false);
         assert!(first.iter().any(|r| matches!(r.req, Req::SetSl2Vl { .. })), "{first:?}");
         assert!(first.iter().any(|r| matches!(r.req, Req::SetVlArb { .. })), "{first:?}");
         assert!(q.port_settings(Guid(0x20), PortNum(1)).is_some(), "QoS sets OperationalVLs");
         ended(&mut q, &first, true);
         assert_eq!(q.blocks_sent(), first.len() as u64);
-        assert!(q.table_sets(&s).is_empty(), "everything written is held");
+        assert!(q.table_sets(&s, false).is_empty(), "everything written is held");
 
         // A Set that failed is forgotten and written again; the rest stays held.
         ended(&mut q, &first[..1], false);
-        assert_eq!(q.table_sets(&s).len(), 1);
+        assert_eq!(q.table_sets(&s, false).len(), 1);
         // A node that shows no LID was reset: all its tables again.
         let mut reset = s.clone();
         let sw = reset.by_guid[&Guid(0x20)];
@@ -231,7 +268,7 @@ mod tests {
             }
         }
         ended(&mut q, &first[..1], true);
-        let again = q.table_sets(&reset);
+        let again = q.table_sets(&reset, false);
         let of_switch = first
             .iter()
             .filter(|r| matches!(r.req, Req::SetSl2Vl { guid, .. } | Req::SetVlArb { guid, .. } if guid == Guid(0x20)))

@@ -82,7 +82,16 @@ pub(crate) enum Req {
     /// One SL-to-VL table write (QoS): of end port `port` (input and output 0), or of a
     /// switch's pair of ports (the request goes to the switch, `port` is 0). `guid` is the
     /// node's GUID.
-    SetSl2Vl { node: NodeIdx, port: PortNum, guid: Guid, input: u8, output: u8, table: SlToVlTable },
+    SetSl2Vl {
+        node: NodeIdx,
+        port: PortNum,
+        guid: Guid,
+        input: u8,
+        output: u8,
+        /// The one-Set form: every input port of `output` at once (`use-optimized-slvl`).
+        all_inputs: bool,
+        table: SlToVlTable,
+    },
     /// One VL arbitration block write (QoS): of end port `port`, or of switch port `output`.
     SetVlArb { node: NodeIdx, port: PortNum, guid: Guid, output: u8, block: u16, table: Box<VlArbitrationTable> },
     /// One GUIDInfo block write (alias GUIDs) of end port `port` of `node` (`guid`: the port's
@@ -160,9 +169,15 @@ impl Req {
                 table.emit(&mut data);
                 (ids::attr::PKEY_TABLE, PKeyTable::attr_mod(*port, *block), Method::Set, data)
             }
-            Req::SetSl2Vl { input, output, table, .. } => {
+            Req::SetSl2Vl { input, output, all_inputs, table, .. } => {
                 table.emit(&mut data);
-                (ids::attr::SL2VL_TABLE, SlToVlTable::attr_mod(PortNum(*input), PortNum(*output)), Method::Set, data)
+                let all = if *all_inputs { SlToVlTable::ALL_INPUTS } else { 0 };
+                (
+                    ids::attr::SL2VL_TABLE,
+                    SlToVlTable::attr_mod(PortNum(*input), PortNum(*output)) | all,
+                    Method::Set,
+                    data,
+                )
             }
             Req::SetVlArb { output, block, table, .. } => {
                 table.emit(&mut data);

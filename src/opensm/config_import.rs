@@ -133,7 +133,6 @@ const NO_EQUIVALENT: &[(&str, &str)] = &[
     ("drop_event_subscriptions", "subscriptions are dropped when the subscriber's port goes away"),
     ("ipoib_mcgroup_creation_validation", "ibsm checks every MCMemberRecord against the partition policy"),
     ("mcgroup_join_validation", "ibsm checks every MCMemberRecord against the partition policy"),
-    ("use_optimized_slvl", "ibsm writes SL2VL per input/output port pair (the one-Set form is not used)"),
     ("suppress_sl2vl_mad_status_errors", "a failed SL2VL Set is logged and written again at the next sweep"),
     ("fsync_high_avail_files", "ibsm always writes state files atomically (temp, fsync, rename)"),
     ("dump_files_dir", "see `ibsm routes dump` and the state directory"),
@@ -309,6 +308,11 @@ fn fate(name: &str, value: &str) -> Fate {
             skipped("the file does not exist here (ibsm would refuse to start); give node-name-map once it does")
         }
         "node_name_map_name" => mapped("node-name-map", quoted(value)),
+        "use_optimized_slvl" => match boolean(value) {
+            Some(true) => mapped("use-optimized-slvl", "true".to_owned()),
+            Some(false) => skipped("off: OpenSM's default, which is ibsm's"),
+            None => skipped("not a boolean"),
+        },
         "port_shifting" => match boolean(value) {
             Some(false) => skipped("OpenSM's default, and ibsm's"),
             Some(true) => mapped("port-shifting", "true".to_owned()),
@@ -618,6 +622,16 @@ qos_max_vls 0
         let gone = import("root_guid_file /nonexistent/roots\n");
         assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn use_optimized_slvl_is_mapped_when_on() {
+        let toml = to_toml(&import("use_optimized_slvl TRUE\n"), "opensm.conf");
+        assert!(toml.contains("use-optimized-slvl = true"), "{toml}");
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "slvl.toml").expect("valid");
+        assert_eq!(cfg.use_optimized_slvl, Some(true));
+        let off = import("use_optimized_slvl FALSE\n");
+        assert!(off.iter().all(|o| matches!(o.fate, Fate::Skipped(_))), "{off:?}");
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct SlToVlTable {
 }
 
 impl SlToVlTable {
+    /// Modifier bit 16: the Set applies to every input port of the output port named in bits
+    /// 0..=7 (valid where SwitchInfo.OptimizedSLtoVLMappingProgramming is set).
+    pub const ALL_INPUTS: u32 = 1 << 16;
+
     /// The attribute modifier for a switch's (input port, output port) pair.
     pub const fn attr_mod(input: PortNum, output: PortNum) -> u32 {
         ((input.0 as u32) << 8) | output.0 as u32

@@ -221,6 +221,9 @@ pub struct SimConfig {
     /// only to PortInfo reads with SMSupportExtendedSpeeds (AM bit 31), as such ports do (default
     /// false).
     pub xdr: bool,
+    /// Switches advertise SwitchInfo.OptimizedSLtoVLMappingProgramming and take an SL2VL Set
+    /// with modifier bit 16 (every input port of the output port) (default off, as ibsim's).
+    pub optimized_sl2vl: bool,
 }
 
 impl Default for SimConfig {
@@ -233,6 +236,7 @@ impl Default for SimConfig {
             mft_top_supported: false,
             keeps_error_thresholds: true,
             xdr: false,
+            optimized_sl2vl: false,
         }
     }
 }

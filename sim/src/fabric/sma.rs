@@ -578,7 +578,7 @@ impl Fabric {
             default_multicast_not_primary_port: PortNum(sw.default_mcast_not_primary),
             life_time_value: sw.life_time,
             port_state_change: sw.port_state_change,
-            optimized_sl_to_vl_mapping_programming: 0,
+            optimized_sl_to_vl_mapping_programming: u8::from(self.cfg.optimized_sl2vl),
             lids_per_port: 0,
             partition_enforcement_cap: 64,
             inbound_enforcement_cap: true,
@@ -654,6 +654,10 @@ impl Fabric {
     fn sl2vl(&mut self, p: PortRef, attr_mod: u32, set: bool, data: &mut [u8; 64]) -> Handled {
         let is_switch = self.is_switch_port(p);
         let (inp, outp) = (((attr_mod >> 8) & 0xff) as u8, (attr_mod & 0xff) as u8);
+        let all_inputs = attr_mod & (1 << 16) != 0;
+        if all_inputs && !(is_switch && self.cfg.optimized_sl2vl) {
+            return ids::status::BAD_FIELD;
+        }
         let slot: &mut [u8; 8] = if is_switch {
             let node = self.ports[p as usize].node as usize;
             let np = self.nodes[node].num_ports;
@@ -661,6 +665,21 @@ impl Fabric {
                 return ids::status::BAD_FIELD;
             }
             let Some(s) = self.nodes[node].switch else { return ids::status::BAD_FIELD };
+            if all_inputs {
+                if !set {
+                    return ids::status::BAD_FIELD;
+                }
+                let mut table = [0u8; 8];
+                table.copy_from_slice(&data[..8]);
+                let tbl = &mut self.switches[s as usize].sl2vl;
+                for i in 0..=np {
+                    match tbl.iter_mut().find(|(k, _)| *k == (i, outp)) {
+                        Some(slot) => slot.1 = table,
+                        None => tbl.push(((i, outp), table)),
+                    }
+                }
+                return ids::status::OK;
+            }
             let tbl = &mut self.switches[s as usize].sl2vl;
             let at = tbl.iter().position(|(k, _)| *k == (inp, outp));
             match (at, set) {

@@ -204,7 +204,7 @@ impl Sm {
         // Port and switch settings first, then P_Key tables, then QoS tables, each spread over
         // the nodes.
         let pkeys = self.partitions.pkey_sets(&self.subnet);
-        let qos = self.qos.table_sets(&self.subnet);
+        let qos = self.qos.table_sets(&self.subnet, self.cfg.use_optimized_slvl);
         for feed in [sets, pkeys, qos] {
             self.tx.push_feed(interleaved(feed), Op::Sweep);
         }

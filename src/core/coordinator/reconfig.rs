@@ -106,6 +106,7 @@ impl Sm {
             ("allow-both-pkeys", cfg.allow_both_pkeys != old.allow_both_pkeys),
             ("partitions", cfg.partitions != old.partitions),
             ("qos-policy-file", cfg.qos != old.qos),
+            ("use-optimized-slvl", cfg.use_optimized_slvl != old.use_optimized_slvl),
             ("expected-topology", cfg.expected_topology != old.expected_topology),
             ("refuse-miscabled", cfg.refuse_miscabled != old.refuse_miscabled),
         ];

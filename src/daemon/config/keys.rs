@@ -158,6 +158,7 @@ pub const KEYS: &[&str] = &[
     "guid-routing-order-file",
     "node-name-map",
     "port-shifting",
+    "use-optimized-slvl",
     "scatter-ports",
     "qos-policy-file",
     "qos",
@@ -229,7 +230,8 @@ pub fn allowed(key: &str) -> String {
         | "consolidate-ipv6-snm"
         | "port-shifting"
         | "allow-both-pkeys"
-        | "perf-avoid-unhealthy" => "true or false",
+        | "perf-avoid-unhealthy"
+        | "use-optimized-slvl" => "true or false",
         "scatter-ports" => "an integer 0..=4294967295 (a seed; 0 = off)",
         "babbling-port-traps" => "an integer 1..=1000000",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",

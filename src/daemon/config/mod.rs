@@ -117,6 +117,9 @@ pub struct ConfigFile {
     /// A port may be a full and a limited member of one partition, two entries in its P_Key
     /// table (OpenSM's `allow_both_pkeys`; default false, as OpenSM).
     pub allow_both_pkeys: Option<bool>,
+    /// SL2VL in the one-Set form where a switch advertises it (OpenSM's `use_optimized_slvl`;
+    /// default false, as OpenSM).
+    pub use_optimized_slvl: Option<bool>,
     /// M_Keys: `off`, `per-port` (each port its own key, derived from a secret kept in the
     /// state directory, which is then required) or one key for every port (`"0x..."`,
     /// OpenSM's model). Default `off`, as OpenSM.

@@ -76,6 +76,7 @@ impl ConfigFile {
                 .and_then(crate::core::PartEnforce::parse)
                 .unwrap_or(d.part_enforce),
             allow_both_pkeys: self.allow_both_pkeys.unwrap_or(d.allow_both_pkeys),
+            use_optimized_slvl: self.use_optimized_slvl.unwrap_or(d.use_optimized_slvl),
             m_key: crate::core::mkeys::MKeyConfig {
                 mode: self.m_key.as_deref().and_then(|m| parse_mkey_mode(m).ok()).unwrap_or(d.m_key.mode),
                 protect: self.m_key_protect.unwrap_or(d.m_key.protect),
