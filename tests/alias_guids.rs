@@ -46,7 +46,14 @@ fn swept() -> Fabric {
 
 impl Fabric {
     /// A GUIDInfoRecord request from `from` with `sm_key`; the answer's status and record.
-    fn gir(&mut self, from: Lid, method: Method, mask: u64, sm_key: u64, rec: &GuidInfoRecord) -> (u16, GuidInfoRecord) {
+    fn gir(
+        &mut self,
+        from: Lid,
+        method: Method,
+        mask: u64,
+        sm_key: u64,
+        rec: &GuidInfoRecord,
+    ) -> (u16, GuidInfoRecord) {
         let now = self.drv.now();
         let (st, data) = through_core(&mut self.drv, now, from, (method, mask, sm_key), rec);
         (st, GuidInfoRecord::parse(&data).unwrap_or_default())
@@ -56,11 +63,12 @@ impl Fabric {
     fn table(&mut self, lid: Lid) -> Vec<GuidInfoRecord> {
         let now = self.drv.now();
         let rec = GuidInfoRecord { lid, ..GuidInfoRecord::default() };
-        let (st, data) =
-            through_core(&mut self.drv, now, lid, (Method::GetTable, GuidInfoRecord::COMP_LID, 0), &rec);
+        let (st, data) = through_core(&mut self.drv, now, lid, (Method::GetTable, GuidInfoRecord::COMP_LID, 0), &rec);
         assert_eq!(st, status::OK);
         let s = stride::<GuidInfoRecord>();
-        data.chunks(s).filter(|c| c.len() >= GuidInfoRecord::LEN).filter_map(|c| GuidInfoRecord::parse(c).ok())
+        data.chunks(s)
+            .filter(|c| c.len() >= GuidInfoRecord::LEN)
+            .filter_map(|c| GuidInfoRecord::parse(c).ok())
             .filter(|r| r.lid == lid)
             .collect()
     }
@@ -127,7 +135,10 @@ fn a_port_sets_and_deletes_its_alias_guids_and_the_sm_writes_them_to_the_port() 
     let (st, to_alias) = f.path(lid1, g1, alias);
     assert_eq!(st, status::OK);
     assert_eq!(to_alias.dgid, Gid { prefix: PREFIX, guid: alias });
-    assert_eq!((to_alias.dlid, to_alias.slid, to_alias.mtu, to_alias.rate), (by_port.dlid, by_port.slid, by_port.mtu, by_port.rate));
+    assert_eq!(
+        (to_alias.dlid, to_alias.slid, to_alias.mtu, to_alias.rate),
+        (by_port.dlid, by_port.slid, by_port.mtu, by_port.rate)
+    );
     assert_eq!(to_alias.dlid, lid0);
     let (st, from_alias) = f.path(lid0, assigned, g1);
     assert_eq!(st, status::OK);
@@ -164,7 +175,10 @@ fn only_the_port_or_a_trusted_requester_changes_aliases_within_guidcap_and_witho
 
     // Index 0 is the port GUID: read-only. The LID and block must be named.
     assert_eq!(f.gir(lid0, Method::Set, KEY | guid_bit(0), 0, &rec).0, status::SA_REQ_INVALID);
-    assert_eq!(f.gir(lid0, Method::Set, GuidInfoRecord::COMP_LID | guid_bit(1), 0, &rec).0, status::SA_INSUFFICIENT_COMPONENTS);
+    assert_eq!(
+        f.gir(lid0, Method::Set, GuidInfoRecord::COMP_LID | guid_bit(1), 0, &rec).0,
+        status::SA_INSUFFICIENT_COMPONENTS
+    );
 
     // GUIDCap 8 on the second host: block 1 does not exist.
     let mut past = GuidInfoRecord { lid: lid1, block_num: 1, guid_info: GuidInfo::default() };

@@ -245,7 +245,8 @@ impl Aliases {
                 }
             }
         }
-        let answer = GuidInfoRecord { lid: port.lid, block_num: rec.block_num, guid_info: self.block(port.guid, rec.block_num) };
+        let answer =
+            GuidInfoRecord { lid: port.lid, block_num: rec.block_num, guid_info: self.block(port.guid, rec.block_num) };
         let offset = (ibsm_mad::records::stride::<GuidInfoRecord>() / 8) as u16;
         Answer::single(h.response(status::OK, offset), &answer.to_vec(), 1)
     }

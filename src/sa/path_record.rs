@@ -104,10 +104,18 @@ pub(super) fn query(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &
     let Ok(req) = PathRecord::parse(q.template) else { return Answer::error(header, status::SA_REQ_INVALID) };
     let mask = header.comp_mask;
     let has = |c: u64| mask & c != 0;
-    let src =
-        resolve(snap, aliases, has(PathRecord::COMP_SGID).then_some(req.sgid), has(PathRecord::COMP_SLID).then_some(req.slid));
-    let dst =
-        resolve(snap, aliases, has(PathRecord::COMP_DGID).then_some(req.dgid), has(PathRecord::COMP_DLID).then_some(req.dlid));
+    let src = resolve(
+        snap,
+        aliases,
+        has(PathRecord::COMP_SGID).then_some(req.sgid),
+        has(PathRecord::COMP_SLID).then_some(req.slid),
+    );
+    let dst = resolve(
+        snap,
+        aliases,
+        has(PathRecord::COMP_DGID).then_some(req.dgid),
+        has(PathRecord::COMP_DLID).then_some(req.dlid),
+    );
     let mut table = Table::new::<PathRecord>(q, limits);
     let (src, dst) = match (src, dst) {
         (Err(Bad::Status(st)), _) | (_, Err(Bad::Status(st))) => return Answer::error(header, st),

@@ -380,7 +380,8 @@ impl Replica {
                     .map(|_| {
                         let port = Guid(r.u64()?);
                         let k = r.count(9)?;
-                        let entries = (0..k).map(|_| Ok((r.u8()?, Guid(r.u64()?)))).collect::<Result<_, DecodeError>>()?;
+                        let entries =
+                            (0..k).map(|_| Ok((r.u8()?, Guid(r.u64()?)))).collect::<Result<_, DecodeError>>()?;
                         Ok((port, entries))
                     })
                     .collect::<Result<_, DecodeError>>()?;

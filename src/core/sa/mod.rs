@@ -406,8 +406,7 @@ impl Sa {
     }
 
     /// The replicated `section` of the SA's state into `r` (groups, services, subscriptions,
-    /// alias GUIDs;
-    /// other sections are not the SA's and are left alone).
+    /// alias GUIDs; other sections are not the SA's and are left alone).
     pub fn export(&self, section: Section, r: &mut Replica) {
         match section {
             Section::Groups => {
