@@ -147,7 +147,7 @@ impl HeldLft {
         let n = usize::from(w.top()) / LinearForwardingTable::ENTRIES + 1;
         let mut bits = vec![u64::MAX; n.div_ceil(64)];
         if let Some(last) = bits.last_mut()
-            && n % 64 != 0
+            && !n.is_multiple_of(64)
         {
             *last = (1 << (n % 64)) - 1;
         }

@@ -474,28 +474,24 @@ impl Transactions {
                 }
                 Queued::Feed { feed, op, tries, left } => {
                     let (op, tries) = (*op, *tries);
-                    match feed.next() {
-                        Some(request) => {
-                            *left -= 1;
-                            self.queued -= 1;
-                            if *left == 0 {
-                                self.queue.pop_front();
-                            }
-                            if request.op != op {
-                                // Counted in its own book, not the feed's.
-                                self.outstanding[request.op.index()] += 1;
-                                self.settle_op(op);
-                            }
-                            return Some((request, tries));
-                        }
-                        None => {
-                            let n = *left;
+                    if let Some(request) = feed.next() {
+                        *left -= 1;
+                        self.queued -= 1;
+                        if *left == 0 {
                             self.queue.pop_front();
-                            self.queued -= n;
-                            let count = &mut self.outstanding[op.index()];
-                            *count = count.saturating_sub(n);
                         }
+                        if request.op != op {
+                            // Counted in its own book, not the feed's.
+                            self.outstanding[request.op.index()] += 1;
+                            self.settle_op(op);
+                        }
+                        return Some((request, tries));
                     }
+                    let n = *left;
+                    self.queue.pop_front();
+                    self.queued -= n;
+                    let count = &mut self.outstanding[op.index()];
+                    *count = count.saturating_sub(n);
                 }
             }
         }
