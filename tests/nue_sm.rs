@@ -11,16 +11,15 @@ use std::collections::HashMap;
 use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig};
 use ibsm::routes::live::LiveRoutes;
 use ibsm::transport::sim::SimDriver;
-use ibsm_mad::attrs::SlToVlTable;
+use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
-use ibsm_mad::{Attribute, DrPath, Lid, PortNum};
 use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
+use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
-use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records};
+use support::sa::{LIMIT, Swept, all_on_vl0, records, sl_n_on_vl_n};
 
 fn torus() -> Topology {
     GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")
@@ -79,25 +78,7 @@ fn the_sm_programs_nues_layers_and_no_vl_has_a_credit_loop() {
     assert!(layers >= 2, "the destinations are spread over the layers: {used:?}");
     assert!(layers <= 8, "within the fabric's VLs: {used:?}");
     // Every switch maps every SL in use to its own VL, on every input/output pair of live ports.
-    let oracle = Oracle::from_topology(&topo, s.drv.at);
-    let mut tables = 0;
-    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
-        let path = DrPath::new(&oracle.routes[&i]).expect("path");
-        let live: Vec<u8> = (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).collect();
-        for &out in &live {
-            for input in std::iter::once(0).chain(live.iter().copied()) {
-                let data =
-                    dr_get(&mut s.drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
-                        .expect("SL2VL answered");
-                let vls = SlToVlTable::parse(&data).expect("parses").vls;
-                for (sl, &vl) in vls.iter().enumerate().take(layers) {
-                    assert_eq!(usize::from(vl), sl, "switch {} {input}->{out}: SL {sl}", n.name);
-                }
-                tables += 1;
-            }
-        }
-    }
-    assert!(tables > 0);
+    assert!(sl_n_on_vl_n(&mut s.drv, &topo, layers) > 0);
     // Each pair on the VL its SL maps to (SL n on VL n, as read back): no VL has a credit loop.
     let per_vl = credit_loops_per_vl(view, &routes, &|s, d| sl_of.get(&(s, d.0)).copied());
     assert!(per_vl.len() >= 2, "{per_vl:?}");

@@ -318,3 +318,26 @@ pub fn all_on_vl0(drv: &mut SimDriver, topo: &Topology) {
         while drv.fabric.recv(drv.agent).is_some() {}
     }
 }
+
+/// Reads back every switch's SL2VL on every input/output pair of live ports (input 0 included)
+/// and asserts that SL n goes to VL n for the first `layers` SLs; the tables read.
+pub fn sl_n_on_vl_n(drv: &mut SimDriver, topo: &Topology, layers: usize) -> usize {
+    let oracle = Oracle::from_topology(topo, drv.at);
+    let mut tables = 0;
+    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        let path = DrPath::new(&oracle.routes[&i]).expect("path");
+        let live: Vec<u8> = (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).collect();
+        for &out in &live {
+            for input in std::iter::once(0).chain(live.iter().copied()) {
+                let data = dr_get(drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
+                    .expect("SL2VL answered");
+                let vls = SlToVlTable::parse(&data).expect("parses").vls;
+                for (sl, &vl) in vls.iter().enumerate().take(layers) {
+                    assert_eq!(usize::from(vl), sl, "switch {} {input}->{out}: SL {sl}", n.name);
+                }
+                tables += 1;
+            }
+        }
+    }
+    tables
+}
