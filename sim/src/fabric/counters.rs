@@ -66,17 +66,20 @@ struct ActiveRate {
     carry: [u128; 3],
 }
 
-/// What a port has seen besides its traffic: kept apart so that a quiet port costs one pointer.
+/// What a port has seen besides its MAD counts: kept apart so that a quiet port costs one
+/// pointer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct PerfExtra {
     errors: ErrorCounters,
     rate: Option<ActiveRate>,
+    /// Where each traffic counter was last cleared, in MADs sent or received since power-on
+    /// (indexed as [`Traffic::COUNTERS`]): a counter reads the MADs counted since.
+    cleared: [u64; 6],
 }
 
-/// The counters of one port: traffic totals since the last clear, and (boxed, allocated on first
-/// use) errors and an error rate.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct PortPerf {
+/// Traffic counters as the PMA reports them (data in 4-byte words).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Traffic {
     pub xmit_words: u64,
     pub rcv_words: u64,
     pub xmit_pkts: u64,
@@ -84,22 +87,75 @@ pub(crate) struct PortPerf {
     /// Unicast packets are all packets here, but a Set may clear them apart.
     pub unicast_xmit_pkts: u64,
     pub unicast_rcv_pkts: u64,
+}
+
+impl Traffic {
+    /// The six counters in order: whether each counts sent MADs (else received ones), and
+    /// whether in data words (else packets).
+    const COUNTERS: [(bool, bool); 6] =
+        [(true, true), (false, true), (true, false), (false, false), (true, false), (false, false)];
+
+    fn from_array(v: [u64; 6]) -> Traffic {
+        Traffic {
+            xmit_words: v[0],
+            rcv_words: v[1],
+            xmit_pkts: v[2],
+            rcv_pkts: v[3],
+            unicast_xmit_pkts: v[4],
+            unicast_rcv_pkts: v[5],
+        }
+    }
+
+    fn to_array(self) -> [u64; 6] {
+        [self.xmit_words, self.rcv_words, self.xmit_pkts, self.rcv_pkts, self.unicast_xmit_pkts, self.unicast_rcv_pkts]
+    }
+}
+
+/// The counters of one port: the MADs it sent onto and received from its cable since power-on
+/// (every traffic counter derives from them, as only MADs cross the simulated cables), and
+/// (boxed, allocated on first use) errors, an error rate and where each traffic counter was
+/// last cleared. 24 bytes for a port whose counters were never cleared or given errors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PortPerf {
+    sent: u64,
+    received: u64,
     extra: Option<Box<PerfExtra>>,
 }
 
 impl PortPerf {
     /// One MAD left the port onto its cable.
     pub fn count_xmit(&mut self) {
-        self.xmit_words = self.xmit_words.wrapping_add(MAD_DATA_WORDS);
-        self.xmit_pkts = self.xmit_pkts.wrapping_add(1);
-        self.unicast_xmit_pkts = self.unicast_xmit_pkts.wrapping_add(1);
+        self.sent = self.sent.wrapping_add(1);
     }
 
     /// One MAD arrived at the port from its cable.
     pub fn count_rcv(&mut self) {
-        self.rcv_words = self.rcv_words.wrapping_add(MAD_DATA_WORDS);
-        self.rcv_pkts = self.rcv_pkts.wrapping_add(1);
-        self.unicast_rcv_pkts = self.unicast_rcv_pkts.wrapping_add(1);
+        self.received = self.received.wrapping_add(1);
+    }
+
+    /// The traffic counters: the MADs counted since each counter's last clear.
+    pub fn traffic(&self) -> Traffic {
+        let cleared = self.extra.as_ref().map_or([0; 6], |e| e.cleared);
+        let mut v = [0u64; 6];
+        for (i, &(xmit, words)) in Traffic::COUNTERS.iter().enumerate() {
+            let mads = if xmit { self.sent } else { self.received }.wrapping_sub(cleared[i]);
+            v[i] = if words { mads.wrapping_mul(MAD_DATA_WORDS) } else { mads };
+        }
+        Traffic::from_array(v)
+    }
+
+    /// Clears the traffic counters selected (by index in [`Traffic::COUNTERS`]).
+    fn clear_traffic(&mut self, selected: [bool; 6]) {
+        if !selected.contains(&true) {
+            return;
+        }
+        let (sent, received) = (self.sent, self.received);
+        let extra = self.extra();
+        for (i, &(xmit, _)) in Traffic::COUNTERS.iter().enumerate() {
+            if selected[i] {
+                extra.cleared[i] = if xmit { sent } else { received };
+            }
+        }
     }
 
     /// The error counters (zero when none was ever counted).
@@ -151,62 +207,17 @@ impl PortPerf {
         }
     }
 
-    /// PortCounters as the PMA reports them: each counter saturated to its field width.
-    pub(super) fn port_counters(&self, port_select: u8) -> PortCounters {
-        let e = self.errors();
-        PortCounters {
-            port_select,
-            symbol_errors: sat(e.symbol_errors),
-            link_error_recovery: sat(e.link_error_recovery),
-            link_downed: sat(e.link_downed),
-            rcv_errors: sat(e.rcv_errors),
-            rcv_remote_physical_errors: sat(e.rcv_remote_physical_errors),
-            rcv_switch_relay_errors: sat(e.rcv_switch_relay_errors),
-            xmit_discards: sat(e.xmit_discards),
-            xmit_constraint_errors: sat(e.xmit_constraint_errors),
-            rcv_constraint_errors: sat(e.rcv_constraint_errors),
-            local_link_integrity_errors: sat::<u8>(e.local_link_integrity_errors).min(0x0f),
-            excessive_buffer_overrun_errors: sat::<u8>(e.excessive_buffer_overrun_errors).min(0x0f),
-            vl15_dropped: sat(e.vl15_dropped),
-            xmit_data: sat(self.xmit_words),
-            rcv_data: sat(self.rcv_words),
-            xmit_pkts: sat(self.xmit_pkts),
-            rcv_pkts: sat(self.rcv_pkts),
-            xmit_wait: sat(e.xmit_wait),
-            ..PortCounters::default()
-        }
-    }
-
-    /// PortCountersExtended as the PMA reports it (the additional error counters are not
-    /// advertised, so they read 0).
-    pub(super) fn port_counters_ext(&self, port_select: u8) -> PortCountersExtended {
-        PortCountersExtended {
-            port_select,
-            xmit_data: self.xmit_words,
-            rcv_data: self.rcv_words,
-            xmit_pkts: self.xmit_pkts,
-            rcv_pkts: self.rcv_pkts,
-            unicast_xmit_pkts: self.unicast_xmit_pkts,
-            unicast_rcv_pkts: self.unicast_rcv_pkts,
-            ..PortCountersExtended::default()
-        }
-    }
-
     /// Clears what a Set(PortCounters) selects.
     pub(super) fn clear(&mut self, sel: CounterSelect, sel2: u8) {
         let has = |bit: CounterSelect| sel.contains(bit);
-        if has(CounterSelect::XMIT_DATA) {
-            self.xmit_words = 0;
-        }
-        if has(CounterSelect::RCV_DATA) {
-            self.rcv_words = 0;
-        }
-        if has(CounterSelect::XMIT_PKTS) {
-            self.xmit_pkts = 0;
-        }
-        if has(CounterSelect::RCV_PKTS) {
-            self.rcv_pkts = 0;
-        }
+        self.clear_traffic([
+            has(CounterSelect::XMIT_DATA),
+            has(CounterSelect::RCV_DATA),
+            has(CounterSelect::XMIT_PKTS),
+            has(CounterSelect::RCV_PKTS),
+            false,
+            false,
+        ]);
         let Some(extra) = self.extra.as_mut() else { return };
         let e = &mut extra.errors;
         let fields: [(CounterSelect, &mut u64); 12] = [
@@ -235,51 +246,92 @@ impl PortPerf {
 
     /// Clears what a Set(PortCountersExtended) selects.
     pub(super) fn clear_ext(&mut self, sel: CounterSelectExt) {
-        let fields: [(CounterSelectExt, &mut u64); 6] = [
-            (CounterSelectExt::XMIT_DATA, &mut self.xmit_words),
-            (CounterSelectExt::RCV_DATA, &mut self.rcv_words),
-            (CounterSelectExt::XMIT_PKTS, &mut self.xmit_pkts),
-            (CounterSelectExt::RCV_PKTS, &mut self.rcv_pkts),
-            (CounterSelectExt::UNICAST_XMIT_PKTS, &mut self.unicast_xmit_pkts),
-            (CounterSelectExt::UNICAST_RCV_PKTS, &mut self.unicast_rcv_pkts),
-        ];
-        for (bit, v) in fields {
-            if sel.contains(bit) {
-                *v = 0;
-            }
+        let has = |bit: CounterSelectExt| sel.contains(bit);
+        self.clear_traffic([
+            has(CounterSelectExt::XMIT_DATA),
+            has(CounterSelectExt::RCV_DATA),
+            has(CounterSelectExt::XMIT_PKTS),
+            has(CounterSelectExt::RCV_PKTS),
+            has(CounterSelectExt::UNICAST_XMIT_PKTS),
+            has(CounterSelectExt::UNICAST_RCV_PKTS),
+        ]);
+    }
+}
+
+/// Counters summed over the ports a PMA request selects (one port, or all for PortSelect
+/// 0xFF), saturating.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PerfSum {
+    pub traffic: Traffic,
+    pub errors: ErrorCounters,
+}
+
+impl PerfSum {
+    /// Adds a port's counters.
+    pub(super) fn add(&mut self, port: &PortPerf) {
+        let (mine, theirs) = (self.traffic.to_array(), port.traffic().to_array());
+        self.traffic = Traffic::from_array(std::array::from_fn(|i| mine[i].saturating_add(theirs[i])));
+        let (theirs, ours) = (port.errors(), self.errors);
+        let add = |x: u64, y: u64| x.saturating_add(y);
+        self.errors = ErrorCounters {
+            symbol_errors: add(theirs.symbol_errors, ours.symbol_errors),
+            link_error_recovery: add(theirs.link_error_recovery, ours.link_error_recovery),
+            link_downed: add(theirs.link_downed, ours.link_downed),
+            rcv_errors: add(theirs.rcv_errors, ours.rcv_errors),
+            rcv_remote_physical_errors: add(theirs.rcv_remote_physical_errors, ours.rcv_remote_physical_errors),
+            rcv_switch_relay_errors: add(theirs.rcv_switch_relay_errors, ours.rcv_switch_relay_errors),
+            xmit_discards: add(theirs.xmit_discards, ours.xmit_discards),
+            xmit_constraint_errors: add(theirs.xmit_constraint_errors, ours.xmit_constraint_errors),
+            rcv_constraint_errors: add(theirs.rcv_constraint_errors, ours.rcv_constraint_errors),
+            local_link_integrity_errors: add(theirs.local_link_integrity_errors, ours.local_link_integrity_errors),
+            excessive_buffer_overrun_errors: add(
+                theirs.excessive_buffer_overrun_errors,
+                ours.excessive_buffer_overrun_errors,
+            ),
+            vl15_dropped: add(theirs.vl15_dropped, ours.vl15_dropped),
+            xmit_wait: add(theirs.xmit_wait, ours.xmit_wait),
+        };
+    }
+
+    /// PortCounters as the PMA reports them: each counter saturated to its field width.
+    pub(super) fn port_counters(&self, port_select: u8) -> PortCounters {
+        let (e, t) = (&self.errors, &self.traffic);
+        PortCounters {
+            port_select,
+            symbol_errors: sat(e.symbol_errors),
+            link_error_recovery: sat(e.link_error_recovery),
+            link_downed: sat(e.link_downed),
+            rcv_errors: sat(e.rcv_errors),
+            rcv_remote_physical_errors: sat(e.rcv_remote_physical_errors),
+            rcv_switch_relay_errors: sat(e.rcv_switch_relay_errors),
+            xmit_discards: sat(e.xmit_discards),
+            xmit_constraint_errors: sat(e.xmit_constraint_errors),
+            rcv_constraint_errors: sat(e.rcv_constraint_errors),
+            local_link_integrity_errors: sat::<u8>(e.local_link_integrity_errors).min(0x0f),
+            excessive_buffer_overrun_errors: sat::<u8>(e.excessive_buffer_overrun_errors).min(0x0f),
+            vl15_dropped: sat(e.vl15_dropped),
+            xmit_data: sat(t.xmit_words),
+            rcv_data: sat(t.rcv_words),
+            xmit_pkts: sat(t.xmit_pkts),
+            rcv_pkts: sat(t.rcv_pkts),
+            xmit_wait: sat(e.xmit_wait),
+            ..PortCounters::default()
         }
     }
 
-    /// Adds another port's counters (for PortSelect 0xFF), saturating.
-    pub(super) fn add(&mut self, o: &PortPerf) {
-        self.xmit_words = self.xmit_words.saturating_add(o.xmit_words);
-        self.rcv_words = self.rcv_words.saturating_add(o.rcv_words);
-        self.xmit_pkts = self.xmit_pkts.saturating_add(o.xmit_pkts);
-        self.rcv_pkts = self.rcv_pkts.saturating_add(o.rcv_pkts);
-        self.unicast_xmit_pkts = self.unicast_xmit_pkts.saturating_add(o.unicast_xmit_pkts);
-        self.unicast_rcv_pkts = self.unicast_rcv_pkts.saturating_add(o.unicast_rcv_pkts);
-        let (theirs, ours) = (o.errors(), self.errors());
-        if theirs != ErrorCounters::default() {
-            let sum = &mut self.extra().errors;
-            let add = |x: u64, y: u64| x.saturating_add(y);
-            *sum = ErrorCounters {
-                symbol_errors: add(theirs.symbol_errors, ours.symbol_errors),
-                link_error_recovery: add(theirs.link_error_recovery, ours.link_error_recovery),
-                link_downed: add(theirs.link_downed, ours.link_downed),
-                rcv_errors: add(theirs.rcv_errors, ours.rcv_errors),
-                rcv_remote_physical_errors: add(theirs.rcv_remote_physical_errors, ours.rcv_remote_physical_errors),
-                rcv_switch_relay_errors: add(theirs.rcv_switch_relay_errors, ours.rcv_switch_relay_errors),
-                xmit_discards: add(theirs.xmit_discards, ours.xmit_discards),
-                xmit_constraint_errors: add(theirs.xmit_constraint_errors, ours.xmit_constraint_errors),
-                rcv_constraint_errors: add(theirs.rcv_constraint_errors, ours.rcv_constraint_errors),
-                local_link_integrity_errors: add(theirs.local_link_integrity_errors, ours.local_link_integrity_errors),
-                excessive_buffer_overrun_errors: add(
-                    theirs.excessive_buffer_overrun_errors,
-                    ours.excessive_buffer_overrun_errors,
-                ),
-                vl15_dropped: add(theirs.vl15_dropped, ours.vl15_dropped),
-                xmit_wait: add(theirs.xmit_wait, ours.xmit_wait),
-            };
+    /// PortCountersExtended as the PMA reports it (the additional error counters are not
+    /// advertised, so they read 0).
+    pub(super) fn port_counters_ext(&self, port_select: u8) -> PortCountersExtended {
+        let t = &self.traffic;
+        PortCountersExtended {
+            port_select,
+            xmit_data: t.xmit_words,
+            rcv_data: t.rcv_words,
+            xmit_pkts: t.xmit_pkts,
+            rcv_pkts: t.rcv_pkts,
+            unicast_xmit_pkts: t.unicast_xmit_pkts,
+            unicast_rcv_pkts: t.unicast_rcv_pkts,
+            ..PortCountersExtended::default()
         }
     }
 }
@@ -318,7 +370,7 @@ mod tests {
         p.settle(SimTime::from_millis(2_000));
         assert_eq!((p.errors().symbol_errors, p.errors().rcv_errors), (8, 2));
         p.power_on(SimTime::from_millis(2_000));
-        assert_eq!((p.xmit_pkts, p.rcv_words, p.errors()), (0, 0, ErrorCounters::default()));
+        assert_eq!((p.traffic(), p.errors()), (Traffic::default(), ErrorCounters::default()));
         p.settle(SimTime::from_millis(3_000));
         assert_eq!(p.errors().symbol_errors, 4, "the rate counts on from the restart");
     }
@@ -330,12 +382,18 @@ mod tests {
             a.count_xmit();
         }
         b.count_rcv();
-        let mut sum = PortPerf::default();
+        let mut sum = PerfSum::default();
         sum.add(&a);
         sum.add(&b);
         let pc = sum.port_counters(ibsm_mad::perf::ALL_PORTS);
         assert_eq!((pc.xmit_pkts, pc.rcv_pkts, pc.xmit_data, pc.rcv_data), (3, 1, 216, 72));
         a.clear(CounterSelect::XMIT_PKTS, 0);
-        assert_eq!((a.xmit_pkts, a.xmit_words), (0, 216));
+        assert_eq!((a.traffic().xmit_pkts, a.traffic().xmit_words), (0, 216));
+        a.count_xmit();
+        let t = a.traffic();
+        assert_eq!((t.xmit_pkts, t.xmit_words, t.unicast_xmit_pkts), (1, 288, 4), "cleared counters count on");
+        a.clear_ext(CounterSelectExt(CounterSelectExt::XMIT_DATA.0 | CounterSelectExt::UNICAST_XMIT_PKTS.0));
+        let t = a.traffic();
+        assert_eq!((t.xmit_pkts, t.xmit_words, t.unicast_xmit_pkts, t.rcv_pkts), (1, 0, 0, 0));
     }
 }

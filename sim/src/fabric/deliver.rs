@@ -146,7 +146,7 @@ impl Fabric {
     pub fn port_guids(&self, node: NodeRef, port: u8) -> Option<Vec<Guid>> {
         let p = &self.ports[self.port_ref(node, port)? as usize];
         let cap = usize::from(p.guid_cap.max(1));
-        Some((0..cap).map(|i| if i == 0 { p.guid } else { p.aliases.get(i - 1).copied().unwrap_or(Guid(0)) }).collect())
+        Some((0..cap).map(|i| p.alias(i)).collect())
     }
 
     /// Renames node `node` (as `rdma-ndd` does when a host boots): its NodeDescription becomes
@@ -773,8 +773,8 @@ impl Fabric {
             fresh.protect = 0;
             fresh.lease = 0;
             fresh.lease_deadline = None;
-            fresh.pkeys.clear();
-            fresh.vlarb = None;
+            fresh.pkeys = Box::default();
+            fresh.reset_vlarb();
             fresh.perf.power_on(self.now);
             fresh.state = if kind == NodeKind::Switch && i == 0 { LState::Active } else { LState::Down };
             fresh.phys = if kind == NodeKind::Switch && i == 0 { PState::LinkUp } else { PState::Polling };

@@ -31,7 +31,7 @@ use ibsm_mad::perf::{PERF_DATA_OFFSET, PmCapabilities, PortCounters, PortCounter
 use ibsm_mad::records::ClassPortInfo;
 use ibsm_mad::{Attribute, MAD_LEN, ids};
 
-use super::counters::{ErrorRate, PortPerf};
+use super::counters::{ErrorRate, PerfSum};
 use super::deliver::Packet;
 use super::state::PortRef;
 use super::{Dest, Fabric};
@@ -96,7 +96,7 @@ impl Fabric {
                     return ids::status::BAD_FIELD;
                 };
                 let now = self.now;
-                let mut sum = PortPerf::default();
+                let mut sum = PerfSum::default();
                 for q in ports.clone() {
                     let perf = &mut self.ports[q as usize].perf;
                     perf.settle(now);
@@ -161,6 +161,8 @@ impl Fabric {
         let perf = &mut self.ports[p as usize].perf;
         perf.settle(now);
         let e = perf.errors();
+        let mut one = PerfSum::default();
+        one.add(perf);
         Some(PortCountersExtended {
             symbol_errors: e.symbol_errors,
             link_error_recovery: e.link_error_recovery,
@@ -175,7 +177,7 @@ impl Fabric {
             excessive_buffer_overrun_errors: e.excessive_buffer_overrun_errors,
             vl15_dropped: e.vl15_dropped,
             xmit_wait: e.xmit_wait,
-            ..perf.port_counters_ext(port)
+            ..one.port_counters_ext(port)
         })
     }
 

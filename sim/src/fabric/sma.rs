@@ -210,19 +210,15 @@ impl Fabric {
                 if index == 0 || index >= cap {
                     continue;
                 }
-                if port.aliases.len() < index {
-                    port.aliases.resize(index, Guid(0));
-                }
-                port.aliases[index - 1] = *g;
+                port.set_alias(index, *g);
             }
         }
         let mut gi = GuidInfo { guids: [Guid(0); 8] };
         for (i, g) in gi.guids.iter_mut().enumerate() {
             let index = first + i;
             *g = match index {
-                0 => port.guid,
                 _ if index >= cap => Guid(0),
-                _ => port.aliases.get(index - 1).copied().unwrap_or(Guid(0)),
+                _ => port.alias(index),
             };
         }
         data.fill(0);
@@ -513,8 +509,9 @@ impl Fabric {
             let total = usize::from(self.pkey_blocks(q)) * 32;
             let port = &mut self.ports[q as usize];
             if port.pkeys.is_empty() {
-                port.pkeys = vec![0; total];
-                port.pkeys[0] = 0xffff;
+                let mut fresh = vec![0; total];
+                fresh[0] = 0xffff;
+                port.pkeys = fresh.into_boxed_slice();
             }
             for (i, k) in t.keys.iter().enumerate() {
                 if let Some(e) = port.pkeys.get_mut(start + i) {
@@ -720,11 +717,11 @@ impl Fabric {
             return ids::status::BAD_FIELD;
         }
         let port = &mut self.ports[q as usize];
-        if !set && port.vlarb.is_none() {
+        if !set && port.vlarb().is_none() {
             data.copy_from_slice(&default_vlarb()[block - 1]);
             return ids::status::OK;
         }
-        let tables = port.vlarb.get_or_insert_with(|| Box::new(default_vlarb()));
+        let tables = port.vlarb_mut(default_vlarb);
         if set {
             tables[block - 1].copy_from_slice(&data[..]);
         }

@@ -83,18 +83,26 @@ pub(crate) struct Port {
     pub filter_raw_in: bool,
     pub filter_raw_out: bool,
     /// P_Key table; empty means the power-on table (entry 0 = 0xffff, rest 0).
-    pub pkeys: Vec<u16>,
+    pub pkeys: Box<[u16]>,
     /// SL→VL table (16 nibbles) for CAs and, per output port, the last one written on switches.
     pub sl2vl: [u8; 8],
-    /// VLArbitration blocks 1..=4 (low, low, high, high), written lazily.
-    pub vlarb: Option<Box<[[u8; 64]; 4]>>,
+    /// VLArbitration tables and alias GUIDs, allocated when first written (most ports never
+    /// hold either).
+    lazy: Option<Box<PortLazy>>,
     /// PerfMgt counters and the cable's error rate (see the `counters` module).
     pub perf: super::counters::PortPerf,
     /// PortInfo.GUIDCap: entries in the port's GUIDInfo table (1 unless a test sets more).
     pub guid_cap: u8,
+}
+
+/// What few ports hold: kept behind one pointer in [`Port`].
+#[derive(Debug, Clone, Default)]
+struct PortLazy {
+    /// VLArbitration blocks 1..=4 (low, low, high, high), once written.
+    vlarb: Option<[[u8; 64]; 4]>,
     /// The GUIDInfo table's entries 1.. as SubnSet(GUIDInfo) wrote them (entry 0, the port
     /// GUID, is read-only); grown as blocks are written, missing entries read as 0.
-    pub aliases: Vec<Guid>,
+    aliases: Vec<Guid>,
 }
 
 /// Switch-only state.
@@ -227,12 +235,11 @@ impl Port {
             part_enf_out: false,
             filter_raw_in: false,
             filter_raw_out: false,
-            pkeys: Vec::new(),
+            pkeys: Box::default(),
             sl2vl: DEFAULT_SL2VL,
-            vlarb: None,
+            lazy: None,
             perf: super::counters::PortPerf::default(),
             guid_cap: 1,
-            aliases: Vec::new(),
         }
     }
 
@@ -249,6 +256,40 @@ impl Port {
     /// `dlid` falls in this port's LID range (LID .. LID + 2^LMC - 1).
     pub fn owns_lid(&self, dlid: u16) -> bool {
         self.lid != 0 && dlid >= self.lid && u32::from(dlid) < u32::from(self.lid) + (1u32 << self.lmc.min(7))
+    }
+
+    /// The VLArbitration tables (blocks 1..=4) once written; `None` while at their power-on
+    /// values.
+    pub fn vlarb(&self) -> Option<&[[u8; 64]; 4]> {
+        self.lazy.as_ref()?.vlarb.as_ref()
+    }
+
+    /// The VLArbitration tables to write, `init` filling them at the first write.
+    pub fn vlarb_mut(&mut self, init: impl FnOnce() -> [[u8; 64]; 4]) -> &mut [[u8; 64]; 4] {
+        self.lazy.get_or_insert_with(Box::default).vlarb.get_or_insert_with(init)
+    }
+
+    /// Back to the power-on VLArbitration tables.
+    pub fn reset_vlarb(&mut self) {
+        if let Some(lazy) = self.lazy.as_mut() {
+            lazy.vlarb = None;
+        }
+    }
+
+    /// GUIDInfo entry `index` (1.. ; entry 0 is the port GUID): 0 when never written.
+    pub fn alias(&self, index: usize) -> Guid {
+        let Some(i) = index.checked_sub(1) else { return self.guid };
+        self.lazy.as_ref().and_then(|l| l.aliases.get(i).copied()).unwrap_or(Guid(0))
+    }
+
+    /// Writes GUIDInfo entry `index` (1..; entry 0 is read-only and ignored).
+    pub fn set_alias(&mut self, index: usize, guid: Guid) {
+        let Some(i) = index.checked_sub(1) else { return };
+        let aliases = &mut self.lazy.get_or_insert_with(Box::default).aliases;
+        if aliases.len() <= i {
+            aliases.resize(i + 1, Guid(0));
+        }
+        aliases[i] = guid;
     }
 
     /// Current P_Key table entry `i` (power-on table when never written).
@@ -335,4 +376,17 @@ pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
         }
     }
     (nodes, ports, switches)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A k=56 fat tree has 311,000 simulated ports: each byte of a port record is 0.3 MB of the
+    /// fabric's memory. What few ports use (VLArbitration tables, alias GUIDs, error counters)
+    /// sits behind a pointer; this keeps the record from growing by accident.
+    #[test]
+    fn a_port_record_stays_compact() {
+        let size = std::mem::size_of::<super::Port>();
+        eprintln!("Port: {size} bytes");
+        assert!(size <= 160, "Port is {size} bytes");
+    }
 }
