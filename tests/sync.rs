@@ -7,20 +7,24 @@
 //! partition policy: the new master holds every port's P_Key table as the old one did; a join
 //! after the standby's last sync survives the takeover or its port is told to re-register. A
 //! join sent while the master hands over gets BUSY, and its retry is served by the new master.
+//! An alias GUID a host set through the master's SA (sync section 10) is served by the new
+//! master (its GUIDInfoRecord, a PathRecord to the alias GID), and the port's GUIDInfo block
+//! stays as it was (written once more, the same).
 
-use ibsm::core::SmEvent;
+use ibsm::core::{SmEvent, SmState, SweepPhase};
 use ibsm::sync::wire::{Message, SyncKey, request_header};
 use ibsm::transport::sim::SimSms;
+use ibsm_mad::attrs::GuidInfo;
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
-use ibsm_mad::records::{InformInfoRecord, JoinState, McMemberRecord, ServiceRecord};
+use ibsm_mad::records::{GuidInfoRecord, InformInfoRecord, JoinState, McMemberRecord, PathRecord, ServiceRecord};
 use ibsm_mad::sa::{SA_HEADER_LEN, SaHeader, request};
-use ibsm_mad::{Attribute, Gid, Guid, Lid, MAD_LEN, PKey};
-use ibsm_sim::fabric::{AgentId, Dest, Fault, LinkRule};
+use ibsm_mad::{Attribute, Gid, Guid, Lid, MAD_LEN, PKey, ids};
+use ibsm_sim::fabric::{AgentId, Dest, Fault, LinkRule, SimTime};
 
 mod support;
 use support::sa::{MC_CREATE, PREFIX, example, inform_all};
-use support::sms::{SECOND, elect, hosts, lids};
+use support::sms::{SECOND, Sent, elect, hosts, lids, run_counting};
 
 /// Sends `bytes` from `client` to `lid` (QP1), runs the SMs half a second, and returns the
 /// answer with TID `tid`.
@@ -485,4 +489,107 @@ fn takeover_with_policy(late_join: bool) {
             if kept { "survived" } else { "was lost, and the ports were told to re-register" }
         );
     }
+}
+
+/// GUIDInfoRecord's mask bits for a Set or Get of one block of a port (LID and block named).
+const GIR_KEY: u64 = GuidInfoRecord::COMP_LID | GuidInfoRecord::COMP_BLOCK_NUM;
+
+/// Steps the SMs with [`run_counting`] in 100 ms slices until `done` or `ns` of virtual time.
+fn counting_until(h: &mut SimSms, ns: u64, sent: &mut [Sent], mut done: impl FnMut(&SimSms) -> bool) -> bool {
+    let end = h.now() + ns;
+    while !done(h) {
+        if h.now() >= end {
+            return false;
+        }
+        let step = (h.now() + SECOND / 10).min(end);
+        run_counting(h, step, sent);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+    }
+    true
+}
+
+#[test]
+fn a_new_master_serves_the_alias_guids_it_synced_and_leaves_the_ports_alias_block_as_it_is() {
+    // Sync section 10 (aliases) at a takeover: a host sets an alias GUID through the master's
+    // SA, the standby syncs it, the master dies; the new master answers the GUIDInfoRecord and
+    // a PathRecord to the alias GID, and the port's GUIDInfo block is never written otherwise.
+    let topo = example("fat-tree-2l-k4.net");
+    let at = hosts(&topo);
+    let sms = vec![
+        (ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default()), at[0]),
+        (ibsm::core::Sm::new(support::sms::cfg(5, 7), ibsm::core::Guid2Lid::default()), at[1]),
+    ];
+    let mut h = SimSms::new(&topo, 12, sms).expect("attach");
+    // The host with the alias (GUIDCap 8: one block) and another host that asks for paths.
+    let (host, other) = (at[4], at[6]);
+    h.fabric.set_guid_cap(host.0, host.1, 8);
+    h.start(0);
+    h.run_until(h.now() + 60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    h.start(1);
+    h.run_until(h.now() + 60 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. })).expect("standby");
+    let (master, standby) = (0, 1);
+    let lid_of = lids(&h, master);
+    let guid = |p: (usize, u8)| topo.nodes[p.0].port_guid(p.1);
+    let (host_guid, other_guid) = (guid(host), guid(other));
+    let (host_lid, other_lid) = (lid_of[&host_guid], lid_of[&other_guid]);
+    let client = h.fabric.attach(host.0, host.1).expect("attach host");
+    let asker = h.fabric.attach(other.0, other.1).expect("attach other");
+
+    // The host sets alias index 3 of its port through the master's SA.
+    let alias = Guid(0x0002_c903_00ee_0003);
+    let mut rec = GuidInfoRecord { lid: host_lid, block_num: 0, guid_info: GuidInfo::default() };
+    rec.guid_info.guids[3] = alias;
+    let master_lid = lid_of[&h.sms[master].sm.port_guid()];
+    let (st, data) =
+        sa(&mut h, client, master_lid, (Method::Set, GIR_KEY | GuidInfoRecord::COMP_GUID0 << 3, 0x81), &rec);
+    assert_eq!(st, status::OK);
+    assert_eq!(GuidInfoRecord::parse(&data).expect("record").guid_info.guids[3], alias);
+    let mut block = vec![Guid(0); 8];
+    (block[0], block[3]) = (host_guid, alias);
+    let end = h.now() + 5 * SECOND;
+    while h.fabric.port_guids(host.0, host.1).as_deref() != Some(&block[..]) {
+        assert!(h.now() < end, "the master never wrote the block: {:?}", h.fabric.port_guids(host.0, host.1));
+        h.run_until(h.now() + SECOND / 10, |_, _| false);
+        h.fabric.advance_to(SimTime(h.now().max(end.min(h.now() + SECOND / 10))));
+    }
+    until_current(&mut h, master);
+    assert!(h.sms[standby].sm.sync_status().sections.contains(&"aliases"), "{:?}", h.sms[standby].sm.sync_status());
+
+    // kill -9 the master; the standby takes over. Every MAD it sends from now on is counted.
+    let mut sent = vec![Sent::default(); 2];
+    let died = h.now();
+    h.kill(master);
+    let new_master_up = |h: &SimSms| {
+        let sm = &h.sms[standby].sm;
+        sm.state() == SmState::Master
+            && sm.phase() == SweepPhase::Up
+            && sm.last_report_at().is_some_and(|t| t > died)
+            && sm.last_report().is_some_and(|r| r.complete)
+    };
+    assert!(counting_until(&mut h, 30 * SECOND, &mut sent, new_master_up), "the standby brings the subnet up");
+    // A few more seconds: the writes between sweeps, and a light sweep or two.
+    counting_until(&mut h, 3 * SECOND, &mut sent, |_| false);
+    let new_lid = lid_of[&h.sms[standby].sm.port_guid()];
+    assert_eq!(lids(&h, standby), lid_of, "no LID changed");
+    assert_eq!(h.fabric.port_guids(host.0, host.1).as_deref(), Some(&block[..]), "the port's alias block is kept");
+    // What the ports hold is not replicated, so each block with an alias is written once more,
+    // as it was: one GUIDInfo Set, the block the port held. None drops it, none more follow.
+    let guid_info_sets = sent[standby].sets_by_attr.get(&ids::attr::GUID_INFO).copied().unwrap_or(0);
+    assert_eq!(guid_info_sets, 1, "{:?}", sent[standby]);
+
+    // The new master's SA answers the GUIDInfoRecord ...
+    let get = GuidInfoRecord { lid: host_lid, block_num: 0, guid_info: GuidInfo::default() };
+    let (st, data) = sa(&mut h, asker, new_lid, (Method::GetTable, GIR_KEY, 0x82), &get);
+    assert_eq!(st, status::OK, "the GUIDInfoRecord after the takeover");
+    let got = GuidInfoRecord::parse(&data).expect("record");
+    assert_eq!((got.lid, got.guid_info.guids.to_vec()), (host_lid, block.clone()));
+    // ... and a PathRecord to the alias GID: the host's path, the alias echoed.
+    let (mask, pr) = support::sa::path_query(None, None, Some(other_guid), Some(alias));
+    let (st, data) = sa(&mut h, asker, new_lid, (Method::Get, mask, 0x83), &pr);
+    assert_eq!(st, status::OK, "the PathRecord to the alias GID after the takeover");
+    let path = PathRecord::parse(&data).expect("record");
+    assert_eq!((path.dgid, path.dlid, path.slid), (Gid { prefix: PREFIX, guid: alias }, host_lid, other_lid));
+    assert_eq!(h.fabric.port_guids(host.0, host.1).as_deref(), Some(&block[..]), "the port's alias block is kept");
 }
