@@ -5,7 +5,9 @@
 //! so; at the end of the back-off the port is enabled and the host comes back to Active. Off by
 //! default, and a port under the limit is left alone. With two SMs, the port disabled and its
 //! deadline reach the standby; after the master's death the new master keeps it disabled and
-//! enables it when the back-off ends.
+//! enables it when the back-off ends. A standby holds the list its master syncs (an empty one
+//! empties it), and an SM that handed the subnet over and takes it back with nothing newer
+//! enables no port at a deadline from before its handover.
 
 use std::path::Path;
 
@@ -253,4 +255,126 @@ fn a_new_master_keeps_a_babbling_port_disabled_until_its_back_off_ends_then_enab
         run_for(&mut h, SEC / 2);
     }
     assert!(h.sms[standby].sm.babbling().list().next().is_none());
+}
+
+/// SM 0 (priority 5) alone brings the fabric up and disables the leaf port facing h6, which
+/// babbles; SM 1 (priority 9) starts, and SM 0 hands the subnet over to it. Returns the
+/// harness, the port disabled (leaf-3 port 1) and the probe that reads it; it stops at SM 0's
+/// HandedOver.
+fn disabled_then_handed_over() -> (SimSms, (Guid, u8), AgentId) {
+    let topo = fabric();
+    let at = support::sms::hosts(&topo);
+    let cfg = |p: u8| SmConfig { babbling: BabblingConfig { backoff_ns: 15 * SEC, ..on() }, ..support::sms::cfg(p, 7) };
+    let sms = vec![(Sm::new(cfg(5), Guid2Lid::default()), at[0]), (Sm::new(cfg(9), Guid2Lid::default()), at[1])];
+    let mut h = SimSms::new(&topo, 14, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SEC, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    let node = |name: &str| topo.nodes.iter().position(|n| n.name == name).expect("node");
+    let agent = h.fabric.attach(node("h6"), 1).expect("attach h6");
+    let probe = h.fabric.attach(node("h7"), 1).expect("attach h7");
+    let snap = h.sms[0].sm.snapshot().expect("snapshot");
+    let h6 = snap.port(snap.by_guid(topo.nodes[node("h6")].port_guid(1)).expect("h6 known")).expect("port").lid;
+    let sm_lid = h.sms[0].sm.last_report().expect("report").sm_lid;
+    for i in 0..30 {
+        h.fabric.send(agent, &trap_129(h6, 0x100 + i), Dest { dlid: sm_lid, qpn: 0 });
+        run_for(&mut h, SEC / 1000);
+    }
+    let list: Vec<_> = h.sms[0].sm.babbling().list().map(|(k, _)| k).collect();
+    let leaf3 = h.sms[0].sm.subnet().nodes.iter().find(|n| n.desc == "leaf-3").expect("leaf-3").info.node_guid;
+    assert_eq!(list, [(leaf3, 1)], "SM 0 disabled the leaf port facing h6");
+    let until = h.sms[0].sm.babbling().list().next().map(|(_, d)| d.until).expect("a deadline");
+    h.start(1);
+    h.run_until(h.now() + 10 * SEC, |i, e| i == 0 && matches!(e, SmEvent::HandedOver { .. }))
+        .expect("SM 0 hands the subnet over to the better SM 1");
+    assert!(h.now() + 3 * SEC < until, "the handover comes well before the back-off ends");
+    (h, (leaf3, 1), probe)
+}
+
+/// Runs until SM `i` reports `want` (a BabblingPort event with `disabled: false`), or `ns`.
+fn until_enabled_by(h: &mut SimSms, i: usize, ns: u64) -> bool {
+    h.run_until(h.now() + ns, |j, e| j == i && matches!(e, SmEvent::BabblingPort { disabled: false, .. })).is_some()
+}
+
+#[test]
+fn a_standby_holds_the_babbling_list_its_master_syncs_and_an_empty_one_empties_it() {
+    let (mut h, port, probe) = disabled_then_handed_over();
+    // SM 1 is master with the port; SM 0 holds the list SM 1 syncs to it.
+    let synced = |h: &SimSms| {
+        let (m, s) = (h.sms[1].sm.sync_status(), h.sms[0].sm.sync_status());
+        m.standbys.iter().any(|p| p.3 == Some(m.version)) && s.current_at == Some(m.version)
+    };
+    let end = h.now() + 5 * SEC;
+    while !synced(&h) {
+        assert!(h.now() < end, "SM 0 never current: {:?}", h.sms[1].sm.sync_status());
+        run_for(&mut h, SEC / 10);
+    }
+    let theirs: Vec<_> = h.sms[1].sm.babbling().list().map(|(k, d)| (k, d.babbler, d.traps)).collect();
+    let ours: Vec<_> = h.sms[0].sm.babbling().list().map(|(k, d)| (k, d.babbler, d.traps)).collect();
+    assert_eq!((theirs.len(), &ours), (1, &theirs), "the standby's list is its master's");
+    // At the end of the back-off SM 1 enables the port and syncs an empty list: SM 0's list is
+    // empty too (an SM that kept its own would enable the port again at its old deadline).
+    assert!(until_enabled_by(&mut h, 1, 20 * SEC), "SM 1 enables the port");
+    let end = h.now() + 5 * SEC;
+    while !synced(&h) {
+        assert!(h.now() < end, "SM 0 never current again");
+        run_for(&mut h, SEC / 10);
+    }
+    assert_eq!(h.sms[0].sm.babbling().list().count(), 0, "the standby synced an empty list: {:?}", port);
+    assert!(ibsm::daemon::control::status(&h.sms[0].sm).traps.babbling_ports.is_empty());
+    // SM 1 dies: SM 0 takes over and enables nothing.
+    h.kill(1);
+    let mut enabled = false;
+    h.run_until(h.now() + 30 * SEC, |i, e| {
+        enabled |= i == 0 && matches!(e, SmEvent::BabblingPort { .. });
+        i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    })
+    .expect("SM 0 takes over");
+    h.run_until(h.now() + 2 * SEC, |i, e| {
+        enabled |= i == 0 && matches!(e, SmEvent::BabblingPort { .. });
+        false
+    });
+    assert!(!enabled, "no port toggled by the new master");
+    assert_eq!(read_sms(&mut h, probe, &[1], 1, 0x7300).port_state, PortState::Active);
+}
+
+#[test]
+fn an_sm_that_handed_over_enables_no_port_at_an_old_deadline_when_it_takes_over_without_newer_state() {
+    let (mut h, port, probe) = disabled_then_handed_over();
+    // SM 0 stalls at once (its process stopped: nothing from SM 1 reaches it), SM 1 enables
+    // the port at the end of the back-off, and an operator then disables it on SM 1.
+    h.sms[0].alive = false;
+    assert!(until_enabled_by(&mut h, 1, 20 * SEC), "SM 1 enables the port");
+    let end = h.now() + 10 * SEC;
+    for tid in 0x7400.. {
+        let pi = read_sms(&mut h, probe, &[1], 1, tid);
+        if pi.port_state == PortState::Active {
+            break;
+        }
+        assert!(h.now() < end, "the port never came back");
+        run_for(&mut h, SEC / 2);
+    }
+    let end = h.now() + 10 * SEC;
+    while let Err(e) = h.sms[1].sm.disable_port(&ibsm::core::maintenance::NodeRef::Guid(port.0), port.1, true) {
+        assert!(h.now() < end, "ibsm port disable: {e}");
+        run_for(&mut h, SEC / 10);
+    }
+    run_for(&mut h, SEC);
+    assert_eq!(read_sms(&mut h, probe, &[1], 1, 0x7500).port_physical_state, PhysPortState::Disabled);
+    // SM 1 dies; SM 0 comes back to life and takes over with nothing from SM 1. The port the
+    // operator disabled stays disabled: SM 0 holds no old entry to enable it with.
+    h.kill(1);
+    h.sms[0].alive = true;
+    let mut toggled = false;
+    h.run_until(h.now() + 30 * SEC, |i, e| {
+        toggled |= i == 0 && matches!(e, SmEvent::BabblingPort { .. });
+        i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+    })
+    .expect("SM 0 takes over");
+    h.run_until(h.now() + 2 * SEC, |i, e| {
+        toggled |= i == 0 && matches!(e, SmEvent::BabblingPort { .. });
+        false
+    });
+    assert!(!toggled, "SM 0 enabled a port at a deadline from before its handover");
+    assert_eq!(h.sms[0].sm.babbling().list().count(), 0);
+    assert_eq!(read_sms(&mut h, probe, &[1], 1, 0x7600).port_physical_state, PhysPortState::Disabled);
 }

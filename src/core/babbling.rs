@@ -14,7 +14,9 @@
 //! (`error_id` `babbling-port-disabled`, `babbling-port-enabled`), the metrics and `ibsm status`
 //! are the coordinator's. The ports disabled are replicated to the standbys
 //! ([`Babbling::replica`], [`Babbling::adopt`]): a new master keeps them disabled until their
-//! back-off ends, then enables them; the trap counts are not replicated.
+//! back-off ends, then enables them; the trap counts are not replicated. A standby's list is
+//! the one its master last synced (an empty one empties it), and an SM that hands the subnet
+//! over empties its own: neither holds entries the master may have changed since.
 
 use std::collections::{BTreeMap, HashMap};
 

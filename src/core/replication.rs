@@ -31,7 +31,7 @@ use ibsm_mad::{Guid, Lid};
 use super::events::SmEvent;
 use super::io::{Address, GSI_QKEY, Transmit, TransmitKind};
 use crate::sync::wire::{Message, SyncKey, WireError};
-use crate::sync::{PeerState, Publisher, Receiver, Replica, Section};
+use crate::sync::{BabblingPort, PeerState, Publisher, Receiver, Replica, Section};
 
 /// What `ibsm status` shows of the state sync.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -288,6 +288,12 @@ impl Replication {
         let adoption = Adoption { replica: self.receiver.replica(), sections, current_at };
         self.receiver.clear();
         adoption
+    }
+
+    /// Standby: the ports the master's babbling-port policy disabled, as last synced (empty
+    /// when it synced none), back-offs on this SM's clock.
+    pub fn synced_babbling_ports(&self) -> Vec<BabblingPort> {
+        self.receiver.babbling_ports()
     }
 
     /// Whether the next sweep as master sets ClientReregister on every CA port.

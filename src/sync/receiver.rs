@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use ibsm_mad::Guid;
 
-use super::replica::{Replica, Section};
+use super::replica::{BabblingPort, Replica, Section};
 use super::wire::{Message, PAYLOAD, SyncKey, TableEntry, decode_table, encode_table};
 
 /// Most chunks one section may have (about 15 MB).
@@ -186,17 +186,28 @@ impl Receiver {
     /// SM's clock.
     pub fn replica(&self) -> Replica {
         let mut r = self.replica.clone();
-        let rebase = |(theirs, ours): (u64, u64), t: u64| {
-            if t >= theirs { ours.saturating_add(t - theirs) } else { ours.saturating_sub(theirs - t) }
-        };
         for (_, expires) in &mut r.services {
             *expires = expires.map(|t| rebase(self.services_clock, t));
         }
-        for b in &mut r.babbling_ports {
-            (b.since, b.until) = (rebase(self.babbling_clock, b.since), rebase(self.babbling_clock, b.until));
-        }
+        r.babbling_ports = self.babbling_ports();
         r
     }
+
+    /// The babbling-ports section as held (empty when none was received), its back-offs
+    /// re-based onto this SM's clock.
+    pub fn babbling_ports(&self) -> Vec<BabblingPort> {
+        let mut ports = self.replica.babbling_ports.clone();
+        for b in &mut ports {
+            (b.since, b.until) = (rebase(self.babbling_clock, b.since), rebase(self.babbling_clock, b.until));
+        }
+        ports
+    }
+}
+
+/// `t` on the clock of the SM that sent a section, on this SM's clock: `clock` is the sender's
+/// clock when the section was sent and ours when it arrived.
+fn rebase((theirs, ours): (u64, u64), t: u64) -> u64 {
+    if t >= theirs { ours.saturating_add(t - theirs) } else { ours.saturating_sub(theirs - t) }
 }
 
 #[cfg(test)]
@@ -296,7 +307,6 @@ mod tests {
 
     #[test]
     fn babbling_back_offs_are_rebased_onto_the_standbys_clock() {
-        use super::super::replica::BabblingPort;
         let key = SyncKey::from_sm_key(1);
         let b = BabblingPort { port: (Guid(1), 2), babbler: (Guid(3), 1), traps: 9, since: 400, until: 61_000 };
         let full = Replica { babbling_ports: vec![b], ..Replica::default() };
@@ -306,5 +316,6 @@ mod tests {
         }
         // Sent at 1,000 on the master's clock: disabled 600 ns before, 60,000 ns of back-off left.
         assert_eq!(r.replica().babbling_ports, vec![BabblingPort { since: 499_400, until: 560_000, ..b }]);
+        assert_eq!(r.babbling_ports(), r.replica().babbling_ports);
     }
 }

@@ -5,8 +5,9 @@
 //! toggles, as `ibsm port disable|enable` sends them: their answers are not taken into the
 //! subnet, and a heavy sweep follows each (the switch's trap 128 for the link's change may be
 //! lost). Each change of the ports disabled is published to the standbys at once, so a new
-//! master keeps them disabled and enables them when their back-off ends. Only a master acts;
-//! the policy is off unless `babbling-port-policy` is on.
+//! master keeps them disabled and enables them when their back-off ends; a standby's list is
+//! replaced by each one it syncs (`sync_sections`) and a handover empties the old master's
+//! (`mastership`). Only a master acts; the policy is off unless `babbling-port-policy` is on.
 
 use ibsm_mad::attrs::{Notice, NoticeDetails, PhysPortState, PortState};
 use ibsm_mad::{Lid, PortNum};

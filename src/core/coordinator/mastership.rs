@@ -345,6 +345,9 @@ impl Sm {
         let accepted = matches!(outcome, Outcome::Reply { status: 0, .. });
         if let Some(master) = self.election.handover_answered(to, accepted) {
             self.events.push_back(SmEvent::HandedOver { to });
+            // The ports the babbling-port policy disabled are the new master's to enable (it
+            // synced them before the handover); this SM holds what it syncs from it.
+            self.babbling.adopt(&[]);
             self.become_standby(master);
         }
     }

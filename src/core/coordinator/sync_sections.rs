@@ -3,7 +3,7 @@
 //! cable map, the P_Key tables as the ports hold them, the SA's groups, services, subscriptions and alias GUIDs,
 //! the ports an operator disabled, the digests of the switches' forwarding tables, the ports the
 //! babbling-port policy disabled) and goes back to at
-//! a takeover, and where the component's answers go (events, the standbys whose sync came to
+//! a takeover (the babbling ports also as soon as a standby receives them), and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
 use ibsm_mad::header::MadHeader;
@@ -133,6 +133,11 @@ impl Sm {
             SyncAnswer::Reply { bytes, received } => {
                 if let Some((section, version)) = received {
                     self.events.push_back(SmEvent::SyncReceived { section: section.name(), version });
+                    // A standby's babbling list is its master's: an old one of its own would
+                    // have it enable ports at old deadlines should it take over.
+                    if section == Section::BabblingPorts {
+                        self.babbling.adopt(&self.replication.synced_babbling_ports());
+                    }
                 }
                 self.respond(bytes, src.reply_address());
             }
