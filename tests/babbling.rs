@@ -319,7 +319,7 @@ fn a_standby_holds_the_babbling_list_its_master_syncs_and_an_empty_one_empties_i
         assert!(h.now() < end, "SM 0 never current again");
         run_for(&mut h, SEC / 10);
     }
-    assert_eq!(h.sms[0].sm.babbling().list().count(), 0, "the standby synced an empty list: {:?}", port);
+    assert_eq!(h.sms[0].sm.babbling().list().count(), 0, "the standby synced an empty list: {port:?}");
     assert!(ibsm::daemon::control::status(&h.sms[0].sm).traps.babbling_ports.is_empty());
     // SM 1 dies: SM 0 takes over and enables nothing.
     h.kill(1);

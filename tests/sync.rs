@@ -181,6 +181,7 @@ fn sync_messages_without_the_key_or_not_from_the_master_are_refused() {
             chunk: 0,
             chunks: 1,
             section: 1,
+            takes: ibsm::sync::Section::MAX_ID,
             payload: bytes.clone(),
         };
         m.to_mad(&request_header(Method::Set, tid), key)

@@ -216,6 +216,12 @@ fn log_sync_event(ev: &SmEvent) {
             let standby = format!("{:#018x}", standby.0);
             match *state {
                 "foreign" => tracing::info!(standby, "standby is not an ibsm SM (OpenSM?): no state sync"),
+                "too old" => tracing::warn!(
+                    error_id = "sync-standby-too-old",
+                    standby,
+                    "standby runs an older ibsm that cannot take every state sync section: it gets the ones it \
+                     takes and is never current, and a takeover by it loses the rest; upgrade it"
+                ),
                 "unreachable" => tracing::warn!(
                     error_id = "sync-unreachable",
                     standby,

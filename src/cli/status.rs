@@ -140,7 +140,12 @@ fn print_sync(state: &str, s: &ibsm::daemon::control::SyncStatusJson) {
             println!("state sync: version {}, {} standby(s)", s.version, s.standbys.len());
             for p in &s.standbys {
                 let at = p.current_at.map(|v| format!(" at version {v}")).unwrap_or_default();
-                println!("  standby {} (LID {}): {}{at}", p.guid, p.lid, p.state);
+                let hint = if p.state == "too old" {
+                    " (an older ibsm: it cannot take every section; upgrade it)"
+                } else {
+                    ""
+                };
+                println!("  standby {} (LID {}): {}{at}{hint}", p.guid, p.lid, p.state);
             }
         }
         "standby" => match s.current_at {

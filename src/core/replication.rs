@@ -7,7 +7,8 @@
 //! It takes what it needs as arguments (each section's bytes, which the coordinator reads from
 //! the components that own that state; the standbys a sweep found; a received sync message; the
 //! SM's state; the time) and answers with values: sync messages to send, [`PeerNews`] (events,
-//! and the standbys whose sync came to rest, for a handover waiting on them), a reply to a sync
+//! a standby too old reported once, and the standbys whose sync came to rest, for a handover
+//! waiting on them), a reply to a sync
 //! message or the reason to refuse it ([`SyncAnswer`]), the state to take over with
 //! ([`Adoption`]) and whether clients must re-register ([`Replication::reregister_clients`]).
 //! It reads no other component; the coordinator's side (which component each section comes
@@ -101,12 +102,19 @@ pub struct Replication {
     /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
     /// takeover without current synced state), so they re-join and re-register.
     reregister_clients: bool,
+    /// Master: the standbys reported too old ([`PeerState::TooOld`]; reported once).
+    told_too_old: std::collections::BTreeSet<Guid>,
 }
 
 impl Default for Replication {
     /// A first start: nothing held, every client told to re-register at the first sweep.
     fn default() -> Replication {
-        Replication { publisher: Publisher::default(), receiver: Receiver::default(), reregister_clients: true }
+        Replication {
+            publisher: Publisher::default(),
+            receiver: Receiver::default(),
+            reregister_clients: true,
+            told_too_old: std::collections::BTreeSet::new(),
+        }
     }
 }
 
@@ -158,20 +166,23 @@ impl Replication {
     }
 
     /// Master: whether a handover to `guid` need not wait for the state sync: it holds this
-    /// master's state as it is now, or it is an SM that takes none (OpenSM).
+    /// master's state as it is now (all of it, or all its older build takes), or it is an SM
+    /// that takes none (OpenSM).
     pub fn sync_needless(&self, guid: Guid) -> bool {
         let now = self.publisher.version();
-        self.publisher
-            .peers()
-            .any(|(g, _, st)| g == guid && (st == PeerState::Foreign || st == PeerState::Current(now)))
+        self.publisher.peers().any(|(g, _, st)| {
+            g == guid && (st == PeerState::Foreign || st == PeerState::Current(now) || st == PeerState::TooOld(now))
+        })
     }
 
     /// Forgets every standby (this SM is no longer master).
     pub fn clear_peers(&mut self) {
         self.publisher.clear_peers();
+        self.told_too_old.clear();
     }
 
-    /// What became of the standbys since the last call.
+    /// What became of the standbys since the last call. A standby found too old is reported
+    /// once, not at every version it holds all it can of (until it is current or forgotten).
     fn news(&mut self) -> PeerNews {
         let mut news = PeerNews::default();
         for (standby, state) in self.publisher.take_changes() {
@@ -179,8 +190,21 @@ impl Replication {
                 PeerState::Current(v) => Some(v),
                 _ => None,
             };
-            news.events.push(SmEvent::SyncPeer { standby, state: state.name(), version });
-            if matches!(state, PeerState::Current(_) | PeerState::Foreign | PeerState::Unreachable) {
+            let told = match state {
+                PeerState::TooOld(_) => !self.told_too_old.insert(standby),
+                PeerState::Current(_) => {
+                    self.told_too_old.remove(&standby);
+                    false
+                }
+                _ => false,
+            };
+            if !told {
+                news.events.push(SmEvent::SyncPeer { standby, state: state.name(), version });
+            }
+            if matches!(
+                state,
+                PeerState::Current(_) | PeerState::TooOld(_) | PeerState::Foreign | PeerState::Unreachable
+            ) {
                 news.settled.push(standby);
             }
         }
@@ -261,7 +285,7 @@ impl Replication {
             }
         };
         let version = self.receiver.current_at.unwrap_or(0);
-        let reply = Message { from: me, version, sent_at: now, payload, ..msg };
+        let reply = Message { from: me, version, sent_at: now, payload, takes: Section::MAX_ID, ..msg };
         let header = SaHeader { attr_offset: 0, ..sa.response(status::OK, 0) };
         SyncAnswer::Reply { bytes: reply.to_mad(&header, key).to_vec(), received }
     }
@@ -467,6 +491,47 @@ mod tests {
             s.answer(Method::Get, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 1, &key()),
             SyncAnswer::Reply { received: None, .. }
         ));
+    }
+
+    #[test]
+    fn a_standby_of_an_older_build_is_reported_too_old_once_and_does_not_hold_up_a_handover() {
+        // A build from before section 9: it says nothing of what it takes (byte 41 is 0) and
+        // refuses a chunk of a section it does not know (status 0x001C).
+        let (mut m, mut s) = (Replication::default(), Replication::default());
+        let mut old = |m: &mut Replication, now: u64| {
+            let mut news = PeerNews::default();
+            while let Some(t) = m.poll_transmit(true, now, MASTER, &key()) {
+                let (h, msg) = Message::from_mad(&t.bytes, &key()).expect("ours");
+                let reply = if h.method == Method::Set && msg.section > 8 {
+                    crate::core::requests::response_to(&t.bytes, status::BAD_FIELD, None).expect("a response")
+                } else {
+                    let SyncAnswer::Reply { bytes, .. } =
+                        s.answer(h.method, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), now, &key())
+                    else {
+                        panic!("refused");
+                    };
+                    let (rh, rm) = Message::from_mad(&bytes, &key()).expect("its answer");
+                    Message { takes: 0, ..rm }.to_mad(&rh, &key()).to_vec()
+                };
+                let n = m.on_response(&reply, t.to.lid, &key());
+                news.events.extend(n.events);
+                news.settled.extend(n.settled);
+            }
+            news
+        };
+        let too_old =
+            |n: &PeerNews| n.events.iter().filter(|e| matches!(e, SmEvent::SyncPeer { state: "too old", .. })).count();
+        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        let news = old(&mut m, 1);
+        assert_eq!((too_old(&news), news.settled.as_slice()), (1, &[STANDBY][..]), "{news:?}");
+        assert!(m.sync_needless(STANDBY), "a handover to it does not wait");
+        assert_eq!(m.status(true).standbys, [(STANDBY, Lid(2), "too old", None)]);
+        // The master's state changes: it is synced again, settles again, and is not reported again.
+        let news = m.after_sweep(sections(&replica(4)), &[(STANDBY, Lid(2))], &key());
+        let more = old(&mut m, 2);
+        assert_eq!(too_old(&news) + too_old(&more), 0, "{news:?} {more:?}");
+        assert_eq!(more.settled, [STANDBY]);
+        assert!(m.sync_needless(STANDBY));
     }
 
     #[test]

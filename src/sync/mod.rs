@@ -20,7 +20,10 @@
 //!   After each sweep it asks every standby (that shares its SM_Key) what it holds, sends the
 //!   sections whose digest differs, chunk by chunk, and asks again; a standby whose table
 //!   equals the master's is current at that version. An SM that answers the query with an
-//!   error status (OpenSM does) or not at all is not an ibsm SM and gets nothing more.
+//!   error status (OpenSM does) or not at all is not an ibsm SM and gets nothing more. Every
+//!   message says the highest section id its sender takes: a standby of an older build is sent
+//!   only the sections it takes, and is too old, never current (one from before that field is
+//!   known by the section it refuses).
 //! - A standby that takes over starts from what it holds: the master's guid2lid, M_Keys and
 //!   cable map, P_Key tables as the ports hold them, multicast groups (with their MLIDs and members), service
 //!   registrations (with what is left of their leases), event subscriptions, the ports an

@@ -6,7 +6,10 @@
 //! [`TIMEOUT_NS`]). A standby is asked what it holds whenever it is (re)found; the sections it
 //! lacks are sent chunk by chunk, and it is asked again; when its table equals the master's it
 //! is current. One that answers the query with an error status or not at all gets nothing
-//! more until it is found again.
+//! more until it is found again. A standby of an older build is sent only the sections it
+//! takes: those up to the id its answers say it takes, or, from a build that does not say, all
+//! but a section whose chunk it refused in two rounds (query answered, chunk refused, twice);
+//! when it holds all of those it is too old ([`PeerState::TooOld`]), never current.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -44,6 +47,9 @@ pub enum PeerState {
     /// An ibsm SM that refused the query (status 0x001C): it does not stand by for this master
     /// (it was master itself, say). Asked again when it polls this master as a standby.
     Refused,
+    /// Holds every section it takes as of this version, but not every section: an ibsm SM of
+    /// an older build. Never current; a handover to it does not wait for it.
+    TooOld(u64),
 }
 
 impl PeerState {
@@ -56,6 +62,7 @@ impl PeerState {
             PeerState::Foreign => "foreign",
             PeerState::Unreachable => "unreachable",
             PeerState::Refused => "refused",
+            PeerState::TooOld(_) => "too old",
         }
     }
 }
@@ -75,6 +82,21 @@ struct Peer {
     queue: VecDeque<(Section, u32)>,
     /// It answered a sync message with our MAC once.
     answered: bool,
+    /// The highest section id it takes, as its last answer said (0: not said).
+    takes: u8,
+    /// Per section, the rounds in which it refused a chunk of it (counted when its build does
+    /// not say what it takes).
+    refusals: BTreeMap<Section, u32>,
+    /// It answered a query since the last refusal counted: the next refusal counts.
+    count_refusal: bool,
+}
+
+impl Peer {
+    /// Whether it takes `section`: up to the id it says, else all but a section it refused in
+    /// two rounds.
+    fn takes(&self, section: Section) -> bool {
+        if self.takes != 0 { section.id() <= self.takes } else { self.refusals.get(&section).copied().unwrap_or(0) < 2 }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +109,8 @@ enum What {
 struct InFlight {
     peer: Guid,
     what: What,
+    /// The section of a chunk.
+    section: Option<Section>,
     mad: [u8; MAD_LEN],
     deadline: u64,
     tries_left: u32,
@@ -174,12 +198,20 @@ impl Publisher {
         let n = Self::chunk_count(&built);
         self.sections.insert(section, built);
         let guids: Vec<Guid> = self.peers.keys().copied().collect();
+        let version = self.version;
         for g in guids {
             let Some(p) = self.peers.get_mut(&g) else { continue };
             if matches!(p.state, PeerState::Foreign | PeerState::Unreachable | PeerState::Refused) {
                 continue;
             }
             p.queue.retain(|(s, _)| *s != section);
+            if !p.takes(section) {
+                // Nothing to send it: still all it can hold.
+                if matches!(p.state, PeerState::TooOld(_)) {
+                    self.set_state(g, PeerState::TooOld(version));
+                }
+                continue;
+            }
             p.queue.extend((0..n).map(|i| (section, i)));
             if !matches!(p.state, PeerState::Asking) {
                 self.set_state(g, PeerState::Sending);
@@ -199,6 +231,9 @@ impl Publisher {
                 ask: true,
                 queue: VecDeque::new(),
                 answered: false,
+                takes: 0,
+                refusals: BTreeMap::new(),
+                count_refusal: false,
             });
             p.lid = lid;
             p.ask = true;
@@ -243,6 +278,7 @@ impl Publisher {
         for g in guids {
             let busy = self.busy(g);
             let Some(p) = self.peers.get_mut(&g) else { continue };
+            let mut chunk_of = None;
             let base = Message {
                 from: me,
                 version: self.version,
@@ -251,9 +287,11 @@ impl Publisher {
                 chunk: 0,
                 chunks: 0,
                 section: 0,
+                takes: Section::MAX_ID,
                 payload: Vec::new(),
             };
             let (what, msg, method) = if let Some((section, i)) = p.queue.pop_front() {
+                chunk_of = Some(section);
                 let Some(b) = self.sections.get(&section) else { continue };
                 let start = i as usize * PAYLOAD;
                 let payload = b.bytes.get(start..(start + PAYLOAD).min(b.bytes.len())).unwrap_or_default().to_vec();
@@ -279,7 +317,8 @@ impl Publisher {
             self.next_tid = self.next_tid.wrapping_add(1);
             let mad = msg.to_mad(&wire::request_header(method, u64::from(tid)), key);
             let deadline = now.saturating_add(TIMEOUT_NS);
-            self.inflight.insert(tid, InFlight { peer: g, what, mad, deadline, tries_left: RETRIES, sent: true });
+            let f = InFlight { peer: g, what, section: chunk_of, mad, deadline, tries_left: RETRIES, sent: true };
+            self.inflight.insert(tid, f);
             self.counters.sent += 1;
             return Some(OutSync { bytes: mad.to_vec(), lid });
         }
@@ -315,6 +354,13 @@ impl Publisher {
             (What::Ask, Some((_, m))) => {
                 if let Some(p) = self.peers.get_mut(&f.peer) {
                     p.answered = true;
+                    p.count_refusal = true;
+                    // What its build takes, from its own answer (a restarted standby may be
+                    // of another build).
+                    p.takes = m.takes;
+                    if m.takes != 0 {
+                        p.refusals.clear();
+                    }
                 }
                 self.on_table(f.peer, &decode_table(&m.payload));
             }
@@ -322,9 +368,15 @@ impl Publisher {
                 self.counters.chunks_acked += 1;
                 self.after_chunk(f.peer);
             }
-            // A refused chunk: start over with a query.
+            // A refused chunk: start over with a query. A standby that answers it and refuses
+            // the section again cannot take it (an older build).
             (What::Chunk, None) => {
                 if let Some(p) = self.peers.get_mut(&f.peer) {
+                    if let Some(section) = f.section
+                        && std::mem::take(&mut p.count_refusal)
+                    {
+                        *p.refusals.entry(section).or_default() += 1;
+                    }
                     p.queue.clear();
                     p.ask = true;
                 }
@@ -345,18 +397,22 @@ impl Publisher {
         }
     }
 
-    /// The standby's table: queue what differs, or note it current.
+    /// The standby's table: queue what differs and it takes, or note it current (too old when
+    /// it cannot take some section).
     fn on_table(&mut self, guid: Guid, theirs: &[TableEntry]) {
+        let version = self.version;
+        let Some(p) = self.peers.get_mut(&guid) else { return };
+        let differs = |(s, b): &(&Section, &Built)| !theirs.iter().any(|(id, _, d)| *id == s.id() && *d == b.digest);
         let lacking: Vec<(Section, u32)> = self
             .sections
             .iter()
-            .filter(|(s, b)| !theirs.iter().any(|(id, _, d)| *id == s.id() && *d == b.digest))
+            .filter(differs)
+            .filter(|(s, _)| p.takes(**s))
             .flat_map(|(s, b)| (0..Self::chunk_count(b)).map(move |i| (*s, i)))
             .collect();
-        let version = self.version;
-        let Some(p) = self.peers.get_mut(&guid) else { return };
+        let whole = self.sections.keys().all(|s| p.takes(*s));
         if lacking.is_empty() && p.queue.is_empty() {
-            self.set_state(guid, PeerState::Current(version));
+            self.set_state(guid, if whole { PeerState::Current(version) } else { PeerState::TooOld(version) });
         } else {
             p.queue.retain(|q| !lacking.contains(q));
             p.queue.extend(lacking);
@@ -538,6 +594,91 @@ mod tests {
         // The standby's own answer still counts.
         assert!(p.on_response(&resp, Lid(7), &key));
         assert_ne!(p.peers().next().map(|x| x.2), Some(PeerState::Asking));
+    }
+
+    /// Plays a standby of an older build that takes sections up to id 8: it says `says` of
+    /// what it takes (0: nothing, as a build from before the field) and refuses a chunk of a
+    /// section it does not know with status 0x001C, as such a build does. Runs until the
+    /// publisher has nothing to send or `cap` messages; returns the messages sent and the
+    /// section ids of the chunks among them.
+    fn run_old(p: &mut Publisher, rx: &mut Receiver, key: &SyncKey, says: u8, cap: usize) -> (usize, Vec<u8>) {
+        let mut chunks = Vec::new();
+        let mut n = 0;
+        while n < cap
+            && let Some(out) = p.poll_transmit(n as u64, ME, key)
+        {
+            let (h, m) = Message::from_mad(&out.bytes, key).unwrap();
+            let resp = if h.method == Method::Set && m.section > 8 {
+                h.response(status::BAD_FIELD, 0).to_mad(&[]).unwrap().to_vec()
+            } else {
+                let payload = if h.method == Method::Get {
+                    rx.on_status(&m, n as u64)
+                } else {
+                    rx.on_chunk(&m, n as u64, key).unwrap();
+                    Vec::new()
+                };
+                let reply = Message { from: STANDBY, payload, takes: says, ..m.clone() };
+                reply.to_mad(&h.response(status::OK, 0), key).to_vec()
+            };
+            if h.method == Method::Set {
+                chunks.push(m.section);
+            }
+            assert!(p.on_response(&resp, Lid(7), key));
+            n += 1;
+        }
+        (n, chunks)
+    }
+
+    #[test]
+    fn a_standby_of_an_older_build_gets_the_sections_it_takes_and_is_too_old_not_flooded() {
+        let key = SyncKey::from_sm_key(1);
+        let mut full = replica();
+        full.aliases = vec![(Guid(3), vec![(1, Guid(0x33))])];
+        let mut p = Publisher::default();
+        for s in Section::ALL {
+            p.publish(s, full.encode(s), &key);
+        }
+        let v = p.version();
+        // A build from before the field: sections 9 and 10 are refused in two rounds, then
+        // never sent again; it holds the other eight and is too old, not current.
+        p.set_peers(&[(STANDBY, Lid(7))]);
+        let mut rx = Receiver::default();
+        let (n, chunks) = run_old(&mut p, &mut rx, &key, 0, 1_000);
+        assert!(n < 100, "the sync comes to rest ({n} messages)");
+        assert_eq!(chunks.iter().filter(|&&s| s > 8).count(), 4, "sections 9 and 10, twice each: {chunks:?}");
+        assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::TooOld(v)));
+        assert_eq!(rx.held().len(), 8);
+        assert_eq!(p.take_changes().last(), Some(&(STANDBY, PeerState::TooOld(v))));
+        // A change it cannot take sends nothing (still all it can hold); one it takes is sent.
+        full.aliases.clear();
+        p.publish(Section::Aliases, full.encode(Section::Aliases), &key);
+        assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::TooOld(v + 1)));
+        assert_eq!(run_old(&mut p, &mut rx, &key, 0, 1_000).0, 0);
+        full.mkeys.push((Guid(2), 9));
+        p.publish(Section::MKeys, full.encode(Section::MKeys), &key);
+        assert_eq!(run_old(&mut p, &mut rx, &key, 0, 1_000), (2, vec![Section::MKeys.id()]));
+        assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::TooOld(v + 2)));
+        // Found again after a sweep: one query, nothing refused again.
+        p.set_peers(&[(STANDBY, Lid(7))]);
+        assert_eq!(run_old(&mut p, &mut rx, &key, 0, 1_000).0, 1);
+
+        // A build that says it takes up to 8 is sent nothing past 8, and is too old at once.
+        let mut q = Publisher::default();
+        for s in Section::ALL {
+            q.publish(s, full.encode(s), &key);
+        }
+        q.set_peers(&[(STANDBY, Lid(7))]);
+        let mut rx8 = Receiver::default();
+        let (_, chunks) = run_old(&mut q, &mut rx8, &key, 8, 1_000);
+        assert!(chunks.iter().all(|&s| s <= 8), "{chunks:?}");
+        assert_eq!(q.peers().next().map(|x| x.2), Some(PeerState::TooOld(q.version())));
+
+        // The first standby restarts upgraded (it says it takes every section): it gets 9 and
+        // 10 and is current.
+        p.set_peers(&[(STANDBY, Lid(7))]);
+        assert!(run(&mut p, &mut rx, &key) > 2);
+        assert_eq!(p.peers().next().map(|x| x.2), Some(PeerState::Current(p.version())));
+        assert_eq!(rx.replica(), full);
     }
 
     #[test]

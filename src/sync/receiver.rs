@@ -229,6 +229,7 @@ mod tests {
                 chunk: i as u32,
                 chunks: n,
                 section: section.id(),
+                takes: Section::MAX_ID,
                 payload: p.to_vec(),
             })
             .collect()

@@ -56,6 +56,19 @@ impl Section {
         Section::Aliases,
     ];
 
+    /// The highest section id this build takes (every lower one too): what a sync message
+    /// says in its `takes` field ([`super::wire::Message::takes`]).
+    pub const MAX_ID: u8 = {
+        let (mut i, mut max) = (0, 0);
+        while i < Section::ALL.len() {
+            if Section::ALL[i] as u8 > max {
+                max = Section::ALL[i] as u8;
+            }
+            i += 1;
+        }
+        max
+    };
+
     /// The section with id `id`.
     pub fn from_id(id: u8) -> Option<Section> {
         Section::ALL.into_iter().find(|s| *s as u8 == id)

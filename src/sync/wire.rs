@@ -13,7 +13,7 @@
 //! | 32..36 | chunk index |
 //! | 36..40 | chunk count |
 //! | 40 | section id (0: status) |
-//! | 41 | reserved |
+//! | 41 | the highest section id the sender takes (0: not said, an ibsm built before this field) |
 //! | 42..44 | payload bytes used |
 //! | 44..164 | payload |
 //! | 164..172 | MAC: SipHash-2-4 under the sync key of the direction (0 request, 1 response), the TID's low 32 bits, method, status, attribute modifier and data bytes 0..164 |
@@ -77,6 +77,10 @@ pub struct Message {
     pub chunks: u32,
     /// Section id; 0 for a status query or answer.
     pub section: u8,
+    /// The highest section id the sender takes, every lower one too ([`super::Section::MAX_ID`]
+    /// of its build); 0 when it does not say (an ibsm built before this field, which sent 0 in
+    /// this reserved byte): a master sends a standby only the sections it takes.
+    pub takes: u8,
     /// Payload (at most [`PAYLOAD`] bytes).
     pub payload: Vec<u8>,
 }
@@ -117,6 +121,7 @@ impl Message {
         d[32..36].copy_from_slice(&self.chunk.to_be_bytes());
         d[36..40].copy_from_slice(&self.chunks.to_be_bytes());
         d[40] = self.section;
+        d[41] = self.takes;
         let n = self.payload.len().min(PAYLOAD);
         d[42..44].copy_from_slice(&(n as u16).to_be_bytes());
         d[44..44 + n].copy_from_slice(&self.payload[..n]);
@@ -153,6 +158,7 @@ impl Message {
             chunk: u32_at(32),
             chunks: u32_at(36),
             section: d[40],
+            takes: d[41],
             payload: d[44..44 + n].to_vec(),
         };
         Ok((h, msg))
@@ -206,6 +212,7 @@ mod tests {
             chunk: 3,
             chunks: 9,
             section: 2,
+            takes: 10,
             payload: (0..PAYLOAD as u8).collect(),
         }
     }
@@ -215,6 +222,8 @@ mod tests {
         let key = SyncKey::from_sm_key(1);
         let mut mad = msg().to_mad(&request_header(Method::Set, 42), &key);
         assert!(mad[SA_HEADER_LEN + USED..].iter().all(|&b| b == 0), "nothing past the MAC");
+        // What the sender takes sits in byte 41, reserved (0) in builds before it.
+        assert_eq!(mad[SA_HEADER_LEN + 41], 10);
         // What umad2sim does to the tail must not matter.
         mad[232..].fill(0x5a);
         let (h, m) = Message::from_mad(&mad, &key).unwrap();
