@@ -137,6 +137,8 @@ impl Replication {
     ) -> PeerNews {
         let mut news = self.publish(sections, key);
         self.publisher.set_peers(standbys);
+        let publisher = &self.publisher;
+        self.told_too_old.retain(|g| publisher.knows(*g));
         let more = self.news();
         news.events.extend(more.events);
         news.settled.extend(more.settled);
