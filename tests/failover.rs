@@ -2,7 +2,8 @@
 //! master; the master killed and a standby master within the bound in virtual time, no LID
 //! changed and no LFT or P_Key block rewritten, one PortInfo Set per port whose MasterSMLID
 //! must change, also on 1,024 hosts with the SMs' computing on the clock (a host's PathRecord
-//! query answered within 2 s of the kill); a better standby gets the subnet by handover; forged
+//! query answered within 2 s of the kill); a better standby gets the subnet by handover, also
+//! from a master (scripted, as OpenSM) that still says MASTER a while after its HANDOVER; forged
 //! controls with a wrong SM_Key, or with the right key and the master's GUID from another
 //! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed, over a directed
 //! route and LID-routed (named by source LID: a third SM with the key refused in the master's
@@ -12,7 +13,8 @@ use ibsm::core::election::control;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
 use ibsm::transport::sim::SimSms;
 use ibsm_mad::attrs::{SmInfo, SmState as WireSmState};
-use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::header::Method;
+use ibsm_mad::smp::{SmpRepr, SmpRoute};
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, ids};
 use ibsm_sim::fabric::{AgentId, Dest, SimTime};
 
@@ -760,4 +762,160 @@ fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_bef
         }
         assert!(h.fabric.check_routes().ok(), "reset {reset}: every pair routed after the takeover");
     }
+}
+
+/// An SM that is not ibsm on a host's port, driven by the test as OpenSM behaves after it
+/// hands over: it answers SubnGet(SMInfo) with its state and a rising ActCount, answers an
+/// ACKNOWLEDGE, and says MASTER until the test steps it down.
+struct OtherSm {
+    agent: AgentId,
+    info: SmInfo,
+    /// The answer to its HANDOVER, once back.
+    handover: Option<u16>,
+    acks: usize,
+    /// The SMInfo reads it answered, with the state it said.
+    reads: Vec<WireSmState>,
+}
+
+impl OtherSm {
+    /// Answers what reached its port: SMInfo reads and ACKNOWLEDGE; takes the answer to its
+    /// HANDOVER (TID 0x4848).
+    fn serve(&mut self, h: &mut SimSms) {
+        while let Some(r) = h.fabric.recv(self.agent) {
+            let Ok(smp) = SmpRepr::parse(&r.mad[..]) else { continue };
+            if smp.attr_id != ids::attr::SM_INFO {
+                continue;
+            }
+            if smp.method.is_response() {
+                if smp.tid & 0xffff_ffff == 0x4848 {
+                    self.handover = Some(smp.status);
+                }
+                continue;
+            }
+            let ack = smp.method == Method::Set && smp.attr_mod == control::ACKNOWLEDGE;
+            if smp.method == Method::Get {
+                self.reads.push(self.info.sm_state);
+            } else if !ack {
+                continue;
+            }
+            self.acks += usize::from(ack);
+            self.info.act_count += 1;
+            let mut mad = *r.mad;
+            ibsm_mad::smp::make_response(&mut mad, 0).expect("an SMP");
+            let mut resp = SmpRepr::parse(&mad[..]).expect("an SMP");
+            self.info.emit(&mut resp.data);
+            let dlid = if matches!(resp.route, SmpRoute::Lid) { r.slid } else { Lid::PERMISSIVE };
+            h.fabric.send(self.agent, &resp.to_bytes(), Dest { dlid, qpn: 0 });
+        }
+    }
+}
+
+/// ibsm watches `x` (a master it found on an unconfigured fabric), which hands it the subnet by
+/// HANDOVER and says MASTER for `stale` more (`None`: for ever). Steps of a millisecond: each,
+/// `x` answers and the SMs run. Returns ibsm's events after the HANDOVER, with the time.
+fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, OtherSm, Vec<(u64, SmEvent)>) {
+    let topo = example("fat-tree-2l-k4.net");
+    let at = hosts(&topo);
+    let mut h = SimSms::new(&topo, 11, vec![(Sm::new(cfg(12, 7), Guid2Lid::default()), at[0])]).expect("attach");
+    let agent = h.fabric.attach(at[1].0, at[1].1).expect("attach");
+    h.fabric.set_is_sm(agent, true);
+    let guid = h.fabric.port_guids(at[1].0, at[1].1).expect("a port")[0];
+    let info = SmInfo { guid, sm_key: 7, act_count: 0, priority: 5, sm_state: WireSmState::Master };
+    let mut x = OtherSm { agent, info, handover: None, acks: 0, reads: Vec::new() };
+    let step = |h: &mut SimSms, x: &mut OtherSm, events: &mut Vec<(u64, SmEvent)>| {
+        x.serve(h);
+        let until = h.now() + 1_000_000;
+        h.run_until_at(until, |_, t, e| {
+            events.push((t, e.clone()));
+            false
+        });
+        if h.now() < until {
+            h.fabric.advance_to(SimTime(until));
+        }
+    };
+    h.start(0);
+    let mut events = Vec::new();
+    let end = h.now() + 5 * SECOND;
+    while !events.iter().any(|(_, e)| matches!(e, SmEvent::Standby { .. })) {
+        assert!(h.now() < end, "ibsm stands by for a master it finds");
+        step(&mut h, &mut x, &mut events);
+    }
+    // A few polls answered, then the HANDOVER from x's port.
+    for _ in 0..500 {
+        step(&mut h, &mut x, &mut events);
+    }
+    assert_eq!(h.sms[0].sm.state(), SmState::Standby);
+    let routes = support::sa::Oracle::from_topology(&topo, at[1]).routes;
+    let peer = topo.nodes[at[0].0].peer(at[0].1).expect("cabled");
+    let mut route = routes[&peer.node].clone();
+    route.push(peer.port);
+    let mut data = [0u8; 64];
+    x.info.emit(&mut data);
+    let handover =
+        SmpRepr::set_dr(&DrPath::new(&route).expect("route"), ids::attr::SM_INFO, control::HANDOVER, 0x4848, data);
+    h.fabric.send(agent, &handover.to_bytes(), Dest { dlid: Lid::PERMISSIVE, qpn: 0 });
+    let sent = h.now();
+    let reads_before = x.reads.len();
+    events.clear();
+    let end = sent + 10 * SECOND;
+    while h.now() < end && !events.iter().any(|(_, e)| matches!(e, SmEvent::SubnetUp(r) if r.complete)) {
+        if stale.is_some_and(|s| h.now() >= sent + s) {
+            x.info.sm_state = WireSmState::Standby;
+        }
+        step(&mut h, &mut x, &mut events);
+        let ibsm = h.sms[0].sm.state();
+        assert!(
+            ibsm != SmState::Master || x.info.sm_state != WireSmState::Master,
+            "two masters at {} ms after the HANDOVER",
+            (h.now() - sent) / 1_000_000
+        );
+        if stale.is_none() && ibsm == SmState::Standby {
+            break;
+        }
+    }
+    x.reads.drain(..reads_before);
+    (h, x, events)
+}
+
+#[test]
+fn a_master_slow_to_step_down_after_its_handover_is_read_again_not_stood_by_for() {
+    // OpenSM moves to STANDBY as it sends HANDOVER; a discovery that reads its SMInfo before
+    // that sees MASTER. The SM handed the subnet reads it again at the end of discovery and
+    // takes the subnet once it says STANDBY: no standing by for it, no takeover of a master
+    // thought gone, never two masters.
+    for stale_ms in [20, 300] {
+        let (h, x, events) = handed_over_by_a_master_slow_to_step_down(Some(stale_ms * 1_000_000));
+        assert_eq!(x.handover, Some(0), "{stale_ms} ms: HANDOVER obeyed");
+        assert!(x.acks >= 1, "{stale_ms} ms: ACKNOWLEDGE sent");
+        let master_reads = x.reads.iter().filter(|s| **s == WireSmState::Master).count();
+        assert!(master_reads >= 1, "{stale_ms} ms: discovery read x as master: {:?}", x.reads);
+        assert_eq!(x.reads.last(), Some(&WireSmState::Standby), "{stale_ms} ms: read again until it stood by");
+        let stood_by: Vec<_> = events.iter().filter(|(_, e)| matches!(e, SmEvent::Standby { .. })).collect();
+        assert!(stood_by.is_empty(), "{stale_ms} ms: no standing by for the SM that handed over: {stood_by:?}");
+        for (_, e) in &events {
+            if let SmEvent::MasterLost { reason, .. } = e {
+                assert_eq!(*reason, "it handed the subnet over", "{stale_ms} ms");
+            }
+        }
+        let up = events.iter().find(|(_, e)| matches!(e, SmEvent::SubnetUp(r) if r.complete)).map(|(t, _)| *t);
+        let first = events.first().map(|(t, _)| *t).expect("events");
+        let up = up.expect("the subnet is up under ibsm") - first;
+        assert_eq!(h.sms[0].sm.state(), SmState::Master);
+        eprintln!(
+            "stepping down {stale_ms} ms after the HANDOVER: read {} times ({master_reads} as master), up {} ms after it",
+            x.reads.len(),
+            up / 1_000_000
+        );
+    }
+    // A master that says MASTER for ever after its HANDOVER keeps the subnet: ibsm stands by
+    // for it once the re-reads had their time, as before.
+    let (h, x, events) = handed_over_by_a_master_slow_to_step_down(None);
+    assert_eq!(x.handover, Some(0));
+    let stood = events.iter().find(|(_, e)| matches!(e, SmEvent::Standby { .. })).map(|(t, _)| *t);
+    let first = events.first().map(|(t, _)| *t).expect("events");
+    let took = stood.expect("ibsm stands by for a master that never steps down") - first;
+    assert!(took >= ibsm::core::election::STEP_DOWN_NS, "re-read for {} ms only", took / 1_000_000);
+    assert!(took <= ibsm::core::election::STEP_DOWN_NS + SECOND, "waited {} ms", took / 1_000_000);
+    assert!(x.reads.len() > 2, "read again: {:?}", x.reads.len());
+    assert_eq!(h.sms[0].sm.state(), SmState::Standby);
 }

@@ -4,8 +4,9 @@
 //! [`Election`] owns: the other SMs this sweep found (every port with
 //! PortInfo.CapabilityMask.IsSM is asked for its SMInfo), the master a standby watches (its port
 //! GUID and the directed route to it), the poll schedule and the count of missed or stalled
-//! polls, the standby this SM hands or handed the subnet to, whether it is disabled and whether
-//! it took over (elevated priority). It takes SMInfo records, this SM's state and priority and
+//! polls, the standby this SM hands or handed the subnet to, the SM that handed the subnet to
+//! this SM (until its discovery sees it step down), whether it is disabled and whether it took
+//! over (elevated priority). It takes SMInfo records, this SM's state and priority and
 //! the time, and answers with decisions ([`AfterDiscovery`], [`TimerWork`], a takeover's reason,
 //! whether a control is obeyed); the coordinator (`mastership.rs`) sends the SMPs and changes
 //! the SM's state. It reads no subnet and sends nothing. The rules:
@@ -20,6 +21,13 @@
 //!   acknowledges (SubnSet(SMInfo) ACKNOWLEDGE) to the SM that handed over. A standby better than its master
 //!   tells it with a trap 144 (SM priority changed), which makes the master sweep; a master
 //!   that finds a better SM still discovering sweeps again a poll interval later.
+//! - An SM that obeyed HANDOVER from X does not stand by for X's SMInfo saying MASTER in the
+//!   discovery that follows: X steps down once it has handed over (OpenSM right after sending
+//!   the HANDOVER, ibsm when its answer is back), and a read made before that is stale. The
+//!   discovery ends by reading X again ([`AfterDiscovery::Recheck`]): at once, then every
+//!   [`REREAD_SPACING_NS`], for at most [`STEP_DOWN_NS`]; X no longer master (or silent), the
+//!   sweep goes on; X still master then, this SM stands by as before (and nudges X, which
+//!   hands over again). Another master found beside X is obeyed as ever.
 //! - A standby polls the master's SMInfo every `sm-poll-interval`, one try each; after
 //!   `sm-poll-retries` polls in a row without an answer, when the master's ActCount stays the
 //!   same for longer than `sm-act-stall` (OpenSM raises it once per sweep), or when the master
@@ -115,6 +123,21 @@ pub struct Election {
     /// SM its sweep had not found yet: where it came from and until when it may be obeyed
     /// (once the sweep finds that SM master at that port, see [`Election::held_handover`]).
     held_handover: Option<(SmInfo, SenderAt, u64)>,
+    /// The SM whose HANDOVER this SM obeyed, until the discovery that follows ends: its
+    /// MASTER SMInfo is read again before this SM stands by for it.
+    handed_by: Option<HandedBy>,
+}
+
+/// The SM that handed this SM the subnet, while the discovery that follows waits for it to
+/// step down ([`Election::after_discovery`]).
+#[derive(Debug, Clone, Copy)]
+struct HandedBy {
+    /// Its port GUID.
+    guid: Guid,
+    /// Until when its MASTER SMInfo is taken as stale: set by the first re-read.
+    until: Option<u64>,
+    /// When it is read again (`None` while a read is on its way, or before the first).
+    reread_at: Option<u64>,
 }
 
 /// Where a control came from, to be named once discovery knows the fabric: its source LID, or
@@ -136,6 +159,14 @@ pub(super) const HANDOVER_SYNC_WAIT_NS: u64 = 2_000_000_000;
 /// The reason a standby takes over after a HANDOVER.
 pub(super) const HANDED_OVER: &str = "it handed the subnet over";
 
+/// Longest an SM that handed this SM the subnet may still read as master, ns, from the first
+/// read again: OpenSM steps down as it sends the HANDOVER, ibsm once the answer is back (its
+/// retries of a HANDOVER whose answer was lost take 800 ms with the default SMP timeout).
+pub const STEP_DOWN_NS: u64 = 1_000_000_000;
+
+/// Between two reads of an SM that handed over and still reads as master, ns.
+pub const REREAD_SPACING_NS: u64 = 10_000_000;
+
 /// Whether `a` is a better SM than `b`: higher priority, then lower GUID.
 pub fn better(a: (u8, Guid), b: (u8, Guid)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
@@ -150,6 +181,10 @@ pub enum AfterDiscovery {
     Yield(FoundSm),
     /// Master: hand the subnet to this better standby (once its state sync settles).
     HandOver(FoundSm),
+    /// Not yet: this SM obeyed a HANDOVER from this SM, which the sweep read as master before
+    /// it stepped down; it is read again ([`TimerWork::reread`]), and the discovery's end is
+    /// decided once the answer is in.
+    Recheck(FoundSm),
 }
 
 /// What the election's timer asks of the coordinator ([`Election::timer`]).
@@ -161,6 +196,8 @@ pub struct TimerWork {
     pub sweep: bool,
     /// Standby: poll this master's SMInfo now.
     pub poll: Option<FoundSm>,
+    /// Discovering: read again the SMInfo of this SM, which handed over and read as master.
+    pub reread: Option<FoundSm>,
 }
 
 /// The times a standby's poll follows (from the configuration).
@@ -256,10 +293,22 @@ impl Election {
         now: u64,
         poll_interval_ns: u64,
     ) -> AfterDiscovery {
+        let not_master_yet = matches!(state, SmState::NotActive | SmState::Discovering | SmState::Standby);
+        if not_master_yet && let Some(x) = self.stale_master(now) {
+            return AfterDiscovery::Recheck(x);
+        }
+        // The HANDOVER's sender stepped down, is gone, or had its time: the rules as ever (of
+        // two masters, the other one first).
+        let handed_by = self.handed_by.take().map(|h| h.guid);
         let active = |f: &&FoundSm| {
             matches!(f.info.sm_state, WireSmState::Master | WireSmState::Standby | WireSmState::Discovering)
         };
-        let other_master = self.found.iter().find(|f| f.info.sm_state == WireSmState::Master).copied();
+        let other_master = self
+            .found
+            .iter()
+            .filter(|f| f.info.sm_state == WireSmState::Master)
+            .min_by_key(|f| Some(f.info.guid) == handed_by)
+            .copied();
         let better_one =
             self.found.iter().filter(active).filter(|f| better(key(f), me)).copied().min_by(|a, b| {
                 if better(key(a), key(b)) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }
@@ -279,6 +328,39 @@ impl Election {
                 AfterDiscovery::Sweep
             }
             _ => AfterDiscovery::Sweep,
+        }
+    }
+
+    /// The SM that handed this SM the subnet, found master by this discovery with no other
+    /// master beside it, while it may still be stepping down at `now`: it is to be read again
+    /// (at once the first time, then [`REREAD_SPACING_NS`] after the last answer).
+    fn stale_master(&mut self, now: u64) -> Option<FoundSm> {
+        let h = self.handed_by.as_mut()?;
+        let is_master = |f: &&FoundSm| f.info.sm_state == WireSmState::Master;
+        let x = self.found.iter().filter(is_master).find(|f| f.info.guid == h.guid).copied()?;
+        if self.found.iter().filter(is_master).any(|f| f.info.guid != h.guid) {
+            return None;
+        }
+        let first = h.until.is_none();
+        let until = *h.until.get_or_insert(now.saturating_add(STEP_DOWN_NS));
+        if now > until {
+            return None;
+        }
+        if h.reread_at.is_none() {
+            h.reread_at = Some(if first { now } else { now.saturating_add(REREAD_SPACING_NS) });
+        }
+        Some(x)
+    }
+
+    /// The SMInfo of `guid` read again at the end of discovery (`None`: no answer, it is not
+    /// counted, as in discovery), with this SM's SM_Key: it replaces what discovery found.
+    pub fn reread(&mut self, guid: Guid, info: Option<SmInfo>, my_key: u64) {
+        let Some(at) = self.found.iter().position(|f| f.info.guid == guid) else { return };
+        match info.filter(|i| i.guid == guid && (my_key == 0 || i.sm_key == my_key)) {
+            Some(info) => self.found[at].info = info,
+            None => {
+                self.found.remove(at);
+            }
         }
     }
 
@@ -328,7 +410,8 @@ impl Election {
                 let handover = self.handover_when_synced.map(|(_, t)| t);
                 [self.recheck_at, handover].into_iter().flatten().min()
             }
-            _ => None,
+            SmState::Discovering => self.handed_by.and_then(|h| h.reread_at),
+            SmState::NotActive => None,
         }
     }
 
@@ -345,6 +428,13 @@ impl Election {
                 self.recheck_at = None;
                 work.sweep = true;
             }
+        }
+        if state == SmState::Discovering
+            && let Some(h) = self.handed_by.as_mut()
+            && h.reread_at.is_some_and(|t| t <= now)
+        {
+            h.reread_at = None;
+            work.reread = self.found.iter().find(|f| f.info.guid == h.guid).copied();
         }
         if state != SmState::Standby || self.disabled || self.poll_at.is_none_or(|t| t > now) {
             return work;
@@ -389,12 +479,14 @@ impl Election {
         None
     }
 
-    /// This SM takes the subnet over for `reason`: a master that died is not given the subnet
-    /// back when it returns (elevated priority); one that handed over is (it asked for it).
-    pub fn took_over(&mut self, reason: &str) {
+    /// This SM takes the subnet over from `from` for `reason`: a master that died is not given
+    /// the subnet back when it returns (elevated priority); one that handed over is (it asked
+    /// for it), and the discovery that follows reads it again before standing by for it.
+    pub fn took_over(&mut self, from: Guid, reason: &str) {
         self.held_handover = None;
         self.takeovers += 1;
         self.elevated = reason != HANDED_OVER;
+        self.handed_by = (reason == HANDED_OVER).then_some(HandedBy { guid: from, until: None, reread_at: None });
         self.master = None;
         self.poll_at = None;
     }
@@ -567,10 +659,10 @@ mod tests {
         assert_eq!(e.on_poll(Some(&gone), 100, RULES), Some((master.info.guid, "the SM watched is not master")));
 
         // Taking over from a dead master elevates the priority; after a handover it does not.
-        e.took_over("it stopped answering");
+        e.took_over(master.info.guid, "it stopped answering");
         assert_eq!((e.takeovers(), e.master(), e.priority(3, Some(12))), (1, None, 12));
         assert_eq!(e.priority(3, None), 3);
-        e.took_over(HANDED_OVER);
+        e.took_over(master.info.guid, HANDED_OVER);
         assert_eq!((e.takeovers(), e.priority(3, Some(12))), (2, 3));
 
         // Disabled: no polls.
@@ -647,8 +739,76 @@ mod tests {
         assert_eq!(e.held_handover(master.info.guid, 1_000), None);
         // A takeover forgets it.
         e.hold_handover(master.info, at, 1_000);
-        e.took_over("it stopped answering");
+        e.took_over(master.info.guid, "it stopped answering");
         assert_eq!(e.held_handover(master.info.guid, 10), None);
+    }
+
+    #[test]
+    fn the_sm_that_handed_over_is_read_again_while_it_reads_as_master_within_a_bound() {
+        let x = sm(0x30, 1, WireSmState::Master, 3);
+        let standby = SmInfo { sm_state: WireSmState::Standby, ..x.info };
+        let d = SmState::Discovering;
+        // Handed over by x, whose SMInfo the discovery read as MASTER: read again at once,
+        // then a spacing after each answer, while the discovery's end waits.
+        let mut e = Election::default();
+        e.took_over(x.info.guid, HANDED_OVER);
+        e.add_found(x, KEY, ME);
+        assert_eq!(e.after_discovery(d, (5, ME), 1_000, 100), AfterDiscovery::Recheck(x));
+        assert_eq!(e.poll_timeout(d), Some(1_000));
+        assert_eq!(e.timer(d, 1_000, 100).reread, Some(x));
+        assert_eq!(e.poll_timeout(d), None, "on its way");
+        e.reread(x.info.guid, Some(x.info), KEY);
+        assert_eq!(e.after_discovery(d, (5, ME), 1_200, 100), AfterDiscovery::Recheck(x));
+        assert_eq!(e.poll_timeout(d), Some(1_200 + REREAD_SPACING_NS));
+        // Asked again before it is due (another MAD woke the sweep): the schedule holds.
+        assert_eq!(e.after_discovery(d, (5, ME), 1_300, 100), AfterDiscovery::Recheck(x));
+        assert_eq!(e.poll_timeout(d), Some(1_200 + REREAD_SPACING_NS));
+        assert_eq!(e.timer(d, 1_200 + REREAD_SPACING_NS - 1, 100).reread, None);
+        assert_eq!(e.timer(d, 1_200 + REREAD_SPACING_NS, 100).reread, Some(x));
+        // It stood by: the sweep goes on (x is worse), and the rule is spent: a later sweep
+        // that finds x master yields to it as to any master.
+        e.reread(x.info.guid, Some(standby), KEY);
+        assert_eq!(e.after_discovery(d, (5, ME), 2_000, 100), AfterDiscovery::Sweep);
+        e.add_found(x, KEY, ME);
+        assert_eq!(e.after_discovery(d, (5, ME), 2_100, 100), AfterDiscovery::Yield(x));
+
+        // Still master when the bound is over (from the first read again): stood by for.
+        let mut e = Election::default();
+        e.took_over(x.info.guid, HANDED_OVER);
+        e.add_found(x, KEY, ME);
+        assert_eq!(e.after_discovery(d, (5, ME), 0, 100), AfterDiscovery::Recheck(x));
+        e.timer(d, 0, 100);
+        e.reread(x.info.guid, Some(x.info), KEY);
+        assert_eq!(e.after_discovery(d, (5, ME), STEP_DOWN_NS, 100), AfterDiscovery::Recheck(x));
+        assert_eq!(e.after_discovery(d, (5, ME), STEP_DOWN_NS + 1, 100), AfterDiscovery::Yield(x));
+        assert_eq!(e.poll_timeout(d), None);
+
+        // No answer to the read again (or another key): not counted, the sweep goes on.
+        for answer in [None, Some(SmInfo { sm_key: KEY + 1, ..x.info })] {
+            let mut e = Election::default();
+            e.took_over(x.info.guid, HANDED_OVER);
+            e.add_found(x, KEY, ME);
+            assert_eq!(e.after_discovery(d, (5, ME), 0, 100), AfterDiscovery::Recheck(x));
+            e.reread(x.info.guid, answer, KEY);
+            assert!(e.found().is_empty());
+            assert_eq!(e.after_discovery(d, (5, ME), 10, 100), AfterDiscovery::Sweep);
+        }
+
+        // Another master beside x, better or worse: obeyed as ever, no read again.
+        for other in [sm(0x40, 9, WireSmState::Master, 4), sm(0x41, 0, WireSmState::Master, 5)] {
+            let mut e = Election::default();
+            e.took_over(x.info.guid, HANDED_OVER);
+            e.add_found(x, KEY, ME);
+            e.add_found(other, KEY, ME);
+            assert_eq!(e.after_discovery(d, (5, ME), 0, 100), AfterDiscovery::Yield(other));
+        }
+        // A master that died and is found master again (it came back): stood by for, no read
+        // again.
+        let mut e = Election::default();
+        e.took_over(x.info.guid, "it stopped answering");
+        e.add_found(x, KEY, ME);
+        assert_eq!(e.after_discovery(d, (5, ME), 0, 100), AfterDiscovery::Yield(x));
+        assert_eq!(e.timer(d, 0, 100), TimerWork::default());
     }
 
     #[test]

@@ -268,7 +268,8 @@ impl MKeys {
             Req::PollMaster { master: g, .. }
             | Req::MasterLid { master: g }
             | Req::SetSmInfo { to: g, .. }
-            | Req::LightSmInfo { guid: g, .. } => Some(*g),
+            | Req::LightSmInfo { guid: g, .. }
+            | Req::RereadSmInfo { guid: g, .. } => Some(*g),
             Req::ReadNodeDesc { guid, port } => subnet.by_guid.get(guid).and_then(|&i| at(i, Some(*port))),
             Req::GetVlTable { node, port, switch: false, .. } => {
                 subnet.by_guid.get(node).and_then(|&i| at(i, Some(*port)))

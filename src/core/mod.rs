@@ -103,6 +103,7 @@ pub use state::{Node, NodeIdx, PortRecord, SmState, Subnet, SweepPhase};
 pub use sweep::ComputeStep;
 
 use crate::sa::vl_tables::VlRead;
+use coordinator::mastership::DiscoveryEnd;
 use requests::Inbound;
 use transactions::{Op, Outcome, PortStep, Req, Request, Transactions};
 
@@ -686,6 +687,7 @@ impl Sm {
                 _ => self.fail(request, outcome),
             },
             Req::GetSmInfo { node, port, .. } => self.on_found_sm(request, *node, *port, outcome),
+            Req::RereadSmInfo { guid, .. } => self.on_sm_reread(*guid, outcome),
             Req::PollMaster { .. } => self.on_poll(outcome),
             Req::MasterLid { master } => self.on_master_lid(*master, outcome),
             Req::SetSmInfo { to, control, .. } if *control == election::control::HANDOVER => {
@@ -760,9 +762,12 @@ impl Sm {
                     }
                 }
                 SweepPhase::Discovering => {
-                    if self.yield_after_discovery() {
+                    match self.yield_after_discovery() {
                         // A standby now: the sweep ends before it touches anything.
-                        continue;
+                        DiscoveryEnd::Yielded => continue,
+                        // An SM that handed over is read again first.
+                        DiscoveryEnd::Wait => return,
+                        DiscoveryEnd::Proceed => {}
                     }
                     let blocked = self.discovery.carry_over_silent(&mut self.subnet);
                     self.sweep.set_blocked(blocked);

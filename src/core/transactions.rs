@@ -104,6 +104,9 @@ pub(crate) enum Req {
     GetSmInfo { node: NodeIdx, port: PortNum, key: u64 },
     /// A light sweep's SMInfo read of an SM the last heavy sweep found.
     LightSmInfo { guid: ibsm_mad::Guid, key: u64 },
+    /// The end of discovery's SMInfo read, again, of the SM that handed this SM the subnet
+    /// and read as master (see `election`).
+    RereadSmInfo { guid: ibsm_mad::Guid, key: u64 },
     /// A standby's poll of the master's SMInfo (`master`: its port GUID), carrying the
     /// standby's own SMInfo with its SM_Key.
     PollMaster { master: Guid, info: SmInfo },
@@ -135,7 +138,7 @@ impl Req {
                 (ids::attr::PORT_INFO, u32::from(port.0) | SM_SUPPORTS_EXTENDED_SPEEDS, Method::Get, data)
             }
             Req::GetSwitchInfo { .. } | Req::LightSwitchInfo { .. } => (ids::attr::SWITCH_INFO, 0, Method::Get, data),
-            Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } => {
+            Req::GetSmInfo { key, .. } | Req::LightSmInfo { key, .. } | Req::RereadSmInfo { key, .. } => {
                 SmInfo { sm_key: *key, ..SmInfo::default() }.emit(&mut data);
                 (ids::attr::SM_INFO, 0, Method::Get, data)
             }

@@ -24,6 +24,17 @@ use crate::core::requests::{SMP_DATA, reply_to, response_to};
 use crate::core::state::{NodeIdx, SmState, SweepPhase};
 use crate::core::transactions::{Op, Outcome, Req, Request};
 
+/// How a sweep's discovery ends ([`Sm::yield_after_discovery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::core) enum DiscoveryEnd {
+    /// This SM stood by: the sweep ends here, before it touches anything.
+    Yielded,
+    /// Not decided yet: the SM that handed this SM the subnet is read again first.
+    Wait,
+    /// The sweep goes on.
+    Proceed,
+}
+
 impl Sm {
     /// The port GUID of the port a SubnSet(SMInfo) came from, as the fabric carried it. A
     /// directed-route SMP (`dr`) is walked back from this SM's port through the cables discovery
@@ -125,8 +136,9 @@ impl Sm {
     }
 
     /// At the end of discovery: whether this SM yields to another (it is a standby then, and the
-    /// sweep ends here). A master that finds a better standby hands over instead.
-    pub(in crate::core) fn yield_after_discovery(&mut self) -> bool {
+    /// sweep ends here), or first reads again the SM that handed it the subnet and still read as
+    /// master. A master that finds a better standby hands over instead.
+    pub(in crate::core) fn yield_after_discovery(&mut self) -> DiscoveryEnd {
         let decision = self.election.after_discovery(self.state, self.me(), self.now, self.cfg.sm_poll_interval_ns);
         let yield_to = match decision {
             AfterDiscovery::Yield(m) => Some(m),
@@ -134,11 +146,26 @@ impl Sm {
                 self.hand_over_when_synced(b);
                 None
             }
+            AfterDiscovery::Recheck(_) => {
+                // The first read goes at once; the next ones when the election's timer says.
+                self.election_timer();
+                return DiscoveryEnd::Wait;
+            }
             AfterDiscovery::Sweep => None,
         };
-        let Some(target) = yield_to else { return false };
+        let Some(target) = yield_to else { return DiscoveryEnd::Proceed };
         self.become_standby(target);
-        true
+        DiscoveryEnd::Yielded
+    }
+
+    /// The SMInfo of the SM that handed this SM the subnet, read again at the end of
+    /// discovery, came back (or did not: it is not counted, as in discovery).
+    pub(in crate::core) fn on_sm_reread(&mut self, guid: Guid, outcome: &Outcome) {
+        let info = match outcome {
+            Outcome::Reply { status: 0, data } => SmInfo::parse(data).ok(),
+            _ => None,
+        };
+        self.election.reread(guid, info, self.cfg.sm_key);
     }
 
     /// A light sweep's SMInfo read of another SM came back (or failed: it may be gone, which
@@ -280,7 +307,8 @@ impl Sm {
     }
 
     /// Timer work of the election: a standby's poll, or its re-sweep when the SM it yielded to
-    /// was not master yet.
+    /// was not master yet; a master's handover or re-check sweep; discovery's read again of
+    /// the SM that handed over.
     pub(in crate::core) fn election_timer(&mut self) {
         let work = self.election.timer(self.state, self.now, self.cfg.sm_poll_interval_ns);
         // A handover waits for the state sync this long at most.
@@ -289,6 +317,11 @@ impl Sm {
         }
         if work.sweep {
             self.sweep_soon();
+        }
+        // Discovery's end waits for it: the sweep's own request.
+        if let Some(x) = work.reread {
+            let req = Req::RereadSmInfo { guid: x.info.guid, key: self.cfg.sm_key };
+            self.tx.push_with_retries(Request::sweep(x.path, req), 1);
         }
         let Some(m) = work.poll else { return };
         // The poll carries this SM's SMInfo (key included): the master learns of its standby.
@@ -334,7 +367,7 @@ impl Sm {
     /// a better SM first if there is one).
     fn take_over(&mut self, old: Guid, reason: &'static str) {
         self.events.push_back(SmEvent::MasterLost { master: old, reason });
-        self.election.took_over(reason);
+        self.election.took_over(old, reason);
         self.adopt_replica(old, reason == HANDED_OVER);
         self.state = SmState::Discovering;
         self.start_sweep(self.now);
