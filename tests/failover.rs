@@ -810,10 +810,24 @@ impl OtherSm {
     }
 }
 
-/// ibsm watches `x` (a master it found on an unconfigured fabric), which hands it the subnet by
-/// HANDOVER and says MASTER for `stale` more (`None`: for ever). Steps of a millisecond: each,
-/// `x` answers and the SMs run. Returns ibsm's events after the HANDOVER, with the time.
-fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, OtherSm, Vec<(u64, SmEvent)>) {
+/// When the SM scripted as OpenSM hands over to ibsm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HandOver {
+    /// ibsm watches it as a standby (OpenSM's sweep read ibsm's trap 144, or its SMInfo).
+    ToTheStandby,
+    /// ibsm still discovers, its sweep having read x as master (OpenSM hands over as soon as
+    /// its own sweep reads a better SM).
+    MidDiscovery,
+}
+
+/// ibsm on an unconfigured fabric with `x`, a master it finds there; `x` hands it the subnet by
+/// HANDOVER `when`, and says MASTER for `stale` more (`None`: for ever). Steps of a
+/// millisecond: each, `x` answers and the SMs run. Returns ibsm's events from the HANDOVER on,
+/// with their times.
+fn handed_over_by_a_master_slow_to_step_down(
+    when: HandOver,
+    stale: Option<u64>,
+) -> (SimSms, OtherSm, Vec<(u64, SmEvent)>) {
     let topo = example("fat-tree-2l-k4.net");
     let at = hosts(&topo);
     let mut h = SimSms::new(&topo, 11, vec![(Sm::new(cfg(12, 7), Guid2Lid::default()), at[0])]).expect("attach");
@@ -822,9 +836,9 @@ fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, Oth
     let guid = h.fabric.port_guids(at[1].0, at[1].1).expect("a port")[0];
     let info = SmInfo { guid, sm_key: 7, act_count: 0, priority: 5, sm_state: WireSmState::Master };
     let mut x = OtherSm { agent, info, handover: None, acks: 0, reads: Vec::new() };
-    let step = |h: &mut SimSms, x: &mut OtherSm, events: &mut Vec<(u64, SmEvent)>| {
+    let step_by = |h: &mut SimSms, x: &mut OtherSm, events: &mut Vec<(u64, SmEvent)>, ns: u64| {
         x.serve(h);
-        let until = h.now() + 1_000_000;
+        let until = h.now() + ns;
         h.run_until_at(until, |_, t, e| {
             events.push((t, e.clone()));
             false
@@ -833,18 +847,33 @@ fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, Oth
             h.fabric.advance_to(SimTime(until));
         }
     };
+    let step = |h: &mut SimSms, x: &mut OtherSm, events: &mut Vec<(u64, SmEvent)>| step_by(h, x, events, 1_000_000);
     h.start(0);
     let mut events = Vec::new();
     let end = h.now() + 5 * SECOND;
-    while !events.iter().any(|(_, e)| matches!(e, SmEvent::Standby { .. })) {
-        assert!(h.now() < end, "ibsm stands by for a master it finds");
-        step(&mut h, &mut x, &mut events);
+    match when {
+        HandOver::ToTheStandby => {
+            while !events.iter().any(|(_, e)| matches!(e, SmEvent::Standby { .. })) {
+                assert!(h.now() < end, "ibsm stands by for a master it finds");
+                step(&mut h, &mut x, &mut events);
+            }
+            // A few polls answered.
+            for _ in 0..500 {
+                step(&mut h, &mut x, &mut events);
+            }
+            assert_eq!(h.sms[0].sm.state(), SmState::Standby);
+        }
+        HandOver::MidDiscovery => {
+            // x's answer to the discovery's read reaches ibsm in the step after x read it
+            // (steps of 5 µs: the SMAs take 10 µs an SMP, discovery goes on meanwhile).
+            while x.reads.is_empty() {
+                assert!(h.now() < end, "ibsm's discovery reads x");
+                step_by(&mut h, &mut x, &mut events, 5_000);
+            }
+            step_by(&mut h, &mut x, &mut events, 5_000);
+            assert_eq!(h.sms[0].sm.state(), SmState::Discovering, "x handed over mid-discovery");
+        }
     }
-    // A few polls answered, then the HANDOVER from x's port.
-    for _ in 0..500 {
-        step(&mut h, &mut x, &mut events);
-    }
-    assert_eq!(h.sms[0].sm.state(), SmState::Standby);
     let routes = support::sa::Oracle::from_topology(&topo, at[1]).routes;
     let peer = topo.nodes[at[0].0].peer(at[0].1).expect("cabled");
     let mut route = routes[&peer.node].clone();
@@ -869,7 +898,7 @@ fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, Oth
             "two masters at {} ms after the HANDOVER",
             (h.now() - sent) / 1_000_000
         );
-        if stale.is_none() && ibsm == SmState::Standby {
+        if stale.is_none() && ibsm == SmState::Standby && x.handover.is_some() {
             break;
         }
     }
@@ -879,37 +908,46 @@ fn handed_over_by_a_master_slow_to_step_down(stale: Option<u64>) -> (SimSms, Oth
 
 #[test]
 fn a_master_slow_to_step_down_after_its_handover_is_read_again_not_stood_by_for() {
-    // OpenSM moves to STANDBY as it sends HANDOVER; a discovery that reads its SMInfo before
-    // that sees MASTER. The SM handed the subnet reads it again at the end of discovery and
-    // takes the subnet once it says STANDBY: no standing by for it, no takeover of a master
-    // thought gone, never two masters.
-    for stale_ms in [20, 300] {
-        let (h, x, events) = handed_over_by_a_master_slow_to_step_down(Some(stale_ms * 1_000_000));
-        assert_eq!(x.handover, Some(0), "{stale_ms} ms: HANDOVER obeyed");
-        assert!(x.acks >= 1, "{stale_ms} ms: ACKNOWLEDGE sent");
-        let master_reads = x.reads.iter().filter(|s| **s == WireSmState::Master).count();
-        assert!(master_reads >= 1, "{stale_ms} ms: discovery read x as master: {:?}", x.reads);
-        assert_eq!(x.reads.last(), Some(&WireSmState::Standby), "{stale_ms} ms: read again until it stood by");
-        let stood_by: Vec<_> = events.iter().filter(|(_, e)| matches!(e, SmEvent::Standby { .. })).collect();
-        assert!(stood_by.is_empty(), "{stale_ms} ms: no standing by for the SM that handed over: {stood_by:?}");
+    // OpenSM moves to STANDBY as it sends HANDOVER; a discovery that read its SMInfo before
+    // that (or reads it in between) sees MASTER. The SM handed the subnet reads it again at the
+    // end of discovery and takes the subnet once it says STANDBY: no standing by for it once
+    // the HANDOVER is obeyed, no takeover of a master thought gone, never two masters.
+    let cases = [(HandOver::ToTheStandby, 20), (HandOver::ToTheStandby, 300), (HandOver::MidDiscovery, 0)];
+    for (when, stale_ms) in cases {
+        let (h, x, events) = handed_over_by_a_master_slow_to_step_down(when, Some(stale_ms * 1_000_000));
+        let case = format!("{when:?}, master for {stale_ms} ms more");
+        assert_eq!(x.handover, Some(0), "{case}: HANDOVER obeyed");
+        assert!(x.acks >= 1, "{case}: ACKNOWLEDGE sent");
+        let obeyed = events
+            .iter()
+            .position(
+                |(_, e)| matches!(e, SmEvent::SmControl { control: c, accepted: true, .. } if *c == control::HANDOVER),
+            )
+            .expect("HANDOVER obeyed");
+        let stood_by: Vec<_> = events[obeyed..].iter().filter(|(_, e)| matches!(e, SmEvent::Standby { .. })).collect();
+        assert!(stood_by.is_empty(), "{case}: no standing by for the SM that handed over: {stood_by:?}");
         for (_, e) in &events {
             if let SmEvent::MasterLost { reason, .. } = e {
-                assert_eq!(*reason, "it handed the subnet over", "{stale_ms} ms");
+                assert_eq!(*reason, "it handed the subnet over", "{case}");
             }
         }
         let up = events.iter().find(|(_, e)| matches!(e, SmEvent::SubnetUp(r) if r.complete)).map(|(t, _)| *t);
-        let first = events.first().map(|(t, _)| *t).expect("events");
-        let up = up.expect("the subnet is up under ibsm") - first;
-        assert_eq!(h.sms[0].sm.state(), SmState::Master);
+        let up = up.expect("the subnet is up under ibsm") - events[obeyed].0;
+        assert_eq!(h.sms[0].sm.state(), SmState::Master, "{case}");
+        let master_reads = x.reads.iter().filter(|s| **s == WireSmState::Master).count();
+        if when == HandOver::ToTheStandby {
+            assert!(master_reads >= 1, "{case}: discovery read x as master: {:?}", x.reads);
+        }
+        assert_eq!(x.reads.last(), Some(&WireSmState::Standby), "{case}: read again until it stood by");
         eprintln!(
-            "stepping down {stale_ms} ms after the HANDOVER: read {} times ({master_reads} as master), up {} ms after it",
+            "{case}: read {} times after the HANDOVER ({master_reads} as master), up {} ms after it was obeyed",
             x.reads.len(),
             up / 1_000_000
         );
     }
     // A master that says MASTER for ever after its HANDOVER keeps the subnet: ibsm stands by
     // for it once the re-reads had their time, as before.
-    let (h, x, events) = handed_over_by_a_master_slow_to_step_down(None);
+    let (h, x, events) = handed_over_by_a_master_slow_to_step_down(HandOver::ToTheStandby, None);
     assert_eq!(x.handover, Some(0));
     let stood = events.iter().find(|(_, e)| matches!(e, SmEvent::Standby { .. })).map(|(t, _)| *t);
     let first = events.first().map(|(t, _)| *t).expect("events");
