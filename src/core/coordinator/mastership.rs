@@ -1,7 +1,8 @@
 //! The coordinator's side of the election: it asks the SMs a sweep finds for their SMInfo,
 //! finds where a SubnSet(SMInfo) came from, and acts on [`Election`]'s answers (stand by, take
-//! over, hand over, poll the master, nudge a worse master with a trap 144), which touch the
-//! SM's state, the sweep, the transaction window and the state sync; and it answers
+//! over, hand over, poll the master, nudge a worse master with a trap 144, hold the end of
+//! discovery while it reads again the SM that handed over and still read as master), which
+//! touch the SM's state, the sweep, the transaction window and the state sync; and it answers
 //! SubnGet(SMInfo) and SubnSet(SMInfo) on the SM's own port (a Get that fails the port's M_Key
 //! check at protect levels 2 and 3 gets no answer). The election's own state and rules are
 //! [`crate::core::election`]'s; this file holds none.
