@@ -627,7 +627,7 @@ impl Sm {
             Req::SetSl2Vl { guid, port, input, output, all_inputs, table, .. } => {
                 let done = outcome.failure().is_none();
                 let inputs = if *all_inputs { self.qos.sl2vl_inputs(*guid, *output) } else { vec![*input] };
-                self.qos.on_sl2vl(*guid, (&inputs, *output), table, done);
+                self.qos.on_sl2vl(*guid, *port, (&inputs, *output), table, done);
                 for input in inputs {
                     // A switch's map is set through port 0, a CA's through its own port.
                     let read = if port.0 == 0 {
@@ -643,7 +643,7 @@ impl Sm {
             }
             Req::SetVlArb { guid, port, output, block, table, .. } => {
                 let done = outcome.failure().is_none();
-                self.qos.on_vlarb(*guid, (*output, *block), table, done);
+                self.qos.on_vlarb(*guid, *port, (*output, *block), table, done);
                 let at = if port.0 == 0 { *output } else { port.0 };
                 if let Ok(block) = u8::try_from(*block) {
                     self.sa.vl_written(*guid, VlRead::VlArb { port: at, block }, outcome);

@@ -30,7 +30,9 @@
 //!   operator disabled, and per switch a digest of the forwarding table it holds (a switch
 //!   routed to a table of that digest, its LinearFDBTop unchanged, is not read back), and the
 //!   ports the babbling-port policy disabled with their back-off deadlines (re-based onto its
-//!   clock: it enables each when its back-off ends).
+//!   clock: it enables each when its back-off ends), and per node a digest of the SL2VL tables
+//!   and one of the VLArbitration blocks written (QoS: a node whose tables of a kind are those
+//!   the new master wants, and that shows no reset, gets none of them again).
 
 pub mod publisher;
 pub mod receiver;

@@ -39,11 +39,14 @@ pub enum Section {
     BabblingPorts = 9,
     /// Alias GUIDs the SA assigned (GUIDInfoRecord Set), by port and index.
     Aliases = 10,
+    /// Per node, digests of the SL2VL tables and of the VLArbitration blocks the master wrote
+    /// (QoS): a new master that wants the same tables of a kind writes none of them.
+    QosTables = 11,
 }
 
 impl Section {
     /// Every section, in id order.
-    pub const ALL: [Section; 10] = [
+    pub const ALL: [Section; 11] = [
         Section::Guid2Lid,
         Section::MKeys,
         Section::PKeys,
@@ -54,6 +57,7 @@ impl Section {
         Section::LftDigests,
         Section::BabblingPorts,
         Section::Aliases,
+        Section::QosTables,
     ];
 
     /// The highest section id this build takes (every lower one too): what a sync message
@@ -92,6 +96,7 @@ impl Section {
             Section::LftDigests => "lft_digests",
             Section::BabblingPorts => "babbling_ports",
             Section::Aliases => "aliases",
+            Section::QosTables => "qos_tables",
         }
     }
 }
@@ -123,6 +128,8 @@ pub struct Replica {
     pub babbling_ports: Vec<BabblingPort>,
     /// Alias GUIDs: (port GUID, [(index, alias GUID)]).
     pub aliases: Vec<(Guid, Vec<(u8, Guid)>)>,
+    /// QoS tables written: (node GUID, digest of its SL2VL tables, of its VLArbitration blocks).
+    pub qos_tables: Vec<(Guid, u64, u64)>,
 }
 
 /// A port the babbling-port policy disabled, as replicated (times in ns on the sender's clock
@@ -297,6 +304,7 @@ impl Replica {
                 }
             }
             Section::Aliases => write_aliases(&mut w, &self.aliases),
+            Section::QosTables => write_qos_tables(&mut w, &self.qos_tables),
             Section::BabblingPorts => {
                 w.count(self.babbling_ports.len());
                 for b in &self.babbling_ports {
@@ -399,6 +407,7 @@ impl Replica {
                     })
                     .collect::<Result<_, DecodeError>>()?;
             }
+            Section::QosTables => next.qos_tables = read_qos_tables(&mut r)?,
             Section::BabblingPorts => {
                 let n = r.count(38)?;
                 next.babbling_ports = (0..n)
@@ -431,6 +440,21 @@ fn write_aliases(w: &mut Writer, aliases: &[(Guid, Vec<(u8, Guid)>)]) {
             w.u64(g.0);
         }
     }
+}
+
+/// The QoS tables section: a count of nodes, each its GUID and its two digests.
+fn write_qos_tables(w: &mut Writer, tables: &[(Guid, u64, u64)]) {
+    w.count(tables.len());
+    for (g, sl2vl, vlarb) in tables {
+        w.u64(g.0);
+        w.u64(*sl2vl);
+        w.u64(*vlarb);
+    }
+}
+
+fn read_qos_tables(r: &mut Reader<'_>) -> Result<Vec<(Guid, u64, u64)>, DecodeError> {
+    let n = r.count(24)?;
+    (0..n).map(|_| Ok((Guid(r.u64()?), r.u64()?, r.u64()?))).collect()
 }
 
 fn read_group(r: &mut Reader<'_>) -> Result<Group, DecodeError> {
@@ -473,6 +497,7 @@ mod tests {
             disabled_ports: vec![(Guid(0x20), 3), (Guid(0x21), 1)],
             lft_digests: vec![(Guid(0x20), 191, 0x0123_4567_89ab_cdef), (Guid(0x21), 63, 7)],
             aliases: vec![(Guid(0x102), vec![(1, Guid(0x14_0500_0000_0001)), (9, Guid(0xa9))]), (Guid(0x103), vec![])],
+            qos_tables: vec![(Guid(0x20), 0x0123_4567_89ab_cdef, 3), (Guid(0x102), 0, u64::MAX)],
             babbling_ports: vec![BabblingPort {
                 port: (Guid(0x20), 5),
                 babbler: (Guid(0x30), 1),
@@ -516,7 +541,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(id in 1u8..=10, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn arbitrary_bytes_never_panic(id in 1u8..=11, bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let mut r = Replica::default();
             if let Some(s) = Section::from_id(id) {
                 // Sections of plain integers encode back to the bytes they decoded from.
@@ -529,6 +554,7 @@ mod tests {
                         | Section::LftDigests
                         | Section::BabblingPorts
                         | Section::Aliases
+                        | Section::QosTables
                 );
                 if r.decode(s, &bytes).is_ok() && exact {
                     prop_assert_eq!(r.encode(s), bytes);

@@ -106,6 +106,11 @@ impl Sm {
     pub fn qos_tables_sent(&self) -> u64 {
         self.qos.blocks_sent()
     }
+    /// SL2VL tables and VLArbitration blocks this SM holds as written on node `node` (written,
+    /// or adopted from the master it took over from).
+    pub fn qos_tables_held(&self, node: Guid) -> usize {
+        self.qos.tables_held(node)
+    }
     /// P_KeyTable blocks written so far.
     pub fn pkey_blocks_sent(&self) -> u64 {
         self.partitions.blocks_sent()

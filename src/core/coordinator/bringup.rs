@@ -204,10 +204,18 @@ impl Sm {
         // Port and switch settings first, then P_Key tables, then QoS tables, each spread over
         // the nodes.
         let pkeys = self.partitions.pkey_sets(&self.subnet);
-        let qos = self.qos.table_sets(&self.subnet, self.cfg.use_optimized_slvl);
+        let qos = self.qos_sets();
         for feed in [sets, pkeys, qos] {
             self.tx.push_feed(interleaved(feed), Op::Sweep);
         }
+    }
+
+    /// The QoS table Sets of this sweep (the digests published again first where a table is
+    /// about to change).
+    fn qos_sets(&mut self) -> Vec<Request> {
+        let sets = self.qos.table_sets(&self.subnet, self.cfg.use_optimized_slvl);
+        self.publish_qos_digests_if_changed();
+        sets
     }
 
     /// Queues PortState Sets for `step` (Arm: linked ports in Init; Activate: ports in Armed).

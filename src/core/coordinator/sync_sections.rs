@@ -2,7 +2,7 @@
 //! component each section of the replicated state comes from (guid2lid, the M_Keys and the
 //! cable map, the P_Key tables as the ports hold them, the SA's groups, services, subscriptions and alias GUIDs,
 //! the ports an operator disabled, the digests of the switches' forwarding tables, the ports the
-//! babbling-port policy disabled) and goes back to at
+//! babbling-port policy disabled, the digests of the QoS tables written) and goes back to at
 //! a takeover (the babbling ports also as soon as a standby receives them), and where the component's answers go (events, the standbys whose sync came to
 //! rest for a handover waiting on them, replies to sync messages).
 
@@ -13,6 +13,7 @@ use ibsm_mad::{Guid, Lid};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::io::{MadSource, Transmit};
+use crate::core::qos::TableDigests;
 use crate::core::replication::{PeerNews, SyncAnswer, SyncStatus};
 use crate::core::state::SmState;
 use crate::sync::wire::SyncKey;
@@ -36,6 +37,10 @@ impl Sm {
                     Section::DisabledPorts => r.disabled_ports = self.maintenance.disabled().iter().copied().collect(),
                     Section::LftDigests => r.lft_digests = self.programming.digests(),
                     Section::BabblingPorts => r.babbling_ports = self.babbling.replica(),
+                    Section::QosTables => {
+                        r.qos_tables =
+                            self.qos.written_digests().into_iter().map(|(g, d)| (g, d.sl2vl, d.vlarb)).collect();
+                    }
                     Section::Groups | Section::Services | Section::Informs | Section::Aliases => {
                         self.sa.export(section, &mut r);
                     }
@@ -66,6 +71,14 @@ impl Sm {
     pub(in crate::core) fn publish_digests_if_changed(&mut self) {
         if self.programming.take_digests_changed() && self.state == SmState::Master {
             self.publish(&[Section::LftDigests]);
+        }
+    }
+
+    /// Master: publishes the QoS table digests again when a node's tables stopped being held
+    /// (reset, or about to be rewritten), as [`Sm::publish_digests_if_changed`] does for LFTs.
+    pub(in crate::core) fn publish_qos_digests_if_changed(&mut self) {
+        if self.qos.take_digests_changed() && self.state == SmState::Master {
+            self.publish(&[Section::QosTables]);
         }
     }
 
@@ -168,7 +181,12 @@ impl Sm {
                     let by = self.guid2lid.get(master).map(|(lid, _)| lid);
                     self.programming.adopt_digests(r.lft_digests.iter().copied(), by);
                 }
-                Section::LftDigests => {}
+                // The same rule: an older digest may name tables a node no longer holds.
+                Section::QosTables if a.current_at.is_some() => {
+                    let digests = r.qos_tables.iter().map(|&(g, sl2vl, vlarb)| (g, TableDigests { sl2vl, vlarb }));
+                    self.qos.adopt_written(digests);
+                }
+                Section::LftDigests | Section::QosTables => {}
                 Section::BabblingPorts => self.babbling.adopt(&r.babbling_ports),
                 Section::Groups | Section::Services | Section::Informs | Section::Aliases => self.sa.adopt(*s, r),
             }

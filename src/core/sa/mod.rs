@@ -421,7 +421,8 @@ impl Sa {
             | Section::PKeys
             | Section::DisabledPorts
             | Section::LftDigests
-            | Section::BabblingPorts => {}
+            | Section::BabblingPorts
+            | Section::QosTables => {}
         }
     }
 
@@ -437,7 +438,8 @@ impl Sa {
             | Section::PKeys
             | Section::DisabledPorts
             | Section::LftDigests
-            | Section::BabblingPorts => {}
+            | Section::BabblingPorts
+            | Section::QosTables => {}
         }
     }
 
