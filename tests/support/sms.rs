@@ -73,6 +73,9 @@ pub struct Sent {
     pub sets: u64,
     /// The Sets by attribute ID.
     pub sets_by_attr: BTreeMap<u16, u64>,
+    /// The directed routes the Sets went by (`SmpRoute` as Debug), by attribute ID: where
+    /// they went.
+    pub set_routes: BTreeMap<u16, std::collections::BTreeSet<String>>,
 }
 
 /// Steps the live SMs of `h` and the fabric as [`SimSms::run_until`] does (compute in virtual
@@ -93,6 +96,9 @@ pub fn run_counting(h: &mut SimSms, limit_ns: u64, sent: &mut [Sent]) {
                     sent[i].sets += 1;
                     let attr = t.bytes.get(16..18).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
                     *sent[i].sets_by_attr.entry(attr).or_default() += 1;
+                    if let Ok(smp) = ibsm_mad::smp::SmpRepr::parse(&t.bytes) {
+                        sent[i].set_routes.entry(attr).or_default().insert(format!("{:?}", smp.route));
+                    }
                 }
                 let mut mad = [0u8; ibsm_mad::MAD_LEN];
                 let n = t.bytes.len().min(mad.len());
