@@ -5,7 +5,8 @@
 //! `qos_tables` digests) and writes none of them; nor does it touch a switch port's PortInfo
 //! (OperationalVLs and VLHighLimit are read from the ports, not rewritten). A switch restarted
 //! just before the takeover holds its power-on tables: it gets all its tables again, and no
-//! other node gets one.
+//! other node gets one. An SM that takes the subnet back with no sync from the master it
+//! handed it to trusts none of its own old books: it writes every table again.
 
 use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SmState, SweepPhase};
 use ibsm::transport::sim::SimSms;
@@ -67,24 +68,30 @@ fn takeover(topo: &Topology, config: &dyn Fn(u8) -> SmConfig, reset: Option<usiz
         h.fabric.inject_fault(Fault::Crash(n));
         h.fabric.inject_fault(Fault::Restart(n));
     }
+    run_takeover(&mut h, standby, &mut sent, died);
+    let held_after = reset.map_or(0, |n| h.sms[standby].sm.qos_tables_held(guid(n)));
+    let engine = h.sms[standby].sm.routing_engine_used().map(str::to_owned);
+    Takeover { full, sent: sent.swap_remove(standby), held: (held_before, held_after), engine }
+}
+
+/// Steps `h` from the master's death at `died`, counting in `sent`, until SM `standby` is
+/// master with its subnet up and 3 s more of virtual time have passed.
+fn run_takeover(h: &mut SimSms, standby: usize, sent: &mut [Sent], died: u64) {
     let up = |h: &SimSms| h.sms[standby].sm.state() == SmState::Master && h.sms[standby].sm.phase() == SweepPhase::Up;
     let mut end = None;
     while end.is_none_or(|e| h.now() < e) {
         assert!(h.now() < died + 30 * SECOND, "no takeover");
         let step = h.now() + 20_000_000;
-        run_counting(&mut h, step, &mut sent);
+        run_counting(h, step, sent);
         if h.now() < step {
             h.fabric.advance_to(SimTime(step));
         }
-        if end.is_none() && up(&h) {
+        if end.is_none() && up(h) {
             end = Some(h.now() + 3 * SECOND);
         }
     }
-    assert!(up(&h), "the new master's subnet is up");
+    assert!(up(h), "the new master's subnet is up");
     assert!(h.fabric.check_routes().ok(), "every pair routed after the takeover");
-    let held_after = reset.map_or(0, |n| h.sms[standby].sm.qos_tables_held(guid(n)));
-    let engine = h.sms[standby].sm.routing_engine_used().map(str::to_owned);
-    Takeover { full, sent: sent.swap_remove(standby), held: (held_before, held_after), engine }
 }
 
 fn sets(t: &Takeover, a: u16) -> u64 {
@@ -159,4 +166,39 @@ fn a_standby_adopts_dfsssp_layer_tables_and_rewrites_only_a_restarted_switch() {
     let topo = ibsm_topology::GenSpec::torus(&[3, 3, 3], 1).generate().expect("torus");
     let config = |priority| SmConfig { routing_engine: vec!["dfsssp".into(), "updn".into()], ..cfg(priority, 7) };
     judge("dfsssp torus", &topo, &config, Some("dfsssp"));
+}
+
+/// An SM that wrote the tables, handed the subnet over and takes it back without a sync from
+/// the master in between knows nothing of what that master wrote: it writes every table again
+/// (what it wrote itself may have been overwritten since), rather than trusting its own old
+/// books.
+#[test]
+fn an_sm_taking_the_subnet_back_unsynced_writes_its_tables_again() {
+    let topo = example("fat-tree-2l-k4.net");
+    let mut options = qos_setting().options;
+    options.set_opensm("qos_ca_vlarb_low", "0:16,1:16").expect("valid");
+    let other = QosSetting { options, ..qos_setting() };
+    let at = hosts(&topo);
+    let sms = vec![
+        (Sm::new(SmConfig { qos: Some(qos_setting()), ..cfg(5, 7) }, Guid2Lid::default()), at[0]),
+        (Sm::new(SmConfig { qos: Some(other), ..cfg(9, 7) }, Guid2Lid::default()), at[1]),
+    ];
+    let mut h = SimSms::new(&topo, 3, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    let full = h.sms[0].sm.qos_tables_sent();
+    // SM 1 is better: SM 0 hands it the subnet; SM 1 writes its own arbitration blocks and
+    // dies at the end of that sweep, before it has synced SM 0.
+    h.start(1);
+    h.run_until(h.now() + 30 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("SM 1 master");
+    assert!(h.sms[1].sm.qos_tables_sent() > 0, "SM 1 wrote its arbitration blocks");
+    assert_eq!(h.sms[0].sm.state(), SmState::Standby);
+    let died = h.now();
+    h.kill(1);
+    let mut sent = vec![Sent::default(); 2];
+    run_takeover(&mut h, 0, &mut sent, died);
+    assert_eq!(h.sms[0].sm.sync_status().current_at, None, "SM 0 took over unsynced");
+    let written = h.sms[0].sm.qos_tables_sent() - full;
+    assert_eq!(written, full, "every table written again ({:?})", sent[0].sets_by_attr);
 }

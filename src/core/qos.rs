@@ -19,7 +19,9 @@
 //! each Set ends). A standby taking over adopts them ([`Qos::adopt_written`]): its first
 //! [`Qos::table_sets`] holds as written a node's tables of each kind whose digest is the one it
 //! computes for what it wants, so a takeover with the same QoS writes no table; a node found
-//! reset, or whose tables of a kind differ, gets all of that kind. A table about to be
+//! reset, or whose tables of a kind differ, gets all of that kind. A takeover without them
+//! ([`Qos::forget_written`]) writes every table: what this SM wrote in an earlier
+//! mastership may have been overwritten since. A table about to be
 //! rewritten stops being held before its Set goes out ([`Qos::take_digests_changed`]), so that
 //! a standby never takes an old digest for what a port holds. OperationalVLs and VLHighLimit
 //! need no books: the configure pass compares them with the PortInfo it read.
@@ -375,12 +377,20 @@ impl Qos {
         self.held.iter().filter(|(_, h)| !h.is_empty()).map(|(g, h)| (*g, h.digests)).collect()
     }
 
+    /// A takeover: what this SM wrote in an earlier mastership may have been overwritten by
+    /// the master since; nothing is held (every table is written) unless
+    /// [`Qos::adopt_written`] follows.
+    pub fn forget_written(&mut self) {
+        self.held.clear();
+        self.adopted.clear();
+    }
+
     /// A standby taking over: the digests its master's tables had (its
     /// [`Qos::written_digests`], replicated) replace what this SM knew. The next
     /// [`Qos::table_sets`] holds a node's tables of one kind as written where their digest is
     /// the one this SM computes for what it wants, and the node shows no reset.
     pub fn adopt_written(&mut self, digests: impl IntoIterator<Item = (Guid, TableDigests)>) {
-        self.held.clear();
+        self.forget_written();
         self.adopted = digests.into_iter().collect();
     }
 

@@ -169,6 +169,8 @@ impl Sm {
     pub(in crate::core) fn adopt_replica(&mut self, master: Guid, handed_over: bool) {
         let a = self.replication.take_over(master, handed_over);
         let r = &a.replica;
+        // What this SM wrote as master before may have been overwritten since.
+        self.qos.forget_written();
         for s in &a.sections {
             match s {
                 Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
