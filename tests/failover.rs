@@ -7,7 +7,8 @@
 //! controls with a wrong SM_Key, or with the right key and the master's GUID from another
 //! host, change nothing, while the master's own DISABLE and DISCOVER are obeyed, over a directed
 //! route and LID-routed (named by source LID: a third SM with the key refused in the master's
-//! name and in its own).
+//! name and in its own); an SM that takes the subnet back with no sync from the master it
+//! handed it to writes every P_Key block again.
 
 use ibsm::core::election::control;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SmState};
@@ -20,7 +21,7 @@ use ibsm_sim::fabric::{AgentId, Dest, SimTime};
 
 mod support;
 use support::sa::example;
-use support::sms::{SECOND, cfg, elect, elect_counting, hosts, lids, run_counting, sa_answers};
+use support::sms::{SECOND, Sent, cfg, elect, elect_counting, hosts, lids, run_counting, run_takeover, sa_answers};
 
 #[test]
 fn the_best_sm_is_master_and_the_others_stand_by() {
@@ -956,4 +957,35 @@ fn a_master_slow_to_step_down_after_its_handover_is_read_again_not_stood_by_for(
     assert!(took <= ibsm::core::election::STEP_DOWN_NS + SECOND, "waited {} ms", took / 1_000_000);
     assert!(x.reads.len() > 2, "read again: {:?}", x.reads.len());
     assert_eq!(h.sms[0].sm.state(), SmState::Standby);
+}
+
+/// An SM that wrote the P_Key tables, handed the subnet to a better SM with another policy
+/// (one more partition on the CAs), and takes it back with no sync from it in between (it
+/// dies at the end of its first sweep) trusts none of its own old books: it writes every
+/// block again, and the CAs lose the partition its policy does not give.
+#[test]
+fn an_sm_taking_the_subnet_back_unsynced_writes_its_p_key_tables_again() {
+    let topo = example("fat-tree-2l-k4.net");
+    let policy = |text: &str| ibsm_partitions::parse_partitions_conf(text).expect("policy");
+    let mine = policy("Default=0x7fff : ALL=full ;\n");
+    let theirs = policy("Default=0x7fff : ALL=full ;\nalpha=0x0002 : ALL_CAS=full ;\n");
+    let at = hosts(&topo);
+    let sms = vec![
+        (Sm::new(SmConfig { partitions: mine, ..cfg(5, 7) }, Guid2Lid::default()), at[0]),
+        (Sm::new(SmConfig { partitions: theirs, ..cfg(9, 7) }, Guid2Lid::default()), at[1]),
+    ];
+    let mut h = SimSms::new(&topo, 3, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    let full = h.sms[0].sm.pkey_blocks_sent();
+    h.start(1);
+    h.run_until(h.now() + 30 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete))
+        .expect("SM 1 master");
+    assert!(h.sms[1].sm.pkey_blocks_sent() > 0, "SM 1 wrote its partition");
+    let died = h.now();
+    h.kill(1);
+    let mut sent = vec![Sent::default(); 2];
+    run_takeover(&mut h, 0, &mut sent, died);
+    assert_eq!(h.sms[0].sm.sync_status().current_at, None, "SM 0 took over unsynced");
+    assert_eq!(h.sms[0].sm.pkey_blocks_sent() - full, full, "every block written again");
 }

@@ -8,15 +8,15 @@
 //! other node gets one. An SM that takes the subnet back with no sync from the master it
 //! handed it to trusts none of its own old books: it writes every table again.
 
-use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SmState, SweepPhase};
+use ibsm::core::{Guid2Lid, QosSetting, Sm, SmConfig, SmEvent, SmState};
 use ibsm::transport::sim::SimSms;
 use ibsm_mad::ids::attr;
-use ibsm_sim::fabric::{Fault, SimTime};
+use ibsm_sim::fabric::Fault;
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::sa::example;
-use support::sms::{SECOND, Sent, cfg, hosts, run_counting};
+use support::sms::{SECOND, Sent, cfg, hosts, run_takeover};
 
 fn qos_setting() -> QosSetting {
     let mut options = ibsm_qos::QosOptions::default();
@@ -72,26 +72,6 @@ fn takeover(topo: &Topology, config: &dyn Fn(u8) -> SmConfig, reset: Option<usiz
     let held_after = reset.map_or(0, |n| h.sms[standby].sm.qos_tables_held(guid(n)));
     let engine = h.sms[standby].sm.routing_engine_used().map(str::to_owned);
     Takeover { full, sent: sent.swap_remove(standby), held: (held_before, held_after), engine }
-}
-
-/// Steps `h` from the master's death at `died`, counting in `sent`, until SM `standby` is
-/// master with its subnet up and 3 s more of virtual time have passed.
-fn run_takeover(h: &mut SimSms, standby: usize, sent: &mut [Sent], died: u64) {
-    let up = |h: &SimSms| h.sms[standby].sm.state() == SmState::Master && h.sms[standby].sm.phase() == SweepPhase::Up;
-    let mut end = None;
-    while end.is_none_or(|e| h.now() < e) {
-        assert!(h.now() < died + 30 * SECOND, "no takeover");
-        let step = h.now() + 20_000_000;
-        run_counting(h, step, sent);
-        if h.now() < step {
-            h.fabric.advance_to(SimTime(step));
-        }
-        if end.is_none() && up(h) {
-            end = Some(h.now() + 3 * SECOND);
-        }
-    }
-    assert!(up(h), "the new master's subnet is up");
-    assert!(h.fabric.check_routes().ok(), "every pair routed after the takeover");
 }
 
 fn sets(t: &Takeover, a: u16) -> u64 {

@@ -8,7 +8,9 @@
 //! the SM wrote to each port, so that a later sweep writes only the blocks that change (a port
 //! that shows no LID was reset since, and is written whole again). A standby taking over adopts
 //! the tables its master wrote whole as written ([`Partitions::written_layouts`],
-//! [`Partitions::adopt_written`]), so a takeover with the same policy writes no block. A port
+//! [`Partitions::adopt_written`]), so a takeover with the same policy writes no block; what it
+//! wrote itself in an earlier mastership is forgotten at every takeover
+//! ([`Partitions::forget_written`]). A port
 //! whose write failed is dropped from the tables (it shares no partition as far as the SA is
 //! concerned: fail closed) until a later sweep writes it. Unless `part-enforce` is off, each
 //! switch port facing a CA gets that CA's table and PortInfo's PartitionEnforcement bits
@@ -238,6 +240,13 @@ impl Partitions {
             })
             .map(|(g, l)| (*g, l.clone()))
             .collect()
+    }
+
+    /// A takeover: the blocks this SM wrote in an earlier mastership may have been overwritten
+    /// by the master since; none is held (every block is written) but those
+    /// [`Partitions::adopt_written`] then brings. The layouts stay, for their indexes.
+    pub fn forget_written(&mut self) {
+        self.held.clear();
     }
 
     /// Takes the tables a master wrote whole (its [`Partitions::written_layouts`], replicated)

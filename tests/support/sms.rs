@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ibsm::core::{Guid2Lid, MadSource, Sm, SmConfig, SmState};
+use ibsm::core::{Guid2Lid, MadSource, Sm, SmConfig, SmState, SweepPhase};
 use ibsm::transport::sim::SimSms;
 use ibsm_mad::{Attribute as _, Guid, Lid};
 use ibsm_sim::fabric::{Dest, SimTime};
@@ -157,4 +157,24 @@ pub fn sa_answers(h: &mut SimSms, probe: ibsm_sim::fabric::AgentId, dlid: Lid, s
         answered |= ibsm_mad::sa::SaHeader::from_bytes(&r.mad[..]).is_ok_and(|a| a.tid & 0xffff_ffff == TID);
     }
     answered
+}
+
+/// Steps `h` from the master's death at `died`, counting in `sent`, until SM `standby` is
+/// master with its subnet up and 3 s more of virtual time have passed.
+pub fn run_takeover(h: &mut SimSms, standby: usize, sent: &mut [Sent], died: u64) {
+    let up = |h: &SimSms| h.sms[standby].sm.state() == SmState::Master && h.sms[standby].sm.phase() == SweepPhase::Up;
+    let mut end = None;
+    while end.is_none_or(|e| h.now() < e) {
+        assert!(h.now() < died + 30 * SECOND, "no takeover");
+        let step = h.now() + 20_000_000;
+        run_counting(h, step, sent);
+        if h.now() < step {
+            h.fabric.advance_to(SimTime(step));
+        }
+        if end.is_none() && up(h) {
+            end = Some(h.now() + 3 * SECOND);
+        }
+    }
+    assert!(up(h), "the new master's subnet is up");
+    assert!(h.fabric.check_routes().ok(), "every pair routed after the takeover");
 }

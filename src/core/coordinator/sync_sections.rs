@@ -171,6 +171,7 @@ impl Sm {
         let r = &a.replica;
         // What this SM wrote as master before may have been overwritten since.
         self.qos.forget_written();
+        self.partitions.forget_written();
         for s in &a.sections {
             match s {
                 Section::Guid2Lid => self.guid2lid.adopt(&r.guid2lid),
