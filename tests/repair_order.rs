@@ -5,8 +5,9 @@
 //! per-VL credit-loop check on it, each pair on the VL of its SL (SL n on VL n). The first
 //! state is judged with the SLs from before the cut (what the hosts hold while the blocks are
 //! written), the last with the SLs the SA answers after it: both are free of credit loops.
-//! The rule issue 25 asks for, no loop in any state under the SLs the hosts hold, is the
-//! ignored test: it fails today (see its doc).
+//! The repair is dfsssp's layered repair (only the paths that crossed the cable move). The rule
+//! issue 25 asks for, no loop in any state under the SLs the hosts hold, is the ignored test:
+//! it fails today (see its doc).
 
 use std::collections::HashMap;
 
@@ -87,16 +88,22 @@ fn repair() -> Repair {
     assert!(ev.is_some(), "the repair reaches its LFT writes");
     // Step through the writes; a state is kept whenever a table changed.
     let mut states = vec![held(&drv, &nodes, top)];
-    let mut up = false;
-    while !up && drv.now() < limit {
+    let mut up = None;
+    while up.is_none() && drv.now() < limit {
         let next = drv.now() + 20;
-        up = drv.run_until(next, |ev| matches!(ev, SmEvent::SubnetUp(_))).is_some();
+        up = drv.run_until(next, |ev| matches!(ev, SmEvent::SubnetUp(_)));
         let now = held(&drv, &nodes, top);
         if states.last() != Some(&now) {
             states.push(now);
         }
     }
-    assert!(up, "the repair ends");
+    let Some(SmEvent::SubnetUp(report)) = up else { panic!("the repair ends") };
+    // dfsssp repairs its layered routes: only the paths that crossed the cable move.
+    assert!(
+        matches!(report.routing_mode, ibsm::core::lft::RouteMode::Repaired { entries, .. } if entries > 0),
+        "{:?}",
+        report.routing_mode
+    );
     let after = LiveRoutes::from_sm(&drv.sm).expect("routes");
     let new_sl = after.layers().expect("layers");
     let (plan, _) = after.to_plan().expect("plan");
@@ -122,15 +129,17 @@ fn a_repair_starts_and_ends_without_a_credit_loop() {
     assert_eq!(r.loops(r.states.len() - 1, &r.new_sl), []);
 }
 
-/// The rule item 1 of issue 25 asks for. It does not hold today: with the SLs the hosts hold
-/// while the blocks are written, most intermediate states loop, and so does the end state
-/// until the hosts ask for their paths again (the pairs the repair moves to another layer
-/// keep the old SL on the new route). A write order alone cannot fix the end state: the
-/// repair must keep the pairs it re-routes on layers where their old SL stays safe.
+/// The rule item 1 of issue 25 asks for. It does not hold yet. dfsssp now repairs instead of
+/// routing again (8 states, 71 entries, where a full route gave 32 states). It keeps every
+/// path that did not cross the cable, and most re-routed pairs keep their layer. On this cut
+/// 12 (switch, LID) pairs fit no route through a forwarding tree that keeps their old layer
+/// acyclic, and move to another. Under the old SL the hosts hold, their new route loops (VL 0
+/// and 1) from the first write until the hosts ask for their paths again.
 #[test]
-#[ignore = "fails today: the repair's tables loop under the SLs the hosts hold (issue 25)"]
+#[ignore = "fails today: 12 re-routed pairs change layer, and their new routes loop under the old SLs (issue 25)"]
 fn no_intermediate_state_of_a_repair_has_a_credit_loop() {
     let r = repair();
     let bad: Vec<_> = (0..r.states.len()).map(|k| (k, r.loops(k, &r.old_sl))).filter(|(_, l)| !l.is_empty()).collect();
     assert!(bad.is_empty(), "{} of {} states loop (state, [(VL, channels)]): {bad:?}", bad.len(), r.states.len());
 }
+

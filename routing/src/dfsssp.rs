@@ -31,10 +31,14 @@
 //! (switch agents answer CAs too), and the switches CAs hang off to switch LIDs; paths between
 //! switches alone carry only SMPs, on VL15, and get layer 0 without a check.
 //!
+//! After a cable fault, [`repair`] repairs such a result (this engine's or nue's) instead of
+//! routing again: only the paths that crossed the cable move, each on its old layer where it fits.
+//!
 //! Owns only the algorithm and its output types; the checks of the result are in [`crate::check`]
 //! ([`crate::check::credit_loops_per_vl`]). Guarantees: deterministic, never panics on any view.
 
 pub mod layers;
+pub mod repair;
 
 use ibsm_mad::{Lid, PortNum};
 

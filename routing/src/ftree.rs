@@ -845,7 +845,7 @@ fn stranded(tree: &Tree, t: usize, lab: &[u32], out: &mut Vec<(u32, PortNum)>) {
 
 pub mod hosts;
 mod labels;
-mod repair;
+pub(crate) mod repair;
 mod roots;
 mod valley;
 

@@ -12,14 +12,20 @@
 //! kept with the tables ([`Routing::layers`]) for the SA's PathRecord SLs.
 //!
 //! The last full route is kept as the base: a fabric equal to it gets its tables again without
-//! routing (a cable back, a sweep that found nothing new), and a fat tree that is the base less
-//! some cables gets the base's tables repaired ([`ibsm_routing::ftree::FatTree::repair`]: only
-//! the LIDs that crossed a lost cable move). Anything else is routed in full and becomes the base.
+//! routing (a cable back, a sweep that found nothing new), and a fabric that is the base less
+//! some cables gets the base's tables repaired: a fat tree's by
+//! [`ibsm_routing::ftree::FatTree::repair`] (only the LIDs that crossed a lost cable move), a
+//! layered engine's (`dfsssp`, `nue`) by [`ibsm_routing::dfsssp::repair::repair`] (only the
+//! paths that crossed it move, each kept on its layer where that stays free of credit loops;
+//! nue's repair is used only where every pair keeps its layer, as its full route does).
+//! Anything else is routed in full and becomes the base.
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
-use ibsm_routing::dfsssp::PathLayers;
+use ibsm_routing::dfsssp::repair::repair as layered_repair;
+use ibsm_routing::dfsssp::{Dfsssp, PathLayers};
+use ibsm_routing::nue::Nue;
 use ibsm_routing::ftree::FatTree;
 use ibsm_routing::{FabricView, Lft, Routes};
 use std::sync::Arc;
@@ -76,7 +82,7 @@ pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_on: bool) -> u8 {
 }
 
 /// The last full route: the fabric, its tables, the engine that made them and the chain asked;
-/// and the last repair of it, while the fabric stays degraded (a second sweep over the same
+/// and the last repair of it (with its layers), while the fabric stays degraded (a second sweep over the same
 /// fabric, as the traps of both ends of a cable bring, takes it again).
 #[derive(Debug, Clone)]
 pub struct RouteBase {
@@ -86,8 +92,12 @@ pub struct RouteBase {
     chain: String,
     /// The layer of every path, from a layered engine.
     layers: Option<Arc<PathLayers>>,
-    repaired: Option<(FabricView, Arc<Routes>, RouteMode)>,
+    repaired: Option<(FabricView, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>)>,
 }
+
+/// Tables found without a full route: the tables, how, the engine, the layers, and the order
+/// in which to write the switches (a layered repair's rank).
+type Reused = (Arc<Routes>, RouteMode, String, Option<Arc<PathLayers>>, Option<Arc<Vec<u32>>>);
 
 /// The routing of one sweep, detached from the SM: a pure computation (the routing view, the
 /// engine chain and the last full route) that a driver may run on another thread while the SM
@@ -108,36 +118,48 @@ pub struct RouteDone {
     switch_nodes: Vec<NodeIdx>,
     outcome: Result<(Arc<Routes>, RouteMode, String), String>,
     layers: Option<Arc<PathLayers>>,
+    /// The order in which to write the switches, from a layered repair.
+    rank: Option<Arc<Vec<u32>>>,
     declined: Vec<(String, String)>,
     base: Option<RouteBase>,
     epoch: u64,
 }
 
 impl RouteJob {
-    /// Tables without a full route, from the base, when the fabric allows it.
-    fn reuse_base(&mut self, chain: &str) -> Option<(Arc<Routes>, RouteMode, String)> {
+    /// Tables (and their layers) without a full route, from the base, when the fabric allows it.
+    fn reuse_base(&mut self, chain: &str) -> Option<Reused> {
         let view = &self.view;
         let b = self.base.as_mut().filter(|b| b.chain == chain)?;
         if b.view == *view {
             b.repaired = None;
-            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone()));
+            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone(), None));
         }
-        // A layered route is reused only on the same fabric (repair knows no layers).
-        if b.layers.is_some() {
-            return None;
+        if let Some((_, routes, _, layers)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
+            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone(), None));
         }
-        if let Some((_, routes, _)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
-            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone()));
+        // A layered engine's routes are repaired keeping each path's layer where it can.
+        if let Some(engine) = [Dfsssp::NAME, Nue::NAME].into_iter().find(|&n| n == b.engine) {
+            let budget = self.options.max_layers.unwrap_or(Dfsssp::DEFAULT_LAYERS);
+            let r = layered_repair(&b.view, &b.routes, b.layers.as_deref(), view, budget, engine)?.ok()?;
+            // Nue's full route never moves a pair's SL on a fault: a repair that would is dropped.
+            if engine == Nue::NAME && r.relayered > 0 {
+                return None;
+            }
+            let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries };
+            let routes = Arc::new(r.layered.routes);
+            let layers = Some(r.layered.layers).filter(|l| l.used() > 1).map(Arc::new);
+            b.repaired = Some((view.clone(), Arc::clone(&routes), mode, layers.clone()));
+            return Some((routes, mode, b.engine.clone(), layers, Some(Arc::new(r.rank))));
         }
         // Repair knows plain ftree only: a tree ranked from compute nodes is routed in full.
-        if b.engine != FatTree::NAME || self.options.hosts.is_some() {
+        if b.layers.is_some() || b.engine != FatTree::NAME || self.options.hosts.is_some() {
             return None;
         }
         let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
         let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries };
         let routes = Arc::new(r.routes);
-        b.repaired = Some((view.clone(), Arc::clone(&routes), mode));
-        Some((routes, mode, b.engine.clone()))
+        b.repaired = Some((view.clone(), Arc::clone(&routes), mode, None));
+        Some((routes, mode, b.engine.clone(), None, None))
     }
 
     /// Routes: from the base when it can, else with the engine chain (a full route becomes the
@@ -163,9 +185,11 @@ impl RouteJob {
         }
         let mut declined = Vec::new();
         let mut layers = None;
-        let outcome = if let Some(found) = self.reuse_base(&chain_name) {
-            layers = self.base.as_ref().and_then(|b| b.layers.clone());
-            Ok(found)
+        let mut rank = None;
+        let outcome = if let Some((routes, mode, engine, l, r)) = self.reuse_base(&chain_name) {
+            layers = l;
+            rank = r;
+            Ok((routes, mode, engine))
         } else {
             match Chain::from_names_with(&self.chain, &self.options)
                 .map_err(|e| e.to_string())
@@ -189,7 +213,7 @@ impl RouteJob {
                 Err(e) => Err(e),
             }
         };
-        RouteDone { switch_nodes: self.switch_nodes, outcome, layers, declined, base: self.base, epoch: self.epoch }
+        RouteDone { switch_nodes: self.switch_nodes, outcome, layers, rank, declined, base: self.base, epoch: self.epoch }
     }
 }
 
@@ -206,6 +230,9 @@ pub struct Routing {
     /// The layer (SL) of every path of the last tables, with the switch nodes in the layers'
     /// order, when a layered engine made them on more than one layer.
     layers: Option<(Vec<NodeIdx>, Arc<PathLayers>)>,
+    /// The order in which to write the last tables' switches (a layered repair's rank, in the
+    /// switches' order), when one was given.
+    rank: Option<Arc<Vec<u32>>>,
     /// The last full route, which later sweeps reuse or repair.
     base: Option<RouteBase>,
     /// How the last tables were made.
@@ -272,6 +299,12 @@ impl Routing {
         self.layers.as_ref()
     }
 
+    /// The order in which to write the switches of the last tables (lowest first), when a
+    /// layered repair gave one.
+    pub fn write_rank(&self) -> Option<&[u32]> {
+        self.rank.as_deref().map(Vec::as_slice)
+    }
+
     /// How the last tables were made.
     pub fn mode(&self) -> RouteMode {
         self.mode
@@ -325,6 +358,7 @@ impl Routing {
                 self.engine_used = engine;
                 self.mode = mode;
                 self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
+                self.rank = done.rank;
                 self.routes = Some((done.switch_nodes, routes));
             }
             Err(reason) => {

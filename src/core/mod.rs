@@ -794,7 +794,8 @@ impl Sm {
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
                     if let Some((switches, routes)) = self.routing.routes() {
-                        let plan = self.programming.lft_sets(&self.subnet, switches, routes);
+                        let rank = self.routing.write_rank();
+                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, rank);
                         self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         self.tx.push_feed(plan.sets, transactions::Op::Sweep);

@@ -373,13 +373,32 @@ impl Programming {
     /// after a repair that is every switch but the few it changed. The blocks planned for a
     /// switch are counted until answered ([`Programming::lft_written`]); a switch found to
     /// hold its whole table is remembered so.
+    #[cfg(test)]
     pub(crate) fn lft_sets(&mut self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
+        self.lft_sets_ranked(subnet, switch_nodes, routes, None)
+    }
+
+    /// [`Programming::lft_sets`], with a write order where a repair gives one: `rank[i]` for
+    /// the switch of `switch_nodes[i]` (lowest first; a layered repair's rank is the fewest
+    /// hops to the destination among the entries it changed there), so the switches nearest
+    /// the destinations of the re-routed LIDs are written first and each switch's new entries
+    /// lead to switches already written (destination-outwards). Within a rank, block by
+    /// block across the switches as above.
+    pub(crate) fn lft_sets_ranked(
+        &mut self,
+        subnet: &Subnet,
+        switch_nodes: &[NodeIdx],
+        routes: &Routes,
+        rank: Option<&[u32]>,
+    ) -> LftPlan {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, route and table, and which of its blocks differ: (block, switch).
         let mut switches = Vec::with_capacity(switch_nodes.len());
+        // The rank of each entry of `switches`.
+        let mut ranks = Vec::new();
         let mut differ: Vec<(u32, u32)> = Vec::new();
         let mut plan = LftPlan::default();
-        for (&node, table) in switch_nodes.iter().zip(&routes.tables) {
+        for (i, (&node, table)) in switch_nodes.iter().zip(&routes.tables).enumerate() {
             let Some(n) = subnet.node(node).filter(|n| !n.carried) else { continue };
             let guid = n.info.node_guid;
             let mut held = self.lfts.get_mut(&guid);
@@ -398,6 +417,7 @@ impl Programming {
             }
             let Ok(at) = u32::try_from(switches.len()) else { continue };
             switches.push((node, n.path, Arc::clone(table)));
+            ranks.push(rank.and_then(|r| r.get(i).copied()).unwrap_or(u32::MAX));
             let before = differ.len();
             for block in 0..blocks {
                 if held.as_ref().is_some_and(|h| h.holds(table, block)) {
@@ -441,6 +461,9 @@ impl Programming {
         for &(block, at) in &differ {
             order[next[block as usize]] = (block, at);
             next[block as usize] += 1;
+        }
+        if rank.is_some() {
+            order.sort_by_key(|&(_, at)| ranks.get(at as usize).copied().unwrap_or(u32::MAX));
         }
         plan.sets = LftFeed { switches, order, next: 0 };
         plan
@@ -711,6 +734,23 @@ mod tests {
         assert_eq!(table.ports[150 - 128 + 1], LinearForwardingTable::UNROUTED);
         // Switch 0x21 has one block: none past it.
         assert!(!sets.iter().any(|&(n, b, _)| n == 4 && b > 0));
+        // With a write rank (a layered repair's), the lowest-ranked switch goes first, each
+        // switch's blocks in order, ties block by block.
+        let mut q = Programming::default();
+        for (n, b, t) in [(1, 1, 0), (5, 0, 2)] {
+            q.lft_written(&s.nodes[n], b, &emit(&routes.tables[t], b));
+        }
+        q.lft_written(&s.nodes[5], 2, &data);
+        let plan = plan_of(q.lft_sets_ranked(&s, &switches, &routes, Some(&[1, 1, 0])));
+        let ranked: Vec<(NodeIdx, u32)> = plan
+            .sets
+            .iter()
+            .filter_map(|r| match &r.req {
+                Req::SetLft { node, block, .. } => Some((*node, *block)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ranked, [(5, 1), (5, 2), (1, 0), (4, 0), (1, 2)]);
     }
 
     /// Answers a planned Set as the switch would: the block written.

@@ -108,6 +108,7 @@ impl Channels {
 }
 
 /// One layer: its dependencies and a topological order of its channels.
+#[derive(Clone)]
 pub(crate) struct Layer {
     pub(crate) deps: Vec<PortSet>,
     /// Dependencies known to close a cycle with the placed paths alone.
@@ -149,6 +150,50 @@ impl Layer {
             fwd: Vec::new(),
             back: Vec::new(),
         }
+    }
+
+    /// A layer holding `deps` (as [`Layer::deps`]), with a topological order of its channels
+    /// found at once (Kahn's algorithm) rather than dependency by dependency; `None` if they
+    /// hold a cycle (or do not fit `ch`).
+    pub(crate) fn seeded(ch: &Channels, deps: Vec<PortSet>) -> Option<Layer> {
+        let n = ch.len();
+        if deps.len() != n {
+            return None;
+        }
+        let succ = |c: usize| {
+            let far = ch.to[c] as usize;
+            set_ports(deps[c]).map(move |q| ch.out(far, q)).filter(|&d| d != NONE)
+        };
+        let mut indeg = vec![0u32; n];
+        for c in 0..n {
+            for d in succ(c) {
+                indeg[d as usize] += 1;
+            }
+        }
+        let mut ready: Vec<u32> = (0..n).filter(|&c| indeg[c] == 0).filter_map(|c| u32::try_from(c).ok()).collect();
+        let mut at = Vec::with_capacity(n);
+        while let Some(c) = ready.pop() {
+            at.push(c);
+            for d in succ(c as usize) {
+                let e = &mut indeg[d as usize];
+                *e -= 1;
+                if *e == 0 {
+                    ready.push(d);
+                }
+            }
+        }
+        if at.len() != n {
+            return None;
+        }
+        let mut ord = vec![0u32; n];
+        for (i, &c) in at.iter().enumerate() {
+            ord[c as usize] = u32::try_from(i).ok()?;
+        }
+        let mut l = Layer::new(n);
+        l.deps = deps;
+        l.ord = ord;
+        l.at = at;
+        Some(l)
     }
 
     fn next_epoch(&mut self) -> u32 {
@@ -450,7 +495,7 @@ impl Layer {
     ///
     /// A dependency that closes a cycle with this layer's placed paths alone is remembered as
     /// refused: placed paths are never taken back, so it would close one on every later try.
-    fn try_place(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
+    pub(crate) fn try_place(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
         added.clear();
         for &(a, p, b) in path {
             let ai = a as usize;
@@ -478,7 +523,7 @@ impl Layer {
     }
 
     /// Removes the dependencies in `added` (removing keeps the order valid).
-    fn take_back(&mut self, added: &[(u32, u8)]) {
+    pub(crate) fn take_back(&mut self, added: &[(u32, u8)]) {
         for &(a, p) in added {
             flip(&mut self.deps[a as usize], p, false);
         }

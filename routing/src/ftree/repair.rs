@@ -63,12 +63,12 @@ fn guid_of(view: &FabricView, n: NodeId) -> Option<Guid> {
 }
 
 /// For each view switch, its index in the base; and the cables lost, as view switch ports.
-type Derivation = (Vec<usize>, Vec<(usize, PortNum)>);
+pub(crate) type Derivation = (Vec<usize>, Vec<(usize, PortNum)>);
 
 /// How `view` derives from `base`: for each view switch, its index in `base`, and the cables
 /// lost, as view switch ports. `None` when `view` is not `base` less some cables, switches and
 /// CAs (everything that remains the same, LIDs included).
-fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
+pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
     if base.lmc != view.lmc || view.switches.len() > base.switches.len() {
         return None;
     }

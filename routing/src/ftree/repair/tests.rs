@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ibsm_mad::{Lid, PortNum};
-use ibsm_topology::NodeKind;
+use ibsm_mad::PortNum;
 use ibsm_topology::generators::{FatTree as Gen, GenSpec};
 
 use super::{Labels, Repaired, find_bad, lost_cables, reroute_switch_lid};
@@ -15,7 +14,8 @@ use crate::ftree::valley::{Tops, Valleys};
 use crate::ftree::{FatTree, FtreeError, Tree};
 use crate::graph::FAR;
 use crate::graph::Indexed;
-use crate::{CaPortView, CaView, Engine, FabricView, Lft, Neighbor, NodeId, Routes, SwitchView};
+use crate::testing::{crash, cut, generated, trunks};
+use crate::{Engine, FabricView, Lft, Routes};
 
 /// The first form of the repair (see the module doc).
 fn reference_repair(base: &FabricView, old: &Routes, view: &FabricView) -> Option<Repaired> {
@@ -143,101 +143,6 @@ fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
         *e = port;
     }
     true
-}
-
-/// The view of generated fabric `spec`, LIDs in order (switches, then CA ports), each aligned
-/// to `2^lmc`.
-fn generated(spec: &GenSpec, lmc: u8) -> FabricView {
-    let t = spec.generate().expect("a valid spec");
-    let (mut sw, mut ca) = (0, 0);
-    let ids: Vec<NodeId> = t
-        .nodes
-        .iter()
-        .map(|n| {
-            let id = if n.kind == NodeKind::Switch { NodeId::Switch(sw) } else { NodeId::Ca(ca) };
-            if n.kind == NodeKind::Switch {
-                sw += 1;
-            } else {
-                ca += 1;
-            }
-            id
-        })
-        .collect();
-    let step = 1u16 << lmc;
-    let mut next = 0u16;
-    let mut lid = || {
-        next += step;
-        Lid(next)
-    };
-    let mut v = FabricView { switches: Vec::new(), cas: Vec::new(), lmc };
-    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
-        let ports = n
-            .links
-            .iter()
-            .enumerate()
-            .map(|(p, l)| if p == 0 { None } else { l.map(|l| Neighbor { node: ids[l.node], port: PortNum(l.port) }) })
-            .collect();
-        v.switches.push(SwitchView { guid: n.node_guid, lid: lid(), ports });
-    }
-    for n in t.nodes.iter().filter(|n| n.kind != NodeKind::Switch) {
-        let ports = (1..=n.num_ports)
-            .filter_map(|p| {
-                let l = n.peer(p)?;
-                let neighbor = Some(Neighbor { node: ids[l.node], port: PortNum(l.port) });
-                Some(CaPortView { num: PortNum(p), lid: lid(), neighbor })
-            })
-            .collect();
-        v.cas.push(CaView { guid: n.node_guid, ports });
-    }
-    v
-}
-
-/// `view` less the switch-to-switch cable at switch `s` port `p` (both ends).
-fn cut(view: &FabricView, s: usize, p: usize) -> FabricView {
-    let mut v = view.clone();
-    if let Some(nb) = v.switches[s].ports[p].take()
-        && let NodeId::Switch(o) = nb.node
-    {
-        v.switches[o].ports[usize::from(nb.port.0)] = None;
-    }
-    v
-}
-
-/// `view` less switch `s` and its cables (and its CAs' cables).
-fn crash(view: &FabricView, s: usize) -> FabricView {
-    let mut v = view.clone();
-    v.switches.remove(s);
-    let fix = |n: &mut Option<crate::Neighbor>| match n.map(|x| x.node) {
-        Some(NodeId::Switch(o)) if o == s => *n = None,
-        Some(NodeId::Switch(o)) if o > s => {
-            if let Some(x) = n.as_mut() {
-                x.node = NodeId::Switch(o - 1);
-            }
-        }
-        _ => {}
-    };
-    for sw in &mut v.switches {
-        sw.ports.iter_mut().for_each(fix);
-    }
-    for ca in &mut v.cas {
-        for p in &mut ca.ports {
-            fix(&mut p.neighbor);
-        }
-    }
-    v
-}
-
-/// Switch-to-switch cables, as (switch, port) on the lower-indexed end.
-fn trunks(view: &FabricView) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    for (s, sw) in view.switches.iter().enumerate() {
-        for (p, nb) in sw.ports.iter().enumerate() {
-            if matches!(nb.map(|n| n.node), Some(NodeId::Switch(o)) if o > s) {
-                out.push((s, p));
-            }
-        }
-    }
-    out
 }
 
 fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
