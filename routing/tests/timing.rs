@@ -78,3 +78,69 @@ fn dfsssp_k32_and_random_1000() {
     time_dfsssp("fat tree k=32", &common::view(&common::generate(&GenSpec::fat_tree(3, 32)), 0));
     time_dfsssp("random 1000", &common::view(&common::generate(&GenSpec::random(1000, 24, 8, 4000, 1)), 0));
 }
+
+/// The layered repair against a full dfsssp route, after each of `cuts` switch-to-switch cables
+/// (spread over the fabric) is cut alone: times, paths re-routed and re-layered.
+fn time_repair(what: &str, view: &ibsm_routing::FabricView, cuts: usize) {
+    use ibsm_routing::NodeId;
+    use ibsm_routing::dfsssp::{Dfsssp, repair::repair};
+    let t = Instant::now();
+    let Ok(base) = Dfsssp::default().layered(view) else { return eprintln!("{what}: dfsssp declined") };
+    let full = t.elapsed();
+    let mut cables = Vec::new();
+    for (s, sw) in view.switches.iter().enumerate() {
+        for (p, nb) in sw.ports.iter().enumerate() {
+            if let Some(nb) = nb
+                && matches!(nb.node, NodeId::Switch(o) if o > s)
+            {
+                cables.push((s, p, *nb));
+            }
+        }
+    }
+    let step = (cables.len() / cuts).max(1);
+    let (mut full_cut, mut rep_times) = (Vec::new(), Vec::new());
+    for &(s, p, nb) in cables.iter().step_by(step).take(cuts) {
+        let mut v = view.clone();
+        v.switches[s].ports[p] = None;
+        if let NodeId::Switch(o) = nb.node {
+            v.switches[o].ports[usize::from(nb.port.0)] = None;
+        }
+        let t = Instant::now();
+        let r = repair(view, &base.routes, Some(&base.layers), &v, 8, Dfsssp::NAME);
+        let dt = t.elapsed();
+        let t = Instant::now();
+        let again = Dfsssp::default().layered(&v);
+        full_cut.push(t.elapsed());
+        match r {
+            Some(Ok(r)) => {
+                eprintln!(
+                    "{what} cut {s}:{p}: repair {dt:?} ({} paths re-routed, {} re-layered, {} entries); full route {:?}{}",
+                    r.rerouted,
+                    r.relayered,
+                    r.entries,
+                    full_cut.last(),
+                    if again.is_ok() { "" } else { " (declined)" }
+                );
+                rep_times.push(dt);
+            }
+            other => eprintln!("{what} cut {s}:{p}: repair {dt:?} gave {other:?}"),
+        }
+    }
+    rep_times.sort();
+    full_cut.sort();
+    eprintln!(
+        "{what}: {} switches, {} CAs: full dfsssp {full:?}; over {} cuts, median repair {:?}, median full route of the cut fabric {:?}",
+        view.switches.len(),
+        view.cas.len(),
+        rep_times.len(),
+        rep_times.get(rep_times.len() / 2),
+        full_cut.get(full_cut.len() / 2)
+    );
+}
+
+#[test]
+#[ignore = "slow: timing run"]
+fn dfsssp_repair_torus_and_random_64() {
+    time_repair("torus 4x4x4", &common::view(&common::generate(&GenSpec::torus(&[4, 4, 4], 2)), 0), 9);
+    time_repair("random 64", &common::view(&common::generate(&GenSpec::random(64, 16, 4, 200, 7)), 0), 9);
+}
