@@ -92,8 +92,11 @@ pub struct RouteBase {
     chain: String,
     /// The layer of every path, from a layered engine.
     layers: Option<Arc<PathLayers>>,
-    repaired: Option<(FabricView, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>)>,
+    repaired: Option<Repair>,
 }
+
+/// A repair of the base: the fabric, its tables, how they were made, their layers.
+type Repair = (FabricView, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>);
 
 /// Tables found without a full route: the tables, how, the engine, the layers, and the order
 /// in which to write the switches (a layered repair's rank).

@@ -681,9 +681,9 @@ mod tests {
         assert_eq!(p.mft_blocks_sent(), 1);
     }
 
-    #[test]
-    fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
-        // Two switches with tables of three blocks (LIDs 0..=150) and one (LIDs 0..=10).
+    /// Two switches with tables of three blocks (LIDs 0..=150) and one (LIDs 0..=10): the
+    /// subnet (switch nodes 1, 4 and 5) and the tables.
+    fn three_switches() -> (Subnet, Routes) {
         let mk = |top: u16, port: u8| {
             let mut t = Lft::unrouted(top);
             for p in &mut t.ports {
@@ -700,6 +700,39 @@ mod tests {
             n.info.node_guid = Guid(guid);
             s.nodes.push(n);
         }
+        (s, routes)
+    }
+
+    /// Block `block` of `t` as the bytes of a Set.
+    fn emitted(t: &Lft, block: u32) -> [u8; 64] {
+        let mut data = [0u8; 64];
+        block_of(t, block).emit(&mut data);
+        data
+    }
+
+    #[test]
+    fn a_write_rank_puts_the_lowest_ranked_switch_first() {
+        let (s, routes) = three_switches();
+        let mut p = Programming::default();
+        p.lft_written(&s.nodes[1], 1, &emitted(&routes.tables[0], 1));
+        p.lft_written(&s.nodes[5], 0, &emitted(&routes.tables[2], 0));
+        // With a write rank (a layered repair's), the lowest-ranked switch goes first, each
+        // switch's blocks in order, ties block by block.
+        let plan = plan_of(p.lft_sets_ranked(&s, &[1, 4, 5], &routes, Some(&[1, 1, 0])));
+        let ranked: Vec<(NodeIdx, u32)> = plan
+            .sets
+            .iter()
+            .filter_map(|r| match &r.req {
+                Req::SetLft { node, block, .. } => Some((*node, *block)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ranked, [(5, 1), (5, 2), (1, 0), (4, 0), (1, 2)]);
+    }
+
+    #[test]
+    fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
+        let (s, routes) = three_switches();
         let switches = [1, 4, 5];
         let mut p = Programming::default();
         // Switch 0x20 holds block 1 already, 0x22 holds block 0 and a block 2 that differs
@@ -734,23 +767,6 @@ mod tests {
         assert_eq!(table.ports[150 - 128 + 1], LinearForwardingTable::UNROUTED);
         // Switch 0x21 has one block: none past it.
         assert!(!sets.iter().any(|&(n, b, _)| n == 4 && b > 0));
-        // With a write rank (a layered repair's), the lowest-ranked switch goes first, each
-        // switch's blocks in order, ties block by block.
-        let mut q = Programming::default();
-        for (n, b, t) in [(1, 1, 0), (5, 0, 2)] {
-            q.lft_written(&s.nodes[n], b, &emit(&routes.tables[t], b));
-        }
-        q.lft_written(&s.nodes[5], 2, &data);
-        let plan = plan_of(q.lft_sets_ranked(&s, &switches, &routes, Some(&[1, 1, 0])));
-        let ranked: Vec<(NodeIdx, u32)> = plan
-            .sets
-            .iter()
-            .filter_map(|r| match &r.req {
-                Req::SetLft { node, block, .. } => Some((*node, *block)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(ranked, [(5, 1), (5, 2), (1, 0), (4, 0), (1, 2)]);
     }
 
     /// Answers a planned Set as the switch would: the block written.

@@ -31,6 +31,8 @@
 //! graph acyclic; the work is a walk of every path (to seed the layers) plus a search per
 //! destination that lost a route, per pass.
 
+#![allow(clippy::many_single_char_names)] // graph code: x, y switches, c costs, p ports
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -89,7 +91,7 @@ pub fn repair(
     }
     let tables: Vec<Arc<Lft>> = from.iter().map(|&m| Arc::clone(&old.tables[m])).collect();
     let old_layer = |s: usize, lid: u16| layers.and_then(|l| l.layer(from[s], Lid(lid))).unwrap_or(0);
-    Some(run(view, tables, &old_layer, budget.clamp(1, 15), engine))
+    Some(run(view, &tables, &old_layer, budget.clamp(1, 15), engine))
 }
 
 /// The state of one switch toward one destination.
@@ -139,7 +141,7 @@ fn laid(idx: &Indexed, d: &DestLid, s: usize) -> bool {
 
 fn run(
     view: &FabricView,
-    tables: Vec<Arc<Lft>>,
+    tables: &[Arc<Lft>],
     old_layer: &dyn Fn(usize, u16) -> u8,
     budget: u8,
     engine: &'static str,
@@ -161,7 +163,7 @@ fn run(
     let mut path = Vec::new();
     for d in &dests {
         for s in (0..n).filter(|&s| laid(&idx, d, s)) {
-            walk_partial(&ch, &tables, s, d, n, &mut path);
+            walk_partial(&ch, tables, s, d, n, &mut path);
             if path.is_empty() {
                 continue;
             }
@@ -190,7 +192,7 @@ fn run(
     let mut order: Vec<usize> = (0..dests.len()).collect();
     let mut best: Option<LayeredRepair> = None;
     for _ in 0..PASSES {
-        let (rep, stuck) = pass(&cx, tables.clone(), layers.clone(), &order)?;
+        let (rep, stuck) = pass(&cx, tables.to_vec(), layers.clone(), &order)?;
         let done = rep.relayered == 0 || stuck.is_empty();
         if best.as_ref().is_none_or(|b| rep.relayered < b.relayered) {
             best = Some(rep);
@@ -396,7 +398,7 @@ fn pass(
         for s in 0..n {
             let was = old_layer(s, d.lid);
             out[r * n + s] = was;
-            if reach[s] != Reach::Broken || !settled[s] || !laid(&idx, d, s) {
+            if reach[s] != Reach::Broken || !settled[s] || !laid(idx, d, s) {
                 continue;
             }
             rerouted += 1;
