@@ -152,6 +152,43 @@ fn lid_routing_follows_the_lfts_and_needs_active_ports() {
 }
 
 #[test]
+fn a_down_set_on_a_ca_port_retrains_its_link_as_ibsim_does() {
+    let mut b = Bench::new(1);
+    // Powered on as ibsim's ports are: NeighborMTU at MTUCap, OperationalVLs at VLCap.
+    let pi = b.port_info(&[1, 2], 1);
+    assert_eq!((pi.neighbor_mtu, pi.operational_vls), (pi.mtu_cap, pi.vl_cap));
+    b.bring_up();
+    let state_change = |b: &mut Bench| {
+        let (_, d) = b.dr_get(&[1], ids::attr::SWITCH_INFO, 0).expect("SwitchInfo");
+        SwitchInfo::parse(&d).expect("parse")
+    };
+    // Clear S1's PortStateChange (written as 1), and drain what the SM port received so far.
+    let si = state_change(&mut b);
+    assert_eq!(b.dr_set(&[1], ids::attr::SWITCH_INFO, 0, to64(&si)).expect("SwitchInfo Set").0, 0);
+    assert!(!state_change(&mut b).port_state_change);
+    while b.f.recv(b.sm).is_some() {}
+    // H2 (on S1 port 2) gets OperationalVLs 2 (VL0-1) with PortState Down in the same Set.
+    let retrains = b.f.stats().link_retrains;
+    let st = b.set_port(&[1, 2], 1, |pi| {
+        pi.port_state = PortState::Down;
+        pi.operational_vls = 2;
+    });
+    assert_eq!(st, 0);
+    assert_eq!(b.f.stats().link_retrains, retrains + 1);
+    // Both ends are back in Init at once, the link up, the new value kept.
+    let h2 = b.port_info(&[1, 2], 1);
+    assert_eq!((h2.port_state, h2.port_physical_state, h2.operational_vls), (PortState::Init, PhysPortState::LinkUp, 2));
+    assert_eq!(b.port_info(&[1], 2).port_state, PortState::Init);
+    // S1 marks PortStateChange for its port; no trap is sent. Its other links stay Active.
+    assert!(state_change(&mut b).port_state_change);
+    b.run();
+    assert!(!std::iter::from_fn(|| b.f.recv(b.sm)).any(|r| Mad::new_unchecked(&r.mad[..]).method() == Method::Trap));
+    for port in [1, 3] {
+        assert_eq!(b.port_info(&[1], port).port_state, PortState::Active, "S1 port {port}");
+    }
+}
+
+#[test]
 fn link_faults_change_port_state_and_raise_trap_128() {
     let mut b = Bench::new(1);
     b.bring_up();

@@ -127,6 +127,8 @@ pub struct Stats {
     pub client_reregisters: u64,
     /// PortInfo Sets answered with status 0.
     pub port_info_sets: u64,
+    /// Of those, Sets with PortState Down that retrained a link that was up (a link bounce).
+    pub link_retrains: u64,
     /// LFT blocks written (Set(LinearForwardingTable) taken by a switch).
     pub lft_blocks_set: u64,
     /// Of those, blocks whose content differed from what the switch held.

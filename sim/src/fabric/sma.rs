@@ -450,6 +450,7 @@ impl Fabric {
             if s == LState::Down {
                 // A retrain: the link drops and comes back to Init on both ends.
                 if port.link_up() {
+                    self.stats.link_retrains += 1;
                     self.retrain_pulse(q);
                 }
             } else {
@@ -474,14 +475,17 @@ impl Fabric {
         ids::status::OK
     }
 
-    /// Link retrain after PortState=Down: both ends pass through Down back to Init.
+    /// Link retrain after PortState=Down: both ends pass through Down back to Init at once, and
+    /// the far end's switch, if any, marks PortStateChange (no trap), as ibsim does. The port
+    /// the Set went to marks nothing: a SubnSet raises no PortStateChange on its own switch.
     fn retrain_pulse(&mut self, q: PortRef) {
         let peer = self.ports[q as usize].peer;
         for r in std::iter::once(q).chain(peer) {
             self.ports[r as usize].state = LState::Init;
         }
-        let node = self.ports[q as usize].node as usize;
-        if let Some(s) = self.nodes[node].switch {
+        if let Some(r) = peer
+            && let Some(s) = self.nodes[self.ports[r as usize].node as usize].switch
+        {
             self.switches[s as usize].port_state_change = true;
         }
     }

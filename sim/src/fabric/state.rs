@@ -214,10 +214,12 @@ impl Port {
             gid_prefix: ibsm_mad::Gid::DEFAULT_PREFIX,
             subnet_timeout: 0,
             resp_time: 0x10,
-            neighbor_mtu: 0,
+            // As ibsim's ports power on: NeighborMTU at MTUCap, OperationalVLs at VLCap (an SM
+            // that caps either changes it, and bounces a CA port's link for it, as OpenSM does).
+            neighbor_mtu: 5,
             mtu_cap: 5,
             vl_cap: 4,
-            op_vls: 1,
+            op_vls: 4,
             vl_high_limit: 0,
             hoq_life: 0,
             // As ibsim's ports power on: VL stall count 7, no error thresholds.
