@@ -9,7 +9,7 @@ use std::path::Path;
 use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::attrs::{NodeType, PortInfo};
-use ibsm_mad::{Attribute, PortNum, ids};
+use ibsm_mad::{Attribute, Guid, PortNum, ids};
 use ibsm_sim::fabric::SimConfig;
 use ibsm_topology::Topology;
 
@@ -103,6 +103,58 @@ fn defaults_are_opensms_and_a_fabric_that_has_them_gets_no_set() {
     let sets = after.port_info_sets - before.port_info_sets;
     let reregisters = after.client_reregisters - before.client_reregisters;
     assert_eq!((sets, reregisters), (8, 8), "a fabric that has the settings gets no PortInfo Set for them");
+}
+
+#[test]
+fn a_reloaded_max_op_vls_bounces_each_ca_link_once_and_the_links_come_back_active_with_it() {
+    let (mut drv, _) = up(PortConfig::default(), SimConfig { seed: 8, ..SimConfig::default() });
+    // The simulated ports power on as ibsim's (OperationalVLs at VLCap 4, NeighborMTU at
+    // MTUCap): OpenSM's defaults change neither, so the first bring-up bounces nothing.
+    assert_eq!(drv.fabric.stats().link_retrains, 0);
+    let cfg = SmConfig { ports: PortConfig { max_op_vls: 2, ..PortConfig::default() }, ..SmConfig::default() };
+    assert!(drv.sm.reconfigure(cfg).sweep, "max-op-vls takes a sweep");
+    let before = drv.fabric.stats();
+    let mut events = Vec::new();
+    let report = drv.sweep(LIMIT, |e| events.push(e.clone())).expect("the reload's sweep");
+    assert!(report.complete, "{report:?}");
+    // One Set with PortState Down on each CA port (8), none on a switch port: OpenSM bounces
+    // CA ports only.
+    assert_eq!(drv.fabric.stats().link_retrains - before.link_retrains, 8, "one bounce per CA port");
+    let mut bounced: Vec<(Guid, PortNum)> = events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::LinksBounced { ports } => Some(ports.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    bounced.sort_unstable();
+    let subnet = drv.sm.subnet();
+    let mut ca_ports: Vec<(Guid, PortNum)> = subnet
+        .nodes
+        .iter()
+        .filter(|n| !n.is_switch())
+        .flat_map(|n| (1..n.ports.len()).filter(|&p| n.ports[p].remote.is_some()).map(|p| (n.info.node_guid, PortNum(u8::try_from(p).expect("port")))))
+        .collect();
+    ca_ports.sort_unstable();
+    assert_eq!(bounced, ca_ports, "one event naming the CA ports, each once");
+    // The bounces mark the leaf switches' PortStateChange (as ibsim's do); the sweep that brings
+    // ends, and bounces nothing more.
+    drv.run_until(drv.now() + 5_000_000_000, |_| false);
+    assert_eq!(drv.fabric.stats().link_retrains - before.link_retrains, 8, "not bounced again");
+    let seen = read_back(&mut drv);
+    for (kind, port, _, pi) in &seen {
+        let at = format!("{kind:?} port {port}");
+        assert_eq!(pi.port_state, ibsm_mad::attrs::PortState::Active, "{at}: the link is back up");
+        assert_eq!(pi.operational_vls, 2, "{at}");
+        assert_eq!(pi.neighbor_mtu, pi.mtu_cap, "{at}");
+    }
+    assert_eq!(seen.iter().filter(|(k, ..)| *k != NodeType::Switch).count(), 8);
+    // Settled: the next sweep sends no PortInfo Set and bounces nothing.
+    let before = drv.fabric.stats();
+    assert!(drv.sweep(LIMIT, |_| {}).expect("again").complete);
+    let after = drv.fabric.stats();
+    assert_eq!((after.port_info_sets, after.link_retrains), (before.port_info_sets, before.link_retrains));
 }
 
 #[test]

@@ -76,7 +76,9 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::PortAvoided { .. } | SmEvent::PortAvoidKept { .. } | SmEvent::PortUsedAgain { .. } => {
             log_avoid_event(ev);
         }
-        SmEvent::BabblingPort { .. } | SmEvent::PortSettingNotKept { .. } => log_port_event(ev),
+        SmEvent::BabblingPort { .. } | SmEvent::PortSettingNotKept { .. } | SmEvent::LinksBounced { .. } => {
+            log_port_event(ev);
+        }
         SmEvent::Cabling { differences, refused } if differences.is_empty() => {
             tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
         }
@@ -183,6 +185,15 @@ fn log_port_event(ev: &SmEvent) {
                 name = %shown(*node, ""),
                 port = port.0,
                 "a port disabled by the babbling-port policy is enabled again"
+            );
+        }
+        SmEvent::LinksBounced { ports } => {
+            let shown: Vec<String> = ports.iter().take(3).map(|(node, port)| format!("{node}[{}]", port.0)).collect();
+            let more = if ports.len() > 3 { format!("; and {} more", ports.len() - 3) } else { String::new() };
+            tracing::info!(
+                ports = ports.len(),
+                examples = %format_args!("{}{more}", shown.join("; ")),
+                "links bounced (PortState Down) for a new NeighborMTU or OperationalVLs, as OpenSM does"
             );
         }
         SmEvent::PortSettingNotKept { ports } => {

@@ -374,6 +374,13 @@ pub enum SmEvent {
         /// Each port: (node GUID, port, the settings not kept by name: "error thresholds", ...).
         ports: Vec<super::port_settings::NotKept>,
     },
+    /// Links the sweep bounced: CA or router ports whose NeighborMTU or OperationalVLs changed
+    /// were sent PortState Down in the same Set, as OpenSM does, so that the link retrains with
+    /// them. One event at the end of a sweep for all of them.
+    LinksBounced {
+        /// Each port bounced: (node GUID, port).
+        ports: Vec<(ibsm_mad::Guid, ibsm_mad::PortNum)>,
+    },
     /// The babbling-port policy disabled a port (`disabled`), or enabled it again at the end of
     /// its back-off.
     BabblingPort {

@@ -851,6 +851,10 @@ impl Sm {
         if !not_kept.is_empty() {
             self.events.push_back(SmEvent::PortSettingNotKept { ports: not_kept });
         }
+        let bounced = self.port_settings.take_bounced();
+        if !bounced.is_empty() {
+            self.events.push_back(SmEvent::LinksBounced { ports: bounced });
+        }
         self.events.push_back(SmEvent::SubnetUp(report));
         self.perf_after_sweep();
     }

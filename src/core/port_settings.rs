@@ -7,8 +7,9 @@
 //! bring-up is building ([`PortSettings::apply`]) and remembers the ports that do not keep a
 //! setting ([`PortSettings::learn`]), so that a port whose firmware ignores a field (ibsim keeps
 //! no error thresholds) is not sent the same Set at every sweep; the ports found since the last
-//! sweep's end are handed over together ([`PortSettings::take_found`]) for one summary event. It sends nothing and reads no
-//! clock: the bring-up decides whether a Set goes out (only when a field differs).
+//! sweep's end are handed over together ([`PortSettings::take_found`]) for one summary event, as
+//! are the ports whose link a sweep bounced ([`PortSettings::take_bounced`]). It sends nothing
+//! and reads no clock: the bring-up decides whether a Set goes out (only when a field differs).
 //!
 //! Which ports get which value (OpenSM's link manager): a switch port with a peer gets the leaf
 //! HOQ lifetime and VL stall count when the peer is a CA or router, the switch-to-switch ones
@@ -24,14 +25,21 @@
 //! writes): a linked port's NeighborMTU is the smaller MTUCap of the two ends and its
 //! OperationalVLs the smaller VLCap within `max-op-vls`; an enhanced switch port 0 gets its own
 //! MTUCap as NeighborMTU and its OperationalVLs capped by `max-op-vls`, as OpenSM writes them.
-//! OpenSM has no MTU option. Unlike OpenSM's LID manager, which sets a CA port's PortState Down
-//! in the same Set when its NeighborMTU or OperationalVLs changes (a link bounce, so that the
-//! link retrains with them), ibsm writes the fields and leaves the link up.
+//! OpenSM has no MTU option.
+//!
+//! Link bounce ([`PortSettings::bounces`]), as OpenSM's LID manager does it: the Set that changes
+//! a CA or router port's NeighborMTU or OperationalVLs (from what the port reported) carries
+//! PortState Down, so that the link retrains with them (IBTA 7.2.7: a port's link must pass
+//! through its initialization for these to take effect). That holds in any state, Init at first
+//! bring-up included; switch ports are never bounced (their NeighborMTU and OperationalVLs are
+//! written without it, as OpenSM's link manager does). A port whose answer to a bounce still
+//! lacks the values (ibsim keeps no NeighborMTU) is remembered like any setting it does not keep,
+//! and not bounced again until the config changes: the fields are still written, the link left up.
 
 use std::collections::HashMap;
 
 use ibsm_mad::attrs::{
-    CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo,
+    CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo, PortState,
 };
 use ibsm_mad::{Guid, PortNum};
 
@@ -128,13 +136,16 @@ mod group {
     pub const WIDTH: u8 = 8;
     pub const SPEED: u8 = 16;
     pub const SPEED_EXT: u8 = 32;
-    pub const NAMES: [(u8, &str); 6] = [
+    /// NeighborMTU and OperationalVLs after a link bounce.
+    pub const LINK: u8 = 64;
+    pub const NAMES: [(u8, &str); 7] = [
         (HOQ, "head-of-queue lifetime"),
         (VL_STALL, "VL stall count"),
         (THRESHOLDS, "error thresholds"),
         (WIDTH, "link width enabled"),
         (SPEED, "link speed enabled"),
         (SPEED_EXT, "extended link speed enabled"),
+        (LINK, "neighbor MTU and operational VLs after a link bounce"),
     ];
 }
 
@@ -208,6 +219,8 @@ pub struct PortSettings {
     /// Ports found not keeping a setting since the last [`PortSettings::take_found`]: the
     /// sweep's summary for the log.
     found: Vec<NotKept>,
+    /// Ports whose link was bounced since the last [`PortSettings::take_bounced`].
+    bounced: Vec<(Guid, PortNum)>,
 }
 
 /// A port found not keeping some settings: its node GUID, the port, the groups' names.
@@ -221,8 +234,21 @@ impl PortSettings {
         write(cfg, t, info, !skip);
     }
 
+    /// Whether the Set writing `after` over `before` (the port's PortInfo as read) on port `t`
+    /// of node `node_guid` bounces the link (carries PortState Down): a CA or router port whose
+    /// NeighborMTU or OperationalVLs changes, unless it did not keep them after a bounce before.
+    pub fn bounces(&self, t: &Target, node_guid: Guid, before: &PortInfo, after: &PortInfo) -> bool {
+        let unkept = self.unkept.get(&(node_guid, t.port.0)).is_some_and(|k| k & group::LINK != 0);
+        t.node_type != NodeType::Switch
+            && t.port.0 != 0
+            && t.peer.is_some()
+            && !unkept
+            && link_fields(after) != link_fields(before)
+    }
+
     /// Learns from the answer to a Set which settings the port did not keep: a group the Set
-    /// carried (`sent` already held what the config asks) that the answer `got` still lacks.
+    /// carried (`sent` already held what the config asks) that the answer `got` still lacks;
+    /// after a bounce (`sent` carried PortState Down), NeighborMTU and OperationalVLs too.
     /// Returns the names of the groups newly found, and keeps them for [`PortSettings::take_found`].
     pub fn learn(
         &mut self,
@@ -234,7 +260,10 @@ impl PortSettings {
     ) -> Vec<&'static str> {
         // Most ports keep everything: no map entry for them (one per port of a 165,888-port
         // fabric otherwise), and the Set is judged only when the answer lacks something.
-        let lacking = differing(cfg, t, got);
+        let mut lacking = differing(cfg, t, got);
+        if sent.port_state == PortState::Down && link_fields(got) != link_fields(sent) {
+            lacking |= group::LINK;
+        }
         if lacking == 0 {
             return Vec::new();
         }
@@ -259,6 +288,16 @@ impl PortSettings {
         std::mem::take(&mut self.found)
     }
 
+    /// Notes that the Set bouncing port `port` of node `node_guid` was answered.
+    pub fn bounced(&mut self, node_guid: Guid, port: PortNum) {
+        self.bounced.push((node_guid, port));
+    }
+
+    /// The ports bounced since the last call, in the order answered (one event per sweep).
+    pub fn take_bounced(&mut self) -> Vec<(Guid, PortNum)> {
+        std::mem::take(&mut self.bounced)
+    }
+
     /// Forgets what ports did not keep (the config changed: try again).
     pub fn forget(&mut self) {
         self.unkept.clear();
@@ -269,6 +308,11 @@ impl PortSettings {
     pub fn unkept_ports(&self) -> usize {
         self.unkept.values().filter(|k| **k != 0).count()
     }
+}
+
+/// The fields a link bounce retrains with: NeighborMTU and OperationalVLs.
+fn link_fields(info: &PortInfo) -> (u8, u8) {
+    (info.neighbor_mtu.raw(), info.operational_vls)
 }
 
 /// The groups whose fields in `info` differ from what the settings would write.

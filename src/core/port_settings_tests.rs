@@ -1,5 +1,5 @@
 use ibsm_mad::attrs::{
-    CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo,
+    CapabilityMask, CapabilityMask2, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, NodeType, PortInfo, PortState,
 };
 use ibsm_mad::{Guid, PortNum};
 
@@ -163,4 +163,49 @@ fn a_port_that_does_not_keep_a_setting_is_not_sent_it_again() {
     t2.forget();
     assert_eq!(t2.learn(&cfg, &t, Guid(9), &fresh(), &fresh()), Vec::<&str>::new());
     assert_eq!(t2.unkept_ports(), 0);
+}
+
+#[test]
+fn a_ca_ports_new_mtu_or_vls_bounce_its_link_and_nothing_else_does() {
+    let s = PortSettings::default();
+    let read = PortInfo { operational_vls: 4, neighbor_mtu: ibsm_mad::attrs::Mtu::from_raw(5), ..fresh() };
+    let vls = PortInfo { operational_vls: 2, ..read };
+    let mtu = PortInfo { neighbor_mtu: ibsm_mad::attrs::Mtu::from_raw(4), ..read };
+    let ca = target(NodeType::Ca, 1, Some(true));
+    assert!(s.bounces(&ca, Guid(1), &read, &vls) && s.bounces(&ca, Guid(1), &read, &mtu));
+    assert!(s.bounces(&target(NodeType::Router, 2, Some(true)), Guid(1), &read, &vls), "a router port too");
+    assert!(!s.bounces(&ca, Guid(1), &read, &read), "nothing changes");
+    // Other fields change without a bounce.
+    assert!(!s.bounces(&ca, Guid(1), &read, &PortInfo { hoq_life: 3, ..read }));
+    // Switch ports (linked or port 0) and a port with no discovered peer are not bounced.
+    assert!(!s.bounces(&target(NodeType::Switch, 3, Some(false)), Guid(1), &read, &vls));
+    assert!(!s.bounces(&target(NodeType::Switch, 0, None), Guid(1), &read, &vls));
+    assert!(!s.bounces(&target(NodeType::Ca, 1, None), Guid(1), &read, &vls));
+}
+
+#[test]
+fn a_port_that_does_not_keep_its_link_values_after_a_bounce_is_not_bounced_again() {
+    let cfg = PortConfig::default();
+    let ca = target(NodeType::Ca, 1, Some(true));
+    let mut s = PortSettings::default();
+    let read = PortInfo { operational_vls: 4, neighbor_mtu: ibsm_mad::attrs::Mtu::from_raw(4), ..fresh() };
+    let mut want = PortInfo { neighbor_mtu: ibsm_mad::attrs::Mtu::from_raw(3), ..read };
+    s.apply(&cfg, &ca, Guid(7), &mut want);
+    assert!(s.bounces(&ca, Guid(7), &read, &want));
+    let sent = PortInfo { port_state: PortState::Down, ..want };
+    // Kept (the answer holds what was sent, the link back in Init): nothing learnt.
+    let kept = PortInfo { port_state: PortState::Init, ..want };
+    assert!(s.learn(&cfg, &ca, Guid(7), &sent, &kept).is_empty());
+    assert!(s.bounces(&ca, Guid(7), &read, &want), "still bounced while it keeps them");
+    // Not kept (ibsim keeps no NeighborMTU): reported once, and no bounce from then on.
+    let lost = PortInfo { port_state: PortState::Init, neighbor_mtu: read.neighbor_mtu, ..want };
+    assert_eq!(s.learn(&cfg, &ca, Guid(7), &sent, &lost), vec!["neighbor MTU and operational VLs after a link bounce"]);
+    assert!(!s.bounces(&ca, Guid(7), &read, &want));
+    assert!(s.bounces(&ca, Guid(8), &read, &want), "another node is");
+    // A Set without PortState Down teaches nothing of the link values.
+    let mut t = PortSettings::default();
+    assert!(t.learn(&cfg, &ca, Guid(7), &want, &lost).is_empty());
+    // A config change tries again.
+    s.forget();
+    assert!(s.bounces(&ca, Guid(7), &read, &want));
 }

@@ -12,8 +12,12 @@
 //! sent only when something differs. Arming happens for every linked port whose far end was
 //! discovered (in the same Set as its configuration when it needs one: a fresh CA port gets its
 //! LID and Armed in one SMP, as OpenSM combines them), and activation only once every arm has
-//! been answered, so both ends of each link are Armed first. A Set's answer tells the port
-//! settings which fields the port did not keep ([`crate::core::port_settings::PortSettings::learn`]).
+//! been answered, so both ends of each link are Armed first. A CA or router port whose
+//! NeighborMTU or OperationalVLs changes gets PortState Down in its Set instead, a link bounce as
+//! OpenSM's LID manager sends ([`crate::core::port_settings::PortSettings::bounces`]); its answer
+//! and the far end go back to Init in the SM's books, and the arming pass brings the link up. A
+//! Set's answer tells the port settings which fields the port did not keep
+//! ([`crate::core::port_settings::PortSettings::learn`]).
 
 use ibsm_mad::attrs::{Mtu, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{Attribute, Lid, PortNum};
@@ -136,8 +140,9 @@ impl Sm {
                     self.cfg.m_key.apply(if is_switch { Some(n.info.port_guid) } else { rec.guid }, &mut after);
                 }
                 // HOQ lifetime, VL stall count, error thresholds, forced speeds and widths.
-                if let Some(t) = Target::of(&self.subnet, i, port) {
-                    self.port_settings.apply(&self.cfg.ports, &t, n.info.node_guid, &mut after);
+                let target = Target::of(&self.subnet, i, port);
+                if let Some(t) = &target {
+                    self.port_settings.apply(&self.cfg.ports, t, n.info.node_guid, &mut after);
                 }
                 if let Some((inbound, outbound)) =
                     self.partitions.enforcement_bits(self.cfg.part_enforce, n.info.node_guid, port, faces_ca)
@@ -170,11 +175,21 @@ impl Sm {
                     }
                     after.vl_high_limit = high_limit;
                 }
+                // A CA port's new NeighborMTU or OperationalVLs takes a link bounce, as OpenSM's
+                // LID manager does it: PortState Down in the same Set (the arming pass brings
+                // the link back up).
+                let bounce = peer_state.is_some()
+                    && !disabling
+                    && target.is_some_and(|t| self.port_settings.bounces(&t, n.info.node_guid, &before, &after));
+                if bounce {
+                    after.port_state = PortState::Down;
+                }
                 if after != before {
                     // A port in Init whose peer's link is up is armed by the same Set, as OpenSM
                     // does (one SMP instead of two); the arming pass skips it then.
                     let mut step = PortStep::Configure;
-                    if info.port_state == PortState::Init
+                    if !bounce
+                        && info.port_state == PortState::Init
                         && !disabling
                         && matches!(peer_state, Some(PortState::Init | PortState::Armed | PortState::Active))
                     {
@@ -300,6 +315,18 @@ impl Sm {
             let guid = n.info.node_guid;
             // Reported at the sweep's end, all ports in one event.
             self.port_settings.learn(&self.cfg.ports, &t, guid, sent, &pi);
+            // A bounce retrains the link at both ends: the far end is in Init too (as OpenSM
+            // books it), so that the arming pass brings both back up.
+            if step == PortStep::Configure && sent.port_state == PortState::Down {
+                self.port_settings.bounced(guid, port);
+                if let Some((rn, rp)) = n.port(port).and_then(|r| r.remote)
+                    && let Some(far) =
+                        self.subnet.nodes.get_mut(rn).and_then(|n| n.port_mut(rp)).and_then(|r| r.info.as_mut())
+                    && matches!(far.port_state, PortState::Armed | PortState::Active)
+                {
+                    far.port_state = PortState::Init;
+                }
+            }
         }
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
