@@ -1,5 +1,5 @@
 //! The SA on the 3-level fat tree of 48-port switches (27,648 HCAs, 2,880 switches), swept by
-//! the SM core on the simulated fabric: snapshot build, PathRecord lookup in-process, and
+//! the SM core on the simulated fabric: snapshot build and patch, PathRecord lookup in-process, and
 //! PathRecord Get requests served from bytes to bytes (`sa::serve`) and through the core
 //! (`Sm::handle_mad` and `poll_transmit`). Throughput is per core (criterion runs one thread).
 //! `IBSM_SA_BENCH_RADIX=24` runs the 3,456-HCA tree instead.
@@ -52,6 +52,9 @@ fn sa(c: &mut Criterion) {
     let mut g = c.benchmark_group("sa");
     g.sample_size(10);
     g.bench_function(format!("snapshot_build/{name}"), |b| b.iter(|| sm.build_snapshot()));
+    // What the end of a sweep that changed nothing the SA shows takes: the last snapshot
+    // patched (every record compared, all of them shared).
+    g.bench_function(format!("snapshot_patch/{name}"), |b| b.iter(|| sm.patch_snapshot()));
     // What `expected-topology` adds to every heavy sweep: the fabric found as a topology, and
     // its comparison with the plan (here the fabric itself: no difference).
     g.bench_function(format!("cabling_check/{name}"), |b| {

@@ -48,6 +48,9 @@ pub struct Partitions {
     blocks_sent: u64,
     /// The partitions in force, as last resolved (name, base, `sl=`).
     resolved: Vec<ibsm_partitions::ResolvedPartition>,
+    /// Counts the changes to what the tables read from the books give
+    /// ([`Partitions::revision`]).
+    revision: u64,
 }
 
 impl Partitions {
@@ -93,12 +96,16 @@ impl Partitions {
         };
         match resolve(policy, &FabricPorts { ports }, opts) {
             Ok(r) => {
+                if self.pkeys != r.ports || self.enforce != r.switch_ports || self.resolved != r.partitions {
+                    self.revision += 1;
+                }
                 self.pkeys = r.ports;
                 self.enforce = r.switch_ports;
                 self.resolved = r.partitions;
                 r.warnings.iter().map(|w| SmEvent::PartitionWarning(w.to_string())).collect()
             }
             Err(e) => {
+                self.revision += 1;
                 self.pkeys.clear();
                 self.enforce.clear();
                 self.resolved.clear();
@@ -157,7 +164,9 @@ impl Partitions {
             }
         }
         for key in reset {
-            self.held.remove(&key);
+            if self.held.remove(&key).is_some() {
+                self.revision += 1;
+            }
         }
         let mut sets = Vec::new();
         for (key, node, port, keys) in targets {
@@ -170,6 +179,10 @@ impl Partitions {
             };
             let prev = self.layout.get(&key).map_or(&[][..], Vec::as_slice);
             let keys = stable_layout(prev, keys, capacity);
+            if !self.held.contains_key(&key) {
+                // An empty entry reads as written whole ([`Partitions::enforcing_table`]).
+                self.revision += 1;
+            }
             let held = self.held.entry(key).or_default();
             let blocks = keys.len().div_ceil(PKeyTable::ENTRIES).max(held.len()).max(1);
             for b in 0..blocks {
@@ -184,7 +197,10 @@ impl Partitions {
                 let req = Req::SetPKeys { node, port, guid: key, block, table: Box::new(t) };
                 sets.push(Request::sweep(n.path_for(port), req));
             }
-            self.layout.insert(key, keys);
+            if self.layout.get(&key) != Some(&keys) {
+                self.revision += 1;
+                self.layout.insert(key, keys);
+            }
         }
         sets
     }
@@ -195,9 +211,13 @@ impl Partitions {
         if !done {
             self.held.remove(&guid);
             self.pkeys.remove(&guid);
+            self.revision += 1;
             return;
         }
         self.blocks_sent += 1;
+        if !self.held.contains_key(&guid) {
+            self.revision += 1;
+        }
         let held = self.held.entry(guid).or_default();
         let b = usize::from(block);
         if held.len() <= b {
@@ -206,7 +226,10 @@ impl Partitions {
             held.reserve_exact(b + 1 - held.len());
             held.resize(b + 1, None);
         }
-        held[b] = Some(*table);
+        if held[b] != Some(*table) {
+            self.revision += 1;
+            held[b] = Some(*table);
+        }
     }
 
     /// Each table's layout as last written (by port GUID; switch ports by a key of their own),
@@ -217,6 +240,7 @@ impl Partitions {
 
     /// Takes the layouts persisted by an earlier run.
     pub fn set_layout(&mut self, layout: BTreeMap<Guid, Vec<PKey>>) {
+        self.revision += 1;
         self.layout = layout;
     }
 
@@ -268,6 +292,14 @@ impl Partitions {
             self.held.insert(key, held);
             self.layout.insert(key, layout);
         }
+        self.revision += 1;
+    }
+
+    /// A count that changes whenever a table [`Partitions::written_table`] or
+    /// [`Partitions::enforcing_table`] gives may have changed: the SA snapshot copies the
+    /// tables again only then.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// P_KeyTable blocks written so far.

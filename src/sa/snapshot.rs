@@ -7,8 +7,14 @@
 //! tables ([`Snapshot::walk`]), and the layer (SL) of each path of a layered route
 //! ([`Snapshot::path_layer`]). Built by the core when a sweep completes and shared behind an
 //! `Arc`, so a query never waits for a sweep and never sees half of one. Knows nothing of MADs.
+//!
+//! Each node record and the indexes are behind an `Arc` of their own: the next snapshot is
+//! made from this one by sharing what did not change ([`Snapshot::with_shared`]), so a sweep
+//! that changed a few ports copies only their nodes, and a reader keeps the snapshot it holds
+//! whole (a record is never changed in place while shared: [`SnapNodes`] copies it first).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ibsm_mad::attrs::{LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use ibsm_mad::records::Rate;
@@ -87,6 +93,96 @@ impl SnapNode {
     }
 }
 
+/// The nodes of a snapshot, each record behind an `Arc` of its own so that snapshots share
+/// the records that did not change between them. Reads give `&SnapNode`; a write
+/// (`nodes[i].desc = …`, `for n in &mut nodes`) copies the record first where another
+/// snapshot holds it, so no reader sees it change.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapNodes(Vec<Arc<SnapNode>>);
+
+/// The nodes of a [`SnapNodes`], read.
+pub type NodesIter<'a> = std::iter::Map<std::slice::Iter<'a, Arc<SnapNode>>, fn(&Arc<SnapNode>) -> &SnapNode>;
+
+/// The nodes of a [`SnapNodes`], each copied first where shared.
+pub type NodesIterMut<'a> =
+    std::iter::Map<std::slice::IterMut<'a, Arc<SnapNode>>, fn(&mut Arc<SnapNode>) -> &mut SnapNode>;
+
+impl SnapNodes {
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The node at index `i`.
+    pub fn get(&self, i: usize) -> Option<&SnapNode> {
+        self.0.get(i).map(|n| &**n)
+    }
+
+    /// The nodes in order.
+    pub fn iter(&self) -> NodesIter<'_> {
+        self.0.iter().map(|n| &**n)
+    }
+
+    /// The nodes in order, to change: each copied first where another snapshot shares it.
+    pub fn iter_mut(&mut self) -> NodesIterMut<'_> {
+        self.0.iter_mut().map(Arc::make_mut)
+    }
+
+    /// The record of node `i` as shared (for a snapshot made from this one).
+    pub fn shared(&self, i: usize) -> Option<&Arc<SnapNode>> {
+        self.0.get(i)
+    }
+}
+
+impl std::ops::Index<usize> for SnapNodes {
+    type Output = SnapNode;
+
+    fn index(&self, i: usize) -> &SnapNode {
+        &self.0[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for SnapNodes {
+    fn index_mut(&mut self, i: usize) -> &mut SnapNode {
+        Arc::make_mut(&mut self.0[i])
+    }
+}
+
+impl<'a> IntoIterator for &'a SnapNodes {
+    type Item = &'a SnapNode;
+    type IntoIter = NodesIter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut SnapNodes {
+    type Item = &'a mut SnapNode;
+    type IntoIter = NodesIterMut<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl FromIterator<SnapNode> for SnapNodes {
+    fn from_iter<I: IntoIterator<Item = SnapNode>>(iter: I) -> SnapNodes {
+        SnapNodes(iter.into_iter().map(Arc::new).collect())
+    }
+}
+
+impl FromIterator<Arc<SnapNode>> for SnapNodes {
+    fn from_iter<I: IntoIterator<Item = Arc<SnapNode>>>(iter: I) -> SnapNodes {
+        SnapNodes(iter.into_iter().collect())
+    }
+}
+
 /// The SM's own identity, as SMInfo reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SmPort {
@@ -103,8 +199,9 @@ pub struct Snapshot {
     pub subnet_prefix: u64,
     /// LMC of every end port.
     pub lmc: u8,
-    /// Nodes in discovery order.
-    pub nodes: Vec<SnapNode>,
+    /// Nodes in discovery order, each shared with the snapshots before and after it where it
+    /// did not change.
+    pub nodes: SnapNodes,
     /// The SM's own port.
     pub sm: SmPort,
     /// The PacketLifeTime of every path between two ports and of every multicast group: the
@@ -127,6 +224,20 @@ pub struct Snapshot {
     /// `allow-both-pkeys` is in force: a port may hold a partition's full and limited key, and
     /// a path's P_Key is chosen as OpenSM chooses it then ([`Snapshot::shared_pkey`]).
     pub allow_both_pkeys: bool,
+    /// The revision of the SM's partition books the P_Key tables were copied from (`None`:
+    /// not copied from them): the next snapshot shares a node record only from a snapshot of
+    /// the same revision.
+    pub pkeys_revision: Option<u64>,
+    /// The indexes over the nodes, shared with the next snapshot when no node they read
+    /// changed.
+    index: Arc<Index>,
+    /// LIDs some switch has no route for, worked out on first use.
+    unrouted: std::sync::OnceLock<Unrouted>,
+}
+
+/// The indexes of a snapshot: what they read of each node is [`IndexKey`].
+#[derive(Debug, Clone, Default)]
+struct Index {
     /// For each LID, the end port owning it (index = LID).
     by_lid: Vec<Option<PortAt>>,
     /// Port GUID to end port.
@@ -136,10 +247,61 @@ pub struct Snapshot {
     /// compared as a little-endian integer (so by the GUID's last byte first), so that an
     /// answer cut to one MAD holds the same records from both SMs.
     guid_order: Vec<u32>,
-    /// LIDs some switch has no route for, worked out on first use.
-    unrouted: std::sync::OnceLock<Unrouted>,
     /// The smallest MulticastFDBCap of the switches ([`Snapshot::mcast_fdb_cap`]).
     mcast_fdb_cap: Option<u16>,
+    /// The LMC the LID index spans.
+    lmc: u8,
+}
+
+impl Index {
+    /// The indexes of `nodes` with LMC `lmc`.
+    fn of(nodes: &SnapNodes, lmc: u8) -> Index {
+        let span = 1usize << lmc.min(7);
+        let mut by_lid: Vec<Option<PortAt>> = Vec::new();
+        let mut by_guid = HashMap::with_capacity(nodes.len());
+        for (n, node) in nodes.iter().enumerate() {
+            let Ok(n) = u32::try_from(n) else { break };
+            for p in node.end_ports() {
+                let Some(port) = node.ports.get(usize::from(p)) else { continue };
+                by_guid.insert(port.guid, (n, p));
+                let base = usize::from(port.lid.0);
+                if base == 0 {
+                    continue;
+                }
+                let top = (base + span).min(usize::from(u16::MAX));
+                if by_lid.len() < top {
+                    by_lid.resize(top, None);
+                }
+                for slot in &mut by_lid[base..top] {
+                    *slot = Some((n, p));
+                }
+            }
+        }
+        let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
+        guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid.0.swap_bytes()));
+        let mcast_fdb_cap = nodes
+            .iter()
+            .filter(|n| n.is_switch())
+            .filter_map(|n| n.switch_info.map(|s| s.multicast_fdb_cap))
+            .filter(|&c| c != 0)
+            .min();
+        Index { by_lid, by_guid, guid_order, mcast_fdb_cap, lmc }
+    }
+}
+
+/// What the indexes read of a node: two nodes with equal keys at the same place give the same
+/// indexes.
+fn index_key(node: &SnapNode) -> (Guid, bool, Option<u16>, impl Iterator<Item = (u8, Guid, Lid)> + '_) {
+    let cap = node.switch_info.map(|s| s.multicast_fdb_cap).filter(|_| node.is_switch());
+    let ends = node.end_ports().filter_map(|p| node.ports.get(usize::from(p)).map(|r| (p, r.guid, r.lid)));
+    (node.info.node_guid, node.is_switch(), cap, ends)
+}
+
+/// Whether `a` and `b` give the indexes the same entries (at the same node index).
+fn same_index_key(a: &SnapNode, b: &SnapNode) -> bool {
+    let (ga, sa, ca, ea) = index_key(a);
+    let (gb, sb, cb, eb) = index_key(b);
+    ga == gb && sa == sb && ca == cb && ea.eq(eb)
 }
 
 /// The layers of a layered route, as the snapshot keeps them.
@@ -171,7 +333,7 @@ impl Unrouted {
         // is 2,880 tables of 30,000 entries: this runs when `ibsm status` is first asked after
         // a sweep, on the SM's loop); the switch's own LIDs (routed to port 0) are taken back
         // after.
-        let owned: Vec<bool> = snap.by_lid.iter().map(Option::is_some).collect();
+        let owned: Vec<bool> = snap.index.by_lid.iter().map(Option::is_some).collect();
         let mut missing = vec![0usize; owned.len()];
         for (n, node) in snap.nodes.iter().enumerate() {
             if !node.is_switch() {
@@ -193,7 +355,7 @@ impl Unrouted {
                 let top = (base + span).min(owned.len());
                 for (lid, m) in missing.iter_mut().enumerate().take(top).skip(base) {
                     // Its own LID goes to port 0: not a missing route.
-                    if snap.by_lid[lid].is_some_and(|(on, _)| on == n) && lid != 0 {
+                    if snap.index.by_lid[lid].is_some_and(|(on, _)| on == n) && lid != 0 {
                         let p = lft.get(lid).copied();
                         *m -= usize::from(p.is_none_or(|p| p.0 == 0 || p.0 == 0xff));
                     }
@@ -265,40 +427,38 @@ pub fn common_pkey_both(a: &[PKey], b: &[PKey]) -> Option<PKey> {
 impl Snapshot {
     /// A snapshot of `nodes`, indexes built. `packet_life` is the PacketLifeTime of paths (the SubnetTimeout).
     pub fn new(subnet_prefix: u64, lmc: u8, packet_life: u8, nodes: Vec<SnapNode>, sm: SmPort) -> Snapshot {
-        let span = 1usize << lmc.min(7);
-        let mut by_lid: Vec<Option<PortAt>> = Vec::new();
-        let mut by_guid = HashMap::new();
-        for (n, node) in nodes.iter().enumerate() {
-            let Ok(n) = u32::try_from(n) else { break };
-            for p in node.end_ports() {
-                let Some(port) = node.ports.get(usize::from(p)) else { continue };
-                by_guid.insert(port.guid, (n, p));
-                let base = usize::from(port.lid.0);
-                if base == 0 {
-                    continue;
-                }
-                let top = (base + span).min(usize::from(u16::MAX));
-                if by_lid.len() < top {
-                    by_lid.resize(top, None);
-                }
-                for slot in &mut by_lid[base..top] {
-                    *slot = Some((n, p));
-                }
+        Snapshot::with_shared(subnet_prefix, lmc, packet_life, nodes.into_iter().collect(), sm, None)
+    }
+
+    /// A snapshot of `nodes` (records that may be shared with `prev`, the snapshot before it).
+    /// The indexes are `prev`'s, shared, when no node they read differs from `prev`'s at the
+    /// same place (a node shared with `prev` is not looked at), and built anew otherwise.
+    pub fn with_shared(
+        subnet_prefix: u64,
+        lmc: u8,
+        packet_life: u8,
+        nodes: SnapNodes,
+        sm: SmPort,
+        prev: Option<&Snapshot>,
+    ) -> Snapshot {
+        let index = match prev {
+            Some(prev)
+                if prev.index.lmc == lmc
+                    && prev.nodes.len() == nodes.len()
+                    && prev
+                        .nodes
+                        .0
+                        .iter()
+                        .zip(&nodes.0)
+                        .all(|(a, b)| Arc::ptr_eq(a, b) || same_index_key(a, b)) =>
+            {
+                Arc::clone(&prev.index)
             }
-        }
-        let mut guid_order: Vec<u32> = (0..u32::try_from(nodes.len()).unwrap_or(u32::MAX)).collect();
-        guid_order.sort_by_key(|&n| nodes.get(n as usize).map(|x| x.info.node_guid.0.swap_bytes()));
-        let mcast_fdb_cap = nodes
-            .iter()
-            .filter(|n| n.is_switch())
-            .filter_map(|n| n.switch_info.map(|s| s.multicast_fdb_cap))
-            .filter(|&c| c != 0)
-            .min();
+            _ => Arc::new(Index::of(&nodes, lmc)),
+        };
         Snapshot {
-            mcast_fdb_cap,
             subnet_prefix,
             lmc,
-            guid_order,
             nodes,
             sm,
             packet_life,
@@ -308,16 +468,22 @@ impl Snapshot {
             layers: None,
             partitions: Vec::new(),
             allow_both_pkeys: false,
-            by_lid,
-            by_guid,
+            pkeys_revision: None,
+            index,
             unrouted: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether this snapshot's indexes are `other`'s, shared: then both have the same end
+    /// ports, with the same GUIDs and LIDs, at the same places.
+    pub fn shares_index_with(&self, other: &Snapshot) -> bool {
+        Arc::ptr_eq(&self.index, &other.index)
     }
 
     /// The smallest MulticastFDBCap of the switches (a switch reporting 0 left out, as
     /// OpenSM), `None` when none reports one: what bounds the SA's pool of multicast LIDs.
     pub fn mcast_fdb_cap(&self) -> Option<u16> {
-        self.mcast_fdb_cap
+        self.index.mcast_fdb_cap
     }
 
     /// The P_Key base of the partition named `name` (a QoS `partition:` port group).
@@ -348,12 +514,17 @@ impl Snapshot {
 
     /// The end port owning `lid` (any LID of its LMC range).
     pub fn by_lid(&self, lid: Lid) -> Option<PortAt> {
-        self.by_lid.get(usize::from(lid.0)).copied().flatten()
+        self.index.by_lid.get(usize::from(lid.0)).copied().flatten()
+    }
+
+    /// The port GUIDs of the end ports, each once, in no order.
+    pub fn end_port_guids(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.index.by_guid.keys().copied()
     }
 
     /// The end port with port GUID `guid`.
     pub fn by_guid(&self, guid: Guid) -> Option<PortAt> {
-        self.by_guid.get(&guid).copied()
+        self.index.by_guid.get(&guid).copied()
     }
 
     /// The LIDs `at` owns (its LMC range), empty for a port without a LID.
@@ -365,13 +536,14 @@ impl Snapshot {
 
     /// Node indexes in OpenSM's node order (see `guid_order`).
     pub fn nodes_in_guid_order(&self) -> impl Iterator<Item = u32> + '_ {
-        self.guid_order.iter().copied()
+        self.index.guid_order.iter().copied()
     }
 
     /// The end ports in OpenSM's node order (see `guid_order`), then port number (every LID
     /// owner once), as OpenSM lists them.
     pub fn end_ports(&self) -> impl Iterator<Item = PortAt> + '_ {
-        self.guid_order
+        self.index
+            .guid_order
             .iter()
             .filter_map(|&n| self.node(n).map(|node| (n, node)))
             .flat_map(|(n, node)| node.end_ports().map(move |p| (n, p)))

@@ -2,7 +2,8 @@
 //! answered by [`super::super::sa::Sa`], and what follows happens here: the VL census' reads,
 //! the multicast tables its groups need, the GUIDInfo blocks its alias GUIDs need, the
 //! standbys' copy; and the snapshot every sweep's end
-//! builds from the subnet, the partitions, the programmed tables and the routing engine.
+//! builds from the subnet, the partitions, the programmed tables and the routing engine (a
+//! patch of the last one: what did not change is shared).
 
 use std::sync::Arc;
 
@@ -17,12 +18,24 @@ impl Sm {
             self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
             ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), qos).unwrap_or_default()
         });
-        self.sa.sweep_done(Arc::new(self.build_snapshot()), &groups, &self.subnet, self.now);
+        self.sa.sweep_done(Arc::new(self.patch_snapshot()), &groups, &self.subnet, self.now);
     }
 
-    /// A new snapshot of the subnet as it stands: what the end of every sweep takes (public for
-    /// benchmarks and tools; the SA answers from [`Sm::snapshot`]).
+    /// A new snapshot of the subnet as it stands, every record copied (public for benchmarks
+    /// and tools; the SA answers from [`Sm::snapshot`]).
     pub fn build_snapshot(&self) -> crate::sa::Snapshot {
+        self.snapshot_from(None)
+    }
+
+    /// A new snapshot of the subnet as it stands, made from the one the SA answers from: what
+    /// the end of every sweep takes. It shares every node record that did not change, and the
+    /// indexes when no end port changed (public for benchmarks and tools).
+    pub fn patch_snapshot(&self) -> crate::sa::Snapshot {
+        self.snapshot_from(self.sa.snapshot())
+    }
+
+    /// A new snapshot of the subnet, sharing with `prev` what did not change.
+    fn snapshot_from(&self, prev: Option<&crate::sa::Snapshot>) -> crate::sa::Snapshot {
         let mut snap = sa::snapshot::build(&sa::snapshot::Sources {
             subnet: &self.subnet,
             partitions: &self.partitions,
@@ -35,7 +48,7 @@ impl Sm {
             qos: self.cfg.qos.as_ref().map(|q| &q.policy),
             allow_both_pkeys: self.cfg.allow_both_pkeys,
             layers: self.routing.layers(),
-        });
+        }, prev);
         snap.max_rate = self.cfg.max_rate_enum;
         snap
     }

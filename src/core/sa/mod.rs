@@ -358,11 +358,19 @@ impl Sa {
     /// them. The snapshot is copied only while a reader still holds the old one.
     pub fn set_node_descs(&mut self, descs: &HashMap<Guid, String>) {
         let Some(snap) = self.snapshot.as_mut() else { return };
+        // Only the nodes whose text changed are copied (and the snapshot, while a reader holds it).
+        let changed: Vec<(usize, &String)> = snap
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(n, node)| descs.get(&node.info.node_guid).filter(|d| **d != node.desc).map(|d| (n, d)))
+            .collect();
+        if changed.is_empty() {
+            return;
+        }
         let snap = Arc::make_mut(snap);
-        for node in &mut snap.nodes {
-            if let Some(d) = descs.get(&node.info.node_guid) {
-                node.desc.clone_from(d);
-            }
+        for (n, d) in changed {
+            snap.nodes[n].desc.clone_from(d);
         }
     }
 
@@ -495,7 +503,7 @@ mod tests {
             qos: None,
             allow_both_pkeys: false,
             layers: None,
-        });
+        }, None);
         for node in &mut snap.nodes {
             for port in &mut node.ports {
                 port.pkeys = vec![PKey(0xffff)];

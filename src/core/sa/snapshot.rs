@@ -2,20 +2,24 @@
 //! last read or written, the P_Key tables in force and the forwarding tables the switches hold,
 //! copied into the SA's immutable [`Snapshot`] (which builds its own indexes).
 //!
-//! Owns the copy ([`build`], from the parts named in [`Sources`]), and what changed between
-//! two snapshots for the SA's subscribers (ports in and out of service: notices 64 and 65;
-//! groups created and deleted: 66 and 67). When to take it (at the end of every sweep) is the
-//! coordinator's call.
+//! Owns the copy ([`build`], from the parts named in [`Sources`]), made as a patch of the last
+//! snapshot when there is one: a node whose record would come out as the last snapshot's
+//! (the same NodeInfo, NodeDescription, SwitchInfo, ports, forwarding table `Arc`, and P_Key
+//! tables when the partition books have not changed since: [`Partitions::revision`]) is
+//! shared with it, not copied, and the indexes too when no node they read changed; and what
+//! changed between two snapshots for the SA's subscribers (ports in and out of service:
+//! notices 64 and 65; groups created and deleted: 66 and 67). When to take it (at the end of
+//! every sweep) is the coordinator's call.
 
-use std::collections::HashSet;
+use std::sync::Arc;
 
 use ibsm_mad::{Gid, Guid, PortNum};
 
 use super::Sa;
 use crate::core::partitions::Partitions;
 use crate::core::programming::Programming;
-use crate::core::state::Subnet;
-use crate::sa::snapshot::{SmPort, SnapLayers, SnapNode, SnapPort, Snapshot};
+use crate::core::state::{Node, PortRecord, Subnet};
+use crate::sa::snapshot::{PortAt, SmPort, SnapLayers, SnapNode, SnapPort, Snapshot};
 
 /// What a snapshot is copied from.
 #[derive(Debug, Clone, Copy)]
@@ -44,49 +48,29 @@ pub(crate) struct Sources<'a> {
     pub layers: Option<&'a (Vec<crate::core::state::NodeIdx>, std::sync::Arc<ibsm_routing::dfsssp::PathLayers>)>,
 }
 
-/// A new snapshot of the subnet as it stands in `src`.
-pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
+/// A new snapshot of the subnet as it stands in `src`, sharing with `prev` (the last snapshot,
+/// built from the same books) every node record and index that would come out the same.
+pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>) -> Snapshot {
+    // The P_Key tables of a shared record are the last snapshot's: only while the books are
+    // as they were then.
+    let same_books = prev.filter(|p| p.pkeys_revision == Some(src.partitions.revision()));
     let nodes = src
         .subnet
         .nodes
         .iter()
-        .map(|n| {
-            let switch = n.is_switch();
-            let mut enforcing = if switch { src.partitions.enforcing_tables(n.info.node_guid) } else { Vec::new() }
-                .into_iter()
-                .peekable();
-            let ports = n
-                .ports
-                .iter()
-                .enumerate()
-                .map(|(i, r)| SnapPort {
-                    pkeys: if switch && i > 0 {
-                        enforcing.next_if(|(p, _)| *p == i).map(|(_, t)| t).unwrap_or_default()
-                    } else {
-                        r.guid
-                            .or(switch.then_some(n.info.port_guid))
-                            .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
-                            // The table as laid out on the port (holes included), for ports
-                            // whose table is in force (fail closed otherwise).
-                            .and_then(|g| src.partitions.written_table(g))
-                            .unwrap_or_default()
-                    },
-                    info: r.info,
-                    guid: r.guid.unwrap_or(if switch { n.info.port_guid } else { Guid(0) }),
-                    lid: r.lid,
-                    remote: r
-                        .remote
-                        .filter(|_| r.is_linked())
-                        .and_then(|(node, PortNum(p))| u32::try_from(node).ok().map(|node| (node, p))),
-                })
-                .collect();
+        .enumerate()
+        .map(|(i, n)| {
             // The table this SM holds for the switch, shared (not copied).
-            let table = if switch { src.programming.programmed_lft(n.info.node_guid) } else { None };
-            SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, table }
+            let table = if n.is_switch() { src.programming.programmed_lft(n.info.node_guid) } else { None };
+            match same_books.and_then(|p| p.nodes.shared(i)) {
+                Some(old) if unchanged(old, n, table.as_ref()) => Arc::clone(old),
+                _ => Arc::new(node_record(src, n, table)),
+            }
         })
         .collect();
     let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };
-    let mut snap = Snapshot::new(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm);
+    let mut snap = Snapshot::with_shared(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev);
+    snap.pkeys_revision = Some(src.partitions.revision());
     src.engine.clone_into(&mut snap.routing_engine);
     snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
     src.partitions.resolved().clone_into(&mut snap.partitions);
@@ -103,20 +87,85 @@ pub(crate) fn build(src: &Sources<'_>) -> Snapshot {
     snap
 }
 
+/// The snapshot record of subnet node `n`, with `table` (the forwarding table the SM holds
+/// for a switch).
+fn node_record(src: &Sources<'_>, n: &Node, table: Option<Arc<ibsm_routing::Lft>>) -> SnapNode {
+    let switch = n.is_switch();
+    let mut enforcing =
+        if switch { src.partitions.enforcing_tables(n.info.node_guid) } else { Vec::new() }.into_iter().peekable();
+    let ports = n
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| SnapPort {
+            pkeys: if switch && i > 0 {
+                enforcing.next_if(|(p, _)| *p == i).map(|(_, t)| t).unwrap_or_default()
+            } else {
+                r.guid
+                    .or(switch.then_some(n.info.port_guid))
+                    .filter(|_| r.lid != ibsm_mad::Lid::UNASSIGNED)
+                    // The table as laid out on the port (holes included), for ports
+                    // whose table is in force (fail closed otherwise).
+                    .and_then(|g| src.partitions.written_table(g))
+                    .unwrap_or_default()
+            },
+            info: r.info,
+            guid: port_guid(n, r),
+            lid: r.lid,
+            remote: remote(r),
+        })
+        .collect();
+    SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, table }
+}
+
+/// The GUID a snapshot port shows: its own, a switch's port GUID on every port, 0 if unknown.
+fn port_guid(n: &Node, r: &PortRecord) -> Guid {
+    r.guid.unwrap_or(if n.is_switch() { n.info.port_guid } else { Guid(0) })
+}
+
+/// The far end a snapshot port shows: the port cabled to it while the link is up.
+fn remote(r: &PortRecord) -> Option<PortAt> {
+    r.remote.filter(|_| r.is_linked()).and_then(|(node, PortNum(p))| u32::try_from(node).ok().map(|node| (node, p)))
+}
+
+/// Whether [`node_record`] of `n` with `table` would come out as `old`, P_Key tables aside
+/// (they are the same while the partition books are: the caller's check). The P_Key tables
+/// of a port depend on the books and on what is compared here: the node's GUID and type, the
+/// port's GUID and whether it has a LID.
+fn unchanged(old: &SnapNode, n: &Node, table: Option<&Arc<ibsm_routing::Lft>>) -> bool {
+    let same_table = match (&old.table, table) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    same_table
+        && old.info == n.info
+        && old.switch_info == n.switch_info
+        && old.desc == n.desc
+        && old.ports.len() == n.ports.len()
+        && old.ports.iter().zip(&n.ports).all(|(o, r)| {
+            o.lid == r.lid && o.remote == remote(r) && o.guid == port_guid(n, r) && o.info == r.info
+        })
+}
+
 impl Sa {
     /// Tells subscribers which ports came into service (64) or went out of it (65) between the
     /// `old` snapshot and the `new` one, and ends the subscriptions of ports that are gone.
     pub(super) fn announce_changes(&mut self, old: Option<&Snapshot>, new: &Snapshot, now: u64) {
         let Some(old) = old else { return };
-        let guids =
-            |s: &Snapshot| -> HashSet<Guid> { s.end_ports().filter_map(|at| s.port(at).map(|p| p.guid)).collect() };
-        let (before, after) = (guids(old), guids(new));
+        if new.shares_index_with(old) {
+            // The same end ports with the same GUIDs: none came or went.
+            self.state.informs.retain_present(new);
+            return;
+        }
         let sm_gid = Gid { prefix: new.subnet_prefix, guid: new.sm.guid };
         let lid_of = |s: &Snapshot, g: Guid| s.by_guid(g).and_then(|at| s.port(at)).map_or(ibsm_mad::Lid(0), |p| p.lid);
-        let mut changes: Vec<(bool, Guid, ibsm_mad::Lid)> = after
-            .difference(&before)
-            .map(|&g| (true, g, lid_of(new, g)))
-            .chain(before.difference(&after).map(|&g| (false, g, lid_of(old, g))))
+        // The end ports of one and not the other, from the GUID indexes (no sets built).
+        let mut changes: Vec<(bool, Guid, ibsm_mad::Lid)> = new
+            .end_port_guids()
+            .filter(|&g| old.by_guid(g).is_none())
+            .map(|g| (true, g, lid_of(new, g)))
+            .chain(old.end_port_guids().filter(|&g| new.by_guid(g).is_none()).map(|g| (false, g, lid_of(old, g))))
             .collect();
         changes.sort_unstable();
         for (in_service, guid, lid) in changes {
