@@ -6,7 +6,8 @@
 //! snapshot when there is one: a node whose record would come out as the last snapshot's
 //! (the same NodeInfo, NodeDescription, SwitchInfo, ports, forwarding table `Arc`, and P_Key
 //! tables when the partition books have not changed since: [`Partitions::revision`]) is
-//! shared with it, not copied, and the indexes too when no node they read changed; and what
+//! shared with it, not copied (a switch whose table alone changed gets the last record's
+//! ports), and the indexes too when no node they read changed; and what
 //! changed between two snapshots for the SA's subscribers (ports in and out of service:
 //! notices 64 and 65; groups created and deleted: 66 and 67). When to take it (at the end of
 //! every sweep) is the coordinator's call.
@@ -63,7 +64,22 @@ pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>) -> Snapshot {
             // The table this SM holds for the switch, shared (not copied).
             let table = if n.is_switch() { src.programming.programmed_lft(n.info.node_guid) } else { None };
             match same_books.and_then(|p| p.nodes.shared(i)) {
-                Some(old) if unchanged(old, n, table.as_ref()) => Arc::clone(old),
+                Some(old) if unchanged(old, n) => {
+                    if same_table(old.table.as_ref(), table.as_ref()) {
+                        Arc::clone(old)
+                    } else {
+                        // Only the forwarding table changed (a repair or a re-route): the
+                        // ports are copied from the last record, not worked out again.
+                        let SnapNode { info, desc, switch_info, ports, .. } = &**old;
+                        Arc::new(SnapNode {
+                            info: *info,
+                            desc: desc.clone(),
+                            switch_info: *switch_info,
+                            ports: ports.clone(),
+                            table,
+                        })
+                    }
+                }
                 _ => Arc::new(node_record(src, n, table)),
             }
         })
@@ -128,18 +144,21 @@ fn remote(r: &PortRecord) -> Option<PortAt> {
     r.remote.filter(|_| r.is_linked()).and_then(|(node, PortNum(p))| u32::try_from(node).ok().map(|node| (node, p)))
 }
 
-/// Whether [`node_record`] of `n` with `table` would come out as `old`, P_Key tables aside
-/// (they are the same while the partition books are: the caller's check). The P_Key tables
-/// of a port depend on the books and on what is compared here: the node's GUID and type, the
-/// port's GUID and whether it has a LID.
-fn unchanged(old: &SnapNode, n: &Node, table: Option<&Arc<ibsm_routing::Lft>>) -> bool {
-    let same_table = match (&old.table, table) {
+/// Whether the forwarding tables are the same `Arc` (or both absent).
+fn same_table(a: Option<&Arc<ibsm_routing::Lft>>, b: Option<&Arc<ibsm_routing::Lft>>) -> bool {
+    match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         _ => false,
-    };
-    same_table
-        && old.info == n.info
+    }
+}
+
+/// Whether [`node_record`] of `n` would come out as `old`, the forwarding table and the
+/// P_Key tables aside (the latter are the same while the partition books are: the caller's
+/// check). The P_Key tables of a port depend on the books and on what is compared here: the
+/// node's GUID and type, the port's GUID and whether it has a LID.
+fn unchanged(old: &SnapNode, n: &Node) -> bool {
+    old.info == n.info
         && old.switch_info == n.switch_info
         && old.desc == n.desc
         && old.ports.len() == n.ports.len()
