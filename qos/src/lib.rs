@@ -10,12 +10,15 @@
 //!   form and the values in force for a class ([`ClassConfig`]);
 //! - matching a path query to its QoS level ([`QosPolicy::level_for`], [`PathQuery`]);
 //! - resolution ([`resolve`]): options and a view of the fabric's ports to each port's
-//!   OperationalVLs, VLHighLimit, VL arbitration blocks and SL2VL tables, as OpenSM sets them.
+//!   OperationalVLs, VLHighLimit, VL arbitration blocks and SL2VL tables, as OpenSM sets them;
+//! - QoS classes combined with a layered routing engine's layers ([`Classes`]): how many
+//!   layers fit, each (class, layer)'s SL and VL, the layered SL2VL and arbitration tables.
 //!
 //! Guarantees: parsing never panics on any input (property-tested); resolution is
 //! deterministic and total over any port view.
 
 mod error;
+mod layering;
 mod matching;
 mod model;
 mod options;
@@ -27,6 +30,7 @@ mod values;
 mod parse_tests;
 
 pub use error::{OptionError, ParseError};
+pub use layering::Classes;
 pub use matching::{Level, PathQuery, PortFacts};
 pub use model::{
     DEFAULT_PKEY, GroupMember, ISER_DEFAULT_PORT, MatchRule, NodeTypeSel, PortGroup, PortSel, QosLevel, QosPolicy,
