@@ -8,7 +8,8 @@
 //! chain named in the configuration; [`block_of`] cuts them into blocks of 64 LIDs, which
 //! `programming` writes where they differ from what a switch holds. Nothing here knows a byte
 //! offset, sends an SMP or touches another component's state. A layered engine (`dfsssp`) gets
-//! the fabric's VLs as its layer budget ([`vl_budget`]); the layer of every path it gives is
+//! the fabric's VLs as its layer budget ([`vl_budget`]; with QoS on, its share of them per
+//! class); the layer of every path it gives is
 //! kept with the tables ([`Routing::layers`]) for the SA's PathRecord SLs.
 //!
 //! The last full route is kept as the base: a fabric equal to it gets its tables again without
@@ -49,15 +50,12 @@ pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
 
 /// The layers a layered engine may use on `subnet`, as OpenSM's dfsssp counts its VLs: the data
 /// VLs of the link with the fewest, among the switch-to-switch and CA links, as the port
-/// settings set OperationalVLs (the smaller VLCap of the two ends, within `max_op_vls`). One
-/// where QoS is on (its SL2VL tables map SLs by class, and classes times layers are not
-/// combined yet) or a switch cannot map SLs (no IsSLMappingSupported on its port 0): the
-/// layers' SLs would not reach their VLs.
-pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_on: bool) -> u8 {
+/// settings set OperationalVLs (the smaller VLCap of the two ends, within `max_op_vls`). With
+/// QoS on (`qos_classes`: its classes), those VLs are shared among the classes
+/// ([`ibsm_qos::Classes::layers`]: min(V / C, 16 / C)). One where a switch cannot map SLs (no
+/// IsSLMappingSupported on its port 0): the layers' SLs would not reach their VLs.
+pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_classes: Option<&ibsm_qos::Classes>) -> u8 {
     use ibsm_mad::attrs::CapabilityMask;
-    if qos_on {
-        return 1;
-    }
     let mut budget = 15u8;
     for n in subnet.nodes.iter().filter(|n| !n.carried) {
         if n.is_switch()
@@ -78,7 +76,7 @@ pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_on: bool) -> u8 {
             }
         }
     }
-    budget
+    qos_classes.map_or(budget, |c| c.layers(budget))
 }
 
 /// The last full route: the fabric, its tables, the engine that made them and the chain asked;

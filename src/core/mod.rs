@@ -481,9 +481,42 @@ impl Sm {
         self.advance();
     }
 
-    /// The layers a layered engine may use on the subnet ([`lft::vl_budget`]).
+    /// The layers a layered engine may use on the subnet ([`lft::vl_budget`]; with QoS on, the
+    /// VLs shared among its classes).
     pub(in crate::core) fn vl_budget(&self) -> u8 {
-        lft::vl_budget(&self.subnet, self.cfg.ports.max_op_vls, self.cfg.qos.is_some())
+        lft::vl_budget(&self.subnet, self.cfg.ports.max_op_vls, self.qos_classes().as_ref())
+    }
+
+    /// The QoS classes of the setting in force ([`ibsm_qos::Classes`]): the policy's SLs and the
+    /// partitions' `sl=`, grouped by VL. `None` with QoS off.
+    fn qos_classes(&self) -> Option<ibsm_qos::Classes> {
+        let q = self.cfg.qos.as_ref()?;
+        let sls: Vec<u8> = self.partitions.resolved().iter().filter_map(|p| p.sl).collect();
+        // Options were checked when the configuration was read; one that cannot be read leaves
+        // QoS's own tables (one class).
+        ibsm_qos::Classes::of(&q.policy, &q.options, &sls).ok()
+    }
+
+    /// QoS classes times routing layers, when both are in force: QoS on, the chain names a
+    /// layered engine and its budget is two layers or more. The classes and the layers; every
+    /// port's SL2VL and VLArbitration tables are then the layered ones
+    /// ([`ibsm_qos::Classes::layered_options`]) and each PathRecord's SL is its class's SL for
+    /// the pair's layer.
+    pub(in crate::core) fn qos_layering(&self) -> Option<(ibsm_qos::Classes, u8)> {
+        if !self.chain_layered() {
+            return None;
+        }
+        let classes = self.qos_classes()?;
+        let layers = self.vl_budget();
+        (layers > 1).then_some((classes, layers))
+    }
+
+    /// Whether the routing chain names a layered engine (dfsssp, nue).
+    pub(in crate::core) fn chain_layered(&self) -> bool {
+        self.cfg
+            .routing_engine
+            .iter()
+            .any(|e| e == ibsm_routing::dfsssp::Dfsssp::NAME || e == ibsm_routing::nue::Nue::NAME)
     }
 
     /// Routing in place (`handle_compute`, as the simulator's drivers run it): the job at once.

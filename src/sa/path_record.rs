@@ -16,7 +16,10 @@
 //! record); with no level (QoS on without a policy), the SL of the path's partition (`sl=` in
 //! partitions.conf), as OpenSM gives it. With QoS off and a layered route (`dfsssp` on more than one
 //! layer) each record carries its pair's layer as the SL ([`Snapshot::path_layer`]: the layer of
-//! the switch the path leaves from and the destination LID), as OpenSM's dfsssp answers it. A request for another SL gets no record for the pair, and
+//! the switch the path leaves from and the destination LID), as OpenSM's dfsssp answers it.
+//! With QoS on and a layered engine in the chain on two layers or more
+//! ([`Snapshot::qos_layering`]), the record carries the SL of its QoS level's class for the
+//! pair's layer ([`ibsm_qos::Classes::sl`]), so that each class stays on its own VLs. A request for another SL gets no record for the pair, and
 //! a request for an SL that the way back's level does not give gets a record not reversible. Partitions follow OpenSM's rule ([`Snapshot::shared_pkey`]): the
 //! requester must share a partition with the source and, separately, with the destination (so
 //! an admin host in the default partition gets the paths between two storage servers of a
@@ -189,7 +192,11 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
     // With an SL asked for, the way back is a path only if its own level allows that SL (as
     // OpenSM checks the reverse path with the same request).
     let back_refused = ask.sl.is_some_and(|sl| {
-        snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (dp, sp))).is_some_and(|l| l.sl != sl)
+        snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (dp, sp))).is_some_and(|l| match snap.qos_layering.as_deref() {
+            // Layered: any SL of the level's class (the way back's layer is its own).
+            Some((classes, layers)) => !classes.sls(l.sl, *layers).contains(&sl),
+            None => l.sl != sl,
+        })
     });
     let mut found = 0;
     for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
@@ -204,6 +211,10 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         }
         if let Some(sl) = partition_sl {
             rec.sl = sl;
+        }
+        // QoS classes times layers: the level's class, on the pair's layer.
+        if let Some(ql) = snap.qos_layering.as_deref() {
+            rec.sl = ql.0.sl(rec.sl, ql.1, snap.path_layer(sp, dlid).unwrap_or(0));
         }
         // Without QoS, a layered route's pair is on its layer's SL (no layer: SL 0).
         if snap.qos.is_none() && snap.layers.is_some() {

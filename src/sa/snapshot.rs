@@ -218,6 +218,10 @@ pub struct Snapshot {
     /// the layers and each node's row in them (switches only). With QoS off a path's SL is
     /// its layer ([`Snapshot::path_layer`]).
     pub layers: Option<std::sync::Arc<SnapLayers>>,
+    /// QoS classes times routing layers, when both are in force: the classes and the layers
+    /// the SL2VL tables were written for. A path's SL is then its class's SL for its layer
+    /// ([`ibsm_qos::Classes::sl`]; no layer: layer 0).
+    pub qos_layering: Option<std::sync::Arc<(ibsm_qos::Classes, u8)>>,
     /// The partitions in force (name, P_Key base, `sl=`): QoS port groups by partition name,
     /// and the SL of a path under a partition's P_Key when QoS is on and no QoS level applies.
     pub partitions: Vec<ibsm_partitions::ResolvedPartition>,
@@ -466,6 +470,7 @@ impl Snapshot {
             routing_engine: String::new(),
             qos: None,
             layers: None,
+            qos_layering: None,
             partitions: Vec::new(),
             allow_both_pkeys: false,
             pkeys_revision: None,

@@ -104,13 +104,17 @@ impl Sm {
         self.events.extend(warnings);
         // A layered engine's SLs reach their VLs through QoS's default SL2VL (SL n to VL n
         // within the port's VLs) when QoS is off: written wherever the chain may layer paths.
-        let layered = self
-            .cfg
-            .routing_engine
-            .iter()
-            .any(|e| e == ibsm_routing::dfsssp::Dfsssp::NAME || e == ibsm_routing::nue::Nue::NAME);
+        // With QoS on, through the layered tables of its classes (each (class, layer) on a VL).
         let default_qos = crate::core::qos::QosSetting::default();
-        let setting = self.cfg.qos.as_ref().or((layered && self.vl_budget() > 1).then_some(&default_qos));
+        let layered_qos = self.qos_layering().and_then(|(classes, layers)| {
+            let q = self.cfg.qos.as_ref()?;
+            let options = classes.layered_options(&q.options, layers).ok()?;
+            Some(crate::core::qos::QosSetting { options, policy: q.policy.clone() })
+        });
+        let setting = layered_qos
+            .as_ref()
+            .or(self.cfg.qos.as_ref())
+            .or((self.chain_layered() && self.vl_budget() > 1).then_some(&default_qos));
         let warnings = self.qos.resolve(&self.subnet, setting, self.cfg.ports.max_op_vls);
         self.events.extend(warnings);
         let sm_lid = self.subnet.local_lid();

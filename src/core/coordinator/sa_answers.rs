@@ -50,6 +50,7 @@ impl Sm {
             layers: self.routing.layers(),
         }, prev);
         snap.max_rate = self.cfg.max_rate_enum;
+        snap.qos_layering = self.qos_layering().map(std::sync::Arc::new);
         snap
     }
 

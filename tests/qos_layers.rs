@@ -1,0 +1,163 @@
+//! QoS classes times routing layers, on the simulated fabric: a 4x4 torus routed by `dfsssp`
+//! with a two-class QoS policy (the default level on SL 0, service ID 0x1000 on SL 1). Judged
+//! from what the fabric and the SA give, not from the SM's own tables: every pair has a
+//! PathRecord in each class; each class's records carry SLs of its own range (two classes on
+//! the simulator's 8 data VLs: 4 layers each, class 0 on SLs 0-3, class 1 on SLs 4-7); the
+//! SL2VL tables read back from every switch (every input/output pair of live ports) map each
+//! class's SLs to VLs no other class uses; and the tables the switches hold, each pair on the
+//! VL its record's SL maps to, have no credit loop in any VL. Where the classes leave one layer
+//! (`max-op-vls 2`: 2 VLs for 2 classes) dfsssp declines on the torus, the chain's next engine
+//! routes, and QoS's own tables and SLs stay as configured.
+
+use std::collections::{BTreeSet, HashMap};
+
+use ibsm::core::{Guid2Lid, PortConfig, QosSetting, Sm, SmConfig};
+use ibsm::routes::live::LiveRoutes;
+use ibsm::transport::sim::SimDriver;
+use ibsm_mad::attrs::SlToVlTable;
+use ibsm_mad::Attribute;
+use ibsm_mad::header::Method;
+use ibsm_mad::records::PathRecord;
+use ibsm_mad::{DrPath, Lid, PortNum};
+use ibsm_routing::check::{CreditLoops, credit_loops_per_vl};
+use ibsm_topology::generators::GenSpec;
+use ibsm_topology::{NodeKind, Topology};
+
+mod support;
+use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records};
+
+const POLICY: &str = "qos-ulps\n    default : 0\n    any, service-id 0x1000 : 1\nend-qos-ulps\n";
+const STORAGE_SID: u64 = 0x1000;
+
+fn torus() -> Topology {
+    GenSpec::torus(&[4, 4], 1).generate().expect("torus")
+}
+
+fn swept(topo: &Topology, ports: PortConfig) -> Swept {
+    let policy = ibsm_qos::parse_qos_policy(POLICY).expect("policy");
+    let cfg = SmConfig {
+        routing_engine: vec!["dfsssp".into(), "updn".into()],
+        ports,
+        qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }),
+        ..SmConfig::default()
+    };
+    let mut drv = SimDriver::new(topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    all_on_vl0(&mut drv, topo);
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete, "{report:?}");
+    let snap = drv.sm.snapshot().expect("a snapshot");
+    Swept { topo: topo.clone(), drv, snap }
+}
+
+/// The SL2VL tables every switch holds on every input/output pair of live ports, read back:
+/// the one table they all hold (asserted equal).
+fn switch_sl2vl(drv: &mut SimDriver, topo: &Topology) -> [u8; 16] {
+    let oracle = Oracle::from_topology(topo, drv.at);
+    let mut seen: Option<[u8; 16]> = None;
+    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        let path = DrPath::new(&oracle.routes[&i]).expect("path");
+        let live: Vec<u8> = (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).collect();
+        for &out in &live {
+            for input in std::iter::once(0).chain(live.iter().copied()) {
+                let data = dr_get(drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
+                    .expect("SL2VL answered");
+                let vls = SlToVlTable::parse(&data).expect("parses").vls;
+                assert_eq!(*seen.get_or_insert(vls), vls, "switch {} {input}->{out}", n.name);
+            }
+        }
+    }
+    seen.expect("some switch table")
+}
+
+/// Every end port's LID and the routing view's switch it leaves from.
+fn sources(view: &ibsm_routing::FabricView) -> Vec<(Lid, usize)> {
+    let mut out: Vec<(Lid, usize)> = view.switches.iter().enumerate().map(|(i, w)| (w.lid, i)).collect();
+    for c in &view.cas {
+        for p in &c.ports {
+            if let Some(ibsm_routing::NodeId::Switch(at)) = p.neighbor.map(|n| n.node) {
+                out.push((p.lid, at));
+            }
+        }
+    }
+    out
+}
+
+/// The SL of every (source switch, destination LID) for the class a service ID selects (none:
+/// the default level), asked from the SA source by source; every source reaches every end port.
+fn class_sls(s: &Swept, srcs: &[(Lid, usize)], sid: Option<u64>) -> HashMap<(usize, u16), u8> {
+    let mut sl_of = HashMap::new();
+    for &(slid, at) in srcs {
+        let ask = PathRecord { slid, service_id: sid.unwrap_or(0), ..PathRecord::default() };
+        let mask = PathRecord::COMP_SLID | sid.map_or(0, |_| PathRecord::COMP_SERVICE_ID);
+        let recs = records::<PathRecord>(&s.ask(Method::GetTable, mask, &ask));
+        assert_eq!(recs.len(), srcs.len(), "LID {} ({sid:?}): a record to every end port", slid.0);
+        for r in recs {
+            let was = sl_of.insert((at, r.dlid.0), r.sl);
+            assert!(was.is_none_or(|w| w == r.sl), "LID {} -> {}: SL {} but {was:?}", slid.0, r.dlid.0, r.sl);
+        }
+    }
+    sl_of
+}
+
+#[test]
+fn two_classes_each_get_their_own_layers_and_no_vl_has_a_credit_loop() {
+    let topo = torus();
+    let mut s = swept(&topo, PortConfig::default());
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("dfsssp"));
+    let (plan, routes) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
+    let view = &plan.view;
+    let srcs = sources(view);
+    let sl2vl = switch_sl2vl(&mut s.drv, &topo);
+    let mut vls_of_class: Vec<BTreeSet<u8>> = Vec::new();
+    for (class, sid) in [(0u8, None), (1u8, Some(STORAGE_SID))] {
+        let sl_of = class_sls(&s, &srcs, sid);
+        let sls: BTreeSet<u8> = sl_of.values().copied().collect();
+        // Two classes on 8 data VLs: 4 layers each, class c on SLs 4c..4c+3.
+        let range = class * 4..class * 4 + 4;
+        assert!(sls.iter().all(|sl| range.contains(sl)), "class {class}: SLs {sls:?}, expected within {range:?}");
+        assert!(sls.len() >= 2, "class {class}: the torus needs more than one layer: {sls:?}");
+        let vls: BTreeSet<u8> = sls.iter().map(|&sl| sl2vl[usize::from(sl)]).collect();
+        assert_eq!(vls.len(), sls.len(), "class {class}: each layer on a VL of its own: {sl2vl:?}");
+        // Each pair on the VL its SL maps to, as read back: no VL has a credit loop.
+        let per_vl = credit_loops_per_vl(view, &routes, &|sw, d| {
+            sl_of.get(&(sw, d.0)).map(|&sl| sl2vl[usize::from(sl)])
+        });
+        for v in &per_vl {
+            assert!(!matches!(v.loops, CreditLoops::Found(_)), "class {class} VL {}: {:?}", v.vl, v.loops);
+        }
+        // A record asked for with an SL of another class's range gets nothing.
+        let (slid, at) = srcs[srcs.len() - 1];
+        let (dlid, _) = srcs[0];
+        let sl = sl_of[&(at, dlid.0)];
+        for (want, n) in [(sl, 1), ((sl + 4) % 8, 0)] {
+            let ask = PathRecord { slid, dlid, sl: want, service_id: sid.unwrap_or(0), ..PathRecord::default() };
+            let mask = PathRecord::COMP_SLID
+                | PathRecord::COMP_DLID
+                | PathRecord::COMP_SL
+                | sid.map_or(0, |_| PathRecord::COMP_SERVICE_ID);
+            assert_eq!(records::<PathRecord>(&s.ask(Method::GetTable, mask, &ask)).len(), n, "SL {want} asked");
+        }
+        vls_of_class.push(vls);
+    }
+    assert!(vls_of_class[0].is_disjoint(&vls_of_class[1]), "classes share a VL: {vls_of_class:?}");
+    // Judged on one VL, the same tables loop: the layers are what makes them safe.
+    let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
+    assert!(matches!(one[0].loops, CreditLoops::Found(_)), "minimal torus routes on one VL loop");
+}
+
+#[test]
+fn classes_that_leave_one_layer_hand_the_torus_to_the_next_engine_with_qos_as_configured() {
+    let topo = torus();
+    let mut s = swept(&topo, PortConfig { max_op_vls: 2, ..PortConfig::default() });
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("updn"), "2 VLs for 2 classes: one layer, dfsssp declines");
+    let sl2vl = switch_sl2vl(&mut s.drv, &topo);
+    assert_eq!(&sl2vl[..2], &[0, 1], "QoS's own table, masked to 2 VLs");
+    let srcs: Vec<(Lid, usize)> = {
+        let (plan, _) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
+        sources(&plan.view)
+    };
+    for (sl, sid) in [(0u8, None), (1u8, Some(STORAGE_SID))] {
+        let sls: BTreeSet<u8> = class_sls(&s, &srcs, sid).into_values().collect();
+        assert_eq!(sls, BTreeSet::from([sl]), "the level's own SL");
+    }
+}
