@@ -7,7 +7,8 @@
 //! class's SLs to VLs no other class uses; and the tables the switches hold, each pair on the
 //! VL its record's SL maps to, have no credit loop in any VL. Where the classes leave one layer
 //! (`max-op-vls 2`: 2 VLs for 2 classes) dfsssp declines on the torus, the chain's next engine
-//! routes, and QoS's own tables and SLs stay as configured.
+//! routes, and QoS's own tables and SLs stay as configured. A partition's IPoIB group with
+//! `sl=1` is on class 1's first SL.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -24,7 +25,7 @@ use ibsm_topology::generators::GenSpec;
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records};
+use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records, through_core};
 
 const POLICY: &str = "qos-ulps\n    default : 0\n    any, service-id 0x1000 : 1\nend-qos-ulps\n";
 const STORAGE_SID: u64 = 0x1000;
@@ -34,10 +35,15 @@ fn torus() -> Topology {
 }
 
 fn swept(topo: &Topology, ports: PortConfig) -> Swept {
+    swept_with(topo, ports, ibsm_partitions::Policy::no_file())
+}
+
+fn swept_with(topo: &Topology, ports: PortConfig, partitions: ibsm_partitions::Policy) -> Swept {
     let policy = ibsm_qos::parse_qos_policy(POLICY).expect("policy");
     let cfg = SmConfig {
         routing_engine: vec!["dfsssp".into(), "updn".into()],
         ports,
+        partitions,
         qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }),
         ..SmConfig::default()
     };
@@ -160,4 +166,26 @@ fn classes_that_leave_one_layer_hand_the_torus_to_the_next_engine_with_qos_as_co
         let sls: BTreeSet<u8> = class_sls(&s, &srcs, sid).into_values().collect();
         assert_eq!(sls, BTreeSet::from([sl]), "the level's own SL");
     }
+}
+
+#[test]
+fn a_partition_group_is_on_its_class_first_sl() {
+    use ibsm_mad::ids::status;
+    use ibsm_mad::records::{McMemberRecord, stride};
+    let topo = torus();
+    let partitions = ibsm_partitions::parse_partitions_conf("Default=0x7fff, ipoib, sl=1 : ALL=full ;\n").expect("policy");
+    let mut s = swept_with(&topo, PortConfig::default(), partitions);
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("dfsssp"));
+    s.drv.sm.set_sa_limits(ibsm::sa::Limits::default());
+    let (from, now) = (s.snap.sm.lid, s.drv.now());
+    let (st, data) = through_core(&mut s.drv, now, from, (Method::GetTable, 0, 1), &McMemberRecord::default());
+    assert_eq!(st, status::OK);
+    let sls: BTreeSet<u8> = data
+        .chunks_exact(stride::<McMemberRecord>())
+        .map(|c| McMemberRecord::parse(c).expect("record"))
+        .filter(|r| r.mgid != ibsm_mad::Gid::default())
+        .map(|r| r.sl)
+        .collect();
+    // sl=1 is class 1 (SL 1 on VL 1): with 4 layers per class, its first SL is 4.
+    assert_eq!(sls, BTreeSet::from([4]), "the broadcast group's SL");
 }

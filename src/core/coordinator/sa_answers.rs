@@ -3,7 +3,8 @@
 //! the multicast tables its groups need, the GUIDInfo blocks its alias GUIDs need, the
 //! standbys' copy; and the snapshot every sweep's end
 //! builds from the subnet, the partitions, the programmed tables and the routing engine (a
-//! patch of the last one: what did not change is shared).
+//! patch of the last one: what did not change is shared; with QoS classes times routing layers
+//! in force, the policy's groups and the PathRecords take their class's SLs).
 
 use std::sync::Arc;
 
@@ -14,10 +15,16 @@ impl Sm {
     /// new snapshot of the swept subnet and the multicast groups the policy names.
     pub(in crate::core) fn install_snapshot(&mut self) {
         let qos = self.cfg.qos.is_some();
-        let groups = ibsm_partitions::policy_groups(&self.cfg.partitions, qos).unwrap_or_else(|e| {
+        let mut groups = ibsm_partitions::policy_groups(&self.cfg.partitions, qos).unwrap_or_else(|e| {
             self.events.push_back(SmEvent::PartitionWarning(format!("multicast groups of the policy: {e}")));
             ibsm_partitions::policy_groups(&ibsm_partitions::Policy::no_file(), qos).unwrap_or_default()
         });
+        // QoS classes times layers: a group of the policy is on its SL's class, layer 0.
+        if let Some((classes, layers)) = self.qos_layering() {
+            for g in &mut groups {
+                g.sl = classes.sl(g.sl, layers, 0);
+            }
+        }
         self.sa.sweep_done(Arc::new(self.patch_snapshot()), &groups, &self.subnet, self.now);
     }
 
