@@ -87,6 +87,15 @@ impl Sm {
     /// Queues the PortInfo and SwitchInfo Sets that change something. When ports need new
     /// M_Keys, their key Sets go first, alone (see [`crate::core::mkeys::MKeys::key_sets`]), and this runs again when
     /// they are done.
+    /// With QoS on and layers in force ([`Sm::qos_layering`]), the QoS setting with its layered
+    /// tables (each (class, layer) on a VL of its own); else `None`.
+    fn layered_qos_setting(&self) -> Option<crate::core::qos::QosSetting> {
+        let q = self.cfg.qos.as_ref()?;
+        let (classes, layers) = self.qos_layering()?;
+        let options = classes.layered_options(&q.options, layers).ok()?;
+        Some(crate::core::qos::QosSetting { options, policy: q.policy.clone() })
+    }
+
     pub(in crate::core) fn configure_ports(&mut self) {
         let sets = self.mkeys.key_sets(&self.cfg.m_key, &self.subnet);
         if !sets.is_empty() {
@@ -102,19 +111,12 @@ impl Sm {
             self.cfg.allow_both_pkeys,
         );
         self.events.extend(warnings);
-        // A layered engine's SLs reach their VLs through QoS's default SL2VL (SL n to VL n
-        // within the port's VLs) when QoS is off: written wherever the chain may layer paths.
-        // With QoS on, through the layered tables of its classes (each (class, layer) on a VL).
-        let default_qos = crate::core::qos::QosSetting::default();
-        let layered_qos = self.qos_layering().and_then(|(classes, layers)| {
-            let q = self.cfg.qos.as_ref()?;
-            let options = classes.layered_options(&q.options, layers).ok()?;
-            Some(crate::core::qos::QosSetting { options, policy: q.policy.clone() })
-        });
-        let setting = layered_qos
-            .as_ref()
-            .or(self.cfg.qos.as_ref())
-            .or((self.chain_layered() && self.vl_budget() > 1).then_some(&default_qos));
+        // QoS's tables: with layers in force, laid out for classes times layers; with QoS off,
+        // QoS's default SL2VL (SL n to VL n within the port's VLs) wherever the chain may
+        // layer paths, so that a layered engine's SLs reach their VLs.
+        let (layered, default_qos) = (self.layered_qos_setting(), crate::core::qos::QosSetting::default());
+        let plain_layers = self.chain_layered() && self.vl_budget() > 1;
+        let setting = layered.as_ref().or(self.cfg.qos.as_ref()).or(plain_layers.then_some(&default_qos));
         let warnings = self.qos.resolve(&self.subnet, setting, self.cfg.ports.max_op_vls);
         self.events.extend(warnings);
         let sm_lid = self.subnet.local_lid();
