@@ -1,5 +1,5 @@
 //! QoS classes times routing layers, on the simulated fabric: a 4x4 torus routed by `dfsssp`
-//! with a two-class QoS policy (the default level on SL 0, service ID 0x1000 on SL 1). Judged
+//! (and by `nue`) with a two-class QoS policy (the default level on SL 0, service ID 0x1000 on SL 1). Judged
 //! from what the fabric and the SA give, not from the SM's own tables: every pair has a
 //! PathRecord in each class; each class's records carry SLs of its own range (two classes on
 //! the simulator's 8 data VLs: 4 layers each, class 0 on SLs 0-3, class 1 on SLs 4-7); the
@@ -35,13 +35,13 @@ fn torus() -> Topology {
 }
 
 fn swept(topo: &Topology, ports: PortConfig) -> Swept {
-    swept_with(topo, ports, ibsm_partitions::Policy::no_file())
+    swept_with(topo, ports, ibsm_partitions::Policy::no_file(), "dfsssp")
 }
 
-fn swept_with(topo: &Topology, ports: PortConfig, partitions: ibsm_partitions::Policy) -> Swept {
+fn swept_with(topo: &Topology, ports: PortConfig, partitions: ibsm_partitions::Policy, engine: &str) -> Swept {
     let policy = ibsm_qos::parse_qos_policy(POLICY).expect("policy");
     let cfg = SmConfig {
-        routing_engine: vec!["dfsssp".into(), "updn".into()],
+        routing_engine: vec![engine.into(), "updn".into()],
         ports,
         partitions,
         qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }),
@@ -107,9 +107,18 @@ fn class_sls(s: &Swept, srcs: &[(Lid, usize)], sid: Option<u64>) -> HashMap<(usi
 
 #[test]
 fn two_classes_each_get_their_own_layers_and_no_vl_has_a_credit_loop() {
+    two_classes_on_their_own_layers("dfsssp");
+}
+
+#[test]
+fn under_nue_too() {
+    two_classes_on_their_own_layers("nue");
+}
+
+fn two_classes_on_their_own_layers(engine: &str) {
     let topo = torus();
-    let mut s = swept(&topo, PortConfig::default());
-    assert_eq!(s.drv.sm.routing_engine_used(), Some("dfsssp"));
+    let mut s = swept_with(&topo, PortConfig::default(), ibsm_partitions::Policy::no_file(), engine);
+    assert_eq!(s.drv.sm.routing_engine_used(), Some(engine));
     let (plan, routes) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
     let view = &plan.view;
     let srcs = sources(view);
@@ -174,7 +183,7 @@ fn a_partition_group_is_on_its_class_first_sl() {
     use ibsm_mad::records::{McMemberRecord, stride};
     let topo = torus();
     let partitions = ibsm_partitions::parse_partitions_conf("Default=0x7fff, ipoib, sl=1 : ALL=full ;\n").expect("policy");
-    let mut s = swept_with(&topo, PortConfig::default(), partitions);
+    let mut s = swept_with(&topo, PortConfig::default(), partitions, "dfsssp");
     assert_eq!(s.drv.sm.routing_engine_used(), Some("dfsssp"));
     s.drv.sm.set_sa_limits(ibsm::sa::Limits::default());
     let (from, now) = (s.snap.sm.lid, s.drv.now());
