@@ -52,7 +52,7 @@ const DELIBERATE: &[(&str, Shape, &str)] = &[
     (
         "saquery -c",
         Shape::Lines("apability"),
-        "ClassPortInfo.CapabilityMask2: ibsm leaves clear what it does not serve (alias GUIDs, the \
+        "ClassPortInfo.CapabilityMask2: ibsm leaves clear what it does not serve (the \
          PortInfoRecord Options field, multicast ServiceRecords), so that clients do not ask for \
          it, and sets NDR, whose rates it computes (src/sa/class_port_info.rs)",
     ),

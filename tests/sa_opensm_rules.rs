@@ -140,9 +140,12 @@ fn class_port_info_advertises_what_the_sa_serves() {
     // OpenSM 3.3.23 on the same fabric: 0x2602 (notices, UD multicast, MultiPathRecord,
     // PortInfo CapabilityMask match).
     assert_eq!(cpi.capability_mask, 0x2602);
-    // MulticastFDBTop, extended speeds, CapMask2 match, send-only full member, 2x, HDR, NDR; not
-    // the alias GUIDs, full PortInfoRecord or multicast ServiceRecords that ibsm lacks.
-    assert_eq!(cpi.capability_mask2, (1 << 3) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17));
+    // MulticastFDBTop, alias GUIDs, extended speeds, CapMask2 match, send-only full member, 2x,
+    // HDR, NDR; not the full PortInfoRecord or multicast ServiceRecords that ibsm lacks.
+    assert_eq!(
+        cpi.capability_mask2,
+        (1 << 3) | (1 << 5) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17)
+    );
 }
 
 #[test]

@@ -11,14 +11,15 @@
 //!
 //! CapabilityMask2, set: 3 IsMulticastFDBTopSupported (SwitchInfoRecord carries the switches'
 //! MulticastFDBTop, and the SM programs it where a switch honours it, see
-//! `core::mcast`; `saquery` prints the field only when this bit is set); 7
+//! `core::mcast`; `saquery` prints the field only when this bit is set); 5
+//! IsAliasGUIDsSupported (GUIDInfoRecord Get, Set and Delete, path records to alias GIDs,
+//! [`super::guid_info_record`]); 7
 //! IsExtendedSpeedsSupported (PortInfo's extended speed fields are kept and rates computed
 //! from them); 10 IsPortInfoCapMask2MatchSupported; 12 IsSendOnlyFullMemberSupported (a
 //! send-only full member may create and join a group); 13 IsLinkWidth2xSupported; 15
 //! IsLinkSpeedHDRSupported; 17 IsLinkSpeedNDRSupported (rates of 2x links and of HDR and NDR
-//! lanes in path and multicast records). OpenSM 3.3 also sets bits 5, 6 and 8, which stay
+//! lanes in path and multicast records). OpenSM 3.3 also sets bits 6 and 8, which stay
 //! clear here:
-//! - 5 IsAliasGUIDsSupported: ibsm serves no alias GUIDs (GUIDInfoRecord Set/Delete);
 //! - 6 IsFullPortInfoRecordSupported: the PortInfoRecord Options field is not interpreted;
 //! - 8 IsMulticastServiceRecordsSupported: ServiceRecords are not tied to multicast groups.
 //!
@@ -40,9 +41,10 @@ const RESP_TIME_VALUE: u8 = 16;
 /// CapabilityMask: Get/Set(Notice), UD multicast, MultiPathRecord, PortInfo CapMask match.
 pub const CAPABILITY_MASK: u16 = (1 << 1) | (1 << 9) | (1 << 10) | (1 << 13);
 
-/// CapabilityMask2: MulticastFDBTop, extended speeds, PortInfo CapMask2 match, send-only full
-/// member joins, 2x widths, HDR and NDR speeds.
-pub const CAPABILITY_MASK2: u32 = (1 << 3) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17);
+/// CapabilityMask2: MulticastFDBTop, alias GUIDs, extended speeds, PortInfo CapMask2 match,
+/// send-only full member joins, 2x widths, HDR and NDR speeds.
+pub const CAPABILITY_MASK2: u32 =
+    (1 << 3) | (1 << 5) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) | (1 << 17);
 
 /// The SA's ClassPortInfo.
 pub(super) fn class_port_info() -> ClassPortInfo {
