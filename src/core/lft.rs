@@ -1,7 +1,8 @@
 //! Routing: the component [`Routing`] calls the routing engine on the discovered subnet
 //! (described by [`Subnet::describe`](super::state::Subnet::describe) and built into a routing
-//! view by [`crate::fabric_view::build`], as the offline planner's is), in place or as a
-//! [`RouteJob`] a driver runs elsewhere.
+//! view by [`crate::fabric_view::build`], as the offline planner's is; a subnet that changed
+//! only in links since gets the last view relinked instead, [`super::relink`]), in place or
+//! as a [`RouteJob`] a driver runs elsewhere.
 //!
 //! Owns the Routing phase's state: the tables of the running sweep, the last full route, the
 //! job out and how the last tables were made. The tables come from the `ibsm-routing` engine
@@ -26,15 +27,16 @@ use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::dfsssp::repair::repair as layered_repair;
 use ibsm_routing::dfsssp::{Dfsssp, PathLayers};
-use ibsm_routing::nue::Nue;
 use ibsm_routing::ftree::FatTree;
+use ibsm_routing::nue::Nue;
 use ibsm_routing::{FabricView, Lft, Routes};
 use std::sync::Arc;
 
 pub use super::events::RouteMode;
 use super::events::SmEvent;
+use super::relink::LastView;
 use super::state::{NodeIdx, Subnet};
-use crate::fabric_view::{AvoidedLinks, Built, avoid_links, build, end_ports};
+use crate::fabric_view::{AvoidedLinks, avoid_links, build};
 
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
 pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
@@ -46,6 +48,16 @@ pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
         }
     }
     b
+}
+
+/// Every end port of a CA or router of `subnet` (port GUID, NodeGUID, port number), as
+/// [`crate::fabric_view::end_ports`] lists them from its description.
+fn ca_end_ports(subnet: &Subnet) -> impl Iterator<Item = (ibsm_mad::Guid, ibsm_mad::Guid, ibsm_mad::PortNum)> + '_ {
+    subnet
+        .nodes
+        .iter()
+        .filter(|n| !n.is_switch())
+        .flat_map(|n| n.end_ports().filter_map(move |num| Some((n.port(num)?.guid?, n.info.node_guid, num))))
 }
 
 /// The layers a layered engine may use on `subnet`, as OpenSM's dfsssp counts its VLs: the data
@@ -214,7 +226,15 @@ impl RouteJob {
                 Err(e) => Err(e),
             }
         };
-        RouteDone { switch_nodes: self.switch_nodes, outcome, layers, rank, declined, base: self.base, epoch: self.epoch }
+        RouteDone {
+            switch_nodes: self.switch_nodes,
+            outcome,
+            layers,
+            rank,
+            declined,
+            base: self.base,
+            epoch: self.epoch,
+        }
     }
 }
 
@@ -244,6 +264,8 @@ pub struct Routing {
     offload: bool,
     /// Bumped when the base is dropped, so that a job out does not bring it back.
     epoch: u64,
+    /// The last routing view built, which a sweep that changed only links derives its own from.
+    last_view: Option<LastView>,
 }
 
 /// What applying a [`RouteDone`] gave: the events to report, and whether routing failed (the
@@ -324,12 +346,23 @@ impl Routing {
         vl_budget: u8,
         avoid: &[(ibsm_mad::Guid, ibsm_mad::PortNum)],
     ) -> (RouteJob, AvoidedLinks) {
-        let desc = subnet.describe();
-        let Built { mut view, switch_nodes, .. } = build(&desc, lmc);
+        // Only links changed since the last view: derived from it, else described and built.
+        let relinked = self.last_view.as_mut().is_some_and(|l| l.relink(subnet, lmc));
+        let (mut view, switch_nodes) = match self.last_view.as_ref().filter(|_| relinked) {
+            Some(last) => {
+                let (view, switch_nodes) = last.view();
+                (view.clone(), switch_nodes.to_vec())
+            }
+            None => {
+                let built = build(&subnet.describe(), lmc);
+                self.last_view = Some(LastView::new(&built));
+                (built.view, built.switch_nodes)
+            }
+        };
         let avoided = avoid_links(&mut view, avoid);
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
-        let mut options = options.resolve_ports(end_ports(&desc));
+        let mut options = options.resolve_ports(ca_end_ports(subnet));
         // A layered engine gets no more layers than the fabric's VLs hold (the configured budget
         // within that), or it declines and the chain's next engine routes. Never minimal routes
         // that can deadlock on fewer VLs than they need.

@@ -75,6 +75,7 @@ pub mod port_settings;
 mod programming;
 mod qos;
 mod quick;
+mod relink;
 pub mod replication;
 mod requests;
 mod sa;
