@@ -348,16 +348,13 @@ impl Routing {
     ) -> (RouteJob, AvoidedLinks) {
         // Only links changed since the last view: derived from it, else described and built.
         let relinked = self.last_view.as_mut().is_some_and(|l| l.relink(subnet, lmc));
-        let (mut view, switch_nodes) = match self.last_view.as_ref().filter(|_| relinked) {
-            Some(last) => {
-                let (view, switch_nodes) = last.view();
-                (view.clone(), switch_nodes.to_vec())
-            }
-            None => {
-                let built = build(&subnet.describe(), lmc);
-                self.last_view = Some(LastView::new(&built));
-                (built.view, built.switch_nodes)
-            }
+        let (mut view, switch_nodes) = if let Some(last) = self.last_view.as_ref().filter(|_| relinked) {
+            let (view, switch_nodes) = last.view();
+            (view.clone(), switch_nodes.to_vec())
+        } else {
+            let built = build(&subnet.describe(), lmc);
+            self.last_view = Some(LastView::new(&built));
+            (built.view, built.switch_nodes)
         };
         let avoided = avoid_links(&mut view, avoid);
         self.job_out = true;

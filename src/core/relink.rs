@@ -137,7 +137,7 @@ mod tests {
             let ports =
                 if kind == NodeType::Switch { u8::try_from(tops.max(leaves) + 2).unwrap_or(u8::MAX) } else { 1 };
             let mut n = node(kind, guid, ports);
-            let end = if kind == NodeType::Switch { 0 } else { 1 };
+            let end = usize::from(kind != NodeType::Switch);
             n.ports[end].lid = Lid(lid);
             n.ports[end].guid = Some(Guid(guid));
             lid += 1;
