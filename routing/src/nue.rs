@@ -244,7 +244,7 @@ impl<'a> Router<'a> {
             .map(|l| {
                 let mine: Vec<u64> = lids_at.iter().zip(&lane_of).map(|(&w, &o)| if o == l { w } else { 0 }).collect();
                 let tree = escape::Tree::new(g, &ch, &comp, count, &mine);
-                let mut cdg = Layer::new(ch.len());
+                let mut cdg = Layer::over(&ch);
                 tree.reserve(g, &ch, &mut cdg);
                 let todo = by_switch
                     .iter()

@@ -8,7 +8,10 @@
 //! topological sort): a new dependency `a -> b` with `a` already before `b` costs nothing; else a
 //! search bounded to the channels between the two in the order finds either the cycle it would
 //! close (the path is refused and its new dependencies taken back) or the channels to reorder.
-//! Removing dependencies keeps an order valid, so taking a path back needs no reordering. A
+//! Removing dependencies keeps an order valid, so taking a path back needs no reordering. An
+//! empty layer starts from an order that up-then-down routes keep ([`Layer::over`]: channels
+//! climbing from the CAs' switches first, descending ones last), which on a fat tree spares
+//! most of that reordering; the order changes the work only, never which dependency is taken. A
 //! dependency that closes a cycle with a layer's placed paths alone is remembered as refused
 //! there (placed paths stay), so later paths with it are turned away without a search.
 //!
@@ -39,6 +42,8 @@ pub(crate) struct Channels {
     /// Channels into each switch: `into[into_start[s]..into_start[s + 1]]`.
     into_start: Vec<usize>,
     into: Vec<u32>,
+    /// The channels in the order a fresh layer starts from ([`Channels::seed_order`]).
+    seed: Vec<u32>,
 }
 
 impl Channels {
@@ -75,7 +80,34 @@ impl Channels {
             into.extend(v);
         }
         into_start.push(into.len());
-        Channels { to, near, port_start, by_port, into_start, into }
+        let seed = Channels::seed_order(idx, &to, &near);
+        Channels { to, near, port_start, by_port, into_start, into, seed }
+    }
+
+    /// A first topological order for layers that are still empty, so that the dependencies of
+    /// minimal routes on a tree-like fabric need no reordering: with each switch's height its
+    /// hop distance from the nearest switch with CAs, the channels that climb (by the height
+    /// they leave, lowest first), then those that stay level, then those that descend (highest
+    /// first), channel number within each. Up-then-down routes, a fat tree's minimal ones, then
+    /// only ever depend from a channel to a later one. Any order is valid for an empty layer,
+    /// and whether a dependency is taken never depends on the order, only the work does; a
+    /// fabric with CAs on every switch keeps the channel numbering.
+    fn seed_order(idx: &Indexed, to: &[u32], near: &[(u32, u8)]) -> Vec<u32> {
+        let g = &idx.graph;
+        let leaves: Vec<usize> = (0..g.len()).filter(|&s| idx.hosts_at.get(s).is_some_and(|&h| h > 0)).collect();
+        let mut height = Vec::new();
+        g.bfs(&leaves, &mut height, &mut std::collections::VecDeque::new());
+        let h = |s: u32| height.get(s as usize).copied().unwrap_or(crate::graph::FAR);
+        let mut seed: Vec<u32> = (0..to.len()).filter_map(|c| u32::try_from(c).ok()).collect();
+        seed.sort_by_key(|&c| {
+            let (from, into) = (h(near[c as usize].0), h(to[c as usize]));
+            match into.cmp(&from) {
+                std::cmp::Ordering::Greater => (0, from),
+                std::cmp::Ordering::Equal => (1, 0),
+                std::cmp::Ordering::Less => (2, u32::MAX - from),
+            }
+        });
+        seed
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -150,6 +182,18 @@ impl Layer {
             fwd: Vec::new(),
             back: Vec::new(),
         }
+    }
+
+    /// An empty layer over `ch`, its order [`Channels::seed_order`]'s.
+    pub(crate) fn over(ch: &Channels) -> Layer {
+        let mut l = Layer::new(ch.len());
+        if ch.seed.len() == ch.len() {
+            for (i, &c) in ch.seed.iter().enumerate() {
+                l.ord[c as usize] = u32::try_from(i).unwrap_or(NONE);
+            }
+            l.at.clone_from(&ch.seed);
+        }
+        l
     }
 
     /// A layer holding `deps` (as [`Layer::deps`]), with a topological order of its channels
@@ -262,8 +306,28 @@ impl Layer {
         let ord = &self.ord;
         self.back.sort_unstable_by_key(|&c| ord[c as usize]);
         self.fwd.sort_unstable_by_key(|&c| ord[c as usize]);
-        let mut pos: Vec<u32> = self.back.iter().chain(&self.fwd).map(|&c| self.ord[c as usize]).collect();
-        pos.sort_unstable();
+        // Their old positions in order: the two sorted runs merged.
+        let mut pos: Vec<u32> = Vec::with_capacity(self.back.len() + self.fwd.len());
+        let (mut i, mut j) = (0, 0);
+        while i < self.back.len() || j < self.fwd.len() {
+            let x = self.back.get(i).map(|&c| ord[c as usize]);
+            let y = self.fwd.get(j).map(|&c| ord[c as usize]);
+            match (x, y) {
+                (Some(x), Some(y)) if x < y => {
+                    pos.push(x);
+                    i += 1;
+                }
+                (_, Some(y)) => {
+                    pos.push(y);
+                    j += 1;
+                }
+                (Some(x), None) => {
+                    pos.push(x);
+                    i += 1;
+                }
+                (None, None) => break,
+            }
+        }
         for (&c, &o) in self.back.iter().chain(&self.fwd).zip(&pos) {
             self.ord[c as usize] = o;
             self.at[o as usize] = c;
@@ -313,7 +377,7 @@ impl<'a> Placer<'a> {
     /// A placer for `view` with at most `budget` layers.
     pub(crate) fn new(view: &'a FabricView, idx: &'a Indexed, budget: u8) -> Placer<'a> {
         let ch = Channels::new(view, idx);
-        let first = Layer::new(ch.len());
+        let first = Layer::over(&ch);
         let n = idx.graph.len();
         let paths = idx.dests.len().saturating_mul(usize::from(idx.per_port)).saturating_mul(n);
         let cap = if paths <= REFINE_WORK { MAX_LAYERS } else { budget };
@@ -356,7 +420,7 @@ impl<'a> Placer<'a> {
             let mut placed = None;
             for l in 0..self.cap {
                 if usize::from(l) == self.layers.len() {
-                    self.layers.push(Layer::new(self.ch.len()));
+                    self.layers.push(Layer::over(&self.ch));
                 }
                 if self.layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
                     placed = Some(l);
@@ -406,7 +470,7 @@ impl<'a> Placer<'a> {
     /// (destination, source) order; the layers and the count, or `None` past the budget.
     fn replace(&mut self, routes: &crate::Routes, key: impl Fn(usize) -> u32, keys: u32) -> Option<(Vec<u8>, u8)> {
         let n = self.idx.graph.len();
-        let mut layers: Vec<Layer> = vec![Layer::new(self.ch.len())];
+        let mut layers: Vec<Layer> = vec![Layer::over(&self.ch)];
         let mut layer = vec![0u8; self.dests.len() * n];
         let mut used = 1u8;
         for k in 0..keys {
@@ -419,7 +483,7 @@ impl<'a> Placer<'a> {
                     let mut placed = None;
                     for l in 0..MAX_LAYERS {
                         if usize::from(l) == layers.len() {
-                            layers.push(Layer::new(self.ch.len()));
+                            layers.push(Layer::over(&self.ch));
                         }
                         if layers[usize::from(l)].try_place(&self.ch, &self.path, &mut self.added) {
                             placed = Some(l);
