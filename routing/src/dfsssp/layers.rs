@@ -306,34 +306,39 @@ impl Layer {
         let ord = &self.ord;
         self.back.sort_unstable_by_key(|&c| ord[c as usize]);
         self.fwd.sort_unstable_by_key(|&c| ord[c as usize]);
-        // Their old positions in order: the two sorted runs merged.
-        let mut pos: Vec<u32> = Vec::with_capacity(self.back.len() + self.fwd.len());
-        let (mut i, mut j) = (0, 0);
-        while i < self.back.len() || j < self.fwd.len() {
-            let x = self.back.get(i).map(|&c| ord[c as usize]);
-            let y = self.fwd.get(j).map(|&c| ord[c as usize]);
-            match (x, y) {
-                (Some(x), Some(y)) if x < y => {
-                    pos.push(x);
-                    i += 1;
-                }
-                (_, Some(y)) => {
-                    pos.push(y);
-                    j += 1;
-                }
-                (Some(x), None) => {
-                    pos.push(x);
-                    i += 1;
-                }
-                (None, None) => break,
-            }
-        }
+        let pos = merged_positions(ord, &self.back, &self.fwd);
         for (&c, &o) in self.back.iter().chain(&self.fwd).zip(&pos) {
             self.ord[c as usize] = o;
             self.at[o as usize] = c;
         }
         flip(&mut self.deps[ai], p, true);
         true
+    }
+}
+
+/// The positions in `ord` of the channels of `back` and `fwd` (each sorted by position), in
+/// order: the two sorted runs merged.
+fn merged_positions(ord: &[u32], back: &[u32], fwd: &[u32]) -> Vec<u32> {
+    let mut pos = Vec::with_capacity(back.len() + fwd.len());
+    let (mut in_back, mut in_fwd) = (back.iter().peekable(), fwd.iter().peekable());
+    loop {
+        let from_back = in_back.peek().map(|&&c| ord[c as usize]);
+        let from_fwd = in_fwd.peek().map(|&&c| ord[c as usize]);
+        match (from_back, from_fwd) {
+            (Some(early), Some(late)) if early < late => {
+                pos.push(early);
+                in_back.next();
+            }
+            (_, Some(late)) => {
+                pos.push(late);
+                in_fwd.next();
+            }
+            (Some(early), None) => {
+                pos.push(early);
+                in_back.next();
+            }
+            (None, None) => return pos,
+        }
     }
 }
 
