@@ -41,10 +41,9 @@ pub fn credit_loops_per_vl(
     vl_of: &dyn Fn(usize, Lid) -> Option<u8>,
 ) -> Vec<VlLoops> {
     let f = Fabric::new(view, routes);
-    let n = f.switches();
     let mut deps: Vec<Option<Vec<PortSet>>> = vec![None; 16];
     let mut pairs = [0u64; 16];
-    let mut host_switch = vec![false; n];
+    let mut host_switch = vec![false; f.switches()];
     for h in &f.hosts {
         if let Some(x) = host_switch.get_mut(h.attach) {
             *x = true;
@@ -57,8 +56,8 @@ pub fn credit_loops_per_vl(
             Owner::Port(..) => true,
             Owner::Switch(_) => false,
         };
-        for s in 0..n {
-            if !to_ca && !host_switch[s] {
+        for (s, &hosts) in host_switch.iter().enumerate() {
+            if !to_ca && !hosts {
                 continue;
             }
             let vl = usize::from(vl_of(s, Lid(lid)).unwrap_or(0).min(15));
@@ -69,28 +68,28 @@ pub fn credit_loops_per_vl(
     }
     deps.into_iter()
         .enumerate()
-        .filter_map(|(vl, d)| {
-            let d = d?;
-            let (loops, stats) = ChannelDeps::from_port_sets(&f, &d).credit_loops();
+        .filter_map(|(vl, sets)| {
+            let sets = sets?;
+            let (loops, stats) = ChannelDeps::from_port_sets(&f, &sets).credit_loops();
             Some(VlLoops { vl: u8::try_from(vl).unwrap_or(15), pairs: pairs[vl], loops, stats })
         })
         .collect()
 }
 
-/// Adds the dependencies of the path from switch `s` to `lid` to `set`.
-fn walk(f: &Fabric<'_>, s: usize, lid: u16, set: &mut [PortSet]) {
+/// Adds the dependencies of the path from switch `from` to `lid` to `set`.
+fn walk(f: &Fabric<'_>, from: usize, lid: u16, set: &mut [PortSet]) {
     let mut prev: Option<usize> = None;
-    let mut cur = s;
+    let mut cur = from;
     for _ in 0..=f.switches() {
         let Some(p) = f.port(cur, lid) else { return };
-        let Some(c) = f.chan(cur, p) else { return };
-        let Next::Switch(n) = f.next(cur, p) else { return };
+        let Some(chan) = f.chan(cur, p) else { return };
+        let Next::Switch(next) = f.next(cur, p) else { return };
         if let Some(pc) = prev
             && let Some(d) = set.get_mut(pc)
         {
             add(d, p.0);
         }
-        prev = Some(c);
-        cur = n;
+        prev = Some(chan);
+        cur = next;
     }
 }

@@ -131,11 +131,14 @@ fn hops(tree: &Tree, lab: &[u32], x: usize, mut ok: impl FnMut(usize) -> bool, o
     }
 }
 
+/// Routes of switches cut off from one leaf: (switch, port), several per switch (its choices).
+type StrandRoutes = Vec<(u32, PortNum)>;
+
 /// Scratch for the routes of the switches cut off from one leaf, per worker.
 pub(super) struct Strand<'a> {
     tops: &'a Tops,
     /// The routes found: switch, port (several per switch: its choices).
-    pub(super) out: Vec<(u32, PortNum)>,
+    pub(super) out: StrandRoutes,
     lab_v: Vec<u32>,
     /// The switch `lab_v` labels: the leaves of one cut share their candidates, and labelling
     /// one costs a pass over the whole tree.
@@ -240,7 +243,7 @@ pub(super) struct Valleys {
     pairs: Vec<(u32, u32)>,
     /// The routes of the switches cut off from each cut-off leaf (with or without a valley
     /// switch), in leaf order, when computed by [`Valleys::compute`].
-    strands: Vec<(u32, Vec<(u32, PortNum)>)>,
+    strands: Vec<(u32, StrandRoutes)>,
     /// Labels towards each distinct valley switch, in `pairs` order of first use.
     labels: Vec<(u32, Vec<u32>)>,
     /// Some leaf is cut off from some switch ([`Tops::cut_off`]).
@@ -273,7 +276,7 @@ impl Valleys {
         let cut: Vec<usize> =
             leaves.iter().copied().filter(|&x| tree.level.get(x) == Some(&0) && tops.cut_off(tree, x)).collect();
         // Each leaf's labels and routes depend on that leaf only: on all cores.
-        let mut found: Vec<(Option<u32>, Vec<(u32, PortNum)>)> = vec![(None, Vec::new()); cut.len()];
+        let mut found: Vec<(Option<u32>, StrandRoutes)> = vec![(None, Vec::new()); cut.len()];
         par::for_chunks(&mut found, 2, |off, chunk| {
             let mut labels = Labels::new(n);
             let mut strand = Strand::new(tops);
