@@ -361,8 +361,7 @@ fn guid_info_set_stores_alias_guids_up_to_guid_cap_and_entry_0_stays_the_port_gu
     b.f.set_guid_cap(h4, 1, 12);
     let pi = b.port_info(&[1, 3, 2], 1);
     assert_eq!(pi.guid_cap, 12);
-    let mut set = ibsm_mad::attrs::GuidInfo::default();
-    set.guids = core::array::from_fn(|i| Guid(0xa0 + i as u64));
+    let mut set = ibsm_mad::attrs::GuidInfo { guids: core::array::from_fn(|i| Guid(0xa0 + i as u64)) };
     let (st, d) = b.dr_set(&[1, 3, 2], ids::attr::GUID_INFO, 0, to64(&set)).expect("answer");
     assert_eq!(st, 0);
     let got = ibsm_mad::attrs::GuidInfo::parse(&d).expect("parse");

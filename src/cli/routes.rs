@@ -452,7 +452,7 @@ fn check_cmd(a: &CheckArgs) -> ExitCode {
 }
 
 /// The topology numbered with the LIDs of a dump, with the dump's tables.
-fn tables_from_dump(src: &Source, path: &PathBuf) -> Result<(Routed, String), ExitCode> {
+fn tables_from_dump(src: &Source, path: &Path) -> Result<(Routed, String), ExitCode> {
     // Bounded (a regular file, at most 4 GiB): an opensm-lfts.dump lists every LID of every
     // switch, about 2 GB for a 3-level tree of 48-port switches.
     let text = ibsm_topology::file::read_text(path, 4 << 30).map_err(|e| {

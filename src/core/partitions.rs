@@ -92,7 +92,6 @@ impl Partitions {
         let opts = ResolveOptions {
             enforcement: part_enforce != PartEnforce::Off,
             allow_both_pkeys,
-            ..ResolveOptions::default()
         };
         match resolve(policy, &FabricPorts { ports }, opts) {
             Ok(r) => {
