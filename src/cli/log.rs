@@ -58,50 +58,14 @@ pub(crate) fn log_event(ev: &SmEvent) {
         SmEvent::TrapReceived { from, number, action } => {
             tracing::info!(from = from.0, trap = ?number, action = action.name(), "trap received and acknowledged");
         }
-        SmEvent::PortUnhealthy { node, port, trap } => {
-            tracing::warn!(error_id = "port-unhealthy", node = %node, name = %shown(*node, ""), port = port.0, trap, "port past an error threshold (trap 129-131)");
-        }
-        SmEvent::PortErrors { node, port, desc, over } => {
-            let counters: Vec<String> = over.iter().map(|(c, d, t)| format!("{c}={d} (threshold {t})")).collect();
-            tracing::warn!(
-                error_id = "port-errors",
-                node = %node,
-                name = %shown(*node, desc),
-                port = port.0,
-                desc,
-                counters = counters.join(", "),
-                "port error counters over their thresholds in one interval"
-            );
-        }
+        SmEvent::PortUnhealthy { .. } | SmEvent::PortErrors { .. } => log_port_health(ev),
         SmEvent::PortAvoided { .. } | SmEvent::PortAvoidKept { .. } | SmEvent::PortUsedAgain { .. } => {
             log_avoid_event(ev);
         }
         SmEvent::BabblingPort { .. } | SmEvent::PortSettingNotKept { .. } | SmEvent::LinksBounced { .. } => {
             log_port_event(ev);
         }
-        SmEvent::Cabling { differences, refused } if differences.is_empty() => {
-            tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
-        }
-        SmEvent::Cabling { differences, refused } => {
-            // The first lines; `ibsm status` lists them all.
-            let shown: Vec<&str> = differences.iter().take(20).map(String::as_str).collect();
-            tracing::warn!(
-                error_id = "cabling-differs",
-                differences = differences.len(),
-                refused,
-                first = %shown.join("; "),
-                "the cabling differs from expected-topology, or has a loopback cable"
-            );
-        }
-        SmEvent::DuplicateGuid { guid, ports } => {
-            let ends: Vec<String> = ports.iter().map(|(g, p)| format!("{:#018x}[{p}]", g.0)).collect();
-            tracing::error!(
-                error_id = "duplicate-guid",
-                guid = %format_args!("{:#018x}", guid.0),
-                quarantined = %ends.join(" "),
-                "two nodes answer with one GUID; both quarantined, the SM goes on"
-            );
-        }
+        SmEvent::Cabling { .. } | SmEvent::DuplicateGuid { .. } => log_fabric_identity(ev),
         SmEvent::SaBadKey { from, key } => {
             tracing::warn!(
                 error_id = "sa-bad-key",
@@ -158,6 +122,58 @@ fn log_avoid_event(ev: &SmEvent) {
         }
         SmEvent::PortUsedAgain { node, port, desc } => {
             tracing::info!(node = %node, name = %shown(*node, desc), port = port.0, "routes use this port's link again");
+        }
+        _ => {}
+    }
+}
+
+/// A port's error counters past their thresholds (traps 129-131, or one PerfMgr interval).
+fn log_port_health(ev: &SmEvent) {
+    match ev {
+        SmEvent::PortUnhealthy { node, port, trap } => {
+            tracing::warn!(error_id = "port-unhealthy", node = %node, name = %shown(*node, ""), port = port.0, trap, "port past an error threshold (trap 129-131)");
+        }
+        SmEvent::PortErrors { node, port, desc, over } => {
+            let counters: Vec<String> = over.iter().map(|(c, d, t)| format!("{c}={d} (threshold {t})")).collect();
+            tracing::warn!(
+                error_id = "port-errors",
+                node = %node,
+                name = %shown(*node, desc),
+                port = port.0,
+                desc,
+                counters = counters.join(", "),
+                "port error counters over their thresholds in one interval"
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The fabric is not what it should be: cabling against expected-topology, a duplicate GUID.
+fn log_fabric_identity(ev: &SmEvent) {
+    match ev {
+        SmEvent::Cabling { differences, refused } if differences.is_empty() => {
+            tracing::warn!(error_id = "cabling-as-planned", refused, "the cabling is as planned again");
+        }
+        SmEvent::Cabling { differences, refused } => {
+            // The first lines; `ibsm status` lists them all.
+            let shown: Vec<&str> = differences.iter().take(20).map(String::as_str).collect();
+            tracing::warn!(
+                error_id = "cabling-differs",
+                differences = differences.len(),
+                refused,
+                first = %shown.join("; "),
+                "the cabling differs from expected-topology, or has a loopback cable"
+            );
+        }
+        SmEvent::DuplicateGuid { guid, ports } => {
+            let ends: Vec<String> = ports.iter().map(|(g, p)| format!("{:#018x}[{p}]", g.0)).collect();
+            tracing::error!(
+                error_id = "duplicate-guid",
+                guid = %format_args!("{:#018x}", guid.0),
+                quarantined = %ends.join(" "),
+                "two nodes answer with one GUID; both quarantined, the SM goes on"
+            );
         }
         _ => {}
     }
