@@ -273,6 +273,19 @@ const BUILTIN_ARG: &str = "@builtin";
 /// How the built-in fabric is named in messages.
 const BUILTIN_NAME: &str = "<built-in fat-tree-3l-k4>";
 
+/// Where `--sim-host NAME` puts the SM: the node and its port (0 on a switch, else its first
+/// cabled port, port 1 if none is); `None` if the topology has no such node.
+fn sim_host_at(topo: &Topology, name: &str) -> Option<(usize, u8)> {
+    let i = topo.find(name)?;
+    let n = topo.nodes.get(i)?;
+    let port = if n.kind == ibsm_topology::NodeKind::Switch {
+        0
+    } else {
+        (1..=n.num_ports).find(|&p| n.peer(p).is_some()).unwrap_or(1)
+    };
+    Some((i, port))
+}
+
 fn run_on_sim(
     a: &RunArgs,
     topology: &Path,
@@ -298,17 +311,11 @@ fn run_on_sim(
     let at = match &a.sim_host {
         None => None,
         Some(name) => {
-            let Some(i) = topo.find(name) else {
+            let Some(at) = sim_host_at(&topo, name) else {
                 eprintln!("ibsm run: --sim-host {name:?}: no such node in {}", topology.display());
                 return ExitCode::from(2);
             };
-            let n = &topo.nodes[i];
-            let port = if n.kind == ibsm_topology::NodeKind::Switch {
-                0
-            } else {
-                (1..=n.num_ports).find(|&p| n.peer(p).is_some()).unwrap_or(1)
-            };
-            Some((i, port))
+            Some(at)
         }
     };
     let mut drv = match SimDriver::with_config(&topo, crate::cli::sim::sim_config(a.seed, a.sma_time), sm, at) {
