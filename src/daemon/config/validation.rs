@@ -5,12 +5,16 @@
 
 use super::{ConfigFile, allowed, parse_key, parse_mkey_mode, parse_subnet_prefix};
 
+/// A problem with `key`: what was found, then what is allowed ([`allowed`]).
+fn bad(key: &'static str, found: impl std::fmt::Display) -> (&'static str, String) {
+    (key, format!("{found}; allowed: {}", allowed(key)))
+}
+
 impl ConfigFile {
     /// Range checks that the types alone do not express: (key, reason) for each, the reason
     /// naming what was found and what is allowed ([`allowed`]).
     pub(super) fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
-        let bad = |key: &'static str, found: String| (key, format!("{found}; allowed: {}", allowed(key)));
         let ranges: [(&'static str, Option<u64>, u64, u64); 26] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
@@ -48,24 +52,7 @@ impl ConfigFile {
         if let Some(v) = self.max_rate_enum.filter(|&v| !(2..=24).contains(&v) && v != 63) {
             out.push(bad("max-rate-enum", format!("{v} is not a rate code")));
         }
-        for (key, path) in [
-            ("state-dir", &self.state_dir),
-            ("partitions", &self.partitions),
-            ("sm-key-file", &self.sm_key_file),
-            ("guid2mkey", &self.guid2mkey),
-            ("expected-topology", &self.expected_topology),
-            ("root-guid-file", &self.root_guid_file),
-            ("lfts-file", &self.lfts_file),
-            ("cn-guid-file", &self.cn_guid_file),
-            ("io-guid-file", &self.io_guid_file),
-            ("guid-routing-order-file", &self.guid_routing_order_file),
-            ("node-name-map", &self.node_name_map),
-            ("qos-policy-file", &self.qos_policy_file),
-        ] {
-            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-                out.push(bad(key, "an empty path".to_owned()));
-            }
-        }
+        out.extend(self.empty_paths());
         if let Some(e) = &self.perf_metrics_ports
             && crate::core::perf::PortExport::parse(e).is_none()
         {
@@ -100,6 +87,37 @@ impl ConfigFile {
         {
             out.push(bad("subnet-prefix", r));
         }
+        out.extend(self.policy_problems());
+        out
+    }
+
+    /// Path keys given as an empty string.
+    fn empty_paths(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        for (key, path) in [
+            ("state-dir", &self.state_dir),
+            ("partitions", &self.partitions),
+            ("sm-key-file", &self.sm_key_file),
+            ("guid2mkey", &self.guid2mkey),
+            ("expected-topology", &self.expected_topology),
+            ("root-guid-file", &self.root_guid_file),
+            ("lfts-file", &self.lfts_file),
+            ("cn-guid-file", &self.cn_guid_file),
+            ("io-guid-file", &self.io_guid_file),
+            ("guid-routing-order-file", &self.guid_routing_order_file),
+            ("node-name-map", &self.node_name_map),
+            ("qos-policy-file", &self.qos_policy_file),
+        ] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                out.push(bad(key, "an empty path".to_owned()));
+            }
+        }
+        out
+    }
+
+    /// The QoS options, a refusal that needs its plan, the routing engines named.
+    fn policy_problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
         if let Some(Err(e)) = self.qos.as_ref().map(ibsm_qos::QosOptions::validate) {
             out.push(("qos", e.to_string()));
         }
