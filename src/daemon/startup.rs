@@ -125,32 +125,7 @@ impl Sources {
                 Err(e) => errors.push(format!("expected-topology: {e}")),
             }
         }
-        if let Some(path) = &file.root_guid_file {
-            match crate::opensm::guid_file::load(path) {
-                Ok(roots) => cfg.routing_options.roots = roots,
-                Err(e) => errors.push(format!("root-guid-file: {e}")),
-            }
-        }
-        if file.cn_guid_file.is_some() || file.io_guid_file.is_some() {
-            let mut lists = ibsm_routing::ftree::hosts::HostLists::default();
-            for (key, path) in [("cn-guid-file", &file.cn_guid_file), ("io-guid-file", &file.io_guid_file)] {
-                let Some(path) = path else { continue };
-                match crate::opensm::guid_file::load(path) {
-                    Ok(g) if key == "cn-guid-file" => lists.compute = Some(g),
-                    Ok(g) => lists.io = g,
-                    Err(e) => errors.push(format!("{key}: {e}")),
-                }
-            }
-            cfg.routing_options.host_lists = Some(std::sync::Arc::new(lists));
-        }
-        if let Some(path) = &file.guid_routing_order_file {
-            match crate::opensm::guid_file::load(path) {
-                Ok(order) => cfg.routing_options.routing_order = Some(std::sync::Arc::new(order)),
-                Err(e) => errors.push(format!("guid-routing-order-file: {e}")),
-            }
-        }
-        cfg.routing_options.tuning.port_shifting = file.port_shifting.unwrap_or(false);
-        cfg.routing_options.tuning.scatter_ports = file.scatter_ports.map_or(0, u64::from);
+        routing_files(&file, &mut cfg.routing_options, &mut errors);
         let node_name_map = self.node_name_map.clone().or_else(|| file.node_name_map.clone());
         if let Some(path) = &node_name_map {
             match crate::opensm::node_name_map::NameMap::load(path) {
@@ -197,6 +172,38 @@ impl Sources {
             Err(errors)
         }
     }
+}
+
+/// The routing engines' options from the config file: the files they read (root switches,
+/// compute and I/O nodes, the routing order) and the ftree tuning. A file that does not load is
+/// an error in `errors`.
+fn routing_files(file: &ConfigFile, opts: &mut ibsm_routing::EngineOptions, errors: &mut Vec<String>) {
+    if let Some(path) = &file.root_guid_file {
+        match crate::opensm::guid_file::load(path) {
+            Ok(roots) => opts.roots = roots,
+            Err(e) => errors.push(format!("root-guid-file: {e}")),
+        }
+    }
+    if file.cn_guid_file.is_some() || file.io_guid_file.is_some() {
+        let mut lists = ibsm_routing::ftree::hosts::HostLists::default();
+        for (key, path) in [("cn-guid-file", &file.cn_guid_file), ("io-guid-file", &file.io_guid_file)] {
+            let Some(path) = path else { continue };
+            match crate::opensm::guid_file::load(path) {
+                Ok(g) if key == "cn-guid-file" => lists.compute = Some(g),
+                Ok(g) => lists.io = g,
+                Err(e) => errors.push(format!("{key}: {e}")),
+            }
+        }
+        opts.host_lists = Some(std::sync::Arc::new(lists));
+    }
+    if let Some(path) = &file.guid_routing_order_file {
+        match crate::opensm::guid_file::load(path) {
+            Ok(order) => opts.routing_order = Some(std::sync::Arc::new(order)),
+            Err(e) => errors.push(format!("guid-routing-order-file: {e}")),
+        }
+    }
+    opts.tuning.port_shifting = file.port_shifting.unwrap_or(false);
+    opts.tuning.scatter_ports = file.scatter_ports.map_or(0, u64::from);
 }
 
 /// Reads and parses a qos-policy.conf; the error is `FILE:LINE: reason`.
