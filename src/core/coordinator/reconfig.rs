@@ -44,23 +44,7 @@ impl Sm {
         let mut out = Reconfigured::default();
         let old = self.cfg.clone();
         let mut cfg = new;
-        // Restart-only options keep their running values.
-        if cfg.lmc != old.lmc {
-            out.restart.push("lmc");
-            cfg.lmc = old.lmc;
-        }
-        if cfg.m_key != old.m_key {
-            for (key, differs) in [
-                ("m-key", cfg.m_key.mode != old.m_key.mode || cfg.m_key.secret != old.m_key.secret),
-                ("m-key-protect", cfg.m_key.protect != old.m_key.protect),
-                ("m-key-lease-s", cfg.m_key.lease_s != old.m_key.lease_s),
-            ] {
-                if differs {
-                    out.restart.push(key);
-                }
-            }
-            cfg.m_key = old.m_key;
-        }
+        out.restart = keep_restart_only(&mut cfg, &old);
         let now = [
             ("max-smps-in-flight", cfg.max_smps_in_flight != old.max_smps_in_flight),
             ("smp-timeout-ms", cfg.smp_timeout_ns != old.smp_timeout_ns),
@@ -135,6 +119,21 @@ impl Sm {
         out.reroute = reroute.iter().any(|(_, c)| *c);
         out.sweep = out.reroute || sweep.iter().any(|(_, c)| *c);
         self.cfg = cfg;
+        self.apply_now(&old);
+        if out.reroute {
+            self.force_full_route();
+        }
+        // A master sweeps now or after the running sweep; the first sweep, running, sweeps again.
+        if out.sweep && matches!(self.state, SmState::Master | SmState::Discovering) {
+            self.sweep_soon();
+        }
+        out
+    }
+
+    /// Puts in force the options that take effect now (see the module doc), `old` being the
+    /// configuration they replace: the SMP window, the SA, the sweep intervals, the performance
+    /// manager, the port settings, a standby's priority.
+    fn apply_now(&mut self, old: &SmConfig) {
         self.tx.set_limits(self.cfg.max_smps_in_flight, self.cfg.smp_timeout_ns, self.cfg.smp_retries);
         if self.cfg.sa_rate_limit != old.sa_rate_limit {
             self.sa.set_rate(self.cfg.sa_rate_limit);
@@ -160,13 +159,28 @@ impl Sm {
         {
             self.tell_master_if_better(&m);
         }
-        if out.reroute {
-            self.force_full_route();
-        }
-        // A master sweeps now or after the running sweep; the first sweep, running, sweeps again.
-        if out.sweep && matches!(self.state, SmState::Master | SmState::Discovering) {
-            self.sweep_soon();
-        }
-        out
     }
+}
+
+/// Keeps the restart-only options of `cfg` at their running values in `old`; returns the keys
+/// of those that differed.
+fn keep_restart_only(cfg: &mut SmConfig, old: &SmConfig) -> Vec<&'static str> {
+    let mut restart = Vec::new();
+    if cfg.lmc != old.lmc {
+        restart.push("lmc");
+        cfg.lmc = old.lmc;
+    }
+    if cfg.m_key != old.m_key {
+        for (key, differs) in [
+            ("m-key", cfg.m_key.mode != old.m_key.mode || cfg.m_key.secret != old.m_key.secret),
+            ("m-key-protect", cfg.m_key.protect != old.m_key.protect),
+            ("m-key-lease-s", cfg.m_key.lease_s != old.m_key.lease_s),
+        ] {
+            if differs {
+                restart.push(key);
+            }
+        }
+        cfg.m_key = old.m_key;
+    }
+    restart
 }
