@@ -162,10 +162,113 @@ fn mapped(key: &'static str, value: String) -> Fate {
     Fate::Mapped { key, value }
 }
 
+/// OpenSM's file options: (OpenSM name, ibsm key, why left out when unset, why left out when
+/// the file is not there). OpenSM goes on without a missing file (the default partition, an
+/// empty QoS policy, roots it finds itself); ibsm would refuse to start, so such a file is left
+/// out.
+const FILE_OPTIONS: &[(&str, &str, &str, &str)] = &[
+    (
+        "partition_config_file",
+        "partitions",
+        "no partition file",
+        "the file does not exist here: OpenSM uses the default partition then, as ibsm does without this key",
+    ),
+    (
+        "qos_policy_file",
+        "qos-policy-file",
+        "no QoS policy file",
+        "the file does not exist here (ibsm would refuse to start); give it as qos-policy-file once it does",
+    ),
+    (
+        "root_guid_file",
+        "root-guid-file",
+        "unset: each engine finds its own roots",
+        "the file does not exist here: OpenSM finds the roots itself then, as ibsm does without this key",
+    ),
+    (
+        "cn_guid_file",
+        "cn-guid-file",
+        "unset: every CA port not listed as an I/O node is a compute node",
+        "the file does not exist here (ibsm would refuse to start); give the key once it does",
+    ),
+    (
+        "io_guid_file",
+        "io-guid-file",
+        "unset: every CA port not listed as an I/O node is a compute node",
+        "the file does not exist here (ibsm would refuse to start); give the key once it does",
+    ),
+    (
+        "guid_routing_order_file",
+        "guid-routing-order-file",
+        "unset: minhop and updn route destinations switch by switch, in NodeGUID order",
+        "the file does not exist here (ibsm would refuse to start); give the key once it does",
+    ),
+    (
+        "node_name_map_name",
+        "node-name-map",
+        "unset: nodes are shown by their NodeDescriptions",
+        "the file does not exist here (ibsm would refuse to start); give node-name-map once it does",
+    ),
+    (
+        "lfts_file",
+        "lfts-file",
+        "unset: no tables file",
+        "the file does not exist here (ibsm would refuse to start); give it as lfts-file once it does",
+    ),
+];
+
+/// The fate of a file option of [`FILE_OPTIONS`] (`None` for another option): unset
+/// (`(null)` or empty), not there, or its path.
+fn file_fate(name: &str, value: &str) -> Option<Fate> {
+    let &(_, key, unset, missing) = FILE_OPTIONS.iter().find(|(n, ..)| *n == name)?;
+    Some(if value == "(null)" || value.is_empty() {
+        skipped(unset)
+    } else if !std::path::Path::new(value).exists() {
+        skipped(missing)
+    } else {
+        mapped(key, quoted(value))
+    })
+}
+
+/// The fate of a key option (M_Key, its lease, SA key, SM_Key) or the subnet prefix; `None`
+/// for another option.
+fn key_fate(name: &str, value: &str) -> Option<Fate> {
+    Some(match name {
+    // 0: the lease never ends; otherwise it must outlast ibsm's re-sweep interval (10 s).
+    "m_key_lease_period" if int(value) == Some(0) => mapped("m-key-lease-s", "0".to_owned()),
+    "m_key_lease_period" => match in_range(value, 11, 65_535) {
+        Ok(n) => mapped("m-key-lease-s", n.to_string()),
+        Err(e) => Fate::Skipped(format!(
+            "not imported: {e} (a lease must outlast ibsm's 10 s re-sweep interval, or be 0: never)"
+        )),
+    },
+    "subnet_prefix" | "sa_key" => match int(value) {
+        Some(n) => mapped(if name == "sa_key" { "sa-key" } else { "subnet-prefix" }, quoted(&format!("{n:#018x}"))),
+        None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+    },
+    "m_key" => match int(value) {
+        Some(0) => mapped("m-key", quoted("off")),
+        Some(n) => mapped("m-key", quoted(&format!("{n:#018x}"))),
+        None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+    },
+    "sm_key" => skipped(&match int(value) {
+        Some(1) => "OpenSM's default key 1, which is ibsm's too".to_owned(),
+        Some(_) => "the SM_Key is never kept in the configuration: write it into a file of mode 0600 and set \
+                    sm-key-file to it"
+            .to_owned(),
+        None => format!("not imported: {value:?} is not a 64-bit number"),
+    }),
+        _ => return None,
+    })
+}
+
 /// The fate of OpenSM option `name` with `value`.
 fn fate(name: &str, value: &str) -> Fate {
     if let Some((_, _, why)) = SLOW_DEFAULTS.iter().find(|(n, v, _)| *n == name && *v == value) {
         return skipped(why);
+    }
+    if let Some(f) = file_fate(name, value).or_else(|| key_fate(name, value)) {
+        return f;
     }
     let num = |key: &'static str, min: u64, max: u64| match in_range(value, min, max) {
         Ok(n) => mapped(key, n.to_string()),
@@ -223,37 +326,6 @@ fn fate(name: &str, value: &str) -> Fate {
         "transaction_retries" => num("smp-retries", 0, 100),
         "max_wire_smps" => num("max-smps-in-flight", 1, 65_536),
         "m_key_protection_level" => num("m-key-protect", 0, 3),
-        // 0: the lease never ends; otherwise it must outlast ibsm's re-sweep interval (10 s).
-        "m_key_lease_period" if int(value) == Some(0) => mapped("m-key-lease-s", "0".to_owned()),
-        "m_key_lease_period" => match in_range(value, 11, 65_535) {
-            Ok(n) => mapped("m-key-lease-s", n.to_string()),
-            Err(e) => Fate::Skipped(format!(
-                "not imported: {e} (a lease must outlast ibsm's 10 s re-sweep interval, or be 0: never)"
-            )),
-        },
-        "subnet_prefix" | "sa_key" => match int(value) {
-            Some(n) => mapped(if name == "sa_key" { "sa-key" } else { "subnet-prefix" }, quoted(&format!("{n:#018x}"))),
-            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
-        },
-        "m_key" => match int(value) {
-            Some(0) => mapped("m-key", quoted("off")),
-            Some(n) => mapped("m-key", quoted(&format!("{n:#018x}"))),
-            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
-        },
-        "sm_key" => skipped(&match int(value) {
-            Some(1) => "OpenSM's default key 1, which is ibsm's too".to_owned(),
-            Some(_) => "the SM_Key is never kept in the configuration: write it into a file of mode 0600 and set \
-                        sm-key-file to it"
-                .to_owned(),
-            None => format!("not imported: {value:?} is not a 64-bit number"),
-        }),
-        "partition_config_file" if value == "(null)" || value.is_empty() => skipped("no partition file"),
-        // OpenSM goes on with the default partition when the file is missing; ibsm would
-        // refuse to start, so a file that is not there is left out.
-        "partition_config_file" if !std::path::Path::new(value).exists() => skipped(
-            "the file does not exist here: OpenSM uses the default partition then, as ibsm does without this key",
-        ),
-        "partition_config_file" => mapped("partitions", quoted(value)),
         "part_enforce" => match value {
             "both" | "in" | "out" | "off" => mapped("part-enforce", quoted(value)),
             _ => skipped(&format!("not imported: {value:?} is not both, in, out or off")),
@@ -270,44 +342,7 @@ fn fate(name: &str, value: &str) -> Fate {
             Some(false) => skipped("QoS off, as ibsm without qos-policy-file and [qos]"),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
-        "qos_policy_file" if value == "(null)" || value.is_empty() => skipped("no QoS policy file"),
-        // OpenSM goes on with an empty policy when the file is missing; ibsm would refuse to
-        // start, so a file that is not there is left out.
-        "qos_policy_file" if !std::path::Path::new(value).exists() => skipped(
-            "the file does not exist here (ibsm would refuse to start); give it as qos-policy-file once it does",
-        ),
-        "qos_policy_file" => mapped("qos-policy-file", quoted(value)),
         _ if qos_key(name).is_some() => qos_option(name, value),
-        "root_guid_file" if value == "(null)" || value.is_empty() => skipped("unset: each engine finds its own roots"),
-        // A file that is not there would stop ibsm from starting; OpenSM then finds the roots.
-        "root_guid_file" if !std::path::Path::new(value).exists() => {
-            skipped("the file does not exist here: OpenSM finds the roots itself then, as ibsm does without this key")
-        }
-        "root_guid_file" => mapped("root-guid-file", quoted(value)),
-        "cn_guid_file" | "io_guid_file" if value == "(null)" || value.is_empty() => {
-            skipped("unset: every CA port not listed as an I/O node is a compute node")
-        }
-        // A file that is not there would stop ibsm from starting; OpenSM then routes without it.
-        "cn_guid_file" | "io_guid_file" if !std::path::Path::new(value).exists() => {
-            skipped("the file does not exist here (ibsm would refuse to start); give the key once it does")
-        }
-        "cn_guid_file" => mapped("cn-guid-file", quoted(value)),
-        "io_guid_file" => mapped("io-guid-file", quoted(value)),
-        "guid_routing_order_file" if value == "(null)" || value.is_empty() => {
-            skipped("unset: minhop and updn route destinations switch by switch, in NodeGUID order")
-        }
-        "guid_routing_order_file" if !std::path::Path::new(value).exists() => {
-            skipped("the file does not exist here (ibsm would refuse to start); give the key once it does")
-        }
-        "guid_routing_order_file" => mapped("guid-routing-order-file", quoted(value)),
-        "node_name_map_name" if value == "(null)" || value.is_empty() => {
-            skipped("unset: nodes are shown by their NodeDescriptions")
-        }
-        // A file that is not there would stop ibsm from starting; OpenSM then shows NodeDescriptions.
-        "node_name_map_name" if !std::path::Path::new(value).exists() => {
-            skipped("the file does not exist here (ibsm would refuse to start); give node-name-map once it does")
-        }
-        "node_name_map_name" => mapped("node-name-map", quoted(value)),
         "use_optimized_slvl" => match boolean(value) {
             Some(true) => mapped("use-optimized-slvl", "true".to_owned()),
             Some(false) => skipped("off: OpenSM's default, which is ibsm's"),
@@ -320,11 +355,6 @@ fn fate(name: &str, value: &str) -> Fate {
         },
         "scatter_ports" if value == "0" => skipped("OpenSM's default, and ibsm's: off"),
         "scatter_ports" => num("scatter-ports", 0, u64::from(u32::MAX)),
-        "lfts_file" if value == "(null)" || value.is_empty() => skipped("unset: no tables file"),
-        "lfts_file" if !std::path::Path::new(value).exists() => {
-            skipped("the file does not exist here (ibsm would refuse to start); give it as lfts-file once it does")
-        }
-        "lfts_file" => mapped("lfts-file", quoted(value)),
         _ => {
             let why = NO_EQUIVALENT
                 .iter()
