@@ -73,6 +73,9 @@ const GIVEN: [(&str, u8, &str, u64); 6] = [
 /// A port by node description and number.
 type PortId = (String, u8);
 
+/// Counters by name: an answer's totals, or the fields of a tool's output.
+type Counters = BTreeMap<String, u64>;
+
 /// Runs `ibsm counters --json [--errors]` and returns the answer.
 fn counters(sock: &Path, errors: bool) -> serde_json::Value {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"));
@@ -106,7 +109,7 @@ fn after_next_sweep(sock: &Path) -> serde_json::Value {
 }
 
 /// Every port's totals in an answer, by (node description, port).
-fn totals(v: &serde_json::Value) -> BTreeMap<PortId, BTreeMap<String, u64>> {
+fn totals(v: &serde_json::Value) -> BTreeMap<PortId, Counters> {
     v["ports"]
         .as_array()
         .expect("ports")
@@ -128,7 +131,7 @@ fn totals(v: &serde_json::Value) -> BTreeMap<PortId, BTreeMap<String, u64>> {
 }
 
 /// `Name:.....value` lines of an infiniband-diags tool, as numbers where they are.
-fn fields(text: &str) -> BTreeMap<String, u64> {
+fn fields(text: &str) -> Counters {
     text.lines()
         .filter_map(|l| {
             let (name, rest) = l.split_once(':')?;
@@ -194,7 +197,7 @@ fn counters_equal_perfquery_and_errors_equal_ibqueryerrors() {
     }
 
     let before = totals(&after_next_sweep(&sock));
-    let mut read: BTreeMap<PortId, (BTreeMap<String, u64>, BTreeMap<String, u64>)> = BTreeMap::new();
+    let mut read: BTreeMap<PortId, (Counters, Counters)> = BTreeMap::new();
     for (id, lid) in &ports {
         let (lid, port) = (lid.to_string(), id.1.to_string());
         let pq = sim.run_at(Some(TOOL_HOST), "perfquery", &[&lid, &port]).expect("perfquery");

@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use support::cmd::{ibsm, tmp_dir};
@@ -164,7 +165,7 @@ fn tables_from_a_file_are_programmed_whole_and_incomplete_ones_refused() {
     drop(sm);
 
     // A LID line taken out: refused, and the chain's next engine routes.
-    let cut: String = tables.lines().filter(|l| !l.starts_with("0x0003 ")).map(|l| format!("{l}\n")).collect();
+    let cut: String = tables.lines().filter(|l| !l.starts_with("0x0003 ")).flat_map(|l| [l, "\n"]).collect();
     assert_ne!(cut, tables);
     std::fs::write(&file, cut).expect("write");
     let (code, _, e) =
@@ -190,7 +191,10 @@ fn storage_on_the_spines_is_routed_by_ftree_with_compute_and_io_node_files() {
     let io = dir.join("io");
     std::fs::write(&io, "0x30000000000001\n0x30000000000101\n").expect("write");
     let cn = dir.join("cn");
-    let hosts: String = (0..8).map(|h| format!("0x1000000000{h}01\n")).collect();
+    let hosts = (0..8).fold(String::new(), |mut s, h| {
+        let _ = writeln!(s, "0x1000000000{h}01");
+        s
+    });
     std::fs::write(&cn, hosts).expect("write");
     let f = fabric.to_str().expect("utf-8");
     let dump = |extra: &[&str]| {
