@@ -148,6 +148,39 @@ fn ibsm(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `opensm.fdbs` lines compared where both chose the same port: (lines equal, routes that
+/// differ); a line of the same route written otherwise fails the test.
+fn same_fdbs_routes(own: &BTreeMap<String, Vec<String>>, theirs: &BTreeMap<String, Vec<String>>) -> (usize, usize) {
+    let (mut same, mut other) = (0, 0);
+    for (sw, lines) in theirs {
+        for (o, t) in own[sw].iter().zip(lines) {
+            if fdbs_port(o) == fdbs_port(t) {
+                assert_eq!(o, t, "switch {sw}: the same route, another line");
+                same += 1;
+            } else {
+                other += 1;
+            }
+        }
+    }
+    (same, other)
+}
+
+/// `opensm.mcfdbs` entries compared where both forward to the same ports: (lines equal, entries
+/// forwarded otherwise); an entry of the same ports written otherwise fails the test.
+fn same_mcfdbs_forwarding(ours: &McEntries, theirs: &McEntries) -> (usize, usize) {
+    let (mut same, mut other) = (0, 0);
+    for (k, (ports, line)) in ours {
+        match theirs.get(k) {
+            Some((p, l)) if p == ports => {
+                assert_eq!(line, l, "{k:?}");
+                same += 1;
+            }
+            _ => other += 1,
+        }
+    }
+    (same, other)
+}
+
 #[test]
 fn fdbs_and_mcfdbs_equal_opensms_files_where_the_routes_are_the_same() {
     if !require_ibsim() || !require_tools(&["opensm", "osmtest", "ibroute"]) {
@@ -218,17 +251,7 @@ fn fdbs_and_mcfdbs_equal_opensms_files_where_the_routes_are_the_same() {
         "--format",
         "fdbs",
     ]));
-    let (mut same, mut other) = (0, 0);
-    for (sw, lines) in &theirs {
-        for (o, t) in own[sw].iter().zip(lines) {
-            if fdbs_port(o) == fdbs_port(t) {
-                assert_eq!(o, t, "switch {sw}: the same route, another line");
-                same += 1;
-            } else {
-                other += 1;
-            }
-        }
-    }
+    let (same, other) = same_fdbs_routes(&own, &theirs);
     eprintln!("fdbs with ibsm's minhop: {same} lines of the same routes equal, {other} routes differ");
     assert!(same > other, "most of minhop's routes are OpenSM's");
 
@@ -247,16 +270,7 @@ fn fdbs_and_mcfdbs_equal_opensms_files_where_the_routes_are_the_same() {
         ours = mcfdbs_entries(&ibsm(&["routes", "dump", "--socket", &s, "--format", "mcfdbs"])).expect("layout");
         ports_of(&ours) == held_mfts(&sim, client, &topo, &lids)
     });
-    let (mut same, mut other) = (0, 0);
-    for (k, (ports, line)) in &ours {
-        match theirs_mc.get(k) {
-            Some((p, l)) if p == ports => {
-                assert_eq!(line, l, "{k:?}");
-                same += 1;
-            }
-            _ => other += 1,
-        }
-    }
+    let (same, other) = same_mcfdbs_forwarding(&ours, &theirs_mc);
     eprintln!("mcfdbs: {same} lines as OpenSM's, {other} forwarded otherwise; OpenSM has {}", theirs_mc.len());
     assert!(same > 0, "some MLID forwarded alike: ours {ours:?}, OpenSM's {theirs_mc:?}");
     let _ = sm.terminate();
