@@ -26,10 +26,10 @@ fn judge(name: &str, v: &FabricView) -> (u32, u32, u8) {
     let mh = MinHop.route(v).unwrap();
     let mh_report = check(v, &mh);
     assert!(matches!(check(v, &l.routes).credit_loops, CreditLoops::Found(_)) || l.layers.used() == 1, "{name}");
-    let d = r.shifts.map(|s| s.worst).unwrap_or_default();
-    let m = mh_report.shifts.map(|s| s.worst).unwrap_or_default();
-    eprintln!("{name}: dfsssp shift worst {d} on {} layers, minhop {m}", l.layers.used());
-    (d, m, l.layers.used())
+    let dfsssp_worst = r.shifts.map(|s| s.worst).unwrap_or_default();
+    let minhop_worst = mh_report.shifts.map(|s| s.worst).unwrap_or_default();
+    eprintln!("{name}: dfsssp shift worst {dfsssp_worst} on {} layers, minhop {minhop_worst}", l.layers.used());
+    (dfsssp_worst, minhop_worst, l.layers.used())
 }
 
 #[test]
