@@ -6,13 +6,14 @@
 //!
 //! Before the criterion groups, the SA's rate while a full re-route runs is measured once and
 //! printed against its target (issue 28: at least half the idle rate): the routing job on a
-//! thread of its own, as the daemon runs it, and PathRecord Gets served through the core on
+//! thread of its own at the routing thread's lower CPU priority, as the daemon runs it, and PathRecord Gets served through the core on
 //! this thread meanwhile; then the same Gets for as long again with nothing else running.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ibsm::core::lids::Guid2Lid;
 use ibsm::core::{ComputeStep, MadSource, Requested, Sm, SmConfig, SmEvent, SweepPhase};
 use ibsm::sa::{self, Limits, Live, SaState};
+use ibsm::transport::priority;
 use ibsm::transport::sim::SimDriver;
 use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
@@ -142,7 +143,11 @@ fn sa_during_reroute(drv: &mut SimDriver, pairs: &[(Lid, Lid)], requests: &[[u8;
         let job = drv.sm.take_route_job().expect("a routing job");
         let mut now = drv.now();
         let start = std::time::Instant::now();
-        let worker = std::thread::spawn(move || job.run());
+        // As the daemon runs it (`umad_loop`): on its own thread, at the routing thread's priority.
+        let worker = std::thread::spawn(move || {
+            priority::lower_this_thread(priority::ROUTE_THREAD_NICE);
+            job.run()
+        });
         let mut during = 0usize;
         while !worker.is_finished() {
             serve_through_core(&mut drv.sm, &mut now, requests, pairs);

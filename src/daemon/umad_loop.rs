@@ -136,13 +136,15 @@ fn state_write_failed(e: &crate::daemon::state::StateError) {
     tracing::error!(error_id = "state-write-failed", err = %e, "a state file could not be written; the old one stays");
 }
 
-/// Runs `job` on a thread of its own (in place if no thread can be started); its result
-/// arrives on the channel.
+/// Runs `job` on a thread of its own (in place if no thread can be started), at a lower CPU
+/// priority than the event loop's ([`crate::transport::priority`]): the SA keeps its core while
+/// the route is computed. Its result arrives on the channel.
 fn spawn_route(job: RouteJob) -> tokio::sync::oneshot::Receiver<RouteDone> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((job, tx))));
     let theirs = std::sync::Arc::clone(&slot);
     let run = move || {
+        crate::transport::priority::lower_this_thread(crate::transport::priority::ROUTE_THREAD_NICE);
         let taken = theirs.lock().ok().and_then(|mut s| s.take());
         if let Some((job, tx)) = taken {
             let _ = tx.send(job.run());
