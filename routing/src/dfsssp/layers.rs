@@ -482,7 +482,7 @@ impl<'a> Placer<'a> {
             for (r, d) in self.dests.iter().enumerate() {
                 for s in 0..n {
                     let i = r * n + s;
-                    if key(i) != k || !walk_tables(&self.ch, routes, s, d, n, &mut self.path) {
+                    if key(i) != k || !walk_tables(&self.ch, &routes.tables, s, d, n, &mut self.path) {
                         continue;
                     }
                     let mut placed = None;
@@ -599,10 +599,12 @@ impl Layer {
     }
 }
 
-/// [`walk`] through the tables.
-fn walk_tables(
+/// [`walk`] through the tables: the dependencies of the path from switch `src` along `tables`
+/// toward `dest`, as far as it goes (to the destination, a port with no channel, or `limit`
+/// hops), into `path`; whether it arrived. The repair walks partial tables with it too.
+pub(super) fn walk_tables(
     ch: &Channels,
-    routes: &crate::Routes,
+    tables: &[std::sync::Arc<crate::Lft>],
     src: usize,
     dest: &DestLid,
     limit: usize,
@@ -615,7 +617,7 @@ fn walk_tables(
         if at == dest.attach {
             return true;
         }
-        let Some(port) = routes.tables.get(at).and_then(|t| t.port_for(ibsm_mad::Lid(dest.lid))) else { return false };
+        let Some(port) = tables.get(at).and_then(|t| t.port_for(ibsm_mad::Lid(dest.lid))) else { return false };
         let chan = ch.out(at, port.0);
         if chan == NONE {
             return false;

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use ibsm_mad::Lid;
 
-use super::layers::{Channels, Layer, NONE, flip};
+use super::layers::{Channels, Layer, NONE, flip, walk_tables};
 use super::{DestLid, Layered, PathLayers};
 use crate::check::PortSet;
 use crate::graph::{FAR, Indexed};
@@ -104,36 +104,6 @@ enum Reach {
     Broken,
 }
 
-/// The dependencies of the path from `s` along `tables` toward `dest`, as far as it goes (to
-/// the destination, a lost port, or `limit` hops), into `path`; whether it arrived.
-fn walk_partial(
-    ch: &Channels,
-    tables: &[Arc<Lft>],
-    s: usize,
-    dest: &DestLid,
-    limit: usize,
-    path: &mut Vec<(u32, u8, u32)>,
-) -> bool {
-    path.clear();
-    let (mut at, mut prev) = (s, NONE);
-    for _ in 0..=limit {
-        if at == dest.attach {
-            return true;
-        }
-        let Some(port) = tables.get(at).and_then(|t| t.port_for(Lid(dest.lid))) else { return false };
-        let chan = ch.out(at, port.0);
-        if chan == NONE {
-            return false;
-        }
-        if prev != NONE {
-            path.push((prev, port.0, chan));
-        }
-        prev = chan;
-        at = ch.to[chan as usize] as usize;
-    }
-    false
-}
-
 /// Whether the path from switch `s` to `d` is one the layers hold (as the placer lays them).
 fn laid(idx: &Indexed, d: &DestLid, s: usize) -> bool {
     d.to_ca || idx.hosts_at.get(s).is_some_and(|&h| h > 0)
@@ -163,7 +133,7 @@ fn run(
     let mut path = Vec::new();
     for d in &dests {
         for s in (0..n).filter(|&s| laid(&idx, d, s)) {
-            walk_partial(&ch, tables, s, d, n, &mut path);
+            walk_tables(&ch, tables, s, d, n, &mut path);
             if path.is_empty() {
                 continue;
             }
@@ -330,7 +300,7 @@ fn pass(
             if laid(idx, d, x) {
                 for &(c, _, _, p, y) in &cands {
                     let first = ch.out(x, p.0);
-                    let ok = walk_partial(ch, &tables, y, d, n, &mut path);
+                    let ok = walk_tables(ch, &tables, y, d, n, &mut path);
                     if !ok || first == NONE {
                         continue;
                     }
@@ -402,7 +372,7 @@ fn pass(
                 continue;
             }
             rerouted += 1;
-            if fit[s] || !walk_partial(ch, &tables, s, d, n, &mut path) || path.is_empty() {
+            if fit[s] || !walk_tables(ch, &tables, s, d, n, &mut path) || path.is_empty() {
                 continue;
             }
             let mut placed = None;

@@ -95,7 +95,7 @@ fn cut_and_check(view: &FabricView, old: &Layered, k: usize, budget: u8, engine:
         for s in (0..new.switches.len()).filter(|&s| laid(&idx, d, s)) {
             let lid = Lid(d.lid);
             for (tables, l) in [(&old.routes.tables, old.layers.layer(s, lid)), (&got.routes.tables, got.layers.layer(s, lid))] {
-                walk_partial(&ch, tables, s, d, new.switches.len(), &mut path);
+                walk_tables(&ch, tables, s, d, new.switches.len(), &mut path);
                 for &(a, p, _) in &path {
                     flip(&mut union[usize::from(l.unwrap_or(0))][a as usize], p, true);
                 }
