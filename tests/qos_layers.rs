@@ -15,17 +15,16 @@ use std::collections::{BTreeSet, HashMap};
 use ibsm::core::{Guid2Lid, PortConfig, QosSetting, Sm, SmConfig};
 use ibsm::routes::live::LiveRoutes;
 use ibsm::transport::sim::SimDriver;
-use ibsm_mad::attrs::SlToVlTable;
 use ibsm_mad::Attribute;
+use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
-use ibsm_mad::{DrPath, Lid, PortNum};
 use ibsm_routing::check::{CreditLoops, credit_loops_per_vl};
+use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
-use ibsm_topology::{NodeKind, Topology};
 
 mod support;
-use support::sa::{LIMIT, Oracle, Swept, all_on_vl0, dr_get, records, through_core};
+use support::sa::{LIMIT, Swept, all_on_vl0, each_switch_sl2vl, records, through_core};
 
 const POLICY: &str = "qos-ulps\n    default : 0\n    any, service-id 0x1000 : 1\nend-qos-ulps\n";
 const STORAGE_SID: u64 = 0x1000;
@@ -58,20 +57,10 @@ fn swept_with(topo: &Topology, ports: PortConfig, partitions: ibsm_partitions::P
 /// The SL2VL tables every switch holds on every input/output pair of live ports, read back:
 /// the one table they all hold (asserted equal).
 fn switch_sl2vl(drv: &mut SimDriver, topo: &Topology) -> [u8; 16] {
-    let oracle = Oracle::from_topology(topo, drv.at);
     let mut seen: Option<[u8; 16]> = None;
-    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
-        let path = DrPath::new(&oracle.routes[&i]).expect("path");
-        let live: Vec<u8> = (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).collect();
-        for &out in &live {
-            for input in std::iter::once(0).chain(live.iter().copied()) {
-                let data = dr_get(drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
-                    .expect("SL2VL answered");
-                let vls = SlToVlTable::parse(&data).expect("parses").vls;
-                assert_eq!(*seen.get_or_insert(vls), vls, "switch {} {input}->{out}", n.name);
-            }
-        }
-    }
+    each_switch_sl2vl(drv, topo, |name, input, out, vls| {
+        assert_eq!(*seen.get_or_insert(vls), vls, "switch {name} {input}->{out}");
+    });
     seen.expect("some switch table")
 }
 
@@ -134,9 +123,8 @@ fn two_classes_on_their_own_layers(engine: &str) {
         let vls: BTreeSet<u8> = sls.iter().map(|&sl| sl2vl[usize::from(sl)]).collect();
         assert_eq!(vls.len(), sls.len(), "class {class}: each layer on a VL of its own: {sl2vl:?}");
         // Each pair on the VL its SL maps to, as read back: no VL has a credit loop.
-        let per_vl = credit_loops_per_vl(view, &routes, &|sw, d| {
-            sl_of.get(&(sw, d.0)).map(|&sl| sl2vl[usize::from(sl)])
-        });
+        let per_vl =
+            credit_loops_per_vl(view, &routes, &|sw, d| sl_of.get(&(sw, d.0)).map(|&sl| sl2vl[usize::from(sl)]));
         for v in &per_vl {
             assert!(!matches!(v.loops, CreditLoops::Found(_)), "class {class} VL {}: {:?}", v.vl, v.loops);
         }
@@ -182,7 +170,8 @@ fn a_partition_group_is_on_its_class_first_sl() {
     use ibsm_mad::ids::status;
     use ibsm_mad::records::{McMemberRecord, stride};
     let topo = torus();
-    let partitions = ibsm_partitions::parse_partitions_conf("Default=0x7fff, ipoib, sl=1 : ALL=full ;\n").expect("policy");
+    let partitions =
+        ibsm_partitions::parse_partitions_conf("Default=0x7fff, ipoib, sl=1 : ALL=full ;\n").expect("policy");
     let mut s = swept_with(&topo, PortConfig::default(), partitions, "dfsssp");
     assert_eq!(s.drv.sm.routing_engine_used(), Some("dfsssp"));
     s.drv.sm.set_sa_limits(ibsm::sa::Limits::default());

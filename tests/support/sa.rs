@@ -320,8 +320,8 @@ pub fn all_on_vl0(drv: &mut SimDriver, topo: &Topology) {
 }
 
 /// Reads back every switch's SL2VL on every input/output pair of live ports (input 0 included)
-/// and asserts that SL n goes to VL n for the first `layers` SLs; the tables read.
-pub fn sl_n_on_vl_n(drv: &mut SimDriver, topo: &Topology, layers: usize) -> usize {
+/// and hands each table to `each` with the switch's name and the pair; the tables read.
+pub fn each_switch_sl2vl(drv: &mut SimDriver, topo: &Topology, mut each: impl FnMut(&str, u8, u8, [u8; 16])) -> usize {
     let oracle = Oracle::from_topology(topo, drv.at);
     let mut tables = 0;
     for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
@@ -331,13 +331,20 @@ pub fn sl_n_on_vl_n(drv: &mut SimDriver, topo: &Topology, layers: usize) -> usiz
             for input in std::iter::once(0).chain(live.iter().copied()) {
                 let data = dr_get(drv, &path, SlToVlTable::ID, SlToVlTable::attr_mod(PortNum(input), PortNum(out)))
                     .expect("SL2VL answered");
-                let vls = SlToVlTable::parse(&data).expect("parses").vls;
-                for (sl, &vl) in vls.iter().enumerate().take(layers) {
-                    assert_eq!(usize::from(vl), sl, "switch {} {input}->{out}: SL {sl}", n.name);
-                }
+                each(&n.name, input, out, SlToVlTable::parse(&data).expect("parses").vls);
                 tables += 1;
             }
         }
     }
     tables
+}
+
+/// Reads back every switch's SL2VL on every input/output pair of live ports (input 0 included)
+/// and asserts that SL n goes to VL n for the first `layers` SLs; the tables read.
+pub fn sl_n_on_vl_n(drv: &mut SimDriver, topo: &Topology, layers: usize) -> usize {
+    each_switch_sl2vl(drv, topo, |name, input, out, vls| {
+        for (sl, &vl) in vls.iter().enumerate().take(layers) {
+            assert_eq!(usize::from(vl), sl, "switch {name} {input}->{out}: SL {sl}");
+        }
+    })
 }
