@@ -26,7 +26,11 @@ fn torus() -> Topology {
 }
 
 fn swept(topo: &Topology, ports: PortConfig) -> Swept {
-    let cfg = SmConfig { routing_engine: vec!["nue".into()], ports, ..SmConfig::default() };
+    swept_with(topo, SmConfig { ports, ..SmConfig::default() })
+}
+
+fn swept_with(topo: &Topology, cfg: SmConfig) -> Swept {
+    let cfg = SmConfig { routing_engine: vec!["nue".into()], ..cfg };
     let mut drv = SimDriver::new(topo, 11, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     all_on_vl0(&mut drv, topo);
     let report = drv.sweep(LIMIT, |_| {}).expect("a report");
@@ -102,4 +106,23 @@ fn on_one_vl_nue_still_routes_the_torus_without_a_credit_loop() {
     let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].loops, CreditLoops::None);
+}
+
+#[test]
+fn max_layers_one_keeps_every_path_on_sl_0_where_the_fabric_has_eight_vls() {
+    // `max-layers = 1` (what `config import-opensm` writes for OpenSM's nue default): hosts that
+    // ignore PathRecord SLs stay free of credit loops.
+    let topo = torus();
+    let mut cfg = SmConfig::default();
+    cfg.routing_options.max_layers = Some(1);
+    let s = swept_with(&topo, cfg);
+    assert_eq!(s.drv.sm.routing_engine_used(), Some("nue"));
+    let (plan, routes) = LiveRoutes::from_sm(&s.drv.sm).expect("routes").to_plan().expect("plan");
+    let view = &plan.view;
+    let r = check(view, &routes);
+    assert_eq!(r.reachable, r.pairs, "every CA pair routed");
+    let (_, used) = sls(&s, view);
+    assert!(used[0] > 0 && used[1..].iter().all(|&n| n == 0), "every path on SL 0: {used:?}");
+    let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
+    assert_eq!(one[0].loops, CreditLoops::None, "SL 0 alone has no credit loop");
 }

@@ -204,6 +204,7 @@ fn routing_files(file: &ConfigFile, opts: &mut ibsm_routing::EngineOptions, erro
     }
     opts.tuning.port_shifting = file.port_shifting.unwrap_or(false);
     opts.tuning.scatter_ports = file.scatter_ports.map_or(0, u64::from);
+    opts.max_layers = file.max_layers;
 }
 
 /// Reads and parses a qos-policy.conf; the error is `FILE:LINE: reason`.
@@ -343,6 +344,20 @@ mod tests {
         let bad_file = write(&dir, "b.toml", "priority = 3\nno-such-key = 1\n");
         let errors = Sources { config: Some(bad_file), ..Sources::default() }.build().expect_err("unknown key");
         assert!(errors[0].contains("b.toml:2"), "{errors:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn max_layers_reaches_the_engines_and_is_refused_out_of_range_at_its_line() {
+        let dir = std::env::temp_dir().join(format!("ibsm-startup-layers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let conf = write(&dir, "l.toml", "routing-engine = \"nue\"\nmax-layers = 1\n");
+        let b = Sources { config: Some(conf), ..Sources::default() }.build().expect("valid");
+        assert_eq!(b.cfg.routing_options.max_layers, Some(1));
+        assert_eq!(Sources::default().build().expect("valid").cfg.routing_options.max_layers, None, "the fabric's VLs");
+        let bad = write(&dir, "bad.toml", "priority = 3\nmax-layers = 16\n");
+        let errors = Sources { config: Some(bad), ..Sources::default() }.build().expect_err("16 layers");
+        assert!(errors[0].contains("bad.toml:2") && errors[0].contains("max-layers"), "{errors:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

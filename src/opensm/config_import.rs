@@ -88,7 +88,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("per_module_logging_file", "ibsm logs through tracing to stderr/journald"),
     ("force_log_flush", "ibsm logs through tracing to stderr/journald"),
     ("event_", "ibsm has no event plugins; watch its logs and metrics (--metrics)"),
-    ("nue_", "ibsm's nue (routing-engine = \"nue\") takes as many layers as the fabric's VLs hold; it has no options of its own"),
+    ("nue_", "ibsm's nue (routing-engine = \"nue\") routes switch LIDs in its layers too; its one option is max-layers (nue_max_num_vls)"),
     ("lash_", "the lash routing engine is not available in ibsm"),
     ("torus_config", "the torus-2QoS routing engine is not available in ibsm"),
     ("console", "ibsm has no telnet console; use `ibsm status` over the control socket"),
@@ -353,6 +353,12 @@ fn fate(name: &str, value: &str) -> Fate {
             Some(true) => mapped("port-shifting", "true".to_owned()),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
+        // 0: as many VLs as the fabric holds, ibsm's default for nue (and dfsssp).
+        "nue_max_num_vls" if int(value) == Some(0) => skipped("as many layers as the fabric's VLs hold: ibsm's default"),
+        "nue_max_num_vls" => match int(value) {
+            Some(n) if n >= 1 => mapped("max-layers", n.min(15).to_string()),
+            _ => skipped(&format!("not imported: {value:?} is not an integer 0..=255")),
+        },
         "scatter_ports" if value == "0" => skipped("OpenSM's default, and ibsm's: off"),
         "scatter_ports" => num("scatter-ports", 0, u64::from(u32::MAX)),
         _ => {
@@ -469,6 +475,22 @@ pub fn import(text: &str) -> Vec<Imported> {
         for i in out.iter_mut().filter(|i| rates(i)) {
             i.fate = mapped("max-rate-enum", low.to_string());
         }
+    }
+    // OpenSM's nue routes on one VL unless `nue_max_num_vls` says otherwise (so that hosts
+    // that ignore PathRecord SLs stay free of credit loops); ibsm's takes the fabric's VLs.
+    // A file that names nue without the option keeps OpenSM's one layer.
+    let nue = out.iter().find(|i| {
+        matches!(&i.fate, Fate::Mapped { key: "routing-engine", value } if value.contains(&quoted(ibsm_routing::nue::Nue::NAME)))
+    });
+    if let Some(line) = nue.map(|i| i.line)
+        && !out.iter().any(|i| i.name == "nue_max_num_vls")
+    {
+        out.push(Imported {
+            line,
+            name: "nue_max_num_vls".to_owned(),
+            value: "1 (OpenSM's default with nue; not in the file)".to_owned(),
+            fate: mapped("max-layers", "1".to_owned()),
+        });
     }
     // `qos TRUE` with no option mapped: an empty `[qos]` table (OpenSM's defaults), QoS on.
     let qos_table = out.iter().any(|i| matches!(&i.fate, Fate::Mapped { key, .. } if key.starts_with("qos.")));
@@ -652,6 +674,23 @@ qos_max_vls 0
         let gone = import("root_guid_file /nonexistent/roots\n");
         assert!(matches!(&gone[0].fate, Fate::Skipped(why) if why.contains("does not exist")), "{gone:?}");
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn nue_keeps_opensms_one_vl_unless_nue_max_num_vls_says_otherwise() {
+        // OpenSM's nue routes on one VL by default: the import says so.
+        let toml = to_toml(&import("routing_engine nue,minhop\n"), "opensm.conf");
+        assert!(toml.contains("max-layers = 1  # nue_max_num_vls 1 (OpenSM's default"), "{toml}");
+        let cfg = crate::daemon::config::ConfigFile::parse(&toml, "nue.toml").expect("valid");
+        assert_eq!(cfg.max_layers, Some(1));
+        let toml = to_toml(&import("routing_engine nue\nnue_max_num_vls 4\n"), "opensm.conf");
+        assert!(toml.contains("max-layers = 4  # nue_max_num_vls 4 (line 2)"), "{toml}");
+        // 0: as many as the fabric holds, ibsm's default; other engines get no key.
+        let auto = import("routing_engine nue\nnue_max_num_vls 0\n");
+        assert!(!to_toml(&auto, "opensm.conf").contains("max-layers"), "{auto:?}");
+        assert!(!to_toml(&import("routing_engine dfsssp\n"), "opensm.conf").contains("max-layers"));
+        let bad = import("nue_max_num_vls lots\n");
+        assert!(matches!(&bad[0].fate, Fate::Skipped(why) if why.contains("not an integer")), "{bad:?}");
     }
 
     #[test]

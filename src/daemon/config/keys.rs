@@ -160,6 +160,7 @@ pub const KEYS: &[&str] = &[
     "port-shifting",
     "use-optimized-slvl",
     "scatter-ports",
+    "max-layers",
     "qos-policy-file",
     "qos",
 ];
@@ -233,6 +234,7 @@ pub fn allowed(key: &str) -> String {
         | "perf-avoid-unhealthy"
         | "use-optimized-slvl" => "true or false",
         "scatter-ports" => "an integer 0..=4294967295 (a seed; 0 = off)",
+        "max-layers" => "an integer 1..=15 (the most layers, i.e. VLs, dfsssp and nue spread paths over)",
         "babbling-port-traps" => "an integer 1..=1000000",
         "babbling-port-backoff-s" => "an integer 1..=604800 (seconds)",
         _ => "",

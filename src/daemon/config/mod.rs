@@ -180,6 +180,9 @@ pub struct ConfigFile {
     /// Non-zero: minhop and updn take a random one of the least-loaded ports, from this seed
     /// (OpenSM's `scatter_ports`; default 0, off).
     pub scatter_ports: Option<u32>,
+    /// The most layers (VLs, each a path's SL) dfsssp and nue spread paths over, within the
+    /// fabric's VLs (OpenSM's `nue_max_num_vls`; default: as many as the fabric's VLs hold).
+    pub max_layers: Option<u8>,
     /// QoS policy in OpenSM's qos-policy.conf format; giving one turns QoS on (OpenSM's
     /// `-Q -Y FILE`). Default: none, QoS off unless `[qos]` is given.
     pub qos_policy_file: Option<PathBuf>,

@@ -15,7 +15,7 @@ impl ConfigFile {
     /// naming what was found and what is allowed ([`allowed`]).
     pub(super) fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
-        let ranges: [(&'static str, Option<u64>, u64, u64); 26] = [
+        let ranges: [(&'static str, Option<u64>, u64, u64); 27] = [
             ("max-smps-in-flight", self.max_smps_in_flight.map(|v| v as u64), 1, 65_536),
             ("smp-timeout-ms", self.smp_timeout_ms, 1, 60_000),
             ("smp-retries", self.smp_retries.map(u64::from), 0, 100),
@@ -27,6 +27,7 @@ impl ConfigFile {
             ("vl-stall-count", self.vl_stall_count.map(u64::from), 0, 7),
             ("leaf-vl-stall-count", self.leaf_vl_stall_count.map(u64::from), 0, 7),
             ("max-op-vls", self.max_op_vls.map(u64::from), 1, 15),
+            ("max-layers", self.max_layers.map(u64::from), 1, 15),
             ("local-phy-errors-threshold", self.local_phy_errors_threshold.map(u64::from), 0, 15),
             ("overrun-errors-threshold", self.overrun_errors_threshold.map(u64::from), 0, 15),
             ("babbling-port-traps", self.babbling_port_traps.map(u64::from), 1, 1_000_000),
