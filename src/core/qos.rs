@@ -111,42 +111,40 @@ fn vlarb_hash(guid: Guid, (port, block): (u8, u16), t: &VlArbitrationTable) -> u
     crate::siphash::siphash24(&DIGEST_KEY, &b)
 }
 
+/// Holds `table` at `key` in `tables` (`None`: nothing known there), keeping `digest` the
+/// wrapping sum of `hash` over what is held. True when something changed.
+fn hold<K: Ord + Copy, T: PartialEq>(
+    tables: &mut BTreeMap<K, T>,
+    digest: &mut u64,
+    key: K,
+    table: Option<T>,
+    hash: impl Fn(K, &T) -> u64,
+) -> bool {
+    let old = match table {
+        Some(t) => tables.insert(key, t),
+        None => tables.remove(&key),
+    };
+    let new = tables.get(&key);
+    if old.as_ref() == new {
+        return false;
+    }
+    if let Some(o) = &old {
+        *digest = digest.wrapping_sub(hash(key, o));
+    }
+    if let Some(t) = new {
+        *digest = digest.wrapping_add(hash(key, t));
+    }
+    true
+}
+
 impl NodeHeld {
     /// Holds `table` at `key` (`None`: nothing known there), keeping the digest.
     fn set_sl2vl(&mut self, guid: Guid, key: (u8, u8), table: Option<SlToVlTable>) -> bool {
-        let old = match table {
-            Some(t) => self.sl2vl.insert(key, t),
-            None => self.sl2vl.remove(&key),
-        };
-        if old == table {
-            return false;
-        }
-        let d = &mut self.digests.sl2vl;
-        if let Some(o) = old {
-            *d = d.wrapping_sub(sl2vl_hash(guid, key, &o));
-        }
-        if let Some(t) = table {
-            *d = d.wrapping_add(sl2vl_hash(guid, key, &t));
-        }
-        true
+        hold(&mut self.sl2vl, &mut self.digests.sl2vl, key, table, |k, t| sl2vl_hash(guid, k, t))
     }
 
     fn set_vlarb(&mut self, guid: Guid, key: (u8, u16), table: Option<VlArbitrationTable>) -> bool {
-        let old = match table {
-            Some(t) => self.vlarb.insert(key, t),
-            None => self.vlarb.remove(&key),
-        };
-        if old == table {
-            return false;
-        }
-        let d = &mut self.digests.vlarb;
-        if let Some(o) = old {
-            *d = d.wrapping_sub(vlarb_hash(guid, key, &o));
-        }
-        if let Some(t) = table {
-            *d = d.wrapping_add(vlarb_hash(guid, key, &t));
-        }
-        true
+        hold(&mut self.vlarb, &mut self.digests.vlarb, key, table, |k, t| vlarb_hash(guid, k, t))
     }
 
     fn is_empty(&self) -> bool {
