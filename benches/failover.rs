@@ -2,7 +2,9 @@
 //! killed, the standby master with the subnet up. Criterion measures the wall time of the
 //! takeover (from the kill to the new master's subnet-up report); the virtual time the fabric
 //! saw (the figure the failover target is about: death to SA answering) and the LFT blocks the
-//! takeover wrote are printed once per fabric. `IBSM_BENCH_K48=1` adds the 27,648-HCA tree.
+//! takeover wrote are printed once per fabric, with the CPU time of that takeover on this
+//! thread (the SM and the simulator, which share it): the figure to read on a loaded machine,
+//! where wall time is stretched by others. `IBSM_BENCH_K48=1` adds the 27,648-HCA tree.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ibsm::core::lids::Guid2Lid;
@@ -51,6 +53,15 @@ fn take_over(mut h: SimSms) -> (u64, SubnetReport) {
     }
 }
 
+/// CPU time this thread has used, ns (the scheduler's account, `/proc/thread-self/schedstat`;
+/// 0 where there is none).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
 fn failover(c: &mut Criterion) {
     let mut g = c.benchmark_group("failover");
     g.sample_size(10);
@@ -60,16 +71,20 @@ fn failover(c: &mut Criterion) {
     }
     for (name, spec) in fabrics {
         let topo = spec.generate().expect("generates");
-        let (ns, r) = take_over(pair(&topo));
+        let h = pair(&topo);
+        let cpu0 = thread_cpu_ns();
+        let (ns, r) = take_over(h);
+        let cpu = thread_cpu_ns().saturating_sub(cpu0);
         let (sync_ns, messages) = SYNC.with(std::cell::Cell::get);
         eprintln!(
             "{name}: standby current {:.3} s (virtual) after it stood by, {messages} sync messages",
             sync_ns as f64 / 1e9
         );
         eprintln!(
-            "{name}: {} CAs: master again {:.3} s (virtual) after the kill; takeover sweep {} SMPs, {} LFT blocks written, {} unchanged",
+            "{name}: {} CAs: master again {:.3} s (virtual) after the kill, {:.3} s of CPU (SM and simulator); takeover sweep {} SMPs, {} LFT blocks written, {} unchanged",
             r.cas,
             ns as f64 / 1e9,
+            cpu as f64 / 1e9,
             r.smps_sent,
             r.lft_blocks_sent,
             r.lft_blocks_unchanged
