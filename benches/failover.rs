@@ -72,14 +72,14 @@ fn failover(c: &mut Criterion) {
     for (name, spec) in fabrics {
         let topo = spec.generate().expect("generates");
         let h = pair(&topo);
-        let cpu0 = thread_cpu_ns();
-        let (ns, r) = take_over(h);
-        let cpu = thread_cpu_ns().saturating_sub(cpu0);
         let (sync_ns, messages) = SYNC.with(std::cell::Cell::get);
         eprintln!(
             "{name}: standby current {:.3} s (virtual) after it stood by, {messages} sync messages",
             sync_ns as f64 / 1e9
         );
+        let cpu0 = thread_cpu_ns();
+        let (ns, r) = take_over(h);
+        let cpu = thread_cpu_ns().saturating_sub(cpu0);
         eprintln!(
             "{name}: {} CAs: master again {:.3} s (virtual) after the kill, {:.3} s of CPU (SM and simulator); takeover sweep {} SMPs, {} LFT blocks written, {} unchanged",
             r.cas,

@@ -697,7 +697,8 @@ fn three_sms_random_priorities_and_start_times_and_a_kill_at_a_random_moment() {
 /// a switch whose LinearFDBTop is unchanged and whose table, routed again, has the digest the
 /// master sent is trusted, so the takeover reads back no LFT block and writes none. A switch
 /// reset just before the takeover (its tables lost, LinearFDBTop 0) is found and rewritten,
-/// and only it.
+/// and only it. The standby routed the fabric it found when it stood by, so the takeover
+/// sweep reuses that route instead of running the engine.
 #[test]
 fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_before_the_takeover() {
     use ibsm_sim::fabric::Fault;
@@ -748,6 +749,11 @@ fn a_synced_standby_trusts_tables_by_digest_and_rewrites_only_a_switch_reset_bef
             panic!("reset {reset}: the standby brings the subnet up")
         };
         let after = h.fabric.stats();
+        assert_eq!(
+            report.routing_mode,
+            ibsm::core::lft::RouteMode::Reused,
+            "reset {reset}: the standby's advance route, not a new one"
+        );
         assert_eq!(after.lft_blocks_read - before.lft_blocks_read, 0, "reset {reset}: no LFT block read back");
         let written = after.lft_blocks_set - before.lft_blocks_set;
         if reset {

@@ -266,6 +266,21 @@ pub struct Routing {
     epoch: u64,
     /// The last routing view built, which a sweep that changed only links derives its own from.
     last_view: Option<LastView>,
+    /// A standby's route of the fabric it found, wanted or out ([`Routing::want_prime`]).
+    prime: Prime,
+}
+
+/// Where a standby's advance route stands: a takeover whose discovery finds the fabric the
+/// standby found reuses it as its base instead of routing (the takeover's time is then the
+/// sweep's SMPs and the LFT check, not the engine's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Prime {
+    #[default]
+    Idle,
+    /// To be routed: by the driver as a job, or in place.
+    Wanted,
+    /// The job is out; its result becomes the base, never the tables.
+    Out,
 }
 
 /// What applying a [`RouteDone`] gave: the events to report, and whether routing failed (the
@@ -284,6 +299,41 @@ impl Routing {
         self.base = None;
         // A job out now must not bring its base back.
         self.epoch += 1;
+    }
+
+    /// A standby asks for a route of the fabric it found, kept as the base (only where there is
+    /// none: an SM that was master keeps its own).
+    pub fn want_prime(&mut self) {
+        if self.base.is_none() && !self.job_out {
+            self.prime = Prime::Wanted;
+        }
+    }
+
+    /// A standby's route is wanted and no job is out: the caller makes the job
+    /// ([`Routing::job`]) and marks it out with [`Routing::prime_taken`].
+    pub fn prime_wanted(&self) -> bool {
+        self.prime == Prime::Wanted && !self.job_out
+    }
+
+    /// The standby's route job was made.
+    pub fn prime_taken(&mut self) {
+        self.prime = Prime::Out;
+    }
+
+    /// The job whose result comes back is the standby's route (its tables are never used).
+    pub fn take_prime_out(&mut self) -> bool {
+        let out = self.prime == Prime::Out;
+        if out {
+            self.prime = Prime::Idle;
+        }
+        out
+    }
+
+    /// No standby's route is wanted any more (a sweep routes).
+    pub fn drop_prime(&mut self) {
+        if self.prime == Prime::Wanted {
+            self.prime = Prime::Idle;
+        }
     }
 
     /// Whether the driver runs routing as a job.

@@ -466,8 +466,13 @@ impl Sm {
     /// waits in the Routing phase, and the SM answers everything else meanwhile.
     pub fn take_route_job(&mut self) -> Option<lft::RouteJob> {
         if self.sweep.compute() != Some(ComputeStep::Route) {
+            // A standby's advance route ([`Sm::prime_route`]), when it wants one.
+            if self.state == SmState::Standby && self.routing.prime_wanted() {
+                return Some(self.prime_job());
+            }
             return None;
         }
+        self.routing.drop_prime();
         self.sweep.take_compute();
         Some(self.route_job())
     }
@@ -477,9 +482,50 @@ impl Sm {
     /// SM stood by meanwhile) is dropped.
     pub fn finish_route(&mut self, done: lft::RouteDone, now: u64) {
         self.now = self.now.max(now);
-        let use_tables = self.phase == SweepPhase::Routing;
+        // A standby's advance route becomes the base only, whatever the sweep is doing.
+        let use_tables = !self.routing.take_prime_out() && self.phase == SweepPhase::Routing;
         self.apply_route(done, use_tables);
         self.advance();
+    }
+
+    /// A standby routes the fabric its discovery found, ahead of any takeover, and keeps the
+    /// result as the base only: a takeover sweep that finds the same fabric (the same view,
+    /// LIDs included) reuses it instead of routing (`RouteMode::Reused`). Run in place, or by
+    /// the driver as a job ([`Sm::take_route_job`]) when routing is offloaded.
+    pub(in crate::core) fn prime_route(&mut self) {
+        if self.subnet.nodes.is_empty() {
+            return;
+        }
+        self.routing.want_prime();
+        if self.routing.offloaded() || !self.routing.prime_wanted() {
+            return;
+        }
+        let job = self.prime_job();
+        let done = job.run();
+        let _ = self.routing.take_prime_out();
+        self.apply_route(done, false);
+    }
+
+    /// The standby's advance route as a job: its subnet with each end port at the LID it was
+    /// read with (the master's; a standby assigns none), routed as a takeover would.
+    fn prime_job(&mut self) -> lft::RouteJob {
+        let mut seen = self.subnet.clone();
+        for n in &mut seen.nodes {
+            for p in &mut n.ports {
+                if let Some(info) = p.info.filter(|_| p.lid == ibsm_mad::Lid::UNASSIGNED) {
+                    p.lid = info.lid;
+                }
+            }
+        }
+        let (job, _) = self.routing.job(
+            &seen,
+            self.cfg.lmc,
+            (&self.cfg.routing_engine, &self.cfg.routing_options),
+            self.vl_budget(),
+            &[],
+        );
+        self.routing.prime_taken();
+        job
     }
 
     /// The layers a layered engine may use on the subnet ([`lft::vl_budget`]; with QoS on, the

@@ -221,6 +221,7 @@ impl Sm {
         if master.info.sm_state == WireSmState::Master {
             self.tell_master_if_better(&master);
         }
+        self.prime_route();
     }
 
     /// A standby better than its master tells it with a trap 144 (SM priority changed), as
