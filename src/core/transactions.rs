@@ -18,6 +18,7 @@
 //! whatever else is in flight ([`Transactions::is_idle_for`]).
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use ibsm_mad::attrs::{
     CapabilityMask, CapabilityMask2, GuidInfo, LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo,
@@ -366,6 +367,31 @@ pub(crate) fn tid_of(n: u32, key: u64) -> u32 {
     x ^ ((key >> 32) as u32)
 }
 
+/// The hash of a TID in the table of requests in flight: one multiplication. The TIDs it
+/// holds are [`tid_of`]'s, spread over 32 bits already and chosen by this SM (an answer's TID,
+/// which anyone can send, is only looked up), so the keyed SipHash of `std` bought nothing
+/// here but its cost, paid about five times an SMP.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TidHasher(u64);
+
+impl Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        // Fibonacci hashing: the multiplication moves the TID's bits into the high ones the
+        // table's control bytes are taken from.
+        self.0 = (u64::from(n) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// Requests made one at a time, as the window takes them, in the order they are to be sent.
 /// Its length is how many it will still make.
 pub(crate) trait Feed: ExactSizeIterator<Item = Request> + std::fmt::Debug + Send {}
@@ -386,7 +412,14 @@ pub(crate) struct Transactions {
     queue: VecDeque<Queued>,
     /// Requests queued, those feeds will still make included.
     queued: usize,
-    in_flight: HashMap<u32, InFlight>,
+    in_flight: HashMap<u32, InFlight, BuildHasherDefault<TidHasher>>,
+    /// The deadlines of the requests in flight with their TIDs, earliest first, so that the
+    /// next deadline is read off the front rather than found among all in flight (the driver
+    /// asks after every event). SMPs go out with nondecreasing deadlines while the timeout
+    /// stays, so a new one goes at the back (after a reload that shortened the timeout, in its
+    /// place). An answered request's entry stays until it reaches the front; the front entry
+    /// is always one still in flight ([`Transactions::prune`]).
+    deadlines: VecDeque<(u64, u32)>,
     /// Requests queued or in flight, per operation.
     outstanding: [usize; Op::COUNT],
     /// SMPs given a TID so far; the TID is this count through [`tid_of`].
@@ -428,7 +461,8 @@ impl Transactions {
         Transactions {
             queue: VecDeque::new(),
             queued: 0,
-            in_flight: HashMap::new(),
+            in_flight: HashMap::default(),
+            deadlines: VecDeque::new(),
             outstanding: [0; Op::COUNT],
             tids_given: 0,
             tid_key,
@@ -568,10 +602,14 @@ impl Transactions {
         smp.m_key = m_key;
         let bytes = smp.to_bytes();
         self.counters.sent += 1;
-        self.in_flight.insert(
-            tid,
-            InFlight { request, attr_id, attr_mod, deadline: now.saturating_add(self.timeout_ns), tries_left },
-        );
+        let deadline = now.saturating_add(self.timeout_ns);
+        if self.deadlines.back().is_none_or(|&(d, _)| d <= deadline) {
+            self.deadlines.push_back((deadline, tid));
+        } else {
+            let at = self.deadlines.partition_point(|&(d, _)| d <= deadline);
+            self.deadlines.insert(at, (deadline, tid));
+        }
+        self.in_flight.insert(tid, InFlight { request, attr_id, attr_mod, deadline, tries_left });
         Some(Transmit {
             bytes: bytes.to_vec(),
             to: Address::DIRECTED_ROUTE,
@@ -592,7 +630,23 @@ impl Transactions {
 
     /// Earliest deadline of the requests in flight.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.in_flight.values().map(|f| f.deadline).min()
+        self.deadlines.front().map(|&(d, _)| d)
+    }
+
+    /// The entry `(deadline, tid)` is a request still in flight with that deadline.
+    fn live(&self, (deadline, tid): (u64, u32)) -> bool {
+        self.in_flight.get(&tid).is_some_and(|f| f.deadline == deadline)
+    }
+
+    /// Drops the entries of answered requests off the front of the deadlines, so that the
+    /// front is the earliest deadline in flight.
+    fn prune(&mut self) {
+        while let Some(&e) = self.deadlines.front() {
+            if self.live(e) {
+                break;
+            }
+            self.deadlines.pop_front();
+        }
     }
 
     /// Matches a response. Returns the finished request, or `None` for an unknown TID, a
@@ -604,6 +658,7 @@ impl Transactions {
             return None;
         }
         let f = self.in_flight.remove(&tid)?;
+        self.prune();
         if smp.status & 0x7fff == status::BUSY && f.tries_left > 0 {
             self.counters.retried += 1;
             self.requeue(f.request, f.tries_left - 1);
@@ -618,7 +673,16 @@ impl Transactions {
 
     /// Retries or fails every request whose deadline is at or before `now`; returns the failed.
     pub fn on_timeout(&mut self, now: u64) -> Vec<(Request, Outcome)> {
-        let mut expired: Vec<u32> = self.in_flight.iter().filter(|(_, f)| f.deadline <= now).map(|(&t, _)| t).collect();
+        let mut expired = Vec::new();
+        while let Some(&(d, tid)) = self.deadlines.front() {
+            if d > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            if self.live((d, tid)) {
+                expired.push(tid);
+            }
+        }
         expired.sort_unstable();
         let mut failed = Vec::new();
         for tid in expired {
@@ -633,6 +697,7 @@ impl Transactions {
                 failed.push((f.request, Outcome::Timeout));
             }
         }
+        self.prune();
         failed
     }
 }
@@ -714,6 +779,35 @@ mod tests {
         assert!(out.failure().is_none());
         assert!(tx.poll_transmit(0).is_some(), "an answer frees a slot");
         assert!(tx.poll_transmit(0).is_none());
+    }
+
+    #[test]
+    fn next_deadline_follows_answers_out_of_order_and_a_shorter_timeout() {
+        let mut tx = Transactions::new(64, 100, 1);
+        for i in 0..4 {
+            tx.push(node_info(&[i + 1]));
+        }
+        let sent: Vec<Transmit> = [0, 10, 20].iter().map(|&t| tx.poll_transmit(t).unwrap()).collect();
+        assert_eq!(tx.poll_timeout(), Some(100));
+        // The latest answered first: the earliest deadline stays.
+        assert!(tx.on_response(&answer(&sent[2], 0)).is_some());
+        assert_eq!(tx.poll_timeout(), Some(100));
+        assert!(tx.on_response(&answer(&sent[0], 0)).is_some());
+        assert_eq!(tx.poll_timeout(), Some(110), "the first one's deadline went with its answer");
+        // A reload shortens the timeout: the next SMP's deadline comes before the one in flight.
+        tx.set_limits(64, 5, 1);
+        tx.poll_transmit(30).unwrap();
+        assert_eq!(tx.poll_timeout(), Some(35));
+        assert!(tx.on_timeout(34).is_empty());
+        assert!(tx.on_timeout(35).is_empty(), "retried, not failed");
+        assert_eq!(tx.counters.retried, 1);
+        assert_eq!(tx.poll_timeout(), Some(110), "only the expired one went");
+        let again = tx.poll_transmit(40).unwrap();
+        assert_eq!(tx.poll_timeout(), Some(45));
+        assert!(tx.on_response(&answer(&again, 0)).is_some());
+        assert!(tx.on_response(&answer(&sent[1], 0)).is_some());
+        assert_eq!(tx.poll_timeout(), None);
+        assert!(tx.is_idle());
     }
 
     #[test]
