@@ -33,15 +33,24 @@ pub(crate) enum Target {
     Port(PortRef),
 }
 
-/// A packet in flight.
+/// A packet in flight. Its MAD is boxed once, when it is sent: the box travels with the
+/// packet through the event queue, carries the answer an SMA makes in its place, and is handed
+/// to the agent it reaches ([`Received::mad`]).
 #[derive(Debug)]
 pub(crate) struct Packet {
-    pub mad: [u8; MAD_LEN],
+    pub mad: Box<[u8; MAD_LEN]>,
     pub slid: Lid,
     pub sqpn: u32,
     pub target: Target,
     /// P_Key carried (0xffff for SMPs, which are not checked).
     pub pkey: PKey,
+}
+
+impl Packet {
+    /// A packet carrying `mad`; the other fields are set when it is routed.
+    fn new(mad: Box<[u8; MAD_LEN]>) -> Packet {
+        Packet { mad, slid: Lid(0), sqpn: 0, target: Target::Port(0), pkey: PKey(0xffff) }
+    }
 }
 
 /// Why a packet did not make it.
@@ -178,14 +187,15 @@ impl Fabric {
         self.stats.sent += 1;
         let Some(a) = self.agents.get(agent.0 as usize) else { return };
         let src = a.port;
-        let mut buf = *mad;
+        let mut pkt = Packet::new(Box::new(*mad));
+        let buf = &mut *pkt.mad;
         if buf[3] & ids::method::RESPONSE == 0 {
-            let tid = ibsm_mad::bits::u64_at(&buf, 8);
+            let tid = ibsm_mad::bits::u64_at(buf, 8);
             let tid = (tid & 0xffff_ffff) | (u64::from(agent.0) << 32);
-            ibsm_mad::bits::put_u64(&mut buf, 8, tid);
+            ibsm_mad::bits::put_u64(buf, 8, tid);
         }
         let now = self.now;
-        let pkey = if is_smp(&buf) {
+        let pkey = if is_smp(buf) {
             None
         } else {
             let key = self.ports[src as usize].pkey(usize::from(pkey_index));
@@ -195,12 +205,17 @@ impl Fabric {
             }
             Some(key)
         };
-        self.inject(now, src, buf, dest, pkey);
+        self.inject_packet(now, src, pkt, dest, pkey);
     }
 
     /// Takes the next MAD that reached `agent`, if any.
     pub fn recv(&mut self, agent: AgentId) -> Option<Received> {
         self.agents.get_mut(agent.0 as usize)?.inbox.pop_front()
+    }
+
+    /// Whether a MAD that reached `agent` waits to be taken ([`Fabric::recv`]).
+    pub fn has_mail(&self, agent: AgentId) -> bool {
+        self.agents.get(agent.0 as usize).is_some_and(|a| !a.inbox.is_empty())
     }
 
     /// Time of the next queued event (packet arrival, scheduled fault, lease expiry).
@@ -217,9 +232,9 @@ impl Fabric {
             let Some(std::cmp::Reverse(q)) = self.queue.pop() else { break };
             self.now = self.now.max(q.at);
             match q.ev {
-                Event::Arrive(pkt) => self.arrive(&pkt),
-                Event::Serve(pkt, boots) => self.serve(&pkt, boots),
-                Event::Fault(f) => self.apply(f),
+                Event::Arrive(pkt) => self.arrive(pkt),
+                Event::Serve(pkt, boots) => self.serve(pkt, boots),
+                Event::Fault(f) => self.apply(*f),
                 Event::LeaseCheck(p) => self.lease_check(p),
             }
         }
@@ -250,7 +265,7 @@ impl Fabric {
     /// Applies a fault at virtual time `at` (now, if `at` is in the past).
     pub fn schedule(&mut self, at: SimTime, f: Fault) {
         let at = at.max(self.now);
-        self.push(at, Event::Fault(f));
+        self.push(at, Event::Fault(Box::new(f)));
     }
 
     pub(crate) fn push(&mut self, at: SimTime, ev: Event) {
@@ -275,13 +290,20 @@ impl Fabric {
 
     /// Routes a packet leaving `src` and queues its arrival. `pkey` is the P_Key a non-SMP
     /// packet carries (`None` for SMPs).
-    pub(crate) fn inject(&mut self, at: SimTime, src: PortRef, mut mad: [u8; MAD_LEN], dest: Dest, pkey: Option<u16>) {
+    pub(crate) fn inject(&mut self, at: SimTime, src: PortRef, mad: [u8; MAD_LEN], dest: Dest, pkey: Option<u16>) {
+        self.inject_packet(at, src, Packet::new(Box::new(mad)), dest, pkey);
+    }
+
+    /// As [`Fabric::inject`], with the MAD in `pkt` (its other fields are set here): the box
+    /// of a request travels on with its answer, one allocation for the round trip.
+    fn inject_packet(&mut self, at: SimTime, src: PortRef, mut pkt: Packet, dest: Dest, pkey: Option<u16>) {
+        let mad = &mut *pkt.mad;
         let routed = if dest.dlid == Lid::PERMISSIVE {
-            self.route_dr(src, &mut mad).map(|(t, lat)| (t, lat, Lid::PERMISSIVE))
+            self.route_dr(src, mad).map(|(t, lat)| (t, lat, Lid::PERMISSIVE))
         } else {
             let slid = self.source_lid(src);
             self.route_lid(src, dest.dlid.0, pkey).map(|(p, lat)| {
-                let target = if mad[1] == ids::class::SUBN_LID && !Self::wants_agent(&mad) {
+                let target = if mad[1] == ids::class::SUBN_LID && !Self::wants_agent(mad) {
                     Target::Sma(p)
                 } else {
                     Target::Port(p)
@@ -292,9 +314,11 @@ impl Fabric {
         match routed {
             Ok((target, lat, slid)) => {
                 // GSI (every class but the SMPs') travels QP1 to QP1.
-                let sqpn = u32::from(!is_smp(&mad));
-                let pkt = Packet { mad, slid, sqpn, target, pkey: PKey(pkey.unwrap_or(0xffff)) };
-                self.push(at.plus(lat), Event::Arrive(Box::new(pkt)));
+                pkt.sqpn = u32::from(!is_smp(&pkt.mad));
+                pkt.slid = slid;
+                pkt.target = target;
+                pkt.pkey = PKey(pkey.unwrap_or(0xffff));
+                self.push(at.plus(lat), Event::Arrive(pkt));
             }
             Err(d) => self.count_drop(d),
         }
@@ -535,7 +559,7 @@ impl Fabric {
     }
 
     /// A packet reached the end of its path.
-    fn arrive(&mut self, pkt: &Packet) {
+    fn arrive(&mut self, pkt: Packet) {
         match pkt.target {
             Target::Sma(p) => {
                 let node = self.ports[p as usize].node as usize;
@@ -554,14 +578,14 @@ impl Fabric {
                 // Queued at the SMA: served when it is done with what came before.
                 let done = self.sma_slot(node);
                 let boots = self.nodes[node].boots;
-                self.push(done, Event::Serve(Box::new(Packet { mad: pkt.mad, ..*pkt }), boots));
+                self.push(done, Event::Serve(pkt, boots));
             }
             // The PMA takes Get and Set; any other PerfMgt method (tests send PerfMgt Sends as
             // plain data-plane traffic) goes to an agent at the port.
             Target::Port(p)
                 if pkt.mad[1] == ids::class::PERF && matches!(pkt.mad[3], ids::method::GET | ids::method::SET) =>
             {
-                self.pma_answer(p, pkt);
+                self.pma_answer(p, &pkt);
             }
             Target::Port(p) => self.deliver_to_agent(p, pkt),
         }
@@ -592,7 +616,7 @@ impl Fabric {
 
     /// A queued SMP's service is over: the SMA handles it now, unless the node died or
     /// restarted meanwhile.
-    fn serve(&mut self, pkt: &Packet, boots: u32) {
+    fn serve(&mut self, pkt: Packet, boots: u32) {
         let Target::Sma(p) = pkt.target else { return };
         let node = self.ports[p as usize].node as usize;
         let n = &self.nodes[node];
@@ -604,18 +628,17 @@ impl Fabric {
     }
 
     /// The SMA of the node owning port `p` handles an SMP that arrived there and sends the
-    /// answer at once.
-    fn sma_answer(&mut self, p: PortRef, pkt: &Packet) {
+    /// answer at once (made in the request's place).
+    fn sma_answer(&mut self, p: PortRef, mut pkt: Packet) {
         let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
-        let mut mad = pkt.mad;
-        match self.sma(p, &mut mad, is_dr) {
+        match self.sma(p, &mut pkt.mad, is_dr) {
             super::sma::Outcome::Reply => {
                 self.stats.sma_answered += 1;
                 let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
                 let src = if is_dr { p } else { self.reply_port(p) };
-                self.inject(self.now, src, mad, dest, None);
+                self.inject_packet(self.now, src, pkt, dest, None);
             }
-            super::sma::Outcome::ToAgent => self.deliver_to_agent(p, &Packet { mad, ..*pkt }),
+            super::sma::Outcome::ToAgent => self.deliver_to_agent(p, pkt),
             super::sma::Outcome::Silent => {}
         }
     }
@@ -629,9 +652,9 @@ impl Fabric {
 
     /// Hands a packet to the right agent at port `p`: a response to the agent named in the TID,
     /// a request to the SM agent there.
-    fn deliver_to_agent(&mut self, p: PortRef, pkt: &Packet) {
+    fn deliver_to_agent(&mut self, p: PortRef, pkt: Packet) {
         let is_resp = pkt.mad[3] & ids::method::RESPONSE != 0;
-        let tid = ibsm_mad::bits::u64_at(&pkt.mad, 8);
+        let tid = ibsm_mad::bits::u64_at(&pkt.mad[..], 8);
         let want = (tid >> 32) as u32;
         let idx = if is_resp {
             self.agents.get(want as usize).filter(|a| a.port == p).map(|_| want as usize)
@@ -644,7 +667,7 @@ impl Fabric {
             if !is_resp && pkt.mad[1] != ids::class::SUBN_ADM && pkt.mad[3] != ids::method::TRAP {
                 // No SM here: the SMA answers "unsupported" for SMInfo, like a port without SM.
                 let is_dr = pkt.mad[1] == ids::class::SUBN_DR;
-                let mut mad = pkt.mad;
+                let mut mad = *pkt.mad;
                 if ibsm_mad::smp::make_response(&mut mad, ids::status::BAD_METHOD_ATTR).is_ok() {
                     let dest = Dest { dlid: if is_dr { Lid::PERMISSIVE } else { pkt.slid }, qpn: 0 };
                     let node = self.ports[p as usize].node as usize;
@@ -663,7 +686,7 @@ impl Fabric {
             (0..len).find(|&i| port.pkey(i) & 0x7fff == want).map_or(0, |i| i as u16)
         });
         let rec = Received {
-            mad: Box::new(pkt.mad),
+            mad: pkt.mad,
             slid: pkt.slid,
             sqpn: pkt.sqpn,
             pkey: pkt.pkey,

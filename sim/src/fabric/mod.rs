@@ -247,12 +247,12 @@ impl Default for SimConfig {
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A packet arrives at a node's SMA or at the end of its path.
-    Arrive(Box<deliver::Packet>),
+    Arrive(deliver::Packet),
     /// A node's SMA has served a queued SMP (the node's boot count when it was queued; an SMP
     /// queued before a restart is lost).
-    Serve(Box<deliver::Packet>, u32),
-    /// A scheduled fault fires.
-    Fault(Fault),
+    Serve(deliver::Packet, u32),
+    /// A scheduled fault fires (boxed: the queue's entries stay the size of a packet's).
+    Fault(Box<Fault>),
     /// An M_Key lease may have expired on this port.
     LeaseCheck(u32),
 }

@@ -53,7 +53,7 @@ impl Fabric {
             self.stats.dropped_unreachable += 1;
             return;
         }
-        let mut mad = pkt.mad;
+        let mut mad = *pkt.mad;
         let status = self.pma(node, &mut mad);
         mad[3] = Method::GetResp.raw();
         ibsm_mad::bits::put_u16(&mut mad, 4, status);
