@@ -134,22 +134,32 @@ fn run_slots(
             }
         }
         let timers = slots.iter().filter_map(|s| s.sm.poll_timeout()).min();
-        let next = match (fabric.next_event(), timers) {
-            (Some(a), Some(b)) => a.0.min(b),
-            (Some(a), None) => a.0,
-            (None, Some(b)) => b,
-            (None, None) => u64::MAX,
-        };
-        if next > limit_ns || next == u64::MAX {
-            // Nothing happens before the limit: the clock moves to it (a run "for a while"
-            // ends then, whether or not anything was left to do).
-            if limit_ns != u64::MAX && limit_ns > fabric.now().0 {
-                fabric.advance_to(SimTime(limit_ns));
+        // The fabric moves from event to event until a MAD reaches an SM or an SM's timer is
+        // due: until then no SM is called, so none has anything new to send or report, and
+        // its deadline stays (a core changes only when called). Many steps are the fabric's
+        // own (SMPs reaching an SMA, an SMA done with them): 375,000 of the 707,000 of a
+        // k = 48 bring-up.
+        let now = loop {
+            let next = match (fabric.next_event(), timers) {
+                (Some(a), Some(b)) => a.0.min(b),
+                (Some(a), None) => a.0,
+                (None, Some(b)) => b,
+                (None, None) => u64::MAX,
+            };
+            if next > limit_ns || next == u64::MAX {
+                // Nothing happens before the limit: the clock moves to it (a run "for a while"
+                // ends then, whether or not anything was left to do).
+                if limit_ns != u64::MAX && limit_ns > fabric.now().0 {
+                    fabric.advance_to(SimTime(limit_ns));
+                }
+                return None;
             }
-            return None;
-        }
-        fabric.advance_to(SimTime(next));
-        let now = fabric.now().0;
+            fabric.advance_to(SimTime(next));
+            let now = fabric.now().0;
+            if timers.is_some_and(|t| t <= now) || slots.iter().any(|s| fabric.has_mail(s.agent)) {
+                break now;
+            }
+        };
         for slot in slots.iter_mut() {
             while let Some(r) = fabric.recv(slot.agent) {
                 let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
