@@ -290,9 +290,15 @@ impl MKeys {
         mine.0 == 0 || mine == key
     }
 
+    /// Whether any SMP carries an M_Key other than 0: the policy sets keys, or ports hold
+    /// some. When not, [`MKeys::next_smp_key`] is 0 whatever the SMP.
+    pub(crate) fn in_use(&self, cfg: &MKeyConfig) -> bool {
+        cfg.mode != MKeyMode::Off || !self.held.is_empty()
+    }
+
     /// The M_Key a TrapRepress to the port at `lid` carries (the key it holds, when known).
     pub fn issuer_key(&self, cfg: &MKeyConfig, ports: Ports<'_>, lid: Lid) -> MKey {
-        if cfg.mode == MKeyMode::Off && self.held.is_empty() {
+        if !self.in_use(cfg) {
             return MKey(0);
         }
         ports.by_lid(lid).map_or(MKey(0), |(g, _)| self.key_to_use(cfg, g))
@@ -308,7 +314,7 @@ impl MKeys {
         own: Guid,
         next: Option<&Request>,
     ) -> MKey {
-        if cfg.mode == MKeyMode::Off && self.held.is_empty() {
+        if !self.in_use(cfg) {
             return MKey(0);
         }
         let Some(guid) = next.and_then(|r| self.key_port(subnet, own, r)) else { return MKey(0) };

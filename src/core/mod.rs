@@ -637,7 +637,12 @@ impl Sm {
         if let Some(t) = self.poll_sync_transmit() {
             return Some(t);
         }
-        let key = self.mkeys.next_smp_key(&self.cfg.m_key, &self.subnet, self.port_guid, self.tx.peek());
+        // The next SMP is looked at (a feed's made ahead) only when its port's key matters.
+        let key = if self.mkeys.in_use(&self.cfg.m_key) {
+            self.mkeys.next_smp_key(&self.cfg.m_key, &self.subnet, self.port_guid, self.tx.peek())
+        } else {
+            ibsm_mad::MKey(0)
+        };
         if let Some(t) = self.tx.poll_transmit_keyed(self.now, key) {
             return Some(t);
         }
