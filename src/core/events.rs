@@ -50,6 +50,13 @@ pub enum RouteMode {
         lids: usize,
         /// Table entries changed.
         entries: usize,
+        /// Re-routed pairs (switch, LID) of a layered repair whose new route fits no layer
+        /// but another: their SL changed, and until their hosts ask again they send on the
+        /// old one.
+        stranded: usize,
+        /// The passes of LFT writes: 1, or 2 where every changed entry was written unrouted
+        /// first (the states between the old and new tables could loop).
+        passes: u8,
     },
 }
 

@@ -20,7 +20,10 @@
 //! layered engine's (`dfsssp`, `nue`) by [`ibsm_routing::dfsssp::repair::repair`] (only the
 //! paths that crossed it move, each kept on its layer where that stays free of credit loops;
 //! nue's repair is used only where every pair keeps its layer, as its full route does).
-//! Anything else is routed in full and becomes the base.
+//! Anything else is routed in full and becomes the base. A layered repair is written in one
+//! pass only where the repair found every mix of the base's entries and its own free of credit
+//! loops and the switches held the base's tables; else in two ([`interim_tables`]: the changed
+//! entries unrouted first, the new ones once every Set of that pass is answered).
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
@@ -108,9 +111,14 @@ pub struct RouteBase {
 /// A repair of the base: the fabric, its tables, how they were made, their layers.
 type Repair = (FabricView, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>);
 
-/// Tables found without a full route: the tables, how, the engine, the layers, and the order
-/// in which to write the switches (a layered repair's rank).
-type Reused = (Arc<Routes>, RouteMode, String, Option<Arc<PathLayers>>, Option<Arc<Vec<u32>>>);
+/// Tables found without a full route: the tables, how, the engine, the layers, the order in
+/// which to write the switches (a layered repair's rank) and the tables to write first where
+/// the repair is written in two passes ([`interim_tables`]).
+type Reused = (Arc<Routes>, RouteMode, String, Option<Arc<PathLayers>>, Option<Arc<Vec<u32>>>, Option<Arc<Routes>>);
+
+/// The tables the switches held before this sweep, by switch GUID (node indices may change
+/// between sweeps).
+type Held = (Vec<ibsm_mad::Guid>, Arc<Routes>);
 
 /// The routing of one sweep, detached from the SM: a pure computation (the routing view, the
 /// engine chain and the last full route) that a driver may run on another thread while the SM
@@ -123,6 +131,8 @@ pub struct RouteJob {
     options: EngineOptions,
     base: Option<RouteBase>,
     epoch: u64,
+    /// What the switches held before (the last sweep's tables).
+    held: Option<Held>,
 }
 
 /// What a [`RouteJob`] produced.
@@ -133,6 +143,10 @@ pub struct RouteDone {
     layers: Option<Arc<PathLayers>>,
     /// The order in which to write the switches, from a layered repair.
     rank: Option<Arc<Vec<u32>>>,
+    /// A layered repair written in two passes: the tables to write first.
+    interim: Option<Arc<Routes>>,
+    /// The switches' GUIDs, in the tables' order.
+    guids: Vec<ibsm_mad::Guid>,
     declined: Vec<(String, String)>,
     base: Option<RouteBase>,
     epoch: u64,
@@ -145,34 +159,43 @@ impl RouteJob {
         let b = self.base.as_mut().filter(|b| b.chain == chain)?;
         if b.view == *view {
             b.repaired = None;
-            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone(), None));
+            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone(), None, None));
         }
         if let Some((_, routes, _, layers)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
-            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone(), None));
+            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone(), None, None));
         }
         // A layered engine's routes are repaired keeping each path's layer where it can.
         if let Some(engine) = [Dfsssp::NAME, Nue::NAME].into_iter().find(|&n| n == b.engine) {
             let budget = self.options.max_layers.unwrap_or(Dfsssp::DEFAULT_LAYERS);
             let r = layered_repair(&b.view, &b.routes, b.layers.as_deref(), view, budget, engine)?.ok()?;
             // Nue's full route never moves a pair's SL on a fault: a repair that would is dropped.
-            if engine == Nue::NAME && r.relayered > 0 {
+            if engine == Nue::NAME && r.stranded > 0 {
                 return None;
             }
-            let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries };
             let routes = Arc::new(r.layered.routes);
+            // One pass only from the base's own tables, which the repair judged; from anything
+            // else (an earlier repair) the changed entries are dropped first.
+            let held = self.held.as_ref();
+            let from_base = held.is_some_and(|(_, t)| Arc::ptr_eq(t, &b.routes));
+            let guids: Vec<_> = view.switches.iter().map(|s| s.guid).collect();
+            let interim = held
+                .filter(|_| !(r.one_pass && from_base))
+                .map(|(by, t)| Arc::new(interim_tables(by, t, &guids, &routes)));
+            let passes = if interim.is_some() { 2 } else { 1 };
+            let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: r.stranded, passes };
             let layers = Some(r.layered.layers).filter(|l| l.used() > 1).map(Arc::new);
             b.repaired = Some((view.clone(), Arc::clone(&routes), mode, layers.clone()));
-            return Some((routes, mode, b.engine.clone(), layers, Some(Arc::new(r.rank))));
+            return Some((routes, mode, b.engine.clone(), layers, Some(Arc::new(r.rank)), interim));
         }
         // Repair knows plain ftree only: a tree ranked from compute nodes is routed in full.
         if b.layers.is_some() || b.engine != FatTree::NAME || self.options.hosts.is_some() {
             return None;
         }
         let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
-        let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries };
+        let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: 0, passes: 1 };
         let routes = Arc::new(r.routes);
         b.repaired = Some((view.clone(), Arc::clone(&routes), mode, None));
-        Some((routes, mode, b.engine.clone(), None, None))
+        Some((routes, mode, b.engine.clone(), None, None, None))
     }
 
     /// Routes: from the base when it can, else with the engine chain (a full route becomes the
@@ -196,12 +219,15 @@ impl RouteJob {
         if let Some(m) = self.options.max_layers {
             chain_name = format!("{chain_name} layers {m}");
         }
+        let guids = self.view.switches.iter().map(|s| s.guid).collect();
         let mut declined = Vec::new();
         let mut layers = None;
         let mut rank = None;
-        let outcome = if let Some((routes, mode, engine, l, r)) = self.reuse_base(&chain_name) {
+        let mut interim = None;
+        let outcome = if let Some((routes, mode, engine, l, r, i)) = self.reuse_base(&chain_name) {
             layers = l;
             rank = r;
+            interim = i;
             Ok((routes, mode, engine))
         } else {
             match Chain::from_names_with(&self.chain, &self.options)
@@ -231,6 +257,8 @@ impl RouteJob {
             outcome,
             layers,
             rank,
+            interim,
+            guids,
             declined,
             base: self.base,
             epoch: self.epoch,
@@ -254,6 +282,13 @@ pub struct Routing {
     /// The order in which to write the last tables' switches (a layered repair's rank, in the
     /// switches' order), when one was given.
     rank: Option<Arc<Vec<u32>>>,
+    /// The tables the switches held before this sweep (the last sweep's, by switch GUID).
+    held: Option<Held>,
+    /// The GUIDs of the switches of `routes`, in their order.
+    guids: Vec<ibsm_mad::Guid>,
+    /// The running sweep's first pass, where its repair is written in two: the held tables
+    /// with every entry the repair changes unrouted ([`interim_tables`]).
+    interim: Option<Arc<Routes>>,
     /// The last full route, which later sweeps reuse or repair.
     base: Option<RouteBase>,
     /// How the last tables were made.
@@ -353,7 +388,22 @@ impl Routing {
 
     /// A sweep starts: no tables yet.
     pub fn sweep_started(&mut self) {
-        self.routes = None;
+        if let Some((_, r)) = self.routes.take() {
+            self.held = Some((std::mem::take(&mut self.guids), r));
+        }
+        self.interim = None;
+    }
+
+    /// The tables to write before the running sweep's, where its repair is written in two
+    /// passes ([`interim_tables`]); taken once: the second pass writes [`Routing::routes`].
+    pub fn take_interim(&mut self) -> Option<Arc<Routes>> {
+        self.interim.take()
+    }
+
+    /// The tables to write before the running sweep's, where its repair is written in two
+    /// passes.
+    pub fn interim(&self) -> Option<&Arc<Routes>> {
+        self.interim.as_ref()
     }
 
     /// The tables of the running sweep (switch nodes and their tables), once routed.
@@ -415,8 +465,16 @@ impl Routing {
         // that can deadlock on fewer VLs than they need.
         let budget = vl_budget.max(1);
         options.max_layers = Some(options.max_layers.map_or(budget, |m| m.min(budget)));
-        let job =
-            RouteJob { view, switch_nodes, chain: chain.to_vec(), options, base: self.base.take(), epoch: self.epoch };
+        let held = self.held.clone();
+        let job = RouteJob {
+            view,
+            switch_nodes,
+            chain: chain.to_vec(),
+            options,
+            base: self.base.take(),
+            epoch: self.epoch,
+            held,
+        };
         (job, avoided)
     }
 
@@ -440,6 +498,8 @@ impl Routing {
                 self.mode = mode;
                 self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
                 self.rank = done.rank;
+                self.interim = done.interim;
+                self.guids = done.guids;
                 self.routes = Some((done.switch_nodes, routes));
             }
             Err(reason) => {
@@ -450,6 +510,35 @@ impl Routing {
         }
         out
     }
+}
+
+/// The first pass of a repair written in two: each switch's held table (`held`, by the
+/// switch GUIDs `held_guids`) with every entry that `new` (by `guids`) changes set unrouted.
+/// While it is written every path is a prefix of its old one, and while `new` is written after
+/// it a prefix of its new one: no state has a dependency that neither the old nor the new
+/// tables have. Packets to the moved LIDs are dropped at the unrouted entries meanwhile. A
+/// switch the held tables do not have gets its new table at once.
+pub fn interim_tables(held_guids: &[ibsm_mad::Guid], held: &Routes, guids: &[ibsm_mad::Guid], new: &Routes) -> Routes {
+    let at: std::collections::HashMap<ibsm_mad::Guid, usize> =
+        held_guids.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let tables = guids
+        .iter()
+        .zip(&new.tables)
+        .map(|(n, t)| match at.get(n).and_then(|&i| held.tables.get(i)) {
+            Some(h) if h == t => Arc::clone(t),
+            Some(h) => {
+                let ports = t
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .map(|(lid, &p)| if h.ports.get(lid) == Some(&p) { p } else { Lft::UNROUTED })
+                    .collect();
+                Arc::new(Lft { ports })
+            }
+            None => Arc::clone(t),
+        })
+        .collect();
+    Routes { tables }
 }
 
 #[cfg(test)]

@@ -879,8 +879,21 @@ impl Sm {
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
                     if let Some((switches, routes)) = self.routing.routes() {
-                        let rank = self.routing.write_rank();
-                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, rank);
+                        // A repair written in two passes: its changed entries unrouted first.
+                        let (first, rank) = match self.routing.interim() {
+                            Some(t) => (t, None),
+                            None => (routes, self.routing.write_rank()),
+                        };
+                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, first, rank);
+                        self.publish_digests_if_changed();
+                        self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
+                        self.tx.push_feed(plan.sets, transactions::Op::Sweep);
+                    }
+                }
+                // The first pass answered (every Set of it): the new entries.
+                SweepPhase::ProgrammingLfts if self.routing.take_interim().is_some() => {
+                    if let Some((switches, routes)) = self.routing.routes() {
+                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, None);
                         self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         self.tx.push_feed(plan.sets, transactions::Op::Sweep);

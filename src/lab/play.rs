@@ -278,6 +278,9 @@ pub struct Outcome {
     pub repaired_lids: usize,
     /// Table entries the repairs changed.
     pub repaired_entries: usize,
+    /// Re-routed (switch, LID) pairs of the layered repairs in the window that could keep no
+    /// route on their layer: their SL changed (see `RouteMode::Repaired`).
+    pub stranded: usize,
     /// (HCA, HCA) pairs checked.
     pub pairs: u64,
     /// One pair that failed the check, if any.
@@ -466,7 +469,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
     let mut sweeps = 0u32;
     let mut swept_at = None;
     let mut routing = None;
-    let (mut repaired_lids, mut repaired_entries) = (0, 0);
+    let (mut repaired_lids, mut repaired_entries, mut stranded) = (0, 0, 0);
     let mut seen = |t: u64, ev: &SmEvent| match ev {
         SmEvent::TrapReceived { .. }
         | SmEvent::MasterLost { .. }
@@ -477,9 +480,10 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
             sweeps += 1;
             swept_at = Some(t);
             routing = Some(r.routing_mode.name());
-            if let crate::core::lft::RouteMode::Repaired { lids, entries } = r.routing_mode {
+            if let crate::core::lft::RouteMode::Repaired { lids, entries, stranded: st, .. } = r.routing_mode {
                 repaired_lids += lids;
                 repaired_entries += entries;
+                stranded += st;
             }
             // The routing phase (the engine, the LFT diff after it) and the SA's snapshot.
             compute_ns += r.phases.iter().filter(|p| p.phase == SweepPhase::Routing).map(|p| p.ns).sum::<u64>();
@@ -526,6 +530,7 @@ fn measure(h: &mut SimSms, cfg: &SmConfig, step: &Step, at: u64, end: Option<u64
         routing,
         repaired_lids,
         repaired_entries,
+        stranded,
         pairs: check.pairs,
         failure: check.first_failure,
         masters,

@@ -19,13 +19,18 @@
 //! take first the destinations whose paths changed layer in the last, and the pass with the
 //! fewest changes is kept.
 //!
-//! Layers: each layer starts with the dependencies of every old path on it, the paths that
-//! crossed a lost cable included up to the cut (the dependencies of lost channels fall away),
-//! and re-routed paths are added only where they keep it acyclic. So each layer holds the
-//! union of its old and new dependencies without a cycle: a pair that keeps its layer is safe
-//! on its old route and on its new one. The result gives each switch a write rank, the fewest
-//! hops to the destination among the entries it changed. The SM writes switches by rank
-//! (`Programming::lft_sets_ranked`), so the switches near the destinations go first.
+//! Layers: each layer starts with the dependencies of the old paths that are kept (their routes
+//! arrive over cables that remain), and re-routed paths are added only where they keep it
+//! acyclic: the new tables with every pair on its layer are free of credit loops. A re-routed
+//! pair that fits its old layer on no route the search finds is `stranded`: it goes on another
+//! layer (its SL changes, and until its host asks again it sends on the old one, which may
+//! loop). The result says whether the new entries may be written in one pass (`one_pass`):
+//! every mix of old and new entries, with every pair on its old layer, is free of credit loops
+//! (checked on a superset: per changed LID, every walk from a source that takes at each switch
+//! its old or its new entry). Where not, the caller writes every changed entry unrouted first,
+//! then the new entries: every state of the first pass is a prefix of the old routes, every
+//! state of the second a prefix of the new. The result also gives each switch a write rank,
+//! the fewest hops to the destination among the entries it changed.
 //!
 //! Guarantees: deterministic, never panics on any view and tables, every layer's dependency
 //! graph acyclic; the work is a walk of every path (to seed the layers) plus a search per
@@ -62,12 +67,17 @@ pub struct LayeredRepair {
     pub entries: usize,
     /// Paths (source switch, destination LID) that got a new route.
     pub rerouted: usize,
-    /// Re-routed paths that could not keep their layer.
-    pub relayered: usize,
+    /// Re-routed paths that could not keep their layer (`stranded`): no route within the slack
+    /// keeps it acyclic. Their SL changes; until the hosts ask again they send on the old one.
+    pub stranded: usize,
     /// For each switch, the lowest cost (hops to the destination) among its changed entries
     /// (`u32::MAX`: none changed): writing switches by increasing rank writes each re-routed
     /// LID destination-outwards.
     pub rank: Vec<u32>,
+    /// Whether the new entries may be written in one pass, in any order: every state between
+    /// the old tables and the new ones is free of credit loops with every path on its old
+    /// layer. When not, write every changed entry unrouted first, then the new entries.
+    pub one_pass: bool,
 }
 
 /// Repairs `old` (tables and layers made by a layered engine for `base`) for `view`, within
@@ -124,25 +134,35 @@ fn run(
         .dests
         .iter()
         .flat_map(|d| {
-            (0..idx.per_port).map(move |k| DestLid { lid: d.base.saturating_add(k), attach: d.attach, to_ca: d.ca.is_some() })
+            (0..idx.per_port).map(move |k| DestLid {
+                lid: d.base.saturating_add(k),
+                attach: d.attach,
+                to_ca: d.ca.is_some(),
+            })
         })
         .collect();
 
-    // Layers seeded with every old path's dependencies on the channels that remain.
+    // Layers seeded with the dependencies of the old paths that arrive (they are kept as they
+    // are); `old` holds every old path's, up to a lost cable, for the write order.
     let mut deps: Vec<Vec<PortSet>> = Vec::new();
+    let mut old: Vec<Vec<PortSet>> = Vec::new();
     let mut path = Vec::new();
     for d in &dests {
         for s in (0..n).filter(|&s| laid(&idx, d, s)) {
-            walk_tables(&ch, tables, s, d, n, &mut path);
+            let arrives = walk_tables(&ch, tables, s, d, n, &mut path);
             if path.is_empty() {
                 continue;
             }
             let l = usize::from(old_layer(s, d.lid));
             if deps.len() <= l {
                 deps.resize(l + 1, vec![[0; 4]; ch.len()]);
+                old.resize(l + 1, vec![[0; 4]; ch.len()]);
             }
             for &(a, p, _) in &path {
-                flip(&mut deps[l][a as usize], p, true);
+                flip(&mut old[l][a as usize], p, true);
+                if arrives {
+                    flip(&mut deps[l][a as usize], p, true);
+                }
             }
         }
     }
@@ -163,8 +183,8 @@ fn run(
     let mut best: Option<LayeredRepair> = None;
     for _ in 0..PASSES {
         let (rep, stuck) = pass(&cx, tables.to_vec(), layers.clone(), &order)?;
-        let done = rep.relayered == 0 || stuck.is_empty();
-        if best.as_ref().is_none_or(|b| rep.relayered < b.relayered) {
+        let done = rep.stranded == 0 || stuck.is_empty();
+        if best.as_ref().is_none_or(|b| rep.stranded < b.stranded) {
             best = Some(rep);
         }
         if done {
@@ -172,7 +192,68 @@ fn run(
         }
         order.sort_by_key(|r| stuck.binary_search(r).is_err());
     }
-    best.ok_or_else(|| declined(String::new()))
+    let mut best = best.ok_or_else(|| declined(String::new()))?;
+    best.one_pass = mixed_states_acyclic(&cx, tables, &best.layered.routes.tables, old);
+    Ok(best)
+}
+
+/// Whether every state the switches can pass through while `new` replaces `old` entry by
+/// entry, in any order, is free of credit loops with each path on its old layer (the SL the
+/// hosts hold): each layer's graph of the dependencies of `old_deps` (every old path's) and,
+/// for every destination with a changed entry, of every walk from its sources that takes at
+/// each switch its old or its new entry (a superset of every mixed state's paths) is acyclic.
+fn mixed_states_acyclic(cx: &Cx<'_>, old: &[Arc<Lft>], new: &[Arc<Lft>], mut old_deps: Vec<Vec<PortSet>>) -> bool {
+    let Cx { idx, ch, dests, old_layer, .. } = *cx;
+    let n = idx.graph.len();
+    let mut seen = vec![false; ch.len()];
+    let mut stack: Vec<u32> = Vec::new();
+    for d in dests {
+        let lid = Lid(d.lid);
+        let outs = |x: usize| {
+            let a = old.get(x).and_then(|t| t.port_for(lid));
+            let b = new.get(x).and_then(|t| t.port_for(lid));
+            [a, b.filter(|&b| Some(b) != a)]
+        };
+        if (0..n).all(|x| outs(x)[1].is_none()) {
+            continue;
+        }
+        let layers = (0..n).filter(|&s| laid(idx, d, s)).map(|s| old_layer(s, d.lid)).max().unwrap_or(0);
+        for l in 0..=layers {
+            let li = usize::from(l);
+            if old_deps.len() <= li {
+                old_deps.resize(li + 1, vec![[0; 4]; ch.len()]);
+            }
+            seen.fill(false);
+            stack.clear();
+            for s in (0..n).filter(|&s| s != d.attach && laid(idx, d, s) && old_layer(s, d.lid) == l) {
+                for p in outs(s).into_iter().flatten() {
+                    let c = ch.out(s, p.0);
+                    if c != NONE && !seen[c as usize] {
+                        seen[c as usize] = true;
+                        stack.push(c);
+                    }
+                }
+            }
+            while let Some(c) = stack.pop() {
+                let x = ch.to[c as usize] as usize;
+                if x == d.attach {
+                    continue;
+                }
+                for p in outs(x).into_iter().flatten() {
+                    let c2 = ch.out(x, p.0);
+                    if c2 == NONE {
+                        continue;
+                    }
+                    flip(&mut old_deps[li][c as usize], p.0, true);
+                    if !seen[c2 as usize] {
+                        seen[c2 as usize] = true;
+                        stack.push(c2);
+                    }
+                }
+            }
+        }
+    }
+    old_deps.into_iter().all(|deps| Layer::seeded(ch, deps).is_some())
 }
 
 /// What every pass reads: the fabric, its index and channels, the destination LIDs, the
@@ -210,14 +291,14 @@ fn pass(
     let mut stack = Vec::new();
     let mut rank = vec![u32::MAX; n];
     let mut out = vec![0u8; dests.len() * n];
-    let (mut lids, mut entries, mut rerouted, mut relayered, mut used) = (0, 0, 0, 0, 1u8);
+    let (mut lids, mut entries, mut rerouted, mut stranded, mut used) = (0, 0, 0, 0, 1u8);
     let mut added = Vec::new();
     let (mut settled, mut waited, mut fit) = (vec![false; n], vec![false; n], vec![false; n]);
     let mut cands = Vec::new();
     for &r in order {
         let Some(d) = dests.get(r) else { continue };
         let lid = Lid(d.lid);
-        let relayered_before = relayered;
+        let stranded_before = stranded;
         // Which switches' routes still arrive, and after how many hops.
         reach.fill(Reach::Unknown);
         if let Some(e) = reach.get_mut(d.attach) {
@@ -286,9 +367,12 @@ fn pass(
             }
             let Some(old) = tables[x].port_for(lid) else { continue };
             cands.clear();
-            cands.extend(g.links(x).iter().filter(|&&(_, y, _)| settled[y]).map(|&(p, y, _)| {
-                (cost[y].saturating_add(1), p != old, load[x][usize::from(p.0)], p, y)
-            }));
+            cands.extend(
+                g.links(x)
+                    .iter()
+                    .filter(|&&(_, y, _)| settled[y])
+                    .map(|&(p, y, _)| (cost[y].saturating_add(1), p != old, load[x][usize::from(p.0)], p, y)),
+            );
             cands.sort_unstable();
             let Some(&(cheapest, ..)) = cands.first() else { continue };
             if k < cheapest {
@@ -392,10 +476,10 @@ fn pass(
                     d.lid
                 )));
             };
-            relayered += usize::from(l != was);
+            stranded += usize::from(l != was);
             out[r * n + s] = l;
         }
-        if relayered > relayered_before {
+        if stranded > stranded_before {
             stuck.push(r);
         }
     }
@@ -414,8 +498,9 @@ fn pass(
         lids,
         entries,
         rerouted,
-        relayered,
+        stranded,
         rank,
+        one_pass: false,
     };
     Ok((rep, stuck))
 }
@@ -428,7 +513,6 @@ fn port_loads(table: &Lft) -> Vec<u32> {
     }
     c
 }
-
 
 #[cfg(test)]
 mod tests;
