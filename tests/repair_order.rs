@@ -120,6 +120,9 @@ fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
     Repair { states, view: plan.view, old_sl, new_sl, stranded, passes }
 }
 
+/// A state that loops: its index and its loops as [(VL, channels)].
+type Looping = (usize, Vec<(u8, usize)>);
+
 /// Whether state `k` holds a new entry of the repair (the second pass has begun, or the one).
 fn written_new(r: &Repair, k: usize) -> bool {
     let (first, last) = (&r.states[0], &r.states[r.states.len() - 1]);
@@ -132,11 +135,7 @@ fn written_new(r: &Repair, k: usize) -> bool {
 /// as (state, [(VL, channels)]). Until the first new entry is written the hosts hold the old
 /// SLs; from then on each pair is judged on its old SL where it kept it, and a stranded pair
 /// (its SL changed) on its new one (the rule cannot hold for it before its host asks again).
-fn judge(
-    what: &str,
-    topo: &ibsm_topology::Topology,
-    cuts: &[usize],
-) -> Vec<(usize, Repair, Vec<(usize, Vec<(u8, usize)>)>)> {
+fn judge(what: &str, topo: &ibsm_topology::Topology, cuts: &[usize]) -> Vec<(usize, Repair, Vec<Looping>)> {
     cuts.iter()
         .map(|&nth| {
             let r = repair(topo, nth);
