@@ -548,6 +548,23 @@ mod tests {
     use super::*;
     use crate::core::testing::star;
 
+    #[test]
+    fn the_interim_tables_unroute_what_changes_matching_switches_by_guid() {
+        let t = |p: &[u8]| Arc::new(Lft { ports: p.iter().map(|&x| ibsm_mad::PortNum(x)).collect() });
+        let (a, b, c) = (ibsm_mad::Guid(1), ibsm_mad::Guid(2), ibsm_mad::Guid(3));
+        let held = Routes { tables: vec![t(&[0, 1, 2, 3]), t(&[0, 4, 4, 4])] };
+        // The new tables in another switch order, and a switch the held tables lack.
+        let new = Routes { tables: vec![t(&[0, 4, 5, 4]), t(&[0, 1, 2, 6]), t(&[0, 7, 7, 7])] };
+        let got = interim_tables(&[a, b], &held, &[b, a, c], &new);
+        let ports = |i: usize| got.tables[i].ports.iter().map(|p| p.0).collect::<Vec<_>>();
+        assert_eq!(ports(0), [0, 4, 255, 4]);
+        assert_eq!(ports(1), [0, 1, 2, 255]);
+        assert_eq!(ports(2), [0, 7, 7, 7]);
+        // A table that does not change is shared, not copied.
+        let same = interim_tables(&[a], &held, &[a], &Routes { tables: vec![Arc::clone(&held.tables[0])] });
+        assert!(Arc::ptr_eq(&same.tables[0], &held.tables[0]));
+    }
+
     /// The star with a LID on every end port.
     fn fabric() -> Subnet {
         let mut s = star(0x102, 0x103);
