@@ -98,7 +98,7 @@ impl Fabric {
             if self.ports.get(n.first_port as usize).is_some_and(|p| p.owns_lid(dlid)) {
                 break Verdict::Reaches;
             }
-            let entry = n.switch.and_then(|s| self.switches.get(s as usize)).and_then(|s| s.lft_port(dlid));
+            let entry = n.switch.and_then(|s| self.switches.get(s as usize)).and_then(|s| s.lft_port(&self.lft_blocks, dlid));
             let Some(e) = entry.filter(|&e| e != 0 && e <= n.num_ports) else { break Verdict::Unrouted };
             match self.step(n.first_port + PortRef::from(e), dlid) {
                 Ok(next) => node = next,
@@ -115,7 +115,7 @@ impl Fabric {
     /// the entry is unset or past LinearFDBTop).
     pub fn lft_port(&self, node: usize, lid: u16) -> Option<u8> {
         let s = self.nodes.get(node)?.switch?;
-        self.switches.get(s as usize)?.lft_port(lid)
+        self.switches.get(s as usize)?.lft_port(&self.lft_blocks, lid)
     }
 
     /// Checks every (live CA port, live CA port's base LID) pair through the switches' tables.

@@ -72,6 +72,7 @@ impl Fabric {
             names: topo.nodes.iter().map(|n| n.node_desc().to_owned()).collect(),
             ports,
             switches,
+            lft_blocks: super::lft::LftBlocks::default(),
             agents: Vec::new(),
             queue: std::collections::BinaryHeap::new(),
             seq: 0,
@@ -513,7 +514,7 @@ impl Fabric {
                     return Ok((port0, lat));
                 }
                 let sw = n.switch.and_then(|s| self.switches.get(s as usize)).ok_or(Drop::NoRoute)?;
-                let e = sw.lft_port(dlid).ok_or(Drop::NoRoute)?;
+                let e = sw.lft_port(&self.lft_blocks, dlid).ok_or(Drop::NoRoute)?;
                 if e == 0 || e > n.num_ports {
                     return Err(Drop::NoRoute);
                 }
@@ -808,7 +809,7 @@ impl Fabric {
         }
         if let Some(s) = self.nodes[node].switch {
             let sw = &mut self.switches[s as usize];
-            sw.lft.clear();
+            sw.lft.clear(&mut self.lft_blocks);
             sw.lft_top = 0;
             sw.mft.clear();
             sw.mft_top = 0;

@@ -19,6 +19,9 @@
 //! node's SMA serves SMPs one at a time, with a service time per SMP ([`Timing`]), so bursts to
 //! one node queue.
 //!
+//! The switches' forwarding tables share their blocks: a block written to many switches is held
+//! once (the `lft` module).
+//!
 //! Every node also has a performance management agent (PMA, class 0x04 on QP1, like ibsim's):
 //! it answers Get/Set of ClassPortInfo, PortCounters and PortCountersExtended from per-port
 //! counters of the MADs that crossed each cable (PortXmitData/PortRcvData in 4-byte words, as the
@@ -29,6 +32,7 @@ mod check;
 mod counters;
 mod deliver;
 mod fault;
+mod lft;
 mod pma;
 mod sma;
 mod state;
@@ -297,6 +301,8 @@ pub struct Fabric {
     names: Vec<String>,
     ports: Vec<Port>,
     switches: Vec<Switch>,
+    /// The distinct blocks of the switches' forwarding tables (see the `lft` module).
+    lft_blocks: lft::LftBlocks,
     agents: Vec<Agent>,
     queue: BinaryHeap<Reverse<Queued>>,
     seq: u64,

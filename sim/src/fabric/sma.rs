@@ -597,22 +597,13 @@ impl Fabric {
         if attr_mod >= blocks {
             return ids::status::BAD_FIELD;
         }
-        let start = attr_mod as usize * 64;
         let sw = &mut self.switches[s as usize];
         if set {
             let Ok(t) = LinearForwardingTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
-            if sw.lft.len() < start + 64 {
-                // Room for the table up to LinearFDBTop at once: grown block by block, the
-                // vector doubled and held up to twice the table (40 MB more at k = 48).
-                let top = (usize::from(sw.lft_top) / 64 + 1) * 64;
-                sw.lft.reserve_exact(top.max(start + 64) - sw.lft.len());
-                sw.lft.resize(start + 64, 0xff);
-            }
-            let mut changed = false;
-            for (i, port) in t.ports.iter().enumerate() {
-                changed |= sw.lft[start + i] != port.0;
-                sw.lft[start + i] = port.0;
-            }
+            // Room for the table up to LinearFDBTop at once: grown block by block, the
+            // vector would double and hold up to twice the table.
+            let blocks_to_top = usize::from(sw.lft_top) / 64 + 1;
+            let changed = sw.lft.set(&mut self.lft_blocks, attr_mod as usize, &t.ports.map(|p| p.0), blocks_to_top);
             self.stats.lft_blocks_set += 1;
             self.stats.lft_blocks_changed += u64::from(changed);
             self.stats.last_lft_set_at = self.now;
@@ -620,8 +611,8 @@ impl Fabric {
             self.stats.lft_blocks_read += 1;
         }
         let mut t = LinearForwardingTable::unrouted();
-        for (i, e) in t.ports.iter_mut().enumerate() {
-            *e = PortNum(sw.lft.get(start + i).copied().unwrap_or(0xff));
+        for (e, &p) in t.ports.iter_mut().zip(sw.lft.block(&self.lft_blocks, attr_mod as usize)) {
+            *e = PortNum(p);
         }
         t.emit(data);
         ids::status::OK
@@ -898,7 +889,7 @@ impl Fabric {
     /// LinearFDBTop, unset, or not a switch): what a test judges intermediate tables by.
     pub fn lft_entry(&self, node: usize, lid: u16) -> Option<u8> {
         let sw = self.nodes.get(node)?.switch?;
-        self.switches.get(sw as usize)?.lft_port(lid)
+        self.switches.get(sw as usize)?.lft_port(&self.lft_blocks, lid)
     }
 }
 

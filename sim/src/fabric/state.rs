@@ -5,6 +5,7 @@
 
 use ibsm_mad::Guid;
 
+use super::lft::{Lft, LftBlocks};
 use crate::topology::{NodeKind, Topology};
 
 /// The SL-to-VL map every port starts with, as ibsim's ports hold it (`smpquery sl2vl`): SL n
@@ -108,8 +109,9 @@ struct PortLazy {
 /// Switch-only state.
 #[derive(Debug, Clone)]
 pub(crate) struct Switch {
-    /// Linear forwarding table, grown as blocks are written; missing entries read as 0xff.
-    pub lft: Vec<u8>,
+    /// Linear forwarding table, its blocks shared with other switches' (in the fabric's
+    /// [`LftBlocks`]); missing entries read as 0xff.
+    pub lft: Lft,
     pub lft_top: u16,
     /// Multicast forwarding table: `mft[entry][position]` port-mask words, grown lazily.
     pub mft: Vec<[u16; 16]>,
@@ -128,14 +130,11 @@ pub(crate) struct Switch {
 
 impl Switch {
     /// The LFT entry for `lid`: `None` when beyond LinearFDBTop or unset (0xff).
-    pub fn lft_port(&self, lid: u16) -> Option<u8> {
+    pub fn lft_port(&self, blocks: &LftBlocks, lid: u16) -> Option<u8> {
         if lid > self.lft_top {
             return None;
         }
-        match self.lft.get(usize::from(lid)) {
-            Some(&p) if p != 0xff => Some(p),
-            _ => None,
-        }
+        Some(self.lft.entry(blocks, lid)).filter(|&p| p != 0xff)
     }
 }
 
@@ -322,7 +321,7 @@ pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
         }
         let switch = if is_switch {
             switches.push(Switch {
-                lft: Vec::new(),
+                lft: Lft::default(),
                 lft_top: 0,
                 mft: Vec::new(),
                 mft_top: 0,
