@@ -99,7 +99,7 @@ pub fn vl_budget(subnet: &Subnet, max_op_vls: u8, qos_classes: Option<&ibsm_qos:
 /// fabric, as the traps of both ends of a cable bring, takes it again).
 #[derive(Debug, Clone)]
 pub struct RouteBase {
-    view: FabricView,
+    view: Arc<FabricView>,
     routes: Arc<Routes>,
     engine: String,
     chain: String,
@@ -109,7 +109,7 @@ pub struct RouteBase {
 }
 
 /// A repair of the base: the fabric, its tables, how they were made, their layers.
-type Repair = (FabricView, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>);
+type Repair = (Arc<FabricView>, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>);
 
 /// Tables found without a full route: the tables, how, the engine, the layers, the order in
 /// which to write the switches (a layered repair's rank) and the tables to write first where
@@ -125,7 +125,8 @@ type Held = (Vec<ibsm_mad::Guid>, Arc<Routes>);
 /// goes on answering ([`Sm::take_route_job`], [`RouteJob::run`], [`Sm::finish_route`]).
 #[derive(Debug)]
 pub struct RouteJob {
-    view: FabricView,
+    /// Shared with the last view ([`LastView`]) unless links were left out of it.
+    view: Arc<FabricView>,
     switch_nodes: Vec<NodeIdx>,
     chain: Vec<String>,
     options: EngineOptions,
@@ -448,15 +449,13 @@ impl Routing {
     ) -> (RouteJob, AvoidedLinks) {
         // Only links changed since the last view: derived from it, else described and built.
         let relinked = self.last_view.as_mut().is_some_and(|l| l.relink(subnet, lmc));
-        let (mut view, switch_nodes) = if let Some(last) = self.last_view.as_ref().filter(|_| relinked) {
-            let (view, switch_nodes) = last.view();
-            (view.clone(), switch_nodes.to_vec())
-        } else {
-            let built = build(&subnet.describe(), lmc);
-            self.last_view = Some(LastView::new(&built));
-            (built.view, built.switch_nodes)
+        let last = match self.last_view.take().filter(|_| relinked) {
+            Some(last) => last,
+            None => LastView::new(build(&subnet.describe(), lmc)),
         };
-        let avoided = avoid_links(&mut view, avoid);
+        let (mut view, switch_nodes) = (Arc::clone(last.view().0), last.view().1.to_vec());
+        self.last_view = Some(last);
+        let avoided = if avoid.is_empty() { AvoidedLinks::default() } else { avoid_links(Arc::make_mut(&mut view), avoid) };
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
         let mut options = options.resolve_ports(ca_end_ports(subnet));
@@ -606,6 +605,32 @@ mod tests {
         let done = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0.run();
         r.apply(done, true, &minhop);
         assert_eq!(r.mode(), RouteMode::Full, "its base was dropped");
+    }
+
+    /// One copy of the view: the last view, the job made from it and the base it becomes share
+    /// it; a relink after a cable cut copies it, leaving the base the fabric it routed.
+    #[test]
+    fn the_last_view_the_job_and_the_base_share_one_view() {
+        let mut s = fabric();
+        let minhop = chain(&["minhop"]);
+        let mut r = Routing::default();
+        let last = |r: &Routing| Arc::clone(r.last_view.as_ref().expect("a last view").view().0);
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0;
+        assert!(Arc::ptr_eq(&job.view, &last(&r)), "the job's view is the last view");
+        r.apply(job.run(), true, &minhop);
+        assert!(Arc::ptr_eq(&r.base.as_ref().expect("a base").view, &last(&r)), "and the base's");
+        let routed = (*last(&r)).clone();
+        r.sweep_started();
+        // The cable between the switch and the CA with LID 3 lost at both ends.
+        for (n, p) in [(1, 2), (2, 1)] {
+            if let Some(info) = s.nodes[n].ports[p].info.as_mut() {
+                info.port_state = ibsm_mad::attrs::PortState::Down;
+            }
+        }
+        let job = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0;
+        assert!(Arc::ptr_eq(&job.view, &last(&r)), "relinked, and shared with the job again");
+        assert_ne!(*job.view, routed, "the cut is in the relinked view");
+        assert_eq!(*job.base.as_ref().expect("the base").view, routed, "the base keeps the fabric it routed");
     }
 
     #[test]

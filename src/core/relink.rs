@@ -11,6 +11,11 @@
 //! builder would make, at a fraction of the cost (no description, no sort, no allocation).
 //! Anything else (a node found or lost, a LID moved, LMC changed) is not derived: the caller
 //! builds anew. At k = 48 the description and the build took 12–16 ms of a quick sweep.
+//!
+//! The view is shared (an `Arc`) with the routing job made from it and the last full route's
+//! base: one copy of the view, not one for each (6 MB at k = 48), until a relink changes it.
+
+use std::sync::Arc;
 
 use ibsm_mad::{Lid, PortNum};
 use ibsm_routing::{FabricView, Neighbor, NodeId};
@@ -21,7 +26,7 @@ use crate::fabric_view::Built;
 /// The view of the last full build and the subnet node behind each of its switches and CAs.
 #[derive(Debug, Clone)]
 pub struct LastView {
-    view: FabricView,
+    view: Arc<FabricView>,
     switch_nodes: Vec<NodeIdx>,
     ca_nodes: Vec<NodeIdx>,
     /// The view node of each subnet node, by subnet index.
@@ -30,7 +35,7 @@ pub struct LastView {
 
 impl LastView {
     /// Keeps `built` (its view before any link is left out for routing).
-    pub fn new(built: &Built) -> LastView {
+    pub fn new(built: Built) -> LastView {
         let len = built.switch_nodes.len() + built.ca_nodes.len();
         let mut ids = vec![NodeId::Switch(0); len];
         for (k, &i) in built.switch_nodes.iter().enumerate() {
@@ -43,27 +48,23 @@ impl LastView {
                 *slot = NodeId::Ca(k);
             }
         }
-        LastView {
-            view: built.view.clone(),
-            switch_nodes: built.switch_nodes.clone(),
-            ca_nodes: built.ca_nodes.clone(),
-            ids,
-        }
+        LastView { view: Arc::new(built.view), switch_nodes: built.switch_nodes, ca_nodes: built.ca_nodes, ids }
     }
 
-    /// The view and the subnet node of each view switch.
-    pub fn view(&self) -> (&FabricView, &[NodeIdx]) {
+    /// The view (shared) and the subnet node of each view switch.
+    pub fn view(&self) -> (&Arc<FabricView>, &[NodeIdx]) {
         (&self.view, &self.switch_nodes)
     }
 
     /// Brings the view up to `subnet`'s links, with LID mask control `lmc`: true when the
     /// subnet has the same nodes, end ports and LIDs as the view, and the view is now the one
     /// `build(&subnet.describe(), lmc)` makes. False otherwise; the view is then left half
-    /// done and must be dropped.
+    /// done and must be dropped. A view still shared is copied first.
     pub fn relink(&mut self, subnet: &Subnet, lmc: u8) -> bool {
         if self.view.lmc != lmc || subnet.nodes.len() != self.ids.len() {
             return false;
         }
+        let view = Arc::make_mut(&mut self.view);
         let far_down = |(node, port): (NodeIdx, PortNum)| {
             subnet.nodes.get(node).and_then(|n| n.port(port)).is_some_and(|r| r.info.is_some() && !r.is_linked())
         };
@@ -72,7 +73,7 @@ impl LastView {
             let (node, port) = r.remote.filter(|&far| r.is_linked() && !far_down(far))?;
             Some(Neighbor { node: *ids.get(node)?, port })
         };
-        for (sv, &i) in self.view.switches.iter_mut().zip(&self.switch_nodes) {
+        for (sv, &i) in view.switches.iter_mut().zip(&self.switch_nodes) {
             let Some(n) = subnet.nodes.get(i) else { return false };
             if !n.is_switch()
                 || n.info.node_guid != sv.guid
@@ -85,7 +86,7 @@ impl LastView {
                 *slot = n.ports.get(p).and_then(peer);
             }
         }
-        for (cv, &i) in self.view.cas.iter_mut().zip(&self.ca_nodes) {
+        for (cv, &i) in view.cas.iter_mut().zip(&self.ca_nodes) {
             let Some(n) = subnet.nodes.get(i) else { return false };
             if n.is_switch() || n.info.node_guid != cv.guid {
                 return false;
@@ -181,7 +182,7 @@ mod tests {
         for seed in 1..=40u64 {
             let mut s = tree(4, 6, seed);
             let lmc = (seed % 3) as u8;
-            let mut last = LastView::new(&build(&s.describe(), lmc));
+            let mut last = LastView::new(build(&s.describe(), lmc));
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             // Every cable, by its two ends.
             let cables: Vec<((NodeIdx, PortNum), (NodeIdx, PortNum))> = (0..s.nodes.len())
@@ -216,7 +217,7 @@ mod tests {
                 let built = build(&s.describe(), lmc);
                 assert!(last.relink(&s, lmc), "seed {seed} step {step}: same nodes, only links changed");
                 let (view, switch_nodes) = last.view();
-                assert_eq!(view, &built.view, "seed {seed} step {step}");
+                assert_eq!(**view, built.view, "seed {seed} step {step}");
                 assert_eq!(switch_nodes, built.switch_nodes.as_slice());
                 if step % 10 == 9 {
                     s.link(at, far);
@@ -230,27 +231,27 @@ mod tests {
     fn a_subnet_with_other_nodes_or_lids_is_not_relinked() {
         let s = tree(2, 3, 7);
         let built = build(&s.describe(), 0);
-        assert!(LastView::new(&built).relink(&s, 0), "the same subnet");
-        assert!(!LastView::new(&built).relink(&s, 1), "another LMC");
+        assert!(LastView::new(built.clone()).relink(&s, 0), "the same subnet");
+        assert!(!LastView::new(built.clone()).relink(&s, 1), "another LMC");
         let mut moved = s.clone();
         let ca = moved.by_guid[&Guid(0x1000)];
         moved.nodes[ca].ports[1].lid = Lid(99);
-        assert!(!LastView::new(&built).relink(&moved, 0), "a CA's LID moved");
+        assert!(!LastView::new(built.clone()).relink(&moved, 0), "a CA's LID moved");
         let mut sw = s.clone();
         let top = sw.by_guid[&Guid(0x100)];
         sw.nodes[top].ports[0].lid = Lid(98);
-        assert!(!LastView::new(&built).relink(&sw, 0), "a switch's LID moved");
+        assert!(!LastView::new(built.clone()).relink(&sw, 0), "a switch's LID moved");
         let mut more = s.clone();
         add(&mut more, node(NodeType::Ca, 0x5000, 1));
-        assert!(!LastView::new(&built).relink(&more, 0), "a node found");
+        assert!(!LastView::new(built.clone()).relink(&more, 0), "a node found");
         let mut fewer = s.clone();
         fewer.nodes.pop();
-        assert!(!LastView::new(&built).relink(&fewer, 0), "a node lost");
+        assert!(!LastView::new(built.clone()).relink(&fewer, 0), "a node lost");
         let mut swapped = s.clone();
         swapped.nodes.swap(0, 1);
-        assert!(!LastView::new(&built).relink(&swapped, 0), "nodes in another discovery order");
+        assert!(!LastView::new(built.clone()).relink(&swapped, 0), "nodes in another discovery order");
         let mut port = s;
         port.nodes[ca].ports[1].guid = None;
-        assert!(!LastView::new(&built).relink(&port, 0), "an end port gone");
+        assert!(!LastView::new(built.clone()).relink(&port, 0), "an end port gone");
     }
 }
