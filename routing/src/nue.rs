@@ -35,11 +35,19 @@
 //! round's tables are written and the loads summed, layer by layer. The result is the same on
 //! any number of threads.
 //!
+//! A switch's own LID is first routed by the search with no dependency checked; then only the
+//! dependencies of the routes that carry data there, from switches with CAs, are added (a
+//! switch without CAs sends no data to another switch; `check` and dfsssp count the same
+//! pairs). Only if one of them would close a cycle is the LID searched again as a CA's is. On a
+//! fat tree the switch-to-switch routes of the middle and top switches turn down then up, and
+//! checking them closed cycles with the CAs' up-then-down routes at every turn.
+//!
 //! Owns only the algorithm; the output is [`crate::dfsssp::Layered`] (tables and a layer per
 //! source switch and destination LID), which the SM programs as it does dfsssp's, and the
 //! checks of the result are [`crate::check`]'s. Guarantees: deterministic, never panics on any
-//! view, every layer's dependency graph acyclic (the dependencies of all routes of the layer
-//! are a subset of those it holds).
+//! view, every layer's dependency graph acyclic (the dependencies of the layer's routes to CAs
+//! from every switch and to switches from every switch with CAs are a subset of those it
+//! holds).
 
 #![allow(clippy::many_single_char_names)] // graph code: x, y switches, c channels, t the destination
 
@@ -124,6 +132,9 @@ pub struct Stats {
     pub escaped: usize,
     /// Impasses (a switch the search could not reach) resolved by routing a neighbour again.
     pub impasses_resolved: usize,
+    /// Dependencies the search found to close a cycle in their layer (each a bounded search
+    /// of the layer's graph; on a fat tree, none).
+    pub refused: usize,
 }
 
 /// Destinations each layer routes per round.
@@ -135,8 +146,8 @@ struct Lane {
     id: u8,
     cdg: Layer,
     tree: escape::Tree,
-    /// Its destinations: (switch, LID), in routing order.
-    todo: Vec<(usize, u16)>,
+    /// Its destinations: (switch, LID, whether a CA's), in routing order.
+    todo: Vec<(usize, u16, bool)>,
     w: Work,
     /// This round's routes: (LID, switch, channel), each LID's opened by one with no channel.
     out: Vec<(u16, u32, u32)>,
@@ -152,6 +163,7 @@ struct Shared<'s> {
     comp: &'s [usize],
     comp_size: &'s [usize],
     weight: &'s [u64],
+    hosts: &'s [u32],
 }
 
 /// The state of a run: channels, layers, loads and the tables being filled.
@@ -189,6 +201,8 @@ struct Work {
     added: Vec<(u32, u8)>,
     refused: Vec<(u32, u8)>,
     sub: Vec<u64>,
+    /// Switches whose carried route's dependencies are in (this epoch).
+    live: Vec<u32>,
 }
 
 impl Work {
@@ -197,6 +211,7 @@ impl Work {
             self.stamp = vec![0; n];
             self.next = vec![NONE; n];
             self.sub = vec![0; n];
+            self.live = vec![0; n];
             self.hops = vec![0; n];
             self.cost = vec![0; n];
             self.best = vec![u128::MAX; n];
@@ -205,6 +220,7 @@ impl Work {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.stamp.fill(0);
+            self.live.fill(0);
             self.epoch = 1;
         }
         self.next.fill(NONE);
@@ -228,12 +244,12 @@ impl<'a> Router<'a> {
             comp_size[c] += 1;
         }
         let mut tables: Vec<Lft> = view.switches.iter().map(|_| Lft::unrouted(idx.top)).collect();
-        let mut by_switch: Vec<Vec<u16>> = vec![Vec::new(); n];
+        let mut by_switch: Vec<Vec<(u16, bool)>> = vec![Vec::new(); n];
         for d in &idx.dests {
             if let Some(v) = by_switch.get_mut(d.attach) {
                 for k in 0..idx.per_port {
                     let lid = d.base.saturating_add(k);
-                    v.push(lid);
+                    v.push((lid, d.ca.is_some()));
                     set(&mut tables[d.attach], lid, d.port);
                 }
             }
@@ -243,14 +259,14 @@ impl<'a> Router<'a> {
         let lanes = (0..budget)
             .map(|l| {
                 let mine: Vec<u64> = lids_at.iter().zip(&lane_of).map(|(&w, &o)| if o == l { w } else { 0 }).collect();
-                let tree = escape::Tree::new(g, &ch, &comp, count, &mine);
+                let tree = escape::Tree::new(g, &ch, &comp, count, &mine, &idx.hosts_at);
                 let mut cdg = Layer::over(&ch);
                 tree.reserve(g, &ch, &mut cdg);
                 let todo = by_switch
                     .iter()
                     .enumerate()
                     .filter(|&(t, _)| lane_of.get(t) == Some(&l))
-                    .flat_map(|(t, lids)| lids.iter().map(move |&lid| (t, lid)))
+                    .flat_map(|(t, lids)| lids.iter().map(move |&(lid, to_ca)| (t, lid, to_ca)))
                     .collect();
                 Lane {
                     id: l,
@@ -288,7 +304,13 @@ impl<'a> Router<'a> {
         let n = self.idx.graph.len();
         let most = self.lanes.iter().map(|l| l.todo.len()).max().unwrap_or(0);
         for first in (0..most).step_by(BATCH) {
-            let shared = Shared { ch: &self.ch, comp: &self.comp, comp_size: &self.comp_size, weight: &self.weight };
+            let shared = Shared {
+                ch: &self.ch,
+                comp: &self.comp,
+                comp_size: &self.comp_size,
+                weight: &self.weight,
+                hosts: &self.idx.hosts_at,
+            };
             let before = &self.load;
             let min_chunk = if parallel { 1 } else { usize::MAX };
             crate::par::for_chunks(&mut self.lanes, min_chunk, |_, lanes| {
@@ -296,8 +318,8 @@ impl<'a> Router<'a> {
                     lane.out.clear();
                     lane.load.clone_from(before);
                     for i in first..(first + BATCH).min(lane.todo.len()) {
-                        let (t, lid) = lane.todo[i];
-                        if let Err(e) = lane.route(&shared, t, lid) {
+                        let (t, lid, to_ca) = lane.todo[i];
+                        if let Err(e) = lane.route(&shared, t, lid, to_ca) {
                             lane.err = Some(e);
                             break;
                         }
@@ -341,6 +363,7 @@ impl<'a> Router<'a> {
             stats.destinations += l.stats.destinations;
             stats.escaped += l.stats.escaped;
             stats.impasses_resolved += l.stats.impasses_resolved;
+            stats.refused += l.stats.refused;
         }
         let layers = PathLayers::from_parts(n, self.row, self.layer, self.used);
         (Layered { routes: Routes::from_tables(self.tables), layers }, stats)
@@ -348,31 +371,41 @@ impl<'a> Router<'a> {
 }
 
 impl Lane {
-    /// Routes `lid` at switch `t`: the search, or the escape tree; the routes into `out`.
-    fn route(&mut self, s: &Shared<'_>, t: usize, lid: u16) -> Result<(), RoutingError> {
+    /// Routes `lid` at switch `t` (a CA's LID if `to_ca`, else the switch's): the search, or
+    /// the escape tree; the routes into `out`. A switch's LID is first routed by the search
+    /// with no dependency checked, then the dependencies of the routes from switches with CAs
+    /// are added ([`carried`]): a switch without CAs sends no data to a switch, so its route
+    /// there needs none (the pairs `check` counts are the same). If one would close a cycle,
+    /// they are taken back and the LID is searched as a CA's is.
+    fn route(&mut self, s: &Shared<'_>, t: usize, lid: u16, to_ca: bool) -> Result<(), RoutingError> {
         let ch = s.ch;
         let n = s.comp.len();
         let (cdg, w, load) = (&mut self.cdg, &mut self.w, &mut self.load);
-        let e = w.begin(n);
         self.out.push((lid, NONE, NONE));
         self.stats.destinations += 1;
-        let tt = u32::try_from(t).unwrap_or(NONE);
-        w.stamp[t] = e;
-        w.next[t] = NONE;
-        w.hops[t] = 0;
-        w.cost[t] = 0;
-        w.order.push(tt);
-        push_into(ch, cdg, w, load, t, NONE, 0, 0, e);
         let component = s.comp.get(t).and_then(|&c| s.comp_size.get(c)).copied().unwrap_or(0);
+        if !to_ca {
+            let e = start(ch, cdg, w, load, n, t, true);
+            search(ch, cdg, w, load, e, true);
+            if w.order.len() >= component && carried(ch, cdg, w, s.hosts, e) {
+                emit(ch, w, s.weight, load, lid, &mut self.out);
+                return Ok(());
+            }
+            for &(a, p) in &w.added {
+                flip(&mut cdg.deps[a as usize], p, false);
+            }
+        }
+        let e = start(ch, cdg, w, load, n, t, false);
         let mut backtracked = false;
         loop {
-            search(ch, cdg, w, load, e);
+            search(ch, cdg, w, load, e, false);
             if w.order.len() >= component || !resolve_impasse(ch, cdg, w, load, s.comp, t, e) {
                 break;
             }
             backtracked = true;
             self.stats.impasses_resolved += 1;
         }
+        self.stats.refused += w.refused.len();
         if w.order.len() < component {
             // Stuck: take this destination's dependencies back and use the escape tree.
             for &(a, p) in &w.added {
@@ -395,28 +428,80 @@ impl Lane {
             // A switch routed again may now forward to one that joined after it.
             tree_order(ch, t, &w.next, &mut w.order);
         }
-        for &x in &w.order {
-            w.sub[x as usize] = s.weight.get(x as usize).copied().unwrap_or(1);
-        }
-        for &x in w.order.iter().skip(1).rev() {
-            let c = w.next[x as usize];
-            if c == NONE {
-                continue;
-            }
-            self.out.push((lid, x, c));
-            load[c as usize] += w.sub[x as usize];
-            let y = ch.to[c as usize] as usize;
-            w.sub[y] += w.sub[x as usize];
-        }
+        emit(ch, w, s.weight, load, lid, &mut self.out);
         Ok(())
     }
+}
+
+/// Starts the tree of routes toward switch `t` (`free`: with no dependency checked).
+fn start(ch: &Channels, cdg: &Layer, w: &mut Work, load: &[u64], n: usize, t: usize, free: bool) -> u32 {
+    let e = w.begin(n);
+    w.stamp[t] = e;
+    w.next[t] = NONE;
+    w.hops[t] = 0;
+    w.cost[t] = 0;
+    w.order.push(u32::try_from(t).unwrap_or(NONE));
+    push_into(ch, cdg, w, load, t, NONE, 0, 0, e, free);
+    e
+}
+
+/// The routes of `w.order` (each switch after the one it forwards to) into `out`, and the end
+/// ports each carries onto the loads.
+fn emit(ch: &Channels, w: &mut Work, weight: &[u64], load: &mut [u64], lid: u16, out: &mut Vec<(u16, u32, u32)>) {
+    for &x in &w.order {
+        w.sub[x as usize] = weight.get(x as usize).copied().unwrap_or(1);
+    }
+    for &x in w.order.iter().skip(1).rev() {
+        let c = w.next[x as usize];
+        if c == NONE {
+            continue;
+        }
+        out.push((lid, x, c));
+        load[c as usize] += w.sub[x as usize];
+        let y = ch.to[c as usize] as usize;
+        w.sub[y] += w.sub[x as usize];
+    }
+}
+
+/// Adds the dependencies of the routes (by `w.next`) from every switch with CAs, and of the
+/// routes they go on along, noting them in `w.added`; false, with some added, if one would
+/// close a cycle.
+fn carried(ch: &Channels, cdg: &mut Layer, w: &mut Work, hosts: &[u32], e: u32) -> bool {
+    for i in 0..w.order.len() {
+        let mut at = w.order[i] as usize;
+        if hosts.get(at).is_none_or(|&h| h == 0) {
+            continue;
+        }
+        while w.live[at] != e {
+            w.live[at] = e;
+            let c = w.next[at];
+            if c == NONE {
+                break;
+            }
+            let y = ch.to[c as usize] as usize;
+            let onward = w.next[y];
+            if onward == NONE {
+                break;
+            }
+            let p = ch.near[onward as usize].1;
+            let ci = c as usize;
+            if !has(&cdg.deps[ci], p) {
+                if has(&cdg.refused[ci], p) || !cdg.add(ch, c, p, onward) {
+                    return false;
+                }
+                w.added.push((c, p));
+            }
+            at = y;
+        }
+    }
+    true
 }
 
 /// The search proper: candidates by increasing (hops, cost); a switch joins through a channel
 /// whose dependency on the next hop's channel the layer holds or takes. Only a switch's best
 /// candidate is kept in the heap; when it is refused, the switch's channels to the tree are
 /// offered again.
-fn search(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], e: u32) {
+fn search(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], e: u32, free: bool) {
     while let Some(Reverse(key)) = w.heap.pop() {
         let (h, cost, x, c) = unpack(key);
         let xi = x as usize;
@@ -425,7 +510,7 @@ fn search(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], e: u32) {
         }
         let y = ch.to[c as usize] as usize;
         let onward = w.next[y];
-        if onward != NONE {
+        if onward != NONE && !free {
             let p = ch.near[onward as usize].1;
             let ci = c as usize;
             if !has(&cdg.deps[ci], p) {
@@ -448,7 +533,7 @@ fn search(ch: &Channels, cdg: &mut Layer, w: &mut Work, load: &[u64], e: u32) {
         w.hops[xi] = h;
         w.cost[xi] = cost;
         w.order.push(x);
-        push_into(ch, cdg, w, load, xi, c, h, cost, e);
+        push_into(ch, cdg, w, load, xi, c, h, cost, e, free);
     }
 }
 
@@ -552,7 +637,7 @@ fn resolve_impasse(
                 w.hops[x] = w.hops[y] + 1;
                 w.cost[x] = w.cost[y].saturating_add(load[c as usize]);
                 w.order.push(u32::try_from(x).unwrap_or(NONE));
-                push_into(ch, cdg, w, load, x, c, w.hops[x], w.cost[x], e);
+                push_into(ch, cdg, w, load, x, c, w.hops[x], w.cost[x], e, false);
                 return true;
             }
         }
@@ -579,7 +664,8 @@ fn leads_through(ch: &Channels, next: &[u32], z: usize, y: usize, t: usize, limi
 
 /// Offers every channel into switch `y` from a switch not yet in the tree as a candidate, `y`
 /// forwarding on `onward` (`NONE` at the destination), `hops` and `cost` away from it. A channel
-/// whose dependency on `onward` is known to close a cycle is left out.
+/// whose dependency on `onward` is known to close a cycle is left out (unless `free`: no
+/// dependency checked).
 #[allow(clippy::too_many_arguments)]
 fn push_into(
     ch: &Channels,
@@ -591,8 +677,9 @@ fn push_into(
     hops: u32,
     cost: u64,
     e: u32,
+    free: bool,
 ) {
-    let p = if onward == NONE { None } else { ch.near.get(onward as usize).map(|&(_, p)| p) };
+    let p = if onward == NONE || free { None } else { ch.near.get(onward as usize).map(|&(_, p)| p) };
     for &c in ch.incoming(y) {
         let ci = c as usize;
         let Some(&(x, _)) = ch.near.get(ci) else { continue };

@@ -1,6 +1,7 @@
 //! The Nue engine on generated fabrics, judged by the check alone (independent of the engine's
 //! own dependency graphs): on random fabrics and every budget from 1 to 8, every pair routed
-//! and no credit loop within any layer; on fat trees, minimal routes; on a 3D torus, a random
+//! and no credit loop within any layer; on fat trees, minimal routes and no dependency refused
+//! (the search's costly case); on a 3D torus, a random
 //! fabric and a dragonfly, shift permutations as balanced as min-hop's.
 
 mod common;
@@ -51,6 +52,24 @@ fn fat_trees_are_routed_minimally_on_any_budget() {
         for budget in [1, 2, 8] {
             let (_, non_minimal, _) = judge(&format!("{spec:?}"), &v, budget);
             assert_eq!(non_minimal, 0, "{spec:?} on {budget}");
+        }
+    }
+}
+
+/// A fat tree's minimal routes climb, then descend: with the escape tree rooted at a leaf and
+/// the middle and top switches' routes to one another (which turn down, then up) not in the
+/// layers, no dependency closes a cycle, so no search is spent on one. Rooted at a top switch
+/// and with those routes in, the 3-level trees refused hundreds (k = 32: 250,000 searches,
+/// most of Nue's time there).
+#[test]
+fn a_fat_tree_refuses_no_dependency() {
+    for spec in [GenSpec::fat_tree(3, 4), GenSpec::fat_tree(3, 8)] {
+        let v = common::view(&common::generate(&spec), 0);
+        for budget in [1, 2, 8] {
+            let name = format!("{spec:?} on {budget}");
+            judge(&name, &v, budget);
+            let (_, stats) = Nue::with_layers(budget).layered_with_stats(&v).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((stats.refused, stats.escaped), (0, 0), "{name}");
         }
     }
 }

@@ -1,6 +1,11 @@
 //! Nue's escape paths: per layer, a breadth-first spanning tree of each connected component,
-//! rooted at the switch nearest the layer's destinations (the least hop distance summed over
-//! them, weighted by their LIDs; the lowest index on a tie or where the layer has none there).
+//! rooted at the switch with CAs nearest the layer's destinations (the least hop distance
+//! summed over them, weighted by their LIDs; the lowest index on a tie or where the layer has
+//! none there; any switch in a component without CAs). A root with CAs keeps the tree's turns
+//! from a descending channel into a climbing one near the root: rooted at a top switch of a
+//! fat tree, the tree reaches the other top switches through a leaf of every pod, and those
+//! turns close cycles with the fabric's minimal (up-then-down) routes, which then cost a
+//! refused dependency search each (on the k = 32 tree, most of Nue's time).
 //!
 //! Routes along a tree go up toward the root as far as the lowest common ancestor, then down.
 //! Their dependencies (up then up, up then down into another child, down then down) are
@@ -25,8 +30,15 @@ pub(super) struct Tree {
 
 impl Tree {
     /// The forest rooted, in each of the `count` components of `comp`, at the switch nearest
-    /// the switches `weight` gives a weight.
-    pub(super) fn new(g: &SwitchGraph, ch: &Channels, comp: &[usize], count: usize, weight: &[u64]) -> Tree {
+    /// the switches `weight` gives a weight, among those with CAs (`hosts_at`) if any.
+    pub(super) fn new(
+        g: &SwitchGraph,
+        ch: &Channels,
+        comp: &[usize],
+        count: usize,
+        weight: &[u64],
+        hosts_at: &[u32],
+    ) -> Tree {
         let n = g.len();
         let mut sum = vec![0u64; n];
         let mut dist = Vec::new();
@@ -40,9 +52,10 @@ impl Tree {
             }
         }
         let mut root: Vec<Option<usize>> = vec![None; count];
+        let has_cas = |s: usize| hosts_at.get(s).is_some_and(|&h| h > 0);
         for s in 0..n {
             let Some(r) = comp.get(s).and_then(|&c| root.get_mut(c)) else { continue };
-            if r.is_none_or(|b| sum[s] < sum[b]) {
+            if r.is_none_or(|b| (!has_cas(s), sum[s]) < (!has_cas(b), sum[b])) {
                 *r = Some(s);
             }
         }
