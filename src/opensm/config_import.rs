@@ -262,6 +262,16 @@ fn key_fate(name: &str, value: &str) -> Option<Fate> {
     })
 }
 
+/// `nue_max_num_vls`: ibsm's `max-layers` (which dfsssp takes too); 0, as many VLs as the
+/// fabric holds, is ibsm's default.
+fn nue_layers(value: &str) -> Fate {
+    match int(value) {
+        Some(0) => skipped("as many layers as the fabric's VLs hold: ibsm's default"),
+        Some(n) => mapped("max-layers", n.min(15).to_string()),
+        None => skipped(&format!("not imported: {value:?} is not an integer 0..=255")),
+    }
+}
+
 /// The fate of OpenSM option `name` with `value`.
 fn fate(name: &str, value: &str) -> Fate {
     if let Some((_, _, why)) = SLOW_DEFAULTS.iter().find(|(n, v, _)| *n == name && *v == value) {
@@ -353,12 +363,7 @@ fn fate(name: &str, value: &str) -> Fate {
             Some(true) => mapped("port-shifting", "true".to_owned()),
             None => skipped(&format!("not imported: {value:?} is not TRUE or FALSE")),
         },
-        // 0: as many VLs as the fabric holds, ibsm's default for nue (and dfsssp).
-        "nue_max_num_vls" if int(value) == Some(0) => skipped("as many layers as the fabric's VLs hold: ibsm's default"),
-        "nue_max_num_vls" => match int(value) {
-            Some(n) if n >= 1 => mapped("max-layers", n.min(15).to_string()),
-            _ => skipped(&format!("not imported: {value:?} is not an integer 0..=255")),
-        },
+        "nue_max_num_vls" => nue_layers(value),
         "scatter_ports" if value == "0" => skipped("OpenSM's default, and ibsm's: off"),
         "scatter_ports" => num("scatter-ports", 0, u64::from(u32::MAX)),
         _ => {

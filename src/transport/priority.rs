@@ -38,7 +38,7 @@ mod tests {
         let (mine, child) = std::thread::spawn(move || {
             lower_this_thread(3);
             let mine = nice_of_this();
-            let child = std::thread::spawn(move || nice_of_this()).join().expect("child");
+            let child = std::thread::spawn(nice_of_this).join().expect("child");
             (mine, child)
         })
         .join()
