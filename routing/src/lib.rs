@@ -140,6 +140,17 @@ impl Lft {
     }
 }
 
+/// How a table differs from the one it was made from: the LIDs whose entries differ, and
+/// nothing else. A repair gives one for each table it changed, so that a table known to be
+/// held as `from` is compared only at `lids`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDelta {
+    /// The table this one was made from (the same length).
+    pub from: Arc<Lft>,
+    /// The LIDs whose entries differ from `from`'s, ascending; every other entry is the same.
+    pub lids: Vec<u16>,
+}
+
 /// What an engine produces: one table per switch, in [`FabricView::switches`] order.
 ///
 /// Each table is shared (`Arc`): a repair of a large fabric copies only the tables it changes

@@ -39,7 +39,7 @@ use super::labels::Labels;
 use super::valley::{Tops, Valleys};
 use super::{FatTree, FtreeError, Tree};
 use crate::graph::{FAR, Indexed};
-use crate::{FabricView, Lft, NodeId, Routes, par};
+use crate::{FabricView, Lft, NodeId, Routes, TableDelta, par};
 
 /// What [`FatTree::repair`] made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +52,11 @@ pub struct Repaired {
     pub lids: usize,
     /// Table entries that changed.
     pub entries: usize,
+    /// For each table (in `view.switches` order), how it differs from the table it was made
+    /// from: `None` where it is that table itself (the same `Arc`: a switch the repair left
+    /// alone, or one whose choices all came back to its old ports) or where the difference is
+    /// not known entry by entry (a table lengthened to the view's top).
+    pub deltas: Vec<Option<TableDelta>>,
 }
 
 /// The GUID of the node a neighbour reference names in `view`.
@@ -326,6 +331,8 @@ fn repair_lost(
     for c in runs.iter().flat_map(|r| &r.choices) {
         choosers[c.x] = true;
     }
+    // The tables as they were (lengthened), to tell which entries the repair moved.
+    let was = tables.clone();
     // The tables of the switches that choose, copied and their entries counted per port, on
     // all cores.
     let mut work = Tables::new(tables, &choosers);
@@ -349,7 +356,8 @@ fn repair_lost(
             }
         }
     }
-    Ok(Repaired { routes: Routes { tables: work.lfts }, lost, lids: affected.len(), entries })
+    let deltas = work.deltas(&was);
+    Ok(Repaired { routes: Routes { tables: work.lfts }, lost, lids: affected.len(), entries, deltas })
 }
 
 /// The tables being repaired, with the per-port entry counts of the switches that choose.
@@ -360,6 +368,8 @@ struct Tables {
     /// Whether the switch has chosen yet: until then its counts follow its table exactly; from
     /// then on they only count its own choices on top.
     chosen: Vec<bool>,
+    /// Per switch, the LIDs whose entry was set to another port (some may have come back).
+    moved: Vec<Vec<u16>>,
 }
 
 impl Tables {
@@ -385,7 +395,30 @@ impl Tables {
             tables[x] = Arc::new(table);
             loads[x] = l;
         }
-        Tables { lfts: tables, loads, chosen: vec![false; n] }
+        Tables { lfts: tables, loads, chosen: vec![false; n], moved: vec![Vec::new(); n] }
+    }
+
+    /// How each table differs from the same switch's in `was` (the tables before the repair):
+    /// the LIDs moved and not come back. A table that ends as it was is `was`'s again (the
+    /// same `Arc`, so that what shares it need not compare it).
+    fn deltas(&mut self, was: &[Arc<Lft>]) -> Vec<Option<TableDelta>> {
+        let mut out = Vec::with_capacity(self.lfts.len());
+        for ((t, from), moved) in self.lfts.iter_mut().zip(was).zip(&mut self.moved) {
+            if Arc::ptr_eq(t, from) || t.ports.len() != from.ports.len() || t.ports.len() > 1 << 16 {
+                out.push(None);
+                continue;
+            }
+            moved.sort_unstable();
+            moved.dedup();
+            moved.retain(|&lid| t.ports.get(usize::from(lid)) != from.ports.get(usize::from(lid)));
+            if moved.is_empty() {
+                *t = Arc::clone(from);
+                out.push(None);
+            } else {
+                out.push(Some(TableDelta { from: Arc::clone(from), lids: std::mem::take(moved) }));
+            }
+        }
+        out
     }
 
     /// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
@@ -398,6 +431,10 @@ impl Tables {
         }
         if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
             *e = port;
+        }
+        if let Some(m) = self.moved.get_mut(x) {
+            // A table is at most 65,536 entries (LIDs to the view's top); past that, not known.
+            m.push(u16::try_from(lid).unwrap_or(u16::MAX));
         }
         if !self.chosen.get(x).copied().unwrap_or(true)
             && let Some(l) = self.loads.get_mut(x)

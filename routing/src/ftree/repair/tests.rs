@@ -129,7 +129,29 @@ fn reference(
             }
         }
     }
-    Ok(Repaired { routes: Routes { tables }, lost, lids: affected.len(), entries })
+    Ok(Repaired { routes: Routes { tables }, lost, lids: affected.len(), entries, deltas: Vec::new() })
+}
+
+/// Each repaired table against the base table its switch started from, entry by entry: the
+/// LIDs that differ (`None` where none does).
+fn deltas_by_comparison(
+    base: &FabricView,
+    old: &Routes,
+    view: &FabricView,
+    tables: &[Arc<Lft>],
+) -> Vec<Option<Vec<u16>>> {
+    let Some((from, _)) = lost_cables(base, view) else { return Vec::new() };
+    from.iter()
+        .zip(tables)
+        .map(|(&m, t)| {
+            let was = &old.tables[m];
+            let lids: Vec<u16> = (0..t.ports.len().max(was.ports.len()))
+                .filter(|&l| t.ports.get(l) != was.ports.get(l))
+                .map(|l| u16::try_from(l).unwrap())
+                .collect();
+            (!lids.is_empty()).then_some(lids)
+        })
+        .collect()
 }
 
 /// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
@@ -152,6 +174,25 @@ fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
     if let (Some(w), Some(g)) = (want, got) {
         assert_eq!((w.lids, w.entries, &w.lost), (g.lids, g.entries, &g.lost), "{what}");
         assert!(w.routes == g.routes, "{what}: tables differ");
+        // The deltas name exactly the entries that differ from the base's table, and a table
+        // with none is the base's own `Arc`.
+        let (from, _) = lost_cables(base, view).unwrap();
+        let truth = deltas_by_comparison(base, old, view, &g.routes.tables);
+        assert_eq!(g.deltas.len(), g.routes.tables.len(), "{what}");
+        for (i, (d, t)) in g.deltas.iter().zip(&truth).enumerate() {
+            let same_len = g.routes.tables[i].ports.len() == old.tables[from[i]].ports.len();
+            match (d, t) {
+                (Some(d), Some(t)) => {
+                    assert_eq!(&d.lids, t, "{what}: switch {i}'s delta");
+                    assert!(Arc::ptr_eq(&d.from, &old.tables[from[i]]), "{what}: switch {i}'s delta from");
+                }
+                (None, None) if same_len => {
+                    assert!(Arc::ptr_eq(&g.routes.tables[i], &old.tables[from[i]]), "{what}: switch {i} copied");
+                }
+                (None, _) if !same_len => {}
+                _ => panic!("{what}: switch {i}: delta {d:?}, entries that differ {t:?}"),
+            }
+        }
     }
 }
 
