@@ -23,7 +23,9 @@
 //! Anything else is routed in full and becomes the base. A layered repair is written in one
 //! pass only where the repair found every mix of the base's entries and its own free of credit
 //! loops and the switches held the base's tables; else in two ([`interim_tables`]: the changed
-//! entries unrouted first, the new ones once every Set of that pass is answered).
+//! entries unrouted first, the new ones once every Set of that pass is answered). A fat tree's
+//! repair says which LIDs of which tables it moved ([`Routing::deltas`]), and so does its
+//! undoing (the base again once the cable is back), so that the LFT diff compares only those.
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
@@ -32,7 +34,7 @@ use ibsm_routing::dfsssp::repair::repair as layered_repair;
 use ibsm_routing::dfsssp::{Dfsssp, PathLayers};
 use ibsm_routing::ftree::FatTree;
 use ibsm_routing::nue::Nue;
-use ibsm_routing::{FabricView, Lft, Routes};
+use ibsm_routing::{FabricView, Lft, Routes, TableDelta};
 use std::sync::Arc;
 
 pub use super::events::RouteMode;
@@ -108,13 +110,27 @@ pub struct RouteBase {
     repaired: Option<Repair>,
 }
 
-/// A repair of the base: the fabric, its tables, how they were made, their layers.
-type Repair = (Arc<FabricView>, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>);
+/// A repair of the base: the fabric, its tables, how they were made, their layers, and how
+/// each table differs from the base's.
+type Repair = (Arc<FabricView>, Arc<Routes>, RouteMode, Option<Arc<PathLayers>>, Option<Deltas>);
+
+/// How each table of a route differs from another route's table of the same switch
+/// ([`TableDelta`]; `None`: not known, or the same `Arc`), in the switches' order.
+pub type Deltas = Arc<Vec<Option<TableDelta>>>;
 
 /// Tables found without a full route: the tables, how, the engine, the layers, the order in
-/// which to write the switches (a layered repair's rank) and the tables to write first where
-/// the repair is written in two passes ([`interim_tables`]).
-type Reused = (Arc<Routes>, RouteMode, String, Option<Arc<PathLayers>>, Option<Arc<Vec<u32>>>, Option<Arc<Routes>>);
+/// which to write the switches (a layered repair's rank), the tables to write first where
+/// the repair is written in two passes ([`interim_tables`]), and how the tables differ from
+/// those of the route before, where known.
+type Reused = (
+    Arc<Routes>,
+    RouteMode,
+    String,
+    Option<Arc<PathLayers>>,
+    Option<Arc<Vec<u32>>>,
+    Option<Arc<Routes>>,
+    Option<Deltas>,
+);
 
 /// The tables the switches held before this sweep, by switch GUID (node indices may change
 /// between sweeps).
@@ -148,22 +164,56 @@ pub struct RouteDone {
     interim: Option<Arc<Routes>>,
     /// The switches' GUIDs, in the tables' order.
     guids: Vec<ibsm_mad::Guid>,
+    /// How the tables differ from the route before, where a repair (or its undoing) knows.
+    deltas: Option<Deltas>,
     declined: Vec<(String, String)>,
     base: Option<RouteBase>,
     epoch: u64,
 }
 
+/// How the base's tables differ from those of its last repair (`repaired`), switch by switch:
+/// where the repair moved a table's entries, the base's table differs from it there and
+/// nowhere else. `None` when the repair's switches are not the base's, index by index (a
+/// switch was left out of it), or it kept no deltas.
+fn undo_deltas(base: &FabricView, routes: &Routes, repaired: &Repair) -> Option<Deltas> {
+    let (view, repaired_routes, _, _, deltas) = repaired;
+    let deltas = deltas.as_ref()?;
+    let aligned = view.switches.len() == base.switches.len()
+        && view.switches.iter().zip(&base.switches).all(|(v, b)| v.guid == b.guid)
+        && repaired_routes.tables.len() == routes.tables.len()
+        && deltas.len() == routes.tables.len();
+    if !aligned {
+        return None;
+    }
+    let undone = deltas
+        .iter()
+        .zip(&repaired_routes.tables)
+        .zip(&routes.tables)
+        .map(|((d, moved), base_table)| {
+            let d = d.as_ref()?;
+            // The delta was taken against this very table (else it says nothing of it).
+            Arc::ptr_eq(&d.from, base_table).then(|| TableDelta { from: Arc::clone(moved), lids: d.lids.clone() })
+        })
+        .collect();
+    Some(Arc::new(undone))
+}
+
 impl RouteJob {
     /// Tables (and their layers) without a full route, from the base, when the fabric allows it.
     fn reuse_base(&mut self, chain: &str) -> Option<Reused> {
-        let view = &self.view;
+        let view = &*self.view;
         let b = self.base.as_mut().filter(|b| b.chain == chain)?;
-        if b.view == *view {
-            b.repaired = None;
-            return Some((Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone(), None, None));
+        if Arc::ptr_eq(&b.view, &self.view) || *b.view == *view {
+            // The repair undone: its tables differ from the base's where it moved them.
+            let deltas = b.repaired.take().and_then(|r| undo_deltas(&b.view, &b.routes, &r));
+            let reused = (Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone());
+            return Some((reused.0, reused.1, reused.2, reused.3, None, None, deltas));
         }
-        if let Some((_, routes, _, layers)) = b.repaired.as_ref().filter(|(v, ..)| v == view) {
-            return Some((Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone(), None, None));
+        if let Some((_, routes, _, layers, deltas)) =
+            b.repaired.as_ref().filter(|(v, ..)| Arc::ptr_eq(v, &self.view) || **v == *view)
+        {
+            let reused = (Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone());
+            return Some((reused.0, reused.1, reused.2, reused.3, None, None, deltas.clone()));
         }
         // A layered engine's routes are repaired keeping each path's layer where it can.
         if let Some(engine) = [Dfsssp::NAME, Nue::NAME].into_iter().find(|&n| n == b.engine) {
@@ -185,8 +235,8 @@ impl RouteJob {
             let passes = if interim.is_some() { 2 } else { 1 };
             let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: r.stranded, passes };
             let layers = Some(r.layered.layers).filter(|l| l.used() > 1).map(Arc::new);
-            b.repaired = Some((view.clone(), Arc::clone(&routes), mode, layers.clone()));
-            return Some((routes, mode, b.engine.clone(), layers, Some(Arc::new(r.rank)), interim));
+            b.repaired = Some((Arc::clone(&self.view), Arc::clone(&routes), mode, layers.clone(), None));
+            return Some((routes, mode, b.engine.clone(), layers, Some(Arc::new(r.rank)), interim, None));
         }
         // Repair knows plain ftree only: a tree ranked from compute nodes is routed in full.
         if b.layers.is_some() || b.engine != FatTree::NAME || self.options.hosts.is_some() {
@@ -195,8 +245,9 @@ impl RouteJob {
         let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
         let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: 0, passes: 1 };
         let routes = Arc::new(r.routes);
-        b.repaired = Some((view.clone(), Arc::clone(&routes), mode, None));
-        Some((routes, mode, b.engine.clone(), None, None, None))
+        let deltas = Some(Arc::new(r.deltas));
+        b.repaired = Some((Arc::clone(&self.view), Arc::clone(&routes), mode, None, deltas.clone()));
+        Some((routes, mode, b.engine.clone(), None, None, None, deltas))
     }
 
     /// Routes: from the base when it can, else with the engine chain (a full route becomes the
@@ -225,10 +276,12 @@ impl RouteJob {
         let mut layers = None;
         let mut rank = None;
         let mut interim = None;
-        let outcome = if let Some((routes, mode, engine, l, r, i)) = self.reuse_base(&chain_name) {
+        let mut deltas = None;
+        let outcome = if let Some((routes, mode, engine, l, r, i, d)) = self.reuse_base(&chain_name) {
             layers = l;
             rank = r;
             interim = i;
+            deltas = d;
             Ok((routes, mode, engine))
         } else {
             match Chain::from_names_with(&self.chain, &self.options)
@@ -260,6 +313,7 @@ impl RouteJob {
             rank,
             interim,
             guids,
+            deltas,
             declined,
             base: self.base,
             epoch: self.epoch,
@@ -290,6 +344,8 @@ pub struct Routing {
     /// The running sweep's first pass, where its repair is written in two: the held tables
     /// with every entry the repair changes unrouted ([`interim_tables`]).
     interim: Option<Arc<Routes>>,
+    /// How the last tables differ from those of the route before, where known.
+    deltas: Option<Deltas>,
     /// The last full route, which later sweeps reuse or repair.
     base: Option<RouteBase>,
     /// How the last tables were made.
@@ -393,6 +449,13 @@ impl Routing {
             self.held = Some((std::mem::take(&mut self.guids), r));
         }
         self.interim = None;
+        self.deltas = None;
+    }
+
+    /// How each of the last tables differs from the same switch's table in the route before,
+    /// where a repair (or its undoing) knows it ([`TableDelta`]), in the switches' order.
+    pub fn deltas(&self) -> Option<&[Option<TableDelta>]> {
+        self.deltas.as_deref().map(Vec::as_slice)
     }
 
     /// The tables to write before the running sweep's, where its repair is written in two
@@ -455,7 +518,8 @@ impl Routing {
         };
         let (mut view, switch_nodes) = (Arc::clone(last.view().0), last.view().1.to_vec());
         self.last_view = Some(last);
-        let avoided = if avoid.is_empty() { AvoidedLinks::default() } else { avoid_links(Arc::make_mut(&mut view), avoid) };
+        let avoided =
+            if avoid.is_empty() { AvoidedLinks::default() } else { avoid_links(Arc::make_mut(&mut view), avoid) };
         self.job_out = true;
         // The compute and I/O node lists name ports by GUID: resolved against this fabric.
         let mut options = options.resolve_ports(ca_end_ports(subnet));
@@ -499,10 +563,12 @@ impl Routing {
                 self.rank = done.rank;
                 self.interim = done.interim;
                 self.guids = done.guids;
+                self.deltas = done.deltas;
                 self.routes = Some((done.switch_nodes, routes));
             }
             Err(reason) => {
                 self.mode = RouteMode::Full;
+                self.deltas = None;
                 out.failed = true;
                 out.events.push(SmEvent::RoutingFailed { engine: chain.join(","), reason });
             }

@@ -880,11 +880,12 @@ impl Sm {
                     self.enter(SweepPhase::ProgrammingLfts);
                     if let Some((switches, routes)) = self.routing.routes() {
                         // A repair written in two passes: its changed entries unrouted first.
-                        let (first, rank) = match self.routing.interim() {
-                            Some(t) => (t, None),
-                            None => (routes, self.routing.write_rank()),
+                        // A repair's deltas say how `routes` differ, not the first pass's tables.
+                        let (first, rank, deltas) = match self.routing.interim() {
+                            Some(t) => (t, None, None),
+                            None => (routes, self.routing.write_rank(), self.routing.deltas()),
                         };
-                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, first, rank);
+                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, first, rank, deltas);
                         self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         self.tx.push_feed(plan.sets, transactions::Op::Sweep);
@@ -893,7 +894,7 @@ impl Sm {
                 // The first pass answered (every Set of it): the new entries.
                 SweepPhase::ProgrammingLfts if self.routing.take_interim().is_some() => {
                     if let Some((switches, routes)) = self.routing.routes() {
-                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, None);
+                        let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, None, None);
                         self.publish_digests_if_changed();
                         self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
                         self.tx.push_feed(plan.sets, transactions::Op::Sweep);

@@ -5,7 +5,9 @@
 //! this SM ([`HeldLft`], by node GUID), the read-backs discovery planned, and the count of MFT
 //! blocks written. A block is written only when it differs from what the switch is known to
 //! hold; what a switch holds is trusted only while its LinearFDBTop matches what this SM left
-//! there and no other master wrote it, and is read back otherwise.
+//! there and no other master wrote it, and is read back otherwise. A switch known to hold a
+//! table whole is not compared with the same table again, and against a table a repair made
+//! from it only in the blocks of the LIDs the repair moved.
 //!
 //! It takes the subnet (`&Subnet`), the tables and the answers as arguments and answers with
 //! values (the Gets and Sets to queue, with counts); it sends nothing and touches no other
@@ -16,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum};
-use ibsm_routing::{Lft, Routes};
+use ibsm_routing::{Lft, Routes, TableDelta};
 
 use super::lft::block_of;
 use super::state::{Node, NodeIdx, Subnet};
@@ -375,7 +377,7 @@ impl Programming {
     /// hold its whole table is remembered so.
     #[cfg(test)]
     pub(crate) fn lft_sets(&mut self, subnet: &Subnet, switch_nodes: &[NodeIdx], routes: &Routes) -> LftPlan {
-        self.lft_sets_ranked(subnet, switch_nodes, routes, None)
+        self.lft_sets_ranked(subnet, switch_nodes, routes, None, None)
     }
 
     /// [`Programming::lft_sets`], with a write order where a repair gives one: `rank[i]` for
@@ -384,12 +386,18 @@ impl Programming {
     /// the destinations of the re-routed LIDs are written first and each switch's new entries
     /// lead to switches already written (destination-outwards). Within a rank, block by
     /// block across the switches as above.
+    ///
+    /// `deltas[i]`, where a repair gives it, says where the table of `switch_nodes[i]` differs
+    /// from the table it was made from ([`TableDelta`]): a switch known to hold that table
+    /// whole is compared only in the blocks of those LIDs (after a cable cut at k = 48, a few
+    /// blocks of its 751).
     pub(crate) fn lft_sets_ranked(
         &mut self,
         subnet: &Subnet,
         switch_nodes: &[NodeIdx],
         routes: &Routes,
         rank: Option<&[u32]>,
+        deltas: Option<&[Option<TableDelta>]>,
     ) -> LftPlan {
         let last = routes.tables.iter().map(|t| u32::from(t.top()) / 64).max().unwrap_or(0);
         // Each switch's node, route and table, and which of its blocks differ: (block, switch).
@@ -419,12 +427,32 @@ impl Programming {
             switches.push((node, n.path, Arc::clone(table)));
             ranks.push(rank.and_then(|r| r.get(i).copied()).unwrap_or(u32::MAX));
             let before = differ.len();
-            for block in 0..blocks {
+            // Held whole as the table this one was made from: only the blocks of the LIDs that
+            // moved can differ, the others are the same.
+            let moved = deltas.and_then(|d| d.get(i)?.as_ref()).filter(|d| {
+                d.from.top() == table.top()
+                    && held.as_ref().and_then(|h| h.whole.as_ref()).is_some_and(|w| Arc::ptr_eq(w, &d.from))
+            });
+            let mut compare = |block: u32| {
                 if held.as_ref().is_some_and(|h| h.holds(table, block)) {
                     plan.unchanged += 1;
                 } else {
                     differ.push((block, at));
                 }
+            };
+            if let Some(d) = moved {
+                let mut last = None;
+                let mut compared = 0;
+                for block in d.lids.iter().map(|&lid| u32::from(lid) / 64).filter(|&b| b < blocks) {
+                    if last != Some(block) {
+                        last = Some(block);
+                        compared += 1;
+                        compare(block);
+                    }
+                }
+                plan.unchanged += u64::from(blocks - compared);
+            } else {
+                (0..blocks).for_each(&mut compare);
             }
             if differ.len() == before {
                 self.pending.remove(&guid);
@@ -710,6 +738,46 @@ mod tests {
         data
     }
 
+    /// A programming component that knows switch node 1 of `s` holds `table` whole (a plan of
+    /// it written and every Set answered).
+    fn holding_whole(s: &Subnet, table: &std::sync::Arc<Lft>) -> Programming {
+        let mut p = Programming::default();
+        let routes = Routes { tables: vec![std::sync::Arc::clone(table)] };
+        for r in plan_of(p.lft_sets(s, &[1], &routes)).sets {
+            let Req::SetLft { block, .. } = r.req else { continue };
+            p.lft_written(&s.nodes[1], block, &emitted(table, block));
+        }
+        assert_eq!(plan_of(p.lft_sets(s, &[1], &routes)).unchanged, 3, "held whole");
+        p
+    }
+
+    #[test]
+    fn a_repair_delta_limits_the_comparison_to_the_blocks_of_its_lids() {
+        let s = fabric(150);
+        let old = std::sync::Arc::new(Lft { ports: vec![PortNum(1); 151] });
+        let mut new = (*old).clone();
+        new.ports[70] = PortNum(2);
+        new.ports[140] = PortNum(2);
+        let routes = Routes { tables: vec![std::sync::Arc::new(new)] };
+        let sent = |p: &mut Programming, delta: TableDelta| {
+            let plan = plan_of(p.lft_sets_ranked(&s, &[1], &routes, None, Some(&[Some(delta)])));
+            (blocks(&plan.sets), plan.unchanged)
+        };
+        // The delta of the table the switch holds: its blocks compared, the others taken as equal.
+        let delta = TableDelta { from: std::sync::Arc::clone(&old), lids: vec![70, 140] };
+        assert_eq!(sent(&mut holding_whole(&s, &old), delta), (vec![1, 2], 1));
+        // Only the delta's blocks are looked at: one that left out LID 140 (never made so)
+        // would not write block 2.
+        let short = TableDelta { from: std::sync::Arc::clone(&old), lids: vec![70] };
+        assert_eq!(sent(&mut holding_whole(&s, &old), short.clone()), (vec![1], 2));
+        // A delta from another table than the one held (even an equal one) is not used.
+        let equal = std::sync::Arc::new((*old).clone());
+        let elsewhere = TableDelta { from: equal, lids: vec![70] };
+        assert_eq!(sent(&mut holding_whole(&s, &old), elsewhere), (vec![1, 2], 1));
+        // Nor when the switch is not known to hold a table whole.
+        assert_eq!(sent(&mut Programming::default(), short), (vec![0, 1, 2], 0));
+    }
+
     #[test]
     fn a_write_rank_puts_the_lowest_ranked_switch_first() {
         let (s, routes) = three_switches();
@@ -718,7 +786,7 @@ mod tests {
         p.lft_written(&s.nodes[5], 0, &emitted(&routes.tables[2], 0));
         // With a write rank (a layered repair's), the lowest-ranked switch goes first, each
         // switch's blocks in order, ties block by block.
-        let plan = plan_of(p.lft_sets_ranked(&s, &[1, 4, 5], &routes, Some(&[1, 1, 0])));
+        let plan = plan_of(p.lft_sets_ranked(&s, &[1, 4, 5], &routes, Some(&[1, 1, 0]), None));
         let ranked: Vec<(NodeIdx, u32)> = plan
             .sets
             .iter()
