@@ -73,6 +73,10 @@ fn sa(c: &mut Criterion) {
         b.iter(|| assert_eq!(sa::snapshot::Unrouted::of(&snap).total, 0));
     });
 
+    // What the first path lookup on a new snapshot builds (once per snapshot whose node
+    // records changed): the compact tables the walks read.
+    g.bench_function(format!("path_tables/{name}"), |b| b.iter(|| sa::paths::Paths::of(&snap.nodes)));
+
     g.throughput(Throughput::Elements(pairs.len() as u64));
     g.bench_function(format!("path_lookup/{name}"), |b| {
         b.iter(|| {

@@ -27,6 +27,7 @@ mod link_record;
 pub mod multicast;
 mod node_record;
 pub mod path_record;
+pub mod paths;
 mod pkey_table_record;
 mod port_info_record;
 pub mod service_record;

@@ -453,8 +453,8 @@ fn record(
     dst: (PortAt, Lid),
     w: &Walk,
 ) -> Option<PathRecord> {
-    let sguid = snap.port(src.0)?.guid;
-    let dguid = snap.port(dst.0)?.guid;
+    let sguid = snap.port_guid(src.0)?;
+    let dguid = snap.port_guid(dst.0)?;
     Some(PathRecord {
         sgid: Gid { prefix: snap.subnet_prefix, guid: sguid },
         dgid: Gid { prefix: snap.subnet_prefix, guid: dguid },

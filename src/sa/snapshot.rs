@@ -4,7 +4,8 @@
 //! Owns: [`Snapshot`] (nodes with the NodeInfo, NodeDescription, SwitchInfo and per-port
 //! PortInfo the SM last read or wrote, cables, LIDs, the forwarding tables the switches hold),
 //! the LID and port-GUID indexes, and the walk of a LID-routed path through the forwarding
-//! tables ([`Snapshot::walk`]), and the layer (SL) of each path of a layered route
+//! tables ([`Snapshot::walk`], over the compact tables of [`super::paths`], which it holds),
+//! and the layer (SL) of each path of a layered route
 //! ([`Snapshot::path_layer`]). Built by the core when a sweep completes and shared behind an
 //! `Arc`, so a query never waits for a sweep and never sees half of one. Knows nothing of MADs.
 //!
@@ -20,6 +21,7 @@ use ibsm_mad::attrs::{LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeInfo, NodeTyp
 use ibsm_mad::records::Rate;
 use ibsm_mad::{Guid, Lid, PKey, PortNum};
 
+use super::paths::{LazyPaths, Paths};
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 /// A port as `(node index, port number)`.
@@ -237,6 +239,9 @@ pub struct Snapshot {
     index: Arc<Index>,
     /// LIDs some switch has no route for, worked out on first use.
     unrouted: std::sync::OnceLock<Unrouted>,
+    /// The compact tables path lookups read, built on first use and shared with the next
+    /// snapshot while no node record changes.
+    paths: LazyPaths,
 }
 
 /// The indexes of a snapshot: what they read of each node is [`IndexKey`].
@@ -391,7 +396,7 @@ pub struct Walk {
 }
 
 /// The most switches a path may cross before the walk calls it a loop.
-const MAX_HOPS: u32 = 64;
+pub(super) const MAX_HOPS: u32 = 64;
 
 /// The P_Key of a path from a port holding `a` to one holding `b` under `allow-both-pkeys`,
 /// chosen as OpenSM 3.3.23 chooses it (`osm_physp_find_common_pkey`), where a table is keyed
@@ -445,6 +450,14 @@ impl Snapshot {
         sm: SmPort,
         prev: Option<&Snapshot>,
     ) -> Snapshot {
+        // The path tables read the node records only: shared while every record is.
+        let same_nodes = prev.is_some_and(|prev| {
+            prev.nodes.len() == nodes.len() && prev.nodes.0.iter().zip(&nodes.0).all(|(a, b)| Arc::ptr_eq(a, b))
+        });
+        let paths = match prev {
+            Some(prev) if same_nodes => LazyPaths(Arc::clone(&prev.paths.0)),
+            _ => LazyPaths::default(),
+        };
         let index = match prev {
             Some(prev)
                 if prev.index.lmc == lmc
@@ -476,6 +489,7 @@ impl Snapshot {
             pkeys_revision: None,
             index,
             unrouted: std::sync::OnceLock::new(),
+            paths,
         }
     }
 
@@ -505,6 +519,16 @@ impl Snapshot {
     /// snapshot, on the first call.
     pub fn unrouted(&self) -> &Unrouted {
         self.unrouted.get_or_init(|| Unrouted::of(self))
+    }
+
+    /// The compact tables path lookups read ([`Paths`]), built on the first call.
+    pub fn paths(&self) -> &Paths {
+        self.paths.0.get_or_init(|| Paths::of(&self.nodes))
+    }
+
+    /// The port GUID of `at` (read from [`Snapshot::paths`]).
+    pub fn port_guid(&self, at: PortAt) -> Option<Guid> {
+        self.paths().guid(at)
     }
 
     /// The node at `n`.
@@ -592,11 +616,11 @@ impl Snapshot {
     /// Whether end port `a` (`None`: unknown, never) and end port `b` can talk: a partition in
     /// common where one of the two is a full member.
     pub fn can_talk(&self, a: Option<PortAt>, b: PortAt) -> bool {
-        let (Some(pa), Some(pb)) = (a.and_then(|a| self.port(a)), self.port(b)) else { return false };
-        pa.pkeys
-            .iter()
+        let paths = self.paths();
+        let (Some(ka), Some(kb)) = (a.and_then(|a| paths.pkeys(a)), paths.pkeys(b)) else { return false };
+        ka.iter()
             .filter(|k| k.0 != 0)
-            .any(|k| pb.pkeys.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+            .any(|k| kb.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
     }
 
     /// Whether a requester at `requester` may see the records of port `at` (any port: an end
@@ -635,7 +659,8 @@ impl Snapshot {
         if !(self.shares(by, a) && self.shares(by, b)) {
             return None;
         }
-        let (ka, kb) = (&self.port(a)?.pkeys, &self.port(b)?.pkeys);
+        let paths = self.paths();
+        let (ka, kb) = (paths.pkeys(a)?, paths.pkeys(b)?);
         // A port's entry of a partition: the full key when it holds both.
         let find = |t: &[PKey], base: u16| {
             t.iter().copied().filter(|k| k.0 != 0 && k.base() == base).max_by_key(|k| k.is_full())
@@ -667,54 +692,11 @@ impl Snapshot {
     /// missing, or the walk loops.
     pub fn walk(&self, src: PortAt, dlid: Lid) -> Option<Walk> {
         let dest = self.by_lid(dlid)?;
-        let src_node = self.node(src.0)?;
-        let src_port = self.port(src)?;
-        let mut mtu =
-            src_port.info.map_or(Mtu::M256, |i| if src_node.is_switch() { i.mtu_cap } else { i.neighbor_mtu });
-        let mut rate = src_port.info.and_then(|i| link_mbps(&i)).unwrap_or(2_500);
-        if dest == src {
-            return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
-        }
-        // The switch the packet is in.
-        let mut at = if src_node.is_switch() {
-            src.0
-        } else {
-            let (s, _) = src_port.remote?;
-            if !self.node(s)?.is_switch() {
-                return None;
-            }
-            s
-        };
-        let mut switches = 1;
-        loop {
-            let sw = self.node(at)?;
-            if (at, 0) == dest {
-                let cap = sw.ports.first().and_then(|p| p.info).map_or(mtu, |i| i.mtu_cap);
-                return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
-            }
-            let out = sw.lft().get(usize::from(dlid.0))?.0;
-            if out == 0 || out == 0xff {
-                return None;
-            }
-            let port = sw.ports.get(usize::from(out))?;
-            let info = port.info?;
-            mtu = min_mtu(mtu, info.neighbor_mtu);
-            rate = rate.min(link_mbps(&info).unwrap_or(rate));
-            let (next, in_port) = port.remote?;
-            let node = self.node(next)?;
-            if !node.is_switch() {
-                return ((next, in_port) == dest).then_some(Walk { switches, mtu, rate_mbps: rate, dest });
-            }
-            switches += 1;
-            if switches > MAX_HOPS {
-                return None;
-            }
-            at = next;
-        }
+        self.paths().walk(src, dest, dlid)
     }
 }
 
-fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
+pub(super) fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
     match (a.bytes(), b.bytes()) {
         (Some(x), Some(y)) if y < x => b,
         (None, Some(_)) => b,

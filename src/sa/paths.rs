@@ -1,0 +1,357 @@
+//! The compact tables a path lookup reads ([`Paths`]), so that a PathRecord touches as few
+//! cache lines as it can.
+//!
+//! Owns: per node, where its ports start in the flat port tables, whether it is a switch, and
+//! its forwarding table (the snapshot's `Arc`, shared, not copied); per port, the link a walk
+//! crosses ([`Hop`]: the node and port at the other end and whether that node is a switch, the
+//! NeighborMTU, MTUCap and link rate), and the port GUID and P_Key table a record and the
+//! partition rule read (P_Key tables interned: ports with the same table share one copy).
+//! The walk through the forwarding tables over them ([`Paths::walk`]).
+//!
+//! Why: the node records keep a port's PortInfo (over 100 bytes) next to its other fields, and
+//! a node behind an `Arc` of its own; a walk through five switches of a k=48 fat tree read a
+//! record's line for each egress port and each next node, besides the forwarding table entry,
+//! all of them cache misses. Here a hop is 16 bytes, the port tables of all 2,880 switches
+//! about 2 MiB. The tables are built from a snapshot's node records on first use
+//! (`Snapshot::walk`, `Snapshot::shared_pkey`, `Snapshot::port_guid`) and say what the records
+//! say: the walk over the records is kept in the tests as the judge of this one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ibsm_mad::attrs::Mtu;
+use ibsm_mad::{Guid, Lid, PKey};
+
+use super::snapshot::{MAX_HOPS, PortAt, SnapNodes, Walk, link_mbps, min_mtu};
+
+/// No node at the other end of a port (no link, or a node the snapshot does not hold).
+const NONE: u32 = u32::MAX;
+
+/// What the tables hold of one node.
+#[derive(Debug, Clone)]
+struct NodeAt {
+    /// Index of its port 0 in the port tables.
+    first: u32,
+    /// Its port count (the record's, `0..=NumPorts`).
+    ports: u32,
+    /// Whether it is a switch.
+    switch: bool,
+    /// A switch's forwarding table as the snapshot holds it.
+    table: Option<Arc<ibsm_routing::Lft>>,
+}
+
+impl NodeAt {
+    /// The egress port for `dlid` (`None`: beyond the table, or no table).
+    fn egress(&self, dlid: Lid) -> Option<u8> {
+        self.table.as_deref().and_then(|t| t.ports.get(usize::from(dlid.0))).map(|p| p.0)
+    }
+}
+
+/// What a walk reads of a port: 16 bytes.
+#[derive(Debug, Clone, Copy)]
+struct Hop {
+    /// The node at the other end ([`NONE`]: none).
+    next: u32,
+    /// The link's data rate in Mb/s ([`link_mbps`]; 0: unknown, or no PortInfo).
+    rate: u32,
+    /// NeighborMTU (egress ports, a CA port as a path's source).
+    neighbor: Mtu,
+    /// MTUCap (a switch as a path's source or destination).
+    cap: Mtu,
+    /// The port number at the other end.
+    in_port: u8,
+    /// Whether the port's PortInfo is known (else a walk cannot leave by it).
+    info: bool,
+    /// Whether the node at the other end is a switch.
+    next_switch: bool,
+}
+
+/// What a record and the partition rule read of a port.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    guid: Guid,
+    /// Index of its P_Key table in [`Paths::pkeys`].
+    pkeys: u32,
+}
+
+/// The compact tables of one snapshot's nodes (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Paths {
+    nodes: Vec<NodeAt>,
+    hops: Vec<Hop>,
+    facts: Vec<Facts>,
+    /// The distinct P_Key tables; entry 0 is the empty one.
+    pkeys: Vec<Box<[PKey]>>,
+}
+
+impl Paths {
+    /// The tables of `nodes`.
+    pub fn of(nodes: &SnapNodes) -> Paths {
+        let total: usize = nodes.iter().map(|n| n.ports.len()).sum();
+        let mut out = Paths {
+            nodes: Vec::with_capacity(nodes.len()),
+            hops: Vec::with_capacity(total),
+            facts: Vec::with_capacity(total),
+            pkeys: vec![Box::default()],
+        };
+        let mut interned: HashMap<Box<[PKey]>, u32> = HashMap::new();
+        for node in nodes {
+            let switch = node.is_switch();
+            let first = u32::try_from(out.hops.len()).unwrap_or(NONE);
+            out.nodes.push(NodeAt {
+                first,
+                ports: u32::try_from(node.ports.len()).unwrap_or(0),
+                switch,
+                table: node.table.clone(),
+            });
+            for port in &node.ports {
+                let remote = port.remote.and_then(|(n, p)| nodes.get(n as usize).map(|r| (n, p, r.is_switch())));
+                let (next, in_port, next_switch) = remote.unwrap_or((NONE, 0, false));
+                out.hops.push(Hop {
+                    next,
+                    rate: port.info.and_then(|i| link_mbps(&i)).unwrap_or(0),
+                    neighbor: port.info.map_or(Mtu::M256, |i| i.neighbor_mtu),
+                    cap: port.info.map_or(Mtu::M256, |i| i.mtu_cap),
+                    in_port,
+                    info: port.info.is_some(),
+                    next_switch,
+                });
+                let pkeys = if port.pkeys.is_empty() {
+                    0
+                } else if let Some(&k) = interned.get(port.pkeys.as_slice()) {
+                    k
+                } else {
+                    let k = u32::try_from(out.pkeys.len()).unwrap_or(0);
+                    out.pkeys.push(port.pkeys.as_slice().into());
+                    interned.insert(port.pkeys.as_slice().into(), k);
+                    k
+                };
+                out.facts.push(Facts { guid: port.guid, pkeys });
+            }
+        }
+        out
+    }
+
+    /// The flat index of port `at` (`None`: no such node or port).
+    fn index(&self, at: PortAt) -> Option<usize> {
+        let node = self.nodes.get(at.0 as usize)?;
+        (u32::from(at.1) < node.ports).then(|| node.first as usize + usize::from(at.1))
+    }
+
+    /// Whether port `at` exists.
+    pub fn has_port(&self, at: PortAt) -> bool {
+        self.index(at).is_some()
+    }
+
+    /// The port GUID of `at`.
+    pub fn guid(&self, at: PortAt) -> Option<Guid> {
+        Some(self.facts.get(self.index(at)?)?.guid)
+    }
+
+    /// The P_Key table of `at`, index by index (0: an empty slot).
+    pub fn pkeys(&self, at: PortAt) -> Option<&[PKey]> {
+        let k = self.facts.get(self.index(at)?)?.pkeys;
+        self.pkeys.get(k as usize).map(|t| &**t)
+    }
+
+    /// Follows the forwarding tables from end port `src` to `dlid`, owned by `dest`, as
+    /// `Snapshot::walk` (which finds `dest`) documents it.
+    pub fn walk(&self, src: PortAt, dest: PortAt, dlid: Lid) -> Option<Walk> {
+        let src_node = self.nodes.get(src.0 as usize)?;
+        let from = *self.hops.get(self.index(src)?)?;
+        let mut mtu = match (from.info, src_node.switch) {
+            (false, _) => Mtu::M256,
+            (true, true) => from.cap,
+            (true, false) => from.neighbor,
+        };
+        let mut rate = if from.rate == 0 { 2_500 } else { from.rate };
+        if dest == src {
+            return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
+        }
+        // The switch the packet is in.
+        let mut at = if src_node.switch {
+            src.0
+        } else if from.next != NONE && from.next_switch {
+            from.next
+        } else {
+            return None;
+        };
+        let mut switches = 1;
+        loop {
+            let sw = self.nodes.get(at as usize)?;
+            if (at, 0) == dest {
+                let port0 = self.hops.get(sw.first as usize).filter(|h| sw.ports > 0 && h.info);
+                let cap = port0.map_or(mtu, |h| h.cap);
+                return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
+            }
+            let out = sw.egress(dlid)?;
+            if out == 0 || out == 0xff {
+                return None;
+            }
+            let hop = *self.hops.get(self.index((at, out))?)?;
+            if !hop.info {
+                return None;
+            }
+            mtu = min_mtu(mtu, hop.neighbor);
+            if hop.rate != 0 {
+                rate = rate.min(hop.rate);
+            }
+            if hop.next == NONE {
+                return None;
+            }
+            if !hop.next_switch {
+                return ((hop.next, hop.in_port) == dest).then_some(Walk { switches, mtu, rate_mbps: rate, dest });
+            }
+            switches += 1;
+            if switches > MAX_HOPS {
+                return None;
+            }
+            at = hop.next;
+        }
+    }
+}
+
+/// A snapshot's [`Paths`], built on first use. Snapshots whose node records are all the same
+/// share one (`Snapshot::with_shared`); a clone of a snapshot starts without it, so that a
+/// clone whose records are then changed builds its own.
+#[derive(Debug, Default)]
+pub(super) struct LazyPaths(pub(super) Arc<std::sync::OnceLock<Paths>>);
+
+impl Clone for LazyPaths {
+    fn clone(&self) -> Self {
+        LazyPaths::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::snapshot::{PortAt, Snapshot, Walk, link_mbps, min_mtu};
+    use super::{MAX_HOPS, Mtu};
+    use crate::core::lids::Guid2Lid;
+    use crate::core::{Sm, SmConfig};
+    use crate::transport::sim::SimDriver;
+    use ibsm_mad::{Lid, PortNum};
+    use std::sync::Arc;
+
+    /// The walk over the node records, as the snapshot did it before the compact tables: the
+    /// judge of [`super::Paths::walk`].
+    fn walk_by_records(snap: &Snapshot, src: PortAt, dlid: Lid) -> Option<Walk> {
+        let dest = snap.by_lid(dlid)?;
+        let src_node = snap.node(src.0)?;
+        let src_port = snap.port(src)?;
+        let mut mtu =
+            src_port.info.map_or(Mtu::M256, |i| if src_node.is_switch() { i.mtu_cap } else { i.neighbor_mtu });
+        let mut rate = src_port.info.and_then(|i| link_mbps(&i)).unwrap_or(2_500);
+        if dest == src {
+            return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
+        }
+        let mut at = if src_node.is_switch() {
+            src.0
+        } else {
+            let (s, _) = src_port.remote?;
+            if !snap.node(s)?.is_switch() {
+                return None;
+            }
+            s
+        };
+        let mut switches = 1;
+        loop {
+            let sw = snap.node(at)?;
+            if (at, 0) == dest {
+                let cap = sw.ports.first().and_then(|p| p.info).map_or(mtu, |i| i.mtu_cap);
+                return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
+            }
+            let out = sw.lft().get(usize::from(dlid.0))?.0;
+            if out == 0 || out == 0xff {
+                return None;
+            }
+            let port = sw.ports.get(usize::from(out))?;
+            let info = port.info?;
+            mtu = min_mtu(mtu, info.neighbor_mtu);
+            rate = rate.min(link_mbps(&info).unwrap_or(rate));
+            let (next, in_port) = port.remote?;
+            let node = snap.node(next)?;
+            if !node.is_switch() {
+                return ((next, in_port) == dest).then_some(Walk { switches, mtu, rate_mbps: rate, dest });
+            }
+            switches += 1;
+            if switches > MAX_HOPS {
+                return None;
+            }
+            at = next;
+        }
+    }
+
+    /// Every walk, GUID and P_Key table of `snap` from the compact tables against the records:
+    /// how many walks found a path.
+    fn judge(snap: &Snapshot) -> usize {
+        let top = snap.end_ports().filter_map(|p| snap.port(p).map(|r| r.lid.0)).max().unwrap_or(0);
+        let mut found = 0;
+        for (n, node) in snap.nodes.iter().enumerate() {
+            let n = u32::try_from(n).unwrap();
+            for p in 0..=u8::try_from(node.ports.len()).unwrap() {
+                let at = (n, p);
+                assert_eq!(snap.port_guid(at), snap.port(at).map(|r| r.guid), "{at:?}");
+                assert_eq!(snap.paths().pkeys(at), snap.port(at).map(|r| r.pkeys.as_slice()), "{at:?}");
+                for dlid in 0..=top + 2 {
+                    let want = walk_by_records(snap, at, Lid(dlid));
+                    assert_eq!(snap.walk(at, Lid(dlid)), want, "{at:?} to LID {dlid}");
+                    found += usize::from(want.is_some());
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_compact_walk_finds_what_the_records_give_on_a_damaged_fabric() {
+        let topo = ibsm_topology::GenSpec::fat_tree(3, 4).generate().unwrap();
+        let mut drv = SimDriver::new(&topo, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).unwrap();
+        assert!(drv.sweep(60_000_000_000, |_| {}).is_some_and(|r| r.complete));
+        let clean = drv.sm.snapshot().unwrap();
+        let ends = clean.end_ports().count();
+        let whole = judge(&clean);
+        assert!(whole >= ends * ends, "every end port reaches every other");
+
+        // Damage a copy (a clone builds its own tables): a switch's table with an unrouted
+        // entry, a loop between two switches, a table cut short, a missing table, a port
+        // without PortInfo, a link without its far end, a slower and smaller link.
+        let mut snap = (*clean).clone();
+        let switches: Vec<usize> = (0..snap.nodes.len()).filter(|&i| snap.nodes[i].is_switch()).collect();
+        let lid = |i: usize| snap.end_ports().filter_map(|p| snap.port(p).map(|r| r.lid)).nth(i).unwrap();
+        let (l1, l2) = (lid(1), lid(5));
+        let mut table = (**snap.nodes[switches[0]].table.as_ref().unwrap()).clone();
+        table.ports[usize::from(l1.0)] = PortNum(0xff);
+        snap.nodes[switches[0]].table = Some(Arc::new(table));
+        // A loop: two neighbouring switches send LID l2 to each other.
+        let (a, b) = (switches[1], snap.nodes[switches[1]].ports.iter().enumerate().find_map(|(p, r)| {
+            r.remote.filter(|&(n, _)| snap.nodes[n as usize].is_switch()).map(|(n, q)| (p, n as usize, q))
+        }));
+        let (pa, b, pb) = b.unwrap();
+        for (s, out) in [(a, pa), (b, usize::from(pb))] {
+            let mut t = (**snap.nodes[s].table.as_ref().unwrap()).clone();
+            t.ports[usize::from(l2.0)] = PortNum(u8::try_from(out).unwrap());
+            snap.nodes[s].table = Some(Arc::new(t));
+        }
+        let mut short = (**snap.nodes[switches[2]].table.as_ref().unwrap()).clone();
+        short.ports.truncate(3);
+        snap.nodes[switches[2]].table = Some(Arc::new(short));
+        snap.nodes[switches[3]].table = None;
+        snap.nodes[switches[4]].ports[1].info = None;
+        snap.nodes[switches[5]].ports[2].remote = None;
+        snap.nodes[switches[6]].ports[3].remote = Some((u32::MAX - 1, 1));
+        if let Some(info) = snap.nodes[switches[7]].ports[1].info.as_mut() {
+            info.neighbor_mtu = Mtu::M512;
+            info.link_width_active = ibsm_mad::attrs::LinkWidth::X1;
+        }
+        if let Some(info) = snap.nodes[switches[8]].ports[0].info.as_mut() {
+            info.mtu_cap = Mtu::M1024;
+        }
+        snap.nodes[switches[9]].ports[0].info = None;
+        let hca = (0..snap.nodes.len()).find(|&i| !snap.nodes[i].is_switch()).unwrap();
+        snap.nodes[hca].ports[1].pkeys.clear();
+        let damaged = judge(&snap);
+        assert!(damaged < whole, "the damage cost paths: {damaged} of {whole}");
+        assert!(damaged > whole / 2, "most paths remain: {damaged} of {whole}");
+    }
+}
