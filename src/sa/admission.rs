@@ -1,10 +1,9 @@
 //! Who gets an answer now: a token bucket per requesting LID, so that one client flooding the
 //! SA gets BUSY past its rate while the others are served.
 //!
-//! Owns the buckets, keyed by LID (bounded by the LID space: at most 49,151 unicast LIDs).
-//! Time comes in as `now` nanoseconds; nothing here reads a clock.
-
-use std::collections::HashMap;
+//! Owns the buckets, indexed by LID (a slot per LID up to the highest that asked: bounded by
+//! the LID space, 16 bytes a slot; a request finds its bucket without hashing). Time comes in
+//! as `now` nanoseconds; nothing here reads a clock.
 
 use ibsm_mad::Lid;
 
@@ -29,24 +28,31 @@ struct Bucket {
 pub struct Admission {
     /// Requests per second each requester may send (0: no limit).
     rate: u32,
-    buckets: HashMap<Lid, Bucket>,
+    /// By LID; `last == NEVER`: no bucket yet.
+    buckets: Vec<Bucket>,
+    /// Buckets in use.
+    tracked: usize,
 }
+
+/// The `last` of a slot without a bucket.
+const NEVER: u64 = u64::MAX;
 
 impl Admission {
     /// Buckets refilled at `rate` requests per second, each holding one second's worth.
     pub fn new(rate: u32) -> Admission {
-        Admission { rate, buckets: HashMap::new() }
+        Admission { rate, buckets: Vec::new(), tracked: 0 }
     }
 
     /// Requesters it keeps a bucket for.
     pub fn tracked(&self) -> usize {
-        self.buckets.len()
+        self.tracked
     }
 
     /// A new rate (a reload); the buckets start full again.
     pub fn set_rate(&mut self, rate: u32) {
         self.rate = rate;
         self.buckets.clear();
+        self.tracked = 0;
     }
 
     /// Takes a token for a request from `lid` at `now`.
@@ -55,10 +61,21 @@ impl Admission {
             return Admit::Serve;
         }
         let cap = u64::from(self.rate) * 1000;
-        let b = self.buckets.entry(lid).or_insert(Bucket { milli: cap, last: now });
+        let at = usize::from(lid.0);
+        if at >= self.buckets.len() {
+            self.buckets.resize(at + 1, Bucket { milli: 0, last: NEVER });
+        }
+        let b = &mut self.buckets[at];
+        if b.last == NEVER {
+            *b = Bucket { milli: cap, last: now };
+            self.tracked += 1;
+        }
         let elapsed = now.saturating_sub(b.last);
         // rate requests per 1e9 ns, in thousandths: rate * elapsed / 1e6.
-        let refill = u64::try_from(u128::from(self.rate) * u128::from(elapsed) / 1_000_000).unwrap_or(u64::MAX);
+        let refill = u64::from(self.rate).checked_mul(elapsed).map_or_else(
+            || u64::try_from(u128::from(self.rate) * u128::from(elapsed) / 1_000_000).unwrap_or(u64::MAX),
+            |x| x / 1_000_000,
+        );
         b.milli = b.milli.saturating_add(refill).min(cap);
         b.last = now;
         if b.milli >= 1000 {

@@ -5,6 +5,8 @@
 //! Owns the status rules every attribute shares: Get with no match is NO_RECORDS, Get with
 //! several is TOO_MANY_RECORDS, GetTable with none is an empty success; and the single-MAD
 //! limit, which keeps only the records that end within the bytes the transport carries intact.
+//! Records are emitted straight into the response's buffer, after room for its header: the
+//! answer to a Get allocates that buffer and nothing else.
 
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
@@ -20,6 +22,7 @@ use super::{Limits, Query};
 pub(super) struct Table {
     stride: usize,
     len: usize,
+    /// The response: [`SA_HEADER_LEN`] bytes for its header, then the records.
     bytes: Vec<u8>,
     count: usize,
     /// Stop collecting after this many (Get needs two to see "too many").
@@ -36,7 +39,11 @@ impl Table {
             Method::Get => 2,
             _ => limits.max_records(stride),
         };
-        Table { stride, len: A::LEN, bytes: Vec::new(), count: 0, cap, truncated: false }
+        // A Get's answer is one MAD (room for the second record that makes it "too many").
+        let room = if q.header.method == Method::Get { MAD_LEN.max(SA_HEADER_LEN + 2 * stride) } else { SA_HEADER_LEN };
+        let mut bytes = Vec::with_capacity(room);
+        bytes.resize(SA_HEADER_LEN, 0);
+        Table { stride, len: A::LEN, bytes, count: 0, cap, truncated: false }
     }
 
     /// Whether no more records are wanted.
@@ -88,15 +95,23 @@ impl Table {
     pub fn answer(self, q: &Query<'_>, limits: &Limits) -> Answer {
         let h = &q.header;
         let offset = (self.stride / 8) as u16;
+        let mut bytes = self.bytes;
         if h.method == Method::Get {
             return match self.count {
                 0 => Answer::error(h, status::SA_NO_RECORDS),
-                1 => Answer::single(h.response(status::OK, offset), &self.bytes[..self.stride], 1),
+                1 => {
+                    // One MAD: the record (cut to the data area) after the header, zeros after.
+                    bytes.truncate(SA_HEADER_LEN + self.stride.min(MAD_LEN - SA_HEADER_LEN));
+                    bytes.resize(MAD_LEN, 0);
+                    let resp = h.response(status::OK, offset);
+                    resp.emit(&mut bytes);
+                    Answer { bytes, status: resp.status, records: 1, truncated: false }
+                }
                 _ => Answer::error(h, status::SA_TOO_MANY_RECORDS),
             };
         }
         let mut resp = h.response(status::OK, offset);
-        let payload = self.bytes.len();
+        let payload = bytes.len() - SA_HEADER_LEN;
         // A GetTableResp is exactly as long as its records: clients count the records from the
         // length they receive (umad2sim passes a short MAD on as it is).
         let rmpp_flags = match limits.single_mad_bytes {
@@ -110,9 +125,7 @@ impl Table {
         if rmpp_flags.active {
             resp.rmpp = rmpp(rmpp_flags, payload);
         }
-        let mut bytes = vec![0u8; SA_HEADER_LEN + payload];
         resp.emit(&mut bytes);
-        bytes[SA_HEADER_LEN..].copy_from_slice(&self.bytes);
         if payload == 0 && limits.single_mad_bytes.is_none() {
             bytes.resize(MAD_LEN, 0);
         }

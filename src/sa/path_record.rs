@@ -153,15 +153,41 @@ pub(super) fn query(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &
     let sources = src_port.as_ref().map_or(all.as_slice(), std::slice::from_ref);
     let dests = dst_port.as_ref().map_or(all.as_slice(), std::slice::from_ref);
     'pairs: for &sp in sources {
-        let slids: Vec<Lid> = src.and_then(|e| e.lid).map_or_else(|| snap.lids_of(sp).collect(), |l| vec![l]);
+        let slids = src.and_then(|e| e.lid).map_or_else(|| Lids::of(snap, sp), Lids::one);
         for &dp in dests {
-            let dlids: Vec<Lid> = dst.and_then(|e| e.lid).map_or_else(|| snap.lids_of(dp).collect(), |l| vec![l]);
-            if !push_pair(snap, &mut table, &ask, (sp, &slids), (dp, &dlids)) {
+            let dlids = dst.and_then(|e| e.lid).map_or_else(|| Lids::of(snap, dp), Lids::one);
+            if !push_pair(snap, &mut table, &ask, (sp, slids), (dp, dlids)) {
                 break 'pairs;
             }
         }
     }
     table.answer(q, limits)
+}
+
+/// The LIDs of one end of a path: one asked for, or the port's LMC range
+/// ([`Snapshot::lids_of`]), as a range (no allocation per pair).
+#[derive(Debug, Clone, Copy)]
+struct Lids {
+    first: u32,
+    end: u32,
+}
+
+impl Lids {
+    fn one(lid: Lid) -> Lids {
+        Lids { first: u32::from(lid.0), end: u32::from(lid.0) + 1 }
+    }
+
+    fn of(snap: &Snapshot, at: PortAt) -> Lids {
+        let mut all = snap.lids_of(at).map(|l| u32::from(l.0));
+        match all.next() {
+            Some(first) => Lids { first, end: all.last().unwrap_or(first) + 1 },
+            None => Lids { first: 0, end: 0 },
+        }
+    }
+
+    fn iter(self) -> impl Iterator<Item = Lid> + Clone {
+        (self.first..self.end).filter_map(|l| u16::try_from(l).ok().map(Lid))
+    }
 }
 
 /// How a set of port pairs is asked for: the fields every record shares, the request and mask
@@ -183,7 +209,7 @@ struct Ask<'r> {
 
 /// Adds the records of port pair `src` → `dst` over their LIDs (at most `ask.per_pair`), when
 /// the two and the requester share a partition. Returns false once the table is full.
-fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[Lid]), dst: (PortAt, &[Lid])) -> bool {
+fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, Lids), dst: (PortAt, Lids)) -> bool {
     let ((sp, slids), (dp, dlids)) = (src, dst);
     let level = snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (sp, dp)));
     let Some(pkey) = path_pkey(snap, ask, level.as_ref(), (sp, dp)) else { return true };
@@ -199,7 +225,7 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, &[
         })
     });
     let mut found = 0;
-    for (&slid, &dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
+    for (slid, dlid) in slids.iter().flat_map(|s| dlids.iter().map(move |d| (s, d))) {
         if found >= ask.per_pair {
             break;
         }
@@ -416,11 +442,10 @@ pub(super) fn multi(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &
         aliases: (None, None),
     };
     'pairs: for &(sp, salias) in &sources {
-        let slids: Vec<Lid> = snap.lids_of(sp).collect();
+        let slids = Lids::of(snap, sp);
         for &(dp, dalias) in &dests {
             ask.aliases = (salias, dalias);
-            let dlids: Vec<Lid> = snap.lids_of(dp).collect();
-            if !push_pair(snap, &mut table, &ask, (sp, &slids), (dp, &dlids)) {
+            if !push_pair(snap, &mut table, &ask, (sp, slids), (dp, Lids::of(snap, dp))) {
                 break 'pairs;
             }
         }
