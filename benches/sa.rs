@@ -79,7 +79,7 @@ fn sa(c: &mut Criterion) {
 
     // What the first path lookup on a new snapshot builds (once per snapshot whose node
     // records changed): the compact tables the walks read.
-    g.bench_function(format!("path_tables/{name}"), |b| b.iter(|| sa::paths::Paths::of(&snap.nodes)));
+    g.bench_function(format!("path_tables/{name}"), |b| b.iter(|| sa::paths::Paths::of(&snap.nodes, snap.lmc)));
 
     g.throughput(Throughput::Elements(pairs.len() as u64));
     g.bench_function(format!("path_lookup/{name}"), |b| {

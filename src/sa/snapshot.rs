@@ -523,7 +523,7 @@ impl Snapshot {
 
     /// The compact tables path lookups read ([`Paths`]), built on the first call.
     pub fn paths(&self) -> &Paths {
-        self.paths.0.get_or_init(|| Paths::of(&self.nodes))
+        self.paths.0.get_or_init(|| Paths::of(&self.nodes, self.lmc))
     }
 
     /// The port GUID of `at` (read from [`Snapshot::paths`]).
