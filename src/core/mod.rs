@@ -517,11 +517,12 @@ impl Sm {
                 }
             }
         }
+        let budget = self.route_budget();
         let (job, _) = self.routing.job(
             &seen,
             self.cfg.lmc,
             (&self.cfg.routing_engine, &self.cfg.routing_options),
-            self.vl_budget(),
+            budget,
             &[],
         );
         self.routing.prime_taken();
@@ -576,9 +577,7 @@ impl Sm {
     /// the routing avoid (`perf-avoid-unhealthy`); the PM hears what was left out and kept.
     fn route_job(&mut self) -> lft::RouteJob {
         let avoid = self.perf.avoided();
-        // Only a layered engine (dfsssp, nue) uses the layer budget, which reads the VLs of
-        // every link (7–9 ms of CPU at k = 48): another chain is not charged for it.
-        let budget = if self.chain_layered() { self.vl_budget() } else { 1 };
+        let budget = self.route_budget();
         let (job, avoided) = self.routing.job(
             &self.subnet,
             self.cfg.lmc,
@@ -588,6 +587,12 @@ impl Sm {
         );
         self.perf.set_routed(&avoided.cut, &avoided.kept);
         job
+    }
+
+    /// The layer budget a routing job gets. Only a layered engine (dfsssp, nue) uses it, and
+    /// it reads the VLs of every link (7–9 ms of CPU at k = 48): another chain gets 1 for free.
+    fn route_budget(&self) -> u8 {
+        if self.chain_layered() { self.vl_budget() } else { 1 }
     }
 
     fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
