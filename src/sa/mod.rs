@@ -25,6 +25,7 @@ pub mod guid_info_record;
 pub mod inform;
 mod link_record;
 pub mod multicast;
+pub mod nodes;
 mod node_record;
 pub mod path_record;
 pub mod paths;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use ibsm_mad::attrs::Mtu;
 use ibsm_mad::{Guid, Lid, PKey};
 
-use super::snapshot::{MAX_HOPS, PortAt, SnapNodes, Walk, link_mbps, min_mtu};
+use super::nodes::{MAX_HOPS, PortAt, SnapNodes, Walk, link_mbps, min_mtu};
 
 /// No node at the other end of a port (no link, or a node the snapshot does not hold).
 const NONE: u32 = u32::MAX;
