@@ -1,7 +1,7 @@
 //! The SA snapshot's node records ([`SnapNode`], [`SnapNodes`]: each node's attributes and
 //! ports as the SA answers from them) and the vocabulary of a walk through the forwarding
 //! tables ([`PortAt`], [`Walk`], [`MAX_HOPS`], [`min_mtu`], [`link_mbps`]): the leaf that the
-//! snapshot and its compact path tables ([`super::paths`]) both build on.
+//! snapshot and its compact path tables both build on.
 
 use std::sync::Arc;
 
