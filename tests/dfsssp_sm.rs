@@ -10,9 +10,8 @@
 
 use std::collections::HashMap;
 
-use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig};
+use ibsm::core::{PortConfig, SmConfig};
 use ibsm::routes::live::LiveRoutes;
-use ibsm::transport::sim::SimDriver;
 use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
@@ -21,7 +20,7 @@ use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::sa::{LIMIT, Swept, all_on_vl0, records, sl_n_on_vl_n};
+use support::sa::{Swept, swept_on_vl0, records, sl_n_on_vl_n};
 
 fn torus() -> Topology {
     GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")
@@ -29,12 +28,7 @@ fn torus() -> Topology {
 
 fn swept(topo: &Topology, ports: PortConfig) -> Swept {
     let cfg = SmConfig { routing_engine: vec!["dfsssp".into(), "updn".into()], ports, ..SmConfig::default() };
-    let mut drv = SimDriver::new(topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
-    all_on_vl0(&mut drv, topo);
-    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
-    assert!(report.complete, "{report:?}");
-    let snap = drv.sm.snapshot().expect("a snapshot");
-    Swept { topo: topo.clone(), drv, snap }
+    swept_on_vl0(topo, 7, cfg)
 }
 
 #[test]

@@ -8,9 +8,8 @@
 
 use std::collections::HashMap;
 
-use ibsm::core::{Guid2Lid, PortConfig, Sm, SmConfig};
+use ibsm::core::{PortConfig, SmConfig};
 use ibsm::routes::live::LiveRoutes;
-use ibsm::transport::sim::SimDriver;
 use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
 use ibsm_mad::records::PathRecord;
@@ -19,7 +18,7 @@ use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::sa::{LIMIT, Swept, all_on_vl0, records, sl_n_on_vl_n};
+use support::sa::{Swept, swept_on_vl0, records, sl_n_on_vl_n};
 
 fn torus() -> Topology {
     GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")
@@ -31,12 +30,7 @@ fn swept(topo: &Topology, ports: PortConfig) -> Swept {
 
 fn swept_with(topo: &Topology, cfg: SmConfig) -> Swept {
     let cfg = SmConfig { routing_engine: vec!["nue".into()], ..cfg };
-    let mut drv = SimDriver::new(topo, 11, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
-    all_on_vl0(&mut drv, topo);
-    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
-    assert!(report.complete, "{report:?}");
-    let snap = drv.sm.snapshot().expect("a snapshot");
-    Swept { topo: topo.clone(), drv, snap }
+    swept_on_vl0(topo, 11, cfg)
 }
 
 /// The SL of every (source switch, destination LID) from the SA, asked source by source, and

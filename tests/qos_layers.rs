@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ibsm::core::{Guid2Lid, PortConfig, QosSetting, Sm, SmConfig};
-use ibsm::routes::live::LiveRoutes;
+use ibsm::core::{PortConfig, QosSetting, SmConfig};
 use ibsm::transport::sim::SimDriver;
+use ibsm::routes::live::LiveRoutes;
 use ibsm_mad::Attribute;
 use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
@@ -24,7 +24,7 @@ use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::sa::{LIMIT, Swept, all_on_vl0, each_switch_sl2vl, records, through_core};
+use support::sa::{Swept, swept_on_vl0, each_switch_sl2vl, records, through_core};
 
 const POLICY: &str = "qos-ulps\n    default : 0\n    any, service-id 0x1000 : 1\nend-qos-ulps\n";
 const STORAGE_SID: u64 = 0x1000;
@@ -46,12 +46,7 @@ fn swept_with(topo: &Topology, ports: PortConfig, partitions: ibsm_partitions::P
         qos: Some(QosSetting { options: ibsm_qos::QosOptions::default(), policy }),
         ..SmConfig::default()
     };
-    let mut drv = SimDriver::new(topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
-    all_on_vl0(&mut drv, topo);
-    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
-    assert!(report.complete, "{report:?}");
-    let snap = drv.sm.snapshot().expect("a snapshot");
-    Swept { topo: topo.clone(), drv, snap }
+    swept_on_vl0(topo, 7, cfg)
 }
 
 /// The SL2VL tables every switch holds on every input/output pair of live ports, read back:

@@ -296,6 +296,17 @@ pub fn dr_get(drv: &mut SimDriver, path: &DrPath, attr_id: u16, attr_mod: u32) -
     data
 }
 
+/// `topo` on the simulator (seed `seed`) with every switch's SL2VL set to VL 0 first
+/// ([`all_on_vl0`]), swept once by an SM with `cfg`: the sweep complete, its snapshot taken.
+pub fn swept_on_vl0(topo: &Topology, seed: u64, cfg: SmConfig) -> Swept {
+    let mut drv = SimDriver::new(topo, seed, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    all_on_vl0(&mut drv, topo);
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete, "{report:?}");
+    let snap = drv.sm.snapshot().expect("a snapshot");
+    Swept { topo: topo.clone(), drv, snap }
+}
+
 /// Every switch's SL2VL on every input/output pair set to VL 0 for every SL, before any SM
 /// runs (the simulator starts with SL n on VL n, which would hide an SM that writes nothing).
 pub fn all_on_vl0(drv: &mut SimDriver, topo: &Topology) {
