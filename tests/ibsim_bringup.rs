@@ -11,7 +11,8 @@
 //! * `smpquery portinfo` on every linked port: Active, and the SM's LID as SMLid (on every CA
 //!   port and every switch's port 0, where PortInfo holds it).
 //!
-//! The same with the SM on a switch's management port (port 0). More tests: a restart with the same state directory keeps every LID even when the SM sits
+//! The same with the SM on a switch's management port (port 0). The MAD counter of the bring-up
+//! benchmark (`benches/madcount.c`) counts the SMPs the SM reports. More tests: a restart with the same state directory keeps every LID even when the SM sits
 //! elsewhere (with a control run that shows the LIDs would differ without it), and an SM
 //! running without `--once` answers SA queries (and "not supported" for what it does not serve), stops cleanly on SIGTERM
 //! and clears IsSM on its port; a bad `--ca`, and a machine without umad devices, give a reason
@@ -282,6 +283,77 @@ fn sm_on_a_switch_management_port_brings_the_fabric_up() {
     let switch = topo.nodes.iter().find(|n| n.kind == NodeKind::Switch).unwrap().name.clone();
     let sim = Ibsim::start(&net).unwrap();
     bring_up_at_and_judge(&sim, &topo, &switch);
+}
+
+/// The number after the last space before `key` in `line` (`"32039 SMPs"` -> 32039).
+fn count_before(line: &str, key: &str) -> Option<u64> {
+    let head = &line[..line.find(key)?];
+    head.trim_end().rsplit(' ').next()?.parse().ok()
+}
+
+/// `benches/madcount.c`, the counter of `benches/bringup-ratio.sh --count-mads`, preloaded
+/// before umad2sim: the SMPs (Gets and Sets) it counts are the ones the SM reports sending,
+/// plus the poll thread's wake-up NodeInfo Gets at the exit (at most `WAKE_TRIES` = 4), and its
+/// LFT Sets are the report's LFT blocks.
+#[test]
+fn the_bench_mad_counter_counts_the_smps_the_sm_reports() {
+    if !require_ibsim() || !support::ibsim::require_tools(&["cc", "timeout"]) {
+        return;
+    }
+    let dir = TempDir::new("madcount");
+    let lib = dir.0.join("madcount.so");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/madcount.c");
+    let cc =
+        Command::new("cc").args(["-O2", "-shared", "-fPIC", "-o"]).arg(&lib).arg(&src).arg("-ldl").output().unwrap();
+    assert!(cc.status.success(), "cc: {}", String::from_utf8_lossy(&cc.stderr));
+    // umad2sim's library, as ibsim-run names it (ibsim-run itself cannot add to LD_PRELOAD).
+    let run = support::ibsim::find_tool("ibsim-run").unwrap();
+    let umad2sim = std::fs::read_to_string(run)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("sim_so=").map(str::to_owned))
+        .unwrap();
+    let net = example("fat-tree-2l-k4.net");
+    let topo = Topology::load(&net).unwrap();
+    let sim = Ibsim::start(&net).unwrap();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(ibsm())
+        .args(["run", "--once"])
+        .current_dir(sim.dir())
+        .env("IBSIM_SOCKNAME", sim.sockname())
+        .env("SIM_HOST", &ca_ports(&topo)[0].0)
+        .env("LD_PRELOAD", format!("{} {umad2sim}", lib.display()))
+        .env("MADCOUNT_OUT", dir.0.join("mads"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let summary = stdout.lines().find(|l| l.starts_with("subnet up: ")).unwrap();
+    let smps = count_before(summary, " SMPs").unwrap();
+    let lft_blocks = count_before(summary, " LFT blocks sent").unwrap();
+    let (mut counted, mut lft_sets) = (0, 0);
+    for entry in std::fs::read_dir(&dir.0).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.file_name().unwrap().to_string_lossy().starts_with("mads.") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let field = |k: &str| line.split(' ').find_map(|f| f.strip_prefix(k)).unwrap().to_owned();
+            let n: u64 = field("count=").parse().unwrap();
+            let smp_request = matches!(field("class=").as_str(), "0x01" | "0x81")
+                && matches!(field("method=").as_str(), "0x01" | "0x02");
+            if smp_request {
+                counted += n;
+            }
+            if smp_request && field("attr=") == "0x0019" && field("method=") == "0x02" {
+                lft_sets += n;
+            }
+        }
+    }
+    assert!(smps > 0 && lft_blocks > 0, "{summary}");
+    assert!((smps..=smps + 4).contains(&counted), "counted {counted} SMPs, the SM reports {smps}: {summary}");
+    assert_eq!(lft_sets, lft_blocks, "{summary}");
 }
 
 #[test]

@@ -240,7 +240,8 @@ impl Drop for Poller {
 /// Runs `sm` on `port` until the first report (`once`) or a signal. Opens issm first and
 /// closes it (and the device) before returning, whatever happens. `on_event` sees every event
 /// of the core, including each [`SmEvent::SubnetUp`] (after the first, `guid2lid` is written
-/// then; later ones are handed to the writer thread).
+/// then; later ones are handed to the writer thread). With `once`, a run that reports leaves
+/// the core's memory to the process's exit rather than freeing it.
 pub fn run(
     port: UmadPort,
     sm: Sm,
