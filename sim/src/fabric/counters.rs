@@ -116,6 +116,7 @@ impl Traffic {
 /// (boxed, allocated on first use) errors, an error rate and where each traffic counter was
 /// last cleared. 24 bytes for a port whose counters were never cleared or given errors.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct PortPerf {
     sent: u64,
     received: u64,
@@ -123,6 +124,10 @@ pub(crate) struct PortPerf {
 }
 
 impl PortPerf {
+    /// Bytes from the start of a `PortPerf` to the end of its MAD counts (what a hop touches).
+    #[cfg(test)]
+    pub(crate) const COUNTS_LEN: usize = std::mem::offset_of!(PortPerf, received) + 8;
+
     /// One MAD left the port onto its cable.
     pub fn count_xmit(&mut self) {
         self.sent = self.sent.wrapping_add(1);
