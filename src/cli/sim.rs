@@ -221,6 +221,8 @@ enum Shape {
     Mesh,
     /// Random connected switch graph.
     Random,
+    /// Dragonfly: groups of all-to-all switches, one cable between every two groups.
+    Dragonfly,
 }
 
 /// Arguments of `ibsm sim gen`.
@@ -252,7 +254,13 @@ pub(super) struct GenArgs {
     /// Torus/mesh: sizes per dimension, comma-separated (e.g. `4,4` or `3,3,3`).
     #[arg(long, value_delimiter = ',', default_value = "4,4")]
     dims: Vec<u16>,
-    /// Torus, mesh and random graphs: hosts per switch.
+    /// Dragonfly: number of groups.
+    #[arg(long, default_value_t = 9)]
+    groups: usize,
+    /// Dragonfly: switches per group.
+    #[arg(long, default_value_t = 4)]
+    group_size: usize,
+    /// Torus, mesh, random graphs and dragonflies: hosts per switch.
     #[arg(long, default_value_t = 1)]
     hosts_per_switch: u8,
     /// Random graph: number of switches.
@@ -281,6 +289,7 @@ fn spec(a: &GenArgs) -> GenSpec {
             wrap: matches!(a.shape, Shape::Torus),
             hosts_per_switch: a.hosts_per_switch,
         }),
+        Shape::Dragonfly => GenSpec::dragonfly(a.groups, a.group_size, a.hosts_per_switch),
         Shape::Random => GenSpec::Random(RandomGraph {
             switches: a.switches,
             radix: a.radix,

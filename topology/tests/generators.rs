@@ -276,6 +276,36 @@ fn torus_and_mesh() {
 }
 
 #[test]
+fn dragonfly_groups_all_to_all_inside_and_between() {
+    let t = GenSpec::dragonfly(9, 4, 2).generate().unwrap();
+    check(&t);
+    // 9 groups of 4: 6 local cables per group, 36 global ones, 2 hosts per switch.
+    assert_eq!(counts(&t), (36, 72, 9 * 6 + 36 + 72));
+    let group = |name: &str| name.split('-').nth(1).map(str::to_owned);
+    let mut between: HashMap<(String, String), usize> = HashMap::new();
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
+        let sw: Vec<String> = neighbours(&t, &n.name).into_iter().filter(|x| x.starts_with("sw-")).collect();
+        let (inside, outside): (Vec<_>, Vec<_>) = sw.iter().partition(|x| group(x) == group(&n.name));
+        assert_eq!(inside.len(), 3, "{}: all-to-all inside the group", n.name);
+        // 8 global cables over 4 switches: 2 each.
+        assert_eq!(outside.len(), 2, "{}", n.name);
+        for o in outside {
+            *between.entry((group(&n.name).unwrap(), group(o).unwrap())).or_default() += 1;
+        }
+    }
+    assert_eq!(between.len(), 9 * 8, "every ordered pair of groups");
+    assert!(between.values().all(|&c| c == 1), "one cable between every two groups");
+    assert_eq!(switch_diameter(&t), Some(4), "local, global, local");
+    // Groups of one: a full graph of switches.
+    let k = GenSpec::dragonfly(5, 1, 1).generate().unwrap();
+    check(&k);
+    assert_eq!(counts(&k), (5, 5, 10 + 5));
+    for bad in [GenSpec::dragonfly(1, 4, 1), GenSpec::dragonfly(4, 0, 1), GenSpec::dragonfly(300, 1, 1)] {
+        assert!(matches!(bad.generate(), Err(GenError::Invalid { .. })), "{bad:?}");
+    }
+}
+
+#[test]
 fn random_graphs() {
     let spec = RandomGraph { switches: 40, radix: 12, hosts_per_switch: 3, links: 120, seed: 5 };
     let t = GenSpec::Random(spec).generate().unwrap();

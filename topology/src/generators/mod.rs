@@ -24,9 +24,12 @@
 //! * [`RandomGraph`]: `n` switches, `h` hosts each, and exactly `links` switch-to-switch
 //!   cables placed by seed: first a random spanning tree (so the fabric is connected), then
 //!   random extra cables (parallel cables allowed, self-loops never).
+//! * [`Dragonfly`]: `g` groups of `a` switches, all-to-all inside a group, one global cable
+//!   between every two groups spread evenly over each group's switches, `h` hosts per switch
+//!   (ports: `a - 1` local, `ceil((g - 1) / a)` global, then the hosts).
 //!
 //! Names: switches `spine-J`, `leaf-I`, `core-C`, `agg-A`, `edge-E`, `leaf-rR-G`, `sw-X-Y[-Z]`,
-//! `sw-N`; hosts `hN` (rail HCAs `hN-rR`). GUIDs: switch number `i` (in creation order) has
+//! `sw-N`, `sw-G-I` (dragonfly group G, switch I); hosts `hN` (rail HCAs `hN-rR`). GUIDs: switch number `i` (in creation order) has
 //! `NodeGUID` `0x0002_0000_0000_0000 + i·0x100`, CA number `j` has
 //! `0x0001_0000_0000_0000 + j·0x100`, and CA port `p` is `NodeGUID` + `p` (ibsim's layout). A rail
 //! host's HCAs share the `SystemImageGUID` of its first HCA. Links carry default attributes.
@@ -43,6 +46,7 @@
 //! ```
 
 mod degrade;
+mod dragonfly;
 mod fat_tree;
 mod grid;
 mod random;
@@ -182,6 +186,17 @@ pub struct RandomGraph {
     pub seed: u64,
 }
 
+/// A dragonfly (see the module docs for the layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dragonfly {
+    /// Groups, at least 2.
+    pub groups: usize,
+    /// Switches per group, at least 1.
+    pub group_size: usize,
+    /// Hosts per switch.
+    pub hosts_per_switch: u8,
+}
+
 /// What to generate. Built by the CLI from arguments (no `FromStr`): use the constructors
 /// below or fill the variant's struct directly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +209,8 @@ pub enum GenSpec {
     Grid(Grid),
     /// Random irregular switch graph.
     Random(RandomGraph),
+    /// Dragonfly: all-to-all groups joined all-to-all.
+    Dragonfly(Dragonfly),
 }
 
 impl GenSpec {
@@ -218,6 +235,11 @@ impl GenSpec {
         GenSpec::Random(RandomGraph { switches, radix, hosts_per_switch, links, seed })
     }
 
+    /// Dragonfly of `groups` groups of `group_size` switches with `hosts_per_switch` hosts each.
+    pub fn dragonfly(groups: usize, group_size: usize, hosts_per_switch: u8) -> GenSpec {
+        GenSpec::Dragonfly(Dragonfly { groups, group_size, hosts_per_switch })
+    }
+
     /// Build the topology.
     pub fn generate(&self) -> Result<Topology, GenError> {
         match self {
@@ -232,6 +254,7 @@ impl GenSpec {
             GenSpec::RailFatTree(s) => degrade::apply(fat_tree::rail(s.radix, s.rails, s.groups)?, s.degrade),
             GenSpec::Grid(s) => grid::grid(&s.dims, s.wrap, s.hosts_per_switch),
             GenSpec::Random(s) => random::random(s),
+            GenSpec::Dragonfly(s) => dragonfly::dragonfly(s),
         }
     }
 }
