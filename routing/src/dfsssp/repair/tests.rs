@@ -176,3 +176,71 @@ proptest! {
         cut_and_check(&v, &old, k, 8, engine);
     }
 }
+
+/// Every single switch-to-switch cut of `view` routed as `old`, repaired: every pair stays
+/// routed, no layer has a credit loop, and every path whose layer moved is one whose old route
+/// crossed the cut cable (the rule of issue 25: a path that did not cross the fault keeps its
+/// SL). Returns each cut's (stranded, re-routed).
+fn every_cut(what: &str, view: &FabricView, old: &Layered, engine: &'static str) -> Vec<(usize, usize)> {
+    let (idx, ds) = dests(view);
+    let mut out = Vec::new();
+    for (s0, p0) in trunks(view) {
+        let new = cut(view, s0, p0);
+        let rep =
+            repair(view, &old.routes, Some(&old.layers), &new, 8, engine).expect("a cut fabric").expect("repaired");
+        let got = &rep.layered;
+        let r = check(&new, &got.routes);
+        assert_eq!((r.reachable, r.loops), (r.pairs, 0), "{what} cable {s0}:{p0}");
+        for vl in credit_loops_per_vl(&new, &got.routes, &|s, d| got.layers.layer(s, d)) {
+            assert!(matches!(vl.loops, CreditLoops::None), "{what} cable {s0}:{p0} VL {}: {:?}", vl.vl, vl.loops);
+        }
+        let NodeId::Switch(s1) = view.switches[s0].ports[p0].expect("a cable").node else { panic!("a trunk") };
+        let far = view.switches[s0].ports[p0].expect("a cable").port.0;
+        let lost = [(s0, u8::try_from(p0).expect("port")), (s1, far)];
+        let mut moved = 0;
+        for d in &ds {
+            for s in (0..view.switches.len()).filter(|&s| laid(&idx, d, s)) {
+                if old.layers.layer(s, Lid(d.lid)) == got.layers.layer(s, Lid(d.lid)) {
+                    continue;
+                }
+                moved += 1;
+                let before = route(view, &old.routes, s, d).expect("the old route arrives");
+                assert!(
+                    before.iter().any(|h| lost.contains(h)),
+                    "{what} cable {s0}:{p0}: switch {s} to LID {} moved layer without crossing the cable",
+                    d.lid
+                );
+            }
+        }
+        assert_eq!(moved, rep.stranded, "{what} cable {s0}:{p0}: the stranded paths are those that moved");
+        out.push((rep.stranded, rep.rerouted));
+    }
+    let stranded: Vec<usize> = out.iter().map(|o| o.0).collect();
+    eprintln!(
+        "{what}: {} cuts, {} strand a path, {} stranded of {} re-routed (most {} in one cut)",
+        out.len(),
+        stranded.iter().filter(|&&s| s > 0).count(),
+        stranded.iter().sum::<usize>(),
+        out.iter().map(|o| o.1).sum::<usize>(),
+        stranded.iter().max().unwrap_or(&0),
+    );
+    out
+}
+
+/// Issue 25's stability rule on every single switch-to-switch cut of a 4x4x4 torus, a
+/// dragonfly (9 groups of 4) and a random 64-switch fabric under dfsssp: no path that did not
+/// cross the cut changes its layer (SL). Paths that crossed it may (`stranded`: counted).
+#[test]
+fn every_single_cut_of_a_torus_a_dragonfly_and_a_random_fabric_moves_only_paths_that_crossed_it() {
+    let fabrics = [
+        ("torus 4x4x4", generated(&GenSpec::torus(&[4, 4, 4], 2), 0)),
+        ("dragonfly 9x4", generated(&GenSpec::dragonfly(9, 4, 2), 0)),
+        ("random 64", generated(&GenSpec::random(64, 16, 4, 200, 7), 0)),
+    ];
+    for (what, v) in &fabrics {
+        let old = Dfsssp::default().layered(v).unwrap();
+        let out = every_cut(what, v, &old, Dfsssp::NAME);
+        assert_eq!(out.len(), trunks(v).len());
+        assert!(out.iter().all(|&(_, rerouted)| rerouted > 0), "{what}: every cut re-routes something");
+    }
+}
