@@ -190,3 +190,110 @@ fn a_repair_starts_and_ends_without_a_credit_loop() {
     assert_eq!(r.loops(0, &r.old_sl), []);
     assert_eq!(r.loops(r.states.len() - 1, &r.new_sl), []);
 }
+
+/// Steps `drv` 20 ns at a time until `until` (an event) or `limit`, keeping each state of the
+/// switches' tables that differs from the last in `states`.
+fn step_through(
+    drv: &mut SimDriver,
+    nodes: &[usize],
+    top: u16,
+    states: &mut Vec<Vec<Lft>>,
+    limit: u64,
+    until: impl Fn(&SmEvent) -> bool,
+) -> Option<SmEvent> {
+    let mut got = None;
+    while got.is_none() && drv.now() < limit {
+        let next = drv.now() + 20;
+        got = drv.run_until(next, &until);
+        let now = held(drv, nodes, top);
+        if states.last() != Some(&now) {
+            states.push(now);
+        }
+    }
+    got
+}
+
+/// The entries a state holds of the tables before a repair (`old`) that the repair changes,
+/// and of its new tables (`new`) where they differ from the old: (old ones, new ones).
+fn old_and_new(state: &[Lft], old: &[Lft], new: &[Lft]) -> (usize, usize) {
+    let (mut o, mut n) = (0, 0);
+    for ((t, a), z) in state.iter().zip(old).zip(new) {
+        for ((p, x), y) in t.ports.iter().zip(&a.ports).zip(&z.ports) {
+            if x != y {
+                o += usize::from(p == x && *x != Lft::UNROUTED);
+                n += usize::from(p == y && *y != Lft::UNROUTED);
+            }
+        }
+    }
+    (o, n)
+}
+
+/// The two write-order gaps of a repair written in two passes: a first-pass Set that fails
+/// (the switch at the near end of the cut cable refuses LFT Sets) holds the second pass back,
+/// and the sweep after it (the switch answers again) starts from what the switches hold, not
+/// from the tables the failed sweep meant to write. Throughout, no state holds an entry the
+/// repair drops beside one it adds, and none has a credit loop with the SLs the hosts hold.
+#[test]
+fn a_failed_first_pass_holds_the_second_back_and_the_next_sweep_starts_from_what_switches_hold() {
+    use ibsm_mad::ids;
+    use ibsm_sim::fabric::SetFault;
+    let topo = GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus");
+    let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(5_000_000_000, |_| {}).expect("a report");
+    assert!(report.complete, "{report:?}");
+    let before = LiveRoutes::from_sm(&drv.sm).expect("routes");
+    let old_sl = before.layers().expect("layers");
+    let (plan, _) = before.to_plan().expect("plan");
+    let by_guid: HashMap<_, _> =
+        (0..topo.nodes.len()).filter_map(|i| drv.fabric.node_guid(i).map(|g| (g, i))).collect();
+    let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
+    let top = plan.view.max_lid();
+    let (sw, port) = (0..topo.nodes.len())
+        .filter(|&i| topo.nodes[i].kind == NodeKind::Switch)
+        .find_map(|i| {
+            (1..=topo.nodes[i].num_ports)
+                .find(|&p| topo.nodes[i].peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch))
+                .map(|p| (i, p))
+        })
+        .expect("a switch-to-switch cable");
+    let status = Some(0x001c);
+    drv.fabric.inject_fault(Fault::FailSets(SetFault { node: Some(sw), attr: ids::attr::LFT, status }));
+    drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
+    let limit = drv.now() + 5_000_000_000;
+    let starts = |ev: &SmEvent| matches!(ev, SmEvent::PhaseStarted { phase: SweepPhase::ProgrammingLfts, .. });
+    assert!(drv.run_until(limit, starts).is_some(), "the repair reaches its LFT writes");
+    let mut states = vec![held(&drv, &nodes, top)];
+    let up = step_through(&mut drv, &nodes, top, &mut states, limit, |ev| matches!(ev, SmEvent::SubnetUp(_)));
+    let Some(SmEvent::SubnetUp(first)) = up else { panic!("the failed repair ends") };
+    assert!(!first.complete, "a refused Set leaves the sweep incomplete: {first:?}");
+    let failed_at = states.len();
+    // The switch answers again; the sweep that redoes what it misses writes the rest.
+    drv.fabric.inject_fault(Fault::ClearSetFaults);
+    let limit = drv.now() + 30_000_000_000;
+    assert!(drv.run_until(limit, starts).is_some(), "a later sweep writes again");
+    let up = step_through(&mut drv, &nodes, top, &mut states, limit, |ev| matches!(ev, SmEvent::SubnetUp(_)));
+    let Some(SmEvent::SubnetUp(second)) = up else { panic!("the next sweep ends") };
+    assert!(second.complete, "{second:?}");
+    let after = LiveRoutes::from_sm(&drv.sm).expect("routes");
+    let new_sl = after.layers().expect("layers");
+    let (plan, _) = after.to_plan().expect("plan");
+    let (old, new) = (&states[0], &states[states.len() - 1]);
+    assert_ne!(old, new, "the repair changed tables");
+    let r = Repair { states: states.clone(), view: plan.view, old_sl, new_sl, stranded: 0, passes: 2 };
+    for (k, state) in states.iter().enumerate() {
+        let (o, n) = old_and_new(state, old, new);
+        assert!(
+            o == 0 || n == 0,
+            "state {k} of {} (failed sweep ends at {failed_at}): {o} dropped entries beside {n} new ones",
+            states.len()
+        );
+        if k < failed_at {
+            assert_eq!(n, 0, "state {k}: a new entry written after a first-pass Set failed");
+        }
+        let rows = if written_new(&r, k) { &r.new_sl } else { &r.old_sl };
+        assert_eq!(r.loops(k, rows), [], "state {k}");
+    }
+    // The end: every switch holds the repair's tables.
+    assert_eq!(old_and_new(new, old, new).0, 0);
+}

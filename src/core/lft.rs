@@ -148,8 +148,12 @@ pub struct RouteJob {
     options: EngineOptions,
     base: Option<RouteBase>,
     epoch: u64,
-    /// What the switches held before (the last sweep's tables).
+    /// What the switches held before: the last sweep's tables, or where its writes did not
+    /// all succeed, what the SM knows each switch holds ([`Routing::hold_actual`]).
     held: Option<Held>,
+    /// `held` is what the switches hold, not the last sweep's tables: a layered engine's
+    /// tables, even reused, are written in two passes from it.
+    unsure: bool,
 }
 
 /// What a [`RouteJob`] produced.
@@ -203,17 +207,27 @@ impl RouteJob {
     fn reuse_base(&mut self, chain: &str) -> Option<Reused> {
         let view = &*self.view;
         let b = self.base.as_mut().filter(|b| b.chain == chain)?;
+        // Layered tables reused over switches whose tables are not the last sweep's (its
+        // writes did not all succeed): written in two passes from what they hold.
+        let layered = [Dfsssp::NAME, Nue::NAME].contains(&b.engine.as_str());
+        let guids: Vec<_> = view.switches.iter().map(|s| s.guid).collect();
+        let unsure = |routes: &Arc<Routes>| {
+            let held = self.held.as_ref().filter(|_| self.unsure && layered)?;
+            Some(Arc::new(interim_tables(&held.0, &held.1, &guids, routes)))
+        };
         if Arc::ptr_eq(&b.view, &self.view) || *b.view == *view {
             // The repair undone: its tables differ from the base's where it moved them.
             let deltas = b.repaired.take().and_then(|r| undo_deltas(&b.view, &b.routes, &r));
             let reused = (Arc::clone(&b.routes), RouteMode::Reused, b.engine.clone(), b.layers.clone());
-            return Some((reused.0, reused.1, reused.2, reused.3, None, None, deltas));
+            let interim = unsure(&reused.0);
+            return Some((reused.0, reused.1, reused.2, reused.3, None, interim, deltas));
         }
         if let Some((_, routes, _, layers, deltas)) =
             b.repaired.as_ref().filter(|(v, ..)| Arc::ptr_eq(v, &self.view) || **v == *view)
         {
             let reused = (Arc::clone(routes), RouteMode::Reused, b.engine.clone(), layers.clone());
-            return Some((reused.0, reused.1, reused.2, reused.3, None, None, deltas.clone()));
+            let interim = unsure(&reused.0);
+            return Some((reused.0, reused.1, reused.2, reused.3, None, interim, deltas.clone()));
         }
         // A layered engine's routes are repaired keeping each path's layer where it can.
         if let Some(engine) = [Dfsssp::NAME, Nue::NAME].into_iter().find(|&n| n == b.engine) {
@@ -228,7 +242,6 @@ impl RouteJob {
             // else (an earlier repair) the changed entries are dropped first.
             let held = self.held.as_ref();
             let from_base = held.is_some_and(|(_, t)| Arc::ptr_eq(t, &b.routes));
-            let guids: Vec<_> = view.switches.iter().map(|s| s.guid).collect();
             let interim = held
                 .filter(|_| !(r.one_pass && from_base))
                 .map(|(by, t)| Arc::new(interim_tables(by, t, &guids, &routes)));
@@ -356,6 +369,9 @@ pub struct Routing {
     offload: bool,
     /// Bumped when the base is dropped, so that a job out does not bring it back.
     epoch: u64,
+    /// The last tables' LFT writes did not all succeed (or are under way): the switches may
+    /// hold a mix of tables, and the next job starts from what they hold.
+    unsure: bool,
     /// The last routing view built, which a sweep that changed only links derives its own from.
     last_view: Option<LastView>,
     /// A standby's route of the fabric it found, wanted or out ([`Routing::want_prime`]).
@@ -452,6 +468,32 @@ impl Routing {
         self.deltas = None;
     }
 
+    /// The LFT writes of the running sweep begin: until [`Routing::written`] says they all
+    /// succeeded, the switches may hold any mix of the old and new tables.
+    pub fn writing(&mut self) {
+        self.unsure = true;
+    }
+
+    /// The running sweep's LFT writes ended: all answered (`ok`), or some failed (or a first
+    /// pass was written without its second).
+    pub fn written(&mut self, ok: bool) {
+        self.unsure = !ok;
+    }
+
+    /// Before a job: where the last writes did not all succeed, the tables the switches held
+    /// before are taken as `actual` gives them (what the SM knows each switch holds, by GUID;
+    /// a switch it knows nothing of is left out), not as the last sweep's tables. A layered
+    /// engine's tables are then written in two passes from them, so that no state mixes an
+    /// entry the switches were meant to drop with one of the new tables.
+    pub fn hold_actual(&mut self, actual: impl Fn(ibsm_mad::Guid) -> Option<Arc<Lft>>) {
+        if !self.unsure {
+            return;
+        }
+        let Some((guids, _)) = self.held.as_ref() else { return };
+        let (guids, tables): (Vec<_>, Vec<_>) = guids.iter().filter_map(|&g| Some((g, actual(g)?))).unzip();
+        self.held = Some((guids, Arc::new(Routes { tables })));
+    }
+
     /// How each of the last tables differs from the same switch's table in the route before,
     /// where a repair (or its undoing) knows it ([`TableDelta`]), in the switches' order.
     pub fn deltas(&self) -> Option<&[Option<TableDelta>]> {
@@ -530,6 +572,7 @@ impl Routing {
         options.max_layers = Some(options.max_layers.map_or(budget, |m| m.min(budget)));
         let held = self.held.clone();
         let job = RouteJob {
+            unsure: self.unsure,
             view,
             switch_nodes,
             chain: chain.to_vec(),

@@ -578,6 +578,8 @@ impl Sm {
     fn route_job(&mut self) -> lft::RouteJob {
         let avoid = self.perf.avoided();
         let budget = self.route_budget();
+        let programming = &self.programming;
+        self.routing.hold_actual(|guid| programming.programmed_lft(guid));
         let (job, avoided) = self.routing.job(
             &self.subnet,
             self.cfg.lmc,
@@ -886,6 +888,7 @@ impl Sm {
                 }
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);
+                    self.routing.writing();
                     if let Some((switches, routes)) = self.routing.routes() {
                         // A repair written in two passes: its changed entries unrouted first.
                         // A repair's deltas say how `routes` differ, not the first pass's tables.
@@ -899,8 +902,13 @@ impl Sm {
                         self.tx.push_feed(plan.sets, transactions::Op::Sweep);
                     }
                 }
-                // The first pass answered (every Set of it): the new entries.
+                // The first pass answered (every Set of it): the new entries, unless a Set of
+                // it failed (that switch may hold old entries the new ones would loop with):
+                // the next sweep writes from what the switches hold ([`Routing::hold_actual`]).
                 SweepPhase::ProgrammingLfts if self.routing.take_interim().is_some() => {
+                    if self.sweep.lft_failures() > 0 {
+                        continue;
+                    }
                     if let Some((switches, routes)) = self.routing.routes() {
                         let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, None, None);
                         self.publish_digests_if_changed();
@@ -909,6 +917,7 @@ impl Sm {
                     }
                 }
                 SweepPhase::ProgrammingLfts => {
+                    self.routing.written(self.sweep.lft_failures() == 0);
                     self.enter(SweepPhase::Arming);
                     self.walk_port_states(PortStep::Arm);
                 }

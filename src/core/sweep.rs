@@ -51,6 +51,8 @@ pub(crate) struct Sweep {
     failed_sets: BTreeSet<NodeIdx>,
     /// SMPs of discovery that failed (only a heavy sweep can redo them).
     read_failures: usize,
+    /// LinearForwardingTable Sets that failed (after their retries).
+    lft_failures: usize,
     /// The report of the last completed sweep, and when it was made.
     last: Option<(SubnetReport, u64)>,
     /// How long building this sweep's SA snapshot took, once built.
@@ -139,6 +141,7 @@ impl Sweep {
     /// or a read.
     pub fn note_failure(&mut self, req: &Req, discovering: bool) {
         self.failures += 1;
+        self.lft_failures += usize::from(matches!(req, Req::SetLft { .. }));
         match req {
             Req::SetPortInfo { node, .. }
             | Req::SetSwitchInfo { node, .. }
@@ -151,6 +154,11 @@ impl Sweep {
             _ if discovering => self.read_failures += 1,
             _ => {}
         }
+    }
+
+    /// LinearForwardingTable Sets of this sweep that failed after their retries.
+    pub fn lft_failures(&self) -> usize {
+        self.lft_failures
     }
 
     /// A port reached the state of `step`.
