@@ -228,10 +228,11 @@ fn every_cut(what: &str, view: &FabricView, old: &Layered, engine: &'static str)
 }
 
 /// Issue 25's stability rule on every single switch-to-switch cut of a 4x4x4 torus, a
-/// dragonfly (9 groups of 4) and a random 64-switch fabric under dfsssp: no path that did not
-/// cross the cut changes its layer (SL). Paths that crossed it may (`stranded`: counted).
+/// dragonfly (9 groups of 4) and a random 64-switch fabric: under dfsssp, no path that did not
+/// cross the cut changes its layer (SL), and paths that crossed it may (`stranded`: counted);
+/// under nue, no path changes its layer at all.
 #[test]
-fn every_single_cut_of_a_torus_a_dragonfly_and_a_random_fabric_moves_only_paths_that_crossed_it() {
+fn every_single_cut_of_a_torus_a_dragonfly_and_a_random_fabric_keeps_the_sl_of_unaffected_paths() {
     let fabrics = [
         ("torus 4x4x4", generated(&GenSpec::torus(&[4, 4, 4], 2), 0)),
         ("dragonfly 9x4", generated(&GenSpec::dragonfly(9, 4, 2), 0)),
@@ -242,5 +243,9 @@ fn every_single_cut_of_a_torus_a_dragonfly_and_a_random_fabric_moves_only_paths_
         let out = every_cut(what, v, &old, Dfsssp::NAME);
         assert_eq!(out.len(), trunks(v).len());
         assert!(out.iter().all(|&(_, rerouted)| rerouted > 0), "{what}: every cut re-routes something");
+        // Nue's layers (destinations partitioned, an escape per layer) keep every pair's layer.
+        let old = Nue::default().layered(v).unwrap();
+        let out = every_cut(&format!("{what} nue"), v, &old, Nue::NAME);
+        assert!(out.iter().all(|&(stranded, _)| stranded == 0), "{what} nue: {out:?}");
     }
 }
