@@ -8,36 +8,36 @@
 use super::{Builder, Dragonfly, GenError, Topology, check_size, invalid};
 
 pub(super) fn dragonfly(spec: &Dragonfly) -> Result<Topology, GenError> {
-    let (groups, a, hosts) = (spec.groups, spec.group_size, spec.hosts_per_switch);
+    let (groups, size, hosts) = (spec.groups, spec.group_size, spec.hosts_per_switch);
     if groups < 2 {
         return Err(invalid("groups", format!("must be at least 2, found {groups}")));
     }
-    if a == 0 {
+    if size == 0 {
         return Err(invalid("group-size", "must be at least 1"));
     }
-    let globals = (groups - 1).div_ceil(a);
-    let ports = (a - 1) + globals + usize::from(hosts);
+    let globals = (groups - 1).div_ceil(size);
+    let ports = (size - 1) + globals + usize::from(hosts);
     let ports = u8::try_from(ports)
         .map_err(|_| invalid("groups", format!("switches would need {ports} ports (at most 255)")))?;
-    let switches = groups.checked_mul(a).ok_or(GenError::TooLarge { nodes: u64::MAX, max: super::MAX_NODES })?;
-    let n = check_size((switches as u64).saturating_mul(1 + u64::from(hosts)))?;
-    let mut b = Builder::with_capacity(n);
+    let switches = groups.checked_mul(size).ok_or(GenError::TooLarge { nodes: u64::MAX, max: super::MAX_NODES })?;
+    let nodes = check_size((switches as u64).saturating_mul(1 + u64::from(hosts)))?;
+    let mut b = Builder::with_capacity(nodes);
     for g in 0..groups {
-        for i in 0..a {
+        for i in 0..size {
             b.switch(format!("sw-{g}-{i}"), ports);
         }
     }
     // Ports of switch `i` (0-based) of a group toward switch `k` of the same group.
     let local = |i: usize, k: usize| u8::try_from(if k < i { k + 1 } else { k }).unwrap_or(u8::MAX);
     for g in 0..groups {
-        for i in 0..a {
-            for k in i + 1..a {
-                b.link(g * a + i, local(i, k), g * a + k, local(k, i));
+        for i in 0..size {
+            for k in i + 1..size {
+                b.link(g * size + i, local(i, k), g * size + k, local(k, i));
             }
         }
     }
     // The switch and port of group `g`'s global cable number `j`.
-    let global = |g: usize, j: usize| (g * a + j % a, u8::try_from(a + j / a).unwrap_or(u8::MAX));
+    let global = |g: usize, j: usize| (g * size + j % size, u8::try_from(size + j / size).unwrap_or(u8::MAX));
     for g in 0..groups {
         for o in g + 1..groups {
             let (x, px) = global(g, o - 1);
@@ -45,7 +45,7 @@ pub(super) fn dragonfly(spec: &Dragonfly) -> Result<Topology, GenError> {
             b.link(x, px, y, py);
         }
     }
-    let first_host = a + globals;
+    let first_host = size + globals;
     let mut c = 0usize;
     for s in 0..switches {
         for p in 0..usize::from(hosts) {
