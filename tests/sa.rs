@@ -560,7 +560,7 @@ fn answers_are_counted_by_attribute_and_status_in_the_metrics() {
     let now = drv.now();
     let st = through_core(&mut drv, now, me, (Method::Get, NodeRecord::COMP_LID, 1), &nobody).0;
     assert_eq!(st, status::SA_NO_RECORDS);
-    let counted: Vec<_> = drv.sm.sa_counts().iter().map(|(k, v)| (*k, *v)).collect();
+    let counted: Vec<_> = drv.sm.sa_counts().iter().collect();
     assert_eq!(counted, [(("NodeRecord", "no_records"), 1), (("NodeRecord", "ok"), 2)]);
     let text = ibsm::daemon::metrics::render(&drv.sm);
     assert!(text.contains("ibsm_sa_answers_total{attribute=\"NodeRecord\",status=\"ok\"} 2\n"), "{text}");

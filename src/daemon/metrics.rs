@@ -63,7 +63,7 @@ pub fn render(sm: &Sm) -> String {
     let answers = sm
         .sa_counts()
         .iter()
-        .map(|((attr, st), n)| (vec![("attribute", (*attr).to_owned()), ("status", (*st).to_owned())], *n))
+        .map(|((attr, st), n)| (vec![("attribute", attr.to_owned()), ("status", st.to_owned())], n))
         .collect();
     m.counter("sa_answers", "SA answers sent, by attribute and status", answers);
     traps(&mut m, sm);

@@ -23,6 +23,7 @@ pub mod counts;
 pub mod forwarding;
 pub mod guid_info_record;
 pub mod inform;
+pub mod legs;
 mod link_record;
 pub mod multicast;
 pub mod nodes;

@@ -6,7 +6,10 @@
 //! crosses ([`Hop`]: the node and port at the other end and whether that node is a switch, the
 //! NeighborMTU, MTUCap and link rate), and the port GUID and P_Key table a record and the
 //! partition rule read (P_Key tables interned: ports with the same table share one copy).
-//! The walk through the forwarding tables over them ([`Paths::walk`]).
+//! The walk through the forwarding tables over them ([`Paths::walk`]), whose part from the
+//! first switch on is kept per (switch, DLID) in a memo ([`Legs`]) that lives as long as the
+//! tables: a PathRecord between two hosts whose source leaf has walked to that DLID before
+//! reads one 8-byte slot instead of a forwarding table entry and a port per switch crossed.
 //!
 //! Why: the node records keep a port's PortInfo (over 100 bytes) next to its other fields, and
 //! a node behind an `Arc` of its own; a walk through five switches of a k=48 fat tree read a
@@ -22,6 +25,7 @@ use std::sync::Arc;
 use ibsm_mad::attrs::Mtu;
 use ibsm_mad::{Guid, Lid, PKey};
 
+use super::legs::{Leg, Legs};
 use super::nodes::{MAX_HOPS, PortAt, SnapNodes, Walk, link_mbps, min_mtu};
 
 /// No node at the other end of a port (no link, or a node the snapshot does not hold).
@@ -75,7 +79,7 @@ struct Facts {
 }
 
 /// The compact tables of one snapshot's nodes (see the module doc).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Paths {
     nodes: Vec<NodeAt>,
     hops: Vec<Hop>,
@@ -87,6 +91,8 @@ pub struct Paths {
     /// that reaches that switch reads the entry here, not from the 30 KB table (a cache miss
     /// fewer per path).
     last_hop: Vec<(u32, u8)>,
+    /// What walks from a switch on found, per (switch, DLID), filled as lookups walk.
+    legs: Legs,
 }
 
 impl Paths {
@@ -99,6 +105,7 @@ impl Paths {
             facts: Vec::with_capacity(total),
             pkeys: vec![Box::default()],
             last_hop: Vec::new(),
+            legs: Legs::new(0, []),
         };
         let mut interned: HashMap<Box<[PKey]>, u32> = HashMap::new();
         for node in nodes {
@@ -136,6 +143,9 @@ impl Paths {
             }
         }
         out.last_hop = last_hops(&out, nodes, 1 << lmc.min(7));
+        let switches = out.nodes.iter().filter(|n| n.switch).count();
+        let rates = out.hops.iter().map(|h| h.rate).filter(|&r| r != 0);
+        out.legs = Legs::new(switches.saturating_mul(out.last_hop.len()), rates);
         out
     }
 
@@ -162,34 +172,57 @@ impl Paths {
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`, owned by `dest`, as
-    /// `Snapshot::walk` (which finds `dest`) documents it.
+    /// `Snapshot::walk` (which finds `dest`) documents it. `dest` must be `dlid`'s owner: the
+    /// part of the walk from the first switch on is kept per (switch, DLID) ([`Legs`]).
     pub fn walk(&self, src: PortAt, dest: PortAt, dlid: Lid) -> Option<Walk> {
         let src_node = self.nodes.get(src.0 as usize)?;
         let from = *self.hops.get(self.index(src)?)?;
-        let mut mtu = match (from.info, src_node.switch) {
+        let mtu = match (from.info, src_node.switch) {
             (false, _) => Mtu::M256,
             (true, true) => from.cap,
             (true, false) => from.neighbor,
         };
-        let mut rate = if from.rate == 0 { 2_500 } else { from.rate };
+        let rate = if from.rate == 0 { 2_500 } else { from.rate };
         if dest == src {
             return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
         }
         // The switch the packet is in.
-        let mut at = if src_node.switch {
+        let at = if src_node.switch {
             src.0
         } else if from.next != NONE && from.next_switch {
             from.next
         } else {
             return None;
         };
-        let mut switches = 1;
+        let leg = match self.legs.get(at, dlid) {
+            Some(kept) => kept,
+            None => {
+                let leg = self.leg(at, dest, dlid);
+                self.legs.put(at, dlid, leg);
+                leg
+            }
+        }?;
+        // Both parts' smallest MTU (an MTU of unknown size changes nothing) and lowest rate.
+        let mtu = leg.mtu.map_or(mtu, |m| min_mtu(mtu, m));
+        Some(Walk { switches: leg.switches, mtu, rate_mbps: rate.min(leg.rate), dest })
+    }
+
+    /// The walk from switch `at` on to `dlid`, owned by `dest`: the switches crossed and the
+    /// smallest MTU and lowest rate met (`None`: no path).
+    fn leg(&self, mut at: u32, dest: PortAt, dlid: Lid) -> Option<Leg> {
+        let mut leg = Leg { switches: 1, mtu: None, rate: u32::MAX };
+        let meet = |leg: &mut Leg, m: Mtu| {
+            if m.bytes().is_some() {
+                leg.mtu = Some(leg.mtu.map_or(m, |have| min_mtu(have, m)));
+            }
+        };
         loop {
             let sw = self.nodes.get(at as usize)?;
             if (at, 0) == dest {
-                let port0 = self.hops.get(sw.first as usize).filter(|h| sw.ports > 0 && h.info);
-                let cap = port0.map_or(mtu, |h| h.cap);
-                return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
+                if let Some(h) = self.hops.get(sw.first as usize).filter(|h| sw.ports > 0 && h.info) {
+                    meet(&mut leg, h.cap);
+                }
+                return Some(leg);
             }
             let out = match self.last_hop.get(usize::from(dlid.0)) {
                 Some(&(leaf, out)) if leaf == at => out,
@@ -202,18 +235,18 @@ impl Paths {
             if !hop.info {
                 return None;
             }
-            mtu = min_mtu(mtu, hop.neighbor);
+            meet(&mut leg, hop.neighbor);
             if hop.rate != 0 {
-                rate = rate.min(hop.rate);
+                leg.rate = leg.rate.min(hop.rate);
             }
             if hop.next == NONE {
                 return None;
             }
             if !hop.next_switch {
-                return ((hop.next, hop.in_port) == dest).then_some(Walk { switches, mtu, rate_mbps: rate, dest });
+                return ((hop.next, hop.in_port) == dest).then_some(leg);
             }
-            switches += 1;
-            if switches > MAX_HOPS {
+            leg.switches += 1;
+            if leg.switches > MAX_HOPS {
                 return None;
             }
             at = hop.next;
@@ -337,6 +370,8 @@ mod tests {
                 for dlid in 0..=top + 2 {
                     let want = walk_by_records(snap, at, Lid(dlid));
                     assert_eq!(snap.walk(at, Lid(dlid)), want, "{at:?} to LID {dlid}");
+                    // Again: now (for a walk that reached a switch) from the memo of legs.
+                    assert_eq!(snap.walk(at, Lid(dlid)), want, "{at:?} to LID {dlid}, twice");
                     found += usize::from(want.is_some());
                 }
             }
