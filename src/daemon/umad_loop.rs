@@ -13,7 +13,9 @@
 //! The heavy work stays off the loop, so that SMPs in flight, a standby's SMInfo polls, traps
 //! and the SA are answered while it runs: routing runs as a job on a thread of its own
 //! ([`Sm::take_route_job`]), the state files are written (fsync and all) by a writer thread
-//! after the first sweep, and the control socket's `routes` answer is built on a thread from
+//! after the first sweep, the SA's path tables of a new snapshot are built on a thread of their
+//! own as soon as the sweep is up (not by the first PathRecord query, which would wait for them
+//! on the loop: [`warm_paths`]), and the control socket's `routes` answer is built on a thread from
 //! the last snapshot. It carries bytes and addresses only: every received MAD, request or response, goes to
 //! the core, which decides what to answer (SMInfo, TrapRepress, "not supported" for the SA).
 //!
@@ -134,6 +136,16 @@ pub enum DriverError {
 /// A state file could not be written: logged, and the SM goes on (the next sweep writes again).
 fn state_write_failed(e: &crate::daemon::state::StateError) {
     tracing::error!(error_id = "state-write-failed", err = %e, "a state file could not be written; the old one stays");
+}
+
+/// Builds the path tables of the snapshot the SA answers from, if they are not built yet, on
+/// a thread of its own: a PathRecord query that comes first waits only for the rest of the
+/// build. No thread (or no snapshot): the first query builds them, as without this.
+fn warm_paths(sm: &Sm) {
+    let Some(snap) = sm.snapshot().filter(|s| !s.paths_ready()) else { return };
+    let _ = std::thread::Builder::new().name("ibsm-sa-paths".to_owned()).spawn(move || {
+        let _ = snap.paths();
+    });
 }
 
 /// Runs `job` on a thread of its own (in place if no thread can be started), at a lower CPU
@@ -623,6 +635,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 if self.opts.once {
                     return Some(Finish::Swept(Box::new(report.clone())));
                 }
+                warm_paths(&self.sm);
                 self.schedule_periodic();
             } else if let SmEvent::Standby { master, .. } = &ev {
                 (self.on_event)(&ev);

@@ -50,7 +50,7 @@ pub struct Legs {
 
 impl std::fmt::Debug for Legs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Legs").field("slots", &self.slots.len()).field("rates", &self.rates).finish()
+        f.debug_struct("Legs").field("slots", &self.slots.len()).field("rates", &self.rates).finish_non_exhaustive()
     }
 }
 

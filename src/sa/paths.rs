@@ -194,14 +194,11 @@ impl Paths {
         } else {
             return None;
         };
-        let leg = match self.legs.get(at, dlid) {
-            Some(kept) => kept,
-            None => {
-                let leg = self.leg(at, dest, dlid);
-                self.legs.put(at, dlid, leg);
-                leg
-            }
-        }?;
+        let leg = self.legs.get(at, dlid).unwrap_or_else(|| {
+            let leg = self.leg(at, dest, dlid);
+            self.legs.put(at, dlid, leg);
+            leg
+        })?;
         // Both parts' smallest MTU (an MTU of unknown size changes nothing) and lowest rate.
         let mtu = leg.mtu.map_or(mtu, |m| min_mtu(mtu, m));
         Some(Walk { switches: leg.switches, mtu, rate_mbps: rate.min(leg.rate), dest })
@@ -426,7 +423,9 @@ mod tests {
         snap.nodes[switches[9]].ports[0].info = None;
         let hca = (0..snap.nodes.len()).find(|&i| !snap.nodes[i].is_switch()).unwrap();
         snap.nodes[hca].ports[1].pkeys.clear();
+        assert!(!snap.paths_ready(), "a clone builds its own tables");
         let damaged = judge(&snap);
+        assert!(snap.paths_ready());
         assert!(damaged < whole, "the damage cost paths: {damaged} of {whole}");
         assert!(damaged > whole / 2, "most paths remain: {damaged} of {whole}");
     }

@@ -357,6 +357,11 @@ impl Snapshot {
         self.paths.0.get_or_init(|| Paths::of(&self.nodes, self.lmc))
     }
 
+    /// Whether [`Snapshot::paths`] are built (by a call, or shared with the snapshot before).
+    pub fn paths_ready(&self) -> bool {
+        self.paths.0.get().is_some()
+    }
+
     /// The port GUID of `at` (read from [`Snapshot::paths`]).
     pub fn port_guid(&self, at: PortAt) -> Option<Guid> {
         self.paths().guid(at)
