@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ibsm_routing::ftree::FatTree;
+use ibsm_routing::ftree::{FatTree, PortLoads};
 use ibsm_routing::{ENGINE_NAMES, Engine, FabricView, Neighbor, NodeId, engine_by_name};
 use ibsm_topology::generators::GenSpec;
 
@@ -34,10 +34,17 @@ fn engines(c: &mut Criterion) {
         }
         // What a quick sweep computes after a cable is pulled: the last full route repaired.
         if let Ok(routes) = FatTree.route(&view) {
+            group.bench_function("ftree-port-loads", |b| b.iter(|| PortLoads::count(black_box(&routes))));
             for (what, degraded) in [("edge", without_uplink(&view, true)), ("agg", without_uplink(&view, false))] {
                 let Some(degraded) = degraded else { continue };
                 group.bench_function(format!("ftree-repair-{what}-cable"), |b| {
                     b.iter(|| FatTree.repair(black_box(&view), &routes, &degraded));
+                });
+                // The same with the route's per-port counts worked out before the fault, as
+                // the SM keeps them with its base.
+                let loads = PortLoads::count(&routes);
+                group.bench_function(format!("ftree-repair-{what}-cable-counted"), |b| {
+                    b.iter(|| FatTree.repair_counted(black_box(&view), &routes, Some(&loads), &degraded));
                 });
             }
         }

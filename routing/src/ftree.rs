@@ -850,7 +850,7 @@ mod roots;
 mod valley;
 
 pub use hosts::{Hinted, Hosts};
-pub use repair::Repaired;
+pub use repair::{PortLoads, Repaired};
 pub use roots::Rooted;
 
 #[cfg(test)]

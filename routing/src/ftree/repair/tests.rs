@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ibsm_mad::PortNum;
 use ibsm_topology::generators::{FatTree as Gen, GenSpec};
 
-use super::{Labels, Repaired, find_bad, lost_cables, reroute_switch_lid};
+use super::{Labels, PortLoads, Repaired, find_bad, lost_cables, reroute_switch_lid};
 use crate::ftree::valley::{Tops, Valleys};
 use crate::ftree::{FatTree, FtreeError, Tree};
 use crate::graph::FAR;
@@ -171,6 +171,9 @@ fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
     let want = reference_repair(base, old, view);
     let got = FatTree.repair(base, old, view).and_then(Result::ok);
     assert_eq!(want.is_some(), got.is_some(), "{what}");
+    // With the counts of the base's tables worked out before, the same repair.
+    let counted = FatTree.repair_counted(base, old, Some(&PortLoads::count(old)), view).and_then(Result::ok);
+    assert!(counted == got, "{what}: the repair with counts given differs");
     if let (Some(w), Some(g)) = (want, got) {
         assert_eq!((w.lids, w.entries, &w.lost), (g.lids, g.entries, &g.lost), "{what}");
         assert!(w.routes == g.routes, "{what}: tables differ");
@@ -230,4 +233,27 @@ fn repairs_equal_the_first_form_on_cuts_pairs_and_crashes() {
             }
         }
     }
+}
+
+/// Counts of other tables than the base's (equal in length, different in content: every entry
+/// unrouted) are not taken for the base's: the repair counts those tables itself and comes out
+/// as the first form's.
+#[test]
+fn counts_of_other_tables_are_not_taken() {
+    let base = generated(&GenSpec::fat_tree(3, 8), 0);
+    let old = FatTree.route(&base).unwrap();
+    let others = Routes {
+        tables: old.tables.iter().map(|t| Arc::new(Lft { ports: vec![Lft::UNROUTED; t.ports.len()] })).collect(),
+    };
+    let wrong = PortLoads::count(&others);
+    let mut compared = 0;
+    for &(s, p) in trunks(&base).iter().step_by(4) {
+        let one = cut(&base, s, p);
+        let want = reference_repair(&base, &old, &one).expect("a cut is repaired");
+        let got = FatTree.repair_counted(&base, &old, Some(&wrong), &one).and_then(Result::ok).expect("repaired");
+        assert!(got.routes == want.routes, "cut {s}/{p}: tables differ");
+        assert_eq!((got.lids, got.entries), (want.lids, want.entries), "cut {s}/{p}");
+        compared += usize::from(got.entries > 0);
+    }
+    assert!(compared > 0, "some cut moves entries");
 }
