@@ -26,13 +26,16 @@
 //! entries unrouted first, the new ones once every Set of that pass is answered). A fat tree's
 //! repair says which LIDs of which tables it moved ([`Routing::deltas`]), and so does its
 //! undoing (the base again once the cable is back), so that the LFT diff compares only those.
+//! A fat tree's full route counts its tables' entries per port once, with the route
+//! ([`ibsm_routing::ftree::PortLoads`]), so that its repairs copy a table's counts instead of
+//! counting it (most of the compute of an edge cable's cut at k = 48).
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::dfsssp::repair::repair as layered_repair;
 use ibsm_routing::dfsssp::{Dfsssp, PathLayers};
-use ibsm_routing::ftree::FatTree;
+use ibsm_routing::ftree::{FatTree, PortLoads};
 use ibsm_routing::nue::Nue;
 use ibsm_routing::{FabricView, Lft, Routes, TableDelta};
 use std::sync::Arc;
@@ -108,6 +111,9 @@ pub struct RouteBase {
     /// The layer of every path, from a layered engine.
     layers: Option<Arc<PathLayers>>,
     repaired: Option<Repair>,
+    /// A fat tree's per-port counts of `routes`, worked out with the route so that a repair
+    /// need not count the tables it changes ([`PortLoads`]).
+    loads: Option<Arc<PortLoads>>,
 }
 
 /// A repair of the base: the fabric, its tables, how they were made, their layers, and how
@@ -255,7 +261,7 @@ impl RouteJob {
         if b.layers.is_some() || b.engine != FatTree::NAME || self.options.hosts.is_some() {
             return None;
         }
-        let r = FatTree.repair(&b.view, &b.routes, view)?.ok()?;
+        let r = FatTree.repair_counted(&b.view, &b.routes, b.loads.as_deref(), view)?.ok()?;
         let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: 0, passes: 1 };
         let routes = Arc::new(r.routes);
         let deltas = Some(Arc::new(r.deltas));
@@ -306,6 +312,10 @@ impl RouteJob {
                     let routes = Arc::new(out.routes);
                     // One layer is no layering: every path on SL 0, as any engine's.
                     layers = out.layers.filter(|l| l.used() > 1).map(Arc::new);
+                    // What a later repair would count on every table it changes, counted once
+                    // now, while no fault waits on it (a fat tree's repair only).
+                    let loads = (out.engine == FatTree::NAME && layers.is_none() && self.options.hosts.is_none())
+                        .then(|| Arc::new(PortLoads::count(&routes)));
                     self.base = Some(RouteBase {
                         view: self.view,
                         routes: Arc::clone(&routes),
@@ -313,6 +323,7 @@ impl RouteJob {
                         chain: chain_name,
                         layers: layers.clone(),
                         repaired: None,
+                        loads,
                     });
                     Ok((routes, RouteMode::Full, out.engine.to_owned()))
                 }
