@@ -92,16 +92,26 @@ fn settled(a: &Answers) -> bool {
 }
 
 fn ca_ports(topo: &Topology) -> usize {
-    topo.nodes.iter().filter(|n| n.kind != NodeKind::Switch).map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count()).sum()
+    topo.nodes
+        .iter()
+        .filter(|n| n.kind != NodeKind::Switch)
+        .map(|n| (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count())
+        .sum()
 }
 
 fn end_ports(topo: &Topology) -> usize {
-    topo.nodes.iter().map(|n| if n.kind == NodeKind::Switch { 1 } else { (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count() }).sum()
+    topo.nodes
+        .iter()
+        .map(
+            |n| if n.kind == NodeKind::Switch { 1 } else { (1..=n.num_ports).filter(|&p| n.peer(p).is_some()).count() },
+        )
+        .sum()
 }
 
 /// Sends `signal` to process `pid` (one that this test started).
 fn signal(pid: u32, signal: &str) {
-    let st = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().expect("kill runs");
+    let st =
+        std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().expect("kill runs");
     assert!(st.success(), "kill -{signal} {pid}");
 }
 

@@ -18,7 +18,7 @@ use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::sa::{Swept, swept_on_vl0, records, sl_n_on_vl_n};
+use support::sa::{Swept, records, sl_n_on_vl_n, swept_on_vl0};
 
 fn torus() -> Topology {
     GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus")

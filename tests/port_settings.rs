@@ -134,7 +134,11 @@ fn a_reloaded_max_op_vls_bounces_each_ca_link_once_and_the_links_come_back_activ
         .nodes
         .iter()
         .filter(|n| !n.is_switch())
-        .flat_map(|n| (1..n.ports.len()).filter(|&p| n.ports[p].remote.is_some()).map(|p| (n.info.node_guid, PortNum(u8::try_from(p).expect("port")))))
+        .flat_map(|n| {
+            (1..n.ports.len())
+                .filter(|&p| n.ports[p].remote.is_some())
+                .map(|p| (n.info.node_guid, PortNum(u8::try_from(p).expect("port"))))
+        })
         .collect();
     ca_ports.sort_unstable();
     assert_eq!(bounced, ca_ports, "one event naming the CA ports, each once");

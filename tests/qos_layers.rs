@@ -13,8 +13,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use ibsm::core::{PortConfig, QosSetting, SmConfig};
-use ibsm::transport::sim::SimDriver;
 use ibsm::routes::live::LiveRoutes;
+use ibsm::transport::sim::SimDriver;
 use ibsm_mad::Attribute;
 use ibsm_mad::Lid;
 use ibsm_mad::header::Method;
@@ -24,7 +24,7 @@ use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::sa::{Swept, swept_on_vl0, each_switch_sl2vl, records, through_core};
+use support::sa::{Swept, each_switch_sl2vl, records, swept_on_vl0, through_core};
 
 const POLICY: &str = "qos-ulps\n    default : 0\n    any, service-id 0x1000 : 1\nend-qos-ulps\n";
 const STORAGE_SID: u64 = 0x1000;

@@ -47,7 +47,8 @@ impl Classes {
             .chain(policy.levels.iter().map(|l| l.sl))
             .chain(policy.ulps.iter().map(|u| u.sl))
             .chain(extra_sls.iter().copied());
-        let mut vls: Vec<u8> = in_use.filter_map(|sl| sl2vl.get(usize::from(sl)).copied()).filter(|&v| v < 15).collect();
+        let mut vls: Vec<u8> =
+            in_use.filter_map(|sl| sl2vl.get(usize::from(sl)).copied()).filter(|&v| v < 15).collect();
         vls.sort_unstable();
         vls.dedup();
         if vls.is_empty() {
@@ -111,7 +112,9 @@ impl Classes {
             let Some(c) = self.vls.iter().position(|&v| v == e.vl).and_then(|c| u8::try_from(c).ok()) else {
                 continue;
             };
-            out.extend((0..layers).map(|k| VlArbEntry { vl: c.saturating_mul(layers).saturating_add(k), weight: e.weight }));
+            out.extend(
+                (0..layers).map(|k| VlArbEntry { vl: c.saturating_mul(layers).saturating_add(k), weight: e.weight }),
+            );
         }
         out.truncate(VLARB_ENTRIES);
         out

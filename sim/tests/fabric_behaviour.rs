@@ -177,7 +177,10 @@ fn a_down_set_on_a_ca_port_retrains_its_link_as_ibsim_does() {
     assert_eq!(b.f.stats().link_retrains, retrains + 1);
     // Both ends are back in Init at once, the link up, the new value kept.
     let h2 = b.port_info(&[1, 2], 1);
-    assert_eq!((h2.port_state, h2.port_physical_state, h2.operational_vls), (PortState::Init, PhysPortState::LinkUp, 2));
+    assert_eq!(
+        (h2.port_state, h2.port_physical_state, h2.operational_vls),
+        (PortState::Init, PhysPortState::LinkUp, 2)
+    );
     assert_eq!(b.port_info(&[1], 2).port_state, PortState::Init);
     // S1 marks PortStateChange for its port; no trap is sent. Its other links stay Active.
     assert!(state_change(&mut b).port_state_change);

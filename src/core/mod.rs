@@ -518,13 +518,8 @@ impl Sm {
             }
         }
         let budget = self.route_budget();
-        let (job, _) = self.routing.job(
-            &seen,
-            self.cfg.lmc,
-            (&self.cfg.routing_engine, &self.cfg.routing_options),
-            budget,
-            &[],
-        );
+        let (job, _) =
+            self.routing.job(&seen, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options), budget, &[]);
         self.routing.prime_taken();
         job
     }

@@ -89,10 +89,7 @@ impl Partitions {
                 ports.push(EndPort { guid, kind, is_sm, pkey_capacity: n.info.partition_cap, peer });
             }
         }
-        let opts = ResolveOptions {
-            enforcement: part_enforce != PartEnforce::Off,
-            allow_both_pkeys,
-        };
+        let opts = ResolveOptions { enforcement: part_enforce != PartEnforce::Off, allow_both_pkeys };
         match resolve(policy, &FabricPorts { ports }, opts) {
             Ok(r) => {
                 if self.pkeys != r.ports || self.enforce != r.switch_ports || self.resolved != r.partitions {

@@ -19,8 +19,7 @@ fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
         Req::SetPortInfo { node, port, .. } => (node, port.0),
         _ => (usize::MAX, 0),
     };
-    let sets =
-        vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
+    let sets = vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
     let out: Vec<_> = interleaved(sets).map(|r| key(&r)).collect();
     let other = (usize::MAX, 0);
     assert_eq!(out, [(0, 1), (1, 1), (2, 1), other, other, (0, 2), (2, 2), (0, 3)]);

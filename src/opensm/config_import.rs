@@ -82,13 +82,19 @@ const FAMILIES: &[(&str, &str)] = &[
     ("qos", "not a QoS option ibsm knows"),
     ("cc_", "congestion control is not implemented in ibsm"),
     ("congestion_control", "congestion control is not implemented in ibsm"),
-    ("perfmgr", "ibsm's performance manager has its own keys (perf-interval-s, on by default every 10 s; its thresholds and history)"),
+    (
+        "perfmgr",
+        "ibsm's performance manager has its own keys (perf-interval-s, on by default every 10 s; its thresholds and history)",
+    ),
     ("log", "ibsm logs through tracing to stderr/journald; see --log-format and RUST_LOG"),
     ("accum_log_file", "ibsm logs through tracing to stderr/journald"),
     ("per_module_logging_file", "ibsm logs through tracing to stderr/journald"),
     ("force_log_flush", "ibsm logs through tracing to stderr/journald"),
     ("event_", "ibsm has no event plugins; watch its logs and metrics (--metrics)"),
-    ("nue_", "ibsm's nue (routing-engine = \"nue\") routes switch LIDs in its layers too; its one option is max-layers (nue_max_num_vls)"),
+    (
+        "nue_",
+        "ibsm's nue (routing-engine = \"nue\") routes switch LIDs in its layers too; its one option is max-layers (nue_max_num_vls)",
+    ),
     ("lash_", "the lash routing engine is not available in ibsm"),
     ("torus_config", "the torus-2QoS routing engine is not available in ibsm"),
     ("console", "ibsm has no telnet console; use `ibsm status` over the control socket"),
@@ -234,30 +240,30 @@ fn file_fate(name: &str, value: &str) -> Option<Fate> {
 /// for another option.
 fn key_fate(name: &str, value: &str) -> Option<Fate> {
     Some(match name {
-    // 0: the lease never ends; otherwise it must outlast ibsm's re-sweep interval (10 s).
-    "m_key_lease_period" if int(value) == Some(0) => mapped("m-key-lease-s", "0".to_owned()),
-    "m_key_lease_period" => match in_range(value, 11, 65_535) {
-        Ok(n) => mapped("m-key-lease-s", n.to_string()),
-        Err(e) => Fate::Skipped(format!(
-            "not imported: {e} (a lease must outlast ibsm's 10 s re-sweep interval, or be 0: never)"
-        )),
-    },
-    "subnet_prefix" | "sa_key" => match int(value) {
-        Some(n) => mapped(if name == "sa_key" { "sa-key" } else { "subnet-prefix" }, quoted(&format!("{n:#018x}"))),
-        None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
-    },
-    "m_key" => match int(value) {
-        Some(0) => mapped("m-key", quoted("off")),
-        Some(n) => mapped("m-key", quoted(&format!("{n:#018x}"))),
-        None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
-    },
-    "sm_key" => skipped(&match int(value) {
-        Some(1) => "OpenSM's default key 1, which is ibsm's too".to_owned(),
-        Some(_) => "the SM_Key is never kept in the configuration: write it into a file of mode 0600 and set \
+        // 0: the lease never ends; otherwise it must outlast ibsm's re-sweep interval (10 s).
+        "m_key_lease_period" if int(value) == Some(0) => mapped("m-key-lease-s", "0".to_owned()),
+        "m_key_lease_period" => match in_range(value, 11, 65_535) {
+            Ok(n) => mapped("m-key-lease-s", n.to_string()),
+            Err(e) => Fate::Skipped(format!(
+                "not imported: {e} (a lease must outlast ibsm's 10 s re-sweep interval, or be 0: never)"
+            )),
+        },
+        "subnet_prefix" | "sa_key" => match int(value) {
+            Some(n) => mapped(if name == "sa_key" { "sa-key" } else { "subnet-prefix" }, quoted(&format!("{n:#018x}"))),
+            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+        },
+        "m_key" => match int(value) {
+            Some(0) => mapped("m-key", quoted("off")),
+            Some(n) => mapped("m-key", quoted(&format!("{n:#018x}"))),
+            None => skipped(&format!("not imported: {value:?} is not a 64-bit number")),
+        },
+        "sm_key" => skipped(&match int(value) {
+            Some(1) => "OpenSM's default key 1, which is ibsm's too".to_owned(),
+            Some(_) => "the SM_Key is never kept in the configuration: write it into a file of mode 0600 and set \
                     sm-key-file to it"
-            .to_owned(),
-        None => format!("not imported: {value:?} is not a 64-bit number"),
-    }),
+                .to_owned(),
+            None => format!("not imported: {value:?} is not a 64-bit number"),
+        }),
         _ => return None,
     })
 }

@@ -218,10 +218,12 @@ fn push_pair(snap: &Snapshot, table: &mut Table, ask: &Ask<'_>, src: (PortAt, Li
     // With an SL asked for, the way back is a path only if its own level allows that SL (as
     // OpenSM checks the reverse path with the same request).
     let back_refused = ask.sl.is_some_and(|sl| {
-        snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (dp, sp))).is_some_and(|l| match snap.qos_layering.as_deref() {
-            // Layered: any SL of the level's class (the way back's layer is its own).
-            Some((classes, layers)) => !classes.sls(l.sl, *layers).contains(&sl),
-            None => l.sl != sl,
+        snap.qos.as_deref().and_then(|policy| qos_level(snap, policy, ask, (dp, sp))).is_some_and(|l| {
+            match snap.qos_layering.as_deref() {
+                // Layered: any SL of the level's class (the way back's layer is its own).
+                Some((classes, layers)) => !classes.sls(l.sl, *layers).contains(&sl),
+                None => l.sl != sl,
+            }
         })
     });
     let mut found = 0;

@@ -397,9 +397,12 @@ mod tests {
         table.ports[usize::from(l1.0)] = PortNum(0xff);
         snap.nodes[switches[0]].table = Some(Arc::new(table));
         // A loop: two neighbouring switches send LID l2 to each other.
-        let (a, b) = (switches[1], snap.nodes[switches[1]].ports.iter().enumerate().find_map(|(p, r)| {
-            r.remote.filter(|&(n, _)| snap.nodes[n as usize].is_switch()).map(|(n, q)| (p, n as usize, q))
-        }));
+        let (a, b) = (
+            switches[1],
+            snap.nodes[switches[1]].ports.iter().enumerate().find_map(|(p, r)| {
+                r.remote.filter(|&(n, _)| snap.nodes[n as usize].is_switch()).map(|(n, q)| (p, n as usize, q))
+            }),
+        );
         let (pa, b, pb) = b.unwrap();
         for (s, out) in [(a, pa), (b, usize::from(pb))] {
             let mut t = (**snap.nodes[s].table.as_ref().unwrap()).clone();

@@ -20,10 +20,11 @@ use std::sync::Arc;
 use ibsm_mad::records::Rate;
 use ibsm_mad::{Guid, Lid, PKey, PortNum};
 
+pub use super::nodes::{
+    MAX_HOPS, NodesIter, NodesIterMut, PortAt, SnapNode, SnapNodes, SnapPort, Walk, link_mbps, min_mtu,
+};
 use super::paths::{LazyPaths, Paths};
-pub use super::nodes::{MAX_HOPS, NodesIter, NodesIterMut, PortAt, SnapNode, SnapNodes, SnapPort, Walk, link_mbps, min_mtu};
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
-
 
 impl FromIterator<Arc<SnapNode>> for SnapNodes {
     fn from_iter<I: IntoIterator<Item = Arc<SnapNode>>>(iter: I) -> SnapNodes {
@@ -228,7 +229,6 @@ impl Unrouted {
     }
 }
 
-
 /// The P_Key of a path from a port holding `a` to one holding `b` under `allow-both-pkeys`,
 /// chosen as OpenSM 3.3.23 chooses it (`osm_physp_find_common_pkey`), where a table is keyed
 /// by the whole 16-bit key: the two sets of keys in ascending order (limited keys before full
@@ -293,12 +293,7 @@ impl Snapshot {
             Some(prev)
                 if prev.index.lmc == lmc
                     && prev.nodes.len() == nodes.len()
-                    && prev
-                        .nodes
-                        .0
-                        .iter()
-                        .zip(&nodes.0)
-                        .all(|(a, b)| Arc::ptr_eq(a, b) || same_index_key(a, b)) =>
+                    && prev.nodes.0.iter().zip(&nodes.0).all(|(a, b)| Arc::ptr_eq(a, b) || same_index_key(a, b)) =>
             {
                 Arc::clone(&prev.index)
             }
@@ -531,8 +526,6 @@ impl Snapshot {
         self.paths().walk(src, dest, dlid)
     }
 }
-
-
 
 /// The rate code for `mbps`: the fastest defined rate not above it (2.5 Gb/s at least).
 pub fn rate_code(mbps: u32) -> Rate {

@@ -98,7 +98,8 @@ impl Fabric {
             if self.ports.get(n.first_port as usize).is_some_and(|p| p.owns_lid(dlid)) {
                 break Verdict::Reaches;
             }
-            let entry = n.switch.and_then(|s| self.switches.get(s as usize)).and_then(|s| s.lft_port(&self.lft_blocks, dlid));
+            let entry =
+                n.switch.and_then(|s| self.switches.get(s as usize)).and_then(|s| s.lft_port(&self.lft_blocks, dlid));
             let Some(e) = entry.filter(|&e| e != 0 && e <= n.num_ports) else { break Verdict::Unrouted };
             match self.step(n.first_port + PortRef::from(e), dlid) {
                 Ok(next) => node = next,

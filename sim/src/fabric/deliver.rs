@@ -686,14 +686,7 @@ impl Fabric {
             let len = port.pkeys.len().max(1);
             (0..len).find(|&i| port.pkey(i) & 0x7fff == want).map_or(0, |i| i as u16)
         });
-        let rec = Received {
-            mad: pkt.mad,
-            slid: pkt.slid,
-            sqpn: pkt.sqpn,
-            pkey: pkt.pkey,
-            pkey_index,
-            at: self.now,
-        };
+        let rec = Received { mad: pkt.mad, slid: pkt.slid, sqpn: pkt.sqpn, pkey: pkt.pkey, pkey_index, at: self.now };
         self.agents[i].inbox.push_back(rec);
     }
 

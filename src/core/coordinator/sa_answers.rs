@@ -43,19 +43,22 @@ impl Sm {
 
     /// A new snapshot of the subnet, sharing with `prev` what did not change.
     fn snapshot_from(&self, prev: Option<&crate::sa::Snapshot>) -> crate::sa::Snapshot {
-        let mut snap = sa::snapshot::build(&sa::snapshot::Sources {
-            subnet: &self.subnet,
-            partitions: &self.partitions,
-            programming: &self.programming,
-            engine: self.routing.engine_used(),
-            port_guid: self.port_guid,
-            subnet_prefix: self.cfg.subnet_prefix,
-            lmc: self.cfg.lmc,
-            subnet_timeout: self.cfg.subnet_timeout,
-            qos: self.cfg.qos.as_ref().map(|q| &q.policy),
-            allow_both_pkeys: self.cfg.allow_both_pkeys,
-            layers: self.routing.layers(),
-        }, prev);
+        let mut snap = sa::snapshot::build(
+            &sa::snapshot::Sources {
+                subnet: &self.subnet,
+                partitions: &self.partitions,
+                programming: &self.programming,
+                engine: self.routing.engine_used(),
+                port_guid: self.port_guid,
+                subnet_prefix: self.cfg.subnet_prefix,
+                lmc: self.cfg.lmc,
+                subnet_timeout: self.cfg.subnet_timeout,
+                qos: self.cfg.qos.as_ref().map(|q| &q.policy),
+                allow_both_pkeys: self.cfg.allow_both_pkeys,
+                layers: self.routing.layers(),
+            },
+            prev,
+        );
         snap.max_rate = self.cfg.max_rate_enum;
         snap.qos_layering = self.qos_layering().map(std::sync::Arc::new);
         snap

@@ -491,19 +491,22 @@ mod tests {
             s.nodes[n].ports[p].lid = Lid(lid);
         }
         let (partitions, programming) = (Partitions::default(), Programming::default());
-        let mut snap = snapshot::build(&snapshot::Sources {
-            subnet: &s,
-            partitions: &partitions,
-            programming: &programming,
-            engine: "minhop",
-            port_guid: Guid(0x10),
-            subnet_prefix: PREFIX,
-            lmc: 0,
-            subnet_timeout: 18,
-            qos: None,
-            allow_both_pkeys: false,
-            layers: None,
-        }, None);
+        let mut snap = snapshot::build(
+            &snapshot::Sources {
+                subnet: &s,
+                partitions: &partitions,
+                programming: &programming,
+                engine: "minhop",
+                port_guid: Guid(0x10),
+                subnet_prefix: PREFIX,
+                lmc: 0,
+                subnet_timeout: 18,
+                qos: None,
+                allow_both_pkeys: false,
+                layers: None,
+            },
+            None,
+        );
         for node in &mut snap.nodes {
             for port in &mut node.ports {
                 port.pkeys = vec![PKey(0xffff)];

@@ -162,9 +162,11 @@ fn unchanged(old: &SnapNode, n: &Node) -> bool {
         && old.switch_info == n.switch_info
         && old.desc == n.desc
         && old.ports.len() == n.ports.len()
-        && old.ports.iter().zip(&n.ports).all(|(o, r)| {
-            o.lid == r.lid && o.remote == remote(r) && o.guid == port_guid(n, r) && o.info == r.info
-        })
+        && old
+            .ports
+            .iter()
+            .zip(&n.ports)
+            .all(|(o, r)| o.lid == r.lid && o.remote == remote(r) && o.guid == port_guid(n, r) && o.info == r.info)
 }
 
 impl Sa {

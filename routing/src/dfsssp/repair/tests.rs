@@ -130,7 +130,10 @@ fn a_cut_on_a_torus_re_routes_only_the_paths_that_crossed_it() {
         let (kept, rep) = cut_and_check(&v, &old, k, 8, Dfsssp::NAME);
         assert!(rep.rerouted > 0 && rep.entries > 0 && rep.lids > 0);
         assert!(kept > 10 * rep.rerouted, "kept {kept}, re-routed {}", rep.rerouted);
-        eprintln!("cable {k}: {kept} kept, {} re-routed, {} stranded, one pass {}", rep.rerouted, rep.stranded, rep.one_pass);
+        eprintln!(
+            "cable {k}: {kept} kept, {} re-routed, {} stranded, one pass {}",
+            rep.rerouted, rep.stranded, rep.one_pass
+        );
         assert!(rep.stranded * 5 < rep.rerouted, "most re-routed paths keep their layer");
         assert!(rep.rank.iter().any(|&r| r != u32::MAX));
     }
