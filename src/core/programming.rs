@@ -824,7 +824,7 @@ mod tests {
     fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
         let (s, routes) = three_switches();
         let switches = [1, 4, 5];
-        let mut p = Programming::default();
+        let mut prog = Programming::default();
         // Switch 0x20 holds block 1 already, 0x22 holds block 0 and a block 2 that differs
         // only past LID 150 (where the table is unrouted).
         let emit = |t: &Lft, block: u32| {
@@ -832,14 +832,14 @@ mod tests {
             block_of(t, block).emit(&mut data);
             data
         };
-        p.lft_written(&s.nodes[1], 1, &emit(&routes.tables[0], 1));
-        p.lft_written(&s.nodes[5], 0, &emit(&routes.tables[2], 0));
+        prog.lft_written(&s.nodes[1], 1, &emit(&routes.tables[0], 1));
+        prog.lft_written(&s.nodes[5], 0, &emit(&routes.tables[2], 0));
         let mut wrong = block_of(&routes.tables[2], 2);
         wrong.ports[63] = PortNum(3);
         let mut data = [0u8; 64];
         wrong.emit(&mut data);
-        p.lft_written(&s.nodes[5], 2, &data);
-        let plan = plan_of(p.lft_sets(&s, &switches, &routes));
+        prog.lft_written(&s.nodes[5], 2, &data);
+        let plan = plan_of(prog.lft_sets(&s, &switches, &routes));
         let sets: Vec<(NodeIdx, u32, PortNum)> = plan
             .sets
             .iter()

@@ -262,11 +262,11 @@ impl Layer {
             return true;
         }
         // Forward from b over channels ordered at most `ub`.
-        let e = self.next_epoch();
+        let epoch = self.next_epoch();
         self.fwd.clear();
         self.stack.clear();
         self.stack.push(b);
-        self.mark[bi] = e;
+        self.mark[bi] = epoch;
         while let Some(c) = self.stack.pop() {
             self.fwd.push(c);
             let far = ch.to[c as usize] as usize;
@@ -280,8 +280,8 @@ impl Layer {
                     return false;
                 }
                 let di = d as usize;
-                if self.mark[di] != e && self.ord[di] < ub {
-                    self.mark[di] = e;
+                if self.mark[di] != epoch && self.ord[di] < ub {
+                    self.mark[di] = epoch;
                     self.stack.push(d);
                 }
             }
@@ -289,15 +289,15 @@ impl Layer {
         // Backward from a over channels ordered above `lb`.
         self.back.clear();
         self.stack.push(a);
-        self.mark[ai] = e;
+        self.mark[ai] = epoch;
         while let Some(c) = self.stack.pop() {
             self.back.push(c);
             // Channels whose far switch is c's near switch and that go on by c's port.
             let Some((near, port)) = near_of(ch, c) else { continue };
             for &i in ch.incoming(near) {
                 let ii = i as usize;
-                if self.mark[ii] != e && self.ord[ii] > lb && has(&self.deps[ii], port) {
-                    self.mark[ii] = e;
+                if self.mark[ii] != epoch && self.ord[ii] > lb && has(&self.deps[ii], port) {
+                    self.mark[ii] = epoch;
                     self.stack.push(i);
                 }
             }

@@ -26,7 +26,7 @@ use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
 use crate::core::port_settings::Target;
-use crate::core::state::{NodeIdx, port_info_set};
+use crate::core::state::{Node, NodeIdx, port_info_set};
 use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved};
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
@@ -96,6 +96,39 @@ impl Sm {
         Some(crate::core::qos::QosSetting { options, policy: q.policy.clone() })
     }
 
+    /// The link's share of a port's PortInfo Set: NeighborMTU and OperationalVLs from the two
+    /// ends (or, on an enhanced switch port 0, from the port itself) and QoS's VLs and
+    /// VLHighLimit. Returns the peer's PortState when the port is linked to a known peer.
+    fn link_settings(&self, n: &Node, port: PortNum, info: &PortInfo, after: &mut PortInfo) -> Option<PortState> {
+        let p = usize::from(port.0);
+        let rec = n.port(port)?;
+        let mut peer_state = None;
+        if p > 0
+            && rec.is_linked()
+            && let Some((rn, rp)) = rec.remote
+            && let Some(peer) = self.subnet.node(rn).and_then(|n| n.port(rp)).and_then(|r| r.info)
+        {
+            after.neighbor_mtu = min_mtu(info.mtu_cap, peer.mtu_cap);
+            if let Some(vls) = self.cfg.ports.op_vls(info.vl_cap, peer.vl_cap) {
+                after.operational_vls = vls;
+            }
+            peer_state = Some(peer.port_state);
+        }
+        // An enhanced switch port 0 (no peer), as OpenSM writes it: NeighborMTU its own
+        // MTUCap, OperationalVLs what it holds within max-op-vls.
+        if p == 0 && n.switch_info.is_some_and(|s| s.enhanced_port0) {
+            after.neighbor_mtu = info.mtu_cap;
+            after.operational_vls = self.cfg.ports.port0_op_vls(info.operational_vls);
+        }
+        if let Some((vls, high_limit)) = self.qos.port_settings(n.info.node_guid, port) {
+            if p > 0 && rec.is_linked() {
+                after.operational_vls = vls;
+            }
+            after.vl_high_limit = high_limit;
+        }
+        peer_state
+    }
+
     pub(in crate::core) fn configure_ports(&mut self) {
         let sets = self.mkeys.key_sets(&self.cfg.m_key, &self.subnet);
         if !sets.is_empty() {
@@ -157,30 +190,7 @@ impl Sm {
                     after.partition_enforcement_outbound = outbound;
                 }
                 let disabling = self.maintenance.keep_disabled(n.info.node_guid, port, &info, &mut after);
-                let mut peer_state = None;
-                if p > 0
-                    && rec.is_linked()
-                    && let Some((rn, rp)) = rec.remote
-                    && let Some(peer) = self.subnet.node(rn).and_then(|n| n.port(rp)).and_then(|r| r.info)
-                {
-                    after.neighbor_mtu = min_mtu(info.mtu_cap, peer.mtu_cap);
-                    if let Some(vls) = self.cfg.ports.op_vls(info.vl_cap, peer.vl_cap) {
-                        after.operational_vls = vls;
-                    }
-                    peer_state = Some(peer.port_state);
-                }
-                // An enhanced switch port 0 (no peer), as OpenSM writes it: NeighborMTU its own
-                // MTUCap, OperationalVLs what it holds within max-op-vls.
-                if p == 0 && n.switch_info.is_some_and(|s| s.enhanced_port0) {
-                    after.neighbor_mtu = info.mtu_cap;
-                    after.operational_vls = self.cfg.ports.port0_op_vls(info.operational_vls);
-                }
-                if let Some((vls, high_limit)) = self.qos.port_settings(n.info.node_guid, port) {
-                    if p > 0 && rec.is_linked() {
-                        after.operational_vls = vls;
-                    }
-                    after.vl_high_limit = high_limit;
-                }
+                let peer_state = self.link_settings(n, port, &info, &mut after);
                 // A CA port's new NeighborMTU or OperationalVLs takes a link bounce, as OpenSM's
                 // LID manager does it: PortState Down in the same Set (the arming pass brings
                 // the link back up).
