@@ -81,28 +81,34 @@ static int note_open(const char *path, int fd)
 	return fd;
 }
 
+/* The next library's `sym` (open or open64) called, and the umad fd noted. */
+static int open_next(const char *sym, const char *path, int flags, int mode)
+{
+	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym);
+
+	return note_open(path, real(path, flags, mode));
+}
+
 int open(const char *path, int flags, ...)
 {
-	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
 	va_list ap;
 	int mode;
 
 	va_start(ap, flags);
 	mode = va_arg(ap, int);
 	va_end(ap);
-	return note_open(path, real(path, flags, mode));
+	return open_next("open", path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
 {
-	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
 	va_list ap;
 	int mode;
 
 	va_start(ap, flags);
 	mode = va_arg(ap, int);
 	va_end(ap);
-	return note_open(path, real(path, flags, mode));
+	return open_next("open64", path, flags, mode);
 }
 
 ssize_t write(int fd, const void *buf, size_t n)

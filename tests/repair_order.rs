@@ -62,10 +62,16 @@ impl Repair {
     }
 }
 
-/// `topo` under dfsssp, swept, then its `nth` switch-to-switch cable (modulo their count) cut
-/// and the repair run with the fabric stepped 20 ns at a time through its LFT writes (each
-/// Set applies at once in the simulator: a state per Set at most).
-fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
+/// `topo` swept under dfsssp on the simulator: the driver, each (switch, LID) pair's SL, the
+/// simulator's node of each routing view switch, and the view's top LID.
+struct Swept {
+    drv: SimDriver,
+    old_sl: Vec<Vec<u8>>,
+    nodes: Vec<usize>,
+    top: u16,
+}
+
+fn swept(topo: &ibsm_topology::Topology) -> Swept {
     let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
     let mut drv = SimDriver::new(topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
     let report = drv.sweep(5_000_000_000, |_| {}).expect("a report");
@@ -79,6 +85,14 @@ fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
         (0..topo.nodes.len()).filter_map(|i| drv.fabric.node_guid(i).map(|g| (g, i))).collect();
     let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
     let top = plan.view.max_lid();
+    Swept { drv, old_sl, nodes, top }
+}
+
+/// `topo` under dfsssp, swept, then its `nth` switch-to-switch cable (modulo their count) cut
+/// and the repair run with the fabric stepped 20 ns at a time through its LFT writes (each
+/// Set applies at once in the simulator: a state per Set at most).
+fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
+    let Swept { mut drv, old_sl, nodes, top } = swept(topo);
     // One switch-to-switch cable cut (each counted from its lower node).
     let cables: Vec<(usize, u8)> = topo
         .nodes
@@ -238,17 +252,7 @@ fn a_failed_first_pass_holds_the_second_back_and_the_next_sweep_starts_from_what
     use ibsm_mad::ids;
     use ibsm_sim::fabric::SetFault;
     let topo = GenSpec::torus(&[4, 4, 4], 1).generate().expect("torus");
-    let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
-    let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
-    let report = drv.sweep(5_000_000_000, |_| {}).expect("a report");
-    assert!(report.complete, "{report:?}");
-    let before = LiveRoutes::from_sm(&drv.sm).expect("routes");
-    let old_sl = before.layers().expect("layers");
-    let (plan, _) = before.to_plan().expect("plan");
-    let by_guid: HashMap<_, _> =
-        (0..topo.nodes.len()).filter_map(|i| drv.fabric.node_guid(i).map(|g| (g, i))).collect();
-    let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
-    let top = plan.view.max_lid();
+    let Swept { mut drv, old_sl, nodes, top } = swept(&topo);
     let (sw, port) = (0..topo.nodes.len())
         .filter(|&i| topo.nodes[i].kind == NodeKind::Switch)
         .find_map(|i| {
