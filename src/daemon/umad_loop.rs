@@ -172,6 +172,16 @@ fn spawn_route(job: RouteJob) -> tokio::sync::oneshot::Receiver<RouteDone> {
     rx
 }
 
+/// Whether `r` answers a poll-thread wake-up ([`Poller::stop`]): a NodeInfo GetResp with
+/// [`WAKE_TID`].
+fn is_wake_answer(r: &Received) -> bool {
+    let mad = Mad::new_unchecked(&r.mad[..]);
+    r.status == 0
+        && mad.tid() & 0xffff_ffff == WAKE_TID
+        && mad.method() == Method::GetResp
+        && mad.attr_id() == ids::attr::NODE_INFO
+}
+
 /// The poll thread, its stop flag, and the channel it says goodbye on.
 struct Poller {
     port: Arc<UmadPort>,
@@ -189,15 +199,24 @@ impl Poller {
             .name("umad-poll".to_owned())
             .spawn(move || {
                 // Blocks until a MAD arrives: no slice, no timeout. A stop wakes it (see
-                // `Poller::stop`).
-                while !flag.load(Ordering::Acquire) {
+                // `Poller::stop`), and the thread ends when it reads the wake-up's answer, not
+                // at the first MAD after the stop: the answers to requests sent before the
+                // wake-up (the PerfMgt reads a `--once` report leaves in flight) come first, so
+                // none is left to arrive after the device is closed, which crashes umad2sim's
+                // receiver thread (it looks up the closed fd's queue without a check).
+                loop {
                     match thread_port.recv_batch(-1, BATCH) {
-                        Ok(batch) if batch.is_empty() => {}
-                        // A full channel blocks the thread: MADs then wait in the kernel's
-                        // queue (which drops past its limit) instead of in our memory.
                         Ok(batch) => {
-                            if tx.blocking_send(Ok(batch)).is_err() {
+                            let stopping = flag.load(Ordering::Acquire);
+                            if stopping && batch.iter().any(is_wake_answer) {
                                 break;
+                            }
+                            // A full channel blocks the thread: MADs then wait in the kernel's
+                            // queue (which drops past its limit) instead of in our memory.
+                            // Once the loop is gone, what comes is dropped until the wake-up's
+                            // answer.
+                            if !batch.is_empty() && tx.blocking_send(Ok(batch)).is_err() && !stopping {
+                                tracing::debug!("the loop is gone; the poll thread waits for its stop");
                             }
                         }
                         Err(e) => {
@@ -686,11 +705,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             );
             return;
         }
-        let mad = Mad::new_unchecked(&r.mad[..]);
-        if mad.tid() & 0xffff_ffff == WAKE_TID
-            && mad.method() == Method::GetResp
-            && mad.attr_id() == ids::attr::NODE_INFO
-        {
+        if is_wake_answer(r) {
             return; // the answer to a poll-thread wake-up of an earlier stop
         }
         let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: r.sl, grh: r.grh };
