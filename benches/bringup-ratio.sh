@@ -22,7 +22,7 @@
 # independent `iblinkinfo` then counts Active/LinkUp ports in ibsim, outside the timed window.
 #
 # Usage: benches/bringup-ratio.sh [options]
-#   -r, --rounds N          rounds (default 3)
+#   -r, --rounds N          rounds (default 3; 0 with --count-mads or --timeline: only those)
 #       --levels L          fat-tree levels (default 3)
 #       --radix K           switch ports (default 16)
 #       --remove-switches N upper-level switches removed by `ibsm sim gen` (default 2)
@@ -39,6 +39,11 @@
 #       --count-mads        after the timed rounds, run each SM once more (untimed) with
 #                           benches/madcount.c preloaded before umad2sim, and print how many
 #                           MADs of each class, method and attribute each one sent (needs cc)
+#       --timeline          after the timed rounds, run each SM once more (untimed) with
+#                           benches/madcount.c's timeline on, and print benches/madtimeline.py's
+#                           account of each: exec, the umad open, each stage's first and last MAD
+#                           and its rate, the time with nothing in flight, how full the window
+#                           was, the exit (OpenSM's: its SUBNET UP line). Needs cc
 #       --rt                run everything (ibsim, both SMs, the checks) under SCHED_FIFO
 #                           (`chrt -f 10`; needs root or CAP_SYS_NICE): on a machine busy with
 #                           other work the times then hardly move with its load. A comparison
@@ -50,7 +55,7 @@
 set -euo pipefail
 
 rounds=3 levels=3 radix=16 rm_switches=2 rm_links=4 seed=1 any_switch=0 drop_every=10
-maxsmps=64 verify=1 keep=0 count_mads=0 rt=0
+maxsmps=64 verify=1 keep=0 count_mads=0 timeline=0 rt=0
 args=("$@")
 while [ $# -gt 0 ]; do
     case $1 in
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
         --no-verify) verify=0 ;;
         --keep) keep=1 ;;
         --count-mads) count_mads=1 ;;
+        --timeline) timeline=1 ;;
         --rt) rt=1 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
@@ -84,7 +90,7 @@ ibsm=$(readlink -f "$ibsm")
 for tool in ibsim ibsim-run opensm python3; do
     command -v "$tool" > /dev/null || { echo "missing $tool" >&2; exit 2; }
 done
-[ "$count_mads" = 0 ] || command -v cc > /dev/null || { echo "--count-mads needs cc" >&2; exit 2; }
+[ "$count_mads$timeline" = 00 ] || command -v cc > /dev/null || { echo "--count-mads and --timeline need cc" >&2; exit 2; }
 [ "$verify" = 0 ] || command -v iblinkinfo > /dev/null || { echo "missing iblinkinfo (or --no-verify)" >&2; exit 2; }
 # ibsim-run appends its library wrongly when LD_PRELOAD is already set.
 unset LD_PRELOAD
@@ -316,11 +322,51 @@ print(f"  {'total':44} {sum(a.values()):8} {sum(b.values()):8}")
 PY
 fi
 
+# ---- timelines (--timeline) -----------------------------------------------------------------
+# OpenSM's "SUBNET UP" line as seconds since the epoch (its log has local time, no year).
+subnet_up_at() { # opensm.log, launch time
+    local line year up
+    line=$(grep -m1 -- '-> SUBNET UP' "$1" || true)
+    [ -n "$line" ] || return 0
+    year=$(date -d "@${2%.*}" +%Y)
+    up=$(date -d "$(awk '{print $1, $2}' <<< "$line") $year $(awk '{print $3}' <<< "$line")" +%s)
+    awk -v s="$up" -v us="$(awk '{print $4}' <<< "$line")" 'BEGIN {printf "%.6f", s + us / 1e6}'
+}
+if [ "$timeline" = 1 ]; then
+    [ -f madcount.so ] || cc -O2 -shared -fPIC -o madcount.so "$root/benches/madcount.c" -ldl
+    umad2sim=$(sed -n 's/^sim_so=//p' "$(command -v ibsim-run)")
+    [ -f "$umad2sim" ] || { echo "umad2sim library not found (from ibsim-run)" >&2; exit 1; }
+    start_ibsim tl-ibsm
+    mkdir tl-ibsm && cd tl-ibsm
+    t0=$EPOCHREALTIME
+    MADCOUNT_TIMELINE=$PWD/tl SIM_HOST=$host LD_PRELOAD="$work/madcount.so $umad2sim" timeout 300 \
+        "$ibsm" run --once > ../tl-ibsm.out 2>&1 || problems+=("tl-ibsm: exit status $?")
+    t1=$EPOCHREALTIME
+    cd ..
+    stop_ibsim tl-ibsm
+    echo
+    echo "ibsm's timeline (one untimed run; the exit seen by the launcher includes writing the timeline):"
+    python3 "$root/benches/madtimeline.py" tl-ibsm/tl.* --launch "$t0" --exit "$t1" | sed 's/^/  /'
+    start_ibsim tl-opensm
+    mkdir -p tl-opensm/cache && cd tl-opensm
+    t0=$EPOCHREALTIME
+    MADCOUNT_TIMELINE=$PWD/tl OSM_CACHE_DIR=$PWD/cache OSM_TMP_DIR=$PWD SIM_HOST=$host \
+        LD_PRELOAD="$work/madcount.so $umad2sim" timeout 300 \
+        opensm -o --maxsmps "$maxsmps" -f "$PWD/opensm.log" > opensm.out 2>&1 || problems+=("tl-opensm: exit status $?")
+    cd ..
+    stop_ibsim tl-opensm
+    up=$(subnet_up_at tl-opensm/opensm.log "$t0")
+    echo
+    echo "OpenSM's timeline (one untimed run; 'exit' is its SUBNET UP line; it goes on to its exit):"
+    python3 "$root/benches/madtimeline.py" tl-opensm/tl.* --launch "$t0" ${up:+--exit "$up"} --window "$maxsmps" |
+        sed 's/^/  /; s/exit seen by the launcher (the timeline written before it)/SUBNET UP logged/'
+fi
+
 # ---- summary --------------------------------------------------------------------------------
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {printf "%.3f", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
-echo "ibsm   start->exit       (s): ${ibsm_times[*]}"
-echo "OpenSM start->SUBNET UP (s): ${opensm_times[*]:-none}"
+[ "$rounds" = 0 ] || echo "ibsm   start->exit       (s): ${ibsm_times[*]}"
+[ "$rounds" = 0 ] || echo "OpenSM start->SUBNET UP (s): ${opensm_times[*]:-none}"
 if [ "${#opensm_times[@]}" -gt 0 ]; then
     mi=$(median "${ibsm_times[@]}") mo=$(median "${opensm_times[@]}")
     ratio=$(awk -v a="$mi" -v b="$mo" 'BEGIN {printf "%.2f", a / b}')
@@ -329,7 +375,7 @@ if [ "${#opensm_times[@]}" -gt 0 ]; then
     echo "medians of ${rounds}: ibsm $mi s, OpenSM $mo s; ratio ibsm/OpenSM $ratio ($verdict the core" \
          "issue's <= 0.4, $verdict28 issue 28's <= 0.3)"
 fi
-echo "ibsm summary (last round): $(grep -m1 'subnet' "ibsm-$rounds.out" || echo none)"
+[ "$rounds" = 0 ] || echo "ibsm summary (last round): $(grep -m1 'subnet' "ibsm-$rounds.out" || echo none)"
 if [ "${#problems[@]}" -gt 0 ]; then
     echo "PROBLEMS:"; printf '  %s\n' "${problems[@]}"; exit 1
 fi

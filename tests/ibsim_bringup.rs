@@ -294,7 +294,10 @@ fn count_before(line: &str, key: &str) -> Option<u64> {
 /// `benches/madcount.c`, the counter of `benches/bringup-ratio.sh --count-mads`, preloaded
 /// before umad2sim: the SMPs (Gets and Sets) it counts are the ones the SM reports sending,
 /// plus the poll thread's wake-up NodeInfo Gets at the exit (at most `WAKE_TRIES` = 4), and its
-/// LFT Sets are the report's LFT blocks.
+/// LFT Sets are the report's LFT blocks. Its timeline (`--timeline`) holds the same requests in
+/// time order between the process's start, the device's open and the exit, each answered
+/// after it was sent, with one Active Set per port the report counts active; and
+/// `benches/madtimeline.py` (with python3) reads it into the same stage counts.
 #[test]
 fn the_bench_mad_counter_counts_the_smps_the_sm_reports() {
     if !require_ibsim() || !support::ibsim::require_tools(&["cc", "timeout"]) {
@@ -325,6 +328,7 @@ fn the_bench_mad_counter_counts_the_smps_the_sm_reports() {
         .env("SIM_HOST", &ca_ports(&topo)[0].0)
         .env("LD_PRELOAD", format!("{} {umad2sim}", lib.display()))
         .env("MADCOUNT_OUT", dir.0.join("mads"))
+        .env("MADCOUNT_TIMELINE", dir.0.join("timeline"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -354,6 +358,97 @@ fn the_bench_mad_counter_counts_the_smps_the_sm_reports() {
     assert!(smps > 0 && lft_blocks > 0, "{summary}");
     assert!((smps..=smps + 4).contains(&counted), "counted {counted} SMPs, the SM reports {smps}: {summary}");
     assert_eq!(lft_sets, lft_blocks, "{summary}");
+    check_timeline(&dir.0, summary, counted);
+}
+
+/// One event of a `benches/madcount.c` timeline.
+struct TimelineEvent {
+    ns: u64,
+    kind: String,
+    fields: BTreeMap<String, u32>,
+}
+
+/// The timeline of the MADs an SM sent and read (see
+/// `the_bench_mad_counter_counts_the_smps_the_sm_reports`): `counted` SMP requests, ordered,
+/// each answered, one Active Set per active port of `summary`.
+fn check_timeline(dir: &Path, summary: &str, counted: u64) {
+    // `timeout` writes a timeline too (no MADs): take the one with MADs.
+    let mut timelines: Vec<Vec<TimelineEvent>> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("timeline."))
+        .map(|p| {
+            std::fs::read_to_string(&p)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let mut parts = l.split(' ');
+                    let ns = parts.next().unwrap().parse().unwrap();
+                    let kind = parts.next().unwrap().to_owned();
+                    let fields = parts
+                        .map(|kv| {
+                            let (k, v) = kv.split_once('=').unwrap();
+                            let v = v.strip_prefix("0x").map_or_else(|| v.parse(), |h| u32::from_str_radix(h, 16));
+                            (k.to_owned(), v.unwrap())
+                        })
+                        .collect();
+                    TimelineEvent { ns, kind, fields }
+                })
+                .collect()
+        })
+        .collect();
+    timelines.sort_by_key(|t: &Vec<TimelineEvent>| t.iter().filter(|e| e.kind == "send").count());
+    let events = timelines.pop().expect("a timeline");
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!((kinds.first(), kinds.get(1), kinds.last()), (Some(&"start"), Some(&"open"), Some(&"exit")));
+    assert!(events.windows(2).all(|w| w[0].ns <= w[1].ns), "the timeline is in time order");
+    let smp = |e: &TimelineEvent| matches!(e.fields["class"], 0x01 | 0x81);
+    let requests: Vec<&TimelineEvent> =
+        events.iter().filter(|e| e.kind == "send" && smp(e) && matches!(e.fields["method"], 1 | 2)).collect();
+    assert_eq!(requests.len() as u64, counted, "the timeline's SMP requests are the counted ones");
+    // Each request is answered after it was sent: the exit's wake-up (TID 0) too, since the
+    // poll thread ends only when it has read that answer.
+    let mut answered: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == "recv" && smp(e) && e.fields["method"] == 0x81) {
+        answered.entry(e.fields["tid"]).or_insert(e.ns);
+    }
+    for r in &requests {
+        let at = answered.get(&r.fields["tid"]).copied();
+        assert!(
+            at.is_some_and(|at| at >= r.ns),
+            "request TID {:#x} answered at {at:?}, sent at {}",
+            r.fields["tid"],
+            r.ns
+        );
+    }
+    // PortState 4 (Active) in a PortInfo Set: one per port the report counts active.
+    let active_sets = requests
+        .iter()
+        .filter(|e| e.fields["method"] == 2 && e.fields["attr"] == 0x15 && e.fields["state"] == 4)
+        .count();
+    assert_eq!(Some(active_sets as u64), count_before(summary, " ports active"), "{summary}");
+    if support::ibsim::find_tool("python3").is_none() {
+        return;
+    }
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/madtimeline.py");
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("timeline."))
+        .collect();
+    let out = Command::new("python3").arg(tool).args(&files).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let stage = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.contains(&format!(": {name} ")))?;
+        count_before(line, " requests")
+    };
+    assert_eq!(stage("activate"), Some(active_sets as u64), "{text}");
+    assert_eq!(stage("lfts").map(|n| n > 0), Some(true), "{text}");
+    // The exit's wake-up NodeInfo Gets (TID 0) are "other", with the PerfMgt reads.
+    let wake_ups = requests.iter().filter(|e| e.fields["tid"] == 0).count() as u64;
+    let staged: u64 = ["discovery", "configure", "lfts", "activate"].iter().filter_map(|s| stage(s)).sum();
+    assert_eq!(staged + wake_ups, counted, "{text}");
 }
 
 #[test]
