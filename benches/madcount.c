@@ -116,7 +116,7 @@ static void dump_timeline(void)
 	for (unsigned i = 0; i < n_events; i++) {
 		const struct event *e = &events[i];
 		fprintf(f, "%lld %s", e->ns, ev_names[e->kind]);
-		if (e->kind >= EV_SEND)
+		if (e->kind == EV_SEND || e->kind == EV_RECV)
 			fprintf(f, " class=0x%02x method=0x%02x attr=0x%04x state=%u tid=0x%08x", e->mclass, e->method,
 				e->attr, e->state, e->tid);
 		fputc('\n', f);
