@@ -23,7 +23,11 @@
 //! Anything else is routed in full and becomes the base. A layered repair is written in one
 //! pass only where the repair found every mix of the base's entries and its own free of credit
 //! loops and the switches held the base's tables; else in two ([`interim_tables`]: the changed
-//! entries unrouted first, the new ones once every Set of that pass is answered). A fat tree's
+//! entries unrouted first, the new ones once every Set of that pass is answered). So is a
+//! layered engine's full route over tables the switches hold (a re-route, a reload that
+//! changes the layers, a repair declined), and any layered tables of an SM that has written
+//! none since it started or took over: it starts from what the switches hold, read back or
+//! vouched for by the last master ([`Routing::hold_actual`]). A fat tree's
 //! repair says which LIDs of which tables it moved ([`Routing::deltas`]), and so does its
 //! undoing (the base again once the cable is back), so that the LFT diff compares only those.
 //! A fat tree's full route counts its tables' entries per port once, with the route
@@ -290,7 +294,7 @@ impl RouteJob {
         if let Some(m) = self.options.max_layers {
             chain_name = format!("{chain_name} layers {m}");
         }
-        let guids = self.view.switches.iter().map(|s| s.guid).collect();
+        let guids: Vec<_> = self.view.switches.iter().map(|s| s.guid).collect();
         let mut declined = Vec::new();
         let mut layers = None;
         let mut rank = None;
@@ -312,6 +316,16 @@ impl RouteJob {
                     let routes = Arc::new(out.routes);
                     // One layer is no layering: every path on SL 0, as any engine's.
                     layers = out.layers.filter(|l| l.used() > 1).map(Arc::new);
+                    // A layered route over tables the switches hold (a re-route, a reload
+                    // that changes the layers, a repair declined, a takeover): nothing judged
+                    // the mixes of the two, so the changed entries are dropped first.
+                    if [Dfsssp::NAME, Nue::NAME].contains(&out.engine)
+                        && let Some((by, held)) = self.held.as_ref()
+                    {
+                        let first = interim_tables(by, held, &guids, &routes);
+                        let same = first.tables.iter().zip(&routes.tables).all(|(a, b)| Arc::ptr_eq(a, b));
+                        interim = (!same).then(|| Arc::new(first));
+                    }
                     // What a later repair would count on every table it changes, counted once
                     // now, while no fault waits on it (a fat tree's repair only).
                     let loads = (out.engine == FatTree::NAME && layers.is_none() && self.options.hosts.is_none())
@@ -383,6 +397,11 @@ pub struct Routing {
     /// The last tables' LFT writes did not all succeed (or are under way): the switches may
     /// hold a mix of tables, and the next job starts from what they hold.
     unsure: bool,
+    /// This SM wrote LFTs since it started or last took the subnet over. Until it has, what
+    /// the switches hold is someone else's (a master that died between the two passes of a
+    /// repair may have left any mix of its old and new tables): a layered engine's next
+    /// tables are written in two passes from what they hold ([`Routing::hold_actual`]).
+    wrote: bool,
     /// The last routing view built, which a sweep that changed only links derives its own from.
     last_view: Option<LastView>,
     /// A standby's route of the fabric it found, wanted or out ([`Routing::want_prime`]).
@@ -489,6 +508,30 @@ impl Routing {
     /// pass was written without its second).
     pub fn written(&mut self, ok: bool) {
         self.unsure = !ok;
+        self.wrote = true;
+    }
+
+    /// This SM takes the subnet over (or back): the tables it wrote before, if any, may have
+    /// been overwritten since, and another master's writes may have stopped between passes.
+    /// The next job starts from what the switches hold ([`Routing::hold_actual`]).
+    pub fn took_over(&mut self) {
+        self.wrote = false;
+        self.held = None;
+    }
+
+    /// Whether what the switches hold is not this SM's (it has written no LFT since it started
+    /// or took over): a layered engine's next job starts from what they hold, gathered from
+    /// every switch ([`Routing::hold_actual`]).
+    pub fn fresh(&self) -> bool {
+        !self.wrote
+    }
+
+    /// The base's table of each switch, by GUID (a standby's route of the fabric it found,
+    /// or a master's last full route): what a switch the last master vouched for holds, when
+    /// the digests agree.
+    pub fn base_tables(&self) -> Option<std::collections::HashMap<ibsm_mad::Guid, Arc<Lft>>> {
+        let b = self.base.as_ref()?;
+        Some(b.view.switches.iter().map(|s| s.guid).zip(b.routes.tables.iter().cloned()).collect())
     }
 
     /// Before a job: where the last writes did not all succeed, the tables the switches held
@@ -496,7 +539,24 @@ impl Routing {
     /// a switch it knows nothing of is left out), not as the last sweep's tables. A layered
     /// engine's tables are then written in two passes from them, so that no state mixes an
     /// entry the switches were meant to drop with one of the new tables.
-    pub fn hold_actual(&mut self, actual: impl Fn(ibsm_mad::Guid) -> Option<Arc<Lft>>) {
+    ///
+    /// With `switches` (every switch of the subnet, given where the chain is layered), an SM
+    /// that has written no LFT since it started or took over ([`Routing::fresh`]) takes what
+    /// `actual` gives for each of them (read back, or vouched for by the last master's digest)
+    /// as held, whatever it held before: the layered tables are then written in two passes
+    /// from what the switches hold. A switch `actual` knows nothing of is left out (it gets
+    /// its new table in the first pass); none known, nothing is held (a fabric never routed).
+    pub fn hold_actual(
+        &mut self,
+        switches: Option<&[ibsm_mad::Guid]>,
+        actual: impl Fn(ibsm_mad::Guid) -> Option<Arc<Lft>>,
+    ) {
+        if let Some(all) = switches.filter(|_| !self.wrote) {
+            let (guids, tables): (Vec<_>, Vec<_>) = all.iter().filter_map(|&g| Some((g, actual(g)?))).unzip();
+            self.held = (!guids.is_empty()).then(|| (guids, Arc::new(Routes { tables })));
+            self.unsure = self.held.is_some();
+            return;
+        }
         if !self.unsure {
             return;
         }
@@ -682,6 +742,29 @@ mod tests {
         // A table that does not change is shared, not copied.
         let same = interim_tables(&[a], &held, &[a], &Routes { tables: vec![Arc::clone(&held.tables[0])] });
         assert!(Arc::ptr_eq(&same.tables[0], &held.tables[0]));
+    }
+
+    #[test]
+    fn an_sm_that_wrote_nothing_yet_holds_what_the_switches_hold() {
+        let t = Arc::new(Lft { ports: vec![ibsm_mad::PortNum(0), ibsm_mad::PortNum(1)] });
+        let (a, b) = (ibsm_mad::Guid(1), ibsm_mad::Guid(2));
+        let mut r = Routing::default();
+        assert!(r.fresh());
+        // A switch nothing is known of is left out.
+        r.hold_actual(Some(&[a, b]), |g| (g == a).then(|| Arc::clone(&t)));
+        let (guids, held) = r.held.as_ref().expect("held");
+        assert_eq!(guids, &[a]);
+        assert!(Arc::ptr_eq(&held.tables[0], &t) && r.unsure);
+        // Nothing known (a fabric never routed): nothing held, one pass.
+        r.hold_actual(Some(&[b]), |_| None);
+        assert!(r.held.is_none() && !r.unsure);
+        // Once it wrote, its own record stands until it takes the subnet over again.
+        r.written(true);
+        assert!(!r.fresh());
+        r.hold_actual(Some(&[a]), |_| Some(Arc::clone(&t)));
+        assert!(r.held.is_none());
+        r.took_over();
+        assert!(r.fresh());
     }
 
     /// The star with a LID on every end port.

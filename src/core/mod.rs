@@ -573,8 +573,19 @@ impl Sm {
     fn route_job(&mut self) -> lft::RouteJob {
         let avoid = self.perf.avoided();
         let budget = self.route_budget();
+        // A layered chain on an SM that has written no LFT yet (started, or took over): every
+        // switch's table as read back, or as its base's where the last master vouched for it.
+        let fresh = (self.chain_layered() && self.routing.fresh()).then(|| {
+            let switches: Vec<_> =
+                self.subnet.nodes.iter().filter(|n| n.is_switch()).map(|n| n.info.node_guid).collect();
+            (switches, self.routing.base_tables().unwrap_or_default())
+        });
         let programming = &self.programming;
-        self.routing.hold_actual(|guid| programming.programmed_lft(guid));
+        let base = fresh.as_ref().map(|f| &f.1);
+        self.routing.hold_actual(fresh.as_ref().map(|f| f.0.as_slice()), |guid| match programming.vouched(guid) {
+            Some(digest) => base?.get(&guid).filter(|t| programming::table_digest(t) == digest).cloned(),
+            None => programming.programmed_lft(guid),
+        });
         let (job, avoided) = self.routing.job(
             &self.subnet,
             self.cfg.lmc,

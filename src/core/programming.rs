@@ -541,6 +541,16 @@ impl Programming {
         std::mem::take(&mut self.digests_changed)
     }
 
+    /// A standby taking over (or an SM taking the subnet back): what it read of the switches'
+    /// tables as a standby, or wrote as master before, may have been overwritten since (a
+    /// master that died partway through a repair leaves tables no read of this SM saw). Only
+    /// the digests the last master vouches for ([`Programming::adopt_digests`]) are trusted;
+    /// every other switch is read back.
+    pub fn forget_read(&mut self) {
+        self.digests_changed |= self.lfts.values().any(|e| e.held.as_ref().is_some_and(|h| h.whole.is_some()));
+        self.lfts.clear();
+    }
+
     /// A standby taking over: the switches its master held whole, to be trusted without a
     /// read-back when their LinearFDBTop is unchanged and the table routed for them has the
     /// same digest (anything else is read back or rewritten as usual).
@@ -571,6 +581,12 @@ impl Programming {
         Some(Arc::new(lft))
     }
 
+    /// The digest of the table the last master vouched for switch `guid` holding, while this
+    /// SM knows nothing else of its table (until a plan checks a table against it).
+    pub fn vouched(&self, guid: Guid) -> Option<u64> {
+        self.held(guid)?.vouched
+    }
+
     /// Switches whose tables this SM knows.
     pub fn held_lfts(&self) -> usize {
         self.lfts.values().filter(|e| e.held.is_some()).count()
@@ -594,7 +610,7 @@ impl Programming {
 
 /// A digest of `table` (its LinearFDBTop and every entry) for the state sync: SipHash-2-4
 /// under a fixed key, compared only for equality (the sync's messages carry their own MAC).
-fn table_digest(table: &Lft) -> u64 {
+pub(crate) fn table_digest(table: &Lft) -> u64 {
     let mut bytes = Vec::with_capacity(table.ports.len() + 2);
     bytes.extend_from_slice(&table.top().to_be_bytes());
     bytes.extend(table.ports.iter().map(|p| p.0));

@@ -13,5 +13,6 @@ pub mod daemon;
 pub mod fabrics;
 pub mod ibsim;
 pub mod opensm;
+pub mod order;
 pub mod sa;
 pub mod sms;

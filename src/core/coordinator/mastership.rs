@@ -370,6 +370,8 @@ impl Sm {
     fn take_over(&mut self, old: Guid, reason: &'static str) {
         self.events.push_back(SmEvent::MasterLost { master: old, reason });
         self.election.took_over(old, reason);
+        self.routing.took_over();
+        self.programming.forget_read();
         self.adopt_replica(old, reason == HANDED_OVER);
         self.state = SmState::Discovering;
         self.start_sweep(self.now);

@@ -13,6 +13,7 @@ use ibsm_mad::{Guid, Lid};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::io::{MadSource, Transmit};
+use crate::core::programming::table_digest;
 use crate::core::qos::TableDigests;
 use crate::core::replication::{PeerNews, SyncAnswer, SyncStatus};
 use crate::core::state::SmState;
@@ -179,10 +180,17 @@ impl Sm {
                 Section::PKeys => self.partitions.adopt_written(r.pkeys.iter().cloned()),
                 Section::DisabledPorts => self.maintenance.set_disabled(r.disabled_ports.iter().copied()),
                 // Only from a master this SM was current with at its last query: an older
-                // digest may name a table a switch no longer holds.
+                // digest may name a table a switch no longer holds. With a layered chain, the
+                // next tables are written from what the switches hold: a digest is taken only
+                // where it names this SM's base table for that switch (the table it then takes
+                // the switch to hold); any other switch is read back.
                 Section::LftDigests if a.current_at.is_some() => {
                     let by = self.guid2lid.get(master).map(|(lid, _)| lid);
-                    self.programming.adopt_digests(r.lft_digests.iter().copied(), by);
+                    let base = self.chain_layered().then(|| self.routing.base_tables().unwrap_or_default());
+                    let known = |&(g, _, d): &(Guid, u16, u64)| {
+                        base.as_ref().is_none_or(|b| b.get(&g).is_some_and(|t| table_digest(t) == d))
+                    };
+                    self.programming.adopt_digests(r.lft_digests.iter().copied().filter(known), by);
                 }
                 // The same rule: an older digest may name tables a node no longer holds.
                 Section::QosTables if a.current_at.is_some() => {
