@@ -8,8 +8,39 @@
 /// Reads the `width`-bit field (1..=64) that starts `bit` bits into `buf`.
 ///
 /// Bits beyond the end of `buf` read as zero, so a short buffer never panics.
+///
+/// Inlined always: with a constant offset and width (every attribute's accessors) the choice
+/// between the whole-byte load and the bit loop is made at compile time. (Left to the
+/// compiler, `get` stayed out of line once it had two paths, and a PathRecord Get through the
+/// SM core spent 910 instructions in its calls: BENCHMARKS.md, session 19.)
+#[allow(clippy::inline_always)]
+#[inline(always)]
 pub fn get(buf: &[u8], bit: usize, width: usize) -> u64 {
     debug_assert!((1..=64).contains(&width));
+    // Whole bytes within the buffer (most fields: LIDs, keys, GUIDs): one big-endian load.
+    if bit.is_multiple_of(8) {
+        let at = bit / 8;
+        match width {
+            8 => return buf.get(at).map_or(0, |&b| u64::from(b)),
+            16 => return be::<2>(buf, at).map_or_else(|| get_bits(buf, bit, width), |b| u16::from_be_bytes(b).into()),
+            32 => return be::<4>(buf, at).map_or_else(|| get_bits(buf, bit, width), |b| u32::from_be_bytes(b).into()),
+            64 => return be::<8>(buf, at).map_or_else(|| get_bits(buf, bit, width), u64::from_be_bytes),
+            _ => {}
+        }
+    }
+    get_bits(buf, bit, width)
+}
+
+/// The `N` bytes at `at`, when all of them are in `buf`.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn be<const N: usize>(buf: &[u8], at: usize) -> Option<[u8; N]> {
+    buf.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// [`get`], bit by bit (any field, any buffer).
+#[inline]
+fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
     let first = bit / 8;
     let last = (bit + width).div_ceil(8); // exclusive
     let mut acc: u128 = 0;
@@ -23,9 +54,26 @@ pub fn get(buf: &[u8], bit: usize, width: usize) -> u64 {
 
 /// Writes `value` (truncated to `width` bits) into the field that starts `bit` bits into `buf`.
 ///
-/// Bits that would fall beyond the end of `buf` are not written.
+/// Bits that would fall beyond the end of `buf` are not written. Inlined always, as [`get`].
+#[allow(clippy::inline_always)]
+#[inline(always)]
 pub fn set(buf: &mut [u8], bit: usize, width: usize, value: u64) {
     debug_assert!((1..=64).contains(&width));
+    // Whole bytes within the buffer: one big-endian store (the value truncated to the width).
+    if bit.is_multiple_of(8) && matches!(width, 8 | 16 | 32 | 64) {
+        let at = bit / 8;
+        let n = width / 8;
+        if let Some(dst) = at.checked_add(n).and_then(|end| buf.get_mut(at..end)) {
+            dst.copy_from_slice(&value.to_be_bytes()[8 - n..]);
+            return;
+        }
+    }
+    set_bits(buf, bit, width, value);
+}
+
+/// [`set`], bit by bit (any field, any buffer).
+#[inline]
+fn set_bits(buf: &mut [u8], bit: usize, width: usize, value: u64) {
     let first = bit / 8;
     let last = (bit + width).div_ceil(8);
     let shift = last * 8 - (bit + width);
@@ -103,6 +151,23 @@ mod tests {
             set(&mut buf, bit, width, v);
             let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
             prop_assert_eq!(get(&buf, bit, width), v & mask);
+        }
+
+        /// The whole-byte loads and stores give what the bit-by-bit ones give, in the buffer,
+        /// across its end and past it.
+        #[test]
+        fn whole_bytes_as_bit_by_bit(
+            bytes in proptest::collection::vec(any::<u8>(), 0..24),
+            at in 0usize..28,
+            n in prop_oneof![Just(1usize), Just(2), Just(4), Just(8)],
+            v: u64,
+        ) {
+            let (bit, width) = (at * 8, n * 8);
+            prop_assert_eq!(get(&bytes, bit, width), get_bits(&bytes, bit, width));
+            let (mut fast, mut slow) = (bytes.clone(), bytes.clone());
+            set(&mut fast, bit, width, v);
+            set_bits(&mut slow, bit, width, v);
+            prop_assert_eq!(fast, slow);
         }
     }
 }
