@@ -22,8 +22,11 @@ use super::{Limits, Query};
 pub(super) struct Table {
     stride: usize,
     len: usize,
-    /// The response: [`SA_HEADER_LEN`] bytes for its header, then the records.
+    /// The response: [`SA_HEADER_LEN`] bytes for its header, then the records; zero past
+    /// `used` (made zeroed once, and a record not kept is cleared again).
     bytes: Vec<u8>,
+    /// Bytes of `bytes` in use: the header and the records kept.
+    used: usize,
     count: usize,
     /// Stop collecting after this many (Get needs two to see "too many").
     cap: usize,
@@ -33,17 +36,21 @@ pub(super) struct Table {
 
 impl Table {
     /// An empty table of `A` records for `q` under `limits`.
+    #[allow(clippy::slow_vector_initialization)] // measured: see the comment on the buffer
     pub fn new<A: Attribute>(q: &Query<'_>, limits: &Limits) -> Table {
         let stride = ibsm_mad::records::stride::<A>();
         let cap = match q.header.method {
             Method::Get => 2,
             _ => limits.max_records(stride),
         };
-        // A Get's answer is one MAD (room for the second record that makes it "too many").
+        // A Get's answer is one MAD (room for the second record that makes it "too many"),
+        // zeroed once: the record is emitted into it and nothing is resized or cleared after.
         let room = if q.header.method == Method::Get { MAD_LEN.max(SA_HEADER_LEN + 2 * stride) } else { SA_HEADER_LEN };
+        // (Allocated, then zeroed: `vec![0; n]` would take glibc's calloc, which skips the
+        // thread cache and cost more than the zeroing.)
         let mut bytes = Vec::with_capacity(room);
-        bytes.resize(SA_HEADER_LEN, 0);
-        Table { stride, len: A::LEN, bytes, count: 0, cap, truncated: false }
+        bytes.resize(room, 0);
+        Table { stride, len: A::LEN, bytes, used: SA_HEADER_LEN, count: 0, cap, truncated: false }
     }
 
     /// Whether no more records are wanted.
@@ -61,10 +68,11 @@ impl Table {
     /// full.
     pub fn offer_under<A: Components>(&mut self, q: &Query<'_>, mask: u64, rec: &A) -> bool {
         let Some(at) = self.append(rec) else { return false };
-        if matches::<A>(mask, q.template, &self.bytes[at..]) {
+        if matches::<A>(mask, q.template, &self.bytes[at..self.used]) {
             self.count += 1;
         } else {
-            self.bytes.truncate(at);
+            self.bytes[at..self.used].fill(0);
+            self.used = at;
         }
         true
     }
@@ -85,9 +93,13 @@ impl Table {
             self.truncated = true;
             return None;
         }
-        let at = self.bytes.len();
-        self.bytes.resize(at + self.stride, 0);
+        let at = self.used;
+        let end = at + self.stride;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
         rec.emit(&mut self.bytes[at..at + self.len]);
+        self.used = end;
         Some(at)
     }
 
@@ -100,8 +112,9 @@ impl Table {
             return match self.count {
                 0 => Answer::error(h, status::SA_NO_RECORDS),
                 1 => {
-                    // One MAD: the record (cut to the data area) after the header, zeros after.
-                    bytes.truncate(SA_HEADER_LEN + self.stride.min(MAD_LEN - SA_HEADER_LEN));
+                    // One MAD: the record (cut to the data area) after the header, zeros after
+                    // (the buffer is zero past the record, and at least a MAD long).
+                    bytes.truncate(MAD_LEN);
                     bytes.resize(MAD_LEN, 0);
                     let resp = h.response(status::OK, offset);
                     resp.emit(&mut bytes);
@@ -110,6 +123,7 @@ impl Table {
                 _ => Answer::error(h, status::SA_TOO_MANY_RECORDS),
             };
         }
+        bytes.truncate(self.used);
         let mut resp = h.response(status::OK, offset);
         let payload = bytes.len() - SA_HEADER_LEN;
         // A GetTableResp is exactly as long as its records: clients count the records from the

@@ -146,7 +146,12 @@ pub enum Dropped {
 /// The SM_Key of the SA request in `bytes` when it is neither zero (untrusted) nor `sa_key`
 /// (trusted): such a request is dropped unanswered.
 pub fn wrong_key(bytes: &[u8], sa_key: u64) -> Option<u64> {
-    let key = SaHeader::from_bytes(bytes).ok()?.sm_key;
+    wrong_key_of(&SaHeader::from_bytes(bytes).ok()?, sa_key)
+}
+
+/// [`wrong_key`] of a header already read.
+pub fn wrong_key_of(header: &SaHeader, sa_key: u64) -> Option<u64> {
+    let key = header.sm_key;
     (key != 0 && key != sa_key).then_some(key)
 }
 
@@ -159,10 +164,25 @@ pub fn serve(
     requester: Lid,
     limits: &Limits,
 ) -> Result<Answer, Dropped> {
+    serve_parsed(snap, state, live, bytes, SaHeader::from_bytes(bytes).ok(), requester, limits)
+}
+
+/// [`serve`] for a caller that has read the request's SA header already
+/// (`SaHeader::from_bytes(bytes).ok()`: `None` when it does not parse), so that it is read
+/// once per request.
+pub fn serve_parsed(
+    snap: &Snapshot,
+    state: &mut SaState,
+    live: &Live,
+    bytes: &[u8],
+    header: Option<SaHeader>,
+    requester: Lid,
+    limits: &Limits,
+) -> Result<Answer, Dropped> {
     if bytes.len() < MAD_LEN {
         return Err(Dropped::Malformed);
     }
-    let header = SaHeader::from_bytes(bytes).map_err(|_| Dropped::Malformed)?;
+    let header = header.ok_or(Dropped::Malformed)?;
     if header.method.is_response() {
         return Err(Dropped::Malformed);
     }

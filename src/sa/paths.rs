@@ -78,6 +78,37 @@ struct Facts {
     pkeys: u32,
 }
 
+/// What two ports holding the same P_Key table share by OpenSM's partition rule, worked out
+/// once per distinct table: on a fabric where most end ports hold one table (the default
+/// partition alone, or one tenant's), a PathRecord's partition check is a comparison of two
+/// table indexes and a read of this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SelfShare {
+    /// Whether two ports with this table can talk ([`talks`]).
+    pub talk: bool,
+    /// The path P_Key between two such ports by the default rule ([`lowest_shared`]).
+    pub lowest: Option<PKey>,
+}
+
+/// Whether ports with P_Key tables `ka` and `kb` can talk: a partition in common where one of
+/// the two is a full member.
+pub fn talks(ka: &[PKey], kb: &[PKey]) -> bool {
+    ka.iter()
+        .filter(|k| k.0 != 0)
+        .any(|k| kb.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+}
+
+/// The path P_Key between ports with tables `ka` and `kb` by the default rule: of the
+/// partitions they share with one of them a full member, the lowest base, as `ka`'s entry (a
+/// port holding both keys of a partition counts as a full member).
+pub fn lowest_shared(ka: &[PKey], kb: &[PKey]) -> Option<PKey> {
+    // A port's entry of a partition: the full key when it holds both.
+    let find =
+        |t: &[PKey], base: u16| t.iter().copied().filter(|k| k.0 != 0 && k.base() == base).max_by_key(|k| k.is_full());
+    let pair = |k: PKey| find(kb, k.base()).is_some_and(|other| k.is_full() || other.is_full());
+    ka.iter().copied().filter(|k| k.0 != 0 && pair(*k)).min_by_key(|k| k.base())
+}
+
 /// The compact tables of one snapshot's nodes (see the module doc).
 #[derive(Debug)]
 pub struct Paths {
@@ -86,6 +117,8 @@ pub struct Paths {
     facts: Vec<Facts>,
     /// The distinct P_Key tables; entry 0 is the empty one.
     pkeys: Vec<Box<[PKey]>>,
+    /// What two ports with the same table share, by index into `pkeys`.
+    shares: Vec<SelfShare>,
     /// By LID: the switch its owner (a CA port) is cabled to, and that switch's forwarding
     /// table entry for the LID, copied ([`NONE`]: a switch's LID, or no such switch). A walk
     /// that reaches that switch reads the entry here, not from the 30 KB table (a cache miss
@@ -104,6 +137,7 @@ impl Paths {
             hops: Vec::with_capacity(total),
             facts: Vec::with_capacity(total),
             pkeys: vec![Box::default()],
+            shares: Vec::new(),
             last_hop: Vec::new(),
             legs: Legs::new(0, []),
         };
@@ -142,6 +176,7 @@ impl Paths {
                 out.facts.push(Facts { guid: port.guid, pkeys });
             }
         }
+        out.shares = out.pkeys.iter().map(|t| SelfShare { talk: talks(t, t), lowest: lowest_shared(t, t) }).collect();
         out.last_hop = last_hops(&out, nodes, 1 << lmc.min(7));
         let switches = out.nodes.iter().filter(|n| n.switch).count();
         let rates = out.hops.iter().map(|h| h.rate).filter(|&r| r != 0);
@@ -167,8 +202,23 @@ impl Paths {
 
     /// The P_Key table of `at`, index by index (0: an empty slot).
     pub fn pkeys(&self, at: PortAt) -> Option<&[PKey]> {
-        let k = self.facts.get(self.index(at)?)?.pkeys;
-        self.pkeys.get(k as usize).map(|t| &**t)
+        self.table(self.table_of(at)?)
+    }
+
+    /// Which of the distinct P_Key tables port `at` holds (ports with equal tables get the
+    /// same index).
+    pub fn table_of(&self, at: PortAt) -> Option<u32> {
+        Some(self.facts.get(self.index(at)?)?.pkeys)
+    }
+
+    /// The distinct P_Key table `t` ([`Paths::table_of`]).
+    pub fn table(&self, t: u32) -> Option<&[PKey]> {
+        self.pkeys.get(t as usize).map(|t| &**t)
+    }
+
+    /// What two ports holding table `t` share ([`SelfShare`]).
+    pub fn self_share(&self, t: u32) -> Option<SelfShare> {
+        self.shares.get(t as usize).copied()
     }
 
     /// Follows the forwarding tables from end port `src` to `dlid`, owned by `dest`, as
@@ -431,5 +481,60 @@ mod tests {
         assert!(snap.paths_ready());
         assert!(damaged < whole, "the damage cost paths: {damaged} of {whole}");
         assert!(damaged > whole / 2, "most paths remain: {damaged} of {whole}");
+    }
+
+    /// OpenSM's path P_Key rule over the records' tables, as `Snapshot::shared_pkey` worked it
+    /// out before the tables shared by many ports were worked out once: the judge of it.
+    fn shared_pkey_by_records(snap: &Snapshot, a: PortAt, b: PortAt, by: PortAt) -> Option<ibsm_mad::PKey> {
+        let table = |at: PortAt| snap.port(at).map(|r| r.pkeys.as_slice());
+        let talk = |x: PortAt, y: PortAt| match (table(x), table(y)) {
+            (Some(kx), Some(ky)) => super::talks(kx, ky),
+            _ => false,
+        };
+        let shares = |x: PortAt, y: PortAt| x == y || talk(x, y);
+        if !(shares(by, a) && shares(by, b)) {
+            return None;
+        }
+        super::lowest_shared(table(a)?, table(b)?)
+    }
+
+    #[test]
+    fn the_path_p_key_of_ports_with_one_table_is_the_rule_s_answer() {
+        let topo = ibsm_topology::GenSpec::fat_tree(2, 4).generate().unwrap();
+        let mut drv = SimDriver::new(&topo, 1, Sm::new(SmConfig::default(), Guid2Lid::default()), None).unwrap();
+        assert!(drv.sweep(60_000_000_000, |_| {}).is_some_and(|r| r.complete));
+        let mut snap = (*drv.sm.snapshot().unwrap()).clone();
+        let ends: Vec<PortAt> = snap.end_ports().filter(|&(n, _)| !snap.nodes[n as usize].is_switch()).collect();
+        assert!(ends.len() >= 8, "{} end ports", ends.len());
+        // Tables held by several ports each (so that the ends and the requester often hold the
+        // same one) and by one port: the default partition in full; a limited member only; a
+        // second partition besides (full, then limited); an empty table; both keys of one.
+        let k = |v: &[u16]| v.iter().map(|&x| ibsm_mad::PKey(x)).collect::<Vec<_>>();
+        let tables = [
+            k(&[0xffff]),
+            k(&[0x7fff]),
+            k(&[0xffff, 0x8002]),
+            k(&[0x7fff, 0x0002]),
+            k(&[]),
+            k(&[0x7fff, 0xffff, 0, 0x8002]),
+        ];
+        for (i, &(n, p)) in ends.iter().enumerate() {
+            let t = if i < 3 { 0 } else { 1 + (i - 3) % (tables.len() - 1) };
+            snap.nodes[n as usize].ports[usize::from(p)].pkeys = tables[t].clone();
+        }
+        let (mut same, mut found) = (0, 0);
+        for &a in &ends {
+            for &b in &ends {
+                for &by in &ends {
+                    let want = shared_pkey_by_records(&snap, a, b, by);
+                    assert_eq!(snap.shared_pkey(a, b, Some(by), None), want, "{a:?} to {b:?} asked by {by:?}");
+                    let t = |x| snap.paths().table_of(x);
+                    same += usize::from(t(a) == t(b) && t(b) == t(by));
+                    found += usize::from(want.is_some());
+                }
+            }
+        }
+        assert!(same > 0 && found > 0, "the shared table's answer was judged: {same} triples, {found} with a P_Key");
+        assert!(found < ends.len().pow(3), "and refusals too");
     }
 }

@@ -23,7 +23,7 @@ use ibsm_mad::{Guid, Lid, PKey, PortNum};
 pub use super::nodes::{
     MAX_HOPS, NodesIter, NodesIterMut, PortAt, SnapNode, SnapNodes, SnapPort, Walk, link_mbps, min_mtu,
 };
-use super::paths::{LazyPaths, Paths};
+use super::paths::{LazyPaths, Paths, lowest_shared, talks};
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 impl FromIterator<Arc<SnapNode>> for SnapNodes {
@@ -448,10 +448,13 @@ impl Snapshot {
     /// common where one of the two is a full member.
     pub fn can_talk(&self, a: Option<PortAt>, b: PortAt) -> bool {
         let paths = self.paths();
-        let (Some(ka), Some(kb)) = (a.and_then(|a| paths.pkeys(a)), paths.pkeys(b)) else { return false };
-        ka.iter()
-            .filter(|k| k.0 != 0)
-            .any(|k| kb.iter().filter(|m| m.0 != 0).any(|m| m.base() == k.base() && (m.is_full() || k.is_full())))
+        let (Some(ta), Some(tb)) = (a.and_then(|a| paths.table_of(a)), paths.table_of(b)) else { return false };
+        if ta == tb {
+            // The same table: worked out once for it.
+            return paths.self_share(ta).is_some_and(|s| s.talk);
+        }
+        let (Some(ka), Some(kb)) = (paths.table(ta), paths.table(tb)) else { return false };
+        talks(ka, kb)
     }
 
     /// Whether a requester at `requester` may see the records of port `at` (any port: an end
@@ -487,10 +490,20 @@ impl Snapshot {
     /// shares nothing (fail closed; OpenSM lets such a port pass).
     pub fn shared_pkey(&self, a: PortAt, b: PortAt, by: Option<PortAt>, want: Option<PKey>) -> Option<PKey> {
         let by = by?;
+        let paths = self.paths();
+        if want.is_none() && !self.allow_both_pkeys {
+            // The two ends and the requester hold one same table (the common case): the
+            // requester shares with each end exactly when two ports of that table can talk, and
+            // the answer is the table's own, worked out once ([`super::paths::SelfShare`]). (When they cannot
+            // talk, the table has no full member key and its `lowest` is `None` too.)
+            let t = paths.table_of(a);
+            if t.is_some() && t == paths.table_of(b) && t == paths.table_of(by) {
+                return t.and_then(|t| paths.self_share(t)).and_then(|s| s.lowest);
+            }
+        }
         if !(self.shares(by, a) && self.shares(by, b)) {
             return None;
         }
-        let paths = self.paths();
         let (ka, kb) = (paths.pkeys(a)?, paths.pkeys(b)?);
         // A port's entry of a partition: the full key when it holds both.
         let find = |t: &[PKey], base: u16| {
@@ -500,7 +513,7 @@ impl Snapshot {
         match want {
             Some(w) => find(ka, w.base()).filter(|&k| pair(k)).map(|_| w),
             None if self.allow_both_pkeys => common_pkey_both(ka, kb),
-            None => ka.iter().copied().filter(|k| k.0 != 0 && pair(*k)).min_by_key(|k| k.base()),
+            None => lowest_shared(ka, kb),
         }
     }
 
@@ -527,14 +540,41 @@ impl Snapshot {
     }
 }
 
-/// The rate code for `mbps`: the fastest defined rate not above it (2.5 Gb/s at least).
+/// The defined rate codes 2..=24 with their speeds, fastest first (made at compile time from
+/// [`Rate::mbps`], so each speed is still written once, in `ibsm_mad`).
+const RATES_FASTEST_FIRST: [(u32, u8); 23] = {
+    let mut out = [(0u32, 0u8); 23];
+    let mut code = 2u8;
+    while code <= 24 {
+        let mbps = match Rate::from_raw(code).mbps() {
+            Some(m) => m,
+            None => 0,
+        };
+        // Insertion: shift the slower ones right.
+        let mut i = (code - 2) as usize;
+        while i > 0 && out[i - 1].0 < mbps {
+            out[i] = out[i - 1];
+            i -= 1;
+        }
+        out[i] = (mbps, code);
+        code += 1;
+    }
+    out
+};
+
+/// The rate code for `mbps`: the fastest defined rate not above it (2.5 Gb/s at least). Runs
+/// for every PathRecord: a scan of a constant table, fastest first (a few steps for today's
+/// links), not a search of every code.
 pub fn rate_code(mbps: u32) -> Rate {
-    (2..=24)
-        .map(Rate::from_raw)
-        .filter_map(|r| r.mbps().map(|m| (m, r)))
-        .filter(|&(m, _)| m <= mbps)
-        .max_by_key(|&(m, _)| m)
-        .map_or(Rate::from_raw(2), |(_, r)| r)
+    let mut i = 0;
+    while i < RATES_FASTEST_FIRST.len() {
+        let (m, code) = RATES_FASTEST_FIRST[i];
+        if m <= mbps {
+            return Rate::from_raw(code);
+        }
+        i += 1;
+    }
+    Rate::from_raw(2)
 }
 
 #[cfg(test)]
@@ -552,6 +592,22 @@ mod tests {
         assert_eq!(rate_code(800_000).raw(), 23, "4x XDR");
         assert_eq!(rate_code(2_400_000).raw(), 24, "12x XDR: the fastest rate defined, 1200 Gb/s");
         assert_eq!(rate_code(1).raw(), 2, "floor");
+        // Against a search of every code (the rule as first written), at each speed and
+        // either side of it.
+        let search = |mbps: u32| {
+            (2..=24)
+                .map(Rate::from_raw)
+                .filter_map(|r| r.mbps().map(|m| (m, r)))
+                .filter(|&(m, _)| m <= mbps)
+                .max_by_key(|&(m, _)| m)
+                .map_or(Rate::from_raw(2), |(_, r)| r)
+        };
+        for code in 0..=63u8 {
+            let Some(m) = Rate::from_raw(code).mbps() else { continue };
+            for mbps in [m - 1, m, m + 1, 0, u32::MAX] {
+                assert_eq!(rate_code(mbps), search(mbps), "{mbps} Mb/s");
+            }
+        }
     }
 
     #[test]

@@ -239,13 +239,16 @@ impl Sa {
     pub fn answer(&mut self, asked: &Asked<'_>) -> Answered {
         let (h, bytes, src) = (asked.header, asked.bytes, asked.src);
         let mut out = Answered::default();
-        let Some(snap) = self.snapshot.clone().filter(|_| asked.master) else {
+        // Borrowed, not cloned: no reference count moves per request.
+        let Some(snap) = self.snapshot.as_deref().filter(|_| asked.master) else {
             self.counters.sa_not_ready += 1;
             return out;
         };
+        // The SA header, read once for the key check and the answer.
+        let sa_header = ibsm_mad::sa::SaHeader::from_bytes(bytes).ok();
         // A wrong non-zero SA key: dropped, counted and reported, never answered (OpenSM's rule;
         // an answer would tell a guesser that its request arrived).
-        if let Some(key) = crate::sa::wrong_key(bytes, asked.live.sa_key) {
+        if let Some(key) = sa_header.as_ref().and_then(|h| crate::sa::wrong_key_of(h, asked.live.sa_key)) {
             self.counters.sa_bad_key += 1;
             out.event = Some(SmEvent::SaBadKey { from: src.slid, key });
             return out;
@@ -279,7 +282,7 @@ impl Sa {
             out.reply = super::requests::response_to(bytes, status::BUSY, None).map(reply);
             return out;
         }
-        match crate::sa::serve(&snap, &mut self.state, &asked.live, bytes, src.slid, &self.limits) {
+        match crate::sa::serve_parsed(snap, &mut self.state, &asked.live, bytes, sa_header, src.slid, &self.limits) {
             Ok(answer) => {
                 self.counters.sa_answered += 1;
                 self.counts.count(h.attr_id, answer.status);
@@ -296,9 +299,9 @@ impl Sa {
                 out.groups_changed = self.state.mcast.take_dirty();
                 if self.state.mcast.take_exhausted() {
                     out.event =
-                        out.event.or(Some(SmEvent::MlidPoolExhausted { pool: crate::sa::multicast::mlid_pool(&snap) }));
+                        out.event.or(Some(SmEvent::MlidPoolExhausted { pool: crate::sa::multicast::mlid_pool(snap) }));
                 }
-                self.announce_groups(&snap, asked.live.now);
+                Self::announce_groups(&mut self.state, snap, asked.live.now);
                 // A change the standbys must hold too.
                 if answer.status == status::OK && matches!(h.method, Method::Set | Method::Delete) {
                     out.publish = match h.attr_id {
@@ -340,7 +343,7 @@ impl Sa {
         self.state.mcast.retain_present(&snap);
         self.state.mcast.take_dirty();
         self.state.aliases.retain_present(&snap);
-        self.announce_groups(&snap, now);
+        Self::announce_groups(&mut self.state, &snap, now);
         self.census.after_sweep(subnet, &mut self.state.vl);
         self.snapshot = Some(snap);
     }

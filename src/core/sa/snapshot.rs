@@ -20,6 +20,7 @@ use super::Sa;
 use crate::core::partitions::Partitions;
 use crate::core::programming::Programming;
 use crate::core::state::{Node, PortRecord, Subnet};
+use crate::sa::SaState;
 use crate::sa::snapshot::{PortAt, SmPort, SnapLayers, SnapNode, SnapPort, Snapshot};
 
 /// What a snapshot is copied from.
@@ -203,12 +204,14 @@ impl Sa {
 
     /// Tells subscribers which multicast groups were created (66) or deleted (67) since the last
     /// call, at `now`.
-    pub(super) fn announce_groups(&mut self, snap: &Snapshot, now: u64) {
+    /// (An associated function on the SA's state alone, so that a caller may hold the
+    /// snapshot borrowed from the `Sa` meanwhile.)
+    pub(super) fn announce_groups(state: &mut SaState, snap: &Snapshot, now: u64) {
         let sm_gid = Gid { prefix: snap.subnet_prefix, guid: snap.sm.guid };
-        for (created, mgid, pkey) in self.state.mcast.take_events() {
+        for (created, mgid, pkey) in state.mcast.take_events() {
             if let Some(n) = crate::sa::inform::group_notice(created, mgid, snap.sm.lid, sm_gid) {
                 let about = crate::sa::inform::Audience::Partition(pkey);
-                self.state.informs.notify(snap, &n, snap.sm.lid, about, now);
+                state.informs.notify(snap, &n, snap.sm.lid, about, now);
             }
         }
     }
