@@ -623,8 +623,9 @@ impl Routing {
         vl_budget: u8,
         avoid: &[(ibsm_mad::Guid, ibsm_mad::PortNum)],
     ) -> (RouteJob, AvoidedLinks) {
-        // Only links changed since the last view: derived from it, else described and built.
-        let relinked = self.last_view.as_mut().is_some_and(|l| l.relink(subnet, lmc));
+        // Only links changed since the last view: derived from it (only the ports a quick sweep
+        // touched, where the view was settled since), else described and built.
+        let relinked = self.last_view.as_mut().is_some_and(|l| l.relink_touched(subnet, lmc) || l.relink(subnet, lmc));
         let last = match self.last_view.take().filter(|_| relinked) {
             Some(last) => last,
             None => LastView::new(build(&subnet.describe(), lmc)),
@@ -653,6 +654,31 @@ impl Routing {
             held,
         };
         (job, avoided)
+    }
+
+    /// At the end of a sweep, between faults: the last view brought up to `subnet` over every
+    /// port (and copied if the base shares it), so that the next quick sweep's relink sets only
+    /// the ports it touches ([`Routing::touch_view`]). A view the subnet no longer matches is
+    /// dropped (the next job builds anew).
+    pub fn settle_view(&mut self, subnet: &Subnet, lmc: u8) {
+        if self.last_view.as_mut().is_some_and(|l| !l.settle(subnet, lmc)) {
+            self.last_view = None;
+        }
+    }
+
+    /// A quick sweep changed the subnet's ports `ports` (links lost) and nothing else.
+    pub fn touch_view(&mut self, ports: &[(NodeIdx, ibsm_mad::PortNum)]) {
+        if let Some(l) = self.last_view.as_mut() {
+            l.touch(ports);
+        }
+    }
+
+    /// Anything else of the subnet may have changed (a heavy sweep, a port's state written):
+    /// the next job relinks the view over every port.
+    pub fn unsettle_view(&mut self) {
+        if let Some(l) = self.last_view.as_mut() {
+            l.unsettle();
+        }
     }
 
     /// Keeps the job's base (unless it was dropped meanwhile), and with `use_tables` its tables,

@@ -322,6 +322,10 @@ impl Sm {
             self.traps.sweep_started(kind == schedule::SweepKind::Heavy);
         }
         self.routing.sweep_started();
+        // A heavy sweep reads the subnet again: its view is relinked over every port.
+        if kind == schedule::SweepKind::Heavy {
+            self.routing.unsettle_view();
+        }
         self.mkeys.sweep_started();
         self.sweep.begin(self.now, self.tx.counters);
     }
@@ -518,6 +522,8 @@ impl Sm {
             }
         }
         let budget = self.route_budget();
+        // Another subnet than the one the view was settled on (the LIDs as read).
+        self.routing.unsettle_view();
         let (job, _) =
             self.routing.job(&seen, self.cfg.lmc, (&self.cfg.routing_engine, &self.cfg.routing_options), budget, &[]);
         self.routing.prime_taken();
@@ -947,6 +953,9 @@ impl Sm {
 
     fn finish_sweep(&mut self) {
         self.programming.sweep_finished();
+        // Between faults: the routing view brought up to the subnet as the sweep leaves it, so
+        // that a quick sweep's relink sets only the ports it changes.
+        self.routing.settle_view(&self.subnet, self.cfg.lmc);
         let facts = sweep::Facts {
             subnet: &self.subnet,
             smps: self.tx.counters,

@@ -67,12 +67,15 @@ pub(crate) struct Judged {
     pub lost: Vec<Cable>,
     /// The quick sweep's next round ([`Verdict::Wait`]: the far ends' answers).
     pub next: Option<Quick>,
+    /// The subnet ports the verdict changed (both ends of each lost cable), for the routing
+    /// view's relink ([`super::relink::LastView::touch`]).
+    pub touched: Vec<(NodeIdx, PortNum)>,
 }
 
 impl Judged {
     /// A heavy sweep, nothing to queue.
     pub fn heavy() -> Judged {
-        Judged { verdict: Verdict::Heavy, far_ends: Vec::new(), lost: Vec::new(), next: None }
+        Judged { verdict: Verdict::Heavy, far_ends: Vec::new(), lost: Vec::new(), next: None, touched: Vec::new() }
     }
 }
 
@@ -168,6 +171,7 @@ impl Quick {
         }
         let mut far = Vec::new();
         let mut cables = Vec::new();
+        let mut touched = Vec::new();
         for (node, port, info) in lost {
             let remote = subnet.node(node).and_then(|n| n.port(port)).and_then(|r| r.remote);
             far.extend(remote);
@@ -180,6 +184,8 @@ impl Quick {
                 r.remote = None;
                 r.info = Some(info);
             }
+            touched.push((node, port));
+            touched.extend(remote);
             // The other end went down with the cable.
             if let Some((rn, rp)) = remote
                 && let Some(r) = subnet.nodes.get_mut(rn).and_then(|n| n.port_mut(rp))
@@ -191,10 +197,10 @@ impl Quick {
             }
         }
         if !reroute_paths(subnet) {
-            return Judged { lost: cables, ..Judged::heavy() };
+            return Judged { lost: cables, touched, ..Judged::heavy() };
         }
         // By the new routes: the old one of a switch may have crossed a lost cable.
-        let mut judged = Judged { verdict: Verdict::Route, lost: cables, ..Judged::heavy() };
+        let mut judged = Judged { verdict: Verdict::Route, lost: cables, touched, ..Judged::heavy() };
         // Ask each far end (by its new route) before writing to it.
         far.retain(|f| !read.contains(&f.0));
         for (n, p) in far {

@@ -347,6 +347,9 @@ impl Sm {
         if let Some(rec) = self.subnet.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
             rec.info = Some(pi);
         }
+        // A port's state written (a babbling port toggled between sweeps, too): the routing
+        // view is relinked over every port next.
+        self.routing.unsettle_view();
     }
 
     pub(in crate::core) fn on_set_switch_info(&mut self, request: &Request, node: NodeIdx, outcome: &Outcome) {

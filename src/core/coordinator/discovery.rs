@@ -172,6 +172,7 @@ impl Sm {
         let path = n.path;
         let Some(rec) = n.port_mut(port) else { return };
         rec.info = Some(pi);
+        self.routing.unsettle_view();
         // Explore further out of linked switch ports, and out of the SM's own CA port; never
         // through a port an operator disabled (a sweep disables it again).
         let may_explore = !disabled && if is_switch { port.0 >= 1 } else { local == Some((node, port)) };

@@ -167,6 +167,9 @@ impl Sm {
     /// sweep, as [`quick::Quick::judge`] says. `true` when the pipeline goes on.
     pub(in crate::core) fn after_quick_reads(&mut self) -> bool {
         let judged = self.quick.take().map_or_else(quick::Judged::heavy, |q| q.judge(&mut self.subnet));
+        // The routing view's relink sets only these ports (the view was settled at the end of
+        // the last sweep).
+        self.routing.touch_view(&judged.touched);
         if !judged.lost.is_empty() {
             let event = self.checks.cabling_lost(self.cfg.expected_topology.as_deref(), &judged.lost);
             self.events.extend(event);
