@@ -321,6 +321,7 @@ impl Sm {
         if kind != schedule::SweepKind::Repair {
             self.traps.sweep_started(kind == schedule::SweepKind::Heavy);
         }
+        self.drop_early_route();
         self.routing.sweep_started();
         // A heavy sweep reads the subnet again: its view is relinked over every port.
         if kind == schedule::SweepKind::Heavy {
@@ -470,6 +471,9 @@ impl Sm {
     /// waits in the Routing phase, and the SM answers everything else meanwhile.
     pub fn take_route_job(&mut self) -> Option<lft::RouteJob> {
         if self.sweep.compute() != Some(ComputeStep::Route) {
+            if let Some(job) = self.take_early_job() {
+                return Some(job);
+            }
             // A standby's advance route ([`Sm::prime_route`]), when it wants one.
             if self.state == SmState::Standby && self.routing.prime_wanted() {
                 return Some(self.prime_job());
@@ -486,9 +490,18 @@ impl Sm {
     /// SM stood by meanwhile) is dropped.
     pub fn finish_route(&mut self, done: lft::RouteDone, now: u64) {
         self.now = self.now.max(now);
-        // A standby's advance route becomes the base only, whatever the sweep is doing.
-        let use_tables = !self.routing.take_prime_out() && self.phase == SweepPhase::Routing;
+        // The early route's result is kept until the ports are configured.
+        let Some(done) = self.routing.keep_early(done, self.phase == SweepPhase::ConfiguringPorts) else {
+            return self.advance();
+        };
+        // A standby's advance route, or an early route the configuration made stale, becomes
+        // the base only, whatever the sweep is doing (the second then routes again).
+        let stale = self.routing.take_stale();
+        let use_tables = !self.routing.take_prime_out() && self.phase == SweepPhase::Routing && !stale;
         self.apply_route(done, use_tables);
+        if stale && self.phase == SweepPhase::Routing {
+            self.sweep.wait_for(ComputeStep::Route);
+        }
         self.advance();
     }
 
@@ -576,7 +589,7 @@ impl Sm {
 
     /// The routing job of the subnet, its view without the links the performance manager has
     /// the routing avoid (`perf-avoid-unhealthy`); the PM hears what was left out and kept.
-    fn route_job(&mut self) -> lft::RouteJob {
+    pub(in crate::core) fn route_job(&mut self) -> lft::RouteJob {
         let avoid = self.perf.avoided();
         let budget = self.route_budget();
         // A layered chain on an SM that has written no LFT yet (started, or took over): every
@@ -609,7 +622,7 @@ impl Sm {
         if self.chain_layered() { self.vl_budget() } else { 1 }
     }
 
-    fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
+    pub(in crate::core) fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
         let applied = self.routing.apply(done, use_tables, &self.cfg.routing_engine);
         if applied.failed {
             self.sweep.failed(1);
@@ -843,8 +856,10 @@ impl Sm {
     /// in flight (other operations' SMPs do not hold it back) and no compute step is pending.
     fn advance(&mut self) {
         self.feed_port_reads();
-        if self.routing.job_out() {
-            return; // the routing job's result comes first
+        // The routing job's result comes first, except an early route's while the ports are
+        // configured.
+        if self.routing.job_out() && !(self.phase == SweepPhase::ConfiguringPorts && self.routing.early_pending()) {
+            return;
         }
         while self.tx.is_idle_for(Op::Sweep) && self.sweep.compute().is_none() {
             // Discovery's port reads are all queued before it ends; then the LFT read-backs it
@@ -888,6 +903,7 @@ impl Sm {
                 SweepPhase::AssigningLids => {
                     self.enter(SweepPhase::ConfiguringPorts);
                     self.configure_ports();
+                    self.offer_early_route();
                 }
                 SweepPhase::ConfiguringPorts if self.mkeys.keying() => {
                     // The ports hold their new M_Keys now: the rest of the configuration.
@@ -896,7 +912,9 @@ impl Sm {
                 }
                 SweepPhase::ConfiguringPorts => {
                     self.enter(SweepPhase::Routing);
-                    self.sweep.wait_for(ComputeStep::Route);
+                    if !self.route_after_configuration() {
+                        return;
+                    }
                 }
                 SweepPhase::Routing => {
                     self.enter(SweepPhase::ProgrammingLfts);

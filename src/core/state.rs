@@ -200,6 +200,36 @@ impl Subnet {
         self.nodes.iter().filter(|n| n.is_switch()).count()
     }
 
+    /// A digest of what routing reads of the subnet: every node's GUID, kind, port count and
+    /// whether it is carried, and every port's GUID, LID, cable, VLCap and whether its link is
+    /// up. Equal digests before and after the ports' configuration say that a route made of
+    /// the subnet before it (as the early route is, [`super::lft::Routing::want_early`]) is the
+    /// route of the subnet after it.
+    pub fn routing_digest(&self) -> u64 {
+        // FxHash's fold (one multiply a word): a digest of accidental change, not of an
+        // adversary's; 1 ms at k = 48 where SipHash took several.
+        let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let mut h = mix(0, self.nodes.len() as u64);
+        for n in &self.nodes {
+            h = mix(h, n.info.node_guid.0);
+            h = mix(
+                h,
+                u64::from(n.info.node_type.raw()) | u64::from(n.info.num_ports) << 8 | u64::from(n.carried) << 16,
+            );
+            for r in &n.ports {
+                let (remote_node, remote_port) = r.remote.map_or((u64::MAX, 0), |(rn, rp)| (rn as u64, rp.0));
+                let info = r.info.map_or(0, |i| 1 | u64::from(r.is_linked()) << 1 | u64::from(i.vl_cap) << 2);
+                h = mix(h, r.guid.map_or(0, |g| g.0));
+                h = mix(h, remote_node);
+                h = mix(
+                    h,
+                    u64::from(r.lid.0) | u64::from(remote_port) << 16 | info << 24 | u64::from(r.guid.is_some()) << 40,
+                );
+            }
+        }
+        h
+    }
+
     /// Number of links seen from both ends, each counted once.
     pub fn link_count(&self) -> usize {
         self.nodes.iter().map(|n| n.ports.iter().filter(|p| p.remote.is_some()).count()).sum::<usize>() / 2
@@ -297,5 +327,39 @@ impl Subnet {
             })
             .collect();
         FabricDesc { nodes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_mad::attrs::{Mtu, PortState};
+
+    use super::*;
+    use crate::core::testing::star;
+
+    #[test]
+    fn the_routing_digest_moves_with_links_and_lids_not_with_port_settings() {
+        let mut s = star(0x102, 0x103);
+        let d = s.routing_digest();
+        assert_eq!(d, star(0x102, 0x103).routing_digest(), "a function of the subnet");
+        // What the port configuration writes: not what routing reads.
+        if let Some(i) = s.nodes[1].ports[2].info.as_mut() {
+            i.neighbor_mtu = Mtu::from_raw(5);
+            i.operational_vls = 4;
+            i.port_state = PortState::Armed;
+        }
+        assert_eq!(s.routing_digest(), d);
+        // A link down, a LID moved, a cable moved: routing reads them.
+        let mut down = s.clone();
+        if let Some(i) = down.nodes[1].ports[2].info.as_mut() {
+            i.port_state = PortState::Down;
+        }
+        assert_ne!(down.routing_digest(), d);
+        let mut lid = s.clone();
+        lid.nodes[2].ports[1].lid = Lid(9);
+        assert_ne!(lid.routing_digest(), d);
+        let mut cable = s.clone();
+        cable.nodes[1].ports[2].remote = None;
+        assert_ne!(cable.routing_digest(), d);
     }
 }

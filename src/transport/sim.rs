@@ -7,6 +7,7 @@
 use ibsm_sim::fabric::{AgentId, Dest, Fabric, SimConfig, SimTime};
 use ibsm_topology::Topology;
 
+use crate::core::lft::{RouteDone, RouteJob};
 use crate::core::{MadSource, Sm, SmEvent, SubnetReport, Transmit};
 
 /// How the time the core spends computing (LID assignment, routing) enters virtual time.
@@ -34,6 +35,14 @@ pub struct SimDriver {
     pub at: (usize, u8),
     /// Whether compute steps take virtual time.
     pub compute_time: ComputeTime,
+    /// The driver takes the SM's routing jobs ([`Sm::take_route_job`]; the SM is made to hand
+    /// them out): each runs at once with [`ComputeTime::Virtual`], or on a thread of its own
+    /// with [`ComputeTime::Wall`], its result coming back when it would on a real fabric (the
+    /// route's wall-clock time after it started). A sweep's route then runs while its ports
+    /// are configured, as under umad. `false`: the caller takes them.
+    pub take_route_jobs: bool,
+    /// The routing job out, or its result not yet due.
+    jobs: Jobs,
 }
 
 impl SimDriver {
@@ -65,7 +74,16 @@ impl SimDriver {
         let mut sm = sm;
         // The simulated fabric carries single MADs, as ibsim does.
         sm.set_sa_limits(crate::sa::Limits::SIM);
-        Ok(SimDriver { sm, fabric, agent, at, compute_time: ComputeTime::Virtual })
+        sm.set_offload_routing(true);
+        Ok(SimDriver {
+            sm,
+            fabric,
+            agent,
+            at,
+            compute_time: ComputeTime::Virtual,
+            take_route_jobs: true,
+            jobs: Jobs::default(),
+        })
     }
 
     /// Current virtual time, ns.
@@ -83,7 +101,8 @@ impl SimDriver {
 
     /// As [`SimDriver::run_until`], with the virtual time at which the SM emitted each event.
     pub fn run_until_at(&mut self, limit_ns: u64, mut stop: impl FnMut(u64, &SmEvent) -> bool) -> Option<SmEvent> {
-        let mut slots = [Slot { sm: &mut self.sm, agent: self.agent }];
+        let jobs = self.take_route_jobs.then_some(&mut self.jobs);
+        let mut slots = [Slot { sm: &mut self.sm, agent: self.agent, jobs }];
         run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |_, at, ev| stop(at, ev))
             .map(|(_, ev)| ev)
     }
@@ -103,10 +122,112 @@ impl SimDriver {
     }
 }
 
-/// One SM on the fabric, for [`run_slots`].
+/// One SM on the fabric, for [`run_slots`], and its routing jobs where the driver takes them.
 struct Slot<'a> {
     sm: &'a mut Sm,
     agent: AgentId,
+    jobs: Option<&'a mut Jobs>,
+}
+
+/// The routing job a driver took from its SM: out on a thread (wall clock), or done and due
+/// at a virtual time.
+#[derive(Debug, Default)]
+struct Jobs {
+    out: Option<Running>,
+    due: Option<(u64, RouteDone)>,
+}
+
+/// A routing job on its thread: started at virtual time `at`; the thread gives its result
+/// and its wall-clock time.
+#[derive(Debug)]
+struct Running {
+    at: u64,
+    started: std::time::Instant,
+    thread: std::thread::JoinHandle<Option<(RouteDone, std::time::Duration)>>,
+}
+
+impl Jobs {
+    /// Takes the SM's routing jobs while none is out: each run at once on the virtual clock
+    /// (its result handed back then: true, the SM may have more to do), or started on a thread
+    /// on the wall clock (in place if no thread can be started).
+    fn take(&mut self, sm: &mut Sm, now: u64, compute_time: ComputeTime) -> bool {
+        if self.out.is_some() || self.due.is_some() {
+            return false;
+        }
+        let Some(job) = sm.take_route_job() else { return false };
+        match compute_time {
+            ComputeTime::Virtual => sm.finish_route(job.run(), now),
+            ComputeTime::Wall => match Running::start(job, now) {
+                Ok(r) => {
+                    self.out = Some(r);
+                    return false;
+                }
+                Err(job) => {
+                    let started = std::time::Instant::now();
+                    let done = job.run();
+                    let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                    self.due = Some((now.saturating_add(took), done));
+                    return false;
+                }
+            },
+        }
+        true
+    }
+
+    /// When the result is due, once known. A finished thread gives it. While the SM waits for
+    /// it (`waiting`: in its Routing phase) and `next` (the fabric's next event) is past the
+    /// job's wall-clock time so far, the result may be due first: its thread is waited for.
+    /// Otherwise the fabric goes on: the SM only keeps a result that comes while it configures
+    /// the ports, so when it comes before the configuration's end changes nothing.
+    fn due_by(&mut self, next: u64, waiting: bool) -> Option<u64> {
+        if let Some(r) = self.out.take() {
+            let so_far = || u64::try_from(r.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let must = next == u64::MAX || (waiting && r.at.saturating_add(so_far()) >= next);
+            if must || r.thread.is_finished() {
+                match r.thread.join() {
+                    Ok(Some((done, took))) => {
+                        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+                        self.due = Some((r.at.saturating_add(took), done));
+                    }
+                    // The job never reached the thread, which ran in place ([`Running::start`]).
+                    Ok(None) => {}
+                    // Routing panicked: as it would have in place.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            } else {
+                self.out = Some(r);
+            }
+        }
+        self.due.as_ref().map(|d| d.0)
+    }
+
+    /// Whether the result is due at `now`.
+    fn is_due(&self, now: u64) -> bool {
+        self.due.as_ref().is_some_and(|d| d.0 <= now)
+    }
+
+    /// The result, once due at `now`.
+    fn take_due(&mut self, now: u64) -> Option<RouteDone> {
+        if self.is_due(now) { self.due.take().map(|d| d.1) } else { None }
+    }
+}
+
+impl Running {
+    /// `job` on a thread of its own, from virtual time `at`; the job back if none can start.
+    fn start(job: RouteJob, at: u64) -> Result<Running, RouteJob> {
+        let (tx, rx) = std::sync::mpsc::channel::<RouteJob>();
+        let started = std::time::Instant::now();
+        let run = move || {
+            let job = rx.recv().ok()?;
+            let done = job.run();
+            Some((done, started.elapsed()))
+        };
+        let Ok(thread) = std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run) else { return Err(job) };
+        match tx.send(job) {
+            Ok(()) => Ok(Running { at, started, thread }),
+            Err(back) => Err(back.0),
+        }
+    }
 }
 
 /// Steps every SM in `slots` and the fabric together in virtual time until `stop` says so for
@@ -121,8 +242,14 @@ fn run_slots(
 ) -> Option<(usize, SmEvent)> {
     loop {
         for (i, slot) in slots.iter_mut().enumerate() {
-            if slot.sm.poll_compute().is_some() {
-                compute(fabric, slot.sm, compute_time);
+            loop {
+                if slot.sm.poll_compute().is_some() {
+                    compute(fabric, slot.sm, compute_time);
+                }
+                let now = fabric.now().0;
+                if !slot.jobs.as_deref_mut().is_some_and(|j| j.take(slot.sm, now, compute_time)) {
+                    break;
+                }
             }
             while let Some(t) = slot.sm.poll_transmit(fabric.now().0) {
                 send(fabric, slot.agent, &t);
@@ -140,12 +267,19 @@ fn run_slots(
         // own (SMPs reaching an SMA, an SMA done with them): 375,000 of the 707,000 of a
         // k = 48 bring-up.
         let now = loop {
-            let next = match (fabric.next_event(), timers) {
+            let mut next = match (fabric.next_event(), timers) {
                 (Some(a), Some(b)) => a.0.min(b),
                 (Some(a), None) => a.0,
                 (None, Some(b)) => b,
                 (None, None) => u64::MAX,
             };
+            // A routing job's result is an event too, once its time is known.
+            for slot in slots.iter_mut() {
+                let waiting = slot.sm.phase() == crate::core::SweepPhase::Routing;
+                if let Some(at) = slot.jobs.as_deref_mut().and_then(|j| j.due_by(next, waiting)) {
+                    next = next.min(at.max(fabric.now().0));
+                }
+            }
             if next > limit_ns || next == u64::MAX {
                 // Nothing happens before the limit: the clock moves to it (a run "for a while"
                 // ends then, whether or not anything was left to do).
@@ -156,11 +290,25 @@ fn run_slots(
             }
             fabric.advance_to(SimTime(next));
             let now = fabric.now().0;
-            if timers.is_some_and(|t| t <= now) || slots.iter().any(|s| fabric.has_mail(s.agent)) {
+            let routed = slots.iter().any(|s| s.jobs.as_deref().is_some_and(|j| j.is_due(now)));
+            if routed || timers.is_some_and(|t| t <= now) || slots.iter().any(|s| fabric.has_mail(s.agent)) {
                 break now;
             }
         };
         for slot in slots.iter_mut() {
+            if let Some(done) = slot.jobs.as_deref_mut().and_then(|j| j.take_due(now)) {
+                // The LFT diff that follows the route is the SM's work, on the wall clock too.
+                match compute_time {
+                    ComputeTime::Virtual => slot.sm.finish_route(done, now),
+                    ComputeTime::Wall => {
+                        let started = std::time::Instant::now();
+                        slot.sm.finish_route_clocked(done, &mut || {
+                            now.saturating_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX))
+                        });
+                        fabric.advance_to(SimTime(slot.sm.now()));
+                    }
+                }
+            }
             while let Some(r) = fabric.recv(slot.agent) {
                 let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
                 slot.sm.handle_mad(r.at.0, &r.mad[..], src);
@@ -310,8 +458,12 @@ impl SimSms {
         mut stop: impl FnMut(usize, u64, &SmEvent) -> bool,
     ) -> Option<(usize, SmEvent)> {
         let index: Vec<usize> = (0..self.sms.len()).filter(|&i| self.sms[i].alive).collect();
-        let mut slots: Vec<Slot<'_>> =
-            self.sms.iter_mut().filter(|s| s.alive).map(|s| Slot { sm: &mut s.sm, agent: s.agent }).collect();
+        let mut slots: Vec<Slot<'_>> = self
+            .sms
+            .iter_mut()
+            .filter(|s| s.alive)
+            .map(|s| Slot { sm: &mut s.sm, agent: s.agent, jobs: None })
+            .collect();
         run_slots(&mut self.fabric, &mut slots, self.compute_time, limit_ns, &mut |i, t, ev| stop(index[i], t, ev))
             .map(|(i, ev)| (index[i], ev))
     }

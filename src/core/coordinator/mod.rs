@@ -18,6 +18,8 @@
 //!   Active walk (not yet a component: its state is still fields of `Sm`).
 //! - [`discovery`]: each discovery answer fed into the subnet being built and to the
 //!   components that learn from it ([`super::discovery`] owns what exploration keeps).
+//! - [`early_route`]: the route made while the ports are configured, and checked to be of the
+//!   fabric they left ([`super::lft::Routing`] keeps where it stands).
 //! - [`maintenance`]: an operator's hold on sweeping and the ports disabled: which sweeps a
 //!   hold stops, the Sets queued and the sweep after them.
 //! - [`mastership`]: acting on the election's answers (stand by, take over, hand over, poll,
@@ -36,6 +38,7 @@ pub(super) mod accessors;
 pub(super) mod babbling;
 pub(super) mod bringup;
 pub(super) mod discovery;
+pub(super) mod early_route;
 pub(super) mod maintenance;
 pub(super) mod mastership;
 pub(super) mod perf_sweeps;

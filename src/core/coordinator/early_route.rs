@@ -1,0 +1,96 @@
+//! The early route: a sweep that assigned LIDs hands its routing to the driver as a job at
+//! once, while its ports are configured on the SM's thread, instead of after.
+//!
+//! Routing reads the nodes, the cables, the links that are up and the LIDs; the port
+//! configuration (PortInfo, SwitchInfo, P_Key and QoS Sets) writes none of those on a fabric
+//! that comes up as read. The route is made of the subnet as LID assignment leaves it, with
+//! its routing digest ([`crate::core::state::Subnet::routing_digest`], the ports the PM has
+//! the routing avoid, the LMC); at the configuration's end the digest is taken again. Equal,
+//! the route is the one routing after the configuration would make, and the tables go to the
+//! switches as soon as both are done: what the fabric sees (the SMPs, their order, the LFT
+//! blocks) does not change, only when the route is made. Not equal (a port bounced down, a
+//! link lost meanwhile, the configuration read again), the early route is kept as the base
+//! only and the sweep routes again. Only where the driver takes routing jobs
+//! ([`Sm::set_offload_routing`]); the core stays sans-IO: the driver decides where the job
+//! runs ([`Sm::take_route_job`], [`Sm::finish_route`]).
+
+use crate::core::Sm;
+use crate::core::lft::EarlyEnd;
+use crate::core::state::SmState;
+use crate::core::sweep::ComputeStep;
+
+impl Sm {
+    /// The digest of what the route reads: the subnet's, the avoided ports and the LMC.
+    fn early_digest(&self) -> u64 {
+        let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let mut h = mix(self.subnet.routing_digest(), u64::from(self.cfg.lmc));
+        for (guid, port) in self.perf.avoided() {
+            h = mix(mix(h, guid.0), u64::from(port.0));
+        }
+        h
+    }
+
+    /// LIDs are assigned and the ports' configuration queued: the route may start now, as a
+    /// job the driver takes ([`Sm::take_route_job`]).
+    pub(in crate::core) fn offer_early_route(&mut self) {
+        if self.routing.offloaded() && self.state != SmState::Standby {
+            let digest = self.early_digest();
+            self.routing.want_early(digest);
+        }
+    }
+
+    /// The early route's job, when one is wanted.
+    pub(in crate::core) fn take_early_job(&mut self) -> Option<crate::core::lft::RouteJob> {
+        if !self.routing.early_wanted() {
+            return None;
+        }
+        self.routing.drop_prime();
+        let job = self.route_job();
+        self.routing.early_taken();
+        Some(job)
+    }
+
+    /// The ports are configured and the sweep is in its Routing phase: the early route's
+    /// tables applied (true: the sweep goes on), or the sweep waits for them (false), or it
+    /// routes now (true, with the compute step set).
+    pub(in crate::core) fn route_after_configuration(&mut self) -> bool {
+        let digest = if self.routing.early_pending() { self.early_digest() } else { 0 };
+        match self.routing.early_end(digest) {
+            EarlyEnd::None => {
+                self.sweep.wait_for(ComputeStep::Route);
+                true
+            }
+            EarlyEnd::Ready(done) => {
+                self.apply_route(*done, true);
+                true
+            }
+            EarlyEnd::Waiting | EarlyEnd::Stale(None) => false,
+            EarlyEnd::Stale(Some(done)) => {
+                self.apply_route(*done, false);
+                self.sweep.wait_for(ComputeStep::Route);
+                true
+            }
+        }
+    }
+
+    /// A sweep begins: an early route of the sweep before that is still kept becomes its base
+    /// only (one still out does when it comes).
+    pub(in crate::core) fn drop_early_route(&mut self) {
+        if let Some(done) = self.routing.early_dropped() {
+            self.apply_route(done, false);
+        }
+    }
+}
+
+impl Sm {
+    /// As [`Sm::finish_route`], with the driver's clock (on the same timeline as `now`) read
+    /// before and after: the LFT diff that follows the route is the route's work, and its time
+    /// goes to the Routing phase, as [`Sm::handle_compute`] does for a route in place.
+    pub fn finish_route_clocked(&mut self, done: crate::core::lft::RouteDone, clock: &mut dyn FnMut() -> u64) {
+        let now = clock();
+        self.finish_route(done, now);
+        if self.phase == crate::core::state::SweepPhase::ProgrammingLfts && self.sweep.phase_started_at() == now {
+            self.restamp(clock());
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The early route: a bring-up hands its routing job to the driver as soon as LIDs are
+//! assigned ([`Sm::take_route_job`] while the sweep is in ConfiguringPorts), the ports are
+//! configured while the job is out, and the tables go out once both are done. What the fabric
+//! sees must not change: the same SMPs, the same LFT blocks, the same tables, the same virtual
+//! phase times as routing in place after the configuration. A configuration that changes what
+//! routing reads (here a cable cut while the ports are configured) makes the early route stale:
+//! it is dropped and the sweep routes again.
+
+use ibsm::core::{ComputeStep, Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
+use ibsm::transport::sim::SimDriver;
+use ibsm_sim::fabric::{Fault, Stats};
+use ibsm_topology::{GenSpec, NodeKind, Topology};
+
+const LIMIT: u64 = 600_000_000_000;
+const SEED: u64 = 5;
+
+fn fabric() -> Topology {
+    GenSpec::fat_tree(3, 8).generate().expect("generates")
+}
+
+fn driver(topo: &Topology) -> SimDriver {
+    SimDriver::new(topo, SEED, Sm::new(SmConfig::default(), Guid2Lid::default()), None).expect("attach")
+}
+
+/// Every switch's egress port for every LID up to `top`, as the simulated switches hold them.
+fn tables(topo: &Topology, drv: &SimDriver, top: u16) -> Vec<Vec<Option<u8>>> {
+    (0..topo.nodes.len())
+        .filter(|&i| topo.nodes[i].kind == NodeKind::Switch)
+        .map(|i| (1..=top).map(|lid| drv.fabric.lft_port(i, lid)).collect())
+        .collect()
+}
+
+/// Runs `drv` until the first event `stop` takes, or `limit`.
+fn run_to(drv: &mut SimDriver, stop: impl Fn(&SmEvent) -> bool) -> Option<SmEvent> {
+    let limit = drv.now() + LIMIT;
+    drv.run_until(limit, |ev| stop(ev))
+}
+
+#[track_caller]
+fn up(drv: &mut SimDriver) -> SubnetReport {
+    match run_to(drv, |ev| matches!(ev, SmEvent::SubnetUp(_))) {
+        Some(SmEvent::SubnetUp(r)) => r,
+        other => panic!("no report: {other:?} in {:?}, compute {:?}", drv.sm.phase(), drv.sm.poll_compute()),
+    }
+}
+
+fn phase_started(p: SweepPhase) -> impl Fn(&SmEvent) -> bool {
+    move |ev| matches!(ev, SmEvent::PhaseStarted { phase, .. } if *phase == p)
+}
+
+/// What the fabric saw of a bring-up: SMPs answered, LFT blocks written and when the last was.
+fn seen(s: Stats) -> (u64, u64, u64, u64) {
+    (s.sma_answered, s.lft_blocks_set, s.port_info_sets, s.last_lft_set_at.0)
+}
+
+#[test]
+fn the_route_starts_with_the_port_configuration_and_the_fabric_sees_what_routing_after_it_gives() {
+    let topo = fabric();
+
+    // Routing in place, after the configuration (the core runs it: no job).
+    let mut inplace = driver(&topo);
+    inplace.sm.set_offload_routing(false);
+    let now = inplace.now();
+    inplace.sm.start_sweep(now);
+    let a = up(&mut inplace);
+    assert!(a.complete, "{a:?}");
+
+    // The early route, its job taken by hand to see when it is offered.
+    let mut early = driver(&topo);
+    early.take_route_jobs = false;
+    let now = early.now();
+    early.sm.start_sweep(now);
+    run_to(&mut early, phase_started(SweepPhase::ConfiguringPorts)).expect("configuring");
+    assert_eq!(early.sm.poll_compute(), None, "no compute step: the route is a job");
+    let job = early.sm.take_route_job().expect("the route offered as the configuration starts");
+    assert_eq!(early.sm.phase(), SweepPhase::ConfiguringPorts);
+    assert!(early.sm.take_route_job().is_none(), "one job");
+    let worker = std::thread::spawn(move || job.run());
+    // The ports are configured while the job is out; then the sweep waits for it.
+    run_to(&mut early, phase_started(SweepPhase::Routing)).expect("the configuration went on without the route");
+    let configured = early.fabric.stats().port_info_sets;
+    assert!(configured > 0);
+    let now = early.now();
+    assert!(early.run_until(now, |_| false).is_none());
+    assert_eq!((early.sm.phase(), early.sm.poll_compute()), (SweepPhase::Routing, None), "waiting for the job");
+    assert!(early.sm.take_route_job().is_none(), "no second job while the first is out");
+    early.sm.finish_route(worker.join().expect("the job ran"), now);
+    let b = up(&mut early);
+
+    assert!(b.complete, "{b:?}");
+    assert_eq!(
+        (a.smps_sent, a.lft_blocks_sent, a.routing_mode, &a.routing_engine),
+        (b.smps_sent, b.lft_blocks_sent, b.routing_mode, &b.routing_engine)
+    );
+    assert_eq!(a.phases, b.phases, "the same virtual phase times");
+    assert_eq!(a.total_ns, b.total_ns);
+    assert_eq!(seen(inplace.fabric.stats()), seen(early.fabric.stats()), "the fabric saw the same SMPs");
+    let top = u16::try_from(topo.nodes.len() * 2).expect("few LIDs");
+    assert_eq!(tables(&topo, &inplace, top), tables(&topo, &early, top), "the same tables");
+    assert!(early.fabric.check_routes().ok());
+
+    // The driver's own way (jobs taken and run at once on the virtual clock): the same again.
+    let mut driven = driver(&topo);
+    let now = driven.now();
+    driven.sm.start_sweep(now);
+    let c = up(&mut driven);
+    assert_eq!(
+        (c.smps_sent, c.lft_blocks_sent, &c.phases, c.total_ns),
+        (a.smps_sent, a.lft_blocks_sent, &a.phases, a.total_ns)
+    );
+    assert_eq!(seen(inplace.fabric.stats()), seen(driven.fabric.stats()));
+    assert_eq!(tables(&topo, &inplace, top), tables(&topo, &driven, top));
+}
+
+#[test]
+fn a_full_route_asked_while_the_ports_are_configured_makes_the_early_route_stale_and_the_sweep_routes_again() {
+    let topo = fabric();
+    let mut drv = driver(&topo);
+    drv.take_route_jobs = false;
+    let now = drv.now();
+    drv.sm.start_sweep(now);
+    run_to(&mut drv, phase_started(SweepPhase::ConfiguringPorts)).expect("configuring");
+    let job = drv.sm.take_route_job().expect("the early route");
+    assert_eq!(drv.sm.phase(), SweepPhase::ConfiguringPorts);
+    let early = std::thread::spawn(move || job.run());
+    // An operator asks for a full route meanwhile (`ibsm reroute`, a reload that changes
+    // routing): the route out may not be what is asked for.
+    drv.sm.force_full_route();
+    run_to(&mut drv, phase_started(SweepPhase::Routing)).expect("configured");
+    let now = drv.now();
+    drv.sm.finish_route(early.join().expect("the early job ran"), now);
+    assert_eq!(drv.sm.phase(), SweepPhase::Routing, "the early route is not used");
+    assert_eq!(drv.sm.poll_compute(), Some(ComputeStep::Route), "routed again");
+    let again = drv.sm.take_route_job().expect("a second job");
+    drv.sm.finish_route(again.run(), now);
+    let r = up(&mut drv);
+    assert!(r.complete, "{r:?}");
+    assert!(drv.fabric.check_routes().ok());
+}
