@@ -8,7 +8,7 @@
 
 use ibsm::core::{ComputeStep, Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
 use ibsm::transport::sim::SimDriver;
-use ibsm_sim::fabric::{Fault, Stats};
+use ibsm_sim::fabric::Stats;
 use ibsm_topology::{GenSpec, NodeKind, Topology};
 
 const LIMIT: u64 = 600_000_000_000;
