@@ -584,9 +584,8 @@ impl Routing {
     pub fn early_end(&mut self, digest: u64) -> EarlyEnd {
         let fresh = |d: u64, epoch: u64| d == digest && epoch == self.epoch;
         match std::mem::take(&mut self.early) {
-            Early::Idle | Early::Stale => EarlyEnd::None,
-            // Never taken (the driver took no job): the sweep routes now.
-            Early::Wanted(_) => EarlyEnd::None,
+            // None, or never taken (the driver took no job): the sweep routes now.
+            Early::Idle | Early::Stale | Early::Wanted(_) => EarlyEnd::None,
             Early::Out(d, epoch) if fresh(d, epoch) => EarlyEnd::Waiting,
             Early::Out(..) => {
                 self.early = Early::Stale;

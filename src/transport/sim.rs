@@ -164,7 +164,7 @@ impl Jobs {
                 }
                 Err(job) => {
                     let started = std::time::Instant::now();
-                    let done = job.run();
+                    let done = RouteJob::run(*job);
                     let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     self.due = Some((now.saturating_add(took), done));
                     return false;
@@ -214,7 +214,7 @@ impl Jobs {
 
 impl Running {
     /// `job` on a thread of its own, from virtual time `at`; the job back if none can start.
-    fn start(job: RouteJob, at: u64) -> Result<Running, RouteJob> {
+    fn start(job: RouteJob, at: u64) -> Result<Running, Box<RouteJob>> {
         let (tx, rx) = std::sync::mpsc::channel::<RouteJob>();
         let started = std::time::Instant::now();
         let run = move || {
@@ -222,10 +222,12 @@ impl Running {
             let done = job.run();
             Some((done, started.elapsed()))
         };
-        let Ok(thread) = std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run) else { return Err(job) };
+        let Ok(thread) = std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run) else {
+            return Err(Box::new(job));
+        };
         match tx.send(job) {
             Ok(()) => Ok(Running { at, started, thread }),
-            Err(back) => Err(back.0),
+            Err(back) => Err(Box::new(back.0)),
         }
     }
 }
