@@ -485,26 +485,6 @@ impl Sm {
         Some(self.route_job())
     }
 
-    /// The job's result, at `now`: the tables go to the switches (or the failure is reported
-    /// and the tables left alone) and the sweep goes on. A result whose sweep has ended (this
-    /// SM stood by meanwhile) is dropped.
-    pub fn finish_route(&mut self, done: lft::RouteDone, now: u64) {
-        self.now = self.now.max(now);
-        // The early route's result is kept until the ports are configured.
-        let Some(done) = self.routing.keep_early(done, self.phase == SweepPhase::ConfiguringPorts) else {
-            return self.advance();
-        };
-        // A standby's advance route, or an early route the configuration made stale, becomes
-        // the base only, whatever the sweep is doing (the second then routes again).
-        let stale = self.routing.take_stale();
-        let use_tables = !self.routing.take_prime_out() && self.phase == SweepPhase::Routing && !stale;
-        self.apply_route(done, use_tables);
-        if stale && self.phase == SweepPhase::Routing {
-            self.sweep.wait_for(ComputeStep::Route);
-        }
-        self.advance();
-    }
-
     /// A standby routes the fabric its discovery found, ahead of any takeover, and keeps the
     /// result as the base only: a takeover sweep that finds the same fabric (the same view,
     /// LIDs included) reuses it instead of routing (`RouteMode::Reused`). Run in place, or by

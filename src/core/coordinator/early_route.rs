@@ -83,6 +83,28 @@ impl Sm {
 }
 
 impl Sm {
+    /// The job's result, at `now`: the tables go to the switches (or the failure is reported
+    /// and the tables left alone) and the sweep goes on. A result whose sweep has ended (this
+    /// SM stood by meanwhile) is dropped.
+    pub fn finish_route(&mut self, done: crate::core::lft::RouteDone, now: u64) {
+        self.now = self.now.max(now);
+        // The early route's result is kept until the ports are configured.
+        let Some(done) = self.routing.keep_early(done, self.phase == crate::core::state::SweepPhase::ConfiguringPorts)
+        else {
+            return self.advance();
+        };
+        // A standby's advance route, or an early route the configuration made stale, becomes
+        // the base only, whatever the sweep is doing (the second then routes again).
+        let stale = self.routing.take_stale();
+        let use_tables =
+            !self.routing.take_prime_out() && self.phase == crate::core::state::SweepPhase::Routing && !stale;
+        self.apply_route(done, use_tables);
+        if stale && self.phase == crate::core::state::SweepPhase::Routing {
+            self.sweep.wait_for(ComputeStep::Route);
+        }
+        self.advance();
+    }
+
     /// As [`Sm::finish_route`], with the driver's clock (on the same timeline as `now`) read
     /// before and after: the LFT diff that follows the route is the route's work, and its time
     /// goes to the Routing phase, as [`Sm::handle_compute`] does for a route in place.
