@@ -799,7 +799,7 @@ mod tests {
     }
 
     /// The star with a LID on every end port.
-    fn fabric() -> Subnet {
+    pub(super) fn fabric() -> Subnet {
         let mut s = star(0x102, 0x103);
         for (n, p, lid) in [(0, 1, 1), (1, 0, 2), (2, 1, 3), (3, 1, 4)] {
             s.nodes[n].ports[p].lid = Lid(lid);
@@ -807,7 +807,7 @@ mod tests {
         s
     }
 
-    fn chain(names: &[&str]) -> Vec<String> {
+    pub(super) fn chain(names: &[&str]) -> Vec<String> {
         names.iter().map(|&n| n.to_owned()).collect()
     }
 

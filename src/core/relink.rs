@@ -274,6 +274,26 @@ mod tests {
         }
     }
 
+    /// Every cable of `s`, by its two ends.
+    fn cables(s: &Subnet) -> Vec<Cable> {
+        (0..s.nodes.len())
+            .flat_map(|i| (0..s.nodes[i].ports.len()).map(move |p| (i, PortNum(p as u8))))
+            .filter_map(|a| Some((a, s.nodes[a.0].ports[usize::from(a.1.0)].remote?)))
+            .filter(|(a, b)| a < b)
+            .collect()
+    }
+
+    type Cable = ((NodeIdx, PortNum), (NodeIdx, PortNum));
+
+    /// A random tree of `seed`, its LMC, its view, a generator and its cables.
+    fn seeded(seed: u64) -> (Subnet, u8, LastView, Rng, Vec<Cable>) {
+        let s = tree(4, 6, seed);
+        let lmc = (seed % 3) as u8;
+        let last = LastView::new(build(&s.describe(), lmc));
+        let cables = cables(&s);
+        (s, lmc, last, Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1), cables)
+    }
+
     fn state(s: &mut Subnet, at: (NodeIdx, PortNum), to: PortState) {
         if let Some(info) = s.nodes[at.0].ports[usize::from(at.1.0)].info.as_mut() {
             info.port_state = to;
@@ -283,16 +303,7 @@ mod tests {
     #[test]
     fn a_view_relinked_on_random_link_changes_is_the_view_built_anew() {
         for seed in 1..=40u64 {
-            let mut s = tree(4, 6, seed);
-            let lmc = (seed % 3) as u8;
-            let mut last = LastView::new(build(&s.describe(), lmc));
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            // Every cable, by its two ends.
-            let cables: Vec<((NodeIdx, PortNum), (NodeIdx, PortNum))> = (0..s.nodes.len())
-                .flat_map(|i| (0..s.nodes[i].ports.len()).map(move |p| (i, PortNum(p as u8))))
-                .filter_map(|a| Some((a, s.nodes[a.0].ports[usize::from(a.1.0)].remote?)))
-                .filter(|(a, b)| a < b)
-                .collect();
+            let (mut s, lmc, mut last, mut rng, cables) = seeded(seed);
             for step in 0..30 {
                 let (mut at, mut far) = cables[rng.below(cables.len())];
                 if rng.below(2) == 0 {
@@ -333,15 +344,7 @@ mod tests {
     #[test]
     fn a_settled_view_relinked_at_the_touched_ports_is_the_view_built_anew() {
         for seed in 1..=40u64 {
-            let mut s = tree(4, 6, seed);
-            let lmc = (seed % 3) as u8;
-            let mut last = LastView::new(build(&s.describe(), lmc));
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let cables: Vec<((NodeIdx, PortNum), (NodeIdx, PortNum))> = (0..s.nodes.len())
-                .flat_map(|i| (0..s.nodes[i].ports.len()).map(move |p| (i, PortNum(p as u8))))
-                .filter_map(|a| Some((a, s.nodes[a.0].ports[usize::from(a.1.0)].remote?)))
-                .filter(|(a, b)| a < b)
-                .collect();
+            let (mut s, lmc, mut last, mut rng, cables) = seeded(seed);
             let mut cut = Vec::new();
             for round in 0..12 {
                 assert!(last.settle(&s, lmc), "seed {seed} round {round}");

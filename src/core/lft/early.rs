@@ -130,25 +130,10 @@ impl Routing {
 
 #[cfg(test)]
 mod tests {
-    use ibsm_mad::Lid;
     use ibsm_routing::EngineOptions;
 
+    use super::super::tests::{chain, fabric};
     use super::*;
-    use crate::core::state::Subnet;
-    use crate::core::testing::star;
-
-    /// The star with a LID on every end port.
-    fn fabric() -> Subnet {
-        let mut s = star(0x102, 0x103);
-        for (n, p, lid) in [(0, 1, 1), (1, 0, 2), (2, 1, 3), (3, 1, 4)] {
-            s.nodes[n].ports[p].lid = Lid(lid);
-        }
-        s
-    }
-
-    fn chain(names: &[&str]) -> Vec<String> {
-        names.iter().map(|&n| n.to_owned()).collect()
-    }
 
     #[test]
     fn an_early_route_is_kept_until_the_configuration_ends_and_used_only_if_the_digest_held() {
