@@ -179,6 +179,12 @@ pub struct Subnet {
     pub local: Option<(NodeIdx, PortNum)>,
 }
 
+/// One step of FxHash's fold (one multiply a word), for digests of accidental change, not of
+/// an adversary's ([`Subnet::routing_digest`]: 1 ms at k = 48 where SipHash took several).
+pub fn fold(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
 impl Subnet {
     /// The node at `idx`.
     pub fn node(&self, idx: NodeIdx) -> Option<&Node> {
@@ -206,9 +212,7 @@ impl Subnet {
     /// the subnet before it (as the early route is, [`super::lft::Routing::want_early`]) is the
     /// route of the subnet after it.
     pub fn routing_digest(&self) -> u64 {
-        // FxHash's fold (one multiply a word): a digest of accidental change, not of an
-        // adversary's; 1 ms at k = 48 where SipHash took several.
-        let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let mix = fold;
         let mut h = mix(0, self.nodes.len() as u64);
         for n in &self.nodes {
             h = mix(h, n.info.node_guid.0);

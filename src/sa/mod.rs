@@ -143,14 +143,9 @@ pub enum Dropped {
     BadKey(u64),
 }
 
-/// The SM_Key of the SA request in `bytes` when it is neither zero (untrusted) nor `sa_key`
-/// (trusted): such a request is dropped unanswered.
-pub fn wrong_key(bytes: &[u8], sa_key: u64) -> Option<u64> {
-    wrong_key_of(&SaHeader::from_bytes(bytes).ok()?, sa_key)
-}
-
-/// [`wrong_key`] of a header already read.
-pub fn wrong_key_of(header: &SaHeader, sa_key: u64) -> Option<u64> {
+/// The SM_Key of the SA request with `header` when it is neither zero (untrusted) nor
+/// `sa_key` (trusted): such a request is dropped unanswered.
+pub fn wrong_key(header: &SaHeader, sa_key: u64) -> Option<u64> {
     let key = header.sm_key;
     (key != 0 && key != sa_key).then_some(key)
 }

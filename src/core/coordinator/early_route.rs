@@ -22,7 +22,7 @@ use crate::core::sweep::ComputeStep;
 impl Sm {
     /// The digest of what the route reads: the subnet's, the avoided ports and the LMC.
     fn early_digest(&self) -> u64 {
-        let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+        let mix = crate::core::state::fold;
         let mut h = mix(self.subnet.routing_digest(), u64::from(self.cfg.lmc));
         for (guid, port) in self.perf.avoided() {
             h = mix(mix(h, guid.0), u64::from(port.0));

@@ -248,7 +248,7 @@ impl Sa {
         let sa_header = ibsm_mad::sa::SaHeader::from_bytes(bytes).ok();
         // A wrong non-zero SA key: dropped, counted and reported, never answered (OpenSM's rule;
         // an answer would tell a guesser that its request arrived).
-        if let Some(key) = sa_header.as_ref().and_then(|h| crate::sa::wrong_key_of(h, asked.live.sa_key)) {
+        if let Some(key) = sa_header.as_ref().and_then(|h| crate::sa::wrong_key(h, asked.live.sa_key)) {
             self.counters.sa_bad_key += 1;
             out.event = Some(SmEvent::SaBadKey { from: src.slid, key });
             return out;
