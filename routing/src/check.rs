@@ -20,7 +20,9 @@
 //!   when the data-plane graph has one, whether the traffic between CAs alone has one too
 //!   ([`CheckReport::credit_loops_between_cas`], [`CheckReport::is_sound`]).
 //! * credit loops per virtual lane ([`credit_loops_per_vl`]): one dependency graph per VL, each
-//!   pair's path counted on the VL its SL maps to (for engines that layer paths, `dfsssp`).
+//!   pair's path counted on the VL its SL maps to (for engines that layer paths, `dfsssp`), and
+//!   with [`credit_loops_per_vl_with_replies`] each CA pair's way back on that VL too (an RC
+//!   responder's replies on the SL of the requester's path).
 //! * connectivity: the connected components of the cabling ([`crate::components`]).
 //!
 //! Guarantees: never panics, whatever the view and tables (tables may be missing, short, point at
@@ -42,7 +44,7 @@ use crate::{FabricView, NodeId, Routes};
 pub use cdg::ChannelDeps;
 pub(crate) use cdg::{PortSet, ports as set_ports};
 pub use report::{CdgStats, Channel, ChannelLoad, CreditLoops, Failure, FailureKind, HopStats, LinkLoad, ShiftStats};
-pub use vl::{VlLoops, credit_loops_per_vl};
+pub use vl::{VlLoops, credit_loops_per_vl, credit_loops_per_vl_with_replies};
 
 use crate::components::ComponentSize;
 

@@ -11,7 +11,7 @@
 use core::fmt::Write as _;
 
 use ibsm_mad::Lid;
-use ibsm_routing::check::{CreditLoops, VlLoops, credit_loops_per_vl};
+use ibsm_routing::check::{CreditLoops, VlLoops, credit_loops_per_vl_with_replies};
 use ibsm_routing::dfsssp::PathLayers;
 use ibsm_routing::{FabricView, NodeId, Routes};
 use serde::Serialize;
@@ -62,9 +62,10 @@ pub fn pair_sls(view: &FabricView, layers: &Layers) -> String {
     out
 }
 
-/// Each VL's verdict, for a layered routing.
+/// Each VL's verdict, for a layered routing: each pair's path on its SL's VL, and its way back
+/// on the same VL (an RC responder replies on the SL of the requester's path).
 pub fn per_vl(view: &FabricView, routes: &Routes, layers: &Layers) -> Vec<VlLoops> {
-    credit_loops_per_vl(view, routes, &|s, d| layers.sl(s, d))
+    credit_loops_per_vl_with_replies(view, routes, &|s, d| layers.sl(s, d))
 }
 
 /// Whether no VL has a credit loop.
@@ -74,12 +75,13 @@ pub fn all_clear(v: &[VlLoops]) -> bool {
 
 /// The per-VL verdict as `routes check` prints it: a line per VL, and a loop's channels.
 pub fn text(v: &[VlLoops]) -> String {
-    let mut out = String::from("credit loops per VL (SL n on VL n, each pair on its layer's SL):\n");
+    let mut out =
+        String::from("credit loops per VL (SL n on VL n, each pair on its layer's SL, its way back on the same SL):\n");
     for x in v {
         let _ = write!(
             out,
-            "  VL {:>2}: {} pairs, {} channels, {} dependencies: ",
-            x.vl, x.pairs, x.stats.channels, x.stats.dependencies
+            "  VL {:>2}: {} pairs, {} ways back, {} channels, {} dependencies: ",
+            x.vl, x.pairs, x.replies, x.stats.channels, x.stats.dependencies
         );
         match &x.loops {
             CreditLoops::Found(c) => {
@@ -100,6 +102,9 @@ pub struct JsonVl {
     pub vl: u8,
     /// Pairs on it.
     pub pairs: u64,
+    /// Routes counted on it as the way back of a pair on it (an RC responder's replies), where
+    /// the route's own VL is another.
+    pub ways_back: u64,
     /// "none" or "found".
     pub credit_loops: &'static str,
     /// A loop's channels as (switch GUID, egress port), in dependency order.
@@ -112,6 +117,7 @@ pub fn json(v: &[VlLoops]) -> Vec<JsonVl> {
         .map(|x| JsonVl {
             vl: x.vl,
             pairs: x.pairs,
+            ways_back: x.replies,
             credit_loops: match x.loops {
                 CreditLoops::Found(_) => "found",
                 CreditLoops::None => "none",
