@@ -24,6 +24,12 @@
 //!    layer was needed, the paths are placed again class by class of the best placement so far
 //!    (iterated greedy, in [`layers`]), which never adds a layer and often frees
 //!    one: the 4x4x4 torus goes from 6 layers to 4, the random 64-switch fabric from 4 to 3.
+//!    Before that, the paths are placed again a pair of switches at a time (both directions
+//!    between two switches on one layer, [`layers`]' `pair_up`), and that placement is kept
+//!    where it fits the budget: every pair's two directions then share an SL, and an RC
+//!    responder's replies, sent on the requester's SL, stay within that layer's dependencies
+//!    ([`PathLayers::paired`]). The random 64-switch fabric needs 6 layers so, the 4x4x4 torus
+//!    more than 15 (it keeps per-path layers).
 //!
 //! The result ([`Layered`]) is the tables plus a layer per (source switch, destination LID):
 //! the SL a pair of end ports uses is the layer of the pair (source's attach switch, destination
@@ -83,7 +89,10 @@ impl Dfsssp {
         } else {
             balanced(view, &idx, |d, next| placer.place(d, next))?
         };
-        placer.refine(&routes);
+        // Both directions of every pair on one layer where that fits; else per path.
+        if placer.used() > 1 && !placer.pair_up(&routes) {
+            placer.refine(&routes);
+        }
         Ok(Layered { routes, layers: placer.finish()? })
     }
 }
@@ -121,13 +130,23 @@ pub struct PathLayers {
     layer: Vec<u8>,
     /// Layers used (the highest layer plus one; 1 when every path is on layer 0).
     used: u8,
+    /// Whether both directions between any two switches are on one layer.
+    paired: bool,
 }
 
 impl PathLayers {
     /// Layers from their parts: `row[lid]` is the row of each routed LID (`u32::MAX`: none),
     /// `layer[row * switches + s]` the layer of the path from switch `s`, `used` the count.
     pub(crate) fn from_parts(switches: usize, row: Vec<u32>, layer: Vec<u8>, used: u8) -> PathLayers {
-        PathLayers { switches, row, layer, used }
+        PathLayers { switches, row, layer, used, paired: used <= 1 }
+    }
+
+    /// Whether every pair's two directions are on one layer (the layer of the path from switch
+    /// `s` to a LID at switch `t` is that of the path from `t` to any LID at `s`), so an RC
+    /// responder's replies, sent on the requester's SL, stay within that layer's dependencies.
+    /// True on one layer; dfsssp pairs its layers where that fits its budget, nue does not.
+    pub fn paired(&self) -> bool {
+        self.paired || self.used <= 1
     }
 
     /// The layer of the path from switch `src` to `dlid`, if both are known.

@@ -1,10 +1,13 @@
 //! The DFSSSP engine on a 3D torus, a random fabric and a dragonfly: every pair routed over a
 //! shortest path, no credit loop within any layer (the check's per-VL graph, independent of the
-//! engine's own bookkeeping), and shift permutations at least as balanced as min-hop's.
+//! engine's own bookkeeping), and shift permutations at least as balanced as min-hop's. Where
+//! the layers are paired (both directions of a pair on one layer), every pair's two SLs are equal
+//! and no VL loops with each pair's way back on its SL too (an RC responder's replies); where
+//! not (the torus), the check finds that loop.
 
 mod common;
 
-use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl};
+use ibsm_routing::check::{CreditLoops, check, credit_loops_per_vl, credit_loops_per_vl_with_replies};
 use ibsm_routing::dfsssp::Dfsssp;
 use ibsm_routing::minhop::MinHop;
 use ibsm_routing::{Engine, FabricView};
@@ -23,12 +26,39 @@ fn judge(name: &str, v: &FabricView) -> (u32, u32, u8) {
     for x in &per_vl {
         assert_eq!(x.loops, CreditLoops::None, "{name}: VL {} has a credit loop", x.vl);
     }
+    let replies = credit_loops_per_vl_with_replies(v, &l.routes, &|s, d| l.layers.layer(s, d));
+    if l.layers.paired() {
+        for x in &replies {
+            assert_eq!(x.loops, CreditLoops::None, "{name}: VL {} loops with the ways back", x.vl);
+            assert_eq!(x.replies, 0, "{name}: VL {}: a pair's two directions on two layers", x.vl);
+        }
+        for a in v.cas.iter().flat_map(|c| &c.ports) {
+            for b in v.cas.iter().flat_map(|c| &c.ports) {
+                let (Some(na), Some(nb)) = (a.neighbor, b.neighbor) else { continue };
+                let (ibsm_routing::NodeId::Switch(sa), ibsm_routing::NodeId::Switch(sb)) = (na.node, nb.node) else {
+                    continue;
+                };
+                if sa != sb {
+                    assert_eq!(l.layers.layer(sa, b.lid), l.layers.layer(sb, a.lid), "{name}: {} <-> {}", a.lid, b.lid);
+                }
+            }
+        }
+    } else {
+        assert!(
+            replies.iter().any(|x| matches!(x.loops, CreditLoops::Found(_))),
+            "{name}: unpaired layers, expected the ways back to loop somewhere"
+        );
+    }
     let mh = MinHop.route(v).unwrap();
     let mh_report = check(v, &mh);
     assert!(matches!(check(v, &l.routes).credit_loops, CreditLoops::Found(_)) || l.layers.used() == 1, "{name}");
     let dfsssp_worst = r.shifts.map(|s| s.worst).unwrap_or_default();
     let minhop_worst = mh_report.shifts.map(|s| s.worst).unwrap_or_default();
-    eprintln!("{name}: dfsssp shift worst {dfsssp_worst} on {} layers, minhop {minhop_worst}", l.layers.used());
+    eprintln!(
+        "{name}: dfsssp shift worst {dfsssp_worst} on {} layers (paired: {}), minhop {minhop_worst}",
+        l.layers.used(),
+        l.layers.paired()
+    );
     (dfsssp_worst, minhop_worst, l.layers.used())
 }
 
@@ -46,7 +76,10 @@ fn random_fabric() {
     let v = common::view(&common::generate(&GenSpec::random(64, 16, 4, 200, 7)), 0);
     let (d, m, layers) = judge("random 64", &v);
     assert!(d <= m, "dfsssp {d} vs minhop {m}");
-    assert!(layers <= 3, "{layers} layers");
+    // Both directions of every pair on one layer: 6 layers where single paths need 3.
+    assert!(layers <= 6, "{layers} layers");
+    let l = Dfsssp::default().layered(&v).unwrap();
+    assert!(l.layers.paired());
 }
 
 #[test]
@@ -54,6 +87,7 @@ fn dragonfly_fabric() {
     let v = common::dragonfly(9, 4, 2);
     let (d, m, _) = judge("dragonfly 9x4", &v);
     assert!(d <= m, "dfsssp {d} vs minhop {m}");
+    assert!(Dfsssp::default().layered(&v).unwrap().layers.paired());
 }
 
 #[test]

@@ -22,6 +22,8 @@
 //! by class of the best placement so far (iterated greedy colouring), keeping a placement only
 //! if it needs no more layers; the budget is judged after that.
 
+mod pairs;
+
 use crate::check::{PortSet, set_ports};
 use crate::dfsssp::{DestLid, PathLayers};
 use crate::graph::Indexed;
@@ -376,6 +378,8 @@ pub(crate) struct Placer<'a> {
     dests: Vec<DestLid>,
     /// Switch hops of each path (0: no path), as `layer`.
     hops: Vec<u8>,
+    /// Whether the layers are by pair of switches ([`Placer::pair_up`]).
+    paired: bool,
 }
 
 impl<'a> Placer<'a> {
@@ -400,6 +404,7 @@ impl<'a> Placer<'a> {
             added: Vec::new(),
             dests: Vec::new(),
             hops: Vec::new(),
+            paired: false,
         }
     }
 
@@ -505,7 +510,6 @@ impl<'a> Placer<'a> {
     }
 
     /// Layers used so far.
-    #[cfg(test)]
     pub(crate) fn used(&self) -> u8 {
         self.used
     }
@@ -519,7 +523,7 @@ impl<'a> Placer<'a> {
         {
             return Err(self.declined(i % n.max(1), d.lid));
         }
-        Ok(PathLayers { switches: n, row: self.row, layer: self.layer, used: self.used })
+        Ok(PathLayers { switches: n, row: self.row, layer: self.layer, used: self.used, paired: self.paired })
     }
 
     /// The refusal naming the path from switch `s` to `lid`.
