@@ -33,6 +33,8 @@ fn check_judges_each_vl_and_passes_where_minhop_loops() {
         let vls = v["credit_loops_per_vl"].as_array().expect("per-VL verdicts");
         assert!(ok && !vls.is_empty(), "{out}");
         assert!(vls.iter().all(|x| x["credit_loops"] == "none" && x["pairs"].as_u64().is_some_and(|n| n > 0)), "{out}");
+        // Paired layers: every pair's way back is on its own route's VL already.
+        assert!(vls.iter().all(|x| x["ways_back"] == 0), "{out}");
     }
     // The same tables with every pair on one VL loop: minhop there fails the check.
     let (ok, out, _) = ibsm(&["routes", "check", "--topology", MESH, "--engine", "minhop", "--no-shifts"]);
@@ -64,6 +66,9 @@ fn dump_gives_every_pair_its_sl() {
     assert_eq!(pairs.len(), hosts.len() * (hosts.len() - 1), "{out}");
     assert!(pairs.iter().any(|p| p.2 > 0), "a mesh routed minimally needs a second layer: {out}");
     assert!(pairs.iter().all(|p| p.2 < 8), "{out}");
+    // Paired layers: each pair's two directions on one SL (an RC connection uses one).
+    let sl: std::collections::BTreeMap<(u16, u16), u8> = pairs.iter().map(|p| ((p.0, p.1), p.2)).collect();
+    assert!(pairs.iter().all(|p| sl.get(&(p.1, p.0)) == Some(&p.2)), "{out}");
     // Other engines: every pair on SL 0.
     let (ok, out, _) = ibsm(&["routes", "dump", "--topology", MESH, "--engine", "minhop", "--format", "sl"]);
     assert!(ok && out.lines().skip(1).all(|l| l.ends_with(" 0")), "{out}");
@@ -91,4 +96,28 @@ fn the_running_sm_gives_dfsssp_the_layers_the_vls_hold() {
         assert!(report.complete, "{net}: {report:?}");
         assert_eq!(drv.sm.routing_engine_used(), Some(used), "{net} max-op-vls {max_op_vls}");
     }
+}
+
+#[test]
+fn the_ways_back_are_judged_and_their_loops_reported() {
+    // nue's layers split destinations, so a pair's two directions are on two SLs: on the 3x3
+    // torus the ways back are counted and loop on no VL; on a 4x4x4 torus they loop.
+    let (ok, out, err) = ibsm(&["routes", "check", "--topology", TORUS, "--engine", "nue", "--no-shifts"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("its way back on the same SL") && !out.contains(" 0 ways back"), "{out}");
+    let dir = std::env::temp_dir().join(format!("ibsm-ways-back-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("torus444.net");
+    let net = net.to_str().unwrap();
+    let (ok, _, err) = ibsm(&["sim", "gen", "torus", "--dims", "4,4,4", "--hosts-per-switch", "2", "-o", net]);
+    assert!(ok, "{err}");
+    let (ok, out, _) = ibsm(&["routes", "check", "--topology", net, "--engine", "nue", "--no-shifts", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let vls = v["credit_loops_per_vl"].as_array().expect("per-VL verdicts");
+    assert!(!ok, "a loop through a way back fails the check");
+    let looping: Vec<&serde_json::Value> = vls.iter().filter(|x| x["credit_loops"] == "found").collect();
+    assert!(!looping.is_empty(), "{out}");
+    // The loop is given as its channels (switch GUID, egress port), at least two.
+    assert!(looping.iter().all(|x| x["example"].as_array().is_some_and(|c| c.len() >= 2)), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
