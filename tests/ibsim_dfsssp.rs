@@ -14,10 +14,14 @@
 //! - the SL2VL tables are equal on every switch input/output pair (QoS's default: SL n on VL n
 //!   within 8 VLs, SL 8 on VL 0 and so on; seen: 360 of 360 equal);
 //! - the tables differ (seen: 0 of 12 equal): the engines balance paths in their own orders;
-//! - the SLs differ (seen: 30 of 276 equal): ibsm gives a pair its layer, the fewest the torus
-//!   needs (2 here), while OpenSM then spreads the paths of a layer over the VLs left empty, at
+//! - the SLs differ (seen: 29 of 276 equal): ibsm gives a pair its layer, both directions of a
+//!   pair on one (3 layers here, 2 per path), while OpenSM then spreads the paths of a layer over the VLs left empty, at
 //!   random (`vl_split_count` in osm_ucast_dfsssp.c: all 8 VLs here). Both are deadlock-free;
 //!   OpenSM's balances traffic over more VLs, ibsm's leaves VLs free.
+//!
+//! - with every pair's way back counted on the pair's VL (an RC responder replies on the
+//!   requester's SL), ibsm's VLs stay loop-free (asserted); OpenSM's, whose pairs' two
+//!   directions have their own VLs, loop on one of its 8 (seen, printed).
 //!
 //! The fabric has one host per switch, so a (source switch, destination) pair's VL is that of
 //! the one host's PathRecord.
@@ -33,7 +37,7 @@ use std::time::Duration;
 
 use ibsm::core::Guid2Lid;
 use ibsm_mad::{Lid, PortNum};
-use ibsm_routing::check::{CreditLoops, credit_loops_per_vl};
+use ibsm_routing::check::{CreditLoops, credit_loops_per_vl, credit_loops_per_vl_with_replies};
 use ibsm_routing::{Lft, Routes};
 use ibsm_topology::generators::GenSpec;
 use ibsm_topology::{NodeKind, Topology};
@@ -123,8 +127,9 @@ fn seen(sim: &Ibsim, client: &str, topo: &Topology, lids: &BTreeMap<u64, u16>) -
 }
 
 /// The judge: every pair routed by the tables read back, no credit loop in any VL with each pair
-/// on the VL its PathRecord SL maps to. Returns the VLs used.
-fn judge(who: &str, topo: &Topology, g2l: &str, s: &Seen) -> usize {
+/// on the VL its PathRecord SL maps to. Returns the VLs used and how many VLs loop once every
+/// pair's way back is counted on its VL too.
+fn judge(who: &str, topo: &Topology, g2l: &str, s: &Seen) -> (usize, usize) {
     let table = Guid2Lid::parse(g2l).expect("guid2lid");
     let plan = ibsm::routes::plan(topo, 0, table, None);
     let view = &plan.view;
@@ -168,13 +173,19 @@ fn judge(who: &str, topo: &Topology, g2l: &str, s: &Seen) -> usize {
         assert!(!matches!(v.loops, CreditLoops::Found(_)), "{who}: VL {} has a credit loop: {:?}", v.vl, v.loops);
     }
     let one = credit_loops_per_vl(view, &routes, &|_, _| Some(0));
+    // With every pair's way back on the pair's VL too (an RC responder replies on the SL of the
+    // requester's path): the VLs that then loop.
+    let back = credit_loops_per_vl_with_replies(view, &routes, &|s, d| vl.get(&(s, d.0)).copied());
+    let back_loops = back.iter().filter(|v| matches!(v.loops, CreditLoops::Found(_))).count();
     eprintln!(
-        "{who}: {} VLs used ({}), one VL would {}loop",
+        "{who}: {} VLs used ({}), one VL would {}loop; with the ways back {back_loops} of {} VLs loop ({} ways back off their route's VL)",
         per_vl.len(),
         per_vl.iter().map(|v| format!("VL {}: {} pairs", v.vl, v.pairs)).collect::<Vec<_>>().join(", "),
-        if matches!(one[0].loops, CreditLoops::Found(_)) { "" } else { "not " }
+        if matches!(one[0].loops, CreditLoops::Found(_)) { "" } else { "not " },
+        back.len(),
+        back.iter().map(|v| v.replies).sum::<u64>()
     );
-    per_vl.len()
+    (per_vl.len(), back_loops)
 }
 
 #[test]
@@ -210,8 +221,10 @@ fn opensm_and_ibsm_program_dfsssp_layers_free_of_credit_loops() {
     let _ = sm.kill();
 
     // Both: no credit loop in any VL, more than one in use, SL n on VL n for the SLs in use.
-    let (vo, vi) = (judge("OpenSM", &topo, &g2l, &o), judge("ibsm", &topo, &g2l, &i));
+    let ((vo, _), (vi, back_i)) = (judge("OpenSM", &topo, &g2l, &o), judge("ibsm", &topo, &g2l, &i));
     assert!(vo >= 2 && vi >= 2, "both layer the torus: OpenSM {vo} VLs, ibsm {vi}");
+    // ibsm pairs its layers there: an RC pair's way back stays loop-free too.
+    assert_eq!(back_i, 0, "ibsm: VLs looping with the ways back");
     for (who, s) in [("OpenSM", &o), ("ibsm", &i)] {
         let used = s.sls.values().copied().max().unwrap_or(0);
         for (k, m) in &s.sl2vl {

@@ -76,19 +76,19 @@ impl Placer<'_> {
     }
 
     /// How many dependencies unit {s, t} has (with repeats).
-    fn unit_deps(&mut self, routes: &crate::Routes, at: &[Vec<usize>], s: usize, t: usize) -> usize {
-        let n = self.idx.graph.len();
-        let mut k = 0;
-        for (src, dst) in [(s, t), (t, s)] {
+    fn unit_deps(&mut self, routes: &crate::Routes, at: &[Vec<usize>], a: usize, b: usize) -> usize {
+        let switches = self.idx.graph.len();
+        let mut total = 0;
+        for (src, dst) in [(a, b), (b, a)] {
             let hosts = self.idx.hosts_at.get(src).is_some_and(|&h| h > 0);
             for &r in &at[dst] {
                 let d = self.dests[r];
-                if (d.to_ca || hosts) && walk_tables(&self.ch, &routes.tables, src, &d, n, &mut self.path) {
-                    k += self.path.len();
+                if (d.to_ca || hosts) && walk_tables(&self.ch, &routes.tables, src, &d, switches, &mut self.path) {
+                    total += self.path.len();
                 }
             }
         }
-        k
+        total
     }
 
     /// The layer a placement gave unit {s, t} (that of any of its paths; 0 without one).
