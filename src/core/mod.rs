@@ -69,6 +69,7 @@ pub mod lids;
 mod light;
 pub mod maintenance;
 pub mod mkeys;
+pub mod nodes;
 mod partitions;
 pub mod perf;
 pub mod port_settings;

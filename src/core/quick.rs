@@ -262,26 +262,30 @@ fn reroute_paths(subnet: &mut Subnet) -> bool {
     if seen.iter().any(|s| !s) {
         return false;
     }
+    // The routes are not what the SA's snapshot shows: changed without marking the nodes.
     for (v, path) in paths.into_iter().enumerate() {
-        if let Some(path) = path.filter(|_| v != local) {
-            subnet.nodes[v].path = path;
+        if let Some(path) = path.filter(|_| v != local)
+            && let Some(mut r) = subnet.nodes.routes_mut(v)
+        {
+            *r.path() = path;
         }
     }
     // A CA port's route enters through that port: the first (shortest) one found, none for
     // a port whose cable is gone. The SM's own node keeps its own.
-    for (i, node) in subnet.nodes.iter_mut().enumerate() {
-        if i != local && !node.is_switch() {
-            for rec in node.ports.iter_mut().skip(1) {
-                rec.path = None;
+    for i in (0..n).filter(|&i| i != local) {
+        let Some(mut r) = subnet.nodes.routes_mut(i).filter(|r| !r.is_switch()) else { continue };
+        for p in 1..r.port_count() {
+            if let Some(slot) = r.port_path(p) {
+                *slot = None;
             }
         }
     }
     for (v, q, path) in ca_ports {
-        if let Some(r) = subnet.nodes.get_mut(v).and_then(|n| n.port_mut(q))
-            && v != local
-            && r.path.is_none()
+        if v != local
+            && let Some(slot) = subnet.nodes.routes_mut(v).as_mut().and_then(|r| r.port_path(usize::from(q.0)))
+            && slot.is_none()
         {
-            r.path = Some(Box::new(path));
+            *slot = Some(Box::new(path));
         }
     }
     true

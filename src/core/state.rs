@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use ibsm_mad::attrs::{LinkDownDefaultState, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
 use ibsm_mad::{DrPath, Guid, Lid, PortNum};
 
+use super::nodes::Nodes;
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
 
 /// What the SM as a whole is doing.
@@ -171,8 +172,9 @@ impl Node {
 #[derive(Debug, Clone, Default)]
 pub struct Subnet {
     /// Every node reached, in discovery order (index 0 is the SM's own node). That order
-    /// follows the timing of the answers; [`Subnet::canonical_order`] does not.
-    pub nodes: Vec<Node>,
+    /// follows the timing of the answers; [`Subnet::canonical_order`] does not. Changed only
+    /// through [`Nodes`]' methods, which mark what they hand out for the SA's snapshot.
+    pub nodes: Nodes,
     /// NodeGUID to index.
     pub by_guid: HashMap<Guid, NodeIdx>,
     /// The SM's own node and port.

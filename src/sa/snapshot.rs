@@ -81,6 +81,13 @@ pub struct Snapshot {
     /// not copied from them): the next snapshot shares a node record only from a snapshot of
     /// the same revision.
     pub pkeys_revision: Option<u64>,
+    /// The mark the SM's subnet was settled with when this snapshot was taken of it (0: none):
+    /// the next snapshot compares only the nodes the subnet marked changed since then.
+    pub subnet_mark: u64,
+    /// How many node records were compared with (or built from) the subnet's nodes when this
+    /// snapshot was taken: all of them without the last snapshot's mark in the subnet's book,
+    /// else those marked changed since.
+    pub nodes_compared: usize,
     /// The indexes over the nodes, shared with the next snapshot when no node they read
     /// changed.
     index: Arc<Index>,
@@ -313,6 +320,8 @@ impl Snapshot {
             partitions: Vec::new(),
             allow_both_pkeys: false,
             pkeys_revision: None,
+            subnet_mark: 0,
+            nodes_compared: 0,
             index,
             unrouted: std::sync::OnceLock::new(),
             paths,

@@ -25,24 +25,31 @@ impl Sm {
                 g.sl = classes.sl(g.sl, layers, 0);
             }
         }
-        self.sa.sweep_done(Arc::new(self.patch_snapshot()), &groups, &self.subnet, self.now);
+        // The snapshot is taken with a mark the subnet is settled with: from here, the subnet
+        // marks each node it hands out to change, and the next snapshot compares only those.
+        let mark = self.sa.next_mark();
+        let snap = self.snapshot_from(self.sa.snapshot(), mark);
+        self.subnet.nodes.settle(mark);
+        self.sa.sweep_done(Arc::new(snap), &groups, &self.subnet, self.now);
     }
 
     /// A new snapshot of the subnet as it stands, every record copied (public for benchmarks
     /// and tools; the SA answers from [`Sm::snapshot`]).
     pub fn build_snapshot(&self) -> crate::sa::Snapshot {
-        self.snapshot_from(None)
+        self.snapshot_from(None, 0)
     }
 
     /// A new snapshot of the subnet as it stands, made from the one the SA answers from: what
     /// the end of every sweep takes. It shares every node record that did not change, and the
-    /// indexes when no end port changed (public for benchmarks and tools).
+    /// indexes when no end port changed, and compares only the nodes the subnet marked changed
+    /// since that snapshot (public for benchmarks and tools).
     pub fn patch_snapshot(&self) -> crate::sa::Snapshot {
-        self.snapshot_from(self.sa.snapshot())
+        self.snapshot_from(self.sa.snapshot(), 0)
     }
 
-    /// A new snapshot of the subnet, sharing with `prev` what did not change.
-    fn snapshot_from(&self, prev: Option<&crate::sa::Snapshot>) -> crate::sa::Snapshot {
+    /// A new snapshot of the subnet, sharing with `prev` what did not change, taken with
+    /// `mark` ([`crate::sa::Snapshot::subnet_mark`]).
+    fn snapshot_from(&self, prev: Option<&crate::sa::Snapshot>, mark: u64) -> crate::sa::Snapshot {
         let mut snap = sa::snapshot::build(
             &sa::snapshot::Sources {
                 subnet: &self.subnet,
@@ -58,6 +65,7 @@ impl Sm {
                 layers: self.routing.layers(),
             },
             prev,
+            mark,
         );
         snap.max_rate = self.cfg.max_rate_enum;
         snap.qos_layering = self.qos_layering().map(std::sync::Arc::new);

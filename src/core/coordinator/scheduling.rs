@@ -86,7 +86,12 @@ impl Sm {
     pub(in crate::core) fn traps_timer(&mut self) {
         let due = self.traps.on_timeout(self.now, self.phase == SweepPhase::Up, self.state == SmState::Master);
         if let Some(descs) = due.descs {
-            self.sa.set_node_descs(&descs);
+            // A record patched: the next snapshot compares it with the subnet's node.
+            for g in self.sa.set_node_descs(&descs) {
+                if let Some(&i) = self.subnet.by_guid.get(&g) {
+                    self.subnet.nodes.mark(i);
+                }
+            }
         }
         match due.sweep {
             Some(traps::Wanted::Quick(guids)) => {

@@ -67,6 +67,8 @@ pub(super) struct Sa {
     census: Census,
     /// SA requests seen, by kind (the `sa_*` fields, and the SA's malformed and unsupported).
     counters: RequestCounters,
+    /// The last mark handed to a snapshot ([`Sa::next_mark`]).
+    marks: u64,
 }
 
 /// An SA request as the coordinator hands it over.
@@ -125,6 +127,7 @@ impl Sa {
             state: SaState::default(),
             census: Census::default(),
             counters: RequestCounters::default(),
+            marks: 0,
         }
     }
 
@@ -348,6 +351,13 @@ impl Sa {
         self.snapshot = Some(snap);
     }
 
+    /// A mark for the next snapshot, never given before by this SA (nonzero): the subnet is
+    /// settled with it once the snapshot is taken ([`crate::core::nodes::Nodes::settle`]).
+    pub fn next_mark(&mut self) -> u64 {
+        self.marks += 1;
+        self.marks
+    }
+
     /// A trap's notice: subscribers who share a partition with its issuer hear of it
     /// (o13-17.1.1), once a sweep is done.
     pub fn notify_trap(&mut self, notice: &ibsm_mad::attrs::Notice, now: u64) {
@@ -359,8 +369,10 @@ impl Sa {
 
     /// NodeDescriptions read since the snapshot was taken (trap 144): the SA's records show
     /// them. The snapshot is copied only while a reader still holds the old one.
-    pub fn set_node_descs(&mut self, descs: &HashMap<Guid, String>) {
-        let Some(snap) = self.snapshot.as_mut() else { return };
+    /// Answers the GUIDs of the nodes whose records changed (the subnet marks them: their
+    /// records are no longer as the snapshot was taken).
+    pub fn set_node_descs(&mut self, descs: &HashMap<Guid, String>) -> Vec<Guid> {
+        let Some(snap) = self.snapshot.as_mut() else { return Vec::new() };
         // Only the nodes whose text changed are copied (and the snapshot, while a reader holds it).
         let changed: Vec<(usize, &String)> = snap
             .nodes
@@ -369,12 +381,15 @@ impl Sa {
             .filter_map(|(n, node)| descs.get(&node.info.node_guid).filter(|d| **d != node.desc).map(|d| (n, d)))
             .collect();
         if changed.is_empty() {
-            return;
+            return Vec::new();
         }
         let snap = Arc::make_mut(snap);
+        let mut guids = Vec::with_capacity(changed.len());
         for (n, d) in changed {
             snap.nodes[n].desc.clone_from(d);
+            guids.push(snap.nodes[n].info.node_guid);
         }
+        guids
     }
 
     /// The census' next reads (`outstanding` of its SMPs are queued or in flight), and the
@@ -509,6 +524,7 @@ mod tests {
                 layers: None,
             },
             None,
+            0,
         );
         for node in &mut snap.nodes {
             for port in &mut node.ports {

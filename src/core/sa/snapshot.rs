@@ -51,43 +51,64 @@ pub(crate) struct Sources<'a> {
 }
 
 /// A new snapshot of the subnet as it stands in `src`, sharing with `prev` (the last snapshot,
-/// built from the same books) every node record and index that would come out the same.
-pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>) -> Snapshot {
+/// built from the same books) every node record and index that would come out the same, and
+/// taken with `mark` (0: none; the coordinator settles the subnet with it). A node the subnet
+/// has not marked changed since `prev`'s mark is as `prev` shows it (its forwarding table
+/// aside, looked up for every switch) and is not compared; without `prev`'s mark in the
+/// subnet's book every node is compared.
+pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>, mark: u64) -> Snapshot {
     // The P_Key tables of a shared record are the last snapshot's: only while the books are
     // as they were then.
     let same_books = prev.filter(|p| p.pkeys_revision == Some(src.partitions.revision()));
+    let changed = same_books
+        .filter(|p| p.nodes.len() <= src.subnet.nodes.len())
+        .and_then(|p| src.subnet.nodes.changed_since(p.subnet_mark));
     let nodes = src
         .subnet
         .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            // The table this SM holds for the switch, shared (not copied).
-            let table = if n.is_switch() { src.programming.programmed_lft(n.info.node_guid) } else { None };
-            match same_books.and_then(|p| p.nodes.shared(i)) {
-                Some(old) if unchanged(old, n) => {
-                    if same_table(old.table.as_ref(), table.as_ref()) {
-                        Arc::clone(old)
-                    } else {
-                        // Only the forwarding table changed (a repair or a re-route): the
-                        // ports are copied from the last record, not worked out again.
-                        let SnapNode { info, desc, switch_info, ports, .. } = &**old;
-                        Arc::new(SnapNode {
-                            info: *info,
-                            desc: desc.clone(),
-                            switch_info: *switch_info,
-                            ports: ports.clone(),
-                            table,
-                        })
-                    }
+            let old = same_books.and_then(|p| p.nodes.shared(i));
+            // Unmarked: not read at all (the record says what it is); marked: compared.
+            let same = old.filter(|old| match changed {
+                Some(c) if !c.contains(i) => {
+                    debug_assert!(unchanged(old, n), "node {i} changed without a mark");
+                    true
                 }
-                _ => Arc::new(node_record(src, n, table)),
+                _ => unchanged(old, n),
+            });
+            let switch = same.map_or_else(|| n.is_switch(), |old| old.is_switch());
+            // The table this SM holds for the switch, shared (not copied).
+            let table = if switch {
+                let guid = same.map_or(n.info.node_guid, |old| old.info.node_guid);
+                src.programming.programmed_lft(guid)
+            } else {
+                None
+            };
+            match same {
+                Some(old) if same_table(old.table.as_ref(), table.as_ref()) => Arc::clone(old),
+                Some(old) => {
+                    // Only the forwarding table changed (a repair or a re-route): the ports
+                    // are copied from the last record, not worked out again.
+                    let SnapNode { info, desc, switch_info, ports, .. } = &**old;
+                    Arc::new(SnapNode {
+                        info: *info,
+                        desc: desc.clone(),
+                        switch_info: *switch_info,
+                        ports: ports.clone(),
+                        table,
+                    })
+                }
+                None => Arc::new(node_record(src, n, table)),
             }
         })
         .collect();
     let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };
     let mut snap = Snapshot::with_shared(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev);
     snap.pkeys_revision = Some(src.partitions.revision());
+    snap.subnet_mark = mark;
+    snap.nodes_compared = changed.map_or(src.subnet.nodes.len(), |c| c.count());
     src.engine.clone_into(&mut snap.routing_engine);
     snap.qos = src.qos.map(|p| std::sync::Arc::new(p.clone()));
     src.partitions.resolved().clone_into(&mut snap.partitions);
