@@ -1,7 +1,8 @@
-//! The subnet's nodes ([`Nodes`]), with a book of which of them changed since the SA's last
+//! The subnet's nodes ([`Nodes`] of [`Node`], each with its [`PortRecord`]s), with a book of which of them changed since the SA's last
 //! snapshot was taken from them.
 //!
-//! Owns [`Nodes`]: the node list of [`super::state::Subnet`], read as a slice (`&[Node]`: every
+//! Owns [`Node`] and [`PortRecord`] (a node and its ports as discovery found them), and
+//! [`Nodes`]: the node list of the subnet, read as a slice (`&[Node]`: every
 //! read of a node is free), changed only through methods that mark the node they hand out
 //! ([`Nodes::get_mut`], [`Nodes::push`]; [`Nodes::iter_mut`] marks them all). So a change to what
 //! the SA's snapshot shows of a node (its NodeInfo, NodeDescription, SwitchInfo, a port's
@@ -17,9 +18,89 @@
 
 use std::ops::Deref;
 
-use ibsm_mad::DrPath;
+use ibsm_mad::attrs::{NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
+use ibsm_mad::{DrPath, Guid, Lid, PortNum};
 
-use super::state::{Node, NodeIdx};
+/// Index of a node in the subnet's [`Nodes`].
+pub type NodeIdx = usize;
+
+/// One port of a discovered node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PortRecord {
+    /// Port GUID, when NodeInfo was read through this port (CA ports) or for any switch port.
+    pub guid: Option<Guid>,
+    /// The PortInfo last read from the port, or returned by the last Set that succeeded.
+    pub info: Option<PortInfo>,
+    /// For CA ports: a directed route that enters the node through this port (boxed: most
+    /// ports are switch ports, which have none, and 65 bytes on each of them was 11 MB at
+    /// k = 48).
+    pub path: Option<Box<DrPath>>,
+    /// The port cabled to this one, once discovery has seen both ends.
+    pub remote: Option<(NodeIdx, PortNum)>,
+    /// Base LID assigned to this end port in this sweep ([`Lid::UNASSIGNED`] if none).
+    pub lid: Lid,
+}
+
+impl PortRecord {
+    /// The port's logical link is up (Init, Armed or Active), as last read.
+    pub fn is_linked(&self) -> bool {
+        self.info.is_some_and(|i| matches!(i.port_state, PortState::Init | PortState::Armed | PortState::Active))
+    }
+}
+
+/// A node found by discovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// NodeInfo as read the first time the node was reached.
+    pub info: NodeInfo,
+    /// NodeDescription text (empty until read).
+    pub desc: String,
+    /// SwitchInfo, for switches once read.
+    pub switch_info: Option<SwitchInfo>,
+    /// The first directed route found to the node.
+    pub path: DrPath,
+    /// Ports by number, `0..=NumPorts` (entry 0 of a CA is unused).
+    pub ports: Vec<PortRecord>,
+    /// Kept from the last sweep because it did not answer in this one although the port
+    /// facing it is still up: its LIDs and links stay in the routing, nothing is sent to it.
+    pub carried: bool,
+}
+
+impl Node {
+    /// Whether the node is a switch.
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::Switch
+    }
+
+    /// The directed route to use for an SMP about `port`: for a CA, a route entering through
+    /// that port; otherwise the node's route.
+    pub fn path_for(&self, port: PortNum) -> DrPath {
+        if self.is_switch() {
+            return self.path;
+        }
+        self.ports.get(usize::from(port.0)).and_then(|p| p.path.as_deref().copied()).unwrap_or(self.path)
+    }
+
+    /// The port record for `port`, if the node has that port.
+    pub fn port(&self, port: PortNum) -> Option<&PortRecord> {
+        self.ports.get(usize::from(port.0))
+    }
+
+    /// Mutable access to a port record.
+    pub fn port_mut(&mut self, port: PortNum) -> Option<&mut PortRecord> {
+        self.ports.get_mut(usize::from(port.0))
+    }
+
+    /// The node's end ports: port 0 of a switch, or every CA port whose GUID is known.
+    pub fn end_ports(&self) -> impl Iterator<Item = PortNum> + '_ {
+        let switch = self.is_switch();
+        self.ports.iter().enumerate().filter_map(move |(i, p)| {
+            let num = PortNum(u8::try_from(i).ok()?);
+            let end = if switch { i == 0 } else { i > 0 && p.guid.is_some() && p.info.is_some() };
+            end.then_some(num)
+        })
+    }
+}
 
 /// The subnet's nodes in discovery order, with the book of those changed since a mark.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,7 @@
 //! The SM's explicit states and its model of the subnet found by discovery.
 //!
-//! Owns: [`SmState`], [`SweepPhase`], and the discovered subnet ([`Subnet`], [`Node`],
-//! [`PortRecord`]): every node by GUID with the attributes read from it, the directed routes that
+//! Owns: [`SmState`], [`SweepPhase`], and the discovered subnet ([`Subnet`]; its [`Node`]s and
+//! [`PortRecord`]s are [`super::nodes`]', re-exported here): every node by GUID with the attributes read from it, the directed routes that
 //! reach it, the links between ports, and the LIDs assigned; and [`Subnet::describe`], the subnet
 //! as the neutral description the fabric-view builder ([`crate::fabric_view`]) reads; and
 //! [`port_info_set`], a PortInfo as read turned into the base of a Set. Holds values only: no
@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 
-use ibsm_mad::attrs::{LinkDownDefaultState, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo};
-use ibsm_mad::{DrPath, Guid, Lid, PortNum};
+use ibsm_mad::attrs::{LinkDownDefaultState, PhysPortState, PortInfo, PortState};
+use ibsm_mad::{Guid, Lid, PortNum};
 
 use super::nodes::Nodes;
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
@@ -77,32 +77,7 @@ impl SweepPhase {
     }
 }
 
-/// Index of a node in [`Subnet::nodes`].
-pub type NodeIdx = usize;
-
-/// One port of a discovered node.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PortRecord {
-    /// Port GUID, when NodeInfo was read through this port (CA ports) or for any switch port.
-    pub guid: Option<Guid>,
-    /// The PortInfo last read from the port, or returned by the last Set that succeeded.
-    pub info: Option<PortInfo>,
-    /// For CA ports: a directed route that enters the node through this port (boxed: most
-    /// ports are switch ports, which have none, and 65 bytes on each of them was 11 MB at
-    /// k = 48).
-    pub path: Option<Box<DrPath>>,
-    /// The port cabled to this one, once discovery has seen both ends.
-    pub remote: Option<(NodeIdx, PortNum)>,
-    /// Base LID assigned to this end port in this sweep ([`Lid::UNASSIGNED`] if none).
-    pub lid: Lid,
-}
-
-impl PortRecord {
-    /// The port's logical link is up (Init, Armed or Active), as last read.
-    pub fn is_linked(&self) -> bool {
-        self.info.is_some_and(|i| matches!(i.port_state, PortState::Init | PortState::Armed | PortState::Active))
-    }
-}
+pub use super::nodes::{Node, NodeIdx, PortRecord};
 
 /// `info` (a PortInfo as read) with the fields a Set must leave alone set to "no change": the
 /// base of every PortInfo Set, which then changes only what it means to.
@@ -112,60 +87,6 @@ pub fn port_info_set(info: &PortInfo) -> PortInfo {
     s.port_physical_state = PhysPortState::NoChange;
     s.link_down_default_state = LinkDownDefaultState::NoChange;
     s
-}
-
-/// A node found by discovery.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    /// NodeInfo as read the first time the node was reached.
-    pub info: NodeInfo,
-    /// NodeDescription text (empty until read).
-    pub desc: String,
-    /// SwitchInfo, for switches once read.
-    pub switch_info: Option<SwitchInfo>,
-    /// The first directed route found to the node.
-    pub path: DrPath,
-    /// Ports by number, `0..=NumPorts` (entry 0 of a CA is unused).
-    pub ports: Vec<PortRecord>,
-    /// Kept from the last sweep because it did not answer in this one although the port
-    /// facing it is still up: its LIDs and links stay in the routing, nothing is sent to it.
-    pub carried: bool,
-}
-
-impl Node {
-    /// Whether the node is a switch.
-    pub fn is_switch(&self) -> bool {
-        self.info.node_type == NodeType::Switch
-    }
-
-    /// The directed route to use for an SMP about `port`: for a CA, a route entering through
-    /// that port; otherwise the node's route.
-    pub fn path_for(&self, port: PortNum) -> DrPath {
-        if self.is_switch() {
-            return self.path;
-        }
-        self.ports.get(usize::from(port.0)).and_then(|p| p.path.as_deref().copied()).unwrap_or(self.path)
-    }
-
-    /// The port record for `port`, if the node has that port.
-    pub fn port(&self, port: PortNum) -> Option<&PortRecord> {
-        self.ports.get(usize::from(port.0))
-    }
-
-    /// Mutable access to a port record.
-    pub fn port_mut(&mut self, port: PortNum) -> Option<&mut PortRecord> {
-        self.ports.get_mut(usize::from(port.0))
-    }
-
-    /// The node's end ports: port 0 of a switch, or every CA port whose GUID is known.
-    pub fn end_ports(&self) -> impl Iterator<Item = PortNum> + '_ {
-        let switch = self.is_switch();
-        self.ports.iter().enumerate().filter_map(move |(i, p)| {
-            let num = PortNum(u8::try_from(i).ok()?);
-            let end = if switch { i == 0 } else { i > 0 && p.guid.is_some() && p.info.is_some() };
-            end.then_some(num)
-        })
-    }
 }
 
 /// The subnet as discovered in the current sweep.
