@@ -15,10 +15,11 @@ use std::collections::HashMap;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent, SweepPhase};
 use ibsm::routes::live::LiveRoutes;
 use ibsm::transport::sim::SimSms;
+use ibsm_mad::Lid;
 use ibsm_routing::Lft;
 use ibsm_sim::fabric::{Fault, SimTime};
-use ibsm_topology::Topology;
 use ibsm_topology::generators::GenSpec;
+use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::order::{first_cable, held, looping, old_and_new, sl_changed};
@@ -194,4 +195,115 @@ fn a_standby_taking_over_between_the_passes_of_a_repair_never_opens_a_credit_loo
         assert!(both.is_empty(), "kill at {kill_at}: states with (dropped, new) entries: {both:?}");
     }
     assert!(mixed, "a kill left the first pass half written");
+}
+
+/// The switches' tables as `sm` routes them, and as the simulator's switches hold them (by
+/// the routing view's switch, for its LIDs).
+fn route_and_held(h: &SimSms, sm: usize, topo: &Topology) -> (Vec<Lft>, Vec<Lft>) {
+    let (plan, routes) = LiveRoutes::from_sm(&h.sms[sm].sm).expect("routes").to_plan().expect("plan");
+    let by_guid: HashMap<_, _> = (0..topo.nodes.len()).filter_map(|i| h.fabric.node_guid(i).map(|g| (g, i))).collect();
+    let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
+    let top = plan.view.max_lid();
+    let route =
+        routes.tables.iter().map(|t| Lft { ports: t.ports.iter().take(usize::from(top) + 1).copied().collect() });
+    (route.collect(), held(&h.fabric, &nodes, top))
+}
+
+/// The stale-digest window (issue 28): a synced standby takes over on the LFT digests its
+/// master sent, trusting a switch whose table it routes to the same digest. A master that
+/// writes a repair before its standby has seen the repaired switches' digests withdrawn, and
+/// dies then, leaves the standby vouching for old tables some switches no longer hold; a
+/// takeover that routes the old tables again (the cable came back meanwhile) would leave the
+/// repair's entries there. 256 switches (a 16 x 16 mesh): the digests are 39 sync chunks,
+/// more than the sync's window of 32, so a master killed as its first Set lands cannot have
+/// sent them all. The master is killed as soon as a switch holds an entry of its repair, the
+/// cable is plugged back, and the standby, now master, must leave every switch holding the
+/// table it routes. The master holds its Sets until the standby acknowledged a chunk of the
+/// new digests, and a standby that had begun to receive newer digests trusts none of the
+/// older ones (the master logs how long it held its Sets).
+#[test]
+fn a_master_killed_as_its_repair_lands_leaves_no_table_the_new_master_trusts_wrongly() {
+    let topo = GenSpec::mesh(&[16, 16], 1).generate().expect("mesh");
+    let at = hosts(&topo);
+    let cfg = |priority| SmConfig { priority, sm_key: 7, ..SmConfig::default() };
+    let far = at[at.len() - 1];
+    let sms = vec![(Sm::new(cfg(9), Guid2Lid::default()), at[0]), (Sm::new(cfg(5), Guid2Lid::default()), far)];
+    let mut h = SimSms::new(&topo, 5, sms).expect("attach");
+    h.start(0);
+    h.run_until(60 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+    h.start(1);
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::Standby { .. })).expect("standby");
+    h.run_until(h.now() + 10 * SECOND, |i, e| i == 0 && matches!(e, SmEvent::SyncPeer { state: "current", .. }))
+        .expect("the standby is current");
+    let (route, old) = route_and_held(&h, 0, &topo);
+    assert_eq!(route, old, "the master's tables are written");
+    // A cable next to the master, off the routes between it and the standby (at the mesh's
+    // far corner): the repair's first Sets land a hop or two away, while the sync's messages
+    // travel across the mesh and back.
+    let lid = |i: usize| h.sms[0].sm.guid2lid().get(h.sms[i].sm.port_guid()).expect("a LID").0;
+    let route = |from: (usize, u8), to: Lid| {
+        let mut cables = Vec::new();
+        let mut at = topo.nodes[from.0].peer(from.1).map(|q| q.node);
+        while let Some(n) = at.filter(|&n| topo.nodes[n].kind == NodeKind::Switch && cables.len() < 100) {
+            let p = h.fabric.lft_entry(n, to.0).expect("routed");
+            cables.push((n, p));
+            at = topo.nodes[n].peer(p).map(|q| q.node);
+        }
+        cables
+    };
+    let paths = [route(at[0], lid(1)), route(far, lid(0))];
+    let on_path = |n: usize, p: u8| {
+        paths.iter().flatten().any(|&c| c == (n, p) || topo.nodes[n].peer(p).is_some_and(|q| c == (q.node, q.port)))
+    };
+    let sw = topo.nodes[at[0].0].peer(1).expect("the master's switch").node;
+    let near = std::iter::once(sw)
+        .chain((1..=topo.nodes[sw].num_ports).filter_map(|p| topo.nodes[sw].peer(p).map(|q| q.node)));
+    let (sw, port) = near
+        .filter(|&n| topo.nodes[n].kind == NodeKind::Switch)
+        .find_map(|n| {
+            (1..=topo.nodes[n].num_ports)
+                .find(|&p| {
+                    topo.nodes[n].peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch) && !on_path(n, p)
+                })
+                .map(|p| (n, p))
+        })
+        .expect("a cable near the master off the routes to and from the standby");
+    h.fabric.inject_fault(Fault::LinkDown { node: sw, port });
+    // Step until a switch holds an entry of the repair.
+    let (plan, _) = LiveRoutes::from_sm(&h.sms[0].sm).expect("routes").to_plan().expect("plan");
+    let by_guid: HashMap<_, _> = (0..topo.nodes.len()).filter_map(|i| h.fabric.node_guid(i).map(|g| (g, i))).collect();
+    let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
+    let top = plan.view.max_lid();
+    let writes =
+        |i: usize, e: &SmEvent| i == 0 && matches!(e, SmEvent::PhaseStarted { phase: SweepPhase::ProgrammingLfts, .. });
+    h.run_until(h.now() + 5 * SECOND, writes).expect("the master's repair reaches its LFT writes");
+    let limit = h.now() + SECOND;
+    let mut released = None;
+    let sets = h.fabric.stats().lft_blocks_set;
+    while h.fabric.stats().lft_blocks_set == sets {
+        assert!(h.now() < limit, "the master's repair writes");
+        let next = h.now() + 1_000;
+        if let Some((_, e)) = h.run_until(next, |i, e| i == 0 && matches!(e, SmEvent::SyncLftsHeld { .. })) {
+            released = Some(e);
+        }
+        if h.now() < next {
+            h.fabric.advance_to(SimTime(next));
+        }
+    }
+    assert_ne!(held(&h.fabric, &nodes, top), old, "a switch holds an entry of the repair");
+    eprintln!("the first block of the repair landed; the master's release: {released:?}");
+    h.kill(0);
+    h.fabric.inject_fault(Fault::LinkUp { node: sw, port });
+    let up = h.run_until(h.now() + 30 * SECOND, |i, e| i == 1 && matches!(e, SmEvent::SubnetUp(r) if r.complete));
+    let Some((_, SmEvent::SubnetUp(report))) = up else { panic!("the standby brings the subnet up") };
+    eprintln!(
+        "takeover: {:?}, {} LFT blocks written, {} unchanged",
+        report.routing_mode, report.lft_blocks_sent, report.lft_blocks_unchanged
+    );
+    let (route, now) = route_and_held(&h, 1, &topo);
+    assert_eq!(route, old, "the cable is back: the new master routes the old tables");
+    let wrong: Vec<usize> = (0..route.len()).filter(|&s| route[s] != now[s]).collect();
+    assert!(wrong.is_empty(), "{} switches hold a table other than the new master's route: {wrong:?}", wrong.len());
+    // The standby saw the new digests before the first Set went.
+    assert!(matches!(released, Some(SmEvent::SyncLftsHeld { seen: true, .. })), "{released:?}");
 }

@@ -84,6 +84,7 @@ pub(crate) fn log_event(ev: &SmEvent) {
         | SmEvent::SmControl { .. }
         | SmEvent::BadMKey { .. } => log_sm_event(ev),
         SmEvent::SyncPeer { .. }
+        | SmEvent::SyncLftsHeld { .. }
         | SmEvent::SyncReceived { .. }
         | SmEvent::SyncRefused { .. }
         | SmEvent::SyncAdopted { .. } => {
@@ -257,6 +258,18 @@ fn log_sync_event(ev: &SmEvent) {
                 _ => tracing::debug!(standby, state, version, "state sync"),
             }
         }
+        SmEvent::SyncLftsHeld { held_ns, seen: true } => {
+            tracing::debug!(
+                held_us = held_ns / 1_000,
+                "LFT writes held until every standby saw the digests they change"
+            );
+        }
+        SmEvent::SyncLftsHeld { held_ns, seen: false } => tracing::warn!(
+            error_id = "sync-digests-unseen",
+            held_ms = held_ns / 1_000_000,
+            "LFT writes went on before every standby had seen the digests they change: a standby that takes over \
+             before it is synced again may trust a switch's older table"
+        ),
         SmEvent::SyncReceived { section, version } => {
             tracing::debug!(section, version, "state sync: section received");
         }

@@ -413,6 +413,15 @@ pub enum SmEvent {
         /// The version it is current at.
         version: Option<u64>,
     },
+    /// Master: a plan's LFT Sets were held until every standby had seen the LFT digests they
+    /// make stale (`seen`), or went on at the bound without (`seen` false: a standby that did
+    /// not answer may take over trusting a switch's older table until it is synced again).
+    SyncLftsHeld {
+        /// How long the Sets were held, ns.
+        held_ns: u64,
+        /// Every standby saw the digests.
+        seen: bool,
+    },
     /// Standby: a section of the master's state arrived whole.
     SyncReceived {
         /// The section.

@@ -60,6 +60,7 @@ pub mod babbling;
 pub mod checks;
 mod config;
 mod coordinator;
+mod digest_gate;
 mod discovery;
 pub mod election;
 pub mod events;
@@ -140,6 +141,8 @@ pub struct Sm {
     guid2lid: Guid2Lid,
     /// What the switches' forwarding tables hold, and the read-backs planned.
     programming: programming::Programming,
+    /// A plan's LFT Sets held until the standbys have seen the digests they make stale.
+    lft_gate: digest_gate::LftGate,
     /// Routing: the tables of the sweep, the last full route, the job out.
     routing: lft::Routing,
     /// The sweep's books: its figures, the compute step it waits for, the last report.
@@ -205,6 +208,7 @@ impl Sm {
             events: VecDeque::new(),
             guid2lid,
             programming: programming::Programming::default(),
+            lft_gate: digest_gate::LftGate::default(),
             routing: lft::Routing::default(),
             sweep: sweep::Sweep::default(),
             schedule: schedule::Schedule::default(),
@@ -323,6 +327,7 @@ impl Sm {
             self.traps.sweep_started(kind == schedule::SweepKind::Heavy);
         }
         self.drop_early_route();
+        self.lft_gate.clear();
         self.routing.sweep_started();
         // A heavy sweep reads the subnet again: its view is relinked over every port.
         if kind == schedule::SweepKind::Heavy {
@@ -683,6 +688,7 @@ impl Sm {
             self.mkeys.poll_timeout(),
             poll,
             self.replication.poll_timeout(),
+            self.lft_gate.poll_timeout(),
             self.traps.poll_timeout(),
             self.perf_timeout(),
             self.babbling.poll_timeout().filter(|_| self.state == SmState::Master),
@@ -908,9 +914,13 @@ impl Sm {
                             None => (routes, self.routing.write_rank(), self.routing.deltas()),
                         };
                         let plan = self.programming.lft_sets_ranked(&self.subnet, switches, first, rank, deltas);
-                        self.publish_digests_if_changed();
-                        self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
-                        self.tx.push_feed(plan.sets, transactions::Op::Sweep);
+                        self.queue_lft_plan(plan);
+                    }
+                }
+                // A plan's Sets held for the standbys to see the digests ([`Sm::release_lfts`]).
+                SweepPhase::ProgrammingLfts if self.lft_gate.holds() => {
+                    if !self.release_lfts() {
+                        return;
                     }
                 }
                 // The first pass answered (every Set of it): the new entries, unless a Set of
@@ -922,9 +932,7 @@ impl Sm {
                     }
                     if let Some((switches, routes)) = self.routing.routes() {
                         let plan = self.programming.lft_sets_ranked(&self.subnet, switches, routes, None, None);
-                        self.publish_digests_if_changed();
-                        self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
-                        self.tx.push_feed(plan.sets, transactions::Op::Sweep);
+                        self.queue_lft_plan(plan);
                     }
                 }
                 SweepPhase::ProgrammingLfts => {

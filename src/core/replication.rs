@@ -177,6 +177,18 @@ impl Replication {
         })
     }
 
+    /// Master: whether every standby that may take over with `section` has seen its content
+    /// as published now ([`Publisher::seen_everywhere`]; true with no standby).
+    pub fn seen_everywhere(&self, section: Section) -> bool {
+        self.publisher.seen_everywhere(section)
+    }
+
+    /// Master: how long to hold writes for the standbys that have not seen `section`
+    /// ([`Publisher::hold_bound`]).
+    pub fn hold_bound(&self, section: Section) -> u64 {
+        self.publisher.hold_bound(section)
+    }
+
     /// Forgets every standby (this SM is no longer master).
     pub fn clear_peers(&mut self) {
         self.publisher.clear_peers();
@@ -228,6 +240,12 @@ impl Replication {
     /// went to answers it).
     pub fn on_response(&mut self, bytes: &[u8], from: Lid, key: &SyncKey) -> PeerNews {
         self.publisher.on_response(bytes, from, key);
+        self.news()
+    }
+
+    /// [`Replication::on_response`] at `now` (the standby's round trip is kept).
+    pub fn on_response_at(&mut self, bytes: &[u8], from: Lid, key: &SyncKey, now: u64) -> PeerNews {
+        self.publisher.on_response_at(bytes, from, key, now);
         self.news()
     }
 
@@ -311,7 +329,17 @@ impl Replication {
         let sections: Vec<Section> = self.receiver.held().keys().copied().collect();
         let current_at = self.receiver.current_at;
         self.reregister_clients = !handed_over || current_at.is_none() || sections.len() < Section::ALL.len();
-        let adoption = Adoption { replica: self.receiver.replica(), sections, current_at };
+        let mut replica = self.receiver.replica();
+        // A newer content of a digests section had begun to arrive: the master publishes it
+        // before it writes the tables it changes, so the one held may name tables some
+        // switches no longer hold. None is taken as held (they are read back or written).
+        if self.receiver.superseded(Section::LftDigests) {
+            replica.lft_digests.clear();
+        }
+        if self.receiver.superseded(Section::QosTables) {
+            replica.qos_tables.clear();
+        }
+        let adoption = Adoption { sections, replica, current_at };
         self.receiver.clear();
         adoption
     }
@@ -361,6 +389,7 @@ impl Replication {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::publisher::MIN_HOLD_NS;
 
     const MASTER: Guid = Guid(0x10);
     const STANDBY: Guid = Guid(0x20);
@@ -393,7 +422,7 @@ mod tests {
             else {
                 panic!("refused");
             };
-            let news = m.on_response(&bytes, t.to.lid, &key());
+            let news = m.on_response_at(&bytes, t.to.lid, &key(), now);
             all.events.extend(news.events);
             all.settled.extend(news.settled);
         }
@@ -445,6 +474,44 @@ mod tests {
         let a = s.take_over(MASTER, true);
         assert_eq!((a.sections.len(), a.current_at), (Section::ALL.len(), None), "every section, of an older version");
         assert!(s.reregister_clients(), "even handed over");
+    }
+
+    #[test]
+    fn new_lft_digests_are_seen_once_the_standby_acknowledged_a_chunk_and_void_the_older_ones() {
+        let (mut m, mut s) = (Replication::default(), Replication::default());
+        assert!(m.seen_everywhere(Section::LftDigests), "no standby: nothing to wait for");
+        let digests =
+            |n: u64| Replica { lft_digests: (0..n).map(|i| (Guid(0x100 + i), 63, i)).collect(), ..replica(3) };
+        m.after_sweep(sections(&digests(300)), &[(STANDBY, Lid(2))], &key());
+        assert!(!m.seen_everywhere(Section::LftDigests), "a standby found, not synced yet");
+        exchange(&mut m, &mut s, 1);
+        assert!(m.seen_everywhere(Section::LftDigests));
+        // A sweep withdraws a switch's digest: 299 entries are 46 chunks, more than the window.
+        let newer = digests(299);
+        let news = m.publish(vec![(Section::LftDigests, newer.encode(Section::LftDigests))], &key());
+        assert!(news.settled.is_empty());
+        assert!(!m.seen_everywhere(Section::LftDigests), "the standby holds the older digests");
+        assert_eq!(m.hold_bound(Section::LftDigests), MIN_HOLD_NS, "its round trip (0 here) is short");
+        // The first chunk goes ahead of anything else queued, and its answer is enough.
+        let t = m.poll_transmit(true, 2, MASTER, &key()).expect("a chunk");
+        let (h, msg) = Message::from_mad(&t.bytes, &key()).expect("ours");
+        assert_eq!((h.method, msg.section, msg.chunk), (Method::Set, Section::LftDigests.id(), 0));
+        let SyncAnswer::Reply { bytes, .. } =
+            s.answer(h.method, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 2, &key())
+        else {
+            panic!("refused");
+        };
+        m.on_response_at(&bytes, Lid(2), &key(), 2);
+        assert!(m.seen_everywhere(Section::LftDigests));
+        assert_eq!(m.hold_bound(Section::LftDigests), 0, "no standby to wait for");
+        // The master dies now: the standby, current at the older version, trusts no digest.
+        let mut early = s.clone();
+        let a = early.take_over(MASTER, false);
+        assert!(a.current_at.is_some() && a.replica.lft_digests.is_empty(), "{:?}", a.current_at);
+        assert_eq!(a.replica.guid2lid, newer.guid2lid, "the rest is taken");
+        // Once the sync is done the new digests are taken.
+        exchange(&mut m, &mut s, 3);
+        assert_eq!(s.take_over(MASTER, false).replica.lft_digests, newer.lft_digests);
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub const WINDOW: usize = 32;
 pub const TIMEOUT_NS: u64 = 250_000_000;
 /// Retries after the first try.
 pub const RETRIES: u32 = 3;
+/// Round trips of a standby's last answer a master holds its LFT Sets for it at most.
+pub const HOLD_RTTS: u64 = 8;
+/// The least a master holds its LFT Sets for a standby, ns.
+pub const MIN_HOLD_NS: u64 = 1_000_000;
 /// Low 32 bits of the first TID (sync TIDs are easy to spot in a trace).
 const TID_BASE: u32 = 0x5359_0000;
 
@@ -89,6 +93,11 @@ struct Peer {
     refusals: BTreeMap<Section, u32>,
     /// It answered a query since the last refusal counted: the next refusal counts.
     count_refusal: bool,
+    /// Per section, the highest version of which it acknowledged a chunk: it has begun to
+    /// take that content, and no longer holds an older one whole without knowing it is older.
+    acked: BTreeMap<Section, u64>,
+    /// The round trip of its last answer to a message's first try, ns.
+    rtt: Option<u64>,
 }
 
 impl Peer {
@@ -111,6 +120,8 @@ struct InFlight {
     what: What,
     /// The section of a chunk.
     section: Option<Section>,
+    /// The version of a chunk's content.
+    version: u64,
     mad: [u8; MAD_LEN],
     deadline: u64,
     tries_left: u32,
@@ -212,11 +223,62 @@ impl Publisher {
                 }
                 continue;
             }
-            p.queue.extend((0..n).map(|i| (section, i)));
+            if section.urgent() {
+                // Ahead of the rest: a master holding Sets until the standby has seen it
+                // waits one round trip, not for the sections queued before.
+                for i in (0..n).rev() {
+                    p.queue.push_front((section, i));
+                }
+            } else {
+                p.queue.extend((0..n).map(|i| (section, i)));
+            }
             if !matches!(p.state, PeerState::Asking) {
                 self.set_state(g, PeerState::Sending);
             }
         }
+    }
+
+    /// Whether every standby that may take over with `section` has seen its content as
+    /// published now: it holds it (current, or too old at this version or later), or it
+    /// acknowledged a chunk of it (a standby that began to take a content holds no older one
+    /// whole: [`super::Receiver::superseded`]). A standby that is foreign, unreachable or
+    /// refused, or does not take the section, is not waited for; with no standby this is true.
+    pub fn seen_everywhere(&self, section: Section) -> bool {
+        self.peers.values().all(|p| self.seen_by(p, section))
+    }
+
+    fn seen_by(&self, p: &Peer, section: Section) -> bool {
+        let Some(v) = self.sections.get(&section).map(|b| b.version) else { return true };
+        match p.state {
+            PeerState::Foreign | PeerState::Unreachable | PeerState::Refused => true,
+            _ if !p.takes(section) => true,
+            PeerState::Current(w) | PeerState::TooOld(w) if w >= v => true,
+            _ => p.acked.get(&section).is_some_and(|&a| a >= v),
+        }
+    }
+
+    /// How long to wait for the standbys that have not seen `section` yet: [`HOLD_RTTS`] of
+    /// the slowest one's last round trip, within [`MIN_HOLD_NS`] and every try of a message
+    /// (a standby whose round trip is not known yet).
+    pub fn hold_bound(&self, section: Section) -> u64 {
+        let most = TIMEOUT_NS * (u64::from(RETRIES) + 1);
+        let bound = |p: &Peer| p.rtt.map_or(most, |r| r.saturating_mul(HOLD_RTTS).clamp(MIN_HOLD_NS, most));
+        self.peers.values().filter(|p| !self.seen_by(p, section)).map(bound).max().unwrap_or(0)
+    }
+
+    /// [`Publisher::on_response`] at `now`: the round trip of an answer to a first try is
+    /// kept ([`Publisher::hold_bound`]).
+    pub fn on_response_at(&mut self, bytes: &[u8], from: Lid, key: &SyncKey, now: u64) -> bool {
+        let tid = SaHeader::from_bytes(bytes).map(|h| h.tid as u32);
+        let first = tid.ok().and_then(|t| self.inflight.get(&t)).filter(|f| f.tries_left == RETRIES);
+        let rtt = first.map(|f| (f.peer, now.saturating_sub(f.deadline.saturating_sub(TIMEOUT_NS))));
+        let ours = self.on_response(bytes, from, key);
+        if let Some((peer, rtt)) = rtt.filter(|_| ours)
+            && let Some(p) = self.peers.get_mut(&peer)
+        {
+            p.rtt = Some(rtt);
+        }
+        ours
     }
 
     /// The standbys found by the last sweep (port GUID, LID): new ones are asked what they
@@ -234,6 +296,8 @@ impl Publisher {
                 takes: 0,
                 refusals: BTreeMap::new(),
                 count_refusal: false,
+                acked: BTreeMap::new(),
+                rtt: None,
             });
             p.lid = lid;
             p.ask = true;
@@ -279,6 +343,7 @@ impl Publisher {
             let busy = self.busy(g);
             let Some(p) = self.peers.get_mut(&g) else { continue };
             let mut chunk_of = None;
+            let mut version = 0;
             let base = Message {
                 from: me,
                 version: self.version,
@@ -293,6 +358,7 @@ impl Publisher {
             let (what, msg, method) = if let Some((section, i)) = p.queue.pop_front() {
                 chunk_of = Some(section);
                 let Some(b) = self.sections.get(&section) else { continue };
+                version = b.version;
                 let start = i as usize * PAYLOAD;
                 let payload = b.bytes.get(start..(start + PAYLOAD).min(b.bytes.len())).unwrap_or_default().to_vec();
                 let chunks = Self::chunk_count(b);
@@ -317,7 +383,8 @@ impl Publisher {
             self.next_tid = self.next_tid.wrapping_add(1);
             let mad = msg.to_mad(&wire::request_header(method, u64::from(tid)), key);
             let deadline = now.saturating_add(TIMEOUT_NS);
-            let f = InFlight { peer: g, what, section: chunk_of, mad, deadline, tries_left: RETRIES, sent: true };
+            let f =
+                InFlight { peer: g, what, section: chunk_of, version, mad, deadline, tries_left: RETRIES, sent: true };
             self.inflight.insert(tid, f);
             self.counters.sent += 1;
             return Some(OutSync { bytes: mad.to_vec(), lid });
@@ -366,6 +433,10 @@ impl Publisher {
             }
             (What::Chunk, Some(_)) => {
                 self.counters.chunks_acked += 1;
+                if let (Some(p), Some(section)) = (self.peers.get_mut(&f.peer), f.section) {
+                    let acked = p.acked.entry(section).or_default();
+                    *acked = (*acked).max(f.version);
+                }
                 self.after_chunk(f.peer);
             }
             // A refused chunk: start over with a query. A standby that answers it and refuses

@@ -108,6 +108,13 @@ impl Receiver {
         encode_table(&t)
     }
 
+    /// Whether a newer content of `section` than the one held has begun to arrive (a chunk of
+    /// it was taken): the master published it, and may have begun what made the held one
+    /// stale (for the digests of the tables the switches hold, writing those tables).
+    pub fn superseded(&self, section: Section) -> bool {
+        self.partial.get(&section).is_some_and(|p| self.held.get(&section).is_none_or(|h| h.version < p.version))
+    }
+
     /// A status query from the master at `now`: notes whether this standby is current, and
     /// returns its own table for the answer.
     pub fn on_status(&mut self, msg: &Message, now: u64) -> Vec<u8> {

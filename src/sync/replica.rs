@@ -83,6 +83,14 @@ impl Section {
         self as u8
     }
 
+    /// A section of digests of tables the switches hold (LFTs, QoS tables): a standby that
+    /// holds one whole takes those tables as held. It goes to a standby ahead of every other
+    /// section queued, and one it has begun to receive in a newer content voids the one it
+    /// holds (the receiver's `superseded`): the master may be writing those tables.
+    pub const fn urgent(self) -> bool {
+        matches!(self, Section::LftDigests | Section::QosTables)
+    }
+
     /// Its name in logs and the status.
     pub const fn name(self) -> &'static str {
         match self {

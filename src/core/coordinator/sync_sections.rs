@@ -13,10 +13,11 @@ use ibsm_mad::{Guid, Lid};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::io::{MadSource, Transmit};
-use crate::core::programming::table_digest;
+use crate::core::programming::{LftPlan, table_digest};
 use crate::core::qos::TableDigests;
 use crate::core::replication::{PeerNews, SyncAnswer, SyncStatus};
 use crate::core::state::SmState;
+use crate::core::transactions::Op;
 use crate::sync::wire::SyncKey;
 use crate::sync::{Replica, Section};
 
@@ -75,6 +76,36 @@ impl Sm {
         }
     }
 
+    /// Master: a plan's LFT Sets, after the digests they make stale are withdrawn (published
+    /// again): queued, or held while a standby may still hold the older digests ([`Sm::release_lfts`]).
+    /// A sweep with no standby, or whose standbys all saw the digests, does not wait.
+    pub(in crate::core) fn queue_lft_plan(&mut self, plan: LftPlan) {
+        self.publish_digests_if_changed();
+        self.sweep.lfts(plan.sets.len() as u64, plan.unchanged);
+        if plan.sets.len() > 0 && !self.lfts_may_go() {
+            let bound = self.replication.hold_bound(Section::LftDigests);
+            self.lft_gate.hold(plan.sets, self.now, bound);
+        } else {
+            self.tx.push_feed(plan.sets, Op::Sweep);
+        }
+    }
+
+    /// Whether LFT Sets may go: this SM is not master (a takeover's sweep syncs no standby
+    /// yet), or every standby has seen the LFT digests as published now.
+    fn lfts_may_go(&self) -> bool {
+        self.state != SmState::Master || self.replication.seen_everywhere(Section::LftDigests)
+    }
+
+    /// The held LFT Sets go when every standby has seen the digests (it acknowledged a chunk
+    /// of them: a takeover then trusts none of the older ones) or at the bound; whether they went.
+    pub(in crate::core) fn release_lfts(&mut self) -> bool {
+        let seen = self.lfts_may_go();
+        let Some(r) = self.lft_gate.release(seen, self.now) else { return false };
+        self.events.push_back(SmEvent::SyncLftsHeld { held_ns: r.held_ns, seen });
+        self.tx.push_feed(r.sets, Op::Sweep);
+        true
+    }
+
     /// Master: publishes the QoS table digests again when a node's tables stopped being held
     /// (reset, or about to be rewritten), as [`Sm::publish_digests_if_changed`] does for LFTs.
     pub(in crate::core) fn publish_qos_digests_if_changed(&mut self) {
@@ -126,7 +157,7 @@ impl Sm {
 
     /// Master: an answer to a sync message from `src`.
     pub(in crate::core) fn on_sync_response(&mut self, bytes: &[u8], src: &MadSource) {
-        let news = self.replication.on_response(bytes, src.slid, &self.sync_key());
+        let news = self.replication.on_response_at(bytes, src.slid, &self.sync_key(), self.now);
         self.take_news(news);
     }
 
