@@ -144,7 +144,7 @@ fn judge(who: &str, topo: &Topology, g2l: &str, s: &Seen) -> (usize, usize) {
             let lid = f.next().and_then(|x| u16::from_str_radix(x.trim_start_matches("0x"), 16).ok());
             let port = f.next().and_then(|x| x.parse::<u8>().ok());
             if let (Some(lid), Some(port)) = (lid, port)
-                && let Some(e) = lft.ports.get_mut(usize::from(lid))
+                && let Some(e) = lft.entries_mut().get_mut(usize::from(lid))
             {
                 *e = PortNum(port);
             }

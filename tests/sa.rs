@@ -583,7 +583,7 @@ fn a_switch_without_a_route_for_a_lid_shows_in_the_snapshots_unrouted_lids() {
     for (&sw, lid) in switches.iter().zip([a, a, b]) {
         let mut table = broken.nodes[sw].lft().to_vec();
         table[usize::from(lid.0)] = ibsm_routing::Lft::UNROUTED;
-        broken.nodes[sw].table = Some(std::sync::Arc::new(ibsm_routing::Lft { ports: table }));
+        broken.nodes[sw].table = Some(std::sync::Arc::new(ibsm_routing::Lft::from(table)));
     }
     let u = broken.unrouted();
     assert_eq!(u.total, 2);

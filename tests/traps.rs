@@ -67,7 +67,7 @@ fn cable_off_the_sm_routes(t: &Topology, drv: &SimDriver) -> (usize, u8) {
     let sm = usize::from(drv.sm.last_report().expect("report").sm_lid.0);
     let out = |n: usize| -> Option<u8> {
         let at = snap.by_guid(t.nodes[n].port_guid(0))?;
-        snap.node(at.0)?.lft().get(sm).map(|p| p.0)
+        snap.node(at.0)?.lft().entry(sm).map(|p| p.0)
     };
     for (a, n) in t.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
         for pa in 1..=n.num_ports {

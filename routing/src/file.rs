@@ -76,7 +76,7 @@ impl Engine for FromFile {
             };
             let mut lft = Lft::unrouted(top);
             for &(lid, port) in entries {
-                if let Some(slot) = lft.ports.get_mut(usize::from(lid.0)) {
+                if let Some(slot) = lft.entries_mut().get_mut(usize::from(lid.0)) {
                     *slot = port;
                 }
             }

@@ -206,7 +206,7 @@ impl Indexed {
 
 /// Writes `port` for `lid` into `table` if the LID is inside it.
 pub(crate) fn set(table: &mut crate::Lft, lid: u16, port: PortNum) {
-    if let Some(e) = table.ports.get_mut(usize::from(lid)) {
+    if let Some(e) = table.entries_mut().get_mut(usize::from(lid)) {
         *e = port;
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Owns: the routing input ([`FabricView`]: switches with their ports and neighbours, CAs with
 //! their ports, LIDs and the LMC), the output ([`Routes`]: one linear forwarding table per
-//! switch), the [`Engine`] trait every engine implements, and the name registry
+//! switch, [`Lft`], shared by 64-LID blocks between tables made from one another), the [`Engine`] trait every engine implements, and the name registry
 //! ([`engine_by_name`], [`ENGINE_NAMES`]), in the spirit of OpenSM's routing-engine plug-ins.
 //!
 //! Guarantees: no MADs, no I/O, no clock; engines are deterministic (the same view gives the
@@ -23,6 +23,7 @@ pub mod dfsssp;
 pub mod file;
 pub mod ftree;
 mod graph;
+mod lft;
 pub mod minhop;
 pub mod nue;
 mod par;
@@ -34,6 +35,8 @@ pub mod updn;
 use std::sync::Arc;
 
 use ibsm_mad::{Guid, Lid, PortNum};
+
+pub use lft::Lft;
 
 /// A node of the view: index into [`FabricView::switches`] or [`FabricView::cas`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -110,33 +113,6 @@ impl FabricView {
         let sw = self.switches.iter().map(|s| s.lid.0);
         let ca = self.cas.iter().flat_map(|c| c.ports.iter().map(|p| p.lid.0));
         sw.chain(ca).filter(|&l| l != 0).map(|l| l.saturating_add(span)).max().unwrap_or(0)
-    }
-}
-
-/// A switch's linear forwarding table: the egress port for each LID from 0 to `top`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Lft {
-    /// `ports[lid]` is the egress port; [`Lft::UNROUTED`] means "drop".
-    pub ports: Vec<PortNum>,
-}
-
-impl Lft {
-    /// The "no route" entry (0xff, as in the LinearForwardingTable attribute).
-    pub const UNROUTED: PortNum = PortNum(0xff);
-
-    /// A table for LIDs `0..=top`, every entry unrouted.
-    pub fn unrouted(top: u16) -> Lft {
-        Lft { ports: vec![Self::UNROUTED; usize::from(top) + 1] }
-    }
-
-    /// The egress port for `lid`, or `None` if unrouted or beyond the table.
-    pub fn port_for(&self, lid: Lid) -> Option<PortNum> {
-        self.ports.get(usize::from(lid.0)).copied().filter(|&p| p != Self::UNROUTED)
-    }
-
-    /// The highest LID the table covers (LinearFDBTop), 0 for an empty table.
-    pub fn top(&self) -> u16 {
-        u16::try_from(self.ports.len().saturating_sub(1)).unwrap_or(u16::MAX)
     }
 }
 
@@ -348,7 +324,7 @@ mod tests {
     #[test]
     fn lft_lookup_and_top() {
         let mut t = Lft::unrouted(5);
-        t.ports[3] = PortNum(2);
+        t.set(3, PortNum(2));
         assert_eq!(t.top(), 5);
         assert_eq!(t.port_for(Lid(3)), Some(PortNum(2)));
         assert_eq!(t.port_for(Lid(4)), None);

@@ -53,11 +53,8 @@ use crate::fabric_view::{AvoidedLinks, avoid_links, build};
 /// Block `block` of `table` as an attribute (entries past the table are unrouted).
 pub fn block_of(table: &Lft, block: u32) -> LinearForwardingTable {
     let mut b = LinearForwardingTable::unrouted();
-    let start = block as usize * LinearForwardingTable::ENTRIES;
-    for (i, e) in b.ports.iter_mut().enumerate() {
-        if let Some(&p) = table.ports.get(start + i) {
-            *e = p;
-        }
+    for (e, &p) in b.ports.iter_mut().zip(table.block(block as usize)) {
+        *e = p;
     }
     b
 }
@@ -737,13 +734,12 @@ pub fn interim_tables(held_guids: &[ibsm_mad::Guid], held: &Routes, guids: &[ibs
         .map(|(n, t)| match at.get(n).and_then(|&i| held.tables.get(i)) {
             Some(h) if h == t => Arc::clone(t),
             Some(h) => {
-                let ports = t
-                    .ports
+                let ports: Vec<_> = t
                     .iter()
                     .enumerate()
-                    .map(|(lid, &p)| if h.ports.get(lid) == Some(&p) { p } else { Lft::UNROUTED })
+                    .map(|(lid, p)| if h.entry(lid) == Some(p) { p } else { Lft::UNROUTED })
                     .collect();
-                Arc::new(Lft { ports })
+                Arc::new(Lft::from(ports))
             }
             None => Arc::clone(t),
         })
@@ -760,13 +756,13 @@ mod tests {
 
     #[test]
     fn the_interim_tables_unroute_what_changes_matching_switches_by_guid() {
-        let t = |p: &[u8]| Arc::new(Lft { ports: p.iter().map(|&x| ibsm_mad::PortNum(x)).collect() });
+        let t = |p: &[u8]| Arc::new(Lft::from(p.iter().map(|&x| ibsm_mad::PortNum(x)).collect::<Vec<_>>()));
         let (a, b, c) = (ibsm_mad::Guid(1), ibsm_mad::Guid(2), ibsm_mad::Guid(3));
         let held = Routes { tables: vec![t(&[0, 1, 2, 3]), t(&[0, 4, 4, 4])] };
         // The new tables in another switch order, and a switch the held tables lack.
         let new = Routes { tables: vec![t(&[0, 4, 5, 4]), t(&[0, 1, 2, 6]), t(&[0, 7, 7, 7])] };
         let got = interim_tables(&[a, b], &held, &[b, a, c], &new);
-        let ports = |i: usize| got.tables[i].ports.iter().map(|p| p.0).collect::<Vec<_>>();
+        let ports = |i: usize| got.tables[i].iter().map(|p| p.0).collect::<Vec<_>>();
         assert_eq!(ports(0), [0, 4, 255, 4]);
         assert_eq!(ports(1), [0, 1, 2, 255]);
         assert_eq!(ports(2), [0, 7, 7, 7]);
@@ -777,7 +773,7 @@ mod tests {
 
     #[test]
     fn an_sm_that_wrote_nothing_yet_holds_what_the_switches_hold() {
-        let t = Arc::new(Lft { ports: vec![ibsm_mad::PortNum(0), ibsm_mad::PortNum(1)] });
+        let t = Arc::new(Lft::from(vec![ibsm_mad::PortNum(0), ibsm_mad::PortNum(1)]));
         let (a, b) = (ibsm_mad::Guid(1), ibsm_mad::Guid(2));
         let mut r = Routing::default();
         assert!(r.fresh());
@@ -825,7 +821,7 @@ mod tests {
         let (switches, routes) = r.routes().expect("tables");
         assert_eq!(switches, &[1]);
         let lft = &routes.tables[0];
-        assert_eq!(lft.ports.get(3).copied(), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
+        assert_eq!(lft.entry(3), Some(ibsm_mad::PortNum(2)), "LID 3 leaves by port 2");
         r.sweep_started();
         assert!(r.routes().is_none());
         let again = r.job(&s, 0, (&minhop, &EngineOptions::default()), 1, &[]).0.run();

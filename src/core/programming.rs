@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use ibsm_mad::attrs::LinearForwardingTable;
-use ibsm_mad::{Attribute, DrPath, Guid, Lid, PortNum};
+use ibsm_mad::{Attribute, DrPath, Guid, Lid};
 use ibsm_routing::{Lft, Routes, TableDelta};
 
 use super::lft::block_of;
@@ -568,10 +568,10 @@ impl Programming {
             return Some(Arc::clone(w));
         }
         let mut lft = ibsm_routing::Lft::unrouted(held.top);
-        for (i, slot) in lft.ports.iter_mut().enumerate() {
+        for (i, slot) in lft.entries_mut().iter_mut().enumerate() {
             let (block, entry) = (i / LinearForwardingTable::ENTRIES, i % LinearForwardingTable::ENTRIES);
             let known = match held.via(block as u32) {
-                Some(t) => t.ports.get(i).copied().or(Some(LinearForwardingTable::UNROUTED)),
+                Some(t) => t.entry(i).or(Some(LinearForwardingTable::UNROUTED)),
                 None => held.blocks.get(block).and_then(Option::as_ref).and_then(|b| b.ports.get(entry)).copied(),
             };
             if let Some(p) = known {
@@ -611,21 +611,22 @@ impl Programming {
 /// A digest of `table` (its LinearFDBTop and every entry) for the state sync: SipHash-2-4
 /// under a fixed key, compared only for equality (the sync's messages carry their own MAC).
 pub(crate) fn table_digest(table: &Lft) -> u64 {
-    let mut bytes = Vec::with_capacity(table.ports.len() + 2);
+    let mut bytes = Vec::with_capacity(table.len() + 2);
     bytes.extend_from_slice(&table.top().to_be_bytes());
-    bytes.extend(table.ports.iter().map(|p| p.0));
+    for b in table.runs() {
+        bytes.extend(b.iter().map(|p| p.0));
+    }
     crate::siphash::siphash24(&[0; 16], &bytes)
 }
 
-/// The entries of block `block` of `table` (fewer past its end).
-fn block_entries(table: &Lft, block: u32) -> &[PortNum] {
-    let entries = table.ports.get(block as usize * LinearForwardingTable::ENTRIES..).unwrap_or(&[]);
-    &entries[..entries.len().min(LinearForwardingTable::ENTRIES)]
-}
-
-/// Block `block` of `one` and of `other` are the same (entries past a table unrouted).
+/// Block `block` of `one` and of `other` are the same (entries past a table unrouted): the
+/// same memory (a table a repair derived from another shares the blocks it did not change),
+/// or the same entries.
 fn same_block(one: &Lft, other: &Lft, block: u32) -> bool {
-    let (mine, theirs) = (block_entries(one, block), block_entries(other, block));
+    if one.shares_block(other, block as usize) {
+        return true;
+    }
+    let (mine, theirs) = (one.block(block as usize), other.block(block as usize));
     let common = mine.len().min(theirs.len());
     mine[..common] == theirs[..common]
         && mine[common..].iter().all(|&p| p == Lft::UNROUTED)
@@ -635,9 +636,8 @@ fn same_block(one: &Lft, other: &Lft, block: u32) -> bool {
 /// `held` is block `block` of `table` (entries past the table unrouted), as
 /// [`block_of`] would build it.
 fn holds(held: &LinearForwardingTable, table: &Lft, block: u32) -> bool {
-    let start = block as usize * LinearForwardingTable::ENTRIES;
-    let want = table.ports.get(start..).unwrap_or(&[]);
-    let n = want.len().min(LinearForwardingTable::ENTRIES);
+    let want = table.block(block as usize);
+    let n = want.len();
     held.ports[..n] == want[..n] && held.ports[n..].iter().all(|&p| p == LinearForwardingTable::UNROUTED)
 }
 
@@ -693,8 +693,8 @@ mod tests {
         assert_eq!(p.held_lfts(), 1, "only switches being read back are kept");
         let lft = p.programmed_lft(Guid(0x20)).expect("known");
         assert_eq!(lft.top(), 100);
-        assert_eq!(lft.ports[3], PortNum(2));
-        assert_eq!(lft.ports[70], ibsm_routing::Lft::unrouted(100).ports[70], "block 1 unknown: unrouted");
+        assert_eq!(lft.entry(3), Some(PortNum(2)));
+        assert_eq!(lft.entry(70), ibsm_routing::Lft::unrouted(100).entry(70), "block 1 unknown: unrouted");
         // The same top again: trusted. Another master on it: read back.
         p.switch_info_read(&s, 1);
         assert!(p.take_read_backs().is_empty());
@@ -727,7 +727,7 @@ mod tests {
         }
         let plan = plan_of(p.lft_sets(&s, switches, routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 1));
-        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[3]), Some(PortNum(2)));
+        assert_eq!(p.programmed_lft(Guid(0x20)).and_then(|l| l.entry(3)), Some(PortNum(2)));
         // The same table again is not compared (it is known whole), but a block written or
         // read since makes it compared again.
         let plan = plan_of(p.lft_sets(&s, switches, routes));
@@ -752,7 +752,7 @@ mod tests {
     fn three_switches() -> (Subnet, Routes) {
         let mk = |top: u16, port: u8| {
             let mut t = Lft::unrouted(top);
-            for p in &mut t.ports {
+            for p in t.entries_mut() {
                 *p = PortNum(port);
             }
             t
@@ -792,10 +792,10 @@ mod tests {
     #[test]
     fn a_repair_delta_limits_the_comparison_to_the_blocks_of_its_lids() {
         let s = fabric(150);
-        let old = std::sync::Arc::new(Lft { ports: vec![PortNum(1); 151] });
+        let old = std::sync::Arc::new(Lft::from(vec![PortNum(1); 151]));
         let mut new = (*old).clone();
-        new.ports[70] = PortNum(2);
-        new.ports[140] = PortNum(2);
+        new.set(70, PortNum(2));
+        new.set(140, PortNum(2));
         let routes = Routes { tables: vec![std::sync::Arc::new(new)] };
         let sent = |p: &mut Programming, delta: TableDelta| {
             let plan = plan_of(p.lft_sets_ranked(&s, &[1], &routes, None, Some(&[Some(delta)])));
@@ -886,7 +886,7 @@ mod tests {
     #[test]
     fn a_switch_whose_planned_blocks_were_all_answered_holds_the_routing_table_itself() {
         let mut t = Lft::unrouted(150);
-        t.ports.fill(PortNum(1));
+        t.entries_mut().fill(PortNum(1));
         let routes = Routes { tables: vec![Arc::new(t.clone())] };
         let s = fabric(150);
         let switches = [1];
@@ -908,7 +908,7 @@ mod tests {
         let plan = plan_of(p.lft_sets(&s, &switches, &routes));
         assert_eq!((plan.sets.len(), plan.unchanged), (0, 3));
         // Another table, one block different: compared against the whole table, that block.
-        t.ports[70] = PortNum(2);
+        t.set(70, PortNum(2));
         let routes2 = Routes { tables: vec![Arc::new(t)] };
         let plan = plan_of(p.lft_sets(&s, &switches, &routes2));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![1], 2));
@@ -921,14 +921,14 @@ mod tests {
         answer(&mut p, &s, &plan.sets[0]);
         let held = p.programmed_lft(Guid(0x20)).expect("held");
         assert!(!Arc::ptr_eq(&held, &routes2.tables[0]));
-        assert_eq!(held.ports[5], PortNum(3), "what was written last");
-        assert_eq!(held.ports[70], PortNum(2));
+        assert_eq!(held.entry(5), Some(PortNum(3)), "what was written last");
+        assert_eq!(held.entry(70), Some(PortNum(2)));
     }
 
     #[test]
     fn answered_blocks_are_known_by_the_plans_table_and_only_blocks_a_new_plan_changes_are_copied() {
         let mut t1 = Lft::unrouted(200);
-        t1.ports.fill(PortNum(1));
+        t1.entries_mut().fill(PortNum(1));
         let t1 = Arc::new(t1);
         let s = fabric(200);
         let switches = [1];
@@ -941,14 +941,20 @@ mod tests {
         let copies = |p: &Programming| p.held(Guid(0x20)).map(|h| h.blocks.iter().flatten().count());
         assert_eq!(copies(&p), Some(0), "answered blocks are not copied");
         let held = p.programmed_lft(Guid(0x20)).expect("held");
-        assert_eq!((held.ports[5], held.ports[70], held.ports[130]), (PortNum(1), Lft::UNROUTED, PortNum(1)));
+        assert_eq!(
+            (held.entry(5), held.entry(70), held.entry(130)),
+            (Some(PortNum(1)), Some(Lft::UNROUTED), Some(PortNum(1)))
+        );
         // Something else written to block 2: that block is the write, not the table's.
         let mut other = block_of(&t1, 2);
         other.ports[0] = PortNum(4);
         let mut data = [0u8; 64];
         other.emit(&mut data);
         p.lft_written(&s.nodes[1], 2, &data);
-        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| (l.ports[128], l.ports[129])), Some((PortNum(4), PortNum(1))));
+        assert_eq!(
+            p.programmed_lft(Guid(0x20)).map(|l| (l.entry(128), l.entry(129))),
+            Some((Some(PortNum(4)), Some(PortNum(1))))
+        );
         // Written whole, then a table with block 1 changed: only block 1 of the old is copied.
         let plan = plan_of(p.lft_sets(&s, &switches, &Routes { tables: vec![Arc::clone(&t1)] }));
         for r in &plan.sets {
@@ -956,12 +962,12 @@ mod tests {
         }
         assert!(p.programmed_lft(Guid(0x20)).is_some_and(|h| Arc::ptr_eq(&h, &t1)));
         let mut t2 = (*t1).clone();
-        t2.ports[70] = PortNum(2);
+        t2.set(70, PortNum(2));
         let routes2 = Routes { tables: vec![Arc::new(t2)] };
         let plan = plan_of(p.lft_sets(&s, &switches, &routes2));
         assert_eq!((blocks(&plan.sets), plan.unchanged), (vec![1], 3));
         assert_eq!(copies(&p), Some(1), "the block the plan changes, as the switch holds it until answered");
-        assert_eq!(p.programmed_lft(Guid(0x20)).map(|l| l.ports[70]), Some(PortNum(1)));
+        assert_eq!(p.programmed_lft(Guid(0x20)).and_then(|l| l.entry(70)), Some(PortNum(1)));
         answer(&mut p, &s, &plan.sets[0]);
         assert!(p.programmed_lft(Guid(0x20)).is_some_and(|h| Arc::ptr_eq(&h, &routes2.tables[0])));
     }

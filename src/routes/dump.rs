@@ -168,7 +168,7 @@ pub struct Timings {
 /// Fabric counts and timings, no tables.
 pub fn stats(plan: &Plan, routes: &Routes, engine: &str, t: Timings) -> String {
     let cas: usize = plan.view.cas.iter().map(|c| c.ports.len()).sum();
-    let entries: usize = routes.tables.iter().map(|l| l.ports.iter().filter(|p| p.0 != 0xff).count()).sum();
+    let entries: usize = routes.tables.iter().map(|l| l.iter().filter(|p| p.0 != 0xff).count()).sum();
     format!(
         "switches {}\nca ports {}\nmax lid {}\nlmc {}\nengine {engine}\nlft entries {entries}\n\
          read topology {:.1} ms\nassign lids {:.1} ms\nrouting {:.1} ms\n",

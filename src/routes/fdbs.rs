@@ -263,7 +263,7 @@ mod tests {
         let l1 = plan.view.switches[leaf1].lid.0;
         let sp0 = plan.view.switches[spine0].lid.0;
         let mut tables: Vec<Lft> = plan.view.switches.iter().map(|_| Lft::unrouted(max)).collect();
-        let set = |t: &mut Vec<Lft>, s: usize, lid: u16, p: u8| t[s].ports[usize::from(lid)] = PortNum(p);
+        let set = |t: &mut Vec<Lft>, s: usize, lid: u16, p: u8| t[s].entries_mut()[usize::from(lid)] = PortNum(p);
         // leaf-0: its own LID by port 0, h0 by port 1, h2 up by port 3 (2 + 1 hops), leaf-1 by
         // port 1 (toward h0: no switch path), spine-0 by port 4 (via spine-1 and a leaf: 3, not 1).
         set(&mut tables, leaf0, plan.view.switches[leaf0].lid.0, 0);
@@ -301,7 +301,7 @@ mod tests {
         let leaf0 = index_of(&plan, "leaf-0");
         let h0 = lid_of(&plan, "h0");
         let mut tables: Vec<Lft> = plan.view.switches.iter().map(|_| Lft::unrouted(max)).collect();
-        tables[leaf0].ports[usize::from(h0)] = PortNum(3);
+        tables[leaf0].entries_mut()[usize::from(h0)] = PortNum(3);
         let text = fdbs(&plan, &Routes::from_tables(tables), Some(leaf0));
         assert_eq!(line(&text, &plan, leaf0, h0), format!("0x{h0:04X} : 003  : 01   : yes"));
     }

@@ -159,9 +159,10 @@ impl LiveRoutes {
                 let at = snap.nodes.iter().position(|s| s.info.node_guid == n.guid);
                 let mut sls = String::new();
                 if let Some(at) = at.and_then(|i| u32::try_from(i).ok()) {
-                    let t = snap.node(at).map_or(&[][..], crate::sa::snapshot::SnapNode::lft);
+                    let none = Lft::new();
+                    let t = snap.node(at).map_or(&none, crate::sa::snapshot::SnapNode::lft);
                     lft.reserve(t.len() * 2);
-                    for p in t {
+                    for p in t.iter() {
                         let _ = write!(lft, "{:02x}", p.0);
                     }
                     if snap.layers.is_some() {
@@ -369,7 +370,7 @@ fn decode_lft(hex: &str) -> Option<Lft> {
             u8::from_str_radix(text, 16).ok().map(PortNum)
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(Lft { ports })
+    Some(Lft::from(ports))
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ pub fn routes_from_dump(plan: &Plan, dumped: &[DumpedSwitch]) -> Routes {
             let mut lft = Lft::unrouted(top);
             if let Some(d) = dumped.iter().find(|d| d.guid == sw.guid) {
                 for (&lid, &port) in &d.routes {
-                    if let Some(slot) = lft.ports.get_mut(usize::from(lid)) {
+                    if let Some(slot) = lft.entries_mut().get_mut(usize::from(lid)) {
                         *slot = PortNum(port.0);
                     }
                 }

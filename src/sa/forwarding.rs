@@ -31,8 +31,7 @@ pub(super) fn lft_query(snap: &Snapshot, q: &Query<'_>, limits: &Limits) -> Answ
                 continue;
             }
             let mut lft = LinearForwardingTable::default();
-            let from = b * LinearForwardingTable::ENTRIES;
-            for (slot, &p) in lft.ports.iter_mut().zip(&table[from..]) {
+            for (slot, &p) in lft.ports.iter_mut().zip(table.block(b)) {
                 *slot = p;
             }
             if !t.offer(q, &LftRecord { lid: port.lid, block_num: block, lft }) {

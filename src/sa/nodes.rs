@@ -47,8 +47,9 @@ pub struct SnapNode {
 impl SnapNode {
     /// A switch's egress port for each LID as the switch holds it (`0xff`: unrouted); empty
     /// for a CA or a switch whose table is unknown.
-    pub fn lft(&self) -> &[PortNum] {
-        self.table.as_deref().map_or(&[], |t| t.ports.as_slice())
+    pub fn lft(&self) -> &ibsm_routing::Lft {
+        static NONE: ibsm_routing::Lft = ibsm_routing::Lft::new();
+        self.table.as_deref().unwrap_or(&NONE)
     }
 
     /// Whether the node is a switch.

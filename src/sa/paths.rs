@@ -47,7 +47,7 @@ struct NodeAt {
 impl NodeAt {
     /// The egress port for `dlid` (`None`: beyond the table, or no table).
     fn egress(&self, dlid: Lid) -> Option<u8> {
-        self.table.as_deref().and_then(|t| t.ports.get(usize::from(dlid.0))).map(|p| p.0)
+        self.table.as_deref().and_then(|t| t.entry(usize::from(dlid.0))).map(|p| p.0)
     }
 }
 
@@ -382,7 +382,7 @@ mod tests {
                 let cap = sw.ports.first().and_then(|p| p.info).map_or(mtu, |i| i.mtu_cap);
                 return Some(Walk { switches, mtu: min_mtu(mtu, cap), rate_mbps: rate, dest });
             }
-            let out = sw.lft().get(usize::from(dlid.0))?.0;
+            let out = sw.lft().entry(usize::from(dlid.0))?.0;
             if out == 0 || out == 0xff {
                 return None;
             }
@@ -444,7 +444,7 @@ mod tests {
         let lid = |i: usize| snap.end_ports().filter_map(|p| snap.port(p).map(|r| r.lid)).nth(i).unwrap();
         let (l1, l2) = (lid(1), lid(5));
         let mut table = (**snap.nodes[switches[0]].table.as_ref().unwrap()).clone();
-        table.ports[usize::from(l1.0)] = PortNum(0xff);
+        table.set(usize::from(l1.0), PortNum(0xff));
         snap.nodes[switches[0]].table = Some(Arc::new(table));
         // A loop: two neighbouring switches send LID l2 to each other.
         let (a, b) = (
@@ -456,11 +456,11 @@ mod tests {
         let (pa, b, pb) = b.unwrap();
         for (s, out) in [(a, pa), (b, usize::from(pb))] {
             let mut t = (**snap.nodes[s].table.as_ref().unwrap()).clone();
-            t.ports[usize::from(l2.0)] = PortNum(u8::try_from(out).unwrap());
+            t.set(usize::from(l2.0), PortNum(u8::try_from(out).unwrap()));
             snap.nodes[s].table = Some(Arc::new(t));
         }
         let mut short = (**snap.nodes[switches[2]].table.as_ref().unwrap()).clone();
-        short.ports.truncate(3);
+        short.entries_mut().truncate(3);
         snap.nodes[switches[2]].table = Some(Arc::new(short));
         snap.nodes[switches[3]].table = None;
         snap.nodes[switches[4]].ports[1].info = None;

@@ -204,8 +204,14 @@ impl Unrouted {
             }
             let lft = node.lft();
             let routed = lft.len().min(owned.len());
-            for ((m, &o), &p) in missing.iter_mut().zip(&owned).zip(&lft[..routed]) {
-                *m += usize::from(o && (p.0 == 0 || p.0 == 0xff));
+            // Block by block (a table a repair made shares the blocks it did not change).
+            for (k, block) in lft.blocks().enumerate() {
+                let start = k * ibsm_routing::Lft::BLOCK;
+                let end = (start + block.len()).min(routed);
+                let (Some(m), Some(o)) = (missing.get_mut(start..end), owned.get(start..end)) else { break };
+                for ((m, &o), &p) in m.iter_mut().zip(o).zip(block) {
+                    *m += usize::from(o && (p.0 == 0 || p.0 == 0xff));
+                }
             }
             for (m, &o) in missing[routed..].iter_mut().zip(&owned[routed..]) {
                 *m += usize::from(o);
@@ -219,7 +225,7 @@ impl Unrouted {
                 for (lid, m) in missing.iter_mut().enumerate().take(top).skip(base) {
                     // Its own LID goes to port 0: not a missing route.
                     if snap.index.by_lid[lid].is_some_and(|(on, _)| on == n) && lid != 0 {
-                        let p = lft.get(lid).copied();
+                        let p = lft.entry(lid);
                         *m -= usize::from(p.is_none_or(|p| p.0 == 0 || p.0 == 0xff));
                     }
                 }

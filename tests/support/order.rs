@@ -14,8 +14,12 @@ use ibsm_topology::{NodeKind, Topology};
 pub fn held(fabric: &Fabric, nodes: &[usize], top: u16) -> Vec<Lft> {
     nodes
         .iter()
-        .map(|&n| Lft {
-            ports: (0..=top).map(|l| ibsm_mad::PortNum(fabric.lft_entry(n, l).unwrap_or(Lft::UNROUTED.0))).collect(),
+        .map(|&n| {
+            Lft::from(
+                (0..=top)
+                    .map(|l| ibsm_mad::PortNum(fabric.lft_entry(n, l).unwrap_or(Lft::UNROUTED.0)))
+                    .collect::<Vec<_>>(),
+            )
         })
         .collect()
 }
@@ -35,7 +39,7 @@ pub fn loops(view: &FabricView, state: &[Lft], rows: &[Vec<u8>]) -> Vec<(u8, usi
 /// been written.
 pub fn written_new(state: &[Lft], first: &[Lft], last: &[Lft]) -> bool {
     state.iter().zip(first.iter().zip(last)).any(|(t, (a, z))| {
-        t.ports.iter().zip(a.ports.iter().zip(&z.ports)).any(|(p, (x, y))| x != y && p == y && *y != Lft::UNROUTED)
+        t.iter().zip(a.iter().zip(z.iter())).any(|(p, (x, y))| x != y && p == y && y != Lft::UNROUTED)
     })
 }
 
@@ -44,10 +48,10 @@ pub fn written_new(state: &[Lft], first: &[Lft], last: &[Lft]) -> bool {
 pub fn old_and_new(state: &[Lft], old: &[Lft], new: &[Lft]) -> (usize, usize) {
     let (mut o, mut n) = (0, 0);
     for ((t, a), z) in state.iter().zip(old).zip(new) {
-        for ((p, x), y) in t.ports.iter().zip(&a.ports).zip(&z.ports) {
+        for ((p, x), y) in t.iter().zip(a.iter()).zip(z.iter()) {
             if x != y {
-                o += usize::from(p == x && *x != Lft::UNROUTED);
-                n += usize::from(p == y && *y != Lft::UNROUTED);
+                o += usize::from(p == x && x != Lft::UNROUTED);
+                n += usize::from(p == y && y != Lft::UNROUTED);
             }
         }
     }

@@ -48,7 +48,7 @@ fn tables(rows: [[u8; 8]; 4]) -> Routes {
             .map(|r| {
                 let mut t = Lft::unrouted(8);
                 for (i, &p) in r.iter().enumerate() {
-                    t.ports[i + 1] = PortNum(p);
+                    t.set(i + 1, PortNum(p));
                 }
                 std::sync::Arc::new(t)
             })
@@ -141,7 +141,7 @@ fn loops_black_holes_and_dead_ports_are_counted() {
     assert!(r.failures.iter().any(|f| f.kind == FailureKind::DeadPort(PortNum(9))));
     // Delivering to the wrong CA is a black hole too.
     let mut wrong = balanced();
-    std::sync::Arc::make_mut(&mut wrong.tables[0]).ports[5] = PortNum(2);
+    std::sync::Arc::make_mut(&mut wrong.tables[0]).set(5, PortNum(2));
     let r = check(&v, &wrong);
     assert!(r.failures.iter().any(|f| f.kind == FailureKind::Misdelivered(PortNum(2))));
     assert_eq!(r.black_holes, 3);
@@ -158,7 +158,7 @@ fn clockwise_ring(n: usize) -> (FabricView, Routes) {
             for lid in 1..=top {
                 let owner = (usize::from(lid) - 1) % n;
                 let local = owner == i;
-                t.ports[usize::from(lid)] = match (local, usize::from(lid) <= n) {
+                t.entries_mut()[usize::from(lid)] = match (local, usize::from(lid) <= n) {
                     (true, true) => PortNum(0),
                     (true, false) => PortNum(3),
                     _ => PortNum(1),

@@ -432,7 +432,7 @@ fn pass(
             if p != old {
                 load[x][usize::from(old.0)] = load[x][usize::from(old.0)].saturating_sub(1);
                 load[x][usize::from(p.0)] += 1;
-                crate::graph::set(Arc::make_mut(&mut tables[x]), d.lid, p);
+                Lft::set_shared(&mut tables[x], usize::from(d.lid), p);
                 entries += 1;
                 changed = true;
                 rank[x] = rank[x].min(c);
@@ -441,7 +441,7 @@ fn pass(
         // Cut off from the destination: unrouted.
         for &x in &broken {
             if !settled[x] && tables[x].port_for(lid).is_some_and(|p| p != Lft::UNROUTED) {
-                crate::graph::set(Arc::make_mut(&mut tables[x]), d.lid, Lft::UNROUTED);
+                Lft::set_shared(&mut tables[x], usize::from(d.lid), Lft::UNROUTED);
                 entries += 1;
                 changed = true;
             }
@@ -508,8 +508,10 @@ fn pass(
 /// Entries of `table` per egress port (256 counts).
 fn port_loads(table: &Lft) -> Vec<u32> {
     let mut c = vec![0u32; 256];
-    for p in &table.ports {
-        c[usize::from(p.0)] += 1;
+    for b in table.runs() {
+        for p in b {
+            c[usize::from(p.0)] += 1;
+        }
     }
     c
 }

@@ -145,14 +145,16 @@ pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Deriva
 /// one port do not wait on each other.
 fn port_loads(table: &Lft) -> Vec<u32> {
     let mut c = [[0u32; 256]; 4];
-    let mut quads = table.ports.chunks_exact(4);
-    for q in &mut quads {
-        for (k, p) in q.iter().enumerate() {
-            c[k][usize::from(p.0)] += 1;
+    for block in table.runs() {
+        let mut quads = block.chunks_exact(4);
+        for q in &mut quads {
+            for (k, p) in q.iter().enumerate() {
+                c[k][usize::from(p.0)] += 1;
+            }
         }
-    }
-    for p in quads.remainder() {
-        c[0][usize::from(p.0)] += 1;
+        for p in quads.remainder() {
+            c[0][usize::from(p.0)] += 1;
+        }
     }
     (0..256).map(|i| c[0][i] + c[1][i] + c[2][i] + c[3][i]).collect()
 }
@@ -219,7 +221,7 @@ impl PortLoads {
     /// Table `i`'s counts, if `table` is the table counted there.
     fn of(&self, i: usize, table: &Arc<Lft>) -> Option<&[u32]> {
         let counted = self.tables.get(i).filter(|t| Arc::ptr_eq(t, table))?;
-        debug_assert_eq!(counted.ports.len(), table.ports.len());
+        debug_assert_eq!(counted.len(), table.len());
         self.counts.get(256 * i..256 * (i + 1))
     }
 }
@@ -316,7 +318,7 @@ impl Run {
                 }
                 // A switch that only sent the LID towards a repaired one keeps its port when
                 // that is still a shortest up/down next hop.
-                if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
+                if tables[x].entry(lid).is_some_and(|was| hops.contains(&was)) {
                     continue;
                 }
                 self.choices.push(Choice { x, hops: self.ports.len()..self.ports.len() + hops.len() });
@@ -341,8 +343,8 @@ fn repair_lost(
     let mut counted = counted.to_vec();
     counted.resize(tables.len(), None);
     for (t, c) in tables.iter_mut().zip(&mut counted) {
-        if t.ports.len() != usize::from(idx.top) + 1 {
-            Arc::make_mut(t).ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
+        if t.len() != usize::from(idx.top) + 1 {
+            Arc::make_mut(t).entries_mut().resize(usize::from(idx.top) + 1, Lft::UNROUTED);
             *c = None;
         }
     }
@@ -358,7 +360,7 @@ fn repair_lost(
     let mut affected: Vec<(usize, usize)> = Vec::new();
     for &(s, p) in &lost {
         let Some(t) = tables.get(s) else { continue };
-        for (lid, &e) in t.ports.iter().enumerate() {
+        for (lid, e) in t.iter().enumerate() {
             if e == p
                 && let Some(Some(k)) = owner.get(lid)
             {
@@ -401,8 +403,9 @@ fn repair_lost(
     }
     // The tables as they were (lengthened), to tell which entries the repair moved.
     let was = tables.clone();
-    // The tables of the switches that choose, copied and their entries counted per port, on
-    // all cores.
+    // The entries of the tables of the switches that choose, counted per port, on all cores.
+    // A table is not copied: its first change derives it from the old one (sharing every
+    // block but the changed ones).
     let mut work = Tables::new(tables, &choosers, &counted);
     // Second pass, in LID order: each choice takes the least-loaded candidate (ties: lowest
     // port), the loads as the switch's table stood when it first chose, plus its choices since.
@@ -441,30 +444,26 @@ struct Tables {
 }
 
 impl Tables {
-    /// `tables`, with the tables of the `choosers` copied (they will change) and counted
-    /// (their counts taken from `counted` where known).
-    fn new(mut tables: Vec<Arc<Lft>>, choosers: &[bool], counted: &[Option<&[u32]>]) -> Tables {
+    /// `tables`, with the entries of the tables of the `choosers` counted per port (their
+    /// counts taken from `counted` where known). The tables are shared until changed
+    /// ([`Tables::set`]).
+    fn new(tables: Vec<Arc<Lft>>, choosers: &[bool], counted: &[Option<&[u32]>]) -> Tables {
         let n = tables.len();
-        let mut fresh: Vec<(usize, Lft, Vec<u32>)> = (0..n)
-            .filter(|&x| choosers.get(x).copied().unwrap_or(false))
-            .map(|x| (x, Lft::default(), Vec::new()))
-            .collect();
+        let mut fresh: Vec<(usize, Vec<u32>)> =
+            (0..n).filter(|&x| choosers.get(x).copied().unwrap_or(false)).map(|x| (x, Vec::new())).collect();
         let shared = &tables;
         par::for_chunks(&mut fresh, 16, |_, chunk| {
-            for (x, table, loads) in chunk {
+            for (x, loads) in chunk {
                 if let Some(t) = shared.get(*x) {
-                    table.ports.clone_from(&t.ports);
                     *loads = match counted.get(*x).copied().flatten() {
                         Some(c) => c.to_vec(),
-                        // Counted on the copy, while it is in the cache.
-                        None => port_loads(table),
+                        None => port_loads(t),
                     };
                 }
             }
         });
         let mut loads = vec![Vec::new(); n];
-        for (x, table, l) in fresh {
-            tables[x] = Arc::new(table);
+        for (x, l) in fresh {
             loads[x] = l;
         }
         Tables { lfts: tables, loads, chosen: vec![false; n], moved: vec![Vec::new(); n] }
@@ -476,13 +475,13 @@ impl Tables {
     fn deltas(&mut self, was: &[Arc<Lft>]) -> Vec<Option<TableDelta>> {
         let mut out = Vec::with_capacity(self.lfts.len());
         for ((t, from), moved) in self.lfts.iter_mut().zip(was).zip(&mut self.moved) {
-            if Arc::ptr_eq(t, from) || t.ports.len() != from.ports.len() || t.ports.len() > 1 << 16 {
+            if Arc::ptr_eq(t, from) || t.len() != from.len() || t.len() > 1 << 16 {
                 out.push(None);
                 continue;
             }
             moved.sort_unstable();
             moved.dedup();
-            moved.retain(|&lid| t.ports.get(usize::from(lid)) != from.ports.get(usize::from(lid)));
+            moved.retain(|&lid| t.entry(usize::from(lid)) != from.entry(usize::from(lid)));
             if moved.is_empty() {
                 *t = Arc::clone(from);
                 out.push(None);
@@ -493,16 +492,13 @@ impl Tables {
         out
     }
 
-    /// Sets switch `x`'s entry for `lid` to `port`, copying its table first if it is shared;
-    /// whether the entry changed.
+    /// Sets switch `x`'s entry for `lid` to `port`, deriving its table from the shared one
+    /// first (only the entry's block is copied: [`Lft::set_shared`]); whether the entry changed.
     fn set(&mut self, x: usize, lid: usize, port: PortNum) -> bool {
         let Some(t) = self.lfts.get_mut(x) else { return false };
-        let Some(&was) = t.ports.get(lid) else { return false };
-        if was == port {
+        let Some(was) = t.entry(lid) else { return false };
+        if !Lft::set_shared(t, lid, port) {
             return false;
-        }
-        if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
-            *e = port;
         }
         if let Some(m) = self.moved.get_mut(x) {
             // A table is at most 65,536 entries (LIDs to the view's top); past that, not known.
@@ -544,7 +540,7 @@ fn find_bad(
 ) {
     bad.clear();
     for &(s, p) in lost {
-        if tables.get(s).and_then(|t| t.ports.get(lid)) == Some(&p) && !is_bad[s] {
+        if tables.get(s).and_then(|t| t.entry(lid)) == Some(p) && !is_bad[s] {
             is_bad[s] = true;
             bad.push(s);
         }
@@ -553,7 +549,7 @@ fn find_bad(
     while let Some(&z) = bad.get(head) {
         head += 1;
         for &(_, y, rport) in idx.graph.links(z) {
-            if !is_bad[y] && tables[y].ports.get(lid) == Some(&rport) {
+            if !is_bad[y] && tables[y].entry(lid) == Some(rport) {
                 is_bad[y] = true;
                 bad.push(y);
             }
@@ -604,7 +600,7 @@ fn reattach(
     is_bad: &mut [bool],
     sets: &mut Vec<(usize, PortNum)>,
 ) {
-    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.ports.get(lid)).copied();
+    let entry = |tables: &[Arc<Lft>], x: usize| tables.get(x).and_then(|t| t.entry(lid));
     let mut queue = Vec::new();
     for &x in bad {
         let was = entry(tables, x);

@@ -161,7 +161,7 @@ fn port_line(snap: &Snapshot, node: &SnapNode, at: PortAt, names: &NodeNames) ->
 
 /// For a switch: how many LIDs its table sends out of `port`.
 fn routed_out(node: &SnapNode, port: u8) -> Option<usize> {
-    node.is_switch().then(|| node.lft().iter().fold(0, |n, &p| n + usize::from(p.0 == port)))
+    node.is_switch().then(|| node.lft().iter().fold(0, |n, p| n + usize::from(p.0 == port)))
 }
 
 fn kind_name(t: NodeType) -> &'static str {
@@ -219,9 +219,9 @@ mod tests {
                 SnapPort { guid: Guid(0x10), ..SnapPort::default() },
             ],
             // LID 0 unrouted, 1 to port 0, 2 out of port 1, 3 out of port 2.
-            table: Some(std::sync::Arc::new(ibsm_routing::Lft {
-                ports: [0xff, 0, 1, 2].into_iter().map(ibsm_mad::PortNum).collect(),
-            })),
+            table: Some(std::sync::Arc::new(ibsm_routing::Lft::from(
+                [0xff, 0, 1, 2].into_iter().map(ibsm_mad::PortNum).collect::<Vec<_>>(),
+            ))),
         };
         let ca = |guid: u64, lid: u16, sw_port: u8| SnapNode {
             info: node(NodeType::Ca, guid, 1),

@@ -26,7 +26,7 @@ fn reference_repair(base: &FabricView, old: &Routes, view: &FabricView) -> Optio
 
 fn port_loads_ref(table: &Lft) -> Vec<u32> {
     let mut loads = vec![0u32; 256];
-    for p in &table.ports {
+    for p in table.iter() {
         loads[usize::from(p.0)] += 1;
     }
     loads
@@ -41,8 +41,8 @@ fn reference(
     let tree = Tree::new(view, &idx)?;
     let n = tree.len();
     for t in &mut tables {
-        if t.ports.len() != usize::from(idx.top) + 1 {
-            Arc::make_mut(t).ports.resize(usize::from(idx.top) + 1, Lft::UNROUTED);
+        if t.len() != usize::from(idx.top) + 1 {
+            Arc::make_mut(t).entries_mut().resize(usize::from(idx.top) + 1, Lft::UNROUTED);
         }
     }
     // LIDs routed over a lost cable somewhere, that still have an owner.
@@ -57,7 +57,7 @@ fn reference(
     let mut affected: Vec<(usize, usize)> = Vec::new();
     for &(s, p) in &lost {
         let Some(t) = tables.get(s) else { continue };
-        for (lid, &e) in t.ports.iter().enumerate() {
+        for (lid, e) in t.iter().enumerate() {
             if e == p
                 && let Some(Some(k)) = owner.get(lid)
             {
@@ -90,13 +90,13 @@ fn reference(
             reroute_switch_lid(shared, (d.attach, lid), (&bad, &mut is_bad, valleys.cut), &mut labels, &mut sets);
             valleys.reroute((&tree, &tops), d.attach, &mut path, |x, p| sets.push((x, p)));
             // In order, later entries win: what changes in the end is what counts.
-            let was: Vec<(usize, PortNum)> = sets.iter().map(|&(x, _)| (x, tables[x].ports[lid])).collect();
+            let was: Vec<(usize, PortNum)> = sets.iter().map(|&(x, _)| (x, tables[x].entry(lid).unwrap())).collect();
             for &(x, p) in &sets {
                 set(&mut tables, x, lid, p);
             }
             let mut seen = std::collections::HashSet::new();
             for &(x, old) in &was {
-                if seen.insert(x) && tables[x].ports[lid] != old {
+                if seen.insert(x) && tables[x].entry(lid) != Some(old) {
                     entries += 1;
                 }
             }
@@ -116,7 +116,7 @@ fn reference(
             }
             // A switch that only sent the LID towards a repaired one keeps its port when that is
             // still a shortest up/down next hop.
-            if tables[x].ports.get(lid).is_some_and(|was| hops.contains(was)) {
+            if tables[x].entry(lid).is_some_and(|was| hops.contains(&was)) {
                 continue;
             }
             let load = loads.entry(x).or_insert_with(|| port_loads_ref(&tables[x]));
@@ -145,8 +145,8 @@ fn deltas_by_comparison(
         .zip(tables)
         .map(|(&m, t)| {
             let was = &old.tables[m];
-            let lids: Vec<u16> = (0..t.ports.len().max(was.ports.len()))
-                .filter(|&l| t.ports.get(l) != was.ports.get(l))
+            let lids: Vec<u16> = (0..t.len().max(was.len()))
+                .filter(|&l| t.entry(l) != was.entry(l))
                 .map(|l| u16::try_from(l).unwrap())
                 .collect();
             (!lids.is_empty()).then_some(lids)
@@ -158,13 +158,10 @@ fn deltas_by_comparison(
 /// whether the entry changed.
 fn set(tables: &mut [Arc<Lft>], x: usize, lid: usize, port: PortNum) -> bool {
     let Some(t) = tables.get_mut(x) else { return false };
-    if t.ports.get(lid).is_none_or(|&e| e == port) {
+    if t.entry(lid).is_none_or(|e| e == port) {
         return false;
     }
-    if let Some(e) = Arc::make_mut(t).ports.get_mut(lid) {
-        *e = port;
-    }
-    true
+    Arc::make_mut(t).set(lid, port)
 }
 
 fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
@@ -183,7 +180,7 @@ fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
         let truth = deltas_by_comparison(base, old, view, &g.routes.tables);
         assert_eq!(g.deltas.len(), g.routes.tables.len(), "{what}");
         for (i, (d, t)) in g.deltas.iter().zip(&truth).enumerate() {
-            let same_len = g.routes.tables[i].ports.len() == old.tables[from[i]].ports.len();
+            let same_len = g.routes.tables[i].len() == old.tables[from[i]].len();
             match (d, t) {
                 (Some(d), Some(t)) => {
                     assert_eq!(&d.lids, t, "{what}: switch {i}'s delta");
@@ -242,9 +239,8 @@ fn repairs_equal_the_first_form_on_cuts_pairs_and_crashes() {
 fn counts_of_other_tables_are_not_taken() {
     let base = generated(&GenSpec::fat_tree(3, 8), 0);
     let old = FatTree.route(&base).unwrap();
-    let others = Routes {
-        tables: old.tables.iter().map(|t| Arc::new(Lft { ports: vec![Lft::UNROUTED; t.ports.len()] })).collect(),
-    };
+    let others =
+        Routes { tables: old.tables.iter().map(|t| Arc::new(Lft::from(vec![Lft::UNROUTED; t.len()]))).collect() };
     let wrong = PortLoads::count(&others);
     let mut compared = 0;
     for &(s, p) in trunks(&base).iter().step_by(4) {
@@ -256,4 +252,40 @@ fn counts_of_other_tables_are_not_taken() {
         compared += usize::from(got.entries > 0);
     }
     assert!(compared > 0, "some cut moves entries");
+}
+
+/// A repair copies only the blocks it changes: each table it changes is derived from the old
+/// one and shares the memory of every block without a moved LID; the others are the old ones.
+#[test]
+fn a_repair_copies_only_the_blocks_it_changes() {
+    use std::collections::BTreeSet;
+    let base = generated(&GenSpec::fat_tree(3, 12), 0);
+    let old = FatTree.route(&base).unwrap();
+    let mut derived = 0;
+    for &(s, p) in trunks(&base).iter().step_by(7) {
+        let one = cut(&base, s, p);
+        let (from, _) = lost_cables(&base, &one).unwrap();
+        let got = FatTree.repair(&base, &old, &one).and_then(Result::ok).expect("repaired");
+        for (i, (t, d)) in got.routes.tables.iter().zip(&got.deltas).enumerate() {
+            let was = &old.tables[from[i]];
+            let Some(d) = d else {
+                assert!(Arc::ptr_eq(t, was), "cut {s}/{p}: switch {i} unchanged, yet not the old table");
+                continue;
+            };
+            let moved: BTreeSet<usize> = d.lids.iter().map(|&l| usize::from(l) / Lft::BLOCK).collect();
+            let copied: BTreeSet<usize> =
+                (0..t.len().div_ceil(Lft::BLOCK)).filter(|&b| !t.shares_block(was, b)).collect();
+            match t.own_blocks() {
+                Some(n) => {
+                    assert_eq!(moved, copied, "cut {s}/{p}: switch {i}'s own blocks are those of its moved LIDs");
+                    assert_eq!(n, copied.len(), "cut {s}/{p}: switch {i}");
+                    derived += 1;
+                }
+                // Made flat again: more than eight blocks changed (at most an eighth, and at
+                // least eight, are held as copies), and none is shared.
+                None => assert!(moved.len() > 8 && copied.len() == t.len().div_ceil(Lft::BLOCK), "cut {s}/{p}: {i}"),
+            }
+        }
+    }
+    assert!(derived > 0, "some cut changes tables");
 }
