@@ -204,8 +204,7 @@ fn route_and_held(h: &SimSms, sm: usize, topo: &Topology) -> (Vec<Lft>, Vec<Lft>
     let by_guid: HashMap<_, _> = (0..topo.nodes.len()).filter_map(|i| h.fabric.node_guid(i).map(|g| (g, i))).collect();
     let nodes: Vec<usize> = plan.view.switches.iter().map(|s| by_guid[&s.guid]).collect();
     let top = plan.view.max_lid();
-    let route =
-        routes.tables.iter().map(|t| Lft { ports: t.ports.iter().take(usize::from(top) + 1).copied().collect() });
+    let route = routes.tables.iter().map(|t| Lft::from(t.iter().take(usize::from(top) + 1).collect::<Vec<_>>()));
     (route.collect(), held(&h.fabric, &nodes, top))
 }
 
