@@ -152,3 +152,40 @@ fn routes_on_the_socket_judge_and_show_the_running_sms_layers() {
     drop(sm);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A full route on layers that do not pair both directions of every pair (the 4x4x4 torus is
+/// over dfsssp's pairing budget) is reported once, naming the engine and the layers; a paired
+/// route (the 4x4 torus, on more than one layer) is not.
+#[test]
+fn a_route_whose_layers_are_not_paired_is_reported() {
+    use ibsm::core::{Guid2Lid, Sm, SmEvent};
+    use ibsm::transport::sim::SimDriver;
+    for (dims, paired) in [(&[4u16, 4, 4][..], false), (&[4, 4][..], true)] {
+        let topo = GenSpec::torus(dims, 1).generate().expect("torus");
+        let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
+        let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+        let mut reported = Vec::new();
+        let report = drv
+            .sweep(support::sa::LIMIT, |ev| {
+                if let SmEvent::LayersNotPaired { engine, layers } = ev {
+                    reported.push((engine.clone(), *layers));
+                }
+            })
+            .expect("a report");
+        assert!(report.complete && report.routing_engine == "dfsssp", "{dims:?}: {report:?}");
+        let used = LiveRoutes::from_sm(&drv.sm)
+            .expect("routes")
+            .layers()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .max()
+            .map_or(1, |m| m + 1);
+        assert!(used > 1, "{dims:?}: on more than one layer");
+        if paired {
+            assert!(reported.is_empty(), "{dims:?}: paired, yet reported {reported:?}");
+        } else {
+            assert_eq!(reported, [("dfsssp".to_owned(), used)], "{dims:?}");
+        }
+    }
+}

@@ -44,6 +44,14 @@ pub(crate) fn log_event(ev: &SmEvent) {
                 "routing engine declined; trying the next one"
             );
         }
+        SmEvent::LayersNotPaired { engine, layers } => {
+            tracing::warn!(
+                error_id = "layers-not-paired",
+                engine,
+                layers,
+                "layered route not paired: a pair's two directions may be on different layers, so RC replies (sent on the requester's SL) may loop on the VLs"
+            );
+        }
         SmEvent::SubnetUp(_) => {}
         SmEvent::RequestUnsupported { class, method, attr_id, from } => tracing::debug!(
             class = format_args!("{class:#04x}"),

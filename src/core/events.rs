@@ -224,6 +224,16 @@ pub enum SmEvent {
         /// Why (e.g. "not a fat tree: ...").
         reason: String,
     },
+    /// A layered engine routed in full on layers that do not hold every pair's way back
+    /// ([`ibsm_routing::dfsssp::PathLayers::paired`]): a pair's two directions may be on
+    /// different SLs, and an RC responder's replies (on the requester's SL) may close a credit
+    /// loop on a VL. Reported with each full route that is so.
+    LayersNotPaired {
+        /// Engine name.
+        engine: String,
+        /// Layers (SLs) the route uses.
+        layers: u8,
+    },
     /// The routing engine refused the fabric; LFTs were not programmed.
     RoutingFailed {
         /// Engine name.

@@ -699,6 +699,13 @@ impl Routing {
         }
         match done.outcome {
             Ok((routes, mode, engine)) => {
+                // A layered route whose pairs' two directions may be on different layers: an RC
+                // responder's replies, on the requester's SL, can close a loop on a VL.
+                if let (RouteMode::Full, Some(l)) = (mode, done.layers.as_deref())
+                    && !l.paired()
+                {
+                    out.events.push(SmEvent::LayersNotPaired { engine: engine.clone(), layers: l.used() });
+                }
                 self.engine_used = engine;
                 self.mode = mode;
                 self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
