@@ -161,6 +161,11 @@ impl PathLayers {
         self.layer.get(row as usize * self.switches + src).copied()
     }
 
+    /// One past the highest LID a row may be known for.
+    pub fn lids(&self) -> usize {
+        self.row.len()
+    }
+
     /// How many layers the paths use.
     pub fn used(&self) -> u8 {
         self.used

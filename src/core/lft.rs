@@ -402,6 +402,14 @@ pub struct Routing {
     /// repair may have left any mix of its old and new tables): a layered engine's next
     /// tables are written in two passes from what they hold ([`Routing::hold_actual`]).
     wrote: bool,
+    /// The switch GUIDs of `layers`' rows of sources, in their order (the last tables').
+    layer_guids: Vec<ibsm_mad::Guid>,
+    /// A full route of this running master moved some pair's SL ([`sls_moved`]); set until
+    /// its LFT writes all succeed, then `reregister`.
+    sls_moved: bool,
+    /// The tables of a route that moved SLs are all written: the hosts should ask for their
+    /// paths again ([`Routing::take_reregister`]).
+    reregister: bool,
     /// The last routing view built, which a sweep that changed only links derives its own from.
     last_view: Option<LastView>,
     /// A standby's route of the fabric it found, wanted or out ([`Routing::want_prime`]).
@@ -511,6 +519,15 @@ impl Routing {
     pub fn written(&mut self, ok: bool) {
         self.unsure = !ok;
         self.wrote = true;
+        if ok && std::mem::take(&mut self.sls_moved) {
+            self.reregister = true;
+        }
+    }
+
+    /// Whether a full route that moved some pair's SL has had all its LFTs written since the
+    /// last call: the hosts' path SLs are stale, and ClientReregister makes them ask again.
+    pub fn take_reregister(&mut self) -> bool {
+        std::mem::take(&mut self.reregister)
     }
 
     /// This SM takes the subnet over (or back): the tables it wrote before, if any, may have
@@ -706,8 +723,15 @@ impl Routing {
                 {
                     out.events.push(SmEvent::LayersNotPaired { engine: engine.clone(), layers: l.used() });
                 }
+                // A running master's full route that moves a pair's SL: once written, the
+                // hosts are told to ask for their paths again.
+                if mode == RouteMode::Full && self.wrote && !self.engine_used.is_empty() {
+                    let old = (self.layer_guids.as_slice(), self.layers.as_ref().map(|(_, l)| &**l));
+                    self.sls_moved |= sls_moved(old, (&done.guids, done.layers.as_deref()));
+                }
                 self.engine_used = engine;
                 self.mode = mode;
+                self.layer_guids = if done.layers.is_some() { done.guids.clone() } else { Vec::new() };
                 self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
                 self.rank = done.rank;
                 self.interim = done.interim;
@@ -724,6 +748,30 @@ impl Routing {
         }
         out
     }
+}
+
+/// Whether a (source switch, LID) pair routed both by the `old` layers and the `new` ones
+/// (switch GUIDs of their rows, layers; no layers: every path on layer 0) is on another layer,
+/// so its hosts' PathRecord SL changed. Pairs only one side routes are not counted.
+pub fn sls_moved(
+    (old_guids, old): (&[ibsm_mad::Guid], Option<&PathLayers>),
+    (new_guids, new): (&[ibsm_mad::Guid], Option<&PathLayers>),
+) -> bool {
+    if old.is_none() && new.is_none() {
+        return false;
+    }
+    let lids = old.map_or(0, PathLayers::lids).max(new.map_or(0, PathLayers::lids));
+    let at: std::collections::HashMap<ibsm_mad::Guid, usize> =
+        old_guids.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+    let layer = |l: Option<&PathLayers>, s: usize, lid: usize| match l {
+        Some(l) => l.layer(s, ibsm_mad::Lid(u16::try_from(lid).unwrap_or(u16::MAX))),
+        None => Some(0),
+    };
+    new_guids.iter().enumerate().any(|(s, g)| {
+        at.get(g).is_some_and(|&o| {
+            (1..lids).any(|lid| matches!((layer(old, o, lid), layer(new, s, lid)), (Some(a), Some(b)) if a != b))
+        })
+    })
 }
 
 /// The first pass of a repair written in two: each switch's held table (`held`, by the

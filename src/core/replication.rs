@@ -350,6 +350,12 @@ impl Replication {
         self.receiver.babbling_ports()
     }
 
+    /// Master: the next sweep sets ClientReregister on every CA port, for another reason than
+    /// state it lacks (a route that moved path SLs: the hosts ask for their paths again).
+    pub fn request_reregistration(&mut self) {
+        self.reregister_clients = true;
+    }
+
     /// Whether the next sweep as master sets ClientReregister on every CA port.
     pub fn reregister_clients(&self) -> bool {
         self.reregister_clients

@@ -130,6 +130,12 @@ impl Sm {
         let bytes = self.sections(&Section::ALL);
         let news = self.replication.after_sweep(bytes, &standbys, &self.sync_key());
         self.take_news(news);
+        // A route that moved path SLs is written whole: a follow-up sweep tells every CA port
+        // to re-register, so that the hosts ask for their paths (and SLs) again.
+        if self.routing.take_reregister() {
+            self.replication.request_reregistration();
+            self.schedule.request();
+        }
     }
 
     /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
