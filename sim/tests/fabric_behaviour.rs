@@ -57,6 +57,32 @@ fn response_carries_the_return_path_and_d_bit() {
 }
 
 #[test]
+fn a_boxed_send_is_answered_as_a_copied_one_in_the_same_box() {
+    let answer = |boxed: bool| {
+        let mut b = Bench::new(1);
+        let p = DrPath::new(&[1, 3, 1]).expect("path");
+        let bytes = SmpRepr::get_dr(&p, ids::attr::NODE_INFO, 0, 77).to_bytes();
+        let dest = Dest { dlid: Lid::PERMISSIVE, qpn: 0 };
+        let sent = Box::new(bytes);
+        let at: *const u8 = sent.as_ptr();
+        if boxed {
+            b.f.send_boxed(b.sm, sent, dest, 0);
+        } else {
+            b.f.send(b.sm, &sent, dest);
+        }
+        b.run();
+        let r = b.f.recv(b.sm).expect("response");
+        assert!(b.f.recv(b.sm).is_none());
+        (*r.mad, r.slid, r.at, std::ptr::eq(r.mad.as_ptr(), at), b.f.stats().sent)
+    };
+    let (copied, boxed) = (answer(false), answer(true));
+    assert_eq!((copied.0, copied.1, copied.2, copied.4), (boxed.0, boxed.1, boxed.2, boxed.4));
+    assert_eq!(Mad::new_unchecked(&boxed.0[..]).method(), Method::GetResp);
+    // The answer came back in the box sent: no copy of the MAD on the way.
+    assert!(boxed.3, "the answer is in the box the request was sent in");
+}
+
+#[test]
 fn port_state_machine_follows_the_rules() {
     let mut b = Bench::new(1);
     // Linked ports start Init/LinkUp, unlinked ones Down/Polling, switch port 0 Active.

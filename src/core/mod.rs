@@ -194,6 +194,7 @@ impl Sm {
     /// A new SM with `cfg` and the persisted GUID-to-LID table (empty for a first start).
     pub fn new(cfg: SmConfig, guid2lid: Guid2Lid) -> Sm {
         let tx = Transactions::keyed(cfg.max_smps_in_flight, cfg.smp_timeout_ns, cfg.smp_retries, cfg.tid_key);
+        let programming = programming::Programming::spread(transactions::spread(cfg.max_smps_in_flight));
         let mut sa = sa::Sa::new(cfg.sa_rate_limit);
         sa.set_consolidate_ipv6_snm(cfg.consolidate_ipv6_snm);
         sa.set_assigned_guid_byte(cfg.sm_assigned_guid);
@@ -207,7 +208,7 @@ impl Sm {
             tx,
             events: VecDeque::new(),
             guid2lid,
-            programming: programming::Programming::default(),
+            programming,
             lft_gate: digest_gate::LftGate::default(),
             routing: lft::Routing::default(),
             sweep: sweep::Sweep::default(),

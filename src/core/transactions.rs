@@ -267,14 +267,26 @@ impl Request {
     }
 }
 
-/// `sets` reordered round-robin over their nodes: the first request of each node in turn, then
-/// the second, and so on; a node's own requests keep their order. A node's agent serves one SMP
-/// at a time, so requests queued node after node would keep the window waiting on one agent.
-/// Requests are grouped by runs of the same node, as callers list them node by node. Lazy:
-/// the requests stay where they are and are moved out in the new order as they are taken
-/// (queued as a [`Feed`], a bring-up's 200,000 PortInfo Sets are not copied twice more).
-pub(crate) fn interleaved(sets: Vec<Request>) -> Interleaved {
-    // Where each run starts, then the order: the i-th request of every run, for i = 0, 1, ...
+/// How many nodes a sweep's Sets are spread over at a time ([`interleaved`], the LFT plans)
+/// for a window of `window` SMPs in flight: four windows.
+pub(crate) fn spread(window: usize) -> usize {
+    window.saturating_mul(4).max(1)
+}
+
+/// `sets` reordered round-robin over their nodes, `spread` nodes at a time: the first request
+/// of each of the first `spread` nodes in turn, then the second, and so on, a node that has
+/// none left making room for the next node in the list; a node's own requests keep their
+/// order. A node's agent serves one SMP at a time, so requests queued node after node would
+/// keep the window waiting on one agent; with `spread` a few windows' worth ([`spread`]) a
+/// node's next request goes out after its last
+/// was answered, and the nodes being written are few enough for their records (here and, in
+/// the simulator, at the far end) to stay in cache from one request to the next (all 30,528
+/// nodes of the k = 48 tree in turn were not). Requests are grouped by runs of the same node,
+/// as callers list them node by node. Lazy: the requests stay where they are and are moved
+/// out in the new order as they are taken (queued as a [`Feed`], a bring-up's 200,000
+/// PortInfo Sets are not copied twice more).
+pub(crate) fn interleaved(sets: Vec<Request>, spread: usize) -> Interleaved {
+    // Where each run starts and ends, then the order: the runs in turn, `spread` at a time.
     let mut starts: Vec<usize> = Vec::new();
     for (i, r) in sets.iter().enumerate() {
         if i == 0 || r.node().is_none() || r.node() != sets[i - 1].node() {
@@ -282,15 +294,16 @@ pub(crate) fn interleaved(sets: Vec<Request>) -> Interleaved {
         }
     }
     let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(sets.len())).collect();
+    let mut runs = starts.iter().zip(&ends).map(|(&a, &b)| (a, b));
+    let mut turn: VecDeque<(usize, usize)> = runs.by_ref().take(spread.max(1)).collect();
     let mut order = Vec::with_capacity(sets.len());
-    let mut k = 0;
-    while order.len() < sets.len() {
-        for (&a, &b) in starts.iter().zip(&ends) {
-            if a + k < b {
-                order.extend(u32::try_from(a + k).ok());
-            }
+    while let Some((a, b)) = turn.pop_front() {
+        order.extend(u32::try_from(a).ok());
+        if a + 1 < b {
+            turn.push_back((a + 1, b));
+        } else {
+            turn.extend(runs.next());
         }
-        k += 1;
     }
     Interleaved { items: sets.into_iter().map(Some).collect(), order, next: 0 }
 }

@@ -20,10 +20,38 @@ fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
         _ => (usize::MAX, 0),
     };
     let sets = vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
-    let out: Vec<_> = interleaved(sets).map(|r| key(&r)).collect();
+    let out: Vec<_> = interleaved(sets, spread(64)).map(|r| key(&r)).collect();
     let other = (usize::MAX, 0);
     assert_eq!(out, [(0, 1), (1, 1), (2, 1), other, other, (0, 2), (2, 2), (0, 3)]);
-    assert_eq!(interleaved(Vec::new()).len(), 0);
+    assert_eq!(interleaved(Vec::new(), spread(64)).len(), 0);
+    assert_eq!(spread(64), 256);
+}
+
+#[test]
+fn interleaved_takes_spread_nodes_at_a_time_and_the_next_node_when_one_is_done() {
+    let set = |node: NodeIdx, port: u8| {
+        let info = Box::new(PortInfo::default());
+        Request::sweep(
+            DrPath::default(),
+            Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure },
+        )
+    };
+    let key = |r: &Request| match r.req {
+        Req::SetPortInfo { node, port, .. } => (node, port.0),
+        _ => (usize::MAX, 0),
+    };
+    // Node 0 has three Sets, node 1 one, node 2 two, node 3 two.
+    let sets = || vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), set(3, 1), set(3, 2)];
+    let order = |spread: usize| -> Vec<(NodeIdx, u8)> { interleaved(sets(), spread).map(|r| key(&r)).collect() };
+    // Two at a time: node 2 comes in when node 1 is done, node 3 when node 0 is.
+    assert_eq!(order(2), [(0, 1), (1, 1), (0, 2), (2, 1), (0, 3), (2, 2), (3, 1), (3, 2)]);
+    // One at a time: node after node.
+    assert_eq!(order(1), [(0, 1), (0, 2), (0, 3), (1, 1), (2, 1), (2, 2), (3, 1), (3, 2)]);
+    // As many as there are nodes: every node in turn.
+    let all = [(0, 1), (1, 1), (2, 1), (3, 1), (0, 2), (2, 2), (3, 2), (0, 3)];
+    assert_eq!(order(4), all);
+    assert_eq!(order(usize::MAX), all);
+    assert_eq!(order(0), order(1));
 }
 
 /// The GetResp a node would send for `t`, with `status`.

@@ -254,7 +254,7 @@ fn run_slots(
                 }
             }
             while let Some(t) = slot.sm.poll_transmit(fabric.now().0) {
-                send(fabric, slot.agent, &t);
+                send(fabric, slot.agent, t);
             }
             while let Some(ev) = slot.sm.poll_event() {
                 if stop(i, slot.sm.now(), &ev) {
@@ -339,13 +339,21 @@ fn compute(fabric: &mut Fabric, sm: &mut Sm, compute_time: ComputeTime) {
 }
 
 /// Hands one MAD to the fabric. The simulated fabric carries single 256-byte MADs (no RMPP): a
-/// longer one is cut to its first MAD, as ibsim does.
-fn send(fabric: &mut Fabric, agent: AgentId, t: &Transmit) {
-    let mut mad = [0u8; ibsm_mad::MAD_LEN];
-    let n = t.bytes.len().min(mad.len());
-    mad[..n].copy_from_slice(&t.bytes[..n]);
+/// longer one is cut to its first MAD, as ibsim does. A MAD of exactly 256 bytes (every SMP)
+/// goes in the allocation the core made for it, not copied into another.
+fn send(fabric: &mut Fabric, agent: AgentId, t: Transmit) {
     let dest = Dest { dlid: t.to.lid, qpn: t.to.qpn };
-    fabric.send_pkey(agent, &mad, dest, t.to.pkey_index);
+    let pkey_index = t.to.pkey_index;
+    let mad: Box<[u8; ibsm_mad::MAD_LEN]> = match t.bytes.into_boxed_slice().try_into() {
+        Ok(mad) => mad,
+        Err(bytes) => {
+            let mut mad = Box::new([0u8; ibsm_mad::MAD_LEN]);
+            let n = bytes.len().min(mad.len());
+            mad[..n].copy_from_slice(&bytes[..n]);
+            mad
+        }
+    };
+    fabric.send_boxed(agent, mad, dest, pkey_index);
 }
 
 /// Several SMs on one simulated fabric (master, standbys), stepped together in virtual time.

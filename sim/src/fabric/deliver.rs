@@ -185,10 +185,16 @@ impl Fabric {
     /// (ignored for SMPs, which carry no P_Key check). GSI packets are checked against the
     /// P_Key tables of enforcing switch ports on the way and of the destination port.
     pub fn send_pkey(&mut self, agent: AgentId, mad: &[u8; MAD_LEN], dest: Dest, pkey_index: u16) {
+        self.send_boxed(agent, Box::new(*mad), dest, pkey_index);
+    }
+
+    /// As [`Fabric::send_pkey`], with the MAD in a box of its own: the box travels with the
+    /// packet (and its answer) as it is, neither copied nor allocated again.
+    pub fn send_boxed(&mut self, agent: AgentId, mad: Box<[u8; MAD_LEN]>, dest: Dest, pkey_index: u16) {
         self.stats.sent += 1;
         let Some(a) = self.agents.get(agent.0 as usize) else { return };
         let src = a.port;
-        let mut pkt = Packet::new(Box::new(*mad));
+        let mut pkt = Packet::new(mad);
         let buf = &mut *pkt.mad;
         if buf[3] & ids::method::RESPONSE == 0 {
             let tid = ibsm_mad::bits::u64_at(buf, 8);

@@ -27,7 +27,7 @@ use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
 use crate::core::port_settings::Target;
 use crate::core::state::{Node, NodeIdx, port_info_set};
-use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved};
+use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved, spread};
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
     if a.raw() == 0 || b.raw() == 0 { a } else { Mtu::from_raw(a.raw().min(b.raw())) }
@@ -237,7 +237,7 @@ impl Sm {
         let pkeys = self.partitions.pkey_sets(&self.subnet);
         let qos = self.qos_sets();
         for feed in [sets, pkeys, qos] {
-            self.tx.push_feed(interleaved(feed), Op::Sweep);
+            self.tx.push_feed(interleaved(feed, spread(self.cfg.max_smps_in_flight)), Op::Sweep);
         }
     }
 
@@ -285,7 +285,7 @@ impl Sm {
             }
             sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(want), step }));
         }
-        self.tx.push_feed(interleaved(sets), Op::Sweep);
+        self.tx.push_feed(interleaved(sets, spread(self.cfg.max_smps_in_flight)), Op::Sweep);
     }
 
     pub(in crate::core) fn on_set_port_info(

@@ -135,6 +135,7 @@ impl Sm {
     /// manager, the port settings, a standby's priority.
     fn apply_now(&mut self, old: &SmConfig) {
         self.tx.set_limits(self.cfg.max_smps_in_flight, self.cfg.smp_timeout_ns, self.cfg.smp_retries);
+        self.programming.set_spread(crate::core::transactions::spread(self.cfg.max_smps_in_flight));
         if self.cfg.sa_rate_limit != old.sa_rate_limit {
             self.sa.set_rate(self.cfg.sa_rate_limit);
         }
