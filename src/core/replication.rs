@@ -484,40 +484,40 @@ mod tests {
 
     #[test]
     fn new_lft_digests_are_seen_once_the_standby_acknowledged_a_chunk_and_void_the_older_ones() {
-        let (mut m, mut s) = (Replication::default(), Replication::default());
-        assert!(m.seen_everywhere(Section::LftDigests), "no standby: nothing to wait for");
+        let (mut master, mut standby) = (Replication::default(), Replication::default());
+        assert!(master.seen_everywhere(Section::LftDigests), "no standby: nothing to wait for");
         let digests =
             |n: u64| Replica { lft_digests: (0..n).map(|i| (Guid(0x100 + i), 63, i)).collect(), ..replica(3) };
-        m.after_sweep(sections(&digests(300)), &[(STANDBY, Lid(2))], &key());
-        assert!(!m.seen_everywhere(Section::LftDigests), "a standby found, not synced yet");
-        exchange(&mut m, &mut s, 1);
-        assert!(m.seen_everywhere(Section::LftDigests));
+        master.after_sweep(sections(&digests(300)), &[(STANDBY, Lid(2))], &key());
+        assert!(!master.seen_everywhere(Section::LftDigests), "a standby found, not synced yet");
+        exchange(&mut master, &mut standby, 1);
+        assert!(master.seen_everywhere(Section::LftDigests));
         // A sweep withdraws a switch's digest: 299 entries are 46 chunks, more than the window.
         let newer = digests(299);
-        let news = m.publish(vec![(Section::LftDigests, newer.encode(Section::LftDigests))], &key());
+        let news = master.publish(vec![(Section::LftDigests, newer.encode(Section::LftDigests))], &key());
         assert!(news.settled.is_empty());
-        assert!(!m.seen_everywhere(Section::LftDigests), "the standby holds the older digests");
-        assert_eq!(m.hold_bound(Section::LftDigests), MIN_HOLD_NS, "its round trip (0 here) is short");
+        assert!(!master.seen_everywhere(Section::LftDigests), "the standby holds the older digests");
+        assert_eq!(master.hold_bound(Section::LftDigests), MIN_HOLD_NS, "its round trip (0 here) is short");
         // The first chunk goes ahead of anything else queued, and its answer is enough.
-        let t = m.poll_transmit(true, 2, MASTER, &key()).expect("a chunk");
+        let t = master.poll_transmit(true, 2, MASTER, &key()).expect("a chunk");
         let (h, msg) = Message::from_mad(&t.bytes, &key()).expect("ours");
         assert_eq!((h.method, msg.section, msg.chunk), (Method::Set, Section::LftDigests.id(), 0));
         let SyncAnswer::Reply { bytes, .. } =
-            s.answer(h.method, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 2, &key())
+            standby.answer(h.method, &t.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 2, &key())
         else {
             panic!("refused");
         };
-        m.on_response_at(&bytes, Lid(2), &key(), 2);
-        assert!(m.seen_everywhere(Section::LftDigests));
-        assert_eq!(m.hold_bound(Section::LftDigests), 0, "no standby to wait for");
+        master.on_response_at(&bytes, Lid(2), &key(), 2);
+        assert!(master.seen_everywhere(Section::LftDigests));
+        assert_eq!(master.hold_bound(Section::LftDigests), 0, "no standby to wait for");
         // The master dies now: the standby, current at the older version, trusts no digest.
-        let mut early = s.clone();
+        let mut early = standby.clone();
         let a = early.take_over(MASTER, false);
         assert!(a.current_at.is_some() && a.replica.lft_digests.is_empty(), "{:?}", a.current_at);
         assert_eq!(a.replica.guid2lid, newer.guid2lid, "the rest is taken");
         // Once the sync is done the new digests are taken.
-        exchange(&mut m, &mut s, 3);
-        assert_eq!(s.take_over(MASTER, false).replica.lft_digests, newer.lft_digests);
+        exchange(&mut master, &mut standby, 3);
+        assert_eq!(standby.take_over(MASTER, false).replica.lft_digests, newer.lft_digests);
     }
 
     #[test]
