@@ -18,11 +18,10 @@ use ibsm::routes::live::LiveRoutes;
 use ibsm::transport::sim::SimDriver;
 use ibsm_routing::Lft;
 use ibsm_sim::fabric::Fault;
-use ibsm_topology::NodeKind;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::order::{first_cable, held, loops, old_and_new, sl_changed, written_new as holds_new};
+use support::order::{first_cable, held, loops, old_and_new, sl_changed, switch_cables, written_new as holds_new};
 
 /// What a repair's LFT writes went through: every state of the switches' tables from the
 /// repair's first LFT write to its end, the fabric after the cut, each pair's SL (by view
@@ -80,17 +79,7 @@ fn swept(topo: &ibsm_topology::Topology) -> Swept {
 fn repair(topo: &ibsm_topology::Topology, nth: usize) -> Repair {
     let Swept { mut drv, old_sl, nodes, top } = swept(topo);
     // One switch-to-switch cable cut (each counted from its lower node).
-    let cables: Vec<(usize, u8)> = topo
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind == NodeKind::Switch)
-        .flat_map(|(i, n)| {
-            (1..=n.num_ports)
-                .filter(move |&p| n.peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch && q.node > i))
-                .map(move |p| (i, p))
-        })
-        .collect();
+    let cables = switch_cables(topo);
     let (sw, port) = cables[nth % cables.len()];
     drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
     let limit = drv.now() + 5_000_000_000;

@@ -15,7 +15,7 @@ use ibsm_topology::NodeKind;
 use ibsm_topology::generators::GenSpec;
 
 mod support;
-use support::order::sl_changed;
+use support::order::{sl_changed, switch_cables};
 
 const LIMIT: u64 = 10_000_000_000;
 
@@ -49,18 +49,7 @@ fn a_reroute_that_moves_sls_tells_every_ca_port_after_its_last_lft_block() {
     let report = drv.sweep(LIMIT, |_| {}).expect("a report");
     assert!(report.complete && report.routing_engine == "dfsssp", "{report:?}");
     assert_eq!(drv.fabric.stats().client_reregisters, cas, "a first start tells every CA port");
-    let t = &topo;
-    let cables: Vec<(usize, u8)> = t
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind == NodeKind::Switch)
-        .flat_map(|(i, n)| {
-            (1..=n.num_ports)
-                .filter(move |&p| n.peer(p).is_some_and(|q| t.nodes[q.node].kind == NodeKind::Switch && q.node > i))
-                .map(move |p| (i, p))
-        })
-        .collect();
+    let cables = switch_cables(&topo);
     // Cables cut one after another until a quick repair keeps every pair's SL: it tells no port.
     let mut kept = false;
     for &(sw, port) in cables.iter().step_by(3).take(8) {

@@ -6,19 +6,22 @@ fn node_info(path: &[u8]) -> Request {
     Request::sweep(DrPath::new(path).unwrap(), Req::NodeInfo { from: None })
 }
 
-#[test]
-fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
-    let set = |node: NodeIdx, port: u8| {
-        let info = Box::new(PortInfo::default());
-        Request::sweep(
-            DrPath::default(),
-            Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure },
-        )
-    };
-    let key = |r: &Request| match r.req {
+/// A port configuration Set to (node, port).
+fn set(node: NodeIdx, port: u8) -> Request {
+    let info = Box::new(PortInfo::default());
+    Request::sweep(DrPath::default(), Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure })
+}
+
+/// A port configuration Set's (node, port); (usize::MAX, 0) for any other request.
+fn key(r: &Request) -> (NodeIdx, u8) {
+    match r.req {
         Req::SetPortInfo { node, port, .. } => (node, port.0),
         _ => (usize::MAX, 0),
-    };
+    }
+}
+
+#[test]
+fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
     let sets = vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), node_info(&[1]), node_info(&[2])];
     let out: Vec<_> = interleaved(sets, spread(64)).map(|r| key(&r)).collect();
     let other = (usize::MAX, 0);
@@ -29,17 +32,6 @@ fn interleaved_takes_each_node_in_turn_and_keeps_each_nodes_order() {
 
 #[test]
 fn interleaved_takes_spread_nodes_at_a_time_and_the_next_node_when_one_is_done() {
-    let set = |node: NodeIdx, port: u8| {
-        let info = Box::new(PortInfo::default());
-        Request::sweep(
-            DrPath::default(),
-            Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure },
-        )
-    };
-    let key = |r: &Request| match r.req {
-        Req::SetPortInfo { node, port, .. } => (node, port.0),
-        _ => (usize::MAX, 0),
-    };
     // Node 0 has three Sets, node 1 one, node 2 two, node 3 two.
     let sets = || vec![set(0, 1), set(0, 2), set(0, 3), set(1, 1), set(2, 1), set(2, 2), set(3, 1), set(3, 2)];
     let order = |spread: usize| -> Vec<(NodeIdx, u8)> { interleaved(sets(), spread).map(|r| key(&r)).collect() };

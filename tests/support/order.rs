@@ -80,6 +80,20 @@ pub fn looping(
         .collect()
 }
 
+/// Every switch-to-switch cable of `topo` once, counted from its lower node: (switch, port).
+pub fn switch_cables(topo: &Topology) -> Vec<(usize, u8)> {
+    topo.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Switch)
+        .flat_map(|(i, n)| {
+            (1..=n.num_ports)
+                .filter(move |&p| n.peer(p).is_some_and(|q| topo.nodes[q.node].kind == NodeKind::Switch && q.node > i))
+                .map(move |p| (i, p))
+        })
+        .collect()
+}
+
 /// The first switch-to-switch cable of `topo`: (switch, port).
 pub fn first_cable(topo: &Topology) -> (usize, u8) {
     (0..topo.nodes.len())
