@@ -293,7 +293,8 @@ fn count_before(line: &str, key: &str) -> Option<u64> {
 
 /// `benches/madcount.c`, the counter of `benches/bringup-ratio.sh --count-mads`, preloaded
 /// before umad2sim: the SMPs (Gets and Sets) it counts are the ones the SM reports sending,
-/// plus the poll thread's wake-up NodeInfo Gets at the exit (at most `WAKE_TRIES` = 4), and its
+/// plus the MAD thread's wake-up NodeInfo Gets (one when the route is done, one at the exit;
+/// the bound allows 4), and its
 /// LFT Sets are the report's LFT blocks. Its timeline (`--timeline`) holds the same requests in
 /// time order between the process's start, the device's open and the exit, each answered
 /// after it was sent, with one Active Set per port the report counts active; and
@@ -406,14 +407,17 @@ fn check_timeline(dir: &Path, summary: &str, counted: u64) {
     let requests: Vec<&TimelineEvent> =
         events.iter().filter(|e| e.kind == "send" && smp(e) && matches!(e.fields["method"], 1 | 2)).collect();
     assert_eq!(requests.len() as u64, counted, "the timeline's SMP requests are the counted ones");
-    // Each request is answered after it was sent: the exit's wake-up (TID 0) too, since the
-    // poll thread ends only when it has read that answer.
-    let mut answered: BTreeMap<u32, u64> = BTreeMap::new();
+    // Each request is answered after it was sent: the wake-ups (TID 0, the n-th answer with
+    // that TID for the n-th of them) too, the exit's included, since the device is closed
+    // only when every wake-up has come back.
+    let mut answered: BTreeMap<u32, std::collections::VecDeque<u64>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == "recv" && smp(e) && e.fields["method"] == 0x81) {
-        answered.entry(e.fields["tid"]).or_insert(e.ns);
+        answered.entry(e.fields["tid"]).or_default().push_back(e.ns);
     }
     for r in &requests {
-        let at = answered.get(&r.fields["tid"]).copied();
+        let at = answered
+            .get_mut(&r.fields["tid"])
+            .and_then(|a| if r.fields["tid"] == 0 { a.pop_front() } else { a.front().copied() });
         assert!(
             at.is_some_and(|at| at >= r.ns),
             "request TID {:#x} answered at {at:?}, sent at {}",
@@ -447,6 +451,7 @@ fn check_timeline(dir: &Path, summary: &str, counted: u64) {
     assert_eq!(stage("lfts").map(|n| n > 0), Some(true), "{text}");
     // The exit's wake-up NodeInfo Gets (TID 0) are "other", with the PerfMgt reads.
     let wake_ups = requests.iter().filter(|e| e.fields["tid"] == 0).count() as u64;
+    assert!((1..=4).contains(&wake_ups), "{wake_ups} wake-ups: the exit's at least, and no more than a few");
     let staged: u64 = ["discovery", "configure", "lfts", "activate"].iter().filter_map(|s| stage(s)).sum();
     assert_eq!(staged + wake_ups, counted, "{text}");
 }

@@ -2,13 +2,25 @@
 //! the simulator's `SimDriver::run_until`.
 //!
 //! Owns the process-level plumbing of a running SM: issm (opened at start, closed on every way
-//! out), a dedicated thread blocked in `poll()` on the umad fd that forwards each MAD into a
-//! tokio channel (umad2sim's fake fds cannot go into epoll, so no `AsyncFd`), the monotonic
-//! clock the core's `now` comes from (also handed to the core's compute steps, so their phase
-//! timings are measured), the periodic re-sweep, SIGINT/SIGTERM (SIGHUP, SIGUSR1 and SIGUSR2 come
-//! from [`crate::daemon::signals`]: a reload, a log line), writing `guid2lid` after every
-//! sweep, and side queries (the control socket's, through [`SideQueries`]) answered between two
-//! MADs.
+//! out), the MAD thread, the monotonic clock the core's `now` comes from (also handed to the
+//! core's compute steps, so their phase timings are measured), the periodic re-sweep,
+//! SIGINT/SIGTERM (SIGHUP, SIGUSR1 and SIGUSR2 come from [`crate::daemon::signals`]: a reload,
+//! a log line), writing `guid2lid` after every sweep, and side queries (the control socket's,
+//! through [`SideQueries`]) answered between two MADs.
+//!
+//! **One thread reads, feeds the core and writes.** The thread that calls [`run`] blocks in
+//! `poll()` on the umad fd (umad2sim's fake fds cannot go into epoll, so no tokio `AsyncFd`),
+//! reads every MAD already queued, hands each to the core, and writes what the core queued:
+//! no hand-over to another thread per burst of answers, which cost a futex or eventfd wake-up
+//! and a context switch each (about 12,000 per bring-up of 32,000 SMPs). Everything else
+//! reaches that thread through a channel followed by a wake-up SMP: the side thread
+//! (`ibsm-side`, a tokio runtime that waits for SIGINT, SIGTERM, the caught signals and the
+//! control socket's queries) and the routing thread. The wake-up is a directed-route
+//! SubnGet(NodeInfo) addressed to the port itself (TID 0, which the core never uses): the local
+//! SMA (real, or ibsim's) answers at once and the answer ends the `poll()`. That works under
+//! umad2sim, whose `poll()` watches only the first umad fd of its array, where an eventfd
+//! would not. Before the device is closed the thread reads until every wake-up sent has come
+//! back: a MAD that reaches umad2sim after the close crashes its receiver thread.
 //!
 //! The heavy work stays off the loop, so that SMPs in flight, a standby's SMInfo polls, traps
 //! and the SA are answered while it runs: routing runs as a job on a thread of its own
@@ -19,16 +31,12 @@
 //! the last snapshot. It carries bytes and addresses only: every received MAD, request or response, goes to
 //! the core, which decides what to answer (SMInfo, TrapRepress, "not supported" for the SA).
 //!
-//! No fixed waits: the loop sleeps until the earliest real deadline (the core's timeout, the
-//! next sweep, the `--once` limit) or an arrival, and the poll thread blocks in `poll()` with no
-//! timeout. Stopping it sends the port a directed-route SubnGet(NodeInfo) addressed to itself
-//! (TID 0, which the core never uses): the local SMA (real, or ibsim's) answers at once, the
-//! answer wakes the thread, and the thread sees the stop flag. That works under umad2sim, whose
-//! `poll()` watches only the first umad fd of its array, where a wake-up eventfd would not.
+//! No fixed waits: `poll()` waits until the earliest real deadline (the core's timeout, the
+//! next sweep, the watchdog, the `--once` limit), an arrival or a wake-up.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,27 +44,21 @@ use ibsm_mad::header::{Mad, Method};
 use ibsm_mad::smp::SmpRepr;
 use ibsm_mad::{DrPath, ids};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
 
 use super::side_queries::{Asks, SideQueries, SideQuery, next_query, sweep_answer};
 use crate::core::lft::{RouteDone, RouteJob};
 use crate::core::{MadSource, Requested, Sm, SmEvent, SubnetReport, SweepPhase, TransmitKind};
+use crate::daemon::signals::{Signal, Signals};
 use crate::transport::umad::{Address, AgentClass, Received, UmadError, UmadPort};
 
-/// The TID of the poll thread's wake-up SMP (the core numbers its SMPs from 1).
+/// The TID of the wake-up SMP (the core numbers its SMPs from 1).
 const WAKE_TID: u64 = 0;
-/// How long a stop waits for the poll thread before sending the wake-up again.
-const WAKE_WAIT: Duration = Duration::from_millis(250);
-/// Wake-ups sent before the thread is left to end with the process.
-const WAKE_TRIES: u32 = 4;
-/// At most this many MADs already queued are read and handed over in one go.
+/// How long the wake-up SMP may take before the kernel returns it unanswered.
+const WAKE_TIMEOUT_MS: u32 = 100;
+/// How long the MAD thread waits, before the device closes, for the wake-ups to come back.
+const WAKE_DRAIN: Duration = Duration::from_secs(1);
+/// At most this many MADs already queued are read in one go.
 const BATCH: usize = 256;
-/// Bursts the poll thread may have waiting for the loop (at most `RX_BURSTS * BATCH` MADs);
-/// past that it waits, and the kernel's queue takes the overflow.
-const RX_BURSTS: usize = 64;
-
-/// What the poll thread hands to the loop: a burst of MADs, or the error that ended it.
-type Burst = Result<Vec<Received>, UmadError>;
 
 /// How the driver runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,9 +127,6 @@ pub enum DriverError {
         /// The error.
         err: std::io::Error,
     },
-    /// The poll thread ended without saying why.
-    #[error("the umad poll thread ended unexpectedly")]
-    PollThreadGone,
     /// The routing thread ended without a result.
     #[error("the routing thread ended without a result")]
     RouteThreadGone,
@@ -148,121 +147,191 @@ fn warm_paths(sm: &Sm) {
     });
 }
 
+/// What reaches the MAD thread from the other threads, each message followed by a wake-up SMP.
+enum Side<P> {
+    /// SIGINT or SIGTERM: the run ends.
+    Stop(&'static str),
+    /// SIGHUP, SIGUSR1 or SIGUSR2.
+    Caught(Signal),
+    /// A query of the control socket (or the metrics endpoint).
+    Query(P),
+    /// The routing thread's result (`None`: the job panicked).
+    Route(Option<Box<RouteDone>>),
+}
+
+/// Whether `r` is a wake-up SMP come back: the port's answer to it (a NodeInfo GetResp with
+/// [`WAKE_TID`]), or the request itself returned undelivered (a status, the R bit clear).
+fn is_wake(r: &Received) -> bool {
+    let mad = Mad::new_unchecked(&r.mad[..]);
+    mad.tid() & 0xffff_ffff == WAKE_TID
+        && mad.attr_id() == ids::attr::NODE_INFO
+        && ((mad.method() == Method::GetResp && r.status == 0) || (mad.method() == Method::Get && r.status != 0))
+}
+
+/// Ends the MAD thread's wait in `poll()` from any other thread, and counts the wake-ups sent,
+/// so that the MAD thread can read each one's answer before the device closes.
+struct Waker {
+    port: Arc<UmadPort>,
+    /// Wake-ups sent, and whether the device is about to close (none is sent after that).
+    sent: Mutex<(u64, bool)>,
+}
+
+impl Waker {
+    fn new(port: Arc<UmadPort>) -> Waker {
+        Waker { port, sent: Mutex::new((0, false)) }
+    }
+
+    fn send(&self, sent: &mut (u64, bool)) {
+        if sent.1 {
+            return;
+        }
+        let wake = SmpRepr::get_dr(&DrPath::local(), ids::attr::NODE_INFO, 0, WAKE_TID).to_bytes();
+        match self.port.send(AgentClass::SubnDr, &wake, &Address::DIRECTED_ROUTE, WAKE_TIMEOUT_MS) {
+            Ok(()) => sent.0 += 1,
+            Err(e) => tracing::debug!(error = %e, "could not send a wake-up SMP"),
+        }
+    }
+
+    /// Sends a wake-up SMP (nothing once [`Waker::last`] was called).
+    fn wake(&self) {
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send(&mut sent);
+    }
+
+    /// Sends the last wake-up and refuses any later one; returns how many were sent in all.
+    fn last(&self) -> u64 {
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send(&mut sent);
+        sent.1 = true;
+        sent.0
+    }
+}
+
 /// Runs `job` on a thread of its own (in place if no thread can be started), at a lower CPU
-/// priority than the event loop's ([`crate::transport::priority`]): the SA keeps its core while
-/// the route is computed. Its result arrives on the channel.
-fn spawn_route(job: RouteJob) -> tokio::sync::oneshot::Receiver<RouteDone> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((job, tx))));
-    let theirs = std::sync::Arc::clone(&slot);
+/// priority than the MAD thread's ([`crate::transport::priority`]): the SA keeps its core while
+/// the route is computed. Its result reaches the MAD thread through `inbox` and a wake-up;
+/// in place, it is returned.
+fn spawn_route<P: Send + 'static>(
+    job: RouteJob,
+    inbox: &Sender<Side<P>>,
+    waker: &Arc<Waker>,
+) -> Option<Box<RouteDone>> {
+    let slot = Arc::new(Mutex::new(Some(job)));
+    let theirs = Arc::clone(&slot);
+    let (inbox, waker) = (inbox.clone(), Arc::clone(waker));
     let run = move || {
         crate::transport::priority::lower_this_thread(crate::transport::priority::ROUTE_THREAD_NICE);
         let taken = theirs.lock().ok().and_then(|mut s| s.take());
-        if let Some((job, tx)) = taken {
-            let _ = tx.send(job.run());
+        if let Some(job) = taken {
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run())).ok().map(Box::new);
+            if inbox.send(Side::Route(done)).is_ok() {
+                waker.wake();
+            }
         }
     };
     if std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run).is_err() {
         tracing::warn!(error_id = "route-thread", "could not start the routing thread; routing on the event loop");
         let taken = slot.lock().ok().and_then(|mut s| s.take());
-        if let Some((job, tx)) = taken {
-            let _ = tx.send(job.run());
-        }
+        return taken.map(|job| Box::new(job.run()));
     }
-    rx
+    None
 }
 
-/// Whether `r` answers a poll-thread wake-up ([`Poller::stop`]): a NodeInfo GetResp with
-/// [`WAKE_TID`].
-fn is_wake_answer(r: &Received) -> bool {
-    let mad = Mad::new_unchecked(&r.mad[..]);
-    r.status == 0
-        && mad.tid() & 0xffff_ffff == WAKE_TID
-        && mad.method() == Method::GetResp
-        && mad.attr_id() == ids::attr::NODE_INFO
-}
-
-/// The poll thread, its stop flag, and the channel it says goodbye on.
-struct Poller {
-    port: Arc<UmadPort>,
-    stop: Arc<AtomicBool>,
+/// The side thread: a tokio runtime of its own that waits for SIGINT, SIGTERM, the caught
+/// signals and the control socket's queries, and hands each to the MAD thread. The control
+/// server lives (and is dropped, its socket removed) on it.
+struct SideThread {
+    quit: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<JoinHandle<()>>,
-    gone: std::sync::mpsc::Receiver<()>,
 }
 
-impl Poller {
-    fn spawn(port: Arc<UmadPort>, tx: mpsc::Sender<Burst>) -> Result<Poller, DriverError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (bye, gone) = std::sync::mpsc::channel();
-        let (flag, thread_port) = (Arc::clone(&stop), Arc::clone(&port));
-        let handle = std::thread::Builder::new()
-            .name("umad-poll".to_owned())
-            .spawn(move || {
-                // Blocks until a MAD arrives: no slice, no timeout. A stop wakes it (see
-                // `Poller::stop`), and the thread ends when it reads the wake-up's answer, not
-                // at the first MAD after the stop: the answers to requests sent before the
-                // wake-up (the PerfMgt reads a `--once` report leaves in flight) come first, so
-                // none is left to arrive after the device is closed, which crashes umad2sim's
-                // receiver thread (it looks up the closed fd's queue without a check).
-                loop {
-                    match thread_port.recv_batch(-1, BATCH) {
-                        Ok(batch) => {
-                            let stopping = flag.load(Ordering::Acquire);
-                            if stopping && batch.iter().any(is_wake_answer) {
-                                break;
-                            }
-                            // A full channel blocks the thread: MADs then wait in the kernel's
-                            // queue (which drops past its limit) instead of in our memory.
-                            // Once the loop is gone, what comes is dropped until the wake-up's
-                            // answer.
-                            if !batch.is_empty() && tx.blocking_send(Ok(batch)).is_err() && !stopping {
-                                tracing::debug!("the loop is gone; the poll thread waits for its stop");
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.blocking_send(Err(e));
-                            break;
-                        }
-                    }
+impl SideThread {
+    /// Starts it; returns once SIGINT and SIGTERM are caught by it.
+    fn spawn<Q>(
+        control: Option<Q>,
+        mut signals: Signals,
+        inbox: Sender<Side<Q::Query>>,
+        waker: Arc<Waker>,
+    ) -> Result<SideThread, DriverError>
+    where
+        Q: SideQueries + Send + 'static,
+        Q::Query: Send + 'static,
+    {
+        let (quit, mut quitting) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<(), DriverError>>(1);
+        let body = move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(err) => {
+                    let _ = ready_tx.send(Err(DriverError::Runtime { what: "starting the tokio runtime", err }));
+                    return;
                 }
-                let _ = bye.send(());
-            })
-            .map_err(|err| DriverError::Runtime { what: "spawning the umad poll thread", err })?;
-        Ok(Poller { port, stop, handle: Some(handle), gone })
+            };
+            rt.block_on(async move {
+                let mut control = control;
+                let installed = signal(SignalKind::interrupt())
+                    .map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })
+                    .and_then(|i| {
+                        let t = signal(SignalKind::terminate())
+                            .map_err(|err| DriverError::Runtime { what: "installing SIGTERM", err })?;
+                        Ok((i, t))
+                    });
+                let (mut sigint, mut sigterm) = match installed {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                loop {
+                    let msg = tokio::select! {
+                        _ = &mut quitting => break,
+                        _ = sigint.recv() => Side::Stop("SIGINT"),
+                        _ = sigterm.recv() => Side::Stop("SIGTERM"),
+                        sig = signals.recv() => Side::Caught(sig),
+                        q = next_query(control.as_mut()) => Side::Query(q),
+                    };
+                    if inbox.send(msg).is_err() {
+                        break;
+                    }
+                    waker.wake();
+                }
+                drop(control);
+            });
+        };
+        let handle = std::thread::Builder::new()
+            .name("ibsm-side".to_owned())
+            .spawn(body)
+            .map_err(|err| DriverError::Runtime { what: "spawning the signal and control thread", err })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(SideThread { quit: Some(quit), handle: Some(handle) }),
+            Ok(Err(e)) => {
+                let _ = handle.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = handle.join();
+                Err(DriverError::Runtime {
+                    what: "starting the signal and control thread",
+                    err: std::io::Error::other("it ended while starting"),
+                })
+            }
+        }
     }
 
-    /// Stops the thread: sets the flag, wakes the thread with an SMP to our own port, and joins
-    /// it. If no wake-up gets through (a port that answers nothing), the thread is left to end
-    /// with the process rather than blocking the stop.
+    /// Ends it and waits for it: the control socket is gone when this returns.
     fn stop(&mut self) {
-        let Some(handle) = self.handle.take() else { return };
-        self.stop.store(true, Ordering::Release);
-        let wake = SmpRepr::get_dr(&DrPath::local(), ids::attr::NODE_INFO, 0, WAKE_TID).to_bytes();
-        // The thread says goodbye on `gone` just before it returns (also when it ended on its
-        // own after an error), so a message there means the join is immediate.
-        let mut done = self.gone.try_recv().is_ok();
-        for _ in 0..WAKE_TRIES {
-            if done {
-                break;
-            }
-            if let Err(e) = self.port.send(AgentClass::SubnDr, &wake, &Address::DIRECTED_ROUTE, 100) {
-                tracing::debug!(error = %e, "could not send the poll thread's wake-up");
-                break;
-            }
-            done = self.gone.recv_timeout(WAKE_WAIT).is_ok();
+        if let Some(quit) = self.quit.take() {
+            let _ = quit.send(());
         }
-        if done || handle.is_finished() {
+        if let Some(handle) = self.handle.take() {
             let _ = handle.join();
-        } else {
-            tracing::warn!(
-                error_id = "poll-thread-stuck",
-                "the umad poll thread did not wake up; leaving it to end with the process"
-            );
         }
     }
 }
 
-impl Drop for Poller {
+impl Drop for SideThread {
     fn drop(&mut self) {
         self.stop();
     }
@@ -286,17 +355,21 @@ pub fn run(
 /// and SIGUSR2 from `signals` (installed by the caller at its start, so that one caught before
 /// the loop runs is acted on; `None`: installed here). The control socket is removed (the
 /// server dropped) before this returns.
-pub fn run_with_control<Q: SideQueries>(
+pub fn run_with_control<Q>(
     port: UmadPort,
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
-    signals: Option<crate::daemon::signals::Signals>,
+    signals: Option<Signals>,
     on_event: impl FnMut(&SmEvent),
-) -> Result<Finish, DriverError> {
+) -> Result<Finish, DriverError>
+where
+    Q: SideQueries + Send + 'static,
+    Q::Query: Send + 'static,
+{
     let signals = match signals {
         Some(s) => s,
-        None => crate::daemon::signals::Signals::install()
+        None => Signals::install()
             .map_err(|err| DriverError::Runtime { what: "installing SIGHUP, SIGUSR1, SIGUSR2", err })?,
     };
     let port = Arc::new(port);
@@ -304,64 +377,107 @@ pub fn run_with_control<Q: SideQueries>(
         .open_issm()
         .map_err(DriverError::from)
         .and_then(|()| run_with_issm(&port, sm, opts, control, signals, on_event));
-    // The poll thread has been joined by now, so this is the last reference unless a panic
-    // unwound through it; close explicitly so issm is cleared before the process exits.
+    // Every wake-up has come back and the other threads no longer send (see `run_with_issm`);
+    // close explicitly so issm is cleared before the process exits.
     let closed = port.close();
     let finish = result?;
     closed?;
     Ok(finish)
 }
 
-fn run_with_issm<Q: SideQueries>(
+fn run_with_issm<Q>(
     port: &Arc<UmadPort>,
     sm: Sm,
     opts: &DriverOptions,
     control: Option<Q>,
-    signals: crate::daemon::signals::Signals,
+    signals: Signals,
     on_event: impl FnMut(&SmEvent),
-) -> Result<Finish, DriverError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| DriverError::Runtime { what: "starting the tokio runtime", err })?;
-    let (tx, rx) = mpsc::channel(RX_BURSTS);
-    let mut poller = Poller::spawn(Arc::clone(port), tx)?;
-    let result = rt.block_on(async {
-        let notify = super::notify::Notifier::from_env();
-        let watchdog_at = notify.watchdog_interval().map(|d| Instant::now() + d);
-        let mut lp = Loop {
-            port,
-            sm,
-            opts,
-            on_event,
-            start: Instant::now(),
-            sweeps: 0,
-            next_sweep: None,
-            answers_failed: 0,
-            notify,
-            watchdog_at,
-            ready: false,
-            state_writer: opts.guid2lid.as_ref().and_then(|_| {
-                crate::daemon::state::StateWriter::start(state_write_failed)
-                    .inspect_err(|e| {
-                        tracing::warn!(error_id = "state-thread", err = %e, "no state-writer thread; state files written on the loop");
-                    })
-                    .ok()
-            }),
-        };
-        let finish = lp.run(rx, control, signals).await;
-        // The state writer is dropped (and so flushed) either way. After a `--once` report the
-        // process ends at once: freeing the core's tables (the fabric, the SA's snapshot, the
-        // partitions; about 1 ms on a fabric of 1,240 nodes) would only delay the exit.
-        let Loop { sm, state_writer, .. } = lp;
-        drop(state_writer);
-        if matches!(finish, Ok(Finish::Swept(_) | Finish::Standby { .. })) {
-            std::mem::forget(sm);
+) -> Result<Finish, DriverError>
+where
+    Q: SideQueries + Send + 'static,
+    Q::Query: Send + 'static,
+{
+    let waker = Arc::new(Waker::new(Arc::clone(port)));
+    let (tx, inbox) = std::sync::mpsc::channel();
+    let mut side = SideThread::spawn(control, signals, tx.clone(), Arc::clone(&waker))?;
+    let notify = super::notify::Notifier::from_env();
+    let watchdog_at = notify.watchdog_interval().map(|d| Instant::now() + d);
+    let mut lp = Loop {
+        port,
+        sm,
+        opts,
+        on_event,
+        start: Instant::now(),
+        sweeps: 0,
+        next_sweep: None,
+        answers_failed: 0,
+        notify,
+        watchdog_at,
+        ready: false,
+        state_writer: opts.guid2lid.as_ref().and_then(|_| {
+            crate::daemon::state::StateWriter::start(state_write_failed)
+                .inspect_err(|e| {
+                    tracing::warn!(error_id = "state-thread", err = %e, "no state-writer thread; state files written on the loop");
+                })
+                .ok()
+        }),
+        wakes_seen: 0,
+        routing: false,
+    };
+    let finish = lp.run(&inbox, &tx, &waker);
+    // No query or signal is taken from here on, and the control socket is gone.
+    side.stop();
+    // The state writer is dropped (and so flushed) either way. After a `--once` report the
+    // process ends at once: freeing the core's tables (the fabric, the SA's snapshot, the
+    // partitions; about 1 ms on a fabric of 1,240 nodes) would only delay the exit.
+    let Loop { sm, state_writer, wakes_seen, .. } = lp;
+    drop(state_writer);
+    if matches!(finish, Ok(Finish::Swept(_) | Finish::Standby { .. })) {
+        std::mem::forget(sm);
+    }
+    drain_before_close(port, &waker, wakes_seen);
+    finish
+}
+
+/// Before the device closes: the last wake-up sent (and no other after it, from any thread),
+/// then every MAD read and dropped until each wake-up sent has come back. The port answers in
+/// order, so the answers to the requests sent before it (the PerfMgt reads a `--once` report
+/// leaves in flight) have come too, and none is left to reach umad2sim after the close, which
+/// crashes its receiver thread (it looks up the closed fd's queue without a check).
+fn drain_before_close(port: &UmadPort, waker: &Waker, mut seen: u64) {
+    let sent = waker.last();
+    let deadline = Instant::now() + WAKE_DRAIN;
+    while seen < sent {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            tracing::warn!(
+                error_id = "wake-unanswered",
+                sent,
+                seen,
+                "the port did not answer every wake-up SMP before the exit; closing it anyway"
+            );
+            return;
         }
-        finish
-    });
-    poller.stop();
-    result
+        match port.recv_batch(wait_ms(Some(Instant::now() + left)), BATCH) {
+            Ok(batch) => seen += batch.iter().filter(|r| is_wake(r)).count() as u64,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the port before its close");
+                return;
+            }
+        }
+    }
+}
+
+/// `poll()`'s timeout until `wake`: whole milliseconds, rounded up (so that the wait never
+/// ends just before the deadline), -1 for none.
+fn wait_ms(wake: Option<Instant>) -> i32 {
+    match wake {
+        None => -1,
+        Some(w) => {
+            let left = w.saturating_duration_since(Instant::now());
+            i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+        }
+    }
 }
 
 /// The state of one run.
@@ -384,6 +500,10 @@ struct Loop<'a, F> {
     ready: bool,
     /// Writes the state files after each sweep (dropped, and so flushed, with the loop).
     state_writer: Option<crate::daemon::state::StateWriter>,
+    /// Wake-up SMPs come back (see [`Waker`]).
+    wakes_seen: u64,
+    /// A route job runs on its thread.
+    routing: bool,
 }
 
 impl<F: FnMut(&SmEvent)> Loop<'_, F> {
@@ -391,16 +511,12 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    async fn run<Q: SideQueries>(
+    fn run<P: SideQuery + Send + 'static>(
         &mut self,
-        mut rx: mpsc::Receiver<Burst>,
-        mut control: Option<Q>,
-        mut signals: crate::daemon::signals::Signals,
+        inbox: &Receiver<Side<P>>,
+        to_inbox: &Sender<Side<P>>,
+        waker: &Arc<Waker>,
     ) -> Result<Finish, DriverError> {
-        let mut sigint =
-            signal(SignalKind::interrupt()).map_err(|err| DriverError::Runtime { what: "installing SIGINT", err })?;
-        let mut sigterm =
-            signal(SignalKind::terminate()).map_err(|err| DriverError::Runtime { what: "installing SIGTERM", err })?;
         let once_deadline = self.opts.once.then(|| self.start + self.opts.once_limit);
         tracing::info!(port = %self.port.location(), header = self.port.header_len(), "SM started on umad");
         // umad2sim carries single MADs only (no RMPP) and copies the last bytes of an answer
@@ -411,17 +527,20 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         // Routing runs on its own thread: the loop goes on answering SMInfo polls, traps, the
         // SA and the control socket while a large fabric is routed.
         self.sm.set_offload_routing(true);
-        let mut route_rx: Option<tokio::sync::oneshot::Receiver<RouteDone>> = None;
         self.sm.start_sweep(self.now());
         loop {
             if self.sm.poll_compute().is_some() {
                 let start = self.start;
                 self.sm.handle_compute(&mut || u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
             }
-            if route_rx.is_none()
+            if !self.routing
                 && let Some(job) = self.sm.take_route_job()
             {
-                route_rx = Some(spawn_route(job));
+                match spawn_route(job, to_inbox, waker) {
+                    Some(done) => self.finish_route(*done),
+                    None => self.routing = true,
+                }
+                continue;
             }
             self.flush()?;
             if let Some(finish) = self.drain_events() {
@@ -434,61 +553,50 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 self.notify.ping();
                 self.watchdog_at = Some(Instant::now() + every);
             }
+            if let Ok(msg) = inbox.try_recv() {
+                if let Some(finish) = self.on_side(msg)? {
+                    return Ok(finish);
+                }
+                continue;
+            }
             let wake = self.next_wake(once_deadline);
-            let sleep = async {
-                match wake {
-                    Some(w) => tokio::time::sleep_until(w.into()).await,
-                    None => std::future::pending().await,
+            if wake.is_some_and(|w| Instant::now() >= w) {
+                if once_deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Finish::NoReport { waited: self.opts.once_limit });
                 }
-            };
-            tokio::select! {
-                _ = sigint.recv() => return Ok(self.stopped("SIGINT")),
-                _ = sigterm.recv() => return Ok(self.stopped("SIGTERM")),
-                sig = signals.recv() => {
-                    sig.log();
-                    if sig == crate::daemon::signals::Signal::Hup {
-                        self.on_hup();
-                    }
-                }
-                msg = rx.recv() => match msg {
-                    Some(Ok(batch)) => {
-                        for r in &batch {
-                            self.on_received(r);
-                        }
-                        // Take whatever else is already queued before sending again.
-                        while let Ok(m) = rx.try_recv() {
-                            for r in &m? {
-                                self.on_received(r);
-                            }
-                        }
-                    }
-                    Some(Err(e)) => return Err(e.into()),
-                    None => return Err(DriverError::PollThreadGone),
-                },
-                req = next_query(control.as_mut()) => self.on_query(req),
-                done = async {
-                    match route_rx.as_mut() {
-                        Some(r) => r.await,
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    route_rx = None;
-                    match done {
-                        Ok(d) => {
-                            let now = self.now();
-                            self.sm.finish_route(d, now);
-                        }
-                        Err(_) => return Err(DriverError::RouteThreadGone),
-                    }
-                }
-                () = sleep => {
-                    if once_deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Ok(Finish::NoReport { waited: self.opts.once_limit });
-                    }
-                    self.on_timer();
-                }
+                self.on_timer();
+                continue;
+            }
+            // Every MAD already queued, or the first to come (a wake-up among them).
+            for r in &self.port.recv_batch(wait_ms(wake), BATCH)? {
+                self.on_received(r);
             }
         }
+    }
+
+    /// A message from the side thread or the routing thread.
+    fn on_side<P: SideQuery>(&mut self, msg: Side<P>) -> Result<Option<Finish>, DriverError> {
+        match msg {
+            Side::Stop(signal) => return Ok(Some(self.stopped(signal))),
+            Side::Caught(sig) => {
+                sig.log();
+                if sig == Signal::Hup {
+                    self.on_hup();
+                }
+            }
+            Side::Query(q) => self.on_query(q),
+            Side::Route(Some(done)) => {
+                self.routing = false;
+                self.finish_route(*done);
+            }
+            Side::Route(None) => return Err(DriverError::RouteThreadGone),
+        }
+        Ok(None)
+    }
+
+    fn finish_route(&mut self, done: RouteDone) {
+        let now = self.now();
+        self.sm.finish_route(done, now);
     }
 
     /// The earliest real deadline: the core's, the next sweep, the watchdog, the `--once` limit.
@@ -693,6 +801,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     }
 
     fn on_received(&mut self, r: &Received) {
+        if is_wake(r) {
+            self.wakes_seen += 1;
+            return; // a wake-up SMP come back: it carries nothing for the core
+        }
         let now = self.now();
         if r.status != 0 {
             // One of our own sends, undelivered (no route, dropped) or unanswered: the core's
@@ -704,9 +816,6 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 "send came back undelivered"
             );
             return;
-        }
-        if is_wake_answer(r) {
-            return; // the answer to a poll-thread wake-up of an earlier stop
         }
         let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: r.sl, grh: r.grh };
         self.sm.handle_mad(now, &r.mad, src);
