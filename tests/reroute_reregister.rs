@@ -92,3 +92,94 @@ fn a_reroute_that_moves_sls_tells_every_ca_port_after_its_last_lft_block() {
     drv.run_until(until, |_| false);
     assert_eq!(drv.fabric.stats().client_reregisters, told + cas);
 }
+
+/// The CA ports (node, port) cabled to the switches whose rows of SLs differ between `before`
+/// and `after` (rows by switch in NodeGUID order, as [`LiveRoutes::layers`] gives them).
+fn ports_of_moved(topo: &ibsm_topology::Topology, before: &[Vec<u8>], after: &[Vec<u8>]) -> Vec<(usize, u8)> {
+    let mut switches: Vec<usize> = (0..topo.nodes.len()).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).collect();
+    switches.sort_by_key(|&i| topo.nodes[i].node_guid);
+    let moved: Vec<usize> =
+        switches.iter().zip(before.iter().zip(after)).filter(|(_, (a, b))| a != b).map(|(&s, _)| s).collect();
+    let mut out: Vec<(usize, u8)> = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Ca)
+        .flat_map(|(i, n)| (1..=n.num_ports).filter_map(move |p| n.peer(p).map(|q| (i, p, q.node))))
+        .filter(|&(_, _, s)| moved.contains(&s))
+        .map(|(i, p, _)| (i, p))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The CA ports told to re-register since the first `from` of the simulator's log, sorted,
+/// and the earliest time any was told.
+fn told_since(drv: &SimDriver, from: usize) -> (Vec<(usize, u8)>, Option<u64>) {
+    let log: Vec<_> = drv.fabric.reregistrations().skip(from).copied().collect();
+    let mut ports: Vec<(usize, u8)> = log.iter().map(|&(n, p, _)| (n, p)).collect();
+    ports.sort_unstable();
+    (ports, log.iter().map(|&(_, _, t)| t.0).min())
+}
+
+#[test]
+fn a_repair_that_strands_pairs_tells_only_the_ports_whose_sls_moved_after_its_last_lft_block() {
+    let topo = GenSpec::torus(&[4, 4], 1).generate().expect("torus");
+    let cfg = SmConfig { routing_engine: vec!["dfsssp".into()], ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete && report.routing_engine == "dfsssp", "{report:?}");
+    let cas = drv.fabric.reregistrations().count();
+    assert!(cas > 0 && cas < ibsm_sim::fabric::TRAP_LOG_LEN, "the first start tells every CA port ({cas})");
+    // Each cable cut, then plugged back, until a repair strands pairs (moves their SLs).
+    let (mut kept, mut stranding) = (0, false);
+    for (sw, port) in switch_cables(&topo) {
+        let before = sls(&drv);
+        let mark = drv.fabric.reregistrations().count();
+        drv.fabric.inject_fault(Fault::LinkDown { node: sw, port });
+        let (r, _) = next_up(&mut drv);
+        let RouteMode::Repaired { stranded, .. } = r.routing_mode else { panic!("not repaired: {r:?}") };
+        let repaired = sls(&drv);
+        let written_at = drv.fabric.stats().last_lft_set_at.0;
+        // Whatever follows within a virtual second (the follow-up sweep, if any).
+        let until = drv.now() + 1_000_000_000;
+        drv.run_until(until, |_| false);
+        let (told, first) = told_since(&drv, mark);
+        let want = ports_of_moved(&topo, &before, &repaired);
+        assert_eq!(told, want, "cable {sw}:{port}, {stranded} stranded: the CA ports whose paths' SLs moved, once");
+        assert_eq!(stranded == 0, want.is_empty(), "cable {sw}:{port}: SLs move only with stranded pairs");
+        if let Some(t) = first {
+            assert!(t > written_at, "cable {sw}:{port}: told after the repair's last LFT block");
+        }
+        // The cable back: the last full route's tables again, and the stranded pairs' SLs.
+        let mark = drv.fabric.reregistrations().count();
+        drv.fabric.inject_fault(Fault::LinkUp { node: sw, port });
+        let (r, _) = next_up(&mut drv);
+        assert_eq!(r.routing_mode, RouteMode::Reused, "{r:?}");
+        let back = sls(&drv);
+        assert_eq!(back, before, "cable {sw}:{port}: every SL back");
+        let written_at = drv.fabric.stats().last_lft_set_at.0;
+        let until = drv.now() + 1_000_000_000;
+        drv.run_until(until, |_| false);
+        let (told_back, first) = told_since(&drv, mark);
+        assert_eq!(told_back, want, "cable {sw}:{port} back: the same ports told again, once");
+        if let Some(t) = first {
+            assert!(t > written_at, "cable {sw}:{port} back: told after the last LFT block");
+        }
+        eprintln!(
+            "cable {sw}:{port}: {stranded} stranded, {} CA ports told, {} when it came back",
+            want.len(),
+            told_back.len()
+        );
+        if stranded == 0 {
+            kept += 1;
+        } else {
+            assert!(want.len() < cas, "cable {sw}:{port}: not every CA port told ({} of {cas})", want.len());
+            stranding = true;
+            if kept > 0 {
+                break;
+            }
+        }
+    }
+    assert!(kept > 0 && stranding, "cuts that kept every SL ({kept}) and one that stranded pairs");
+}

@@ -161,6 +161,22 @@ impl PathLayers {
         self.layer.get(row as usize * self.switches + src).copied()
     }
 
+    /// The layers of every source switch's path to `dlid` (indexed by switch), if it is a
+    /// routed destination: what a comparison of two routes' SLs reads a LID at a time.
+    pub fn lid_row(&self, dlid: Lid) -> Option<&[u8]> {
+        let row = *self.row.get(usize::from(dlid.0))?;
+        if row == u32::MAX {
+            return None;
+        }
+        let at = (row as usize).checked_mul(self.switches)?;
+        self.layer.get(at..at.checked_add(self.switches)?)
+    }
+
+    /// The number of source switches (the length of a [`PathLayers::lid_row`]).
+    pub fn switches(&self) -> usize {
+        self.switches
+    }
+
     /// One past the highest LID a row may be known for.
     pub fn lids(&self) -> usize {
         self.row.len()

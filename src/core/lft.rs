@@ -141,6 +141,8 @@ type Reused = (
 
 mod early;
 pub use early::EarlyEnd;
+mod sl_moves;
+pub use sl_moves::{sls_moved, sources_moved};
 
 /// The tables the switches held before this sweep, by switch GUID (node indices may change
 /// between sweeps).
@@ -410,6 +412,13 @@ pub struct Routing {
     /// The tables of a route that moved SLs are all written: the hosts should ask for their
     /// paths again ([`Routing::take_reregister`]).
     reregister: bool,
+    /// A running master's repair (or a repair undone) moved the SLs of pairs from these source
+    /// switches ([`sources_moved`]); held until its LFT writes all succeed, then
+    /// `reregister_at`.
+    sls_moved_at: Vec<ibsm_mad::Guid>,
+    /// The tables of a repair that moved SLs are all written: the CA ports at these switches
+    /// should ask for their paths again ([`Routing::take_reregister_at`]).
+    reregister_at: Vec<ibsm_mad::Guid>,
     /// The last routing view built, which a sweep that changed only links derives its own from.
     last_view: Option<LastView>,
     /// A standby's route of the fabric it found, wanted or out ([`Routing::want_prime`]).
@@ -522,12 +531,25 @@ impl Routing {
         if ok && std::mem::take(&mut self.sls_moved) {
             self.reregister = true;
         }
+        if ok {
+            let at = std::mem::take(&mut self.sls_moved_at);
+            self.reregister_at.extend(at);
+            self.reregister_at.sort_unstable();
+            self.reregister_at.dedup();
+        }
     }
 
     /// Whether a full route that moved some pair's SL has had all its LFTs written since the
     /// last call: the hosts' path SLs are stale, and ClientReregister makes them ask again.
     pub fn take_reregister(&mut self) -> bool {
         std::mem::take(&mut self.reregister)
+    }
+
+    /// The switches (GUIDs, sorted) from which a repair, or a repair undone, moved some pair's
+    /// SL, once all its LFTs are written, since the last call: the CA ports that hang off them
+    /// hold stale PathRecord SLs (and only they), and ClientReregister makes them ask again.
+    pub fn take_reregister_at(&mut self) -> Vec<ibsm_mad::Guid> {
+        std::mem::take(&mut self.reregister_at)
     }
 
     /// This SM takes the subnet over (or back): the tables it wrote before, if any, may have
@@ -729,6 +751,13 @@ impl Routing {
                     let old = (self.layer_guids.as_slice(), self.layers.as_ref().map(|(_, l)| &**l));
                     self.sls_moved |= sls_moved(old, (&done.guids, done.layers.as_deref()));
                 }
+                // A repair (or its undoing) moves only the SLs of the pairs it stranded (or
+                // brings back): the CA ports at their source switches are told, once written.
+                if mode != RouteMode::Full && self.wrote && !self.engine_used.is_empty() {
+                    let old = (self.layer_guids.as_slice(), self.layers.as_ref().map(|(_, l)| &**l));
+                    let at = sources_moved(old, (&done.guids, done.layers.as_deref()));
+                    self.sls_moved_at.extend(at);
+                }
                 self.engine_used = engine;
                 self.mode = mode;
                 self.layer_guids = if done.layers.is_some() { done.guids.clone() } else { Vec::new() };
@@ -748,30 +777,6 @@ impl Routing {
         }
         out
     }
-}
-
-/// Whether a (source switch, LID) pair routed both by the `old` layers and the `new` ones
-/// (switch GUIDs of their rows, layers; no layers: every path on layer 0) is on another layer,
-/// so its hosts' PathRecord SL changed. Pairs only one side routes are not counted.
-pub fn sls_moved(
-    (old_guids, old): (&[ibsm_mad::Guid], Option<&PathLayers>),
-    (new_guids, new): (&[ibsm_mad::Guid], Option<&PathLayers>),
-) -> bool {
-    if old.is_none() && new.is_none() {
-        return false;
-    }
-    let lids = old.map_or(0, PathLayers::lids).max(new.map_or(0, PathLayers::lids));
-    let at: std::collections::HashMap<ibsm_mad::Guid, usize> =
-        old_guids.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-    let layer = |l: Option<&PathLayers>, s: usize, lid: usize| match l {
-        Some(l) => l.layer(s, ibsm_mad::Lid(u16::try_from(lid).unwrap_or(u16::MAX))),
-        None => Some(0),
-    };
-    new_guids.iter().enumerate().any(|(s, g)| {
-        at.get(g).is_some_and(|&o| {
-            (1..lids).any(|lid| matches!((layer(old, o, lid), layer(new, s, lid)), (Some(a), Some(b)) if a != b))
-        })
-    })
 }
 
 /// The first pass of a repair written in two: each switch's held table (`held`, by the

@@ -102,6 +102,9 @@ pub struct Replication {
     /// the groups, services and subscriptions the ports' SA clients hold (a first start, or a
     /// takeover without current synced state), so they re-join and re-register.
     reregister_clients: bool,
+    /// The next sweep as master sets ClientReregister on these CA ports (port GUIDs, sorted)
+    /// too: a repair moved the SLs of their paths.
+    reregister_ports: Vec<Guid>,
     /// Master: the standbys reported too old ([`PeerState::TooOld`]; reported once).
     told_too_old: std::collections::BTreeSet<Guid>,
 }
@@ -113,6 +116,7 @@ impl Default for Replication {
             publisher: Publisher::default(),
             receiver: Receiver::default(),
             reregister_clients: true,
+            reregister_ports: Vec::new(),
             told_too_old: std::collections::BTreeSet::new(),
         }
     }
@@ -143,6 +147,7 @@ impl Replication {
         news.events.extend(more.events);
         news.settled.extend(more.settled);
         self.reregister_clients = false;
+        self.reregister_ports.clear();
         news
     }
 
@@ -361,6 +366,20 @@ impl Replication {
         self.reregister_clients
     }
 
+    /// Master: the next sweep sets ClientReregister on the CA ports `ports` (port GUIDs; a
+    /// repair moved their paths' SLs), beside any request for every port.
+    pub fn request_reregistration_of(&mut self, ports: impl IntoIterator<Item = Guid>) {
+        self.reregister_ports.extend(ports);
+        self.reregister_ports.sort_unstable();
+        self.reregister_ports.dedup();
+    }
+
+    /// Whether the next sweep as master sets ClientReregister on the CA port `port` (every
+    /// port, or this one by name).
+    pub fn reregisters(&self, port: Option<Guid>) -> bool {
+        self.reregister_clients || port.is_some_and(|g| self.reregister_ports.binary_search(&g).is_ok())
+    }
+
     /// The state sync as `ibsm status` shows it, as master (`master`) or not.
     pub fn status(&self, master: bool) -> SyncStatus {
         if master {
@@ -529,6 +548,21 @@ mod tests {
         assert_eq!(a, Adoption::default());
         assert_eq!(a.event(), SmEvent::SyncAdopted { sections: 0, current_at: None });
         assert!(s.reregister_clients());
+    }
+
+    #[test]
+    fn ports_named_for_reregistration_are_told_at_the_next_sweep_only() {
+        let mut s = Replication::default();
+        s.after_sweep(Vec::new(), &[], &key());
+        assert!(!s.reregisters(Some(Guid(7))) && !s.reregisters(None));
+        s.request_reregistration_of([Guid(9), Guid(7), Guid(9)]);
+        assert!(s.reregisters(Some(Guid(7))) && s.reregisters(Some(Guid(9))));
+        assert!(!s.reregisters(Some(Guid(8))) && !s.reregisters(None), "only the ports named");
+        assert!(!s.reregister_clients());
+        s.after_sweep(Vec::new(), &[], &key());
+        assert!(!s.reregisters(Some(Guid(7))), "the sweep carried it");
+        s.request_reregistration();
+        assert!(s.reregisters(Some(Guid(8))) && s.reregisters(None), "every port");
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl Fabric {
             rules: Vec::new(),
             set_faults: Vec::new(),
             traps: std::collections::VecDeque::new(),
+            reregistrations: std::collections::VecDeque::new(),
             cfg,
             stats: Stats::default(),
         }
@@ -267,6 +268,12 @@ impl Fabric {
     /// the time a TrapRepress for it came back, if one did.
     pub fn traps(&self) -> impl Iterator<Item = &super::TrapLog> {
         self.traps.iter()
+    }
+
+    /// The ClientReregister Sets CA ports took (the last [`super::TRAP_LOG_LEN`]), oldest
+    /// first: (node, port, when).
+    pub fn reregistrations(&self) -> impl Iterator<Item = &(NodeRef, u8, SimTime)> {
+        self.reregistrations.iter()
     }
 
     /// Applies a fault at virtual time `at` (now, if `at` is in the past).

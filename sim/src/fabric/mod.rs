@@ -311,6 +311,8 @@ pub struct Fabric {
     rules: Vec<LinkRule>,
     set_faults: Vec<SetFault>,
     traps: std::collections::VecDeque<TrapLog>,
+    /// The last [`TRAP_LOG_LEN`] ClientReregister Sets CA ports took (node, port, when).
+    reregistrations: std::collections::VecDeque<(NodeRef, u8, SimTime)>,
     cfg: SimConfig,
     stats: Stats,
 }

@@ -399,6 +399,10 @@ impl Fabric {
         // Apply.
         if req.client_reregister && !is_switch {
             self.stats.client_reregisters += 1;
+            if self.reregistrations.len() >= super::TRAP_LOG_LEN {
+                self.reregistrations.pop_front();
+            }
+            self.reregistrations.push_back((port.node as usize, port.num, self.now));
         }
         let old_width = (port.width_enabled, port.speed_enabled);
         {

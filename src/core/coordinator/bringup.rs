@@ -169,7 +169,7 @@ impl Sm {
                     after.master_sm_lid = sm_lid;
                     after.subnet_timeout = self.cfg.subnet_timeout;
                     after.gid_prefix = self.cfg.subnet_prefix;
-                    after.client_reregister = self.replication.reregister_clients() && !is_switch;
+                    after.client_reregister = self.replication.reregisters(rec.guid) && !is_switch;
                 }
                 // Partition enforcement on a switch port facing a CA or router.
                 let faces_ca = is_switch

@@ -136,6 +136,31 @@ impl Sm {
             self.replication.request_reregistration();
             self.schedule.request();
         }
+        // A repair that moved some pairs' SLs: only the CA ports at those pairs' source
+        // switches hold stale SLs (the SL of a path is its source switch's pair's).
+        let at = self.routing.take_reregister_at();
+        if !at.is_empty() {
+            let ports = self.ca_ports_at(&at);
+            if !ports.is_empty() {
+                self.replication.request_reregistration_of(ports);
+                self.schedule.request();
+            }
+        }
+    }
+
+    /// The CA ports (port GUIDs) cabled to the switches `switches` (NodeGUIDs, sorted): the
+    /// ports whose paths leave from those switches.
+    fn ca_ports_at(&self, switches: &[Guid]) -> Vec<Guid> {
+        let nodes = &self.subnet.nodes;
+        let at =
+            |i: usize| nodes.get(i).is_some_and(|n| n.is_switch() && switches.binary_search(&n.info.node_guid).is_ok());
+        nodes
+            .iter()
+            .filter(|n| !n.is_switch())
+            .flat_map(|n| n.ports.iter().skip(1))
+            .filter(|p| p.remote.is_some_and(|(r, _)| at(r)))
+            .filter_map(|p| p.guid)
+            .collect()
     }
 
     /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
