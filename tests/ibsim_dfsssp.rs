@@ -37,6 +37,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -266,7 +267,7 @@ fn lids_in_order(topo: &Topology) -> String {
     for n in &topo.nodes {
         let ports: Vec<u8> = if n.kind == NodeKind::Switch { vec![0] } else { (1..=n.num_ports).collect() };
         for p in ports {
-            out.push_str(&format!("0x{:016x} 0x{lid:04x} 0x{lid:04x}\n", n.port_guid(p).0));
+            let _ = writeln!(out, "0x{:016x} 0x{lid:04x} 0x{lid:04x}", n.port_guid(p).0);
             lid += 1;
         }
     }

@@ -753,7 +753,9 @@ impl Routing {
                 }
                 // A repair (or its undoing) moves only the SLs of the pairs it stranded (or
                 // brings back): the CA ports at their source switches are told, once written.
-                if mode != RouteMode::Full && self.wrote && !self.engine_used.is_empty() {
+                // (The same layers again, as a sweep that found nothing new reuses them: none.)
+                let same = matches!((&self.layers, &done.layers), (Some((_, a)), Some(b)) if Arc::ptr_eq(a, b));
+                if mode != RouteMode::Full && self.wrote && !self.engine_used.is_empty() && !same {
                     let old = (self.layer_guids.as_slice(), self.layers.as_ref().map(|(_, l)| &**l));
                     let at = sources_moved(old, (&done.guids, done.layers.as_deref()));
                     self.sls_moved_at.extend(at);
