@@ -209,3 +209,69 @@ fn a_port_that_does_not_keep_its_link_values_after_a_bounce_is_not_bounced_again
     s.forget();
     assert!(s.bounces(&ca, Guid(7), &read, &want));
 }
+
+#[test]
+fn an_answer_that_holds_what_was_sent_teaches_nothing_and_skips_the_target() {
+    let cfg = PortConfig::default();
+    let t = target(NodeType::Switch, 3, Some(true));
+    let mut sent = fresh();
+    PortSettings::default().apply(&cfg, &t, Guid(9), &mut sent);
+    // The arming and activation Sets: the port's answer with only its state changed.
+    let armed = PortInfo { port_state: PortState::Armed, ..sent };
+    assert!(!PortSettings::may_learn(&sent, &armed));
+    // The answers learn judges: a field not kept, and any bounce.
+    assert!(PortSettings::may_learn(&sent, &PortInfo { local_phy_errors: 0, ..sent }));
+    assert!(PortSettings::may_learn(&PortInfo { port_state: PortState::Down, ..sent }, &sent));
+    // 255 (set to supported) sent, the supported set answered: judged.
+    let to_supported = PortInfo { link_width_enabled: LinkWidthMask::SET_TO_SUPPORTED, ..fresh() };
+    assert!(PortSettings::may_learn(&to_supported, &fresh()));
+
+    // Wherever may_learn says no, learn finds nothing: every field the settings read or write
+    // varied on its own, in the Set and in the answer, for each kind of port.
+    let variants = |base: PortInfo| {
+        let mut out = vec![base];
+        for v in [0u8, 3, 8, 0x10, 0x12] {
+            out.push(PortInfo { hoq_life: v, ..base });
+            out.push(PortInfo { vl_stall_count: v, ..base });
+            out.push(PortInfo { local_phy_errors: v, ..base });
+            out.push(PortInfo { overrun_errors: v, ..base });
+        }
+        for v in [1u8, 2, 3, 255] {
+            out.push(PortInfo { link_width_enabled: LinkWidthMask(v), ..base });
+            out.push(PortInfo { link_width_supported: LinkWidthMask(v), ..base });
+        }
+        for v in [1u8, 7, 15] {
+            out.push(PortInfo { link_speed_enabled: LinkSpeedMask(v), ..base });
+            out.push(PortInfo { link_speed_supported: LinkSpeedMask(v), ..base });
+        }
+        for v in [0u8, 1, 3, 31] {
+            out.push(PortInfo { link_speed_ext_enabled: LinkSpeedExtMask(v), ..base });
+            out.push(PortInfo { link_speed_ext_supported: LinkSpeedExtMask(v), ..base });
+        }
+        out
+    };
+    let kinds = [
+        target(NodeType::Switch, 3, Some(true)),
+        target(NodeType::Switch, 3, Some(false)),
+        target(NodeType::Ca, 1, Some(true)),
+        target(NodeType::Router, 2, Some(true)),
+    ];
+    let mut skipped = 0;
+    for cfg in [PortConfig::default(), custom()] {
+        for t in &kinds {
+            for sent in variants(sent) {
+                let states = [PortState::Init, PortState::Armed, PortState::Active];
+                for got in variants(sent).into_iter().chain(states.map(|s| PortInfo { port_state: s, ..sent })) {
+                    if PortSettings::may_learn(&sent, &got) {
+                        continue;
+                    }
+                    skipped += 1;
+                    let mut s = PortSettings::default();
+                    assert!(s.learn(&cfg, t, Guid(9), &sent, &got).is_empty(), "{t:?} sent {sent:?} got {got:?}");
+                    assert_eq!(s.unkept_ports(), 0);
+                }
+            }
+        }
+    }
+    assert!(skipped > 100, "the shortcut was exercised ({skipped})");
+}

@@ -25,7 +25,7 @@ use ibsm_mad::{Attribute, Lid, PortNum};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
-use crate::core::port_settings::Target;
+use crate::core::port_settings::{PortSettings, Target};
 use crate::core::state::{Node, NodeIdx, port_info_set};
 use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved, spread};
 
@@ -325,8 +325,9 @@ impl Sm {
         let Some((_, pi)) = reply else { return };
         self.sweep.port_stepped(step);
         self.mkeys.learn_key(&self.subnet, node, port, &pi);
-        if let (Req::SetPortInfo { info: sent, .. }, Some(t), Some(n)) =
-            (&request.req, Target::of(&self.subnet, node, port), self.subnet.node(node))
+        if let Req::SetPortInfo { info: sent, .. } = &request.req
+            && PortSettings::may_learn(sent, &pi)
+            && let (Some(t), Some(n)) = (Target::of(&self.subnet, node, port), self.subnet.node(node))
         {
             let guid = n.info.node_guid;
             // Reported at the sweep's end, all ports in one event.
