@@ -165,7 +165,11 @@ struct Assembler {
     default_masks: Masks,
     current: Option<usize>,
     decls: Vec<Decl>,
-    decl_of: HashMap<(usize, u8), usize>,
+    /// Where node `n`'s ports start in the per-port tables (`decl_of`, and `finish`'s
+    /// `link_src`): port `p` of node `n` is slot `port_base[n] + p`.
+    port_base: Vec<usize>,
+    /// Per port slot: the index of its port line in `decls` (`NONE` before one is read).
+    decl_of: Vec<usize>,
     explicit_guid: HashSet<(usize, u8)>,
 }
 
@@ -188,13 +192,29 @@ impl Default for Assembler {
             default_masks: [None; 3],
             current: None,
             decls: Vec::new(),
-            decl_of: HashMap::new(),
+            port_base: Vec::new(),
+            decl_of: Vec::new(),
             explicit_guid: HashSet::new(),
         }
     }
 }
 
+/// An empty slot of a per-port table.
+const NONE: usize = usize::MAX;
+
 impl Assembler {
+    /// The slot of port `port` of node `node` in the per-port tables (`None` past its ports).
+    fn slot(&self, node: usize, port: u8) -> Option<usize> {
+        let n = self.nodes.get(node)?;
+        (port <= n.num_ports).then(|| self.port_base[node] + usize::from(port))
+    }
+
+    /// The port line of port `port` of node `node`, if one was read.
+    fn decl_at(&self, node: usize, port: u8) -> Option<usize> {
+        let i = *self.decl_of.get(self.slot(node, port)?)?;
+        (i != NONE).then_some(i)
+    }
+
     fn pos(&self, at: Loc) -> Pos {
         Pos { origin: self.origins.get(at.origin).cloned().unwrap_or_default(), line: at.line }
     }
@@ -312,6 +332,8 @@ impl Assembler {
         let idx = self.nodes.len();
         self.by_name.insert(name.to_owned(), idx);
         self.by_guid.insert(guid, idx);
+        self.port_base.push(self.decl_of.len());
+        self.decl_of.resize(self.decl_of.len() + usize::from(ports) + 1, NONE);
         self.nodes.push(node);
         self.node_at.push(at);
         self.node_masks.push(self.default_masks);
@@ -332,7 +354,7 @@ impl Assembler {
                 num_ports: node.num_ports,
             }
         })?;
-        if let Some(&first) = self.decl_of.get(&(idx, port)) {
+        if let Some(first) = self.decl_at(idx, port) {
             return Err(TopoError::DuplicatePort {
                 at: self.pos(at),
                 node: node.name.clone(),
@@ -356,7 +378,9 @@ impl Assembler {
                 self.explicit_guid.insert((idx, port));
             }
         }
-        self.decl_of.insert((idx, port), self.decls.len());
+        if let Some(slot) = self.slot(idx, port) {
+            self.decl_of[slot] = self.decls.len();
+        }
         self.decls.push(Decl {
             node: idx,
             port,
@@ -372,8 +396,8 @@ impl Assembler {
     /// Resolve every port line into links, check both ends agree, and compute link attributes.
     fn finish(mut self) -> Result<Topology, TopoError> {
         let mut targets: Vec<(usize, u8)> = Vec::with_capacity(self.decls.len());
-        // Which port line created the link at a port.
-        let mut link_src: HashMap<(usize, u8), usize> = HashMap::with_capacity(self.decls.len() * 2);
+        // Which port line created the link at a port, by port slot (`NONE`: none yet).
+        let mut link_src: Vec<usize> = vec![NONE; self.decl_of.len()];
         for i in 0..self.decls.len() {
             let d = &self.decls[i];
             let (node, port, at) = (d.node, d.port, d.at);
@@ -401,14 +425,15 @@ impl Assembler {
             let there = self.nodes[r].links[usize::from(rp)];
             let clash = match (here, there) {
                 (Some(peer), _) if (peer.node, peer.port) == (r, rp) => None,
-                (Some(_), _) => link_src.get(&(node, port)).copied(),
-                (None, Some(_)) => link_src.get(&(r, rp)).copied(),
+                (Some(_), _) => self.link_src_of(&link_src, node, port),
+                (None, Some(_)) => self.link_src_of(&link_src, r, rp),
                 (None, None) => {
                     let attrs = LinkAttrs::default();
                     self.nodes[node].links[usize::from(port)] = Some(Peer { node: r, port: rp, attrs });
                     self.nodes[r].links[usize::from(rp)] = Some(Peer { node, port, attrs });
-                    link_src.insert((node, port), i);
-                    link_src.insert((r, rp), i);
+                    for s in [self.slot(node, port), self.slot(r, rp)].into_iter().flatten() {
+                        link_src[s] = i;
+                    }
                     None
                 }
             };
@@ -430,11 +455,17 @@ impl Assembler {
         Ok(Topology { nodes: self.nodes })
     }
 
+    /// The port line that made the link at port `port` of node `node` (`finish`'s table).
+    fn link_src_of(&self, link_src: &[usize], node: usize, port: u8) -> Option<usize> {
+        let i = *link_src.get(self.slot(node, port)?)?;
+        (i != NONE).then_some(i)
+    }
+
     /// The enabled masks of a port: its own line's, else its node's defaults.
     fn masks_of(&self, node: usize, port: u8) -> Masks {
         let defaults = self.node_masks[node];
-        match self.decl_of.get(&(node, port)) {
-            Some(&i) => {
+        match self.decl_at(node, port) {
+            Some(i) => {
                 let m = self.decls[i].masks;
                 [m[0].or(defaults[0]), m[1].or(defaults[1]), m[2].or(defaults[2])]
             }
@@ -442,11 +473,11 @@ impl Assembler {
         }
     }
 
-    fn link_attrs(&mut self, targets: &[(usize, u8)], link_src: &HashMap<(usize, u8), usize>) -> Result<(), TopoError> {
+    fn link_attrs(&mut self, targets: &[(usize, u8)], link_src: &[usize]) -> Result<(), TopoError> {
         for (i, &(r, rp)) in targets.iter().enumerate() {
             let d = &self.decls[i];
             let (node, port, at) = (d.node, d.port, d.at);
-            if link_src.get(&(node, port)) != Some(&i) {
+            if self.link_src_of(link_src, node, port) != Some(i) {
                 continue; // the link was made by the other end's line
             }
             let mine = self.masks_of(node, port);
