@@ -82,9 +82,21 @@ fn each_sweep_patches_the_last_snapshot_and_answers_as_a_full_build() {
     let kept = shared(&s0, &s1);
     let cas: Vec<usize> = (0..s1.nodes.len()).filter(|&i| !s1.nodes[i].is_switch()).collect();
     assert!(cas.iter().all(|i| kept.contains(i)), "every host shared: {kept:?}");
+    let mut ends = Vec::new();
     for end in [spine, leaf] {
         let i = index_of(&s1, topo.nodes[end].node_guid);
         assert!(!kept.contains(&i), "{} changed: a new record", topo.nodes[end].name);
+        assert!(!Arc::ptr_eq(&s0.nodes[i].ports, &s1.nodes[i].ports), "{}'s ports are new", topo.nodes[end].name);
+        ends.push(i);
+    }
+    // The other switches whose record is new changed their forwarding table only (the
+    // repair): their ports are the last record's, shared, not copied.
+    let table_only: Vec<usize> =
+        (0..s1.nodes.len()).filter(|i| s1.nodes[*i].is_switch() && !kept.contains(i) && !ends.contains(i)).collect();
+    assert!(!table_only.is_empty(), "the repair changed another switch's table");
+    for &i in &table_only {
+        assert!(s0.nodes[i].table != s1.nodes[i].table, "switch {i}: a new record for a new table");
+        assert!(Arc::ptr_eq(&s0.nodes[i].ports, &s1.nodes[i].ports), "switch {i}: its ports shared");
     }
     assert!(s1.shares_index_with(&s0), "no end port changed");
     assert!(s0.nodes.iter().eq(held.iter()), "the reader's snapshot is as it was");

@@ -473,16 +473,17 @@ mod tests {
                 info: n.info,
                 desc: n.desc.clone(),
                 switch_info: n.switch_info,
-                ports: n
-                    .ports
-                    .iter()
-                    .map(|r| SnapPort {
-                        info: r.info,
-                        guid: r.guid.unwrap_or(n.info.port_guid),
-                        lid: r.lid,
-                        ..SnapPort::default()
-                    })
-                    .collect(),
+                ports: std::sync::Arc::new(
+                    n.ports
+                        .iter()
+                        .map(|r| SnapPort {
+                            info: r.info,
+                            guid: r.guid.unwrap_or(n.info.port_guid),
+                            lid: r.lid,
+                            ..SnapPort::default()
+                        })
+                        .collect(),
+                ),
                 table: None,
             })
             .collect();

@@ -37,8 +37,11 @@ pub struct SnapNode {
     pub desc: String,
     /// SwitchInfo (switches), as last read or written.
     pub switch_info: Option<SwitchInfo>,
-    /// Ports by number, `0..=NumPorts` (entry 0 of a CA unused).
-    pub ports: Vec<SnapPort>,
+    /// Ports by number, `0..=NumPorts` (entry 0 of a CA unused), shared with the records
+    /// before and after this one while they do not change: a record whose forwarding table
+    /// alone changed (a repair's 1,153 switches at k = 48) takes its ports without a copy. A
+    /// write goes through [`Arc::make_mut`], which copies them first where shared.
+    pub ports: Arc<Vec<SnapPort>>,
     /// Switches: the egress port for each LID as the switch holds it (0xff: unrouted); the
     /// table this SM holds for it, shared, not copied ([`SnapNode::lft`] reads it).
     pub table: Option<std::sync::Arc<ibsm_routing::Lft>>,
@@ -50,6 +53,11 @@ impl SnapNode {
     pub fn lft(&self) -> &ibsm_routing::Lft {
         static NONE: ibsm_routing::Lft = ibsm_routing::Lft::new();
         self.table.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The ports, to change: copied first where another record shares them.
+    pub fn ports_mut(&mut self) -> &mut Vec<SnapPort> {
+        Arc::make_mut(&mut self.ports)
     }
 
     /// Whether the node is a switch.

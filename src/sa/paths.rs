@@ -151,7 +151,7 @@ impl Paths {
                 switch,
                 table: node.table.clone(),
             });
-            for port in &node.ports {
+            for port in node.ports.iter() {
                 let remote = port.remote.and_then(|(n, p)| nodes.get(n as usize).map(|r| (n, p, r.is_switch())));
                 let (next, in_port, next_switch) = remote.unwrap_or((NONE, 0, false));
                 out.hops.push(Hop {
@@ -463,19 +463,19 @@ mod tests {
         short.entries_mut().truncate(3);
         snap.nodes[switches[2]].table = Some(Arc::new(short));
         snap.nodes[switches[3]].table = None;
-        snap.nodes[switches[4]].ports[1].info = None;
-        snap.nodes[switches[5]].ports[2].remote = None;
-        snap.nodes[switches[6]].ports[3].remote = Some((u32::MAX - 1, 1));
-        if let Some(info) = snap.nodes[switches[7]].ports[1].info.as_mut() {
+        snap.nodes[switches[4]].ports_mut()[1].info = None;
+        snap.nodes[switches[5]].ports_mut()[2].remote = None;
+        snap.nodes[switches[6]].ports_mut()[3].remote = Some((u32::MAX - 1, 1));
+        if let Some(info) = snap.nodes[switches[7]].ports_mut()[1].info.as_mut() {
             info.neighbor_mtu = Mtu::M512;
             info.link_width_active = ibsm_mad::attrs::LinkWidth::X1;
         }
-        if let Some(info) = snap.nodes[switches[8]].ports[0].info.as_mut() {
+        if let Some(info) = snap.nodes[switches[8]].ports_mut()[0].info.as_mut() {
             info.mtu_cap = Mtu::M1024;
         }
-        snap.nodes[switches[9]].ports[0].info = None;
+        snap.nodes[switches[9]].ports_mut()[0].info = None;
         let hca = (0..snap.nodes.len()).find(|&i| !snap.nodes[i].is_switch()).unwrap();
-        snap.nodes[hca].ports[1].pkeys.clear();
+        snap.nodes[hca].ports_mut()[1].pkeys.clear();
         assert!(!snap.paths_ready(), "a clone builds its own tables");
         let damaged = judge(&snap);
         assert!(snap.paths_ready());
@@ -520,7 +520,7 @@ mod tests {
         ];
         for (i, &(n, p)) in ends.iter().enumerate() {
             let t = if i < 3 { 0 } else { 1 + (i - 3) % (tables.len() - 1) };
-            snap.nodes[n as usize].ports[usize::from(p)].pkeys = tables[t].clone();
+            snap.nodes[n as usize].ports_mut()[usize::from(p)].pkeys = tables[t].clone();
         }
         let (mut same, mut found) = (0, 0);
         for &a in &ends {

@@ -527,7 +527,7 @@ mod tests {
             0,
         );
         for node in &mut snap.nodes {
-            for port in &mut node.ports {
+            for port in node.ports_mut() {
                 port.pkeys = vec![PKey(0xffff)];
             }
         }

@@ -90,13 +90,13 @@ pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>, mark: u64) -> Sn
                 Some(old) if same_table(old.table.as_ref(), table.as_ref()) => Arc::clone(old),
                 Some(old) => {
                     // Only the forwarding table changed (a repair or a re-route): the ports
-                    // are copied from the last record, not worked out again.
+                    // are the last record's, shared (not copied, not worked out again).
                     let SnapNode { info, desc, switch_info, ports, .. } = &**old;
                     Arc::new(SnapNode {
                         info: *info,
                         desc: desc.clone(),
                         switch_info: *switch_info,
-                        ports: ports.clone(),
+                        ports: Arc::clone(ports),
                         table,
                     })
                 }
@@ -131,7 +131,7 @@ fn node_record(src: &Sources<'_>, n: &Node, table: Option<Arc<ibsm_routing::Lft>
     let switch = n.is_switch();
     let mut enforcing =
         if switch { src.partitions.enforcing_tables(n.info.node_guid) } else { Vec::new() }.into_iter().peekable();
-    let ports = n
+    let ports: Vec<SnapPort> = n
         .ports
         .iter()
         .enumerate()
@@ -153,7 +153,7 @@ fn node_record(src: &Sources<'_>, n: &Node, table: Option<Arc<ibsm_routing::Lft>
             remote: remote(r),
         })
         .collect();
-    SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports, table }
+    SnapNode { info: n.info, desc: n.desc.clone(), switch_info: n.switch_info, ports: Arc::new(ports), table }
 }
 
 /// The GUID a snapshot port shows: its own, a switch's port GUID on every port, 0 if unknown.

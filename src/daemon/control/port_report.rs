@@ -212,12 +212,12 @@ mod tests {
             info: node(NodeType::Switch, 0x10, 3),
             desc: "leaf-0".to_owned(),
             switch_info: None,
-            ports: vec![
+            ports: std::sync::Arc::new(vec![
                 SnapPort { info: Some(up(1)), guid: Guid(0x10), lid: Lid(1), remote: None, pkeys: vec![] },
                 SnapPort { lid: Lid::UNASSIGNED, ..port(0x10, 0, (1, 1), vec![]) },
                 SnapPort { lid: Lid::UNASSIGNED, ..port(0x10, 0, (2, 1), vec![]) },
                 SnapPort { guid: Guid(0x10), ..SnapPort::default() },
-            ],
+            ]),
             // LID 0 unrouted, 1 to port 0, 2 out of port 1, 3 out of port 2.
             table: Some(std::sync::Arc::new(ibsm_routing::Lft::from(
                 [0xff, 0, 1, 2].into_iter().map(ibsm_mad::PortNum).collect::<Vec<_>>(),
@@ -227,10 +227,10 @@ mod tests {
             info: node(NodeType::Ca, guid, 1),
             desc: format!("host-{lid}"),
             switch_info: None,
-            ports: vec![
+            ports: std::sync::Arc::new(vec![
                 SnapPort::default(),
                 port(guid + 1, lid, (0, sw_port), vec![PKey(0xffff), PKey(0), PKey(0x8001)]),
-            ],
+            ]),
             table: None,
         };
         Snapshot::new(0xfe80 << 48, 0, 0x12, vec![switch, ca(0x20, 2, 1), ca(0x30, 3, 2)], SmPort::default())
