@@ -66,7 +66,7 @@ impl HeldLft {
     /// Block `block` holds block `block` of `table`.
     fn holds(&self, table: &Lft, block: u32) -> bool {
         match (self.whole.as_deref(), self.via(block)) {
-            (Some(w), _) | (None, Some(w)) => same_block(w, table, block),
+            (Some(w), _) | (None, Some(w)) => w.same_block(table, block as usize),
             (None, None) => {
                 self.blocks.get(block as usize).and_then(Option::as_ref).is_some_and(|h| holds(h, table, block))
             }
@@ -486,6 +486,10 @@ impl Programming {
                     }
                 }
                 plan.unchanged += u64::from(blocks - compared);
+            } else if let Some(w) = held.as_ref().and_then(|h| h.whole.as_ref()) {
+                // Held whole: the two tables compared in one pass (a full route's, every block).
+                table.differing_blocks(w, |b| differ.push((b as u32, at)));
+                plan.unchanged += u64::from(blocks) - (differ.len() - before) as u64;
             } else {
                 (0..blocks).for_each(&mut compare);
             }
@@ -642,20 +646,6 @@ pub(crate) fn table_digest(table: &Lft) -> u64 {
         bytes.extend(b.iter().map(|p| p.0));
     }
     crate::siphash::siphash24(&[0; 16], &bytes)
-}
-
-/// Block `block` of `one` and of `other` are the same (entries past a table unrouted): the
-/// same memory (a table a repair derived from another shares the blocks it did not change),
-/// or the same entries.
-fn same_block(one: &Lft, other: &Lft, block: u32) -> bool {
-    if one.shares_block(other, block as usize) {
-        return true;
-    }
-    let (mine, theirs) = (one.block(block as usize), other.block(block as usize));
-    let common = mine.len().min(theirs.len());
-    mine[..common] == theirs[..common]
-        && mine[common..].iter().all(|&p| p == Lft::UNROUTED)
-        && theirs[common..].iter().all(|&p| p == Lft::UNROUTED)
 }
 
 /// `held` is block `block` of `table` (entries past the table unrouted), as
