@@ -60,6 +60,21 @@ pub(super) struct Labels {
     queue: Vec<u32>,
 }
 
+/// Whether leaves `a` and `b` have the same labels everywhere but at `a` and `b`: both ranked
+/// on one level, with no down links (no switch reaches either going up) and the same up
+/// neighbours in the same order. Then both have the same ancestors (above the leaf itself) at
+/// the same distances, and every other switch's label, read from its up neighbours, never meets
+/// `a` or `b`. The leaves of one pod of a fat tree are twins, so a repair walking the
+/// destination leaves in order labels each pod's ancestors once, not once per leaf.
+fn twins(tree: &Tree, a: usize, b: usize) -> bool {
+    let (Some(&la), Some(&lb)) = (tree.level.get(a), tree.level.get(b)) else { return false };
+    la == lb
+        && la != FAR
+        && tree.down.of(a).is_empty()
+        && tree.down.of(b).is_empty()
+        && tree.up.of(a).iter().map(|l| l.n).eq(tree.up.of(b).iter().map(|l| l.n))
+}
+
 impl Labels {
     pub(super) fn new(n: usize) -> Labels {
         Labels { leaf: usize::MAX, lab: vec![FAR; n], stamp: vec![0; n], epoch: 1, queue: Vec::new() }
@@ -77,9 +92,19 @@ impl Labels {
         }
     }
 
-    /// Starts over for `leaf`: its ancestors labelled, everything else unknown.
+    /// Starts over for `leaf`: its ancestors labelled, everything else unknown. After a twin
+    /// leaf ([`twins`]) only the two leaves' labels change: the rest is kept.
     pub(super) fn reset(&mut self, tree: &Tree, leaf: usize) {
         if self.leaf == leaf {
+            return;
+        }
+        if twins(tree, self.leaf, leaf) {
+            // The old leaf is now labelled from its up neighbours, like any other switch.
+            if let Some(s) = self.stamp.get_mut(self.leaf) {
+                *s = 0;
+            }
+            self.leaf = leaf;
+            self.mark(leaf, DOWN);
             return;
         }
         self.leaf = leaf;
@@ -163,5 +188,57 @@ impl Labels {
                 out.push(l.port);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ibsm_topology::generators::{FatTree as Gen, GenSpec};
+
+    use super::{Labels, Tree, twins};
+    use crate::graph::Indexed;
+    use crate::testing::{cut, generated, trunks};
+
+    /// Labels kept across twin leaves are the labels a full labelling gives, and the next hops
+    /// those of labels started afresh, at every switch, for leaves taken in index order (pods
+    /// in a row, as a repair takes them) and backwards, on whole, cut and degraded trees.
+    #[test]
+    fn labels_kept_across_twin_leaves_equal_a_full_labelling() {
+        let mut fabrics = Vec::new();
+        for spec in [GenSpec::fat_tree(3, 8), GenSpec::FatTree(Gen::new(3, 8).degraded(12, 3, 11))] {
+            let base = generated(&spec, 0);
+            let cables = trunks(&base);
+            fabrics.push(cut(&base, cables[0].0, cables[0].1));
+            fabrics.push(cut(&base, cables[cables.len() / 2].0, cables[cables.len() / 2].1));
+            fabrics.push(base);
+        }
+        let mut twin_resets = 0;
+        for (k, view) in fabrics.iter().enumerate() {
+            let idx = Indexed::new(view).unwrap();
+            let tree = Tree::new(view, &idx).unwrap();
+            let n = tree.len();
+            let leaves: Vec<usize> = (0..n).filter(|&s| idx.hosts_at[s] > 0).collect();
+            for order in [leaves.clone(), leaves.iter().rev().copied().collect()] {
+                let mut kept = Labels::new(n);
+                let (mut full, mut queue) = (Vec::new(), Vec::new());
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let mut prev = usize::MAX;
+                for &leaf in &order {
+                    twin_resets += usize::from(twins(&tree, prev, leaf));
+                    prev = leaf;
+                    kept.reset(&tree, leaf);
+                    let mut fresh = Labels::new(n);
+                    fresh.reset(&tree, leaf);
+                    super::super::label(&tree, leaf, &mut full, &mut queue, |_, _| {}, |_| {});
+                    for (x, &want) in full.iter().enumerate() {
+                        assert_eq!(kept.of(&tree, x), want, "fabric {k} leaf {leaf} switch {x}");
+                        kept.next_hops(&tree, x, &mut a);
+                        fresh.next_hops(&tree, x, &mut b);
+                        assert_eq!(a, b, "fabric {k} leaf {leaf} switch {x}");
+                    }
+                }
+            }
+        }
+        assert!(twin_resets > 0, "some leaves are twins");
     }
 }
