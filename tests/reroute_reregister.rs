@@ -183,3 +183,35 @@ fn a_repair_that_strands_pairs_tells_only_the_ports_whose_sls_moved_after_its_la
     }
     assert!(kept > 0 && stranding, "cuts that kept every SL ({kept}) and one that stranded pairs");
 }
+
+/// A reload from a plain engine (every path on SL 0) to a layered one that puts some pairs on
+/// other layers: the hosts' SLs moved, so once the new tables are written every CA port is
+/// told to re-register; and back to the plain engine, told again.
+#[test]
+fn a_reload_from_a_plain_engine_to_a_layered_one_tells_every_ca_port() {
+    let topo = GenSpec::torus(&[4, 4], 1).generate().expect("torus");
+    let cfg = SmConfig { routing_engine: vec!["minhop".into()], ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 7, Sm::new(cfg.clone(), Guid2Lid::default()), None).expect("attach");
+    let report = drv.sweep(LIMIT, |_| {}).expect("a report");
+    assert!(report.complete && report.routing_engine == "minhop", "{report:?}");
+    let cas = drv.fabric.stats().client_reregisters;
+    assert!(cas > 0, "a first start tells every CA port");
+    for (engine, layered) in [("dfsssp", true), ("minhop", false)] {
+        let told = drv.fabric.stats().client_reregisters;
+        let r = drv.sm.reconfigure(SmConfig { routing_engine: vec![engine.into()], ..cfg.clone() });
+        assert!(r.reroute, "{engine}: a new engine routes from scratch: {r:?}");
+        let (r, routed_at) = next_up(&mut drv);
+        assert_eq!((r.routing_mode, r.routing_engine.as_str()), (RouteMode::Full, engine), "{r:?}");
+        let layers = LiveRoutes::from_sm(&drv.sm).expect("routes").layers();
+        if layered {
+            let layers = layers.expect("dfsssp has layers");
+            assert!(layers.iter().flatten().any(|&l| l != 0), "{engine}: some pair off layer 0");
+        }
+        let stats = drv.fabric.stats();
+        assert_eq!(stats.client_reregisters, told, "{engine}: not before the route's sweep ended");
+        assert!(stats.last_lft_set_at.0 <= routed_at);
+        let until = drv.now() + 1_000_000_000;
+        drv.run_until(until, |_| false);
+        assert_eq!(drv.fabric.stats().client_reregisters, told + cas, "{engine}: every live CA port told once");
+    }
+}

@@ -404,7 +404,8 @@ pub struct Routing {
     /// repair may have left any mix of its old and new tables): a layered engine's next
     /// tables are written in two passes from what they hold ([`Routing::hold_actual`]).
     wrote: bool,
-    /// The switch GUIDs of `layers`' rows of sources, in their order (the last tables').
+    /// The switch GUIDs of the last route's rows of sources, in their order (those of `layers`
+    /// where it has layers; a plain route's too, its paths all on layer 0).
     layer_guids: Vec<ibsm_mad::Guid>,
     /// A full route of this running master moved some pair's SL ([`sls_moved`]); set until
     /// its LFT writes all succeed, then `reregister`.
@@ -762,7 +763,7 @@ impl Routing {
                 }
                 self.engine_used = engine;
                 self.mode = mode;
-                self.layer_guids = if done.layers.is_some() { done.guids.clone() } else { Vec::new() };
+                self.layer_guids = done.guids.clone();
                 self.layers = done.layers.map(|l| (done.switch_nodes.clone(), l));
                 self.rank = done.rank;
                 self.interim = done.interim;

@@ -11,25 +11,10 @@ use ibsm_routing::dfsssp::PathLayers;
 
 /// Whether a (source switch, LID) pair routed both by the `old` layers and the `new` ones
 /// (switch GUIDs of their rows, layers; no layers: every path on layer 0) is on another layer,
-/// so its hosts' PathRecord SL changed. Pairs only one side routes are not counted.
-pub fn sls_moved(
-    (old_guids, old): (&[Guid], Option<&PathLayers>),
-    (new_guids, new): (&[Guid], Option<&PathLayers>),
-) -> bool {
-    if old.is_none() && new.is_none() {
-        return false;
-    }
-    let lids = old.map_or(0, PathLayers::lids).max(new.map_or(0, PathLayers::lids));
-    let at: std::collections::HashMap<Guid, usize> = old_guids.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-    let layer = |l: Option<&PathLayers>, s: usize, lid: usize| match l {
-        Some(l) => l.layer(s, Lid(u16::try_from(lid).unwrap_or(u16::MAX))),
-        None => Some(0),
-    };
-    new_guids.iter().enumerate().any(|(s, g)| {
-        at.get(g).is_some_and(|&o| {
-            (1..lids).any(|lid| matches!((layer(old, o, lid), layer(new, s, lid)), (Some(a), Some(b)) if a != b))
-        })
-    })
+/// so its hosts' PathRecord SL changed ([`sources_moved`] not empty). Pairs only one side
+/// routes are not counted.
+pub fn sls_moved(old: (&[Guid], Option<&PathLayers>), new: (&[Guid], Option<&PathLayers>)) -> bool {
+    !sources_moved(old, new).is_empty()
 }
 
 /// The GUIDs of the source switches (of `new_guids`) with a pair routed by both the `old` and
@@ -46,8 +31,6 @@ pub fn sources_moved(
     if old.is_none() && new.is_none() {
         return Vec::new();
     }
-    // No layers: every path on layer 0, from the switches of the other side.
-    let old_guids = if old.is_none() { new_guids } else { old_guids };
     let lids = old.map_or(0, PathLayers::lids).max(new.map_or(0, PathLayers::lids));
     let lid = |l: usize| Lid(u16::try_from(l).unwrap_or(u16::MAX));
     let mut moved = vec![false; new_guids.len()];
