@@ -528,6 +528,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         // SA and the control socket while a large fabric is routed.
         self.sm.set_offload_routing(true);
         self.sm.start_sweep(self.now());
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
             if self.sm.poll_compute().is_some() {
                 let start = self.start;
@@ -567,8 +568,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 self.on_timer();
                 continue;
             }
-            // Every MAD already queued, or the first to come (a wake-up among them).
-            for r in &self.port.recv_batch(wait_ms(wake), BATCH)? {
+            // Every MAD already queued, or the first to come (a wake-up among them), read into
+            // the buffers of the last batch.
+            let n = self.port.recv_batch_into(wait_ms(wake), BATCH, &mut batch)?;
+            for r in &batch[..n] {
                 self.on_received(r);
             }
         }

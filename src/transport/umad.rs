@@ -461,6 +461,14 @@ fn be_u16(b: &[u8], at: usize) -> u16 {
 /// with status 110); 0 is for responses. The P_Key index goes only into the 64-byte header.
 pub fn encode_header(len: usize, agent_id: u32, addr: &Address, mad_len: usize, timeout_ms: u32) -> Vec<u8> {
     let mut h = vec![0u8; len];
+    encode_header_into(&mut h, agent_id, addr, mad_len, timeout_ms);
+    h
+}
+
+/// [`encode_header`] into `h` (its length is the header's: 56 or 64 bytes), which must be
+/// zeroed: the bytes no field covers are left as they are.
+fn encode_header_into(h: &mut [u8], agent_id: u32, addr: &Address, mad_len: usize, timeout_ms: u32) {
+    let len = h.len();
     h[hdr::AGENT_ID..hdr::AGENT_ID + 4].copy_from_slice(&agent_id.to_ne_bytes());
     h[hdr::TIMEOUT_MS..hdr::TIMEOUT_MS + 4].copy_from_slice(&timeout_ms.to_ne_bytes());
     h[hdr::RETRIES..hdr::RETRIES + 4].copy_from_slice(&0u32.to_ne_bytes());
@@ -481,11 +489,10 @@ pub fn encode_header(len: usize, agent_id: u32, addr: &Address, mad_len: usize, 
     if len >= hdr::PKEY_INDEX + 2 {
         h[hdr::PKEY_INDEX..hdr::PKEY_INDEX + 2].copy_from_slice(&addr.pkey_index.to_ne_bytes());
     }
-    h
 }
 
 /// A MAD read from the device.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Received {
     /// The agent it was delivered to.
     pub agent_id: u32,
@@ -508,8 +515,15 @@ pub struct Received {
 
 /// Decodes a buffer read from the device: an `hdr_len`-byte header and the MAD after it.
 pub fn decode_received(buf: &[u8], hdr_len: usize) -> Received {
+    decode_received_into(buf, hdr_len, Vec::new())
+}
+
+/// [`decode_received`], the MAD copied into `mad` (cleared first): a buffer kept from an
+/// earlier read takes the next one without an allocation.
+fn decode_received_into(buf: &[u8], hdr_len: usize, mut mad: Vec<u8>) -> Received {
     let body = buf.get(hdr_len..).unwrap_or(&[]);
-    let mut mad = body.to_vec();
+    mad.clear();
+    mad.extend_from_slice(body);
     if mad.len() < MAD_LEN {
         mad.resize(MAD_LEN, 0);
     }
@@ -683,8 +697,20 @@ impl UmadPort {
         let Some(id) = self.agent_id(agent) else {
             return Err(UmadError::sys(&self.umad_path, "write (no agent registered for the class)", libc::ENOTCONN));
         };
-        let mut buf = encode_header(self.hdr_len, id, addr, mad.len(), timeout_ms);
-        buf.extend_from_slice(mad);
+        // A single MAD (every SMP) goes from the stack; only a longer RMPP message is built
+        // on the heap. One SMP is sent per `write()`, tens of thousands per sweep.
+        let mut small = [0u8; HEADER_LEN_PKEY + MAD_LEN];
+        let mut large = Vec::new();
+        let total = self.hdr_len + mad.len();
+        let buf: &mut [u8] = if total <= small.len() {
+            &mut small[..total]
+        } else {
+            large.resize(total, 0);
+            &mut large
+        };
+        let (h, body) = buf.split_at_mut(self.hdr_len);
+        encode_header_into(h, id, addr, mad.len(), timeout_ms);
+        body.copy_from_slice(mad);
         loop {
             // SAFETY: `buf` is live and readable for `buf.len()` bytes during the call.
             let n = unsafe { libc::write(self.fd(), buf.as_ptr().cast::<c_void>(), buf.len()) };
@@ -701,12 +727,21 @@ impl UmadPort {
     /// Waits up to `timeout_ms` for a MAD and reads it. `Ok(None)` on timeout, on a spurious
     /// wake-up and on an empty queue.
     pub fn recv(&self, timeout_ms: i32) -> Result<Option<Received>, UmadError> {
+        if !self.wait_readable(timeout_ms)? {
+            return Ok(None);
+        }
+        self.read_one()
+    }
+
+    /// Waits up to `timeout_ms` in `poll()` for a MAD to read: `false` on timeout and on a
+    /// spurious wake-up.
+    fn wait_readable(&self, timeout_ms: i32) -> Result<bool, UmadError> {
         let mut pfd = libc::pollfd { fd: self.fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid `pollfd` for the duration of the call (umad2sim looks only at the
         // first umad fd of the array, which is why there is exactly one).
         let r = unsafe { libc::poll(&raw mut pfd, 1, timeout_ms) };
         if r == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         if r < 0 {
             // umad2sim returns -1 on a spurious wake-up without setting errno; the kernel only
@@ -715,51 +750,80 @@ impl UmadPort {
             if e == libc::ENOMEM || e == libc::EINVAL {
                 return Err(UmadError::sys(&self.umad_path, "poll", e));
             }
-            return Ok(None);
+            return Ok(false);
         }
         if pfd.revents & (libc::POLLNVAL | libc::POLLERR) != 0 && pfd.revents & libc::POLLIN == 0 {
             return Err(UmadError::sys(&self.umad_path, "poll", libc::EBADF));
         }
-        self.read_one()
+        Ok(true)
     }
 
     /// [`UmadPort::recv`], then every further MAD already queued, up to `max` in all: one
     /// wake-up of the caller per burst instead of one per MAD.
     pub fn recv_batch(&self, timeout_ms: i32, max: usize) -> Result<Vec<Received>, UmadError> {
-        let Some(first) = self.recv(timeout_ms)? else { return Ok(Vec::new()) };
-        let mut batch = vec![first];
-        while batch.len() < max {
-            match self.read_one()? {
-                Some(r) => batch.push(r),
-                None => break,
-            }
-        }
+        let mut batch = Vec::new();
+        let n = self.recv_batch_into(timeout_ms, max, &mut batch)?;
+        batch.truncate(n);
         Ok(batch)
     }
 
+    /// [`UmadPort::recv_batch`] into `batch`, whose first elements are overwritten and their
+    /// MAD buffers reused (it grows when a batch is longer than any before): returns how many
+    /// were read, `batch[..n]`. The MAD thread keeps one `batch` for its whole run, so reading
+    /// allocates nothing per MAD.
+    pub fn recv_batch_into(&self, timeout_ms: i32, max: usize, batch: &mut Vec<Received>) -> Result<usize, UmadError> {
+        if !self.wait_readable(timeout_ms)? {
+            return Ok(0);
+        }
+        let mut n = 0;
+        while n < max.max(1) {
+            if batch.len() == n {
+                batch.push(Received::default());
+            }
+            if !self.read_one_into(&mut batch[n])? {
+                break;
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
     fn read_one(&self) -> Result<Option<Received>, UmadError> {
-        let mut buf = vec![0u8; self.hdr_len + MAD_LEN];
+        let mut r = Received::default();
+        Ok(self.read_one_into(&mut r)?.then_some(r))
+    }
+
+    /// Reads one queued MAD into `out` (its MAD buffer reused); `false` when none is queued
+    /// (`out` untouched then).
+    fn read_one_into(&self, out: &mut Received) -> Result<bool, UmadError> {
+        // A single MAD is read onto the stack; a longer reassembled RMPP message into `large`.
+        let mut small = [0u8; HEADER_LEN_PKEY + MAD_LEN];
+        let small_len = self.hdr_len.min(HEADER_LEN_PKEY) + MAD_LEN;
+        let mut large: Vec<u8> = Vec::new();
         loop {
+            let buf: &mut [u8] = if large.is_empty() { &mut small[..small_len] } else { &mut large };
             // SAFETY: `buf` is live and writable for `buf.len()` bytes during the call.
             let n = unsafe { libc::read(self.fd(), buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
             if n == UMAD2SIM_EMPTY {
-                return Ok(None);
+                return Ok(false);
             }
             if let Ok(n) = usize::try_from(n) {
-                return Ok(Some(decode_received(&buf[..n.min(buf.len())], self.hdr_len)));
+                let mad = std::mem::take(&mut out.mad);
+                *out = decode_received_into(&buf[..n.min(buf.len())], self.hdr_len, mad);
+                return Ok(true);
             }
             let e = errno();
             match e {
-                libc::EAGAIN | libc::EINTR => return Ok(None),
+                libc::EAGAIN | libc::EINTR => return Ok(false),
                 // A reassembled RMPP message longer than the buffer: the kernel keeps it
                 // queued and reports the length it needs in the header.
                 libc::ENOSPC => {
                     // The header's length counts the header itself and the whole MAD.
-                    let need = usize::try_from(ne_u32(&buf, hdr::LENGTH)).unwrap_or(0).min(1 << 20);
+                    let need = usize::try_from(ne_u32(buf, hdr::LENGTH)).unwrap_or(0).min(1 << 20);
                     if need <= buf.len() {
                         return Err(UmadError::sys(&self.umad_path, "read", e));
                     }
-                    buf.resize(need, 0);
+                    large.resize(need, 0);
                 }
                 _ => return Err(UmadError::sys(&self.umad_path, "read", e)),
             }
@@ -784,146 +848,5 @@ impl Drop for UmadPort {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `_IOC(dir, type, nr, size)` as `<asm-generic/ioctl.h>` defines it, to check the constants
-    /// independently of how they were written down.
-    fn ioc(dir: u32, ty: u32, nr: u32, size: u32) -> u32 {
-        (dir << 30) | (size << 16) | (ty << 8) | nr
-    }
-
-    #[test]
-    fn ioctl_numbers_follow_the_ioc_formula() {
-        const WRITE: u32 = 1;
-        const READ: u32 = 2;
-        assert_eq!(ioctl_nr::REGISTER_AGENT, ioc(READ | WRITE, 0x1b, 1, 28));
-        assert_eq!(ioctl_nr::ENABLE_PKEY, ioc(0, 0x1b, 3, 0));
-        assert_eq!(ioctl_nr::REGISTER_AGENT2, ioc(READ | WRITE, 0x1b, 4, 40));
-        assert_eq!(std::mem::size_of::<RegReq>(), 28);
-        assert_eq!(std::mem::size_of::<RegReq2>(), 40);
-    }
-
-    #[test]
-    fn reg_req_layout_for_sa() {
-        let r = reg_req(AgentClass::SubnAdm).0;
-        assert_eq!(&r[20..24], &[1, 0x03, 2, 0], "qpn, class, version, oui[0]");
-        assert_eq!(r[26], 1, "rmpp version");
-        // GET (1), SET (2): byte 4 bits 1 and 2; GET_TABLE 0x12 = 18: byte 4+2 bit 2;
-        // 0x13, 0x14, 0x15: byte 6 bits 3, 4, 5 (on a little-endian host).
-        if cfg!(target_endian = "little") {
-            assert_eq!(r[4], 0b0000_0110);
-            assert_eq!(r[6], 0b0011_1100);
-            assert!(r[7..20].iter().all(|&b| b == 0));
-        }
-    }
-
-    #[test]
-    fn reg_req2_layout_for_perf_mgt() {
-        let r = reg_req2(AgentClass::PerfMgt).0;
-        assert_eq!(u32::from_ne_bytes([r[4], r[5], r[6], r[7]]), 1, "qpn 1");
-        assert_eq!((r[8], r[9]), (0x04, 1), "class 0x04, version 1");
-        assert_eq!(&r[16..32], &[0; 16], "no unsolicited methods");
-        assert_eq!(r[36], 0, "no RMPP");
-        assert_eq!(AgentClass::of_class(0x04), Some(AgentClass::PerfMgt));
-    }
-
-    #[test]
-    fn reg_req2_layout_for_dr_smp() {
-        let r = reg_req2(AgentClass::SubnDr).0;
-        assert_eq!(u32::from_ne_bytes([r[4], r[5], r[6], r[7]]), 0, "qpn 0");
-        assert_eq!((r[8], r[9]), (0x81, 1));
-        let lo = u64::from_ne_bytes(r[16..24].try_into().unwrap());
-        assert_eq!(lo, (1 << 1) | (1 << 2) | (1 << 5));
-        assert_eq!(&r[24..32], &[0; 8]);
-        assert_eq!(r[36], 0);
-    }
-
-    #[test]
-    fn header_encodes_address_in_network_order() {
-        let to = Address { lid: Lid(0x1234), qpn: 1, qkey: GSI_QKEY, pkey_index: 3, sl: 2, grh: None };
-        let h = encode_header(HEADER_LEN_OLD, 7, &to, MAD_LEN, 200);
-        assert_eq!(h.len(), 56);
-        assert_eq!(&h[0..4], &7u32.to_ne_bytes());
-        assert_eq!(&h[8..12], &200u32.to_ne_bytes());
-        assert_eq!(&h[16..20], &(56u32 + 256).to_ne_bytes());
-        assert_eq!(&h[20..24], &[0, 0, 0, 1]);
-        assert_eq!(&h[24..28], &[0x80, 0x01, 0x00, 0x00]);
-        assert_eq!(&h[28..30], &[0x12, 0x34]);
-        assert_eq!(h[30], 2, "SL");
-        assert_eq!(h[32], 0, "no GRH");
-        let gid = Gid::from_bytes(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 2, 0xc9, 3, 0, 1, 2, 3]);
-        let grh = Grh { gid, gid_index: 0, hop_limit: 64, traffic_class: 5, flow_label: 0x1_2345 };
-        let h = encode_header(HEADER_LEN_PKEY, 0, &Address { grh: Some(grh), ..to }, MAD_LEN, 0);
-        assert_eq!(h.len(), 64);
-        assert_eq!(&h[56..58], &3u16.to_ne_bytes(), "P_Key index in the new header");
-        // What the kernel hands back for such a packet decodes to the same GRH, SL and index.
-        let mut back = h.clone();
-        back.extend_from_slice(&[0u8; MAD_LEN]);
-        let r = decode_received(&back, HEADER_LEN_PKEY);
-        assert_eq!((r.grh, r.sl, r.pkey_index), (Some(grh), 2, 3));
-        let r = decode_received(&back[8..], HEADER_LEN_OLD);
-        assert_eq!((r.grh, r.pkey_index), (None, 0), "the old header's GRH bytes are not trusted");
-    }
-
-    #[test]
-    fn received_header_decodes_and_short_buffers_do_not_panic() {
-        let mut buf = vec![0u8; 56 + 256];
-        buf[0..4].copy_from_slice(&3u32.to_ne_bytes());
-        buf[4..8].copy_from_slice(&110u32.to_ne_bytes());
-        buf[20..24].copy_from_slice(&[0, 0, 0, 1]);
-        buf[28..30].copy_from_slice(&[0xff, 0xff]);
-        buf[56] = 1;
-        buf[56 + 255] = 0xab;
-        let r = decode_received(&buf, 56);
-        assert_eq!((r.agent_id, r.status, r.slid, r.sqpn), (3, STATUS_TIMEOUT, Lid::PERMISSIVE, 1));
-        assert_eq!((r.mad[0], r.mad[255]), (1, 0xab));
-        for len in [0, 3, 30, 56, 57] {
-            let r = decode_received(&buf[..len], 64);
-            assert_eq!(r.mad, vec![0u8; MAD_LEN]);
-        }
-    }
-
-    fn loc(index: u32, ca: &str, port: u8, phys: Option<&str>, ll: Option<&str>) -> PortLocation {
-        PortLocation {
-            index,
-            ca: ca.to_owned(),
-            port,
-            phys_state: phys.map(str::to_owned),
-            link_layer: ll.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn port_selection() {
-        let ports = [
-            loc(0, "mlx5_0", 1, Some("3: Disabled"), Some("InfiniBand")),
-            loc(1, "mlx5_1", 1, Some("5: LinkUp"), Some("Ethernet")),
-            loc(2, "mlx5_2", 1, Some("5: LinkUp"), Some("InfiniBand")),
-            loc(3, "mlx5_2", 2, Some("2: Polling"), None),
-        ];
-        assert_eq!(select_port(&ports, None, None).unwrap().index, 2, "first IB port with link up");
-        assert_eq!(select_port(&ports, Some("mlx5_2"), Some(2)).unwrap().index, 3);
-        assert_eq!(select_port(&ports, Some("mlx5_0"), None).unwrap().index, 0);
-        let err = select_port(&ports, Some("mlx4_0"), None).unwrap_err().to_string();
-        assert!(err.contains("mlx4_0") && err.contains("mlx5_2 port 2"), "{err}");
-        assert_eq!(select_port(&ports[..1], None, None).unwrap().index, 0, "no link up: first IB port");
-        assert!(select_port(&[], None, None).unwrap_err().to_string().contains(SYSFS_UMAD));
-        let sim = [loc(0, "ibsim0", 0, Some("5: LinkUp"), None)];
-        assert_eq!(select_port(&sim, None, None).unwrap().port, 0, "switch port 0 under ibsim");
-        assert_eq!(sim[0].umad_path(), Path::new("/dev/infiniband/umad0"));
-        assert_eq!(sim[0].issm_path(), Path::new("/dev/infiniband/issm0"));
-    }
-
-    #[test]
-    fn reading_a_missing_file_names_it_and_the_errno() {
-        let e = read_text(Path::new("/nonexistent/ibsm-test/port")).unwrap_err().to_string();
-        assert!(e.contains("/nonexistent/ibsm-test/port") && e.contains("open"), "{e}");
-        assert!(e.contains("os error 2"), "{e}");
-    }
-
-    #[test]
-    fn reading_a_text_file() {
-        assert!(!read_text(Path::new("/proc/self/stat")).unwrap().is_empty());
-    }
-}
+#[path = "umad_tests.rs"]
+mod tests;
