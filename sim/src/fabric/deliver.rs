@@ -17,7 +17,7 @@ use ibsm_mad::{Guid, Lid, MAD_LEN, PKey, ids};
 
 use super::fault::{Fault, Verdict};
 use super::state::{LState, NodeRef, PState, PortRef};
-use super::{Agent, AgentId, Dest, Event, Fabric, Queued, Received, SimConfig, SimTime, Stats};
+use super::{Agent, AgentId, Dest, Event, Fabric, Received, SimConfig, SimTime, Stats};
 use crate::rng::Rng;
 use crate::topology::{NodeKind, Topology};
 
@@ -74,8 +74,7 @@ impl Fabric {
             switches,
             lft_blocks: super::lft::LftBlocks::default(),
             agents: Vec::new(),
-            queue: std::collections::BinaryHeap::new(),
-            seq: 0,
+            queue: super::queue::EventQueue::default(),
             now: SimTime(0),
             rng: Rng::new(cfg.seed),
             rules: Vec::new(),
@@ -228,18 +227,18 @@ impl Fabric {
 
     /// Time of the next queued event (packet arrival, scheduled fault, lease expiry).
     pub fn next_event(&self) -> Option<SimTime> {
-        self.queue.peek().map(|q| q.0.at)
+        self.queue.peek_at().map(SimTime)
     }
 
     /// Processes every event up to and including `t`, then sets the clock to `t`.
     pub fn advance_to(&mut self, t: SimTime) {
-        while let Some(q) = self.queue.peek() {
-            if q.0.at > t {
+        while let Some(at) = self.queue.peek_at() {
+            if at > t.0 {
                 break;
             }
-            let Some(std::cmp::Reverse(q)) = self.queue.pop() else { break };
-            self.now = self.now.max(q.at);
-            match q.ev {
+            let Some((at, ev)) = self.queue.pop() else { break };
+            self.now = self.now.max(SimTime(at));
+            match ev {
                 Event::Arrive(pkt) => self.arrive(pkt),
                 Event::Serve(pkt, boots) => self.serve(pkt, boots),
                 Event::Fault(f) => self.apply(*f),
@@ -283,8 +282,7 @@ impl Fabric {
     }
 
     pub(crate) fn push(&mut self, at: SimTime, ev: Event) {
-        self.seq += 1;
-        self.queue.push(std::cmp::Reverse(Queued { at, seq: self.seq, ev }));
+        self.queue.push(at.0, ev);
     }
 
     pub(crate) fn port_ref(&self, node: NodeRef, port: u8) -> Option<PortRef> {

@@ -34,11 +34,9 @@ mod deliver;
 mod fault;
 mod lft;
 mod pma;
+mod queue;
 mod sma;
 mod state;
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use ibsm_mad::{Lid, MAD_LEN};
 
@@ -261,30 +259,6 @@ pub(crate) enum Event {
     LeaseCheck(u32),
 }
 
-#[derive(Debug)]
-struct Queued {
-    at: SimTime,
-    seq: u64,
-    ev: Event,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<core::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> core::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 /// An agent attached at a port.
 #[derive(Debug)]
 struct Agent {
@@ -304,8 +278,7 @@ pub struct Fabric {
     /// The distinct blocks of the switches' forwarding tables (see the `lft` module).
     lft_blocks: lft::LftBlocks,
     agents: Vec<Agent>,
-    queue: BinaryHeap<Reverse<Queued>>,
-    seq: u64,
+    queue: queue::EventQueue<Event>,
     now: SimTime,
     rng: Rng,
     rules: Vec<LinkRule>,
