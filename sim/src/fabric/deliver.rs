@@ -389,6 +389,7 @@ impl Fabric {
     }
 
     /// Sends a packet out of `out` onto its cable: returns the arrival port and the latency.
+    #[inline]
     fn hop(&mut self, out: PortRef) -> Result<(PortRef, u64), Drop> {
         let Some(p) = self.ports.get(out as usize) else { return Err(Drop::NoRoute) };
         if !p.link_up() {
@@ -406,6 +407,10 @@ impl Fabric {
     }
 
     /// Directed-route forwarding from `src` (see the module doc). Returns the target and latency.
+    ///
+    /// The whole path is walked at once, so the hop pointer is written once, with the value it
+    /// has where the walk ends (what the hops in between would see is never read; a packet
+    /// dropped on the way is dropped with its buffer).
     fn route_dr(&mut self, src: PortRef, mad: &mut [u8; MAD_LEN]) -> Result<(Target, u64), Drop> {
         let Ok(mut smp) = DrSmp::new_checked(&mut mad[..]) else { return Err(Drop::Malformed) };
         if smp.dr_slid() != Lid::PERMISSIVE || smp.dr_dlid() != Lid::PERMISSIVE {
@@ -419,25 +424,24 @@ impl Fabric {
             if smp.hop_pointer() != 0 {
                 return Err(Drop::Malformed);
             }
-            smp.set_hop_pointer(1).map_err(|_| Drop::Malformed)?;
             if n == 0 {
+                smp.set_hop_pointer(1).map_err(|_| Drop::Malformed)?;
                 return Ok((Target::Sma(src), 0));
             }
-            let mut h: u8 = 1;
-            loop {
-                let exit = smp.initial_path_port(h).ok_or(Drop::Malformed)?;
-                let out = self.exit_port(node, exit, src)?;
+            // InitialPath[1..=n] (n <= 63 in a checked view: always within the 64 bytes).
+            let mut path = [0u8; 64];
+            path.copy_from_slice(smp.initial_path().get(..64).ok_or(Drop::Malformed)?);
+            for h in 1..=n {
+                let out = self.exit_port(node, path[usize::from(h)], src)?;
                 let (arr, l) = self.hop(out)?;
                 lat += l;
-                let arr_num = self.ports[arr as usize].num;
-                node = self.ports[arr as usize].node as usize;
-                smp.set_return_path_port(h, arr_num).map_err(|_| Drop::Malformed)?;
+                let arrival = &self.ports[arr as usize];
+                node = arrival.node as usize;
+                smp.set_return_path_port(h, arrival.num).map_err(|_| Drop::Malformed)?;
                 if h < n {
                     if self.nodes[node].kind != NodeKind::Switch {
                         return Err(Drop::NoRoute);
                     }
-                    h += 1;
-                    smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
                     continue;
                 }
                 smp.set_hop_pointer(n + 1).map_err(|_| Drop::Malformed)?;
@@ -446,20 +450,21 @@ impl Fabric {
                 }
                 return Ok((Target::Sma(arr), lat));
             }
+            return Err(Drop::Malformed);
         }
         // Returning (D = 1): the responder's hop pointer is hop_count + 1.
         if smp.hop_pointer() != n.wrapping_add(1) {
             return Err(Drop::Malformed);
         }
+        smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
         if n == 0 {
-            smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
             return Ok((Target::Port(src), 0));
         }
-        let mut h = n;
-        smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
-        loop {
-            let exit = smp.return_path_port(h).ok_or(Drop::Malformed)?;
-            let out = self.exit_port(node, exit, src)?;
+        // ReturnPath[n..=1], as the switches on the way wrote it.
+        let mut path = [0u8; 64];
+        path.copy_from_slice(smp.return_path().get(..64).ok_or(Drop::Malformed)?);
+        for h in (1..=n).rev() {
+            let out = self.exit_port(node, path[usize::from(h)], src)?;
             let (arr, l) = self.hop(out)?;
             lat += l;
             node = self.ports[arr as usize].node as usize;
@@ -467,20 +472,19 @@ impl Fabric {
                 if self.nodes[node].kind != NodeKind::Switch {
                     return Err(Drop::NoRoute);
                 }
-                h -= 1;
-                smp.set_hop_pointer(h).map_err(|_| Drop::Malformed)?;
                 continue;
             }
-            smp.set_hop_pointer(0).map_err(|_| Drop::Malformed)?;
             // Back at the requester: an SM on a switch sits on its management port 0.
             let n = &self.nodes[node];
             let home = if n.kind == NodeKind::Switch { n.first_port } else { arr };
             return Ok((Target::Port(home), lat));
         }
+        Err(Drop::Malformed)
     }
 
     /// The port a DR SMP leaves `node` through. On a CA the exit port must be `src`'s own port
     /// when the SMP starts there (a CA does not forward).
+    #[inline]
     fn exit_port(&self, node: NodeRef, exit: u8, src: PortRef) -> Result<PortRef, Drop> {
         let n = &self.nodes[node];
         if exit == 0 || exit > n.num_ports {
