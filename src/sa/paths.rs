@@ -1,11 +1,13 @@
 //! The compact tables a path lookup reads ([`Paths`]), so that a PathRecord touches as few
 //! cache lines as it can.
 //!
-//! Owns: per node, where its ports start in the flat port tables, whether it is a switch, and
-//! its forwarding table (the snapshot's `Arc`, shared, not copied); per port, the link a walk
-//! crosses ([`Hop`]: the node and port at the other end and whether that node is a switch, the
-//! NeighborMTU, MTUCap and link rate), and the port GUID and P_Key table a record and the
-//! partition rule read (P_Key tables interned: ports with the same table share one copy).
+//! Owns: per node, where its ports start in the flat port table (also as a dense array of 4
+//! bytes a node), whether it is a switch, and its forwarding table (the snapshot's `Arc`,
+//! shared, not copied); per port, in one 32-byte record ([`Hop`]), the link a walk crosses
+//! (the node and port at the other end and whether that node is a switch, the NeighborMTU,
+//! MTUCap and link rate), whether the port's own node is a switch, and the port GUID and P_Key
+//! table a record and the partition rule read (P_Key tables interned: ports with the same
+//! table share one copy): a PathRecord's end port is one cache line, not a node's and a port's.
 //! The walk through the forwarding tables over them ([`Paths::walk`]), whose part from the
 //! first switch on is kept per (switch, DLID) in a memo ([`Legs`]) that lives as long as the
 //! tables: a PathRecord between two hosts whose source leaf has walked to that DLID before
@@ -14,8 +16,8 @@
 //! Why: the node records keep a port's PortInfo (over 100 bytes) next to its other fields, and
 //! a node behind an `Arc` of its own; a walk through five switches of a k=48 fat tree read a
 //! record's line for each egress port and each next node, besides the forwarding table entry,
-//! all of them cache misses. Here a hop is 16 bytes, the port tables of all 2,880 switches
-//! about 2 MiB. The tables are built from a snapshot's node records on first use
+//! all of them cache misses. Here a port is 32 bytes, the port table of the k = 48 tree (2,880
+//! switches, 27,648 CAs) about 6 MiB. The tables are built from a snapshot's node records on first use
 //! (`Snapshot::walk`, `Snapshot::shared_pkey`, `Snapshot::port_guid`) and say what the records
 //! say: the walk over the records is kept in the tests as the judge of this one.
 
@@ -51,9 +53,15 @@ impl NodeAt {
     }
 }
 
-/// What a walk reads of a port: 16 bytes.
+/// What a walk, a record and the partition rule read of a port: 32 bytes, aligned, so that
+/// a PathRecord's end port is one cache line.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 struct Hop {
+    /// The port GUID.
+    guid: Guid,
+    /// Index of its P_Key table in [`Paths::pkeys`].
+    pkeys: u32,
     /// The node at the other end ([`NONE`]: none).
     next: u32,
     /// The link's data rate in Mb/s ([`link_mbps`]; 0: unknown, or no PortInfo).
@@ -68,14 +76,8 @@ struct Hop {
     info: bool,
     /// Whether the node at the other end is a switch.
     next_switch: bool,
-}
-
-/// What a record and the partition rule read of a port.
-#[derive(Debug, Clone, Copy)]
-struct Facts {
-    guid: Guid,
-    /// Index of its P_Key table in [`Paths::pkeys`].
-    pkeys: u32,
+    /// Whether the port's own node is a switch.
+    switch: bool,
 }
 
 /// What two ports holding the same P_Key table share by OpenSM's partition rule, worked out
@@ -113,8 +115,10 @@ pub fn lowest_shared(ka: &[PKey], kb: &[PKey]) -> Option<PKey> {
 #[derive(Debug)]
 pub struct Paths {
     nodes: Vec<NodeAt>,
+    /// Per node, where its ports start in `hops`, and the end (one more entry than nodes): 4
+    /// bytes a node, so that finding a port reads a line that is mostly in cache.
+    starts: Vec<u32>,
     hops: Vec<Hop>,
-    facts: Vec<Facts>,
     /// The distinct P_Key tables; entry 0 is the empty one.
     pkeys: Vec<Box<[PKey]>>,
     /// What two ports with the same table share, by index into `pkeys`.
@@ -134,8 +138,8 @@ impl Paths {
         let total: usize = nodes.iter().map(|n| n.ports.len()).sum();
         let mut out = Paths {
             nodes: Vec::with_capacity(nodes.len()),
+            starts: Vec::with_capacity(nodes.len() + 1),
             hops: Vec::with_capacity(total),
-            facts: Vec::with_capacity(total),
             pkeys: vec![Box::default()],
             shares: Vec::new(),
             last_hop: Vec::new(),
@@ -145,6 +149,7 @@ impl Paths {
         for node in nodes {
             let switch = node.is_switch();
             let first = u32::try_from(out.hops.len()).unwrap_or(NONE);
+            out.starts.push(first);
             out.nodes.push(NodeAt {
                 first,
                 ports: u32::try_from(node.ports.len()).unwrap_or(0),
@@ -154,15 +159,6 @@ impl Paths {
             for port in node.ports.iter() {
                 let remote = port.remote.and_then(|(n, p)| nodes.get(n as usize).map(|r| (n, p, r.is_switch())));
                 let (next, in_port, next_switch) = remote.unwrap_or((NONE, 0, false));
-                out.hops.push(Hop {
-                    next,
-                    rate: port.info.and_then(|i| link_mbps(&i)).unwrap_or(0),
-                    neighbor: port.info.map_or(Mtu::M256, |i| i.neighbor_mtu),
-                    cap: port.info.map_or(Mtu::M256, |i| i.mtu_cap),
-                    in_port,
-                    info: port.info.is_some(),
-                    next_switch,
-                });
                 let pkeys = if port.pkeys.is_empty() {
                     0
                 } else if let Some(&k) = interned.get(port.pkeys.as_slice()) {
@@ -173,9 +169,21 @@ impl Paths {
                     interned.insert(port.pkeys.as_slice().into(), k);
                     k
                 };
-                out.facts.push(Facts { guid: port.guid, pkeys });
+                out.hops.push(Hop {
+                    guid: port.guid,
+                    pkeys,
+                    next,
+                    rate: port.info.and_then(|i| link_mbps(&i)).unwrap_or(0),
+                    neighbor: port.info.map_or(Mtu::M256, |i| i.neighbor_mtu),
+                    cap: port.info.map_or(Mtu::M256, |i| i.mtu_cap),
+                    in_port,
+                    info: port.info.is_some(),
+                    next_switch,
+                    switch,
+                });
             }
         }
+        out.starts.push(u32::try_from(out.hops.len()).unwrap_or(NONE));
         out.shares = out.pkeys.iter().map(|t| SelfShare { talk: talks(t, t), lowest: lowest_shared(t, t) }).collect();
         out.last_hop = last_hops(&out, nodes, 1 << lmc.min(7));
         let switches = out.nodes.iter().filter(|n| n.switch).count();
@@ -186,8 +194,10 @@ impl Paths {
 
     /// The flat index of port `at` (`None`: no such node or port).
     fn index(&self, at: PortAt) -> Option<usize> {
-        let node = self.nodes.get(at.0 as usize)?;
-        (u32::from(at.1) < node.ports).then(|| node.first as usize + usize::from(at.1))
+        let n = at.0 as usize;
+        let (first, end) = (*self.starts.get(n)?, *self.starts.get(n.checked_add(1)?)?);
+        let i = first.checked_add(u32::from(at.1)).filter(|&i| i < end)?;
+        Some(i as usize)
     }
 
     /// Whether port `at` exists.
@@ -197,7 +207,7 @@ impl Paths {
 
     /// The port GUID of `at`.
     pub fn guid(&self, at: PortAt) -> Option<Guid> {
-        Some(self.facts.get(self.index(at)?)?.guid)
+        Some(self.hops.get(self.index(at)?)?.guid)
     }
 
     /// The P_Key table of `at`, index by index (0: an empty slot).
@@ -208,7 +218,7 @@ impl Paths {
     /// Which of the distinct P_Key tables port `at` holds (ports with equal tables get the
     /// same index).
     pub fn table_of(&self, at: PortAt) -> Option<u32> {
-        Some(self.facts.get(self.index(at)?)?.pkeys)
+        Some(self.hops.get(self.index(at)?)?.pkeys)
     }
 
     /// The distinct P_Key table `t` ([`Paths::table_of`]).
@@ -225,9 +235,8 @@ impl Paths {
     /// `Snapshot::walk` (which finds `dest`) documents it. `dest` must be `dlid`'s owner: the
     /// part of the walk from the first switch on is kept per (switch, DLID) ([`Legs`]).
     pub fn walk(&self, src: PortAt, dest: PortAt, dlid: Lid) -> Option<Walk> {
-        let src_node = self.nodes.get(src.0 as usize)?;
         let from = *self.hops.get(self.index(src)?)?;
-        let mtu = match (from.info, src_node.switch) {
+        let mtu = match (from.info, from.switch) {
             (false, _) => Mtu::M256,
             (true, true) => from.cap,
             (true, false) => from.neighbor,
@@ -237,7 +246,7 @@ impl Paths {
             return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
         }
         // The switch the packet is in.
-        let at = if src_node.switch {
+        let at = if from.switch {
             src.0
         } else if from.next != NONE && from.next_switch {
             from.next
@@ -408,6 +417,12 @@ mod tests {
     fn judge(snap: &Snapshot) -> usize {
         let top = snap.end_ports().filter_map(|p| snap.port(p).map(|r| r.lid.0)).max().unwrap_or(0);
         let mut found = 0;
+        // Past the last node, and at the largest node index: no port.
+        for n in [u32::try_from(snap.nodes.len()).unwrap(), u32::MAX] {
+            assert_eq!(snap.port_guid((n, 0)), None);
+            assert_eq!(snap.paths().table_of((n, 1)), None);
+            assert!(!snap.paths().has_port((n, 0)));
+        }
         for (n, node) in snap.nodes.iter().enumerate() {
             let n = u32::try_from(n).unwrap();
             for p in 0..=u8::try_from(node.ports.len()).unwrap() {
