@@ -294,6 +294,25 @@ impl Snapshot {
         sm: SmPort,
         prev: Option<&Snapshot>,
     ) -> Snapshot {
+        Snapshot::with_shared_keys(subnet_prefix, lmc, packet_life, nodes, sm, prev, None)
+    }
+
+    /// [`Snapshot::with_shared`], where `fresh`, when given, lists every record of `nodes`
+    /// that may read differently from `prev`'s at the same place for the indexes: each other
+    /// record is `prev`'s own (the same `Arc`) or reads as it does there (the same node GUID
+    /// and type, SwitchInfo and end ports: a record whose forwarding table alone changed), so
+    /// only the listed ones are compared to share `prev`'s indexes (after an edge cable cut at
+    /// k = 48, the cable's two ends instead of the 1,155 switches whose tables changed). The
+    /// caller vouches for the list; with `None` every record not `prev`'s own is compared.
+    pub fn with_shared_keys(
+        subnet_prefix: u64,
+        lmc: u8,
+        packet_life: u8,
+        nodes: SnapNodes,
+        sm: SmPort,
+        prev: Option<&Snapshot>,
+        fresh: Option<&[usize]>,
+    ) -> Snapshot {
         // The path tables read the node records only: shared while every record is.
         let same_nodes = prev.is_some_and(|prev| {
             prev.nodes.len() == nodes.len() && prev.nodes.0.iter().zip(&nodes.0).all(|(a, b)| Arc::ptr_eq(a, b))
@@ -306,7 +325,15 @@ impl Snapshot {
             Some(prev)
                 if prev.index.lmc == lmc
                     && prev.nodes.len() == nodes.len()
-                    && prev.nodes.0.iter().zip(&nodes.0).all(|(a, b)| Arc::ptr_eq(a, b) || same_index_key(a, b)) =>
+                    && match fresh {
+                        Some(fresh) => fresh.iter().all(|&i| match (prev.nodes.0.get(i), nodes.0.get(i)) {
+                            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || same_index_key(a, b),
+                            _ => false,
+                        }),
+                        None => {
+                            prev.nodes.0.iter().zip(&nodes.0).all(|(a, b)| Arc::ptr_eq(a, b) || same_index_key(a, b))
+                        }
+                    } =>
             {
                 Arc::clone(&prev.index)
             }

@@ -63,6 +63,9 @@ pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>, mark: u64) -> Sn
     let changed = same_books
         .filter(|p| p.nodes.len() <= src.subnet.nodes.len())
         .and_then(|p| src.subnet.nodes.changed_since(p.subnet_mark));
+    // Records built afresh (not the last snapshot's, nor the last one's with a new table): the
+    // only ones the indexes must compare with the last snapshot's.
+    let mut fresh: Vec<usize> = Vec::new();
     let nodes = src
         .subnet
         .nodes
@@ -100,12 +103,19 @@ pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>, mark: u64) -> Sn
                         table,
                     })
                 }
-                None => Arc::new(node_record(src, n, table)),
+                None => {
+                    fresh.push(i);
+                    Arc::new(node_record(src, n, table))
+                }
             }
         })
         .collect();
     let sm = SmPort { guid: src.port_guid, lid: src.subnet.local_lid() };
-    let mut snap = Snapshot::with_shared(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev);
+    // A record shared, or the last one's with its table alone changed, has the last one's
+    // index keys (node, SwitchInfo, ports): the indexes compare the fresh ones only. Records
+    // are taken from `same_books` only: from another `prev`, every one is fresh.
+    let fresh = same_books.is_some().then_some(fresh.as_slice());
+    let mut snap = Snapshot::with_shared_keys(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev, fresh);
     snap.pkeys_revision = Some(src.partitions.revision());
     snap.subnet_mark = mark;
     snap.nodes_compared = changed.map_or(src.subnet.nodes.len(), |c| c.count());
