@@ -4,11 +4,14 @@
 //! sees must not change: the same SMPs, the same LFT blocks, the same tables, the same virtual
 //! phase times as routing in place after the configuration. A configuration that changes what
 //! routing reads (here a cable cut while the ports are configured) makes the early route stale:
-//! it is dropped and the sweep routes again.
+//! it is dropped and the sweep routes again. Where the chain is not layered, the job is
+//! offered before the configuration is even built (the core waits once in
+//! [`ComputeStep::Configure`] for the driver to take it); a driver that takes no job then is not
+//! held up.
 
-use ibsm::core::{ComputeStep, Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
+use ibsm::core::{ComputeStep, Guid2Lid, MadSource, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
 use ibsm::transport::sim::SimDriver;
-use ibsm_sim::fabric::Stats;
+use ibsm_sim::fabric::{Dest, SimTime, Stats};
 use ibsm_topology::{GenSpec, NodeKind, Topology};
 
 const LIMIT: u64 = 600_000_000_000;
@@ -136,4 +139,103 @@ fn a_full_route_asked_while_the_ports_are_configured_makes_the_early_route_stale
     let r = up(&mut drv);
     assert!(r.complete, "{r:?}");
     assert!(drv.fabric.check_routes().ok());
+}
+
+/// One step of a driver run by hand, with no compute step run and no job taken: the SM's MADs
+/// out, the fabric to its next event or the SM's next timer, the MADs in, the timers. False
+/// when nothing is left to happen.
+fn step_by_hand(drv: &mut SimDriver) -> bool {
+    let now = drv.now();
+    while let Some(t) = drv.sm.poll_transmit(now) {
+        let mut mad = [0u8; ibsm_mad::MAD_LEN];
+        let n = t.bytes.len().min(mad.len());
+        mad[..n].copy_from_slice(&t.bytes[..n]);
+        drv.fabric.send_pkey(drv.agent, &mad, Dest { dlid: t.to.lid, qpn: t.to.qpn }, t.to.pkey_index);
+    }
+    let next = match (drv.fabric.next_event().map(|t| t.0), drv.sm.poll_timeout()) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) => a,
+        (None, Some(b)) => b,
+        (None, None) => return false,
+    };
+    drv.fabric.advance_to(SimTime(next));
+    while let Some(r) = drv.fabric.recv(drv.agent) {
+        let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
+        drv.sm.handle_mad(r.at.0, &r.mad[..], src);
+    }
+    let now = drv.now();
+    if drv.sm.poll_timeout().is_some_and(|t| t <= now) {
+        drv.sm.handle_timeout(now);
+    }
+    true
+}
+
+/// Starts a sweep on `drv` and steps it by hand, running its compute steps on the virtual
+/// clock, until the configuration waits for the early route's job to be taken.
+#[track_caller]
+fn until_configure(drv: &mut SimDriver) {
+    let now = drv.now();
+    drv.sm.start_sweep(now);
+    loop {
+        match drv.sm.poll_compute() {
+            Some(ComputeStep::Configure) => return,
+            Some(step) => {
+                assert_ne!(step, ComputeStep::Route, "routing before the configuration");
+                let now = drv.now();
+                drv.sm.handle_compute(&mut || now);
+            }
+            None => assert!(step_by_hand(drv), "stopped in {:?} before the configuration", drv.sm.phase()),
+        }
+    }
+}
+
+#[test]
+fn the_route_is_offered_before_the_configuration_is_built_and_a_driver_that_takes_no_job_is_not_held_up() {
+    let topo = fabric();
+    let mut inplace = driver(&topo);
+    inplace.sm.set_offload_routing(false);
+    let now = inplace.now();
+    inplace.sm.start_sweep(now);
+    let a = up(&mut inplace);
+    assert!(a.complete, "{a:?}");
+    let top = u16::try_from(topo.nodes.len() * 2).expect("few LIDs");
+
+    // LIDs assigned: the job is offered while nothing of the configuration exists yet.
+    let mut early = driver(&topo);
+    early.take_route_jobs = false;
+    until_configure(&mut early);
+    assert_eq!(early.sm.phase(), SweepPhase::ConfiguringPorts);
+    assert_eq!(early.fabric.stats().port_info_sets, 0, "no PortInfo Set sent yet");
+    let now = early.now();
+    assert!(early.sm.poll_transmit(now).is_none(), "no configuration queued before the job is taken");
+    let job = early.sm.take_route_job().expect("the route offered before the configuration");
+    assert_eq!(early.sm.poll_compute(), Some(ComputeStep::Configure), "the configuration is still to build");
+    let worker = std::thread::spawn(move || job.run());
+    // The configuration is built (and sent) while the job is out.
+    early.sm.handle_compute(&mut || now);
+    assert_eq!(early.sm.poll_compute(), None);
+    run_to(&mut early, phase_started(SweepPhase::Routing)).expect("configured without the route");
+    assert!(early.fabric.stats().port_info_sets > 0);
+    let now = early.now();
+    early.sm.finish_route(worker.join().expect("the job ran"), now);
+    let b = up(&mut early);
+    assert!(b.complete, "{b:?}");
+    assert_eq!((b.smps_sent, b.lft_blocks_sent, b.routing_mode), (a.smps_sent, a.lft_blocks_sent, a.routing_mode));
+    assert_eq!(seen(inplace.fabric.stats()), seen(early.fabric.stats()), "the fabric saw the same SMPs");
+    assert_eq!(tables(&topo, &inplace, top), tables(&topo, &early, top), "the same tables");
+
+    // A driver that does not take the job: the next compute call builds the configuration
+    // anyway (the core waits once), and the sweep routes after it.
+    let mut lazy = driver(&topo);
+    lazy.take_route_jobs = false;
+    until_configure(&mut lazy);
+    let now = lazy.now();
+    lazy.sm.handle_compute(&mut || now);
+    assert_eq!(lazy.sm.poll_compute(), None, "the configuration built with the job not taken");
+    lazy.take_route_jobs = true;
+    let c = up(&mut lazy);
+    assert!(c.complete, "{c:?}");
+    assert_eq!((c.smps_sent, c.lft_blocks_sent), (a.smps_sent, a.lft_blocks_sent));
+    assert_eq!(seen(inplace.fabric.stats()), seen(lazy.fabric.stats()));
+    assert_eq!(tables(&topo, &inplace, top), tables(&topo, &lazy, top));
 }

@@ -421,6 +421,9 @@ impl Sm {
     /// and its `snapshot_ns` are measured where the work happens.
     pub fn handle_compute(&mut self, clock: &mut dyn FnMut() -> u64) {
         while let Some(step) = self.sweep.take_compute() {
+            if step == ComputeStep::Configure && self.configure_waits_for_route() {
+                return;
+            }
             if step == ComputeStep::Route && self.routing.offloaded() {
                 // The driver runs it as a job ([`Sm::take_route_job`]).
                 self.sweep.wait_for(step);
@@ -430,6 +433,7 @@ impl Sm {
             self.now = self.now.max(start);
             match step {
                 ComputeStep::AssignLids => self.assign_lids(),
+                ComputeStep::Configure => self.configure_ports(),
                 ComputeStep::Route => self.route(),
                 ComputeStep::Snapshot => self.install_snapshot(),
             }
@@ -572,41 +576,6 @@ impl Sm {
     fn route(&mut self) {
         let job = self.route_job();
         self.apply_route(job.run(), true);
-    }
-
-    /// The routing job of the subnet, its view without the links the performance manager has
-    /// the routing avoid (`perf-avoid-unhealthy`); the PM hears what was left out and kept.
-    pub(in crate::core) fn route_job(&mut self) -> lft::RouteJob {
-        let avoid = self.perf.avoided();
-        let budget = self.route_budget();
-        // A layered chain on an SM that has written no LFT yet (started, or took over): every
-        // switch's table as read back, or as its base's where the last master vouched for it.
-        let fresh = (self.chain_layered() && self.routing.fresh()).then(|| {
-            let switches: Vec<_> =
-                self.subnet.nodes.iter().filter(|n| n.is_switch()).map(|n| n.info.node_guid).collect();
-            (switches, self.routing.base_tables().unwrap_or_default())
-        });
-        let programming = &self.programming;
-        let base = fresh.as_ref().map(|f| &f.1);
-        self.routing.hold_actual(fresh.as_ref().map(|f| f.0.as_slice()), |guid| match programming.vouched(guid) {
-            Some(digest) => base?.get(&guid).filter(|t| programming::table_digest(t) == digest).cloned(),
-            None => programming.programmed_lft(guid),
-        });
-        let (job, avoided) = self.routing.job(
-            &self.subnet,
-            self.cfg.lmc,
-            (&self.cfg.routing_engine, &self.cfg.routing_options),
-            budget,
-            &avoid,
-        );
-        self.perf.set_routed(&avoided.cut, &avoided.kept);
-        job
-    }
-
-    /// The layer budget a routing job gets. Only a layered engine (dfsssp, nue) uses it, and
-    /// it reads the VLs of every link (7–9 ms of CPU at k = 48): another chain gets 1 for free.
-    fn route_budget(&self) -> u8 {
-        if self.chain_layered() { self.vl_budget() } else { 1 }
     }
 
     pub(in crate::core) fn apply_route(&mut self, done: lft::RouteDone, use_tables: bool) {
@@ -890,6 +859,9 @@ impl Sm {
                 }
                 SweepPhase::AssigningLids => {
                     self.enter(SweepPhase::ConfiguringPorts);
+                    if self.offer_route_first() {
+                        return;
+                    }
                     self.configure_ports();
                     self.offer_early_route();
                 }

@@ -25,6 +25,11 @@ use super::transactions::{Counters, PortStep, Req};
 pub enum ComputeStep {
     /// Choosing LIDs for every end port.
     AssignLids,
+    /// Building the ports' configuration (PortInfo, SwitchInfo, P_Key and QoS Sets) after LID
+    /// assignment, once the driver had the chance to take the early route's job
+    /// ([`super::Sm::take_route_job`]): the route runs while the configuration is built, not
+    /// after.
+    Configure,
     /// Running the routing engine chain.
     Route,
     /// Building the SA's snapshot of the swept subnet, the last step before the sweep ends
@@ -37,6 +42,8 @@ pub enum ComputeStep {
 pub(crate) struct Sweep {
     /// The compute step the sweep waits for.
     compute: Option<ComputeStep>,
+    /// The configuration step waited once for the early route's job to be taken.
+    configure_deferred: bool,
     started_at: u64,
     phase_started_at: u64,
     phases: Vec<PhaseTiming>,
@@ -105,6 +112,13 @@ impl Sweep {
         }
         self.phase_started_at = now;
         true
+    }
+
+    /// Whether the configuration step is to wait for the driver to take the early route's job:
+    /// true the first time a sweep asks, false after (a driver that takes no job does not
+    /// hold the configuration up twice).
+    pub fn defer_configure(&mut self) -> bool {
+        !std::mem::replace(&mut self.configure_deferred, true)
     }
 
     /// The sweep waits for `step`.

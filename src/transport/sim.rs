@@ -148,8 +148,9 @@ struct Running {
 
 impl Jobs {
     /// Takes the SM's routing jobs while none is out: each run at once on the virtual clock
-    /// (its result handed back then: true, the SM may have more to do), or started on a thread
-    /// on the wall clock (in place if no thread can be started).
+    /// (its result handed back then), or started on a thread on the wall clock (in place if no
+    /// thread can be started). True when a job was taken: the SM may have more to do (an early
+    /// route is taken before the ports' configuration is built, [`crate::core::ComputeStep::Configure`]).
     fn take(&mut self, sm: &mut Sm, now: u64, compute_time: ComputeTime) -> bool {
         if self.out.is_some() || self.due.is_some() {
             return false;
@@ -158,16 +159,12 @@ impl Jobs {
         match compute_time {
             ComputeTime::Virtual => sm.finish_route(job.run(), now),
             ComputeTime::Wall => match Running::start(job, now) {
-                Ok(r) => {
-                    self.out = Some(r);
-                    return false;
-                }
+                Ok(r) => self.out = Some(r),
                 Err(job) => {
                     let started = std::time::Instant::now();
                     let done = RouteJob::run(*job);
                     let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     self.due = Some((now.saturating_add(took), done));
-                    return false;
                 }
             },
         }
@@ -252,6 +249,11 @@ fn run_slots(
                 if !slot.jobs.as_deref_mut().is_some_and(|j| j.take(slot.sm, now, compute_time)) {
                     break;
                 }
+            }
+            // The configuration waited for an early route this driver did not take: it is
+            // built now (the core holds it up once).
+            if slot.sm.poll_compute() == Some(crate::core::ComputeStep::Configure) {
+                compute(fabric, slot.sm, compute_time);
             }
             while let Some(t) = slot.sm.poll_transmit(fabric.now().0) {
                 send(fabric, slot.agent, t);

@@ -1,5 +1,7 @@
-//! The early route: a sweep that assigned LIDs hands its routing to the driver as a job at
-//! once, while its ports are configured on the SM's thread, instead of after.
+//! The route's hand-off: the routing job ([`Sm::route_job`]) and the early route, which a
+//! sweep that assigned LIDs hands to the driver as a job at once (before its ports'
+//! configuration is even built, where the chain is not layered), so that the route runs while
+//! the ports are configured on the SM's thread, instead of after.
 //!
 //! Routing reads the nodes, the cables, the links that are up and the LIDs; the port
 //! configuration (PortInfo, SwitchInfo, P_Key and QoS Sets) writes none of those on a fabric
@@ -14,10 +16,11 @@
 //! ([`Sm::set_offload_routing`]); the core stays sans-IO: the driver decides where the job
 //! runs ([`Sm::take_route_job`], [`Sm::finish_route`]).
 
-use crate::core::Sm;
+use crate::core::lft;
 use crate::core::lft::EarlyEnd;
 use crate::core::state::SmState;
 use crate::core::sweep::ComputeStep;
+use crate::core::{Sm, programming};
 
 impl Sm {
     /// The digest of what the route reads: the subnet's, the avoided ports and the LMC.
@@ -30,13 +33,37 @@ impl Sm {
         h
     }
 
-    /// LIDs are assigned and the ports' configuration queued: the route may start now, as a
-    /// job the driver takes ([`Sm::take_route_job`]).
-    pub(in crate::core) fn offer_early_route(&mut self) {
+    /// LIDs are assigned: the route may start now, as a job the driver takes
+    /// ([`Sm::take_route_job`]), while the ports are configured. Whether it is offered.
+    pub(in crate::core) fn offer_early_route(&mut self) -> bool {
         if self.routing.offloaded() && self.state != SmState::Standby {
             let digest = self.early_digest();
             self.routing.want_early(digest);
         }
+        self.routing.early_wanted()
+    }
+
+    /// LIDs are assigned: where the chain is not layered (a layered chain's layer budget reads
+    /// the partitions' SLs, which the configuration resolves), the early route is offered
+    /// before the configuration is built, and the configuration waits as a compute step
+    /// ([`ComputeStep::Configure`]) for the driver to take the job first. Whether it waits.
+    pub(in crate::core) fn offer_route_first(&mut self) -> bool {
+        if !self.chain_layered() && self.offer_early_route() {
+            self.sweep.wait_for(ComputeStep::Configure);
+            return true;
+        }
+        false
+    }
+
+    /// The configuration step is due while the early route is offered and not taken yet: it
+    /// waits (true) for the driver to take the job and call again, once a sweep (a driver
+    /// that takes no job is not held up twice).
+    pub(in crate::core) fn configure_waits_for_route(&mut self) -> bool {
+        if self.routing.early_wanted() && self.sweep.defer_configure() {
+            self.sweep.wait_for(ComputeStep::Configure);
+            return true;
+        }
+        false
     }
 
     /// The early route's job, when one is wanted.
@@ -114,5 +141,42 @@ impl Sm {
         if self.phase == crate::core::state::SweepPhase::ProgrammingLfts && self.sweep.phase_started_at() == now {
             self.restamp(clock());
         }
+    }
+}
+
+impl Sm {
+    /// The routing job of the subnet, its view without the links the performance manager has
+    /// the routing avoid (`perf-avoid-unhealthy`); the PM hears what was left out and kept.
+    pub(in crate::core) fn route_job(&mut self) -> lft::RouteJob {
+        let avoid = self.perf.avoided();
+        let budget = self.route_budget();
+        // A layered chain on an SM that has written no LFT yet (started, or took over): every
+        // switch's table as read back, or as its base's where the last master vouched for it.
+        let fresh = (self.chain_layered() && self.routing.fresh()).then(|| {
+            let switches: Vec<_> =
+                self.subnet.nodes.iter().filter(|n| n.is_switch()).map(|n| n.info.node_guid).collect();
+            (switches, self.routing.base_tables().unwrap_or_default())
+        });
+        let programming = &self.programming;
+        let base = fresh.as_ref().map(|f| &f.1);
+        self.routing.hold_actual(fresh.as_ref().map(|f| f.0.as_slice()), |guid| match programming.vouched(guid) {
+            Some(digest) => base?.get(&guid).filter(|t| programming::table_digest(t) == digest).cloned(),
+            None => programming.programmed_lft(guid),
+        });
+        let (job, avoided) = self.routing.job(
+            &self.subnet,
+            self.cfg.lmc,
+            (&self.cfg.routing_engine, &self.cfg.routing_options),
+            budget,
+            &avoid,
+        );
+        self.perf.set_routed(&avoided.cut, &avoided.kept);
+        job
+    }
+
+    /// The layer budget a routing job gets. Only a layered engine (dfsssp, nue) uses it, and
+    /// it reads the VLs of every link (7–9 ms of CPU at k = 48): another chain gets 1 for free.
+    pub(in crate::core) fn route_budget(&self) -> u8 {
+        if self.chain_layered() { self.vl_budget() } else { 1 }
     }
 }
