@@ -594,3 +594,74 @@ fn a_new_master_serves_the_alias_guids_it_synced_and_leaves_the_ports_alias_bloc
     assert_eq!((path.dgid, path.dlid, path.slid), (Gid { prefix: PREFIX, guid: alias }, host_lid, other_lid));
     assert_eq!(h.fabric.port_guids(host.0, host.1).as_deref(), Some(&block[..]), "the port's alias block is kept");
 }
+
+/// A master that brings the subnet up with no standby publishes nothing at the sweep's end
+/// (building the sections hashes every LFT and reads every port); a standby that starts later
+/// still gets every section as the master holds it then: it is current at the master's
+/// version, and takes over with the master's LIDs, its group (joined after the sweep), and
+/// its LFT digests (no LFT block read back or written).
+#[test]
+fn a_standby_that_starts_after_a_lone_masters_sweep_gets_every_section_as_the_master_holds_it() {
+    let topo = example("fat-tree-2l-k4.net");
+    for seed in 1..=2 {
+        let at = hosts(&topo);
+        let sms = vec![
+            (ibsm::core::Sm::new(support::sms::cfg(9, 7), ibsm::core::Guid2Lid::default()), at[0]),
+            (ibsm::core::Sm::new(support::sms::cfg(5, 7), ibsm::core::Guid2Lid::default()), at[1]),
+        ];
+        let mut h = SimSms::new(&topo, seed, sms).expect("attach");
+        let (master, standby) = (0, 1);
+        h.kill(standby);
+        h.start(master);
+        h.run_until(60 * SECOND, |i, e| i == master && matches!(e, SmEvent::SubnetUp(r) if r.complete)).expect("up");
+        let alone = h.sms[master].sm.sync_status();
+        assert!(alone.standbys.is_empty(), "seed {seed}: {alone:?}");
+        assert_eq!(alone.version, 0, "seed {seed}: no section published with no standby");
+        // A change after the sweep: a group joined through the master's SA.
+        let lid_of = lids(&h, master);
+        let sm_lid = lid_of[&h.sms[master].sm.port_guid()];
+        let (client, me, join) = client_and_join(&mut h, &topo, 0x4321);
+        let (st, data) = sa(&mut h, client, sm_lid, (Method::Set, MC_CREATE, 0x31), &join);
+        assert_eq!(st, status::OK);
+        let group = McMemberRecord::parse(&data).expect("group");
+
+        // The standby starts now, stands by, and is synced.
+        restart_with(&mut h, standby, 5);
+        h.run_until(h.now() + 10 * SECOND, |i, e| i == standby && matches!(e, SmEvent::Standby { .. }))
+            .expect("standby");
+        until_current(&mut h, master);
+        let version = h.sms[master].sm.sync_status().version;
+        assert!(version > 0, "seed {seed}: the sections published for the standby");
+        let held = h.sms[standby].sm.sync_status();
+        assert_eq!(held.current_at, Some(version), "seed {seed}");
+        assert_eq!(held.sections.len(), ibsm::sync::Section::ALL.len(), "seed {seed}: {held:?}");
+
+        // kill -9 the master: the standby takes over with what it was sent.
+        let before = h.fabric.stats();
+        h.kill(master);
+        let mut adopted = None;
+        let up = h.run_until(h.now() + 30 * SECOND, |i, e| {
+            if let SmEvent::SyncAdopted { sections, current_at } = e {
+                adopted = Some((i, *sections, *current_at));
+            }
+            i == standby && matches!(e, SmEvent::SubnetUp(r) if r.complete)
+        });
+        let Some((_, SmEvent::SubnetUp(report))) = up else { panic!("seed {seed}: the standby brings the subnet up") };
+        assert_eq!(adopted, Some((standby, ibsm::sync::Section::ALL.len(), Some(version))), "seed {seed}");
+        assert_eq!(lids(&h, standby), lid_of, "seed {seed}: no LID changed");
+        let after = h.fabric.stats();
+        assert_eq!(after.lft_blocks_read - before.lft_blocks_read, 0, "seed {seed}: the digests trusted");
+        assert_eq!((report.lft_blocks_sent, after.lft_blocks_set - before.lft_blocks_set), (0, 0), "seed {seed}");
+        let new_lid = lid_of[&h.sms[standby].sm.port_guid()];
+        let by_mgid = McMemberRecord { mgid: group.mgid, ..McMemberRecord::default() };
+        let (st, data) = sa(&mut h, client, new_lid, (Method::GetTable, McMemberRecord::COMP_MGID, 0x32), &by_mgid);
+        assert_eq!(st, status::OK, "seed {seed}: group kept");
+        let kept = McMemberRecord::parse(&data).expect("record");
+        assert_eq!((kept.mgid, kept.mlid, kept.port_gid), (group.mgid, group.mlid, me), "seed {seed}");
+    }
+}
+
+/// Starts SM `i` again as a new process with `priority`.
+fn restart_with(h: &mut SimSms, i: usize, priority: u8) {
+    h.restart(i, ibsm::core::Sm::new(support::sms::cfg(priority, 7), ibsm::core::Guid2Lid::default()));
+}

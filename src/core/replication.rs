@@ -107,6 +107,9 @@ pub struct Replication {
     reregister_ports: Vec<Guid>,
     /// Master: the standbys reported too old ([`PeerState::TooOld`]; reported once).
     told_too_old: std::collections::BTreeSet<Guid>,
+    /// Master: the last sweep found no standby and published nothing: every section is built
+    /// and published before a standby is synced ([`Replication::take_deferred`]).
+    deferred: bool,
 }
 
 impl Default for Replication {
@@ -118,6 +121,7 @@ impl Default for Replication {
             reregister_clients: true,
             reregister_ports: Vec::new(),
             told_too_old: std::collections::BTreeSet::new(),
+            deferred: false,
         }
     }
 }
@@ -133,13 +137,16 @@ impl Replication {
 
     /// Master, at the end of a sweep: publishes every section, syncs the `standbys` the sweep
     /// found (port GUID, LID), and clears the ClientReregister request (the sweep carried it).
+    /// `None` for the sections when the sweep found no standby: none is synced after it, and
+    /// the sections wait until one is ([`Replication::take_deferred`]).
     pub fn after_sweep(
         &mut self,
-        sections: Vec<(Section, Vec<u8>)>,
+        sections: Option<Vec<(Section, Vec<u8>)>>,
         standbys: &[(Guid, Lid)],
         key: &SyncKey,
     ) -> PeerNews {
-        let mut news = self.publish(sections, key);
+        self.deferred = sections.is_none();
+        let mut news = self.publish(sections.unwrap_or_default(), key);
         self.publisher.set_peers(standbys);
         let publisher = &self.publisher;
         self.told_too_old.retain(|g| publisher.knows(*g));
@@ -149,6 +156,12 @@ impl Replication {
         self.reregister_clients = false;
         self.reregister_ports.clear();
         news
+    }
+
+    /// Master: whether the sections of the last sweep are still to be published (it found no
+    /// standby); true once, the caller publishes them then.
+    pub fn take_deferred(&mut self) -> bool {
+        std::mem::take(&mut self.deferred)
     }
 
     /// A standby polled this SM (`me`, master when `master`) with our SM_Key; `lid` is its
@@ -459,7 +472,7 @@ mod tests {
         let (mut m, mut s) = (Replication::default(), Replication::default());
         assert!(m.reregister_clients(), "a first start tells every client");
         let r = replica(300);
-        let news = m.after_sweep(sections(&r), &[(STANDBY, Lid(2))], &key());
+        let news = m.after_sweep(Some(sections(&r)), &[(STANDBY, Lid(2))], &key());
         assert!(!m.reregister_clients(), "the sweep carried it");
         assert_eq!(news.settled, []);
         let news = exchange(&mut m, &mut s, 1_000);
@@ -484,13 +497,13 @@ mod tests {
     #[test]
     fn a_standby_not_current_at_the_masters_last_query_tells_every_client_at_its_takeover() {
         let (mut m, mut s) = (Replication::default(), Replication::default());
-        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        m.after_sweep(Some(sections(&replica(3))), &[(STANDBY, Lid(2))], &key());
         exchange(&mut m, &mut s, 1);
         // The master moved on (a join): its next query shows a table the standby does not hold,
         // and the sections that would bring it up to date never arrive.
         let mut later = Replication::default();
         let changed = Replica { next_mgid: 9, ..replica(3) };
-        later.after_sweep(sections(&changed), &[(STANDBY, Lid(2))], &key());
+        later.after_sweep(Some(sections(&changed)), &[(STANDBY, Lid(2))], &key());
         let ask = later.poll_transmit(true, 2, MASTER, &key()).expect("a query");
         assert!(matches!(
             s.answer(Method::Get, &ask.bytes, STANDBY, true, (Some(MASTER), Some(MASTER)), 2, &key()),
@@ -507,7 +520,7 @@ mod tests {
         assert!(master.seen_everywhere(Section::LftDigests), "no standby: nothing to wait for");
         let digests =
             |n: u64| Replica { lft_digests: (0..n).map(|i| (Guid(0x100 + i), 63, i)).collect(), ..replica(3) };
-        master.after_sweep(sections(&digests(300)), &[(STANDBY, Lid(2))], &key());
+        master.after_sweep(Some(sections(&digests(300))), &[(STANDBY, Lid(2))], &key());
         assert!(!master.seen_everywhere(Section::LftDigests), "a standby found, not synced yet");
         exchange(&mut master, &mut standby, 1);
         assert!(master.seen_everywhere(Section::LftDigests));
@@ -542,7 +555,7 @@ mod tests {
     #[test]
     fn nothing_held_from_the_master_adopts_nothing_and_tells_every_client() {
         let mut s = Replication::default();
-        s.after_sweep(Vec::new(), &[], &key());
+        s.after_sweep(Some(Vec::new()), &[], &key());
         assert!(!s.reregister_clients());
         let a = s.take_over(MASTER, true);
         assert_eq!(a, Adoption::default());
@@ -553,13 +566,13 @@ mod tests {
     #[test]
     fn ports_named_for_reregistration_are_told_at_the_next_sweep_only() {
         let mut s = Replication::default();
-        s.after_sweep(Vec::new(), &[], &key());
+        s.after_sweep(Some(Vec::new()), &[], &key());
         assert!(!s.reregisters(Some(Guid(7))) && !s.reregisters(None));
         s.request_reregistration_of([Guid(9), Guid(7), Guid(9)]);
         assert!(s.reregisters(Some(Guid(7))) && s.reregisters(Some(Guid(9))));
         assert!(!s.reregisters(Some(Guid(8))) && !s.reregisters(None), "only the ports named");
         assert!(!s.reregister_clients());
-        s.after_sweep(Vec::new(), &[], &key());
+        s.after_sweep(Some(Vec::new()), &[], &key());
         assert!(!s.reregisters(Some(Guid(7))), "the sweep carried it");
         s.request_reregistration();
         assert!(s.reregisters(Some(Guid(8))) && s.reregisters(None), "every port");
@@ -568,7 +581,7 @@ mod tests {
     #[test]
     fn sync_messages_are_taken_only_by_a_standby_from_its_master_with_the_key() {
         let (mut m, mut s) = (Replication::default(), Replication::default());
-        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        m.after_sweep(Some(sections(&replica(3))), &[(STANDBY, Lid(2))], &key());
         let t = m.poll_transmit(true, 1, MASTER, &key()).expect("a query");
         let refused = |a: SyncAnswer| matches!(a, SyncAnswer::Refuse(_));
         assert!(
@@ -630,13 +643,13 @@ mod tests {
         };
         let too_old =
             |n: &PeerNews| n.events.iter().filter(|e| matches!(e, SmEvent::SyncPeer { state: "too old", .. })).count();
-        m.after_sweep(sections(&replica(3)), &[(STANDBY, Lid(2))], &key());
+        m.after_sweep(Some(sections(&replica(3))), &[(STANDBY, Lid(2))], &key());
         let news = old(&mut m, 1);
         assert_eq!((too_old(&news), news.settled.as_slice()), (1, &[STANDBY][..]), "{news:?}");
         assert!(m.sync_needless(STANDBY), "a handover to it does not wait");
         assert_eq!(m.status(true).standbys, [(STANDBY, Lid(2), "too old", None)]);
         // The master's state changes: it is synced again, settles again, and is not reported again.
-        let news = m.after_sweep(sections(&replica(4)), &[(STANDBY, Lid(2))], &key());
+        let news = m.after_sweep(Some(sections(&replica(4))), &[(STANDBY, Lid(2))], &key());
         let more = old(&mut m, 2);
         assert_eq!(too_old(&news) + too_old(&more), 0, "{news:?} {more:?}");
         assert_eq!(more.settled, [STANDBY]);

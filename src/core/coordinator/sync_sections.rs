@@ -127,7 +127,9 @@ impl Sm {
                 (f.info.guid, lid.unwrap_or(f.lid))
             })
             .collect();
-        let bytes = self.sections(&Section::ALL);
+        // With no standby to sync, the sections (the LFT digests hash every table, the P_Key
+        // layouts read every port: 60 ms at k = 48) are built when a standby is found.
+        let bytes = (!standbys.is_empty()).then(|| self.sections(&Section::ALL));
         let news = self.replication.after_sweep(bytes, &standbys, &self.sync_key());
         self.take_news(news);
         // A route that moved path SLs is written whole: a follow-up sweep tells every CA port
@@ -166,13 +168,25 @@ impl Sm {
     /// Master: a standby polled it with our SM_Key. One the last sweep did not find (it
     /// started since) is synced from now on.
     pub(in crate::core) fn standby_seen(&mut self, guid: Guid) {
+        if self.state == SmState::Master && guid != self.port_guid {
+            self.publish_deferred();
+        }
         let lid = self.sa.snapshot().and_then(|s| s.by_guid(guid).and_then(|at| s.port(at))).map(|p| p.lid);
         self.replication.standby_polled(guid, lid, self.state == SmState::Master, self.port_guid);
     }
 
     /// Master: syncs the standby `guid` at `lid`, keeping the others.
     pub(in crate::core) fn sync_standby(&mut self, guid: Guid, lid: Lid) {
+        self.publish_deferred();
         self.replication.sync_standby(guid, lid);
+    }
+
+    /// Master: the sections the last sweep left unpublished (it found no standby), published
+    /// before a standby is synced: it gets them as they are now.
+    fn publish_deferred(&mut self) {
+        if self.replication.take_deferred() {
+            self.publish(&Section::ALL);
+        }
     }
 
     /// Master: whether a handover to `guid` need not wait for the state sync.
