@@ -286,17 +286,28 @@ pub(crate) fn spread(window: usize) -> usize {
 /// out in the new order as they are taken (queued as a [`Feed`], a bring-up's 200,000
 /// PortInfo Sets are not copied twice more).
 pub(crate) fn interleaved(sets: Vec<Request>, spread: usize) -> Interleaved {
+    let order = interleave_order(sets.len(), |i| sets[i].node(), spread);
+    Interleaved { items: sets.into_iter().map(Some).collect(), order, next: 0 }
+}
+
+/// The order in which [`interleaved`] takes `len` items whose nodes `node(i)` gives: a caller
+/// that knows its items' nodes before it builds them builds them in this order (and
+/// queues them as they are), instead of moving them about afterwards.
+pub(crate) fn interleave_order<K: PartialEq>(len: usize, node: impl Fn(usize) -> Option<K>, spread: usize) -> Vec<u32> {
     // Where each run starts and ends, then the order: the runs in turn, `spread` at a time.
     let mut starts: Vec<usize> = Vec::new();
-    for (i, r) in sets.iter().enumerate() {
-        if i == 0 || r.node().is_none() || r.node() != sets[i - 1].node() {
+    let mut last = None;
+    for i in 0..len {
+        let k = node(i);
+        if i == 0 || k.is_none() || k != last {
             starts.push(i);
         }
+        last = k;
     }
-    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(sets.len())).collect();
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(len)).collect();
     let mut runs = starts.iter().zip(&ends).map(|(&a, &b)| (a, b));
     let mut turn: VecDeque<(usize, usize)> = runs.by_ref().take(spread.max(1)).collect();
-    let mut order = Vec::with_capacity(sets.len());
+    let mut order = Vec::with_capacity(len);
     while let Some((a, b)) = turn.pop_front() {
         order.extend(u32::try_from(a).ok());
         if a + 1 < b {
@@ -305,7 +316,7 @@ pub(crate) fn interleaved(sets: Vec<Request>, spread: usize) -> Interleaved {
             turn.extend(runs.next());
         }
     }
-    Interleaved { items: sets.into_iter().map(Some).collect(), order, next: 0 }
+    order
 }
 
 /// Requests in [`interleaved`] order, each moved out as it is taken.

@@ -46,6 +46,18 @@ fn interleaved_takes_spread_nodes_at_a_time_and_the_next_node_when_one_is_done()
     assert_eq!(order(0), order(1));
 }
 
+#[test]
+fn interleave_order_is_the_order_interleaved_takes_items_in() {
+    let ports = [(0, 1), (0, 2), (0, 3), (1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3), (4, 1)];
+    for spread in [0, 1, 2, 3, 256] {
+        let sets: Vec<Request> = ports.iter().map(|&(n, p)| set(n, p)).collect();
+        let taken: Vec<(NodeIdx, u8)> = interleaved(sets, spread).map(|r| key(&r)).collect();
+        let order = interleave_order(ports.len(), |k| Some(ports[k].0), spread);
+        let built: Vec<(NodeIdx, u8)> = order.iter().map(|&k| ports[k as usize]).collect();
+        assert_eq!(built, taken, "spread {spread}");
+    }
+}
+
 /// The GetResp a node would send for `t`, with `status`.
 fn answer(t: &Transmit, status: u16) -> SmpRepr {
     let mut r = SmpRepr::parse(&t.bytes).unwrap().with_method(Method::GetResp);

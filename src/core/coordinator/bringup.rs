@@ -27,7 +27,7 @@ use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
 use crate::core::port_settings::{PortSettings, Target};
 use crate::core::state::{Node, NodeIdx, port_info_set};
-use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleaved, spread};
+use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleave_order, interleaved, spread};
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
     if a.raw() == 0 || b.raw() == 0 { a } else { Mtu::from_raw(a.raw().min(b.raw())) }
@@ -273,8 +273,11 @@ impl Sm {
                 ports.push((i, port));
             }
         }
+        // Built in the order they go ([`interleave_order`]): taking 166,000 Sets out of a
+        // vector in that order touched a new cache line at each.
+        let order = interleave_order(ports.len(), |k| Some(ports[k].0), spread(self.cfg.max_smps_in_flight));
         let mut sets = Vec::with_capacity(ports.len());
-        for (i, port) in ports {
+        for (i, port) in order.into_iter().filter_map(|k| ports.get(k as usize).copied()) {
             let Some(n) = self.subnet.node(i) else { continue };
             let Some(rec) = n.port(port) else { continue };
             let Some(info) = rec.info else { continue };
@@ -285,7 +288,7 @@ impl Sm {
             }
             sets.push(Request::sweep(n.path_for(port), Req::SetPortInfo { node: i, port, info: Box::new(want), step }));
         }
-        self.tx.push_feed(interleaved(sets, spread(self.cfg.max_smps_in_flight)), Op::Sweep);
+        self.tx.push_feed(sets.into_iter(), Op::Sweep);
     }
 
     pub(in crate::core) fn on_set_port_info(
