@@ -365,3 +365,20 @@ fn digests_a_takeover_sweep_did_not_use_are_dropped_at_its_end() {
     p.switch_info_read(&s, 1);
     assert_eq!(blocks(&p.take_read_backs()), [0, 1], "read back, not vouched for");
 }
+
+#[test]
+fn a_block_holds_the_tables_block_only_with_every_entry_equal_and_the_rest_unrouted() {
+    // 100 entries: block 0 whole, block 1 of 36 entries (LIDs 64..99), the rest unrouted.
+    let t = Lft::from((0..100).map(|i| PortNum((i % 7) as u8 + 1)).collect::<Vec<_>>());
+    for b in 0..2u32 {
+        let block = block_of(&t, b);
+        assert!(holds(&block, &t, b), "block {b} as built");
+        let n = t.block(b as usize).len();
+        for i in [0, n / 2, n - 1, 63] {
+            let mut other = block;
+            other.ports[i] = PortNum(other.ports[i].0 ^ 0x10);
+            assert!(!holds(&other, &t, b), "block {b}: entry {i} differs");
+        }
+    }
+    assert!(!holds(&block_of(&t, 0), &t, 1), "another block's entries");
+}
