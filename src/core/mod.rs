@@ -858,12 +858,9 @@ impl Sm {
                     self.sweep.wait_for(ComputeStep::AssignLids);
                 }
                 SweepPhase::AssigningLids => {
-                    self.enter(SweepPhase::ConfiguringPorts);
-                    if self.offer_route_first() {
+                    if self.configure_after_lids() {
                         return;
                     }
-                    self.configure_ports();
-                    self.offer_early_route();
                 }
                 SweepPhase::ConfiguringPorts if self.mkeys.keying() => {
                     // The ports hold their new M_Keys now: the rest of the configuration.

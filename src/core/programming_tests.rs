@@ -369,7 +369,7 @@ fn digests_a_takeover_sweep_did_not_use_are_dropped_at_its_end() {
 #[test]
 fn a_block_holds_the_tables_block_only_with_every_entry_equal_and_the_rest_unrouted() {
     // 100 entries: block 0 whole, block 1 of 36 entries (LIDs 64..99), the rest unrouted.
-    let t = Lft::from((0..100).map(|i| PortNum((i % 7) as u8 + 1)).collect::<Vec<_>>());
+    let t = Lft::from((0..100u8).map(|i| PortNum(i % 7 + 1)).collect::<Vec<_>>());
     for b in 0..2u32 {
         let block = block_of(&t, b);
         assert!(holds(&block, &t, b), "block {b} as built");

@@ -18,7 +18,7 @@
 
 use crate::core::lft;
 use crate::core::lft::EarlyEnd;
-use crate::core::state::SmState;
+use crate::core::state::{SmState, SweepPhase};
 use crate::core::sweep::ComputeStep;
 use crate::core::{Sm, programming};
 
@@ -43,15 +43,20 @@ impl Sm {
         self.routing.early_wanted()
     }
 
-    /// LIDs are assigned: where the chain is not layered (a layered chain's layer budget reads
-    /// the partitions' SLs, which the configuration resolves), the early route is offered
-    /// before the configuration is built, and the configuration waits as a compute step
-    /// ([`ComputeStep::Configure`]) for the driver to take the job first. Whether it waits.
-    pub(in crate::core) fn offer_route_first(&mut self) -> bool {
+    /// LIDs are assigned: the ports' configuration begins. Where the chain is not layered (a
+    /// layered chain's layer budget reads the partitions' SLs, which the configuration
+    /// resolves), the early route is offered before the configuration is built, and the
+    /// configuration waits as a compute step ([`ComputeStep::Configure`]) for the driver to
+    /// take the job first (true: the sweep waits); else the configuration is built and the
+    /// early route offered after it.
+    pub(in crate::core) fn configure_after_lids(&mut self) -> bool {
+        self.enter(SweepPhase::ConfiguringPorts);
         if !self.chain_layered() && self.offer_early_route() {
             self.sweep.wait_for(ComputeStep::Configure);
             return true;
         }
+        self.configure_ports();
+        self.offer_early_route();
         false
     }
 
