@@ -164,6 +164,12 @@ impl Replication {
         std::mem::take(&mut self.deferred)
     }
 
+    /// Master: whether the last sweep found no standby and its sections wait for one
+    /// ([`Replication::take_deferred`]).
+    pub fn deferred(&self) -> bool {
+        self.deferred
+    }
+
     /// A standby polled this SM (`me`, master when `master`) with our SM_Key; `lid` is its
     /// port's LID in the last sweep. One the last sweep did not find (it started since) is
     /// synced from now on.

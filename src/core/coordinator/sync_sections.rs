@@ -61,7 +61,12 @@ impl Sm {
     }
 
     /// Master: publishes `sections` of its state (the unchanged ones cost a digest).
+    /// While the last sweep found no standby, nothing is built or published (a repair's
+    /// digests would hash every table): every section goes when a standby is found.
     pub(in crate::core) fn publish(&mut self, sections: &[Section]) {
+        if self.replication.deferred() {
+            return;
+        }
         let bytes = self.sections(sections);
         let news = self.replication.publish(bytes, &self.sync_key());
         self.take_news(news);
