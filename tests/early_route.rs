@@ -52,6 +52,17 @@ fn phase_started(p: SweepPhase) -> impl Fn(&SmEvent) -> bool {
 }
 
 /// What the fabric saw of a bring-up: SMPs answered, LFT blocks written and when the last was.
+/// A bring-up with the route computed in place, after the configuration (the core runs it:
+/// no job): the driver and its report.
+fn routed_in_place(topo: &Topology) -> (SimDriver, SubnetReport) {
+    let mut drv = driver(topo);
+    drv.sm.set_offload_routing(false);
+    let now = drv.now();
+    drv.sm.start_sweep(now);
+    let a = up(&mut drv);
+    (drv, a)
+}
+
 fn seen(s: Stats) -> (u64, u64, u64, u64) {
     (s.sma_answered, s.lft_blocks_set, s.port_info_sets, s.last_lft_set_at.0)
 }
@@ -61,11 +72,7 @@ fn the_route_starts_with_the_port_configuration_and_the_fabric_sees_what_routing
     let topo = fabric();
 
     // Routing in place, after the configuration (the core runs it: no job).
-    let mut inplace = driver(&topo);
-    inplace.sm.set_offload_routing(false);
-    let now = inplace.now();
-    inplace.sm.start_sweep(now);
-    let a = up(&mut inplace);
+    let (inplace, a) = routed_in_place(&topo);
     assert!(a.complete, "{a:?}");
 
     // The early route, its job taken by hand to see when it is offered.
@@ -192,11 +199,7 @@ fn until_configure(drv: &mut SimDriver) {
 #[test]
 fn the_route_is_offered_before_the_configuration_is_built_and_a_driver_that_takes_no_job_is_not_held_up() {
     let topo = fabric();
-    let mut inplace = driver(&topo);
-    inplace.sm.set_offload_routing(false);
-    let now = inplace.now();
-    inplace.sm.start_sweep(now);
-    let a = up(&mut inplace);
+    let (inplace, a) = routed_in_place(&topo);
     assert!(a.complete, "{a:?}");
     let top = u16::try_from(topo.nodes.len() * 2).expect("few LIDs");
 
