@@ -280,31 +280,20 @@ pub fn common_pkey_both(a: &[PKey], b: &[PKey]) -> Option<PKey> {
 impl Snapshot {
     /// A snapshot of `nodes`, indexes built. `packet_life` is the PacketLifeTime of paths (the SubnetTimeout).
     pub fn new(subnet_prefix: u64, lmc: u8, packet_life: u8, nodes: Vec<SnapNode>, sm: SmPort) -> Snapshot {
-        Snapshot::with_shared(subnet_prefix, lmc, packet_life, nodes.into_iter().collect(), sm, None)
+        Snapshot::with_shared(subnet_prefix, lmc, packet_life, nodes.into_iter().collect(), sm, None, None)
     }
 
     /// A snapshot of `nodes` (records that may be shared with `prev`, the snapshot before it).
     /// The indexes are `prev`'s, shared, when no node they read differs from `prev`'s at the
     /// same place (a node shared with `prev` is not looked at), and built anew otherwise.
-    pub fn with_shared(
-        subnet_prefix: u64,
-        lmc: u8,
-        packet_life: u8,
-        nodes: SnapNodes,
-        sm: SmPort,
-        prev: Option<&Snapshot>,
-    ) -> Snapshot {
-        Snapshot::with_shared_keys(subnet_prefix, lmc, packet_life, nodes, sm, prev, None)
-    }
-
-    /// [`Snapshot::with_shared`], where `fresh`, when given, lists every record of `nodes`
+    /// `fresh`, when given, lists every record of `nodes`
     /// that may read differently from `prev`'s at the same place for the indexes: each other
     /// record is `prev`'s own (the same `Arc`) or reads as it does there (the same node GUID
     /// and type, SwitchInfo and end ports: a record whose forwarding table alone changed), so
     /// only the listed ones are compared to share `prev`'s indexes (after an edge cable cut at
     /// k = 48, the cable's two ends instead of the 1,155 switches whose tables changed). The
     /// caller vouches for the list; with `None` every record not `prev`'s own is compared.
-    pub fn with_shared_keys(
+    pub fn with_shared(
         subnet_prefix: u64,
         lmc: u8,
         packet_life: u8,

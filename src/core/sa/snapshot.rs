@@ -115,7 +115,7 @@ pub(crate) fn build(src: &Sources<'_>, prev: Option<&Snapshot>, mark: u64) -> Sn
     // index keys (node, SwitchInfo, ports): the indexes compare the fresh ones only. Records
     // are taken from `same_books` only: from another `prev`, every one is fresh.
     let fresh = same_books.is_some().then_some(fresh.as_slice());
-    let mut snap = Snapshot::with_shared_keys(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev, fresh);
+    let mut snap = Snapshot::with_shared(src.subnet_prefix, src.lmc, src.subnet_timeout, nodes, sm, prev, fresh);
     snap.pkeys_revision = Some(src.partitions.revision());
     snap.subnet_mark = mark;
     snap.nodes_compared = changed.map_or(src.subnet.nodes.len(), |c| c.count());
