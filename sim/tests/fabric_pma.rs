@@ -239,3 +239,50 @@ fn bad_requests_get_the_spec_statuses() {
     // A CA answers for its own port.
     assert_eq!(counters(&mut b, H3, 1).port_select, 1);
 }
+
+/// A port's receive counts are its peer's deliveries (the simulator does not write the far
+/// end's record on a hop): they must still read as if counted at the port. A restarted node's
+/// ports count from zero while their peers count on; a MAD a rule drops on the cable is sent
+/// by one end and received by neither.
+#[test]
+fn receive_counts_survive_a_restart_at_either_end_and_skip_what_a_rule_drops() {
+    let mut b = up();
+    let (s1, s2, h3) = (b.node("S1"), b.node("S2"), b.node("H3"));
+    let now = |b: &mut Bench, node, port| {
+        let c = b.f.port_counters_now(node, port).expect("port exists");
+        (c.xmit_pkts, c.rcv_pkts)
+    };
+    let (s1_before, h3_before) = (now(&mut b, s1, 3), now(&mut b, h3, 1));
+    assert!(s1_before.0 > 0 && s1_before.1 > 0 && h3_before.1 > 0, "the bring-up crossed both cables");
+    b.f.inject_fault(Fault::Crash(s2));
+    b.f.inject_fault(Fault::Restart(s2));
+    assert_eq!((now(&mut b, s2, 3), now(&mut b, s2, 1)), ((0, 0), (0, 0)), "S2's ports count from zero");
+    assert_eq!((now(&mut b, s1, 3), now(&mut b, h3, 1)), (s1_before, h3_before), "their peers count on");
+    b.run();
+    let (s1_mid, s2_mid) = (now(&mut b, s1, 3), now(&mut b, s2, 3));
+    // Directed-route Gets to the restarted S2: each crosses S1[3] - S2[3] once each way.
+    for _ in 0..3 {
+        assert_eq!(b.dr_get(&[1, 3], ids::attr::NODE_INFO, 0).expect("NodeInfo answered").0, 0);
+    }
+    let (s1_after, s2_after) = (now(&mut b, s1, 3), now(&mut b, s2, 3));
+    assert_eq!((s1_after.0 - s1_mid.0, s1_after.1 - s1_mid.1), (3, 3));
+    assert_eq!((s2_after.0 - s2_mid.0, s2_after.1 - s2_mid.1), (3, 3));
+    // Every packet on the cable dropped: S1[3] sends one more, S2[3] receives none of it.
+    b.f.inject_fault(Fault::AddRule(ibsm_sim::fabric::LinkRule {
+        link: Some((s1, 3)),
+        drop: 1.0,
+        delay_ns: 0,
+        jitter_ns: 0,
+    }));
+    assert_eq!(b.dr_get(&[1, 3], ids::attr::NODE_INFO, 0), None, "dropped on the cable");
+    assert_eq!(now(&mut b, s1, 3).0, s1_after.0 + 1);
+    assert_eq!(now(&mut b, s2, 3), s2_after);
+    b.f.inject_fault(Fault::ClearRules);
+    // Now S1 restarts: S2[3] keeps what it received, S1[3] starts again.
+    b.f.inject_fault(Fault::Crash(s1));
+    b.f.inject_fault(Fault::Restart(s1));
+    assert_eq!((now(&mut b, s1, 3), now(&mut b, s2, 3)), ((0, 0), s2_after));
+    assert_eq!(b.dr_get(&[1, 3], ids::attr::NODE_INFO, 0).expect("NodeInfo answered").0, 0);
+    assert_eq!(now(&mut b, s1, 3), (1, 1));
+    assert_eq!(now(&mut b, s2, 3), (s2_after.0 + 1, s2_after.1 + 1));
+}

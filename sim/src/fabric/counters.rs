@@ -75,6 +75,11 @@ struct PerfExtra {
     /// Where each traffic counter was last cleared, in MADs sent or received since power-on
     /// (indexed as [`Traffic::COUNTERS`]): a counter reads the MADs counted since.
     cleared: [u64; 6],
+    /// MADs sent that a fault rule dropped on the cable (they never reached the peer).
+    lost: u64,
+    /// What the peer had delivered to this port before this port's power-on, less what it
+    /// delivered before its own (see [`PortPerf::delivered`]).
+    rcv_base: u64,
 }
 
 /// Traffic counters as the PMA reports them (data in 4-byte words).
@@ -111,50 +116,81 @@ impl Traffic {
     }
 }
 
-/// The counters of one port: the MADs it sent onto and received from its cable since power-on
-/// (every traffic counter derives from them, as only MADs cross the simulated cables), and
-/// (boxed, allocated on first use) errors, an error rate and where each traffic counter was
-/// last cleared. 24 bytes for a port whose counters were never cleared or given errors.
+/// The counters of one port: the MADs it sent onto its cable since power-on (every traffic
+/// counter derives from them and from the peer's, as only MADs cross the simulated cables),
+/// and (boxed, allocated on first use) errors, an error rate, where each traffic counter was
+/// last cleared, and the MADs a fault rule dropped on the cable. 16 bytes for a port whose
+/// counters were never cleared or given errors.
+///
+/// A port does not count what it receives: a hop would then write the record of the port at
+/// the cable's far end, a second cache miss a hop on a large fabric. What a port received is
+/// what its peer delivered onto the cable (sent, less what a fault rule dropped), from the
+/// port's power-on: [`PortPerf::received`] with the peer's [`PortPerf::delivered`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[repr(C)]
 pub(crate) struct PortPerf {
     sent: u64,
-    received: u64,
     extra: Option<Box<PerfExtra>>,
 }
 
 impl PortPerf {
-    /// Bytes from the start of a `PortPerf` to the end of its MAD counts (what a hop touches).
+    /// Bytes from the start of a `PortPerf` to the end of its MAD count (what a hop touches).
     #[cfg(test)]
-    pub(crate) const COUNTS_LEN: usize = std::mem::offset_of!(PortPerf, received) + 8;
+    pub(crate) const COUNTS_LEN: usize = std::mem::offset_of!(PortPerf, sent) + 8;
 
     /// One MAD left the port onto its cable.
+    #[inline]
     pub fn count_xmit(&mut self) {
         self.sent = self.sent.wrapping_add(1);
     }
 
-    /// One MAD arrived at the port from its cable.
-    pub fn count_rcv(&mut self) {
-        self.received = self.received.wrapping_add(1);
+    /// The last MAD counted by [`PortPerf::count_xmit`] was dropped on the cable (a fault
+    /// rule): the peer does not receive it.
+    pub fn count_lost(&mut self) {
+        let extra = self.extra();
+        extra.lost = extra.lost.wrapping_add(1);
     }
 
-    /// The traffic counters: the MADs counted since each counter's last clear.
-    pub fn traffic(&self) -> Traffic {
+    /// MADs this port put on its cable that reached the far end, since its power-on.
+    pub fn delivered(&self) -> u64 {
+        self.sent.wrapping_sub(self.extra.as_ref().map_or(0, |e| e.lost))
+    }
+
+    /// MADs this port received since its power-on, given what its peer has
+    /// [`PortPerf::delivered`] (0 for a port without a cable).
+    pub fn received(&self, peer_delivered: u64) -> u64 {
+        peer_delivered.wrapping_sub(self.extra.as_ref().map_or(0, |e| e.rcv_base))
+    }
+
+    /// Moves where the port's receive count starts by `by` MADs (wrapping): the peer's count
+    /// restarts at its power-on (`by` = minus what it had delivered), this port's at its own
+    /// (`by` = what the peer has delivered).
+    pub fn shift_rcv_base(&mut self, by: u64) {
+        if by != 0 {
+            let extra = self.extra();
+            extra.rcv_base = extra.rcv_base.wrapping_add(by);
+        }
+    }
+
+    /// The traffic counters, given the MADs the port [`PortPerf::received`]: the MADs counted
+    /// since each counter's last clear.
+    pub fn traffic(&self, received: u64) -> Traffic {
         let cleared = self.extra.as_ref().map_or([0; 6], |e| e.cleared);
         let mut v = [0u64; 6];
         for (i, &(xmit, words)) in Traffic::COUNTERS.iter().enumerate() {
-            let mads = if xmit { self.sent } else { self.received }.wrapping_sub(cleared[i]);
+            let mads = if xmit { self.sent } else { received }.wrapping_sub(cleared[i]);
             v[i] = if words { mads.wrapping_mul(MAD_DATA_WORDS) } else { mads };
         }
         Traffic::from_array(v)
     }
 
-    /// Clears the traffic counters selected (by index in [`Traffic::COUNTERS`]).
-    fn clear_traffic(&mut self, selected: [bool; 6]) {
+    /// Clears the traffic counters selected (by index in [`Traffic::COUNTERS`]); `received` as
+    /// for [`PortPerf::traffic`].
+    fn clear_traffic(&mut self, selected: [bool; 6], received: u64) {
         if !selected.contains(&true) {
             return;
         }
-        let (sent, received) = (self.sent, self.received);
+        let sent = self.sent;
         let extra = self.extra();
         for (i, &(xmit, _)) in Traffic::COUNTERS.iter().enumerate() {
             if selected[i] {
@@ -203,7 +239,9 @@ impl PortPerf {
     }
 
     /// Power-on: every counter back to zero; the cable's error rate (a property of the cable)
-    /// stays, counting from `now`.
+    /// stays, counting from `now`. The receive count then starts where the peer's delivered
+    /// count is 0: the fabric shifts it to what the peer has delivered so far
+    /// ([`PortPerf::shift_rcv_base`]), and the peer's by what this port had delivered.
     pub fn power_on(&mut self, now: SimTime) {
         let rate = self.extra.as_ref().and_then(|e| e.rate).map(|r| r.rate);
         *self = PortPerf::default();
@@ -213,16 +251,19 @@ impl PortPerf {
     }
 
     /// Clears what a Set(PortCounters) selects.
-    pub(super) fn clear(&mut self, sel: CounterSelect, sel2: u8) {
+    pub(super) fn clear(&mut self, sel: CounterSelect, sel2: u8, received: u64) {
         let has = |bit: CounterSelect| sel.contains(bit);
-        self.clear_traffic([
-            has(CounterSelect::XMIT_DATA),
-            has(CounterSelect::RCV_DATA),
-            has(CounterSelect::XMIT_PKTS),
-            has(CounterSelect::RCV_PKTS),
-            false,
-            false,
-        ]);
+        self.clear_traffic(
+            [
+                has(CounterSelect::XMIT_DATA),
+                has(CounterSelect::RCV_DATA),
+                has(CounterSelect::XMIT_PKTS),
+                has(CounterSelect::RCV_PKTS),
+                false,
+                false,
+            ],
+            received,
+        );
         let Some(extra) = self.extra.as_mut() else { return };
         let e = &mut extra.errors;
         let fields: [(CounterSelect, &mut u64); 12] = [
@@ -250,16 +291,19 @@ impl PortPerf {
     }
 
     /// Clears what a Set(PortCountersExtended) selects.
-    pub(super) fn clear_ext(&mut self, sel: CounterSelectExt) {
+    pub(super) fn clear_ext(&mut self, sel: CounterSelectExt, received: u64) {
         let has = |bit: CounterSelectExt| sel.contains(bit);
-        self.clear_traffic([
-            has(CounterSelectExt::XMIT_DATA),
-            has(CounterSelectExt::RCV_DATA),
-            has(CounterSelectExt::XMIT_PKTS),
-            has(CounterSelectExt::RCV_PKTS),
-            has(CounterSelectExt::UNICAST_XMIT_PKTS),
-            has(CounterSelectExt::UNICAST_RCV_PKTS),
-        ]);
+        self.clear_traffic(
+            [
+                has(CounterSelectExt::XMIT_DATA),
+                has(CounterSelectExt::RCV_DATA),
+                has(CounterSelectExt::XMIT_PKTS),
+                has(CounterSelectExt::RCV_PKTS),
+                has(CounterSelectExt::UNICAST_XMIT_PKTS),
+                has(CounterSelectExt::UNICAST_RCV_PKTS),
+            ],
+            received,
+        );
     }
 }
 
@@ -272,9 +316,9 @@ pub(crate) struct PerfSum {
 }
 
 impl PerfSum {
-    /// Adds a port's counters.
-    pub(super) fn add(&mut self, port: &PortPerf) {
-        let (mine, theirs) = (self.traffic.to_array(), port.traffic().to_array());
+    /// Adds a port's counters (`received` as for [`PortPerf::traffic`]).
+    pub(super) fn add(&mut self, port: &PortPerf, received: u64) {
+        let (mine, theirs) = (self.traffic.to_array(), port.traffic(received).to_array());
         self.traffic = Traffic::from_array(std::array::from_fn(|i| mine[i].saturating_add(theirs[i])));
         let (theirs, ours) = (port.errors(), self.errors);
         let add = |x: u64, y: u64| x.saturating_add(y);
@@ -370,35 +414,50 @@ mod tests {
     fn power_on_clears_counters_and_keeps_the_cable_rate() {
         let mut p = PortPerf::default();
         p.count_xmit();
-        p.count_rcv();
         p.set_rate(RATE, SimTime(0));
         p.settle(SimTime::from_millis(2_000));
         assert_eq!((p.errors().symbol_errors, p.errors().rcv_errors), (8, 2));
+        assert_eq!((p.delivered(), p.received(5)), (1, 5));
         p.power_on(SimTime::from_millis(2_000));
-        assert_eq!((p.traffic(), p.errors()), (Traffic::default(), ErrorCounters::default()));
+        // The fabric starts the receive count at what the peer has delivered (5).
+        p.shift_rcv_base(5);
+        assert_eq!((p.traffic(p.received(5)), p.errors()), (Traffic::default(), ErrorCounters::default()));
+        assert_eq!(p.received(7), 2, "counts on from the peer's count at the restart");
         p.settle(SimTime::from_millis(3_000));
         assert_eq!(p.errors().symbol_errors, 4, "the rate counts on from the restart");
     }
 
+    /// What a rule drops on the cable was sent, but the peer does not receive it.
+    #[test]
+    fn a_lost_mad_is_sent_and_not_delivered() {
+        let mut p = PortPerf::default();
+        for _ in 0..4 {
+            p.count_xmit();
+        }
+        p.count_lost();
+        assert_eq!((p.traffic(0).xmit_pkts, p.delivered()), (4, 3));
+    }
+
     #[test]
     fn all_port_select_sums_and_a_set_clears_by_mask() {
-        let (mut a, mut b) = (PortPerf::default(), PortPerf::default());
+        let (mut a, b) = (PortPerf::default(), PortPerf::default());
         for _ in 0..3 {
             a.count_xmit();
         }
-        b.count_rcv();
         let mut sum = PerfSum::default();
-        sum.add(&a);
-        sum.add(&b);
+        sum.add(&a, 0);
+        sum.add(&b, 1);
         let pc = sum.port_counters(ibsm_mad::perf::ALL_PORTS);
         assert_eq!((pc.xmit_pkts, pc.rcv_pkts, pc.xmit_data, pc.rcv_data), (3, 1, 216, 72));
-        a.clear(CounterSelect::XMIT_PKTS, 0);
-        assert_eq!((a.traffic().xmit_pkts, a.traffic().xmit_words), (0, 216));
+        a.clear(CounterSelect::XMIT_PKTS, 0, 0);
+        assert_eq!((a.traffic(0).xmit_pkts, a.traffic(0).xmit_words), (0, 216));
         a.count_xmit();
-        let t = a.traffic();
+        let t = a.traffic(0);
         assert_eq!((t.xmit_pkts, t.xmit_words, t.unicast_xmit_pkts), (1, 288, 4), "cleared counters count on");
-        a.clear_ext(CounterSelectExt(CounterSelectExt::XMIT_DATA.0 | CounterSelectExt::UNICAST_XMIT_PKTS.0));
-        let t = a.traffic();
+        a.clear_ext(CounterSelectExt(CounterSelectExt::XMIT_DATA.0 | CounterSelectExt::UNICAST_XMIT_PKTS.0), 0);
+        let t = a.traffic(0);
         assert_eq!((t.xmit_pkts, t.xmit_words, t.unicast_xmit_pkts, t.rcv_pkts), (1, 0, 0, 0));
+        a.clear(CounterSelect::RCV_PKTS, 0, 6);
+        assert_eq!(a.traffic(9).rcv_pkts, 3, "a received count clears where it stood");
     }
 }

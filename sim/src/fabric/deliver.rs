@@ -53,6 +53,17 @@ impl Packet {
     }
 }
 
+/// Where a packet that crossed a cable arrived.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    port: PortRef,
+    /// The port's node and number.
+    node: NodeRef,
+    num: u8,
+    /// The hop's latency, ns.
+    lat: u64,
+}
+
 /// Why a packet did not make it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Drop {
@@ -388,20 +399,25 @@ impl Fabric {
         Verdict::Pass { extra_ns: extra }
     }
 
-    /// Sends a packet out of `out` onto its cable: returns the arrival port and the latency.
+    /// Sends a packet out of `out` onto its cable: returns where it arrived. Only `out`'s
+    /// record is read and written (the arrival port's node and number are kept on it, and the
+    /// arrival port's receive count is `out`'s delivered count).
     #[inline]
-    fn hop(&mut self, out: PortRef) -> Result<(PortRef, u64), Drop> {
-        let Some(p) = self.ports.get(out as usize) else { return Err(Drop::NoRoute) };
+    fn hop(&mut self, out: PortRef) -> Result<Arrival, Drop> {
+        let Some(p) = self.ports.get_mut(out as usize) else { return Err(Drop::NoRoute) };
         if !p.link_up() {
             return Err(Drop::NoRoute);
         }
         let Some(peer) = p.peer else { return Err(Drop::NoRoute) };
-        self.ports[out as usize].perf.count_xmit();
+        p.perf.count_xmit();
+        let (node, num) = (p.peer_node, p.peer_num);
         match self.cross(out) {
-            Verdict::Drop => Err(Drop::Fault),
+            Verdict::Drop => {
+                self.ports[out as usize].perf.count_lost();
+                Err(Drop::Fault)
+            }
             Verdict::Pass { extra_ns } => {
-                self.ports[peer as usize].perf.count_rcv();
-                Ok((peer, self.cfg.timing.hop_ns + extra_ns))
+                Ok(Arrival { port: peer, node: node as usize, num, lat: self.cfg.timing.hop_ns + extra_ns })
             }
         }
     }
@@ -433,10 +449,9 @@ impl Fabric {
             path.copy_from_slice(smp.initial_path().get(..64).ok_or(Drop::Malformed)?);
             for h in 1..=n {
                 let out = self.exit_port(node, path[usize::from(h)], src)?;
-                let (arr, l) = self.hop(out)?;
-                lat += l;
-                let arrival = &self.ports[arr as usize];
-                node = arrival.node as usize;
+                let arrival = self.hop(out)?;
+                lat += arrival.lat;
+                node = arrival.node;
                 smp.set_return_path_port(h, arrival.num).map_err(|_| Drop::Malformed)?;
                 if h < n {
                     if self.nodes[node].kind != NodeKind::Switch {
@@ -448,7 +463,7 @@ impl Fabric {
                 if !self.nodes[node].alive {
                     return Err(Drop::Unreachable);
                 }
-                return Ok((Target::Sma(arr), lat));
+                return Ok((Target::Sma(arrival.port), lat));
             }
             return Err(Drop::Malformed);
         }
@@ -465,9 +480,9 @@ impl Fabric {
         path.copy_from_slice(smp.return_path().get(..64).ok_or(Drop::Malformed)?);
         for h in (1..=n).rev() {
             let out = self.exit_port(node, path[usize::from(h)], src)?;
-            let (arr, l) = self.hop(out)?;
-            lat += l;
-            node = self.ports[arr as usize].node as usize;
+            let arrival = self.hop(out)?;
+            lat += arrival.lat;
+            node = arrival.node;
             if h > 1 {
                 if self.nodes[node].kind != NodeKind::Switch {
                     return Err(Drop::NoRoute);
@@ -476,7 +491,7 @@ impl Fabric {
             }
             // Back at the requester: an SM on a switch sits on its management port 0.
             let n = &self.nodes[node];
-            let home = if n.kind == NodeKind::Switch { n.first_port } else { arr };
+            let home = if n.kind == NodeKind::Switch { n.first_port } else { arrival.port };
             return Ok((Target::Port(home), lat));
         }
         Err(Drop::Malformed)
@@ -546,7 +561,7 @@ impl Fabric {
                 }
                 p
             };
-            let (arr, l) = self.hop(exit)?;
+            let Arrival { port: arr, lat: l, .. } = self.hop(exit)?;
             lat += l;
             let ap = &self.ports[arr as usize];
             if !ap.is_active() {
@@ -792,6 +807,17 @@ impl Fabric {
             return;
         }
         let (first, np, kind) = (n.first_port, n.num_ports, n.kind);
+        // A port's receive count is what its peer delivered (see `PortPerf`): the peers count
+        // on past this node's send counts going back to 0, and this node's ports count from
+        // what their peers have delivered so far (after the reset, for a cable between two
+        // of its own ports).
+        for q in first..=first + PortRef::from(np) {
+            let port = &self.ports[q as usize];
+            if let Some(peer) = port.peer {
+                let delivered = port.perf.delivered();
+                self.ports[peer as usize].perf.shift_rcv_base(delivered.wrapping_neg());
+            }
+        }
         // Power-on state: no LIDs, keys or tables; cables as they were.
         for i in 0..=np {
             let q = (first + PortRef::from(i)) as usize;
@@ -814,6 +840,12 @@ impl Fabric {
             fresh.part_enf_out = false;
             fresh.cap_mask &= !super::state::cap::IS_SM;
             self.ports[q] = fresh;
+        }
+        for q in first..=first + PortRef::from(np) {
+            if let Some(peer) = self.ports[q as usize].peer {
+                let delivered = self.ports[peer as usize].perf.delivered();
+                self.ports[q as usize].perf.shift_rcv_base(delivered);
+            }
         }
         if let Some(s) = self.nodes[node].switch {
             let sw = &mut self.switches[s as usize];

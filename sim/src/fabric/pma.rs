@@ -98,18 +98,19 @@ impl Fabric {
                 let now = self.now;
                 let mut sum = PerfSum::default();
                 for q in ports.clone() {
+                    let received = self.received(q);
                     let perf = &mut self.ports[q as usize].perf;
                     perf.settle(now);
                     if is_set {
                         if attr == ids::perf_attr::PORT_COUNTERS {
                             let Ok(req) = PortCounters::parse(data) else { return ids::status::BAD_FIELD };
-                            perf.clear(req.counter_select, req.counter_select2);
+                            perf.clear(req.counter_select, req.counter_select2, received);
                         } else {
                             let Ok(req) = PortCountersExtended::parse(data) else { return ids::status::BAD_FIELD };
-                            perf.clear_ext(req.counter_select);
+                            perf.clear_ext(req.counter_select, received);
                         }
                     }
-                    sum.add(perf);
+                    sum.add(perf, received);
                 }
                 if attr == ids::perf_attr::PORT_COUNTERS {
                     let mut out = sum.port_counters(port_select);
@@ -158,11 +159,12 @@ impl Fabric {
     pub fn port_counters_now(&mut self, node: usize, port: u8) -> Option<PortCountersExtended> {
         let p = self.port_ref(node, port)?;
         let now = self.now;
+        let received = self.received(p);
         let perf = &mut self.ports[p as usize].perf;
         perf.settle(now);
         let e = perf.errors();
         let mut one = PerfSum::default();
-        one.add(perf);
+        one.add(perf, received);
         Some(PortCountersExtended {
             symbol_errors: e.symbol_errors,
             link_error_recovery: e.link_error_recovery,
@@ -179,6 +181,14 @@ impl Fabric {
             xmit_wait: e.xmit_wait,
             ..one.port_counters_ext(port)
         })
+    }
+
+    /// The MADs port `p` received from its cable since its power-on: what the peer delivered
+    /// onto the cable, from where `p`'s count starts (see [`super::counters::PortPerf`]).
+    pub(crate) fn received(&self, p: PortRef) -> u64 {
+        let port = &self.ports[p as usize];
+        let delivered = port.peer.map_or(0, |q| self.ports[q as usize].perf.delivered());
+        port.perf.received(delivered)
     }
 
     /// Gives the cable at `node`/`port` (both its ends) an error rate.

@@ -37,11 +37,13 @@ pub(crate) enum PState {
 /// One simulated port. For switches, port 0 (the management port) carries the LID, LMC,
 /// MasterSMLID and M_Key of the whole switch.
 ///
-/// Laid out by hand (`repr(C)`), its first 32 bytes what a packet crossing the port reads and
-/// writes (node, number, peer, cable, link states and the MAD counts), and aligned to 32 bytes
-/// so that those share one cache line: a hop touches one line of each of its two ports instead
-/// of up to three (the k = 48 bring-up crosses 8 M ports in a fabric of 31 MB of port
-/// records, nearly every touch a cache miss).
+/// Laid out by hand (`repr(C)`), its first 32 bytes what a packet leaving through the port
+/// reads and writes (node, number, peer, cable, link states, the peer's node and number, and
+/// the MAD count), and aligned to 32 bytes so that those share one cache line. A hop touches
+/// that line of the port it leaves by and nothing of the port it arrives at (the peer's node
+/// and number are kept here, and a port's receive count derives from its peer's send count):
+/// the k = 48 bring-up crosses 8 M ports in a fabric of 31 MB of port records, nearly every
+/// touch a cache miss.
 #[derive(Debug, Clone)]
 #[repr(C, align(32))]
 pub(crate) struct Port {
@@ -53,6 +55,10 @@ pub(crate) struct Port {
     pub cable: bool,
     pub phys: PState,
     pub state: LState,
+    /// The node and number of `peer` (0 without a cable): what a directed route's walk reads
+    /// of the port it arrives at, kept where it leaves.
+    pub peer_node: u32,
+    pub peer_num: u8,
     /// PerfMgt counters and the cable's error rate (see the `counters` module); its MAD counts
     /// first, in the hot half line.
     pub perf: super::counters::PortPerf,
@@ -205,6 +211,8 @@ impl Port {
             num,
             guid,
             peer: None,
+            peer_node: 0,
+            peer_num: 0,
             cable: false,
             phys: PState::Polling,
             state: LState::Down,
@@ -373,6 +381,8 @@ pub(crate) fn build(topo: &Topology) -> (Vec<Node>, Vec<Port>, Vec<Switch>) {
                 let them = pf + PortRef::from(peer.port);
                 if let Some(port) = ports.get_mut(me as usize) {
                     port.peer = Some(them);
+                    port.peer_node = peer.node as u32;
+                    port.peer_num = peer.port;
                     port.cable = true;
                     port.phys = PState::LinkUp;
                     port.state = LState::Init;
@@ -421,6 +431,8 @@ mod tests {
             offset_of!(super::Port, cable) + 1,
             offset_of!(super::Port, phys) + 1,
             offset_of!(super::Port, state) + 1,
+            offset_of!(super::Port, peer_node) + 4,
+            offset_of!(super::Port, peer_num) + 1,
             offset_of!(super::Port, perf) + super::super::counters::PortPerf::COUNTS_LEN,
         ] {
             assert!(end <= 32, "a hot field of Port ends at byte {end}");
