@@ -373,14 +373,16 @@ impl Fabric {
         };
         // Port state transitions (IBTA 7.2.x): Down forces a retrain; Armed only from Init with
         // the neighbour at least Init; Active only from Armed with the neighbour Armed/Active.
-        let peer_state = port.peer.map(|r| self.ports[r as usize].state);
+        // The neighbour's record is read only then (a Set that leaves the state, as most of
+        // the configuration's do, does not touch it: a cache miss a Set on a large fabric).
+        let peer_state = || port.peer.map(|r| self.ports[r as usize].state);
         let new_state = match req.port_state {
             PortState::NoChange => None,
             PortState::Down => Some(LState::Down),
             PortState::Armed => {
                 let ok = port.num != 0 || !is_switch;
                 let ok = ok && port.link_up() && port.state == LState::Init;
-                let ok = ok && peer_state.is_some_and(|s| matches!(s, LState::Init | LState::Armed | LState::Active));
+                let ok = ok && peer_state().is_some_and(|s| matches!(s, LState::Init | LState::Armed | LState::Active));
                 if !ok {
                     return bad;
                 }
@@ -388,7 +390,7 @@ impl Fabric {
             }
             PortState::Active => {
                 let ok = port.link_up() && port.state == LState::Armed;
-                let ok = ok && peer_state.is_some_and(|s| matches!(s, LState::Armed | LState::Active));
+                let ok = ok && peer_state().is_some_and(|s| matches!(s, LState::Armed | LState::Active));
                 if !ok {
                     return bad;
                 }
