@@ -637,6 +637,10 @@ impl Sm {
         if let Some(t) = self.tx.poll_transmit_keyed(self.now, key) {
             return Some(t);
         }
+        // The window is full (or the port Sets all sent): the configuration's tables now.
+        if self.build_due_table_sets() {
+            return self.poll_transmit(now);
+        }
         // PM reads last, in a window of their own, and only while no sweep runs.
         self.poll_perf_transmit()
     }
@@ -818,7 +822,8 @@ impl Sm {
         if self.routing.job_out() && !(self.phase == SweepPhase::ConfiguringPorts && self.routing.early_pending()) {
             return;
         }
-        while self.tx.is_idle_for(Op::Sweep) && self.sweep.compute().is_none() {
+        // (The configuration's tables, if its port Sets were all answered before they were built.)
+        while self.tx.is_idle_for(Op::Sweep) && !self.build_due_table_sets() && self.sweep.compute().is_none() {
             // Discovery's port reads are all queued before it ends; then the LFT read-backs it
             // planned go.
             if self.phase == SweepPhase::Discovering && self.discovery.reads_pending() {

@@ -44,6 +44,9 @@ pub(crate) struct Sweep {
     compute: Option<ComputeStep>,
     /// The configuration step waited once for the early route's job to be taken.
     configure_deferred: bool,
+    /// The configuration's P_Key and QoS table Sets are still to build: they are built once
+    /// its first port Sets are out ([`super::Sm::build_due_table_sets`]).
+    tables_due: bool,
     started_at: u64,
     phase_started_at: u64,
     phases: Vec<PhaseTiming>,
@@ -119,6 +122,17 @@ impl Sweep {
     /// hold the configuration up twice).
     pub fn defer_configure(&mut self) -> bool {
         !std::mem::replace(&mut self.configure_deferred, true)
+    }
+
+    /// The configuration's table Sets are to build after its port Sets are sent.
+    pub fn defer_tables(&mut self) {
+        self.tables_due = true;
+    }
+
+    /// Whether the configuration's table Sets were still to build (they are now: the flag is
+    /// taken).
+    pub fn take_tables_due(&mut self) -> bool {
+        std::mem::take(&mut self.tables_due)
     }
 
     /// The sweep waits for `step`.

@@ -26,7 +26,7 @@ use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::lids::{LidRequest, assign};
 use crate::core::port_settings::{PortSettings, Target};
-use crate::core::state::{Node, NodeIdx, port_info_set};
+use crate::core::state::{Node, NodeIdx, SweepPhase, port_info_set};
 use crate::core::transactions::{Op, Outcome, PortStep, Req, Request, interleave_order, interleaved, spread};
 
 fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
@@ -233,12 +233,37 @@ impl Sm {
             }
         }
         // Port and switch settings first, then P_Key tables, then QoS tables, each spread over
-        // the nodes.
+        // the nodes. The tables are built once the first port Sets are out (the window full,
+        // or every port Set sent): the SMPs of the configuration start a table build earlier,
+        // in the same order.
+        if sets.is_empty() {
+            self.table_sets();
+        } else {
+            self.tx.push_feed(interleaved(sets, spread(self.cfg.max_smps_in_flight)), Op::Sweep);
+            self.sweep.defer_tables();
+        }
+    }
+
+    /// The configuration's P_Key and QoS table Sets, queued after its port Sets: true if there
+    /// is any.
+    fn table_sets(&mut self) -> bool {
         let pkeys = self.partitions.pkey_sets(&self.subnet);
         let qos = self.qos_sets();
-        for feed in [sets, pkeys, qos] {
+        let any = !(pkeys.is_empty() && qos.is_empty());
+        for feed in [pkeys, qos] {
             self.tx.push_feed(interleaved(feed, spread(self.cfg.max_smps_in_flight)), Op::Sweep);
         }
+        any
+    }
+
+    /// Builds and queues the configuration's table Sets if they are due ([`Sm::configure_ports`]
+    /// left them for after its first port Sets): true if it queued any.
+    pub(in crate::core) fn build_due_table_sets(&mut self) -> bool {
+        // A sweep that left the configuration (it stopped, or gave way) builds none.
+        if !self.sweep.take_tables_due() || self.phase != SweepPhase::ConfiguringPorts {
+            return false;
+        }
+        self.table_sets()
     }
 
     /// The QoS table Sets of this sweep (the digests published again first where a table is
