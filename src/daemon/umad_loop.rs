@@ -571,8 +571,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             // Every MAD already queued, or the first to come (a wake-up among them), read into
             // the buffers of the last batch.
             let n = self.port.recv_batch_into(wait_ms(wake), BATCH, &mut batch)?;
+            // One clock read for the batch: its MADs were all queued when it was read.
+            let now = self.now();
             for r in &batch[..n] {
-                self.on_received(r);
+                self.on_received(r, now);
             }
         }
     }
@@ -706,7 +708,10 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
     /// Sends everything the core has queued: responses once, without a timeout; requests with
     /// the core's timeout, so that the kernel reports an undelivered one.
     fn flush(&mut self) -> Result<(), DriverError> {
-        while let Some(t) = self.sm.poll_transmit(self.now()) {
+        // One clock read for the burst: its MADs go out within microseconds of it, and each
+        // read was one call per MAD (64,000 in a bring-up).
+        let now = self.now();
+        while let Some(t) = self.sm.poll_transmit(now) {
             let Some(&class) = t.bytes.get(1) else { continue };
             let Some(agent) = AgentClass::of_class(class) else {
                 tracing::warn!(
@@ -803,12 +808,12 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
-    fn on_received(&mut self, r: &Received) {
+    /// A MAD read at `now`.
+    fn on_received(&mut self, r: &Received, now: u64) {
         if is_wake(r) {
             self.wakes_seen += 1;
             return; // a wake-up SMP come back: it carries nothing for the core
         }
-        let now = self.now();
         if r.status != 0 {
             // One of our own sends, undelivered (no route, dropped) or unanswered: the core's
             // timer retries it.
