@@ -9,6 +9,9 @@
 //! compare (BENCHMARKS.md has the commands and the figures: not met at this writing).
 //! `core_path_get` repeats 4,096 pairs (after the first pass each walk is in the SA's memo);
 //! `core_path_get_fresh` asks pairs never asked before, so each Get walks.
+//! `core_path_get_fresh_burst` and `core_path_get_burst` hand the same Gets to the core in
+//! bursts of 256 (`Sm::handle_mads`), as the daemon's MAD thread reads them
+//! (`IBSM_SA_BENCH_BURST=n`: bursts of n).
 //!
 //! Before the criterion groups, the SA's rate while a full re-route runs is measured once and
 //! printed against its target (issue 28: at least half the idle rate): the routing job on a
@@ -120,7 +123,38 @@ fn sa(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    // The same fresh pairs handed to the core as the daemon's MAD thread hands them over: in
+    // bursts of up to `BURST` MADs read in one go (`Sm::handle_mads`, which walks the burst's
+    // PathRecords together before answering them one by one), then every answer polled.
+    let burst: usize = std::env::var("IBSM_SA_BENCH_BURST").ok().and_then(|r| r.parse().ok()).unwrap_or(BURST);
+    g.bench_function(format!("core_path_get_fresh_burst/{name}"), |b| {
+        b.iter_batched(
+            || fresh.next_batch(4096),
+            |(requests, pairs)| serve_in_bursts(&mut sm, &mut now, &requests, &pairs, burst),
+            BatchSize::LargeInput,
+        );
+    });
+    g.bench_function(format!("core_path_get_burst/{name}"), |b| {
+        b.iter(|| serve_in_bursts(&mut sm, &mut now, &requests, &pairs, burst));
+    });
     g.finish();
+}
+
+/// The most MADs the daemon's MAD thread reads in one go (`umad_loop`'s `BATCH`): a burst of
+/// Gets (a job's start-up asking thousands at once) arrives in batches of this size.
+const BURST: usize = 256;
+
+/// As [`serve_through_core`], `burst` requests at a time through `Sm::handle_mads`, then
+/// their answers.
+fn serve_in_bursts(sm: &mut Sm, now: &mut u64, requests: &[[u8; 256]], pairs: &[(Lid, Lid)], burst: usize) {
+    for (rs, ps) in requests.chunks(burst).zip(pairs.chunks(burst)) {
+        *now += 1_000 * rs.len() as u64;
+        sm.handle_mads(*now, rs.iter().zip(ps).map(|(r, &(s, _))| (&r[..], MadSource::lid(s, 1))));
+        for _ in rs {
+            let t = sm.poll_transmit(*now).expect("an answer");
+            assert_eq!(t.bytes.len(), 256);
+        }
+    }
 }
 
 /// An endless walk over end-port LID pairs (the same generator as [`pairs`], never restarted).

@@ -571,11 +571,7 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
             // Every MAD already queued, or the first to come (a wake-up among them), read into
             // the buffers of the last batch.
             let n = self.port.recv_batch_into(wait_ms(wake), BATCH, &mut batch)?;
-            // One clock read for the batch: its MADs were all queued when it was read.
-            let now = self.now();
-            for r in &batch[..n] {
-                self.on_received(r, now);
-            }
+            self.on_received(&batch[..n]);
         }
     }
 
@@ -808,24 +804,27 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
         }
     }
 
-    /// A MAD read at `now`.
-    fn on_received(&mut self, r: &Received, now: u64) {
-        if is_wake(r) {
-            self.wakes_seen += 1;
-            return; // a wake-up SMP come back: it carries nothing for the core
+    /// A batch read in one go: the wake-ups counted, our own sends come back undelivered
+    /// logged (the core's timer retries them), and the rest handed to the core together
+    /// (`Sm::handle_mads`: answered one by one, in order, after the SA has looked at the
+    /// batch's PathRecord Gets together).
+    fn on_received(&mut self, batch: &[Received]) {
+        for r in batch {
+            if is_wake(r) {
+                self.wakes_seen += 1; // a wake-up SMP come back: it carries nothing for the core
+            } else if r.status != 0 {
+                tracing::debug!(
+                    status = r.status,
+                    class = r.mad[1],
+                    tid = Mad::new_unchecked(&r.mad[..]).tid(),
+                    "send came back undelivered"
+                );
+            }
         }
-        if r.status != 0 {
-            // One of our own sends, undelivered (no route, dropped) or unanswered: the core's
-            // timer retries it.
-            tracing::debug!(
-                status = r.status,
-                class = r.mad[1],
-                tid = Mad::new_unchecked(&r.mad[..]).tid(),
-                "send came back undelivered"
-            );
-            return;
-        }
-        let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: r.sl, grh: r.grh };
-        self.sm.handle_mad(now, &r.mad, src);
+        let now = self.now();
+        let mads = batch.iter().filter(|r| r.status == 0 && !is_wake(r)).map(|r| {
+            (&r.mad[..], MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: r.sl, grh: r.grh })
+        });
+        self.sm.handle_mads(now, mads);
     }
 }

@@ -55,6 +55,12 @@ impl Admission {
         self.tracked = 0;
     }
 
+    /// Reads `lid`'s bucket and nothing else, ahead of its [`Admission::admit`] in a burst (so
+    /// that the read is in flight with the others of the burst, not waited on alone).
+    pub fn touch(&self, lid: Lid) -> u64 {
+        self.buckets.get(usize::from(lid.0)).map_or(0, |b| b.milli)
+    }
+
     /// Takes a token for a request from `lid` at `now`.
     pub fn admit(&mut self, lid: Lid, now: u64) -> Admit {
         if self.rate == 0 {

@@ -32,6 +32,19 @@ pub struct Leg {
     pub rate: u32,
 }
 
+impl Leg {
+    /// A walk at its first switch: one switch crossed, nothing met yet.
+    pub const START: Leg = Leg { switches: 1, mtu: None, rate: u32::MAX };
+
+    /// Meets a port's MTU on the way (one of unknown size changes nothing).
+    #[inline]
+    pub fn meet(&mut self, m: Mtu) {
+        if m.bytes().is_some() {
+            self.mtu = Some(self.mtu.map_or(m, |have| super::nodes::min_mtu(have, m)));
+        }
+    }
+}
+
 /// Most slots (8 bytes each).
 const MAX_SLOTS: usize = 1 << 20;
 /// Bits of a slot below the key: what the walk found.

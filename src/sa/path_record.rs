@@ -40,6 +40,7 @@ use ibsm_mad::{Attribute, Gid, Lid, PKey};
 
 use super::answer::Table;
 use super::guid_info_record::Aliases;
+use super::paths::Ahead;
 use super::snapshot::{PortAt, Snapshot, Walk, rate_code};
 use super::{Answer, Limits, Query};
 use ibsm_mad::header::Method;
@@ -162,6 +163,39 @@ pub(super) fn query(snap: &Snapshot, aliases: &Aliases, q: &Query<'_>, limits: &
         }
     }
     table.answer(q, limits)
+}
+
+/// What the PathRecord Get in `bytes` from `requester` will walk, for
+/// [`super::paths::Paths::walk_ahead`]: its source port, its destination LID and that LID's
+/// owner, and the requester's port. `None` for anything else (not a Get of a PathRecord, an end
+/// named neither by LID nor by port GUID, an end not in `snap`, bytes that do not parse): such a
+/// request is answered without help. A hint only: what it names is walked as a lookup would.
+pub fn ahead(snap: &Snapshot, bytes: &[u8], requester: Lid) -> Option<Ahead> {
+    // The common header first: most MADs in a driver's batch are no PathRecord Get.
+    let mad = ibsm_mad::header::Mad::new_checked(bytes).ok()?;
+    if mad.mgmt_class() != ibsm_mad::header::MgmtClass::SubnAdm
+        || mad.method() != Method::Get
+        || mad.attr_id() != PathRecord::ID
+    {
+        return None;
+    }
+    let mask = ibsm_mad::sa::SaHeader::from_bytes(bytes).ok()?.comp_mask;
+    let template = bytes.get(ibsm_mad::sa::SA_HEADER_LEN..ibsm_mad::sa::SA_HEADER_LEN + ibsm_mad::sa::SA_DATA_LEN)?;
+    let req = PathRecord::parse(template).ok()?;
+    let has = |c: u64| mask & c != 0;
+    let end = |lid_c: u64, lid: Lid, gid_c: u64, gid: Gid| {
+        if has(lid_c) {
+            snap.by_lid(lid).map(|p| (p, Some(lid)))
+        } else if has(gid_c) {
+            snap.by_guid(gid.guid).map(|p| (p, None))
+        } else {
+            None
+        }
+    };
+    let (src, _) = end(PathRecord::COMP_SLID, req.slid, PathRecord::COMP_SGID, req.sgid)?;
+    let (dest, dlid) = end(PathRecord::COMP_DLID, req.dlid, PathRecord::COMP_DGID, req.dgid)?;
+    let dlid = dlid.or_else(|| snap.lids_of(dest).next())?;
+    Some(Ahead { src, dest, dlid, by: snap.by_lid(requester) })
 }
 
 /// The LIDs of one end of a path: one asked for, or the port's LMC range

@@ -10,6 +10,13 @@ use std::sync::Arc;
 
 use crate::core::{MadSource, Sm, SmEvent, SmState, SweepPhase, requests, sa, transactions::Op};
 
+/// MADs of a batch looked at together ([`Sm::handle_mads`]): enough walks for the processor
+/// to have as many cache misses in flight as it can (a core tracks a few tens), few enough
+/// that what the look-ahead read is still in cache, and its pages in the TLB, when their
+/// answers read it (k = 48, load 10: bursts of 32 served 3.7x the one-by-one rate in the same
+/// run, bursts of 256 2.3x).
+const AHEAD: usize = 32;
+
 impl Sm {
     /// The sweep's last compute step ([`crate::core::ComputeStep::Snapshot`]): the SA takes a
     /// new snapshot of the swept subnet and the multicast groups the policy names.
@@ -70,6 +77,32 @@ impl Sm {
         snap.max_rate = self.cfg.max_rate_enum;
         snap.qos_layering = self.qos_layering().map(std::sync::Arc::new);
         snap
+    }
+
+    /// MADs that arrived together (a driver's batch, read at `now`): handled as
+    /// [`Sm::handle_mad`] handles each, one by one and in order, with the same answers, events
+    /// and counts; before that the SA looks ahead at the batch ([`sa::Sa::look_ahead`]: the
+    /// walks of its PathRecord Gets done together, their cache misses overlapped), [`AHEAD`]
+    /// MADs at a time. `mads` is gone through twice (hence `Clone`, which a slice's iterator
+    /// is cheaply).
+    pub fn handle_mads<'a, I>(&mut self, now: u64, mads: I)
+    where
+        I: IntoIterator<Item = (&'a [u8], MadSource)>,
+        I::IntoIter: Clone,
+    {
+        let mut rest = mads.into_iter();
+        loop {
+            let ahead = rest.clone().take(AHEAD).map(|(bytes, src)| (bytes, src.slid));
+            self.sa.look_ahead(self.state == SmState::Master, ahead);
+            let mut handled = 0;
+            for (bytes, src) in rest.by_ref().take(AHEAD) {
+                self.handle_mad(now, bytes, src);
+                handled += 1;
+            }
+            if handled < AHEAD {
+                return;
+            }
+        }
     }
 
     /// An SA request: the SA answers it (or not), and what follows happens here: the census

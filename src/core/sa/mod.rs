@@ -329,6 +329,28 @@ impl Sa {
         out
     }
 
+    /// Prepares the answers to a burst of requests about to be answered one by one (a
+    /// driver's batch, `mads` with each sender's LID), when this SM answers at all (`master`,
+    /// a snapshot): the walks of the PathRecord Gets among them are done together, in
+    /// lock-step ([`crate::sa::paths::Paths::walk_ahead`]), and each sender's admission bucket
+    /// read, so that their cache misses overlap instead of following each other. Changes
+    /// nothing any answer says, nor any count.
+    pub fn look_ahead<'a>(&self, master: bool, mads: impl Iterator<Item = (&'a [u8], Lid)>) {
+        let Some(snap) = self.snapshot.as_deref().filter(|_| master) else { return };
+        let mut buckets = 0u64;
+        let asks: Vec<crate::sa::paths::Ahead> = mads
+            .filter_map(|(bytes, from)| {
+                let ask = crate::sa::path_record::ahead(snap, bytes, from)?;
+                buckets ^= self.admission.touch(from);
+                Some(ask)
+            })
+            .collect();
+        std::hint::black_box(buckets);
+        if asks.len() > 1 {
+            snap.paths().walk_ahead(&asks);
+        }
+    }
+
     /// A sweep ended with `snap` (built from `subnet`) and the partition policy's `groups`:
     /// the SA answers from it now, subscribers hear which ports came and went (64, 65) and
     /// which groups the policy created or deleted (66, 67), and the census forgets the nodes
