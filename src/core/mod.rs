@@ -64,6 +64,7 @@ mod digest_gate;
 mod discovery;
 pub mod election;
 pub mod events;
+pub mod guid_hash;
 pub mod io;
 pub mod lft;
 pub mod lids;

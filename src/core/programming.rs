@@ -13,13 +13,13 @@
 //! values (the Gets and Sets to queue, with counts); it sends nothing and touches no other
 //! component's state. The multicast tables the switches hold are the SA's (`SaState::mfts`).
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_mad::{Attribute, DrPath, Guid, Lid};
 use ibsm_routing::{Lft, Routes, TableDelta};
 
+use super::guid_hash::GuidMap;
 use super::lft::block_of;
 use super::state::{Node, NodeIdx, Subnet};
 use super::transactions::{Req, Request};
@@ -232,10 +232,10 @@ struct SwitchLft {
 #[derive(Debug, Clone, Default)]
 pub struct Programming {
     /// Per switch, by node GUID: its LFT blocks as known, and the plan not answered yet.
-    lfts: HashMap<Guid, SwitchLft>,
+    lfts: GuidMap<SwitchLft>,
     /// Taken over from a master: per switch, the LinearFDBTop and the digest of the whole
     /// table it held ([`Programming::adopt_digests`]), until the switch's SwitchInfo is read.
-    vouched: HashMap<Guid, (u16, u64)>,
+    vouched: GuidMap<(u16, u64)>,
     /// A switch left the set of those held whole since [`Programming::take_digests_changed`]:
     /// the standbys' LFT digests must be published again before they could vouch for it.
     digests_changed: bool,

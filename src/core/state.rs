@@ -7,10 +7,8 @@
 //! [`port_info_set`], a PortInfo as read turned into the base of a Set. Holds values only: no
 //! MADs are built here and nothing here sends anything.
 
-use std::collections::HashMap;
-
 use ibsm_mad::attrs::{LinkDownDefaultState, PhysPortState, PortInfo, PortState};
-use ibsm_mad::{Guid, Lid, PortNum};
+use ibsm_mad::{Lid, PortNum};
 
 use super::nodes::Nodes;
 use crate::fabric_view::{DescNode, DescPort, FabricDesc, PortRef};
@@ -97,7 +95,7 @@ pub struct Subnet {
     /// through [`Nodes`]' methods, which mark what they hand out for the SA's snapshot.
     pub nodes: Nodes,
     /// NodeGUID to index.
-    pub by_guid: HashMap<Guid, NodeIdx>,
+    pub by_guid: super::guid_hash::GuidMap<NodeIdx>,
     /// The SM's own node and port.
     pub local: Option<(NodeIdx, PortNum)>,
 }
