@@ -24,6 +24,7 @@ pub mod perf;
 pub mod records;
 pub mod rmpp;
 pub mod sa;
+pub mod sm_smp;
 pub mod smp;
 mod types;
 

@@ -20,7 +20,7 @@ pub const SMP_LEN: usize = MAD_LEN;
 pub const SMP_DATA_LEN: usize = 64;
 
 /// Byte offsets of the SMP fields (from the start of the MAD).
-mod field {
+pub(crate) mod field {
     use core::ops::Range;
 
     pub const STATUS: usize = 4;
@@ -39,7 +39,7 @@ mod field {
 }
 
 /// Checks length, class and base version shared by both SMP views.
-fn check_common(buf: &[u8], what: &'static str, want: u8, expected: &'static str) -> Result<()> {
+pub(crate) fn check_common(buf: &[u8], what: &'static str, want: u8, expected: &'static str) -> Result<()> {
     check_len(what, buf, SMP_LEN)?;
     let mad = Mad::new_unchecked(buf);
     let found = mad.mgmt_class().raw();
@@ -53,7 +53,7 @@ fn check_common(buf: &[u8], what: &'static str, want: u8, expected: &'static str
 }
 
 /// Checks hop count (at most 63) and hop pointer (at most hop count + 1).
-fn check_hops(pointer: u8, count: u8) -> Result<()> {
+pub(crate) fn check_hops(pointer: u8, count: u8) -> Result<()> {
     if usize::from(count) > DrPath::MAX_HOPS {
         return Err(Error::HopCount(count));
     }

@@ -93,7 +93,7 @@ pub mod traps;
 use std::collections::VecDeque;
 
 use ibsm_mad::Guid;
-use ibsm_mad::smp::SmpRepr;
+use ibsm_mad::sm_smp::SmpAnswer;
 
 pub use config::{DEFAULT_SM_KEY, DEFAULT_SUBNET_PREFIX, NodeNames, PartEnforce, SmConfig};
 pub use coordinator::reconfig::Reconfigured;
@@ -358,7 +358,7 @@ impl Sm {
                 self.perf_answered(bytes);
             }
             (Inbound::Response, _) => {
-                let Ok(smp) = SmpRepr::parse(bytes) else {
+                let Ok(smp) = SmpAnswer::parse(bytes) else {
                     self.counters.malformed += 1;
                     return;
                 };

@@ -1,6 +1,7 @@
 //! Tests of [`super`]: the SMP window, its deadlines, retries and feeds.
 
 use super::*;
+use ibsm_mad::smp::SmpRepr;
 
 fn node_info(path: &[u8]) -> Request {
     Request::sweep(DrPath::new(path).unwrap(), Req::NodeInfo { from: None })
@@ -59,8 +60,8 @@ fn interleave_order_is_the_order_interleaved_takes_items_in() {
 }
 
 /// The GetResp a node would send for `t`, with `status`.
-fn answer(t: &Transmit, status: u16) -> SmpRepr {
-    let mut r = SmpRepr::parse(&t.bytes).unwrap().with_method(Method::GetResp);
+fn answer(t: &Transmit, status: u16) -> SmpAnswer {
+    let mut r = SmpAnswer::parse(&t.bytes).unwrap();
     r.status = status;
     // As the kernel does: the upper 32 TID bits are rewritten on the way.
     r.tid |= 0xabcd_0000_0000;

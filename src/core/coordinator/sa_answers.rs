@@ -138,6 +138,11 @@ impl Sm {
     /// changed, reprograms the multicast tables and the ports' alias GUIDs. Called once the answers are out, and before a
     /// timer is handled (a handover or a sweep sees the changes first).
     pub(in crate::core) fn flush_after_answers(&mut self) {
+        // Called before every SMP sent: nearly always nothing to do.
+        let a = &self.after_answers;
+        if a.publish.is_empty() && !a.multicast && !a.aliases {
+            return;
+        }
         let after = std::mem::take(&mut self.after_answers);
         if !after.publish.is_empty() {
             let sections: Vec<crate::sync::Section> = after.publish.into_iter().collect();
