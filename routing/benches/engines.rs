@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ibsm_routing::ftree::{FatTree, PortLoads};
+use ibsm_routing::ftree::{FatTree, PortLoads, Shape};
 use ibsm_routing::{ENGINE_NAMES, Engine, FabricView, Neighbor, NodeId, engine_by_name};
 use ibsm_topology::generators::GenSpec;
 
@@ -35,6 +35,8 @@ fn engines(c: &mut Criterion) {
         // What a quick sweep computes after a cable is pulled: the last full route repaired.
         if let Ok(routes) = FatTree.route(&view) {
             group.bench_function("ftree-port-loads", |b| b.iter(|| PortLoads::count(black_box(&routes))));
+            let whole = std::sync::Arc::new(view.clone());
+            group.bench_function("ftree-shape", |b| b.iter(|| Shape::of(black_box(&whole))));
             for (what, degraded) in [("edge", without_uplink(&view, true)), ("agg", without_uplink(&view, false))] {
                 let Some(degraded) = degraded else { continue };
                 group.bench_function(format!("ftree-repair-{what}-cable"), |b| {
@@ -45,6 +47,14 @@ fn engines(c: &mut Criterion) {
                 let loads = PortLoads::count(&routes);
                 group.bench_function(format!("ftree-repair-{what}-cable-counted"), |b| {
                     b.iter(|| FatTree.repair_counted(black_box(&view), &routes, Some(&loads), &degraded));
+                });
+                // And with the fabric's shape kept too: the lost links taken out of it.
+                let kept = std::sync::Arc::new(view.clone());
+                let shape = Shape::of(&kept);
+                group.bench_function(format!("ftree-repair-{what}-cable-shaped"), |b| {
+                    b.iter(|| {
+                        FatTree.repair_shaped(black_box(&kept), &routes, Some(&loads), shape.as_ref(), &degraded)
+                    });
                 });
             }
         }

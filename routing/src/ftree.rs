@@ -119,7 +119,7 @@ struct Link {
 }
 
 /// Compressed adjacency of one direction (up or down).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Csr {
     start: Vec<u32>,
     links: Vec<Link>,
@@ -135,6 +135,7 @@ impl Csr {
 }
 
 /// The ranked tree.
+#[derive(Clone)]
 struct Tree {
     level: Vec<u32>,
     up: Csr,
@@ -863,11 +864,13 @@ pub mod hosts;
 mod labels;
 pub(crate) mod repair;
 mod roots;
+mod shape;
 mod valley;
 
 pub use hosts::{Hinted, Hosts};
 pub use repair::{PortLoads, Repaired};
 pub use roots::Rooted;
+pub use shape::Shape;
 
 #[cfg(test)]
 mod tests;

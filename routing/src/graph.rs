@@ -39,6 +39,30 @@ impl SwitchGraph {
         }
     }
 
+    /// This graph less the links `gone` names (switch, local port); `marked[s]`: switch `s`
+    /// may have such a link (the others are copied whole).
+    pub(crate) fn without(&self, marked: &[bool], gone: impl Fn(usize, PortNum) -> bool) -> SwitchGraph {
+        let mut out =
+            SwitchGraph { start: Vec::with_capacity(self.start.len()), links: Vec::with_capacity(self.links.len()) };
+        for s in 0..self.len() {
+            out.start.push(out.links.len());
+            let links = self.links(s);
+            if marked.get(s).copied().unwrap_or(false) {
+                out.links.extend(links.iter().filter(|l| !gone(s, l.0)));
+            } else {
+                out.links.extend_from_slice(links);
+            }
+        }
+        out.start.push(out.links.len());
+        out
+    }
+
+    /// Every link, switch by switch (`(switch, port, neighbour, its port)`), in order.
+    #[cfg(test)]
+    pub(crate) fn all_links(&self) -> Vec<(usize, PortNum, usize, PortNum)> {
+        (0..self.len()).flat_map(|s| self.links(s).iter().map(move |l| (s, l.0, l.1, l.2))).collect()
+    }
+
     /// Hop distances from the `sources` (distance 0) to every switch, into `dist`.
     pub(crate) fn bfs(&self, sources: &[usize], dist: &mut Vec<u32>, queue: &mut VecDeque<usize>) {
         dist.clear();

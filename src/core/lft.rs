@@ -32,14 +32,16 @@
 //! undoing (the base again once the cable is back), so that the LFT diff compares only those.
 //! A fat tree's full route counts its tables' entries per port once, with the route
 //! ([`ibsm_routing::ftree::PortLoads`]), so that its repairs copy a table's counts instead of
-//! counting it (most of the compute of an edge cable's cut at k = 48).
+//! counting it (most of the compute of an edge cable's cut at k = 48), and keeps the fabric
+//! indexed and ranked ([`ibsm_routing::ftree::Shape`]), so that a repair takes the lost links
+//! out of it instead of setting up the whole new fabric.
 
 use ibsm_mad::attrs::LinearForwardingTable;
 use ibsm_routing::EngineOptions;
 use ibsm_routing::chain::Chain;
 use ibsm_routing::dfsssp::repair::repair as layered_repair;
 use ibsm_routing::dfsssp::{Dfsssp, PathLayers};
-use ibsm_routing::ftree::{FatTree, PortLoads};
+use ibsm_routing::ftree::{FatTree, PortLoads, Shape};
 use ibsm_routing::nue::Nue;
 use ibsm_routing::{FabricView, Lft, Routes, TableDelta};
 use std::sync::Arc;
@@ -115,6 +117,9 @@ pub struct RouteBase {
     /// A fat tree's per-port counts of `routes`, worked out with the route so that a repair
     /// need not count the tables it changes ([`PortLoads`]).
     loads: Option<Arc<PortLoads>>,
+    /// A fat tree's fabric indexed and ranked, worked out with the route so that a repair
+    /// takes the lost links out of it instead of setting the new fabric up ([`Shape`]).
+    shape: Option<Arc<Shape>>,
 }
 
 /// A repair of the base: the fabric, its tables, how they were made, their layers, and how
@@ -267,7 +272,7 @@ impl RouteJob {
         if b.layers.is_some() || b.engine != FatTree::NAME || self.options.hosts.is_some() {
             return None;
         }
-        let r = FatTree.repair_counted(&b.view, &b.routes, b.loads.as_deref(), view)?.ok()?;
+        let r = FatTree.repair_shaped(&b.view, &b.routes, b.loads.as_deref(), b.shape.as_deref(), view)?.ok()?;
         let mode = RouteMode::Repaired { lids: r.lids, entries: r.entries, stranded: 0, passes: 1 };
         let routes = Arc::new(r.routes);
         let deltas = Some(Arc::new(r.deltas));
@@ -330,8 +335,9 @@ impl RouteJob {
                     }
                     // What a later repair would count on every table it changes, counted once
                     // now, while no fault waits on it (a fat tree's repair only).
-                    let loads = (out.engine == FatTree::NAME && layers.is_none() && self.options.hosts.is_none())
-                        .then(|| Arc::new(PortLoads::count(&routes)));
+                    let repairable = out.engine == FatTree::NAME && layers.is_none() && self.options.hosts.is_none();
+                    let loads = repairable.then(|| Arc::new(PortLoads::count(&routes)));
+                    let shape = repairable.then(|| Shape::of(&self.view).map(Arc::new)).flatten();
                     self.base = Some(RouteBase {
                         view: self.view,
                         routes: Arc::clone(&routes),
@@ -340,6 +346,7 @@ impl RouteJob {
                         layers: layers.clone(),
                         repaired: None,
                         loads,
+                        shape,
                     });
                     Ok((routes, RouteMode::Full, out.engine.to_owned()))
                 }

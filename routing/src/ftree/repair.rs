@@ -41,6 +41,7 @@ use std::sync::Arc;
 use ibsm_mad::{Guid, PortNum};
 
 use super::labels::Labels;
+use super::shape::{Prepared, Shape};
 use super::valley::{Tops, Valleys};
 use super::{FatTree, FtreeError, Tree};
 use crate::graph::{FAR, Indexed};
@@ -79,6 +80,15 @@ pub(crate) type Derivation = (Vec<usize>, Vec<(usize, PortNum)>);
 /// lost, as view switch ports. `None` when `view` is not `base` less some cables, switches and
 /// CAs (everything that remains the same, LIDs included).
 pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Derivation> {
+    derivation(base, view).map(|(from, lost, _)| (from, lost))
+}
+
+/// A [`Derivation`], and whether `view` is its base less switch ports only ([`derivation`]).
+pub(crate) type Derived = (Vec<usize>, Vec<(usize, PortNum)>, bool);
+
+/// [`lost_cables`], and whether `view` is `base` less switch ports only: every node at its
+/// index, no CA port lost its neighbour (what a [`Shape`] can be taken down to).
+pub(crate) fn derivation(base: &FabricView, view: &FabricView) -> Option<Derived> {
     if base.lmc != view.lmc || view.switches.len() > base.switches.len() {
         return None;
     }
@@ -107,6 +117,11 @@ pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Deriva
             return None;
         }
         from.push(m);
+        // Aligned, equal neighbours are the same nodes: a switch that kept every cable is one
+        // slice compare.
+        if aligned && b.ports == v.ports {
+            continue;
+        }
         for (p, (bn, vn)) in b.ports.iter().zip(&v.ports).enumerate() {
             match (bn, vn) {
                 (Some(_), None) => lost.push((i, PortNum(p as u8))),
@@ -117,6 +132,7 @@ pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Deriva
         }
     }
     let mut base_cas: Option<HashMap<Guid, usize>> = None;
+    let mut links_only = aligned;
     for (i, c) in view.cas.iter().enumerate() {
         let b = if let Some(b) = base.cas.get(i).filter(|b| b.guid == c.guid) {
             b
@@ -127,10 +143,17 @@ pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Deriva
         if b.ports.len() != c.ports.len() {
             return None;
         }
+        if aligned && b.ports == c.ports {
+            continue;
+        }
         for (bp, vp) in b.ports.iter().zip(&c.ports) {
             let same_far = match (bp.neighbor, vp.neighbor) {
                 (Some(x), Some(y)) => x.port == y.port && same_node(x.node, y.node),
-                (_, None) => true,
+                (None, None) => true,
+                (Some(_), None) => {
+                    links_only = false;
+                    true
+                }
                 (None, Some(_)) => false,
             };
             if (bp.num, bp.lid) != (vp.num, vp.lid) || !same_far {
@@ -138,7 +161,7 @@ pub(crate) fn lost_cables(base: &FabricView, view: &FabricView) -> Option<Deriva
             }
         }
     }
-    Some((from, lost))
+    Some((from, lost, links_only))
 }
 
 /// Per-port entry counts of one table (256 counts), four interleaved counters so that runs of
@@ -180,7 +203,22 @@ impl FatTree {
         loads: Option<&PortLoads>,
         view: &FabricView,
     ) -> Option<Result<Repaired, FtreeError>> {
-        let (from, lost) = lost_cables(base, view)?;
+        self.repair_shaped(base, old, loads, None, view)
+    }
+
+    /// [`FatTree::repair_counted`], with `base`'s [`Shape`] worked out before (between
+    /// faults): where `view` is `base` less some switch-to-switch cables and the shape can be
+    /// shown to rank the same, the lost links are taken out of it instead of indexing and
+    /// ranking `view` again. The result is the same with or without it.
+    pub fn repair_shaped(
+        &self,
+        base: &FabricView,
+        old: &Routes,
+        loads: Option<&PortLoads>,
+        shape: Option<&Shape>,
+        view: &FabricView,
+    ) -> Option<Result<Repaired, FtreeError>> {
+        let (from, lost, links_only) = derivation(base, view)?;
         if old.tables.len() != base.switches.len() {
             return None;
         }
@@ -188,7 +226,15 @@ impl FatTree {
         let tables = from.iter().map(|&m| Arc::clone(&old.tables[m])).collect();
         let counted: Vec<Option<&[u32]>> =
             from.iter().map(|&m| loads.and_then(|l| l.of(m, old.tables.get(m)?))).collect();
-        Some(repair_lost(view, tables, &counted, lost))
+        let kept = shape.filter(|s| links_only && s.is_of(base)).and_then(|s| s.without(&lost));
+        let prep = match kept {
+            Some(p) => p,
+            None => match Prepared::fresh(view) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        Some(Ok(repair_lost(prep, tables, &counted, lost)))
     }
 }
 
@@ -331,13 +377,12 @@ impl Run {
 
 /// `counted[x]`: the per-port counts of `tables[x]` as given, where known ([`PortLoads`]).
 fn repair_lost(
-    view: &FabricView,
+    prep: Prepared<'_>,
     mut tables: Vec<Arc<Lft>>,
     counted: &[Option<&[u32]>],
     lost: Vec<(usize, PortNum)>,
-) -> Result<Repaired, FtreeError> {
-    let idx = Indexed::new(view)?;
-    let tree = Tree::new(view, &idx)?;
+) -> Repaired {
+    let Prepared { idx, tree, tops, owner } = prep;
     let n = tree.len();
     // A table lengthened or cut to the view's top is another table: its counts are not known.
     let mut counted = counted.to_vec();
@@ -349,14 +394,6 @@ fn repair_lost(
         }
     }
     // LIDs routed over a lost cable somewhere, that still have an owner.
-    let mut owner: Vec<Option<usize>> = vec![None; usize::from(idx.top) + 1];
-    for (k, d) in idx.dests.iter().enumerate() {
-        for j in 0..idx.per_port {
-            if let Some(o) = owner.get_mut(usize::from(d.base.saturating_add(j))) {
-                *o = Some(k);
-            }
-        }
-    }
     let mut affected: Vec<(usize, usize)> = Vec::new();
     for &(s, p) in &lost {
         let Some(t) = tables.get(s) else { continue };
@@ -383,7 +420,6 @@ fn repair_lost(
             _ => runs.push(Run { lids: i..i + 1, ..Run::default() }),
         }
     }
-    let tops = Tops::new(&tree);
     // The leaves whose LIDs are repaired: those cut off from a switch need their valley switch.
     let mut leaves: Vec<usize> =
         affected.iter().map(|a| a.0).filter(|&s| idx.hosts_at.get(s).is_some_and(|&h| h > 0)).collect();
@@ -428,7 +464,7 @@ fn repair_lost(
         }
     }
     let deltas = work.deltas(&was);
-    Ok(Repaired { routes: Routes { tables: work.lfts }, lost, lids: affected.len(), entries, deltas })
+    Repaired { routes: Routes { tables: work.lfts }, lost, lids: affected.len(), entries, deltas }
 }
 
 /// The tables being repaired, with the per-port entry counts of the switches that choose.

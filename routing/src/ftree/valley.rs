@@ -36,6 +36,7 @@ const CANDIDATES: usize = 8;
 /// Per switch, the set of top switches (switches with no up link) it reaches going up. Two
 /// switches have an up-then-down path between them exactly when their sets meet: going up from
 /// a common ancestor always ends at a common top switch.
+#[derive(Clone)]
 pub(super) struct Tops {
     words: usize,
     bits: Vec<u64>,
@@ -79,6 +80,63 @@ impl Tops {
             comp_bits[tree.comp[x as usize] * words + i / 64] |= 1 << (i % 64);
         }
         Tops { words, bits, comp_bits }
+    }
+
+    /// The tops of `tree`, where `tree` is the tree these were worked out on less some links
+    /// (the same levels and components) and `lower` lists the lower end of every link it lost:
+    /// only those switches and the switches below them are worked out again. `None` when one
+    /// of them has no up link left (the top switches are others then: [`Tops::new`]).
+    pub(super) fn without(&self, tree: &Tree, lower: &[usize]) -> Option<Tops> {
+        let n = tree.len();
+        if self.bits.len() != n * self.words || lower.iter().any(|&x| x >= n || tree.up.of(x).is_empty()) {
+            return None;
+        }
+        // The switches whose sets may change: the lower ends and every switch below them.
+        let mut again = vec![false; n];
+        let mut stack: Vec<usize> = Vec::new();
+        for &x in lower {
+            if !again[x] {
+                again[x] = true;
+                stack.push(x);
+            }
+        }
+        while let Some(x) = stack.pop() {
+            for l in tree.down.of(x) {
+                let y = l.n as usize;
+                if !again[y] {
+                    again[y] = true;
+                    stack.push(y);
+                }
+            }
+        }
+        let mut out = self.clone();
+        let w = self.words;
+        let mut acc = vec![0u64; w];
+        // Highest level first: a switch's up neighbours are done before it. None of these is
+        // a top switch (each has an up link), so its set is its up neighbours' sets.
+        for &x in &tree.by_level {
+            let x = x as usize;
+            if !again[x] {
+                continue;
+            }
+            acc.fill(0);
+            for l in tree.up.of(x) {
+                let Some(theirs) = out.bits.get(l.n as usize * w..(l.n as usize + 1) * w) else { continue };
+                for (a, b) in acc.iter_mut().zip(theirs) {
+                    *a |= b;
+                }
+            }
+            if let Some(mine) = out.bits.get_mut(x * w..(x + 1) * w) {
+                mine.copy_from_slice(&acc);
+            }
+        }
+        Some(out)
+    }
+
+    /// The words per switch, the sets and the components' sets, for tests to compare.
+    #[cfg(test)]
+    pub(super) fn raw(&self) -> (usize, Vec<u64>, Vec<u64>) {
+        (self.words, self.bits.clone(), self.comp_bits.clone())
     }
 
     /// Some switch of `x`'s component has no up-then-down path to `x`: `x` does not reach

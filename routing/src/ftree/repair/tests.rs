@@ -10,6 +10,9 @@ use ibsm_mad::PortNum;
 use ibsm_topology::generators::{FatTree as Gen, GenSpec};
 
 use super::{Labels, PortLoads, Repaired, find_bad, lost_cables, reroute_switch_lid};
+use crate::NodeId;
+use crate::ftree::Csr;
+use crate::ftree::shape::{Prepared, Shape};
 use crate::ftree::valley::{Tops, Valleys};
 use crate::ftree::{FatTree, FtreeError, Tree};
 use crate::graph::FAR;
@@ -171,6 +174,11 @@ fn assert_same(base: &FabricView, old: &Routes, view: &FabricView, what: &str) {
     // With the counts of the base's tables worked out before, the same repair.
     let counted = FatTree.repair_counted(base, old, Some(&PortLoads::count(old)), view).and_then(Result::ok);
     assert!(counted == got, "{what}: the repair with counts given differs");
+    // With the base's shape kept, the same repair (taken down to the cut fabric or not).
+    let kept = Arc::new(base.clone());
+    let shape = Shape::of(&kept);
+    let shaped = FatTree.repair_shaped(&kept, old, Some(&PortLoads::count(old)), shape.as_ref(), view);
+    assert!(shaped.and_then(Result::ok) == got, "{what}: the repair from the kept shape differs");
     if let (Some(w), Some(g)) = (want, got) {
         assert_eq!((w.lids, w.entries, &w.lost), (g.lids, g.entries, &g.lost), "{what}");
         assert!(w.routes == g.routes, "{what}: tables differ");
@@ -288,4 +296,103 @@ fn a_repair_copies_only_the_blocks_it_changes() {
         }
     }
     assert!(derived > 0, "some cut changes tables");
+}
+
+// The base's shape taken down to a cut fabric ([`Shape::without`]) against a fresh set-up.
+
+/// Everything a repair reads from a set-up, as plain values.
+fn flat(p: &Prepared<'_>) -> impl PartialEq + std::fmt::Debug {
+    let csr = |c: &Csr| (c.start.clone(), c.links.iter().map(|l| (l.n, l.port, l.rport)).collect::<Vec<_>>());
+    let t = &p.tree;
+    (
+        (p.idx.graph.all_links(), p.idx.dests.clone(), p.idx.hosts_at.clone(), p.idx.per_port, p.idx.top),
+        (t.level.clone(), csr(&t.up), t.up_ports.clone(), csr(&t.down), csr(&t.all), t.by_level.clone()),
+        (t.comp.clone(), p.tops.raw(), p.owner.to_vec()),
+    )
+}
+
+/// What the repair would take from the shape for `view`, as it asks (`None`: set up afresh).
+fn taken<'a>(shape: &'a Shape, base: &FabricView, view: &FabricView) -> Option<Prepared<'a>> {
+    let (from, lost, cas_whole) = super::derivation(base, view)?;
+    let aligned = from.len() == base.switches.len() && from.iter().enumerate().all(|(i, &m)| i == m);
+    shape.without(&lost).filter(|_| aligned && cas_whole)
+}
+
+/// The shape less lost cables equals a fresh set-up of the cut fabric wherever it answers,
+/// and it answers for every single trunk cut of whole trees (the case it is for).
+#[test]
+fn shape_less_lost_links_equals_a_fresh_set_up() {
+    let specs = [
+        (GenSpec::fat_tree(3, 8), 0, true),
+        (GenSpec::fat_tree(3, 4), 1, true),
+        (GenSpec::fat_tree(2, 6), 0, true),
+        (GenSpec::FatTree(Gen::new(3, 6).oversubscribed(2)), 0, true),
+        (GenSpec::FatTree(Gen::new(3, 8).degraded(12, 3, 11)), 0, false),
+    ];
+    for (spec, lmc, whole) in specs {
+        let base = Arc::new(generated(&spec, lmc));
+        let shape = Shape::of(&base).expect("a fat tree");
+        assert!(shape.is_of(&base) && !shape.is_of(&base.as_ref().clone()));
+        let links = trunks(&base);
+        let mut cases: Vec<FabricView> = links.iter().map(|&(s, p)| cut(&base, s, p)).collect();
+        // Pairs of cables, a crashed switch, a host's cable.
+        for (i, &(s, p)) in links.iter().enumerate().step_by(3) {
+            let (t, q) = links[(i * 7 + 1) % links.len()];
+            cases.push(cut(&cut(&base, s, p), t, q));
+        }
+        cases.push(crash(&base, 0));
+        cases.push(crash(&base, base.switches.len() - 1));
+        let mut host = base.as_ref().clone();
+        if let Some(p) = host.cas[0].ports.first_mut() {
+            let far = p.neighbor.take().expect("cabled");
+            let NodeId::Switch(s) = far.node else { panic!("a switch") };
+            host.switches[s].ports[usize::from(far.port.0)] = None;
+        }
+        cases.push(host);
+        let (mut answered, mut singles) = (0, 0);
+        for (k, view) in cases.iter().enumerate() {
+            let Some(got) = taken(&shape, &base, view) else { continue };
+            answered += 1;
+            singles += usize::from(k < links.len());
+            let want = Prepared::fresh(view).expect("still a fat tree");
+            assert_eq!(flat(&got), flat(&want), "{spec:?} lmc {lmc} case {k}");
+        }
+        assert!(taken(&shape, &base, cases.last().expect("host")).is_none(), "a host's cable");
+        if whole {
+            assert_eq!(singles, links.len(), "{spec:?}: every single cut taken from the shape");
+        }
+        assert!(answered > 0, "{spec:?}");
+    }
+}
+
+/// A leaf that loses its only up link: the shape declines, and so it does for a cable to a
+/// CA and a cable lost at one end only.
+#[test]
+fn shape_declines_what_it_cannot_show() {
+    let base = Arc::new(generated(&GenSpec::fat_tree(3, 4), 0));
+    let shape = Shape::of(&base).expect("a fat tree");
+    let is_ca = |n: &Option<crate::Neighbor>| n.is_some_and(|n| matches!(n.node, NodeId::Ca(_)));
+    let leaf = (0..base.switches.len()).find(|&s| base.switches[s].ports.iter().any(is_ca)).expect("a leaf");
+    let ca_port = base.switches[leaf].ports.iter().position(is_ca).expect("a host port");
+    assert!(shape.without(&[(leaf, PortNum(ca_port as u8))]).is_none());
+    let ups: Vec<(usize, PortNum)> = base.switches[leaf]
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_some_and(|n| matches!(n.node, NodeId::Switch(_))))
+        .map(|(p, _)| (leaf, PortNum(p as u8)))
+        .collect();
+    assert!(ups.len() >= 2);
+    assert!(shape.without(&ups[..1]).is_none(), "one end only");
+    let both = |ports: &[(usize, PortNum)]| {
+        let mut out = Vec::new();
+        for &(s, p) in ports {
+            let far = base.switches[s].ports[usize::from(p.0)].expect("cabled");
+            let NodeId::Switch(j) = far.node else { panic!("a trunk") };
+            out.extend([(s, p), (j, far.port)]);
+        }
+        out
+    };
+    assert!(shape.without(&both(&ups[..1])).is_some());
+    assert!(shape.without(&both(&ups)).is_none(), "the leaf's last up link");
 }
