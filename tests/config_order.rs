@@ -5,10 +5,12 @@
 //! sees keeps its order: every port and switch Set of the configuration before the first table
 //! Set, the same tables written, every port Active.
 
-use ibsm::core::{ComputeStep, Guid2Lid, MadSource, Sm, SmConfig, SweepPhase};
+mod support;
+
+use ibsm::core::{ComputeStep, Guid2Lid, Sm, SmConfig, SweepPhase};
 use ibsm::transport::sim::SimDriver;
-use ibsm_sim::fabric::{Dest, SimTime};
 use ibsm_topology::{GenSpec, Topology};
+use support::by_hand;
 
 const SEED: u64 = 5;
 const SET: u8 = 0x02;
@@ -19,18 +21,6 @@ const PKEY_TABLE: u16 = 0x0016;
 /// (method, attribute) of an SMP the SM sent.
 fn kind(bytes: &[u8]) -> (u8, u16) {
     (bytes[3], u16::from_be_bytes([bytes[16], bytes[17]]))
-}
-
-/// Everything the SM has to send now, to the fabric; what was sent is appended to `sent`.
-fn flush(drv: &mut SimDriver, sent: &mut Vec<(u8, u16)>) {
-    let now = drv.now();
-    while let Some(t) = drv.sm.poll_transmit(now) {
-        sent.push(kind(&t.bytes));
-        let mut mad = [0u8; ibsm_mad::MAD_LEN];
-        let n = t.bytes.len().min(mad.len());
-        mad[..n].copy_from_slice(&t.bytes[..n]);
-        drv.fabric.send_pkey(drv.agent, &mad, Dest { dlid: t.to.lid, qpn: t.to.qpn }, t.to.pkey_index);
-    }
 }
 
 /// Runs the compute steps due, and a routing job offered (on this thread, at once).
@@ -54,23 +44,8 @@ fn compute(drv: &mut SimDriver) {
 /// event or the SM's next timer, the MADs in, the timers. False when nothing is left to happen.
 fn step(drv: &mut SimDriver, sent: &mut Vec<(u8, u16)>) -> bool {
     compute(drv);
-    flush(drv, sent);
-    let next = match (drv.fabric.next_event().map(|t| t.0), drv.sm.poll_timeout()) {
-        (Some(a), Some(b)) => a.min(b),
-        (Some(a), None) => a,
-        (None, Some(b)) => b,
-        (None, None) => return false,
-    };
-    drv.fabric.advance_to(SimTime(next));
-    while let Some(r) = drv.fabric.recv(drv.agent) {
-        let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
-        drv.sm.handle_mad(r.at.0, &r.mad[..], src);
-    }
-    let now = drv.now();
-    if drv.sm.poll_timeout().is_some_and(|t| t <= now) {
-        drv.sm.handle_timeout(now);
-    }
-    true
+    by_hand::send_all(drv, |bytes| sent.push(kind(bytes)));
+    by_hand::to_next_event(drv)
 }
 
 #[test]
@@ -101,7 +76,7 @@ fn the_first_port_sets_go_before_the_tables_are_built_and_the_order_is_kept() {
     drv.sm.handle_compute(&mut || now);
     assert_eq!(drv.sm.phase(), SweepPhase::ConfiguringPorts);
     assert!(drv.sm.pkey_layout().is_empty(), "no P_Key table laid out before the first Set goes");
-    flush(&mut drv, &mut sent);
+    by_hand::send_all(&mut drv, |bytes| sent.push(kind(bytes)));
     assert!(!drv.sm.pkey_layout().is_empty(), "the tables laid out once the window is full");
     drv.sm.finish_route(job.run(), now);
     let first = &sent[discovery..];

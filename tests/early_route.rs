@@ -9,10 +9,13 @@
 //! [`ComputeStep::Configure`] for the driver to take it); a driver that takes no job then is not
 //! held up.
 
-use ibsm::core::{ComputeStep, Guid2Lid, MadSource, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
+mod support;
+
+use ibsm::core::{ComputeStep, Guid2Lid, Sm, SmConfig, SmEvent, SubnetReport, SweepPhase};
 use ibsm::transport::sim::SimDriver;
-use ibsm_sim::fabric::{Dest, SimTime, Stats};
+use ibsm_sim::fabric::Stats;
 use ibsm_topology::{GenSpec, NodeKind, Topology};
+use support::by_hand;
 
 const LIMIT: u64 = 600_000_000_000;
 const SEED: u64 = 5;
@@ -152,29 +155,8 @@ fn a_full_route_asked_while_the_ports_are_configured_makes_the_early_route_stale
 /// out, the fabric to its next event or the SM's next timer, the MADs in, the timers. False
 /// when nothing is left to happen.
 fn step_by_hand(drv: &mut SimDriver) -> bool {
-    let now = drv.now();
-    while let Some(t) = drv.sm.poll_transmit(now) {
-        let mut mad = [0u8; ibsm_mad::MAD_LEN];
-        let n = t.bytes.len().min(mad.len());
-        mad[..n].copy_from_slice(&t.bytes[..n]);
-        drv.fabric.send_pkey(drv.agent, &mad, Dest { dlid: t.to.lid, qpn: t.to.qpn }, t.to.pkey_index);
-    }
-    let next = match (drv.fabric.next_event().map(|t| t.0), drv.sm.poll_timeout()) {
-        (Some(a), Some(b)) => a.min(b),
-        (Some(a), None) => a,
-        (None, Some(b)) => b,
-        (None, None) => return false,
-    };
-    drv.fabric.advance_to(SimTime(next));
-    while let Some(r) = drv.fabric.recv(drv.agent) {
-        let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
-        drv.sm.handle_mad(r.at.0, &r.mad[..], src);
-    }
-    let now = drv.now();
-    if drv.sm.poll_timeout().is_some_and(|t| t <= now) {
-        drv.sm.handle_timeout(now);
-    }
-    true
+    by_hand::send_all(drv, |_| {});
+    by_hand::to_next_event(drv)
 }
 
 /// Starts a sweep on `drv` and steps it by hand, running its compute steps on the virtual

@@ -8,6 +8,7 @@
 // Every test binary compiles this module on its own and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod by_hand;
 pub mod cmd;
 pub mod daemon;
 pub mod fabrics;
