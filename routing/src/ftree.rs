@@ -119,7 +119,7 @@ struct Link {
 }
 
 /// Compressed adjacency of one direction (up or down).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct Csr {
     start: Vec<u32>,
     links: Vec<Link>,
@@ -135,7 +135,6 @@ impl Csr {
 }
 
 /// The ranked tree.
-#[derive(Clone)]
 struct Tree {
     level: Vec<u32>,
     up: Csr,

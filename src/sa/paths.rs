@@ -338,26 +338,25 @@ impl Paths {
             }
         }
         steps.retain(|s| self.legs.get(s.first, s.dlid).is_none());
+        // A walk that ended keeps what it found in the memo and leaves the rounds.
+        let ended = |s: &Stepping, found: Option<Leg>| {
+            self.legs.put(s.first, s.dlid, found);
+            false
+        };
         while !steps.is_empty() {
             steps.retain_mut(|s| match self.leave(s.at, s.dest, s.dlid, &mut s.leg) {
                 Ok(out) => {
                     s.out = out;
                     true
                 }
-                Err(found) => {
-                    self.legs.put(s.first, s.dlid, found);
-                    false
-                }
+                Err(found) => ended(s, found),
             });
             steps.retain_mut(|s| match self.cross(s.at, s.out, s.dest, &mut s.leg) {
                 Ok(next) => {
                     s.at = next;
                     true
                 }
-                Err(found) => {
-                    self.legs.put(s.first, s.dlid, found);
-                    false
-                }
+                Err(found) => ended(s, found),
             });
         }
         // Last, the lines the lookups read besides the walk's: the destination's and the

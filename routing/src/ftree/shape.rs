@@ -30,7 +30,6 @@ use crate::{FabricView, NodeId};
 /// A full route's fabric indexed, ranked and its tops worked out, kept with the route so that
 /// a repair of it takes out the lost links instead of setting the new fabric up again
 /// ([`super::FatTree::repair_shaped`]). Made with [`Shape::of`] between faults.
-#[derive(Clone)]
 pub struct Shape {
     /// The fabric this is the shape of (a repair uses it only for this very view).
     view: Arc<FabricView>,
