@@ -54,7 +54,8 @@
 //!
 //! Shared vocabulary: `config` ([`SmConfig`]), [`state`] (explicit states and the discovered
 //! subnet), [`events`] (what the core reports), [`lids`] (LID assignment and `guid2lid`),
-//! `transactions` (SMP window, TIDs, retries), [`io`] (addresses and transmits).
+//! `transactions` (SMP window, TIDs, retries; the SMPs go out in the buffers the driver hands back,
+//! `mad_pool`), [`io`] (addresses and transmits).
 
 pub mod babbling;
 pub mod checks;
@@ -69,6 +70,7 @@ pub mod io;
 pub mod lft;
 pub mod lids;
 mod light;
+mod mad_pool;
 pub mod maintenance;
 pub mod mkeys;
 pub mod nodes;
@@ -374,6 +376,16 @@ impl Sm {
             (kind, Some(h)) => self.handle_request(kind, &h, bytes, &src),
         }
         self.advance();
+    }
+
+    /// Takes back a MAD buffer the driver is done with: a received MAD once
+    /// [`Sm::handle_mad`] has returned (the simulated fabric answers in the request's own
+    /// buffer), or a [`Transmit`]'s bytes once written to the device. The SMPs sent next are
+    /// written into such buffers instead of fresh allocations. Only buffers of exactly 256
+    /// bytes with no spare capacity are kept, at most a bounded number; anything else is
+    /// dropped. Optional: a driver that never calls it gets fresh buffers, and the same bytes.
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.tx.recycle(bytes);
     }
 
     /// Dispatches a request (anything that is not a response) to its handler; one from a source

@@ -2,8 +2,10 @@
 //!
 //! Owns: the queue of requests not yet sent, the table of requests in flight keyed by the low
 //! 32 bits of their TID (the kernel and simulators overwrite the upper 32), each request's
-//! deadline and remaining tries, and the SMP counters. It builds the SMP bytes with the `mad`
-//! crate; it knows nothing about what a request means (that is the [`Req`] the caller attached).
+//! deadline and remaining tries, the SMP counters, and the pool of MAD buffers the drivers
+//! hand back ([`super::mad_pool`]), which the SMPs are written into. It builds the SMP bytes
+//! with the `mad` crate; it knows nothing about what a request means (that is the [`Req`] the
+//! caller attached).
 //!
 //! A long run of requests (a bring-up's 1.38 million LFT Sets at k = 48) is queued as a [`Feed`]
 //! that makes each request when the window takes it: queued whole, they held about 500 MB.
@@ -27,11 +29,12 @@ use ibsm_mad::attrs::{
 use ibsm_mad::header::Method;
 use ibsm_mad::ids::status;
 use ibsm_mad::sm_smp::{DrRequest, SmpAnswer};
-use ibsm_mad::smp::{SMP_DATA_LEN, SMP_LEN};
+use ibsm_mad::smp::SMP_DATA_LEN;
 use ibsm_mad::{Attribute, DrPath, Guid, MKey, PortNum, ids};
 
 use super::events::SmpFailure;
 use super::io::{Address, Transmit, TransmitKind};
+use super::mad_pool::MadPool;
 use super::state::NodeIdx;
 
 /// What a PortInfo Set is for.
@@ -454,6 +457,8 @@ pub(crate) struct Transactions {
     window: usize,
     timeout_ns: u64,
     retries: u32,
+    /// Buffers the drivers handed back, for the SMPs sent next.
+    pool: MadPool,
     pub counters: Counters,
 }
 
@@ -494,6 +499,7 @@ impl Transactions {
             window: window.max(1),
             timeout_ns: timeout_ns.max(1),
             retries,
+            pool: MadPool::default(),
             counters: Counters::default(),
         }
     }
@@ -624,8 +630,9 @@ impl Transactions {
         let tid = self.fresh_tid();
         let (attr_id, attr_mod, method, data) = request.req.smp_fields();
         // Written where it goes, with nothing built between (a repr with both routes was
-        // copied three times on its way to the heap: ~600 instructions an SMP).
-        let mut bytes = Box::new([0u8; SMP_LEN]);
+        // copied three times on its way to the heap: ~600 instructions an SMP), into a buffer
+        // a driver handed back when there is one.
+        let mut bytes = self.pool.take();
         DrRequest { path: &request.path, method, attr_id, attr_mod, tid: u64::from(tid), m_key, data: &data }
             .emit(&mut bytes);
         self.counters.sent += 1;
@@ -642,6 +649,17 @@ impl Transactions {
             to: Address::DIRECTED_ROUTE,
             kind: TransmitKind::Request { timeout_ns: self.timeout_ns },
         })
+    }
+
+    /// Takes back a MAD buffer a driver is done with, for a later SMP (kept if it is one MAD
+    /// long and the pool has room).
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.pool.give(bytes);
+    }
+
+    /// Buffers [`Transactions::poll_transmit_keyed`] allocated, not taken from those recycled.
+    pub fn buffers_made(&self) -> u64 {
+        self.pool.made()
     }
 
     /// The next TID: never 0, never one in flight.

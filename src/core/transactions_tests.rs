@@ -306,3 +306,30 @@ fn an_answer_must_carry_the_requests_tid_attribute_and_modifier() {
     assert!(tx.on_response(&other_attr).is_none());
     assert!(tx.on_response(&answer(&t, 0)).is_some(), "the right one is taken");
 }
+
+#[test]
+fn a_recycled_buffer_carries_the_next_smp_byte_for_byte_as_a_fresh_one() {
+    let requests = || [node_info(&[1, 3]), set(2, 4), node_info(&[])];
+    let mut fresh = Transactions::new(8, 1_000, 0);
+    let mut pooled = Transactions::new(8, 1_000, 0);
+    for (a, b) in requests().into_iter().zip(requests()) {
+        fresh.push(a);
+        pooled.push(b);
+    }
+    for _ in 0..3 {
+        // A buffer as a driver hands it back: an answer's bytes, none of them zero.
+        let used = vec![0xa5u8; ibsm_mad::MAD_LEN];
+        let at = used.as_ptr();
+        pooled.recycle(used);
+        let want = fresh.poll_transmit(5).expect("a request").bytes;
+        let got = pooled.poll_transmit(5).expect("a request").bytes;
+        assert_eq!(got.as_ptr(), at, "the buffer handed back is the one used");
+        assert_eq!(got, want, "the same SMP");
+    }
+    assert_eq!((fresh.buffers_made(), pooled.buffers_made()), (3, 0));
+    // A buffer of another length is not kept: the next SMP gets a new one.
+    pooled.push(node_info(&[2]));
+    pooled.recycle(vec![0u8; 300]);
+    assert_eq!(pooled.poll_transmit(5).expect("a request").bytes.len(), ibsm_mad::MAD_LEN);
+    assert_eq!(pooled.buffers_made(), 1);
+}

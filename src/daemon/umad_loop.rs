@@ -737,6 +737,8 @@ impl<F: FnMut(&SmEvent)> Loop<'_, F> {
                 }
                 Err(e) => return Err(e.into()),
             }
+            // The write copied it: the buffer goes back for the core's next SMP.
+            self.sm.recycle(t.bytes);
         }
         Ok(())
     }

@@ -316,6 +316,7 @@ fn run_slots(
             while let Some(r) = fabric.recv(slot.agent) {
                 let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
                 slot.sm.handle_mad(r.at.0, &r.mad[..], src);
+                slot.sm.recycle(Vec::from(r.mad as Box<[u8]>));
             }
             if slot.sm.poll_timeout().is_some_and(|t| t <= now) {
                 slot.sm.handle_timeout(now);

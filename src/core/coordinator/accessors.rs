@@ -54,6 +54,13 @@ impl Sm {
         self.election.handing_over_to()
     }
 
+    /// SMP buffers allocated so far: those not taken from the ones the driver handed back
+    /// ([`Sm::recycle`]). A driver that hands every buffer back allocates about a window's
+    /// worth for a whole bring-up.
+    pub fn smp_buffers_made(&self) -> u64 {
+        self.tx.buffers_made()
+    }
+
     /// SA answers sent, by attribute and status.
     pub fn sa_counts(&self) -> &crate::sa::counts::SaCounts {
         self.sa.counts()
