@@ -22,7 +22,7 @@ use ibsm_routing::{Lft, Routes, TableDelta};
 use super::guid_hash::GuidMap;
 use super::lft::block_of;
 use super::state::{Node, NodeIdx, Subnet};
-use super::transactions::{Req, Request};
+use super::transactions::{PlannedLft, Req, Request};
 
 /// What this SM knows a switch's LFT holds: by 64-LID block, or whole as a routing table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +190,7 @@ pub(crate) struct LftPlan {
 
 /// A plan's LFT Sets, each made when it is taken (a [`super::transactions::Feed`]): the
 /// switches' routes and tables, and the (block, switch) of each Set in sending order, 8 bytes
-/// a Set where the Set itself, its block boxed, takes about 250.
+/// a Set where a Set made ahead is a whole [`Request`] (its table shared, [`PlannedLft`]).
 #[derive(Debug, Default)]
 pub(crate) struct LftFeed {
     switches: Vec<(NodeIdx, DrPath, Arc<Lft>)>,
@@ -205,7 +205,7 @@ impl Iterator for LftFeed {
         let &(block, at) = self.order.get(self.next)?;
         self.next += 1;
         let (node, path, table) = self.switches.get(at as usize)?;
-        Some(Request::sweep(*path, Req::SetLft { node: *node, block, table: Box::new(block_of(table, block)) }))
+        Some(Request::sweep(*path, Req::SetLft { node: *node, block, table: PlannedLft(Arc::clone(table)) }))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -79,7 +79,7 @@ fn only_blocks_that_differ_from_what_a_switch_holds_are_written() {
     for r in &plan.sets {
         let Req::SetLft { block, table, .. } = &r.req else { continue };
         let mut data = [0u8; 64];
-        table.emit(&mut data);
+        table.block(*block).emit(&mut data);
         p.lft_written(&s.nodes[1], *block, &data);
     }
     let plan = plan_of(p.lft_sets(&s, switches, routes));
@@ -238,7 +238,7 @@ fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
         .sets
         .iter()
         .filter_map(|r| match &r.req {
-            Req::SetLft { node, block, table } => Some((*node, *block, table.ports[0])),
+            Req::SetLft { node, block, table } => Some((*node, *block, table.block(*block).ports[0])),
             _ => None,
         })
         .collect();
@@ -246,7 +246,8 @@ fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
     assert_eq!(sets, [(1, 0, a), (4, 0, b), (5, 1, c), (1, 2, a), (5, 2, c)]);
     assert_eq!(plan.unchanged, 2);
     // Past the table's end a block is unrouted.
-    let Req::SetLft { table, .. } = &plan.sets[4].req else { panic!("a Set") };
+    let Req::SetLft { table, block, .. } = &plan.sets[4].req else { panic!("a Set") };
+    let table = table.block(*block);
     assert_eq!(table.ports[150 - 128], c);
     assert_eq!(table.ports[150 - 128 + 1], LinearForwardingTable::UNROUTED);
     // Switch 0x21 has one block: none past it.
@@ -257,7 +258,7 @@ fn sets_go_block_by_block_across_switches_and_only_where_a_block_differs() {
 fn answer(p: &mut Programming, s: &Subnet, r: &Request) {
     let Req::SetLft { node, block, table } = &r.req else { panic!("a Set") };
     let mut data = [0u8; 64];
-    table.emit(&mut data);
+    table.block(*block).emit(&mut data);
     p.lft_written(&s.nodes[*node], *block, &data);
 }
 
