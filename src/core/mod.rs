@@ -346,6 +346,14 @@ impl Sm {
     /// gets status 0x000c), and a MAD whose header cannot be read is counted and dropped.
     pub fn handle_mad(&mut self, now: u64, bytes: &[u8], src: MadSource) {
         self.now = self.now.max(now);
+        // An answer to an SMP, nearly all a sweep receives, goes to the transactions without
+        // its header read whole first (`classify` says Response for exactly these).
+        if requests::is_smp_answer(bytes) {
+            if self.on_smp_answer(bytes) {
+                self.advance();
+            }
+            return;
+        }
         let (kind, header) = requests::classify(bytes);
         match (kind, header) {
             (Inbound::Response, Some(h)) if h.mgmt_class == ibsm_mad::header::MgmtClass::SubnAdm => {
@@ -360,12 +368,8 @@ impl Sm {
                 self.perf_answered(bytes);
             }
             (Inbound::Response, _) => {
-                let Ok(smp) = SmpAnswer::parse(bytes) else {
-                    self.counters.malformed += 1;
+                if !self.on_smp_answer(bytes) {
                     return;
-                };
-                if let Some((request, outcome)) = self.tx.on_response(&smp) {
-                    self.dispatch(&request, &outcome);
                 }
             }
             (Inbound::Malformed, _) | (_, None) => {
@@ -386,6 +390,19 @@ impl Sm {
     /// dropped. Optional: a driver that never calls it gets fresh buffers, and the same bytes.
     pub fn recycle(&mut self, bytes: Vec<u8>) {
         self.tx.recycle(bytes);
+    }
+
+    /// An answer to an SMP: matched to its request and handled. False, counted as malformed,
+    /// when it does not parse.
+    fn on_smp_answer(&mut self, bytes: &[u8]) -> bool {
+        let Ok(smp) = SmpAnswer::parse(bytes) else {
+            self.counters.malformed += 1;
+            return false;
+        };
+        if let Some((request, outcome)) = self.tx.on_response(&smp) {
+            self.dispatch(&request, &outcome);
+        }
+        true
     }
 
     /// Dispatches a request (anything that is not a response) to its handler; one from a source
