@@ -382,16 +382,6 @@ impl Sm {
         self.advance();
     }
 
-    /// Takes back a MAD buffer the driver is done with: a received MAD once
-    /// [`Sm::handle_mad`] has returned (the simulated fabric answers in the request's own
-    /// buffer), or a [`Transmit`]'s bytes once written to the device. The SMPs sent next are
-    /// written into such buffers instead of fresh allocations. Only buffers of exactly 256
-    /// bytes with no spare capacity are kept, at most a bounded number; anything else is
-    /// dropped. Optional: a driver that never calls it gets fresh buffers, and the same bytes.
-    pub fn recycle(&mut self, bytes: Vec<u8>) {
-        self.tx.recycle(bytes);
-    }
-
     /// An answer to an SMP: matched to its request and handled. False, counted as malformed,
     /// when it does not parse.
     fn on_smp_answer(&mut self, bytes: &[u8]) -> bool {

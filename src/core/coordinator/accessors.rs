@@ -1,7 +1,8 @@
 //! `Sm`'s getters and setters for what lives outside a sweep: the figures, books and tables an
 //! operator, the daemon or a test reads (counters, the last report, the snapshot, programmed
-//! tables), and the persisted state the daemon hands back at start (M_Keys, their neighbour map,
-//! P_Key layouts). Each one reads or sets one component's value; none starts anything.
+//! tables), the persisted state the daemon hands back at start (M_Keys, their neighbour map,
+//! P_Key layouts), and the MAD buffers a driver hands back ([`Sm::recycle`]). Each one reads or
+//! sets one component's value; none starts anything.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -52,6 +53,16 @@ impl Sm {
     /// acknowledged).
     pub fn handing_over_to(&self) -> Option<Guid> {
         self.election.handing_over_to()
+    }
+
+    /// Takes back a MAD buffer the driver is done with: a received MAD once
+    /// [`Sm::handle_mad`] has returned (the simulated fabric answers in the request's own
+    /// buffer), or a [`crate::core::Transmit`]'s bytes once written to the device. The SMPs
+    /// sent next are written into such buffers instead of fresh allocations. Only buffers of
+    /// exactly 256 bytes with no spare capacity are kept, at most 1,024 (256 KiB); anything
+    /// else is dropped. Optional: a driver that never calls it gets fresh buffers, and the same bytes.
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.tx.recycle(bytes);
     }
 
     /// SMP buffers allocated so far: those not taken from the ones the driver handed back
