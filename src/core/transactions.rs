@@ -728,11 +728,13 @@ impl Transactions {
     /// mismatched attribute, or a Busy status that was queued for retry.
     pub fn on_response(&mut self, smp: &SmpAnswer) -> Option<(Request, Outcome)> {
         let tid = (smp.tid & 0xffff_ffff) as u32;
-        let f = self.in_flight.get(&tid)?;
+        // Taken out at once (one lookup, not two): an answer that is not the request's (another
+        // attribute or modifier) puts it back as it was.
+        let f = self.in_flight.remove(&tid)?;
         if f.attr_id != smp.attr_id || f.attr_mod != smp.attr_mod {
+            self.in_flight.insert(tid, f);
             return None;
         }
-        let f = self.in_flight.remove(&tid)?;
         self.prune();
         if smp.status & 0x7fff == status::BUSY && f.tries_left > 0 {
             self.counters.retried += 1;
