@@ -22,6 +22,7 @@
 //! by class of the best placement so far (iterated greedy colouring), keeping a placement only
 //! if it needs no more layers; the budget is judged after that.
 
+mod conflict;
 mod pairs;
 
 use crate::check::{PortSet, set_ports};
@@ -121,6 +122,14 @@ impl Channels {
         match (self.port_start.get(s), self.port_start.get(s + 1)) {
             (Some(&a), Some(&b)) if a + usize::from(p) < b => self.by_port[a + usize::from(p)],
             _ => NONE,
+        }
+    }
+
+    /// The channel out of each port of switch `s` (`NONE` where none), indexed by port.
+    pub(crate) fn by_port_of(&self, s: usize) -> &[u32] {
+        match (self.port_start.get(s), self.port_start.get(s + 1)) {
+            (Some(&a), Some(&b)) => self.by_port.get(a..b).unwrap_or(&[]),
+            _ => &[],
         }
     }
 
@@ -568,7 +577,30 @@ impl Layer {
     ///
     /// A dependency that closes a cycle with this layer's placed paths alone is remembered as
     /// refused: placed paths are never taken back, so it would close one on every later try.
+    /// Whether one path fits is found first ([`Layer::first_conflict`]), so a refused path
+    /// leaves the layer's order as it was and costs no reordering.
     pub(crate) fn try_place(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
+        added.clear();
+        // The check is for one path's chain of channels; a list of several paths' (a pair of
+        // switches' unit) is added one by one.
+        if !path.windows(2).all(|w| w[0].2 == w[1].0) {
+            return self.add_path(ch, path, added);
+        }
+        if let Some((t, alone)) = self.first_conflict(ch, path) {
+            if alone && let Some(&(a, p, _)) = path.get(t) {
+                flip(&mut self.refused[a as usize], p, true);
+            }
+            return false;
+        }
+        // It fits: every dependency is added (the refusals there are never reached, but keep
+        // the layer right should the check above ever miss one).
+        self.add_path(ch, path, added)
+    }
+
+    /// Adds `path`'s dependencies one by one, reordering the layer as each needs; at the first
+    /// that is refused or closes a cycle, takes back those added and returns false (remembering
+    /// that one as refused if it closes a cycle with the layer alone).
+    fn add_path(&mut self, ch: &Channels, path: &[(u32, u8, u32)], added: &mut Vec<(u32, u8)>) -> bool {
         added.clear();
         for &(a, p, b) in path {
             let ai = a as usize;
