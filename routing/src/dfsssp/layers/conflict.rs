@@ -61,6 +61,39 @@ impl Layer {
         None
     }
 
+    /// [`Layer::try_place`] for the dependencies of several paths at once (a pair of switches'
+    /// unit, [`super::Placer::pair_up`]): each path (each run of dependencies that forms a
+    /// chain) is checked alone first, and one that does not fit the layer alone turns the unit
+    /// away before any reordering; else the unit's dependencies are added one by one, which
+    /// finds the cycles that only paths together close. Which units fit is as before; a
+    /// dependency that closes a cycle with the layer alone may be remembered as refused from
+    /// another path than before, which changes nothing in a layer that only grows (as the
+    /// units' layers do).
+    pub(crate) fn try_place_unit(
+        &mut self,
+        ch: &Channels,
+        deps: &[(u32, u8, u32)],
+        added: &mut Vec<(u32, u8)>,
+    ) -> bool {
+        added.clear();
+        let mut start = 0;
+        while start < deps.len() {
+            let mut end = start + 1;
+            while end < deps.len() && deps[end - 1].2 == deps[end].0 {
+                end += 1;
+            }
+            let chain = &deps[start..end];
+            if let Some((t, alone)) = self.first_conflict(ch, chain) {
+                if alone && let Some(&(a, p, _)) = chain.get(t) {
+                    super::flip(&mut self.refused[a as usize], p, true);
+                }
+                return false;
+            }
+            start = end;
+        }
+        self.add_path(ch, deps, added)
+    }
+
     /// Whether a channel marked `goal` is reachable from `from` through the layer, searching
     /// the channels placed before position `top` only.
     fn reaches_goal(&mut self, ch: &Channels, from: u32, goal: u32, top: u32) -> bool {
@@ -170,5 +203,64 @@ mod tests {
         assert!(checked.len() >= 3, "{} layers", checked.len());
         assert!(placed > 1000 && refusals > 100, "{placed} paths, {refusals} refusals");
         assert!(wasted_reorders > 0, "the one-by-one placement never reordered for a refused path");
+    }
+
+    /// Units of several paths (here the paths from two switches to one LID), placed first-fit
+    /// by [`Layer::try_place_unit`] and one dependency at a time: the same layer for every
+    /// unit and the same graphs at the end.
+    #[test]
+    fn a_unit_of_paths_fits_where_it_did() {
+        let v = generated(&GenSpec::random(48, 16, 2, 150, 1), 0);
+        let idx = Indexed::new(&v).unwrap();
+        let ch = Channels::new(&v, &idx);
+        let routes = MinHop.route(&v).unwrap();
+        let n = idx.graph.len();
+        let (mut checked, mut by_adding): (Vec<Layer>, Vec<Layer>) = (Vec::new(), Vec::new());
+        let (mut path, mut unit, mut added) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut units, mut refusals) = (0, 0);
+        for d in &idx.dests {
+            let dest = DestLid { lid: d.base, attach: d.attach, to_ca: d.ca.is_some() };
+            for s in (0..n.saturating_sub(1)).step_by(2) {
+                unit.clear();
+                for src in [s, s + 1] {
+                    if walk_tables(&ch, &routes.tables, src, &dest, n, &mut path) {
+                        unit.extend_from_slice(&path);
+                    }
+                }
+                if unit.is_empty() {
+                    continue;
+                }
+                let mut layer_of = [None, None];
+                for (k, layers) in [&mut checked, &mut by_adding].into_iter().enumerate() {
+                    for l in 0..15 {
+                        if l == layers.len() {
+                            layers.push(Layer::over(&ch));
+                        }
+                        let fits = if k == 0 {
+                            layers[l].try_place_unit(&ch, &unit, &mut added)
+                        } else {
+                            layers[l].add_path(&ch, &unit, &mut added)
+                        };
+                        if fits {
+                            layer_of[k] = Some(l);
+                            break;
+                        }
+                        refusals += usize::from(k == 0);
+                    }
+                }
+                assert_eq!(layer_of[0], layer_of[1], "switches {s} and {} to LID {}", s + 1, d.base);
+                assert!(layer_of[0].is_some());
+                units += 1;
+            }
+        }
+        assert_eq!(checked.len(), by_adding.len());
+        for (a, b) in checked.iter().zip(&by_adding) {
+            assert_eq!(a.deps, b.deps);
+        }
+        assert!(
+            checked.len() >= 3 && units > 1000 && refusals > 100,
+            "{} layers, {units} units, {refusals} refusals",
+            checked.len()
+        );
     }
 }

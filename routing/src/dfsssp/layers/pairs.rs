@@ -136,7 +136,7 @@ impl Placer<'_> {
                 if usize::from(l) == layers.len() {
                     layers.push(Layer::over(&self.ch));
                 }
-                if deps.is_empty() || layers[usize::from(l)].try_place(&self.ch, &deps, &mut self.added) {
+                if deps.is_empty() || layers[usize::from(l)].try_place_unit(&self.ch, &deps, &mut self.added) {
                     placed = Some(l);
                     break;
                 }
