@@ -318,6 +318,85 @@ fn mkey_protection_levels_lease_and_trap_256() {
     }
 }
 
+/// An LFT Set is answered with the block as the switch now holds it (what it wrote), a Get of
+/// the block reads the same, and a block never written reads as 0xff throughout.
+#[test]
+fn an_lft_set_answers_the_block_it_wrote_and_a_get_reads_it_back() {
+    let mut b = Bench::new(1);
+    let mut block = [0xffu8; 64];
+    for (i, e) in block.iter_mut().enumerate().take(40) {
+        *e = (i % 5) as u8;
+    }
+    let (st, answer) = b.dr_set(&[1, 3], ids::attr::LFT, 2, block).expect("Set answered");
+    assert_eq!((st, answer), (0, block));
+    assert_eq!(b.dr_get(&[1, 3], ids::attr::LFT, 2).expect("Get answered"), (0, block));
+    assert_eq!(b.dr_get(&[1, 3], ids::attr::LFT, 1).expect("unwritten block"), (0, [0xff; 64]));
+    assert_eq!(b.f.stats().lft_blocks_set, 1);
+    assert_eq!(b.f.stats().lft_blocks_read, 2);
+}
+
+/// An M_Key guards a node's SMPs while a port of it holds one, whichever: a CA whose two ports
+/// took keys still guards the second after the first takes a zero key back, and its first port
+/// answers keyless SMPs again; a switch that takes its key back answers them again too; a
+/// restart clears every key.
+#[test]
+fn a_node_guards_its_smps_while_any_port_of_it_holds_an_m_key() {
+    const TWO_PORTS: &str = r#"
+Switch 4 "S1"
+[1] "H1"[1]
+[2] "H5"[2]
+[3] "S2"[3]
+
+Switch 4 "S2"
+[1] "H5"[1]
+[3] "S1"[3]
+
+Hca 1 "H1"
+[1] "S1"[1]
+
+Hca 2 "H5"
+[1] "S2"[1]
+[2] "S1"[2]
+"#;
+    const DR: Dest = Dest { dlid: Lid::PERMISSIVE, qpn: 0 };
+    let mut b = Bench::with_net(TWO_PORTS, 1);
+    let (h5p1, h5p2, s1): (&[u8], &[u8], &[u8]) = (&[1, 3, 1], &[1, 2], &[1]);
+    // Gives port `port` at `path` the M_Key `key` (protect bits 3), asking with `old`.
+    let set_key = |b: &mut Bench, path: &[u8], port: u32, old: u64, key: u64| -> u16 {
+        let p = DrPath::new(path).expect("path");
+        let get = SmpRepr::get_dr(&p, ids::attr::PORT_INFO, port, b.next_tid()).with_m_key(MKey(old));
+        let (st, d) = b.exchange(get, DR).expect("PortInfo read with the key");
+        assert_eq!(st, 0);
+        let mut pi = PortInfo::parse(&d).expect("parse");
+        pi.m_key = MKey(key);
+        pi.m_key_protect_bits = 3;
+        pi.port_state = PortState::NoChange;
+        pi.port_physical_state = PhysPortState::NoChange;
+        let set = SmpRepr::set_dr(&p, ids::attr::PORT_INFO, port, b.next_tid(), to64(&pi)).with_m_key(MKey(old));
+        b.exchange(set, DR).map_or(u16::MAX, |r| r.0)
+    };
+    let answers = |b: &mut Bench, path: &[u8]| b.dr_get(path, ids::attr::NODE_INFO, 0).is_some();
+    assert!(answers(&mut b, h5p1) && answers(&mut b, h5p2));
+    assert_eq!(set_key(&mut b, h5p1, 1, 0, 0xbeef), 0);
+    assert_eq!(set_key(&mut b, h5p2, 2, 0, 0xcafe), 0);
+    assert!(!answers(&mut b, h5p1) && !answers(&mut b, h5p2), "both H5 ports guard their SMPs");
+    // Port 1 takes a zero key back: it answers keyless SMPs again; port 2 keeps its key.
+    assert_eq!(set_key(&mut b, h5p1, 1, 0xbeef, 0), 0);
+    assert!(answers(&mut b, h5p1));
+    assert!(!answers(&mut b, h5p2), "port 2 still holds its key");
+    // A switch's key (on port 0) guards every SMP to it until it takes a zero key back.
+    assert_eq!(set_key(&mut b, s1, 0, 0, 0x5a), 0);
+    assert!(!answers(&mut b, s1));
+    assert_eq!(set_key(&mut b, s1, 0, 0x5a, 0), 0);
+    assert!(answers(&mut b, s1));
+    // A restart clears H5's keys.
+    let h5 = b.node("H5");
+    b.f.inject_fault(Fault::Crash(h5));
+    b.f.inject_fault(Fault::Restart(h5));
+    b.run();
+    assert!(answers(&mut b, h5p2), "H5 after its restart");
+}
+
 #[test]
 fn drop_rules_are_reproducible_from_the_seed() {
     fn losses(seed: u64) -> Vec<bool> {

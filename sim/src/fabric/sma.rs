@@ -10,9 +10,8 @@
 //! 0x000c; an unknown method gives 0x0008; a class version other than 1 gives 0x0004.
 
 use ibsm_mad::attrs::{
-    CapabilityMask, LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask,
-    LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, NodeDescription, NodeInfo, NodeType, PKeyTable, PhysPortState,
-    PortInfo, PortState, SwitchInfo,
+    CapabilityMask, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask, LinkSpeedMask, LinkWidth,
+    LinkWidthMask, Mtu, NodeDescription, NodeInfo, NodeType, PKeyTable, PhysPortState, PortInfo, PortState, SwitchInfo,
 };
 use ibsm_mad::attrs::{GuidInfo, Notice, NoticeDetails, NoticeType, ProducerType};
 use ibsm_mad::header::{Mad, Method};
@@ -604,23 +603,21 @@ impl Fabric {
             return ids::status::BAD_FIELD;
         }
         let sw = &mut self.switches[s as usize];
+        // A block is its 64 port bytes as they are on the wire (LinearForwardingTable's
+        // layout), kept as they were written: the answer to a Set is the block it wrote, which
+        // `data` already holds.
         if set {
-            let Ok(t) = LinearForwardingTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
             // Room for the table up to LinearFDBTop at once: grown block by block, the
             // vector would double and hold up to twice the table.
             let blocks_to_top = usize::from(sw.lft_top) / 64 + 1;
-            let changed = sw.lft.set(&mut self.lft_blocks, attr_mod as usize, &t.ports.map(|p| p.0), blocks_to_top);
+            let changed = sw.lft.set(&mut self.lft_blocks, attr_mod as usize, data, blocks_to_top);
             self.stats.lft_blocks_set += 1;
             self.stats.lft_blocks_changed += u64::from(changed);
             self.stats.last_lft_set_at = self.now;
         } else {
             self.stats.lft_blocks_read += 1;
+            data.copy_from_slice(sw.lft.block(&self.lft_blocks, attr_mod as usize));
         }
-        let mut t = LinearForwardingTable::unrouted();
-        for (e, &p) in t.ports.iter_mut().zip(sw.lft.block(&self.lft_blocks, attr_mod as usize)) {
-            *e = PortNum(p);
-        }
-        t.emit(data);
         ids::status::OK
     }
 

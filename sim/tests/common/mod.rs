@@ -49,7 +49,12 @@ pub type Reply = (u16, [u8; 64]);
 
 impl Bench {
     pub fn new(seed: u64) -> Bench {
-        let topo = Topology::parse_str(NET, "test.net").expect("test topology parses");
+        Bench::with_net(NET, seed)
+    }
+
+    /// A bench on the fabric `net` (in `.net` form), with the SM agent at H1 port 1.
+    pub fn with_net(net: &str, seed: u64) -> Bench {
+        let topo = Topology::parse_str(net, "test.net").expect("test topology parses");
         let mut f = Fabric::new(&topo, SimConfig { seed, ..SimConfig::default() });
         let h1 = topo.find("H1").expect("H1");
         let sm = f.attach(h1, 1).expect("attach at H1 port 1");
