@@ -12,7 +12,9 @@
 //! Why it is exact: what a walk from a switch on finds depends on the forwarding tables and
 //! ports of the nodes it crosses and on the DLID's owner only, all fixed for the node records
 //! the memo is built with (it lives and dies with them); and a path's MTU and rate are the
-//! smallest along it, so the source port's part and the switch's part combine by a minimum.
+//! smallest along it, so the source port's part and the switch's part combine by a minimum,
+//! and so do a switch's link to the next switch and that switch's leg ([`Leg::then`]): the
+//! walks keep the leg of every switch they cross.
 //! Must not: hold anything but what a walk computed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +37,34 @@ pub struct Leg {
 impl Leg {
     /// A walk at its first switch: one switch crossed, nothing met yet.
     pub const START: Leg = Leg { switches: 1, mtu: None, rate: u32::MAX };
+
+    /// The leg of a switch whose walk leaves it by a link of NeighborMTU `mtu` and rate `mbps`
+    /// (0: unknown), counted alone: what [`Leg::then`] adds the rest to.
+    #[inline]
+    pub fn step(mtu: Mtu, mbps: u32) -> Leg {
+        let mut leg = Leg::START;
+        leg.meet(mtu);
+        if mbps != 0 {
+            leg.rate = mbps;
+        }
+        leg
+    }
+
+    /// This leg followed by `next` (the leg of the switch this one's last link leads to): the
+    /// switches of both, the smaller MTU and the lower rate; `None` past
+    /// [`MAX_HOPS`](super::nodes::MAX_HOPS) switches, where a walk calls it a loop.
+    #[inline]
+    pub fn then(self, next: Leg) -> Option<Leg> {
+        let switches = self.switches + next.switches;
+        if switches > super::nodes::MAX_HOPS {
+            return None;
+        }
+        let mut leg = Leg { switches, mtu: self.mtu, rate: self.rate.min(next.rate) };
+        if let Some(m) = next.mtu {
+            leg.meet(m);
+        }
+        Some(leg)
+    }
 
     /// Meets a port's MTU on the way (one of unknown size changes nothing).
     #[inline]

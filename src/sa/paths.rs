@@ -8,10 +8,12 @@
 //! MTUCap and link rate), whether the port's own node is a switch, and the port GUID and P_Key
 //! table a record and the partition rule read (P_Key tables interned: ports with the same
 //! table share one copy): a PathRecord's end port is one cache line, not a node's and a port's.
-//! The walk through the forwarding tables over them ([`Paths::walk`]), whose part from the
-//! first switch on is kept per (switch, DLID) in a memo ([`Legs`]) that lives as long as the
-//! tables: a PathRecord between two hosts whose source leaf has walked to that DLID before
-//! reads one 8-byte slot instead of a forwarding table entry and a port per switch crossed.
+//! The walk through the forwarding tables over them ([`Paths::walk`]), whose part from each
+//! switch it crosses on is kept per (switch, DLID) in a memo ([`Legs`]) that lives as long as
+//! the tables: a PathRecord between two hosts whose source leaf has walked to that DLID before
+//! reads one 8-byte slot instead of a forwarding table entry and a port per switch crossed, and
+//! a walk that reaches a switch some earlier walk to that DLID crossed (on a fat tree, the
+//! spine every pod's walks to the LID meet at) ends there ([`Trail`]).
 //!
 //! Why: the node records keep a port's PortInfo (over 100 bytes) next to its other fields, and
 //! a node behind an `Arc` of its own; a walk through five switches of a k=48 fat tree read a
@@ -246,43 +248,101 @@ impl Paths {
             return Some(Walk { switches: 0, mtu, rate_mbps: rate, dest });
         }
         let at = first_switch(src, &from)?;
-        let leg = self.legs.get(at, dlid).unwrap_or_else(|| {
-            let leg = self.leg(at, dest, dlid);
-            self.legs.put(at, dlid, leg);
-            leg
-        })?;
+        let leg = self.legs.get(at, dlid).unwrap_or_else(|| self.leg(at, dest, dlid))?;
         // Both parts' smallest MTU (an MTU of unknown size changes nothing) and lowest rate.
         let mtu = leg.mtu.map_or(mtu, |m| min_mtu(mtu, m));
         Some(Walk { switches: leg.switches, mtu, rate_mbps: rate.min(leg.rate), dest })
     }
 
-    /// The walk from switch `at` on to `dlid`, owned by `dest`: the switches crossed and the
-    /// smallest MTU and lowest rate met (`None`: no path).
-    fn leg(&self, mut at: u32, dest: PortAt, dlid: Lid) -> Option<Leg> {
-        let mut leg = Leg::START;
+    /// The walk from switch `first` on to `dlid`, owned by `dest` (whose leg the memo does not
+    /// hold): the switches crossed and the smallest MTU and lowest rate met (`None`: no path).
+    /// It ends early at a switch whose leg the memo holds, and keeps the leg of each switch it
+    /// crossed ([`Trail`]).
+    fn leg(&self, first: u32, dest: PortAt, dlid: Lid) -> Option<Leg> {
+        let mut w = Stepping { first, at: first, dest, dlid, out: 0, trail: Trail::EMPTY };
         loop {
-            let out = match self.leave(at, dest, dlid, &mut leg) {
-                Ok(out) => out,
-                Err(found) => return found,
-            };
-            at = match self.cross(at, out, dest, &mut leg) {
-                Ok(next) => next,
-                Err(found) => return found,
-            };
+            if w.at != first
+                && let Some(found) = self.legs.get(w.at, dlid)
+            {
+                return self.ended(&w, found, true);
+            }
+            match self.leave(w.at, dest, dlid) {
+                Ok(out) => w.out = out,
+                Err(found) => return self.ended(&w, found, false),
+            }
+            match self.cross(w.at, w.out, dest) {
+                Ok((next, mtu, rate)) => {
+                    if !w.trail.push(w.at, mtu, rate) {
+                        return self.ended(&w, None, false);
+                    }
+                    w.at = next;
+                }
+                Err(found) => return self.ended(&w, found, false),
+            }
         }
     }
 
+    /// The walk from switch `at` on to `dlid`, owned by `dest`, step by step and without the
+    /// memo: what a walk whose trail overflows falls back to, and the tests' judge.
+    fn leg_unkept(&self, mut at: u32, dest: PortAt, dlid: Lid) -> Option<Leg> {
+        // The switches left before `at`, and what their links met.
+        let mut leg = Leg { switches: 0, ..Leg::START };
+        loop {
+            let out = match self.leave(at, dest, dlid) {
+                Ok(out) => out,
+                Err(found) => return found.and_then(|end| leg.then(end)),
+            };
+            match self.cross(at, out, dest) {
+                Ok((next, mtu, rate)) => {
+                    leg.meet(mtu);
+                    if rate != 0 {
+                        leg.rate = leg.rate.min(rate);
+                    }
+                    leg.switches += 1;
+                    if leg.switches >= MAX_HOPS {
+                        return None;
+                    }
+                    at = next;
+                }
+                Err(found) => return found.and_then(|end| leg.then(end)),
+            }
+        }
+    }
+
+    /// Walk `w` ended at its switch `w.at`, whose own leg is `found` (`None`: no path from
+    /// there; `kept`: read from the memo): keeps that leg and the leg of each switch on the
+    /// walk's trail, the last first, and answers the first switch's. A walk whose trail
+    /// overflowed (a loop, or a walk through more switches than a trail holds) is walked again
+    /// from its first switch without the memo, and only that leg is kept.
+    fn ended(&self, w: &Stepping, found: Option<Leg>, kept: bool) -> Option<Leg> {
+        let Some(steps) = w.trail.steps() else {
+            let leg = self.leg_unkept(w.first, w.dest, w.dlid);
+            self.legs.put(w.first, w.dlid, leg);
+            return leg;
+        };
+        if !kept {
+            self.legs.put(w.at, w.dlid, found);
+        }
+        let mut leg = found;
+        for (at, mtu, rate) in steps.rev() {
+            leg = leg.and_then(|l| Leg::step(mtu, rate).then(l));
+            self.legs.put(at, w.dlid, leg);
+        }
+        leg
+    }
+
     /// A walk's step at switch `at` toward `dlid` (owned by `dest`): the port it leaves by
-    /// (the forwarding table's entry), or, as `Err`, what the walk found (it ends at `at`, or
-    /// there is no path).
+    /// (the forwarding table's entry), or, as `Err`, what the walk found (it ends at `at`, the
+    /// destination switch: the leg of `at`; or there is no path).
     #[inline]
-    fn leave(&self, at: u32, dest: PortAt, dlid: Lid, leg: &mut Leg) -> Result<u8, Option<Leg>> {
+    fn leave(&self, at: u32, dest: PortAt, dlid: Lid) -> Result<u8, Option<Leg>> {
         let Some(sw) = self.nodes.get(at as usize) else { return Err(None) };
         if (at, 0) == dest {
+            let mut leg = Leg::START;
             if let Some(h) = self.hops.get(sw.first as usize).filter(|h| sw.ports > 0 && h.info) {
                 leg.meet(h.cap);
             }
-            return Err(Some(*leg));
+            return Err(Some(leg));
         }
         let out = match self.last_hop.get(usize::from(dlid.0)) {
             Some(&(leaf, out)) if leaf == at => out,
@@ -295,72 +355,47 @@ impl Paths {
     }
 
     /// A walk's crossing of the link on port `out` of switch `at`: the switch at the other
-    /// end, or, as `Err`, what the walk found (it reached `dest`, another port, or no link).
+    /// end with the link's NeighborMTU and rate (0: unknown), or, as `Err`, what the walk
+    /// found (it reached the CA port `dest`: the leg of `at`; another port, or no link: no
+    /// path).
     #[inline]
-    fn cross(&self, at: u32, out: u8, dest: PortAt, leg: &mut Leg) -> Result<u32, Option<Leg>> {
+    fn cross(&self, at: u32, out: u8, dest: PortAt) -> Result<(u32, Mtu, u32), Option<Leg>> {
         let hop = *self.index((at, out)).and_then(|i| self.hops.get(i)).ok_or(None)?;
-        if !hop.info {
-            return Err(None);
-        }
-        leg.meet(hop.neighbor);
-        if hop.rate != 0 {
-            leg.rate = leg.rate.min(hop.rate);
-        }
-        if hop.next == NONE {
+        if !hop.info || hop.next == NONE {
             return Err(None);
         }
         if !hop.next_switch {
-            return Err(((hop.next, hop.in_port) == dest).then_some(*leg));
+            return Err(((hop.next, hop.in_port) == dest).then(|| Leg::step(hop.neighbor, hop.rate)));
         }
-        leg.switches += 1;
-        if leg.switches > MAX_HOPS {
-            return Err(None);
-        }
-        Ok(hop.next)
+        Ok((hop.next, hop.neighbor, hop.rate))
     }
 
     /// Walks ahead for a burst of lookups about to be made (a driver's batch of PathRecord
     /// Gets): each `(src, dest, dlid)` as [`Paths::walk`] takes it, whose leg is not in the memo
     /// yet, is walked and its leg kept ([`Legs`]), so that the lookups that follow find it
     /// there. The walks go in lock-step, one switch each per round: a round reads every
-    /// walk's forwarding-table entry, then every walk's egress port, and no read in a round
-    /// waits on another walk's, so the processor has them all in flight at once (a fresh
-    /// walk's reads are cache misses, about 100 ns each, four to five per walk at k = 48,
-    /// which one walk alone can only take one after another). Each end port's and the
-    /// requester's port line is read too (`by`, the third of each). Nothing here changes what
-    /// a lookup finds: the memo holds what the walk computes, by the same steps.
+    /// walk's memo slot for the switch it is at (a walk that meets a kept leg ends there),
+    /// then every walk's forwarding-table entry, then every walk's egress port, and no read in
+    /// a round waits on another walk's, so the processor has them all in flight at once (a
+    /// fresh walk's reads are cache misses, about 100 ns each, which one walk alone can only
+    /// take one after another). The end ports' and the requester's port lines of the lookups
+    /// that walked are read too (`by`, the third of each). Nothing here changes what a lookup
+    /// finds: the memo holds what the walk computes, by the same steps.
     pub fn walk_ahead(&self, asks: &[Ahead]) {
         let mut steps: Vec<Stepping> = Vec::with_capacity(asks.len());
         for a in asks {
             let Some(from) = self.index(a.src).and_then(|i| self.hops.get(i)) else { continue };
-            if let Some(at) = first_switch(a.src, from).filter(|_| a.dest != a.src) {
-                steps.push(Stepping { first: at, at, dest: a.dest, dlid: a.dlid, leg: Leg::START, out: 0 });
+            if let Some(at) = first_switch(a.src, from).filter(|_| a.dest != a.src)
+                && self.legs.get(at, a.dlid).is_none()
+            {
+                steps.push(Stepping { first: at, at, dest: a.dest, dlid: a.dlid, out: 0, trail: Trail::EMPTY });
             }
         }
-        steps.retain(|s| self.legs.get(s.first, s.dlid).is_none());
-        // A walk that ended keeps what it found in the memo and leaves the rounds.
-        let ended = |s: &Stepping, found: Option<Leg>| {
-            self.legs.put(s.first, s.dlid, found);
-            false
-        };
-        while !steps.is_empty() {
-            steps.retain_mut(|s| match self.leave(s.at, s.dest, s.dlid, &mut s.leg) {
-                Ok(out) => {
-                    s.out = out;
-                    true
-                }
-                Err(found) => ended(s, found),
-            });
-            steps.retain_mut(|s| match self.cross(s.at, s.out, s.dest, &mut s.leg) {
-                Ok(next) => {
-                    s.at = next;
-                    true
-                }
-                Err(found) => ended(s, found),
-            });
+        if steps.is_empty() {
+            return;
         }
-        // Last, the lines the lookups read besides the walk's: the destination's and the
-        // requester's ports (their GUIDs and P_Key tables).
+        // The lines the lookups read besides the walk's: the destination's and the requester's
+        // ports (their GUIDs and P_Key tables), for the lookups that walk.
         let mut seen = 0u32;
         for a in asks {
             for at in [Some(a.dest), a.by].into_iter().flatten() {
@@ -368,6 +403,40 @@ impl Paths {
             }
         }
         std::hint::black_box(seen);
+        // A walk that ended keeps what it found in the memo and leaves the rounds.
+        while !steps.is_empty() {
+            steps.retain(|s| match self.legs.get(s.at, s.dlid).filter(|_| s.at != s.first) {
+                Some(found) => {
+                    self.ended(s, found, true);
+                    false
+                }
+                None => true,
+            });
+            steps.retain_mut(|s| match self.leave(s.at, s.dest, s.dlid) {
+                Ok(out) => {
+                    s.out = out;
+                    true
+                }
+                Err(found) => {
+                    self.ended(s, found, false);
+                    false
+                }
+            });
+            steps.retain_mut(|s| match self.cross(s.at, s.out, s.dest) {
+                Ok((next, mtu, rate)) if s.trail.push(s.at, mtu, rate) => {
+                    s.at = next;
+                    true
+                }
+                Ok(_) => {
+                    self.ended(s, None, false);
+                    false
+                }
+                Err(found) => {
+                    self.ended(s, found, false);
+                    false
+                }
+            });
+        }
     }
 }
 
@@ -385,19 +454,61 @@ pub struct Ahead {
     pub by: Option<PortAt>,
 }
 
-/// A walk [`Paths::walk_ahead`] is stepping.
+/// A walk from a switch on ([`Paths::leg`], [`Paths::walk_ahead`]).
 #[derive(Debug, Clone, Copy)]
 struct Stepping {
-    /// The switch it started from (the memo's key).
+    /// The switch it started from.
     first: u32,
     /// The switch it is at.
     at: u32,
     dest: PortAt,
     dlid: Lid,
-    /// What it met so far.
-    leg: Leg,
     /// The port it leaves `at` by (this round's).
     out: u8,
+    /// The switches it left for another switch, and what it met on each link.
+    trail: Trail,
+}
+
+/// Most switches a [`Trail`] holds: a 3-level fat tree's longest walk leaves four for another.
+const TRAIL: usize = 8;
+
+/// The switches a walk left for another switch, in order, and the NeighborMTU and rate of the
+/// link it crossed from each: once the walk ends, the leg from each of them on is known (the
+/// end's leg with the links after it), and the memo keeps them all, so that a later walk to
+/// the same LID through any of them ends there. Under destination routing the walks to a LID
+/// from all over the fabric meet (a fat tree's from every pod at one spine), so most of a
+/// fresh pair's walk is then read from the memo. A walk through more switches than `TRAIL`
+/// overflows it (`len` past `TRAIL`).
+#[derive(Debug, Clone, Copy)]
+struct Trail {
+    len: u8,
+    at: [u32; TRAIL],
+    mtu: [Mtu; TRAIL],
+    rate: [u32; TRAIL],
+}
+
+impl Trail {
+    const EMPTY: Trail = Trail { len: 0, at: [0; TRAIL], mtu: [Mtu::M256; TRAIL], rate: [0; TRAIL] };
+
+    /// Adds a step; false once the trail overflows.
+    #[inline]
+    fn push(&mut self, at: u32, mtu: Mtu, rate: u32) -> bool {
+        let i = usize::from(self.len);
+        if let (Some(a), Some(m), Some(r)) = (self.at.get_mut(i), self.mtu.get_mut(i), self.rate.get_mut(i)) {
+            (*a, *m, *r) = (at, mtu, rate);
+            self.len += 1;
+            true
+        } else {
+            self.len = u8::try_from(TRAIL + 1).unwrap_or(u8::MAX);
+            false
+        }
+    }
+
+    /// The steps in order, `None` when the trail overflowed.
+    fn steps(&self) -> Option<impl DoubleEndedIterator<Item = (u32, Mtu, u32)> + '_> {
+        let n = usize::from(self.len);
+        (n <= TRAIL).then(|| (0..n).map(|i| (self.at[i], self.mtu[i], self.rate[i])))
+    }
 }
 
 /// The switch a packet from end port `src` (whose port record is `from`) is in first: its own
@@ -623,11 +734,38 @@ mod tests {
             let Some(at) = super::first_switch(a.src, &from).filter(|_| a.src != a.dest) else { continue };
             walks += 1;
             if let Some(leg) = paths.legs.get(at, a.dlid) {
-                assert_eq!(leg, paths.leg(at, a.dest, a.dlid), "{a:?}");
+                assert_eq!(leg, paths.leg_unkept(at, a.dest, a.dlid), "{a:?}");
                 kept += 1;
             }
         }
         assert!(walks > 0 && kept * 10 >= walks * 9, "{kept} of {walks} walks kept");
+        assert_eq!(judge(&copy), damaged);
+
+        // Walks from the CAs' ports only, on another copy: the memo then holds legs of switches
+        // no walk started from (those the walks' trails crossed), and every leg it holds, with
+        // loops and dead ends among them, is what the walk from that switch finds alone.
+        let copy = snap.clone();
+        let hosts: Vec<PortAt> = copy.end_ports().filter(|&(n, _)| !copy.nodes[n as usize].is_switch()).collect();
+        let asks: Vec<super::Ahead> = hosts
+            .iter()
+            .flat_map(|&src| (0..=top + 2).map(move |dlid| (src, Lid(dlid))))
+            .filter_map(|(src, dlid)| copy.by_lid(dlid).map(|dest| super::Ahead { src, dest, dlid, by: None }))
+            .collect();
+        let paths = copy.paths();
+        paths.walk_ahead(&asks);
+        let firsts: std::collections::HashSet<u32> =
+            hosts.iter().filter_map(|&h| paths.index(h).and_then(|i| super::first_switch(h, &paths.hops[i]))).collect();
+        let (mut held, mut crossed) = (0, 0);
+        for (n, _) in copy.nodes.iter().enumerate().filter(|(_, n)| n.is_switch()) {
+            let at = u32::try_from(n).unwrap();
+            for dlid in (0..=top + 2).map(Lid) {
+                let (Some(leg), Some(dest)) = (paths.legs.get(at, dlid), copy.by_lid(dlid)) else { continue };
+                assert_eq!(leg, paths.leg_unkept(at, dest, dlid), "switch {at} to {dlid:?}");
+                held += 1;
+                crossed += usize::from(!firsts.contains(&at));
+            }
+        }
+        assert!(crossed > 0 && held > crossed, "{held} legs held, {crossed} of switches no walk started from");
         assert_eq!(judge(&copy), damaged);
     }
 
