@@ -144,6 +144,38 @@ mod tests {
     use crate::minhop::MinHop;
     use crate::testing::generated;
 
+    /// The fabric both tests place on: a random 48-switch fabric's index, channels and
+    /// minimal routes.
+    fn fabric() -> (Indexed, Channels, crate::Routes) {
+        let v = generated(&GenSpec::random(48, 16, 2, 150, 1), 0);
+        let idx = Indexed::new(&v).unwrap();
+        let ch = Channels::new(&v, &idx);
+        let routes = MinHop.route(&v).unwrap();
+        (idx, ch, routes)
+    }
+
+    /// Places on the first of up to 15 layers that `place` accepts, opening layers as needed;
+    /// `refused` is told of each layer that turned it away, with the layer's order before the
+    /// try. The layer taken, if any.
+    fn first_fit(
+        layers: &mut Vec<Layer>,
+        ch: &Channels,
+        mut place: impl FnMut(&mut Layer) -> bool,
+        mut refused: impl FnMut(usize, &Layer, &[u32]),
+    ) -> Option<usize> {
+        for l in 0..15 {
+            if l == layers.len() {
+                layers.push(Layer::over(ch));
+            }
+            let before = layers[l].ord.clone();
+            if place(&mut layers[l]) {
+                return Some(l);
+            }
+            refused(l, &layers[l], &before);
+        }
+        None
+    }
+
     /// Every path of minimal routes on a random fabric, placed first-fit on up to 15 layers
     /// twice: by [`Layer::try_place`] and by adding the dependencies one by one as the
     /// placement did before ([`Layer::add_path`]). Same layer for every path, same graphs and
@@ -152,10 +184,7 @@ mod tests {
     /// least sometimes.
     #[test]
     fn a_path_a_layer_refuses_is_found_before_any_reordering_with_the_same_answers() {
-        let v = generated(&GenSpec::random(48, 16, 2, 150, 1), 0);
-        let idx = Indexed::new(&v).unwrap();
-        let ch = Channels::new(&v, &idx);
-        let routes = MinHop.route(&v).unwrap();
+        let (idx, ch, routes) = fabric();
         let n = idx.graph.len();
         let (mut checked, mut by_adding): (Vec<Layer>, Vec<Layer>) = (Vec::new(), Vec::new());
         let (mut path, mut added) = (Vec::new(), Vec::new());
@@ -166,32 +195,23 @@ mod tests {
                 if !walk_tables(&ch, &routes.tables, s, &dest, n, &mut path) || path.is_empty() {
                     continue;
                 }
-                let mut layer_of = [None, None];
-                for (k, layers) in [&mut checked, &mut by_adding].into_iter().enumerate() {
-                    for l in 0..15 {
-                        if l == layers.len() {
-                            layers.push(Layer::over(&ch));
-                        }
-                        let before = layers[l].ord.clone();
-                        let fits = if k == 0 {
-                            layers[l].try_place(&ch, &path, &mut added)
-                        } else {
-                            layers[l].add_path(&ch, &path, &mut added)
-                        };
-                        if fits {
-                            layer_of[k] = Some(l);
-                            break;
-                        }
-                        if k == 0 {
-                            refusals += 1;
-                            assert_eq!(layers[l].ord, before, "a refused path reordered layer {l}");
-                        } else if layers[l].ord != before {
-                            wasted_reorders += 1;
-                        }
-                    }
-                }
-                assert_eq!(layer_of[0], layer_of[1], "path from switch {s} to LID {}", d.base);
-                assert!(layer_of[0].is_some());
+                let a = first_fit(
+                    &mut checked,
+                    &ch,
+                    |layer| layer.try_place(&ch, &path, &mut added),
+                    |l, layer, before| {
+                        refusals += 1;
+                        assert_eq!(layer.ord, before, "a refused path reordered layer {l}");
+                    },
+                );
+                let b = first_fit(
+                    &mut by_adding,
+                    &ch,
+                    |layer| layer.add_path(&ch, &path, &mut added),
+                    |_, layer, before| wasted_reorders += usize::from(layer.ord != before),
+                );
+                assert_eq!(a, b, "path from switch {s} to LID {}", d.base);
+                assert!(a.is_some());
                 placed += 1;
             }
         }
@@ -210,10 +230,7 @@ mod tests {
     /// unit and the same graphs at the end.
     #[test]
     fn a_unit_of_paths_fits_where_it_did() {
-        let v = generated(&GenSpec::random(48, 16, 2, 150, 1), 0);
-        let idx = Indexed::new(&v).unwrap();
-        let ch = Channels::new(&v, &idx);
-        let routes = MinHop.route(&v).unwrap();
+        let (idx, ch, routes) = fabric();
         let n = idx.graph.len();
         let (mut checked, mut by_adding): (Vec<Layer>, Vec<Layer>) = (Vec::new(), Vec::new());
         let (mut path, mut unit, mut added) = (Vec::new(), Vec::new(), Vec::new());
@@ -230,26 +247,15 @@ mod tests {
                 if unit.is_empty() {
                     continue;
                 }
-                let mut layer_of = [None, None];
-                for (k, layers) in [&mut checked, &mut by_adding].into_iter().enumerate() {
-                    for l in 0..15 {
-                        if l == layers.len() {
-                            layers.push(Layer::over(&ch));
-                        }
-                        let fits = if k == 0 {
-                            layers[l].try_place_unit(&ch, &unit, &mut added)
-                        } else {
-                            layers[l].add_path(&ch, &unit, &mut added)
-                        };
-                        if fits {
-                            layer_of[k] = Some(l);
-                            break;
-                        }
-                        refusals += usize::from(k == 0);
-                    }
-                }
-                assert_eq!(layer_of[0], layer_of[1], "switches {s} and {} to LID {}", s + 1, d.base);
-                assert!(layer_of[0].is_some());
+                let a = first_fit(
+                    &mut checked,
+                    &ch,
+                    |layer| layer.try_place_unit(&ch, &unit, &mut added),
+                    |_, _, _| refusals += 1,
+                );
+                let b = first_fit(&mut by_adding, &ch, |layer| layer.add_path(&ch, &unit, &mut added), |_, _, _| {});
+                assert_eq!(a, b, "switches {s} and {} to LID {}", s + 1, d.base);
+                assert!(a.is_some());
                 units += 1;
             }
         }
