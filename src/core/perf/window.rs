@@ -161,9 +161,13 @@ impl Window {
     /// Reads whose answer is overdue at `now`: sent again, or given up after the retries.
     /// Returns (timeouts, reads given up).
     pub fn expire(&mut self, now: u64) -> (u64, Vec<Read>) {
-        let overdue: Vec<u32> = self.in_flight.iter().filter(|(_, f)| f.due <= now).map(|(t, _)| *t).collect();
+        // In the order they were due (sent), not the map's: the map's order changes from one
+        // process to the next, and the reads sent again must not (a seeded run repeats).
+        let mut overdue: Vec<(u64, u32)> =
+            self.in_flight.iter().filter(|(_, f)| f.due <= now).map(|(t, f)| (f.due, *t)).collect();
+        overdue.sort_unstable();
         let mut failed = Vec::new();
-        for tid in &overdue {
+        for (_, tid) in &overdue {
             let Some(f) = self.in_flight.remove(tid) else { continue };
             self.left(f.read.lid());
             if f.tries < self.retries {
