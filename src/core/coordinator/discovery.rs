@@ -154,9 +154,8 @@ impl Sm {
         };
         // A port with extended speeds 2 (XDR) reports them only to a read with
         // SMSupportExtendedSpeeds: read it again so (OpenSM's two-stage read). A switch's other
-        // ports say so on port 0.
-        let caps_at = if port.0 == 0 { Some(pi) } else { self.port0_info(node).or(Some(pi)) };
-        if matches!(request.req, Req::GetPortInfo { .. }) && caps_at.is_some_and(|c| has_extended_speeds2(&c)) {
+        // ports say so on port 0 (once its PortInfo is kept; until then, each port for itself).
+        if matches!(request.req, Req::GetPortInfo { .. }) && self.discovery.wants_ext_read(node, port, &pi) {
             self.tx.push(Request::sweep(request.path, Req::GetPortInfoExt { node, port }));
             return;
         }
@@ -172,6 +171,9 @@ impl Sm {
         let path = n.path;
         let Some(rec) = n.port_mut(port) else { return };
         rec.info = Some(pi);
+        if is_switch && port.0 == 0 {
+            self.discovery.port0_kept(node, has_extended_speeds2(&pi));
+        }
         self.routing.unsettle_view();
         // Explore further out of linked switch ports, and out of the SM's own CA port; never
         // through a port an operator disabled (a sweep disables it again).
@@ -183,12 +185,6 @@ impl Sm {
         {
             self.tx.push(Request::sweep(next, Req::NodeInfo { from: Some((node, port)) }));
         }
-    }
-
-    /// A switch's port 0 PortInfo as read in this sweep (`None` for a CA or before it is read).
-    fn port0_info(&self, node: NodeIdx) -> Option<PortInfo> {
-        let n = self.subnet.node(node).filter(|n| n.is_switch())?;
-        n.port(PortNum(0)).and_then(|r| r.info)
     }
 
     /// A switch's SwitchInfo: kept, and its ports read in turn with the other switches'

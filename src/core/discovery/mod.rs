@@ -3,7 +3,11 @@
 //! Owns [`Discovery`]: the last completed sweep's subnet (kept aside while a new one is
 //! discovered, for the nodes that may not answer this time: [`silent`]), the linked ports whose
 //! NodeInfo probe got no answer, and the switch PortInfo reads still to queue (one port of each
-//! switch in turn, so that no switch's agent holds the window). A switch's ports are read only
+//! switch in turn, so that no switch's agent holds the window), and what each switch's port 0
+//! said of extended speeds 2 (one byte a node: a switch's other ports take their capability
+//! from port 0, and reading that from the port's record, 152 bytes somewhere in the switch's
+//! ports, was a cache miss on nearly every PortInfo answer of a large fabric, since the reads
+//! go round the switches). A switch's ports are read only
 //! once its SwitchInfo is in and, when that showed PortStateChange, once the write clearing it
 //! is answered: a port that changes after its read sets the flag again, for the light sweep to
 //! find (cleared after the reads, such a change would be lost). It takes the subnet and the room
@@ -18,12 +22,13 @@ pub mod silent;
 
 use std::collections::VecDeque;
 
+use ibsm_mad::attrs::PortInfo;
 use ibsm_mad::{DrPath, Lid, PortNum};
 
 pub use silent::BlockedNode;
 
 use super::state::{NodeIdx, Subnet};
-use super::transactions::{Req, Request};
+use super::transactions::{Req, Request, has_extended_speeds2};
 
 /// The PortInfo Gets of one switch still to queue: ports `next..=last`.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +50,21 @@ pub(super) struct Discovery {
     port_reads: VecDeque<PortReads>,
     /// Switches whose PortStateChange is being cleared: their reads wait for the clear.
     clearing: Vec<PortReads>,
+    /// By node index: what the PortInfo of the switch's port 0 kept in this sweep's subnet
+    /// says of extended speeds 2 ([`Port0::Unread`] for a CA and before the read).
+    port0: Vec<Port0>,
+}
+
+/// What a switch's port 0 said of extended speeds 2 (XDR), as kept in this sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Port0 {
+    /// Not read (yet), or not a switch.
+    #[default]
+    Unread,
+    /// Read: no extended speeds 2.
+    Plain,
+    /// Read: extended speeds 2 supported.
+    Xdr,
 }
 
 impl Discovery {
@@ -62,6 +82,34 @@ impl Discovery {
             self.last = Some(last);
         }
         self.unanswered.clear();
+        self.port0.clear();
+    }
+
+    /// The PortInfo of switch `node`'s port 0 was kept in the subnet: `xdr` is whether it
+    /// advertises extended speeds 2.
+    pub fn port0_kept(&mut self, node: NodeIdx, xdr: bool) {
+        if self.port0.len() <= node {
+            self.port0.resize(node + 1, Port0::Unread);
+        }
+        self.port0[node] = if xdr { Port0::Xdr } else { Port0::Plain };
+    }
+
+    /// What switch `node`'s port 0 said of extended speeds 2 in this sweep.
+    pub fn port0(&self, node: NodeIdx) -> Port0 {
+        self.port0.get(node).copied().unwrap_or_default()
+    }
+
+    /// Whether a plain PortInfo read of `node`'s `port` that answered `pi` must be made again
+    /// with SMSupportExtendedSpeeds (a port with extended speeds 2 reports them only to such a
+    /// read; OpenSM's two-stage read). A switch's other ports take the capability from its port
+    /// 0 once that is kept ([`Discovery::port0_kept`]); before, and for a CA, each port from
+    /// its own answer.
+    pub fn wants_ext_read(&self, node: NodeIdx, port: PortNum, pi: &PortInfo) -> bool {
+        match (port.0, self.port0(node)) {
+            (1.., Port0::Xdr) => true,
+            (1.., Port0::Plain) => false,
+            _ => has_extended_speeds2(pi),
+        }
     }
 
     /// The NodeInfo probe through `at` (node, port) got no answer.
@@ -92,18 +140,20 @@ impl Discovery {
 
     /// Up to `room` planned PortInfo Gets, one port of each switch in turn: a switch's agent
     /// serves one SMP at a time, so its 49 reads queued at once would keep the window waiting
-    /// on it while the other switches idle.
-    pub(crate) fn port_reads(&mut self, room: usize) -> Vec<Request> {
-        let mut gets = Vec::new();
-        while gets.len() < room {
-            let Some(mut r) = self.port_reads.pop_front() else { break };
-            gets.push(Request::sweep(r.path, Req::GetPortInfo { node: r.node, port: PortNum(r.next) }));
+    /// on it while the other switches idle. Made as they are taken (no list of them is built:
+    /// this runs after most answers of a bring-up).
+    pub(crate) fn port_reads(&mut self, room: usize) -> impl Iterator<Item = Request> + '_ {
+        let mut left = room;
+        std::iter::from_fn(move || {
+            left = left.checked_sub(1)?;
+            let mut r = self.port_reads.pop_front()?;
+            let get = Request::sweep(r.path, Req::GetPortInfo { node: r.node, port: PortNum(r.next) });
             if r.next < r.last {
                 r.next += 1;
                 self.port_reads.push_back(r);
             }
-        }
-        gets
+            Some(get)
+        })
     }
 
     /// Whether PortInfo reads are still to queue.
@@ -130,22 +180,54 @@ mod tests {
         let mut d = Discovery::default();
         d.read_ports(1, DrPath::local(), 2);
         d.read_ports(5, DrPath::local(), 1);
-        let at = |reqs: Vec<Request>| -> Vec<(NodeIdx, u8)> {
-            reqs.iter()
-                .map(|r| match r.req {
-                    Req::GetPortInfo { node, port } => (node, port.0),
-                    _ => (usize::MAX, 0),
-                })
-                .collect()
+        let at = |reqs: &mut dyn Iterator<Item = Request>| -> Vec<(NodeIdx, u8)> {
+            reqs.map(|r| match r.req {
+                Req::GetPortInfo { node, port } => (node, port.0),
+                _ => (usize::MAX, 0),
+            })
+            .collect()
         };
-        assert_eq!(at(d.port_reads(3)), [(1, 0), (5, 0), (1, 1)]);
+        assert_eq!(at(&mut d.port_reads(3)), [(1, 0), (5, 0), (1, 1)]);
         assert!(d.reads_pending());
-        assert_eq!(at(d.port_reads(0)), []);
-        assert_eq!(at(d.port_reads(10)), [(5, 1), (1, 2)]);
+        assert_eq!(at(&mut d.port_reads(0)), []);
+        assert_eq!(at(&mut d.port_reads(10)), [(5, 1), (1, 2)]);
         assert!(!d.reads_pending());
         d.read_ports(1, DrPath::local(), 2);
         d.sweep_started();
         assert!(!d.reads_pending(), "a new sweep plans its own");
+    }
+
+    #[test]
+    fn a_switch_port_takes_extended_speeds_2_from_port_0_once_kept_and_a_sweep_forgets_it() {
+        use ibsm_mad::attrs::{CapabilityMask, CapabilityMask2};
+        let xdr = PortInfo {
+            capability_mask: CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED,
+            capability_mask2: CapabilityMask2::IS_EXTENDED_SPEEDS2_SUPPORTED,
+            ..PortInfo::default()
+        };
+        let plain = PortInfo::default();
+        let mut d = Discovery::default();
+        // Nothing kept: every port (and a CA's) answers for itself.
+        for p in [0, 1, 7] {
+            assert!(d.wants_ext_read(3, PortNum(p), &xdr));
+            assert!(!d.wants_ext_read(3, PortNum(p), &plain));
+        }
+        // Switch 3's port 0 kept with extended speeds 2: its other ports follow it, whatever
+        // they say; port 0 itself and other nodes still answer for themselves.
+        d.port0_kept(3, true);
+        assert_eq!(d.port0(3), Port0::Xdr);
+        assert!(d.wants_ext_read(3, PortNum(5), &plain));
+        assert!(!d.wants_ext_read(3, PortNum(0), &plain));
+        assert!(!d.wants_ext_read(2, PortNum(5), &plain) && !d.wants_ext_read(9, PortNum(1), &plain));
+        // Kept without: none of its ports is read again, even one that claims it.
+        d.port0_kept(3, false);
+        assert_eq!(d.port0(3), Port0::Plain);
+        assert!(!d.wants_ext_read(3, PortNum(5), &xdr));
+        assert!(d.wants_ext_read(3, PortNum(0), &xdr));
+        // A new discovery starts from nothing (node indices are the new subnet's).
+        d.start(&mut Subnet::default());
+        assert_eq!(d.port0(3), Port0::Unread);
+        assert!(d.wants_ext_read(3, PortNum(5), &xdr));
     }
 
     #[test]
