@@ -362,8 +362,11 @@ fn near_of(ch: &Channels, c: u32) -> Option<(usize, u8)> {
 const MAX_LAYERS: u8 = 15;
 /// The most passes of [`Placer::refine`].
 const PASSES: usize = 40;
-/// Path placements [`Placer::refine`] may spend in all (a fraction of a second): a fabric with
-/// more paths than this is placed once.
+/// Path placements [`Placer::refine`] may spend in all: a fabric with more paths than this is
+/// placed once. Seconds on a random fabric, where most paths are turned away by several layers
+/// (release build, one thread, session 25): the 4 passes over 992 K paths of a random 450-switch
+/// fabric (1,800 CAs, 3,600 links) took 3.8 s of CPU, one pass over 2.2 M paths of a 500-switch
+/// one (4,000 CAs, 6,000 links) 1.7 s: about 0.8-0.95 us a placement.
 const REFINE_WORK: usize = 1 << 22;
 
 /// Places paths on layers destination by destination, as stage one routes them.
