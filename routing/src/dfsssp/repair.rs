@@ -400,6 +400,10 @@ fn pass(
                     if layers[l].try_place(ch, &path, &mut added) {
                         if c > k && !waited[x] {
                             // Dearer than its cheapest: others settle first, then it tries again.
+                            // Taken back at once, nothing placed between: the layer's
+                            // dependencies are as before the try, so the refusals it remembers
+                            // stay true (a refusal outliving its cause would only refuse more,
+                            // never let a cycle in; `layers::conflict`'s tests).
                             layers[l].take_back(&added);
                             waited[x] = true;
                             heap.push(Reverse((c, x)));

@@ -139,6 +139,7 @@ mod tests {
     use super::super::walk_tables;
     use super::*;
     use crate::Engine;
+    use crate::check::PortSet;
     use crate::dfsssp::DestLid;
     use crate::graph::Indexed;
     use crate::minhop::MinHop;
@@ -268,5 +269,111 @@ mod tests {
             "{} layers, {units} units, {refusals} refusals",
             checked.len()
         );
+    }
+
+    /// Whether channel `to` is reachable from `from` along the layer's dependencies: a plain
+    /// search over `deps`, independent of the layer's order and marks.
+    fn reachable(layer: &Layer, ch: &Channels, from: u32, to: u32) -> bool {
+        let mut seen = vec![false; ch.to.len()];
+        let mut stack = vec![from];
+        while let Some(c) = stack.pop() {
+            if c == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[c as usize], true) {
+                continue;
+            }
+            let far = ch.to[c as usize] as usize;
+            for p in 0..=u8::MAX {
+                if has(&layer.deps[c as usize], p) && ch.out(far, p) != super::super::NONE {
+                    stack.push(ch.out(far, p));
+                }
+            }
+        }
+        false
+    }
+
+    /// The layered repair (`dfsssp::repair`) takes back a path that fitted its layer when the
+    /// switch should wait for cheaper neighbours, and keeps the layer's remembered refusals.
+    /// It takes it back at once, with nothing placed between: the layer's dependencies and
+    /// refusals are then exactly as before the try, so every refusal is still true (the
+    /// dependency still closes a cycle with the layer alone), and no layering changes. Checked
+    /// on every path of a random fabric placed first-fit, each taken back and placed again; at
+    /// the end every refusal of every layer is checked by a plain search.
+    #[test]
+    fn a_path_taken_back_at_once_leaves_its_layer_and_the_layers_refusals_as_they_were() {
+        let (idx, ch, routes) = fabric();
+        let n = idx.graph.len();
+        let mut layers: Vec<Layer> = Vec::new();
+        let (mut path, mut added) = (Vec::new(), Vec::new());
+        let mut taken_back = 0;
+        for d in &idx.dests {
+            let dest = DestLid { lid: d.base, attach: d.attach, to_ca: d.ca.is_some() };
+            for s in 0..n {
+                if !walk_tables(&ch, &routes.tables, s, &dest, n, &mut path) || path.is_empty() {
+                    continue;
+                }
+                let before: Vec<(Vec<PortSet>, Vec<PortSet>)> =
+                    layers.iter().map(|l| (l.deps.clone(), l.refused.clone())).collect();
+                let l = first_fit(&mut layers, &ch, |layer| layer.try_place(&ch, &path, &mut added), |_, _, _| {});
+                let l = l.expect("15 layers take every path");
+                let (deps, refused) =
+                    before.get(l).cloned().unwrap_or_else(|| (Layer::over(&ch).deps, Layer::over(&ch).refused));
+                layers[l].take_back(&added);
+                assert_eq!(layers[l].deps, deps, "path from switch {s} to LID {}: taken back", d.base);
+                assert_eq!(layers[l].refused, refused, "path from switch {s} to LID {}: refusals", d.base);
+                taken_back += 1;
+                assert!(layers[l].try_place(&ch, &path, &mut added), "fits again");
+            }
+        }
+        let mut refusals = 0;
+        for (l, layer) in layers.iter().enumerate() {
+            for a in 0..u32::try_from(ch.to.len()).expect("channels") {
+                let far = ch.to[a as usize] as usize;
+                for p in (0..=u8::MAX).filter(|&p| has(&layer.refused[a as usize], p)) {
+                    let b = ch.out(far, p);
+                    assert!(reachable(layer, &ch, b, a), "layer {l}: refusal {a} -> port {p} no longer closes a cycle");
+                    refusals += 1;
+                }
+            }
+        }
+        assert!(
+            taken_back > 1000 && refusals > 10 && layers.len() >= 3,
+            "{taken_back} taken back, {refusals} refusals"
+        );
+    }
+
+    /// Were an older path taken back (one placed before others were refused), a refusal it
+    /// caused would stay while no longer true: the layer would refuse a path it could take.
+    /// That makes a layering worse, never wrong: a refusal only turns paths away, and the
+    /// layer's dependencies stay acyclic. On a ring of four: the fourth turn is refused while
+    /// the first three are placed; with the third taken back the fourth would fit, but the
+    /// layer still refuses it, and holds no cycle.
+    #[test]
+    fn a_refusal_outliving_the_path_it_came_from_only_refuses_more() {
+        let v = crate::testing::ring(4);
+        let idx = Indexed::new(&v).unwrap();
+        let ch = Channels::new(&v, &idx);
+        let cw: Vec<u32> = (0..4).map(|s| ch.out(s, 1)).collect();
+        let turn = |i: usize| (cw[i], 1u8, cw[(i + 1) % 4]);
+        let mut added = Vec::new();
+        let mut l = Layer::new(ch.len());
+        assert!(l.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(l.try_place(&ch, &[turn(2)], &mut added));
+        let third = added.clone();
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+        l.take_back(&third);
+        // A layer holding only the first two turns takes the fourth ...
+        let mut fresh = Layer::new(ch.len());
+        assert!(fresh.try_place(&ch, &[turn(0), turn(1)], &mut added));
+        assert!(fresh.try_place(&ch, &[turn(3)], &mut added));
+        // ... the one whose third was taken back still refuses it, and holds no cycle.
+        assert!(!l.try_place(&ch, &[turn(3)], &mut added));
+        for &c in &cw {
+            let far = ch.to[c as usize] as usize;
+            for p in (0..=u8::MAX).filter(|&p| has(&l.deps[c as usize], p)) {
+                assert!(!reachable(&l, &ch, ch.out(far, p), c), "a cycle through channel {c}");
+            }
+        }
     }
 }
