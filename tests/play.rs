@@ -23,6 +23,11 @@ fn play(script: &str) -> (Option<i32>, String, String) {
 }
 
 fn play_on(fabric: &std::path::Path, script: &str) -> (Option<i32>, String, String) {
+    play_with(fabric, script, &[])
+}
+
+/// `ibsm sim play FABRIC SCRIPT EXTRA...`: exit code, stdout, stderr.
+fn play_with(fabric: &std::path::Path, script: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     let dir = std::env::temp_dir().join(format!("ibsm-play-{}-{}", std::process::id(), script.len()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("faults.txt");
@@ -31,6 +36,7 @@ fn play_on(fabric: &std::path::Path, script: &str) -> (Option<i32>, String, Stri
         .args(["sim", "play"])
         .arg(fabric)
         .arg(&path)
+        .args(extra)
         .output()
         .expect("ibsm sim play");
     let _ = std::fs::remove_dir_all(&dir);
@@ -76,6 +82,27 @@ fn every_event_gets_one_json_line_with_the_documented_keys() {
     // A crashed leaf takes its two HCAs with it: 6 live HCAs, 30 pairs; back, 56 again.
     assert_eq!((lines[3]["pairs"].as_u64(), lines[4]["pairs"].as_u64()), (Some(30), Some(56)));
     assert!(lines[5]["detect_ms"].is_null(), "packet rules are not detected: {}", lines[5]);
+}
+
+/// `--compute-time cpu` charges the SM's computing with its thread's CPU time: the same script
+/// plays the same way (each fault noticed, repaired or re-used, every pair routed); a clock
+/// other than `wall` or `cpu` is refused.
+#[test]
+fn the_compute_can_be_charged_with_cpu_time() {
+    let script = "1s link-down spine-0[1]\n2s link-up spine-0[1]\n3s reroute\n";
+    let (code, out, err) = play_with(&fabric_path(), script, &["--compute-time", "cpu"]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let routing: Vec<&str> = lines.iter().map(|l| l["routing"].as_str().unwrap_or("none")).collect();
+    assert_eq!(routing, ["repaired", "reused", "full"], "{out}");
+    for l in &lines {
+        assert_eq!((l["invariants_ok"].as_bool(), l["sweeps"].as_u64()), (Some(true), Some(1)), "{l}");
+        assert!(l["compute_ms"].as_f64().is_some_and(|c| c >= 0.0), "{l}");
+    }
+    let (code, _, err) = play_with(&fabric_path(), script, &["--compute-time", "sundial"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--compute-time"), "{err}");
 }
 
 #[test]

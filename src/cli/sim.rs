@@ -35,6 +35,22 @@ pub struct PlayArgs {
     /// Service time of every switch's and CA's SMA per SMP (SMPs to one node queue); `0`: none.
     #[arg(long, value_name = "TIME", default_value = "10us", value_parser = parse_sma_time)]
     sma_time: u64,
+    /// How the SM's computing (routing, LFT diff, SA snapshot) moves the simulated clock:
+    /// `wall`, by the wall time it takes (on a machine busy with other work that includes the
+    /// time it waited for a core, so the SM may still compute when the next event is due);
+    /// `cpu`, by the CPU time of the computing thread (the same on a busy machine as on a
+    /// quiet one). `compute_ms` is then wall or CPU ms.
+    #[arg(long, value_enum, default_value_t = ComputeClock::Wall)]
+    compute_time: ComputeClock,
+}
+
+/// `--compute-time` of `sim play`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ComputeClock {
+    /// The wall clock.
+    Wall,
+    /// The computing thread's CPU time.
+    Cpu,
 }
 
 /// `--sma-time`: a time with a unit (`10us`, `2.5us`, `800ns`), or `0` for no service time.
@@ -78,7 +94,11 @@ pub fn play(a: &PlayArgs) -> ExitCode {
     let Some(cfg) = sm_config(a.config.as_deref(), "play") else { return ExitCode::from(2) };
     let mut all_ok = true;
     let sim = sim_config(a.seed, a.sma_time);
-    let played = ibsm::lab::play::play(&topo, &steps, sim, (cfg, a.standbys), |o| {
+    let compute = match a.compute_time {
+        ComputeClock::Wall => ibsm::transport::sim::ComputeTime::Wall,
+        ComputeClock::Cpu => ibsm::transport::sim::ComputeTime::ThreadCpu,
+    };
+    let played = ibsm::lab::play::play(&topo, &steps, sim, (cfg, a.standbys), compute, |o| {
         all_ok &= !o.fails();
         match serde_json::to_string(o) {
             Ok(line) => println!("{line}"),

@@ -8,7 +8,9 @@
 //! then route every live HCA to every other without a loop or a dead link (checked on the
 //! switches' own tables), and with a layered routing how many HCA pairs' SL changed
 //! ([`sl_changes`]). Time is the simulator's virtual clock; the SM's computing takes the
-//! wall time it really takes (so `compute_ms` is real). The invariants are measured at the end
+//! wall time it really takes (so `compute_ms` is real), or the CPU time of its thread
+//! ([`ComputeTime::ThreadCpu`]: on a machine busy with other work the wall time includes the
+//! waits for a core, which push the SM's work past the next event's time). The invariants are measured at the end
 //! of every event's window but judged only at quiescent points (a `settle`, the last event),
 //! as `ibsm sim soak` judges them: between faults a route may be broken for as long as the SM
 //! takes to notice (a trap lost to packet loss waits for the next light sweep).
@@ -250,7 +252,7 @@ pub struct Outcome {
     /// Virtual ms from the fault to the SM noticing it (a trap, or a sweep starting); 0 for
     /// `reroute`; `null` for packet rules, or when the SM did not notice.
     pub detect_ms: Option<f64>,
-    /// Wall ms the SM computed for it, over the sweeps of its window: the routing engine (or the
+    /// Wall ms (or CPU ms, [`ComputeTime::ThreadCpu`]) the SM computed for it, over the sweeps of its window: the routing engine (or the
     /// repair), the LFT diff that picks the blocks to write, and the SA's snapshot.
     pub compute_ms: f64,
     /// Of `compute_ms`, the SA's snapshot (so that the routing and the LFT diff are
@@ -377,7 +379,8 @@ pub fn up(
 }
 
 /// Brings `topo` up with an SM configured by `cfg` (and `standbys` standby SMs) on the
-/// simulator (configured by `sim`: seed, timing), then plays `steps`, calling `emit` with each event's outcome when
+/// simulator (configured by `sim`: seed, timing), its computing on the `compute` clock
+/// ([`ComputeTime::Wall`] or [`ComputeTime::ThreadCpu`]), then plays `steps`, calling `emit` with each event's outcome when
 /// its window closes (at the next event, or for the last one when the SMs are idle or 30 s of
 /// virtual time later).
 ///
@@ -388,9 +391,10 @@ pub fn play(
     steps: &[Step],
     sim: SimConfig,
     (cfg, standbys): (SmConfig, usize),
+    compute: ComputeTime,
     mut emit: impl FnMut(&Outcome),
 ) -> Result<SimSms, String> {
-    let mut h = up(topo, sim, &cfg, standbys, ComputeTime::Wall)?;
+    let mut h = up(topo, sim, &cfg, standbys, compute)?;
     let t0 = h.now();
     for (i, step) in steps.iter().enumerate() {
         let at = t0 + step.at_ns;
@@ -638,7 +642,8 @@ mod tests {
         // A full route of the same fabric gives every pair its layer again.
         let steps = parse_script("1s reroute\n", &t).expect("script");
         let mut out = Vec::new();
-        let h = play(&t, &steps, SimConfig::default(), (cfg, 0), |o| out.push(o.clone())).expect("plays");
+        let h = play(&t, &steps, SimConfig::default(), (cfg, 0), ComputeTime::Wall, |o| out.push(o.clone()))
+            .expect("plays");
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].routing, out[0].sl_changed), (Some("full"), 0), "{:?}", out[0]);
         // Against the same routing without layers: every HCA pair whose PathRecord SL is not 0.

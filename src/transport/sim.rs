@@ -20,6 +20,39 @@ pub enum ComputeTime {
     /// much, as a real fabric would while the SM computes, and the phase timings of the report
     /// are true (`ibsm run --sim`).
     Wall,
+    /// Computing takes the CPU time the computing thread really used (`CLOCK_THREAD_CPUTIME_ID`):
+    /// as [`ComputeTime::Wall`] on a quiet machine, but time the thread spends waiting for a
+    /// core (a machine loaded by other work) does not move the fabric's clock, so a loaded run
+    /// keeps the timeline of a quiet one (`ibsm sim play --compute-time cpu`). The routing
+    /// engines' worker threads count through the computing thread's share of their work (it
+    /// works alongside them); where the clock cannot be read, the wall clock is used.
+    ThreadCpu,
+}
+
+/// Measures one stretch of computing on the clock a [`ComputeTime`] charges it with.
+#[derive(Debug, Clone, Copy)]
+enum Stopwatch {
+    Wall(std::time::Instant),
+    ThreadCpu(u64),
+}
+
+impl Stopwatch {
+    /// Started now, on `compute_time`'s clock (the wall clock for [`ComputeTime::Virtual`],
+    /// whose callers do not read it).
+    fn start(compute_time: ComputeTime) -> Stopwatch {
+        match (compute_time, super::cpu_clock::thread_cpu_ns()) {
+            (ComputeTime::ThreadCpu, Some(t)) => Stopwatch::ThreadCpu(t),
+            _ => Stopwatch::Wall(std::time::Instant::now()),
+        }
+    }
+
+    /// ns since the start, on the calling thread (the one that started it).
+    fn elapsed_ns(&self) -> u64 {
+        match self {
+            Stopwatch::Wall(t) => u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Stopwatch::ThreadCpu(t) => super::cpu_clock::thread_cpu_ns().map_or(0, |now| now.saturating_sub(*t)),
+        }
+    }
 }
 
 /// The SM and the simulated fabric it manages.
@@ -138,12 +171,13 @@ struct Jobs {
 }
 
 /// A routing job on its thread: started at virtual time `at`; the thread gives its result
-/// and its wall-clock time.
+/// and its time (ns) on `compute_time`'s clock.
 #[derive(Debug)]
 struct Running {
     at: u64,
     started: std::time::Instant,
-    thread: std::thread::JoinHandle<Option<(RouteDone, std::time::Duration)>>,
+    compute_time: ComputeTime,
+    thread: std::thread::JoinHandle<Option<(RouteDone, u64)>>,
 }
 
 impl Jobs {
@@ -158,13 +192,12 @@ impl Jobs {
         let Some(job) = sm.take_route_job() else { return false };
         match compute_time {
             ComputeTime::Virtual => sm.finish_route(job.run(), now),
-            ComputeTime::Wall => match Running::start(job, now) {
+            ComputeTime::Wall | ComputeTime::ThreadCpu => match Running::start(job, now, compute_time) {
                 Ok(r) => self.out = Some(r),
                 Err(job) => {
-                    let started = std::time::Instant::now();
+                    let started = Stopwatch::start(compute_time);
                     let done = RouteJob::run(*job);
-                    let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                    self.due = Some((now.saturating_add(took), done));
+                    self.due = Some((now.saturating_add(started.elapsed_ns()), done));
                 }
             },
         }
@@ -179,11 +212,13 @@ impl Jobs {
     fn due_by(&mut self, next: u64, waiting: bool) -> Option<u64> {
         if let Some(r) = self.out.take() {
             let so_far = || u64::try_from(r.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let must = next == u64::MAX || (waiting && r.at.saturating_add(so_far()) < next);
+            // On the thread's CPU clock the job's time so far is not known here (at most its
+            // wall time so far): while the SM waits, the job is waited for.
+            let cpu = r.compute_time == ComputeTime::ThreadCpu;
+            let must = next == u64::MAX || (waiting && (cpu || r.at.saturating_add(so_far()) < next));
             if must || r.thread.is_finished() {
                 match r.thread.join() {
                     Ok(Some((done, took))) => {
-                        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
                         self.due = Some((r.at.saturating_add(took), done));
                     }
                     // The job never reached the thread, which ran in place ([`Running::start`]).
@@ -210,20 +245,26 @@ impl Jobs {
 }
 
 impl Running {
-    /// `job` on a thread of its own, from virtual time `at`; the job back if none can start.
-    fn start(job: RouteJob, at: u64) -> Result<Running, Box<RouteJob>> {
+    /// `job` on a thread of its own, from virtual time `at`, timed on `compute_time`'s clock
+    /// (the wall clock from now, or the thread's CPU time); the job back if none can start.
+    fn start(job: RouteJob, at: u64, compute_time: ComputeTime) -> Result<Running, Box<RouteJob>> {
         let (tx, rx) = std::sync::mpsc::channel::<RouteJob>();
         let started = std::time::Instant::now();
         let run = move || {
             let job = rx.recv().ok()?;
+            let clock = Stopwatch::start(compute_time);
             let done = job.run();
-            Some((done, started.elapsed()))
+            let took = match clock {
+                Stopwatch::Wall(_) => u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                Stopwatch::ThreadCpu(_) => clock.elapsed_ns(),
+            };
+            Some((done, took))
         };
         let Ok(thread) = std::thread::Builder::new().name("ibsm-route".to_owned()).spawn(run) else {
             return Err(Box::new(job));
         };
         match tx.send(job) {
-            Ok(()) => Ok(Running { at, started, thread }),
+            Ok(()) => Ok(Running { at, started, compute_time, thread }),
             Err(back) => Err(Box::new(back.0)),
         }
     }
@@ -304,11 +345,9 @@ fn run_slots(
                 // The LFT diff that follows the route is the SM's work, on the wall clock too.
                 match compute_time {
                     ComputeTime::Virtual => slot.sm.finish_route(done, now),
-                    ComputeTime::Wall => {
-                        let started = std::time::Instant::now();
-                        slot.sm.finish_route_clocked(done, &mut || {
-                            now.saturating_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX))
-                        });
+                    ComputeTime::Wall | ComputeTime::ThreadCpu => {
+                        let started = Stopwatch::start(compute_time);
+                        slot.sm.finish_route_clocked(done, &mut || now.saturating_add(started.elapsed_ns()));
                         fabric.advance_to(SimTime(slot.sm.now()));
                     }
                 }
@@ -325,17 +364,16 @@ fn run_slots(
     }
 }
 
-/// Runs an SM's pending compute steps, on the virtual clock or on the wall clock (see
-/// [`ComputeTime`]); in the second case the fabric's clock follows the core's.
+/// Runs an SM's pending compute steps, on the virtual clock or on the wall clock or the
+/// thread's CPU clock (see [`ComputeTime`]); in the last two the fabric's clock follows the
+/// core's.
 fn compute(fabric: &mut Fabric, sm: &mut Sm, compute_time: ComputeTime) {
     let base = fabric.now().0;
     match compute_time {
         ComputeTime::Virtual => sm.handle_compute(&mut || base),
-        ComputeTime::Wall => {
-            let start = std::time::Instant::now();
-            sm.handle_compute(&mut || {
-                base.saturating_add(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
-            });
+        ComputeTime::Wall | ComputeTime::ThreadCpu => {
+            let start = Stopwatch::start(compute_time);
+            sm.handle_compute(&mut || base.saturating_add(start.elapsed_ns()));
             fabric.advance_to(SimTime(sm.now()));
         }
     }
@@ -502,19 +540,44 @@ mod tests {
         drv.sm.take_route_job().expect("the sweep's job")
     }
 
+    /// A stopwatch on the thread's CPU clock does not run while its thread waits for another
+    /// that works; one on the wall clock does (the wall time of the wait is at least the
+    /// worker's CPU time).
+    #[test]
+    fn a_cpu_stopwatch_stops_while_its_thread_waits_and_a_wall_one_does_not() {
+        let cpu = Stopwatch::start(ComputeTime::ThreadCpu);
+        assert!(matches!(cpu, Stopwatch::ThreadCpu(_)), "the thread's clock reads here");
+        let wall = Stopwatch::start(ComputeTime::Wall);
+        let worked = std::thread::spawn(|| {
+            let start = crate::transport::cpu_clock::thread_cpu_ns().expect("the clock reads");
+            let mut x = 0u64;
+            for i in 0..20_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            crate::transport::cpu_clock::thread_cpu_ns().expect("the clock reads") - start
+        })
+        .join()
+        .expect("the worker ends");
+        let (on_cpu, on_wall) = (cpu.elapsed_ns(), wall.elapsed_ns());
+        assert!(on_cpu < worked, "the waiting thread's stopwatch ran {on_cpu} ns, the worker worked {worked} ns");
+        assert!(on_wall >= worked, "the wall stopwatch ran {on_wall} ns, the worker worked {worked} ns");
+    }
+
     /// On the wall clock, while the SM waits for its route and the fabric's next event is later
     /// than the route has run so far, the route may be due first: the driver waits for it
     /// instead of moving the fabric (and the SM's clock) past the time the route was done.
     #[test]
     fn a_route_that_may_be_due_before_the_next_event_is_waited_for() {
         let far = 10_000_000_000;
-        let mut jobs = Jobs { out: Some(Running::start(route_job(), 0).expect("thread")), due: None };
+        let mut jobs =
+            Jobs { out: Some(Running::start(route_job(), 0, ComputeTime::Wall).expect("thread")), due: None };
         let due = jobs.due_by(far, true);
         assert!(due.is_some_and(|d| d < far), "due at {due:?}");
         assert!(jobs.out.is_none() && jobs.take_due(far).is_some());
         // A finished thread gives its result whatever the fabric's next event (one the route
         // has already run past comes first, and the fabric goes on to it without waiting).
-        let mut jobs = Jobs { out: Some(Running::start(route_job(), 0).expect("thread")), due: None };
+        let mut jobs =
+            Jobs { out: Some(Running::start(route_job(), 0, ComputeTime::Wall).expect("thread")), due: None };
         while !jobs.out.as_ref().is_some_and(|r| r.thread.is_finished()) {
             std::thread::yield_now();
         }
