@@ -3,7 +3,7 @@
 //! several P_Keys, QoS tables, the performance manager (and a bad cable for it to find), the
 //! babbling-port policy, a multicast group a host creates and an event subscription, traps from
 //! a cable cut and a port flap, a standby SM kept current by state sync that takes over when
-//! the master dies, all under a packet delay with jitter and a drop rule.
+//! the master dies, all under a packet delay (with jitter) and a drop rule.
 //!
 //! The run goes twice in one process. Std `HashMap`s and `HashSet`s draw new random keys for
 //! each map, so a map whose iteration order reaches the wire (the order MADs are sent in, or
@@ -12,7 +12,10 @@
 //! and every event with its virtual time, and on a difference names the first.
 //!
 //! The harness steps the SMs itself (as `support::sms::run_counting` does), so that it sees every
-//! MAD on its way in and out; computing takes no virtual time.
+//! MAD on its way in and out; computing takes no virtual time. Without jitter (answers then
+//! arrive together), a run that hands each SM the MADs of one instant as one batch
+//! (`Sm::handle_mads`, as the umad loop does) must trace as one that hands them one by one
+//! (`Sm::handle_mad`, as the simulated transport does).
 
 use std::hash::{Hash, Hasher};
 
@@ -33,6 +36,23 @@ use support::sms::{SECOND, hosts, lids};
 
 /// One line of a run's trace.
 type Line = String;
+
+/// A run's trace, and how the SMs are handed what they receive.
+struct Trace {
+    lines: Vec<Line>,
+    /// The MADs an SM receives at one instant go to it as one batch ([`Sm::handle_mads`], as
+    /// the umad loop hands them over), not one by one ([`Sm::handle_mad`], as the simulated
+    /// transport does).
+    batched: bool,
+    /// Batches of more than one MAD handed over.
+    batches: usize,
+}
+
+impl Trace {
+    fn push(&mut self, line: Line) {
+        self.lines.push(line);
+    }
+}
 
 /// The MAD in a line: class, method, attribute, modifier, TID and a hash of all its bytes.
 fn mad_line(bytes: &[u8]) -> String {
@@ -56,7 +76,7 @@ fn mad_line(bytes: &[u8]) -> String {
 
 /// Steps the live SMs and the fabric for `for_ns` (the clock then at its end), writing every MAD
 /// an SM sends or receives, every MAD `host` receives, and every SM event into `trace`.
-fn run_tracing(h: &mut SimSms, host: Option<AgentId>, for_ns: u64, trace: &mut Vec<Line>) {
+fn run_tracing(h: &mut SimSms, host: Option<AgentId>, for_ns: u64, trace: &mut Trace) {
     let limit_ns = h.now() + for_ns;
     loop {
         let now = h.now();
@@ -89,10 +109,20 @@ fn run_tracing(h: &mut SimSms, host: Option<AgentId>, for_ns: u64, trace: &mut V
         h.fabric.advance_to(SimTime(next));
         let now = h.now();
         for (i, s) in h.sms.iter_mut().enumerate().filter(|(_, s)| s.alive) {
+            let mut batch = Vec::new();
             while let Some(r) = h.fabric.recv(s.agent) {
                 trace.push(format!("{} sm{i} rx slid {} {}", r.at.0, r.slid.0, mad_line(&r.mad[..])));
                 let src = MadSource { slid: r.slid, sqpn: r.sqpn, pkey_index: r.pkey_index, sl: 0, grh: None };
-                s.sm.handle_mad(r.at.0, &r.mad[..], src);
+                if trace.batched {
+                    batch.push((r.at.0, r.mad, src));
+                } else {
+                    s.sm.handle_mad(r.at.0, &r.mad[..], src);
+                }
+            }
+            // Batched: each run of MADs that arrived at one instant, together.
+            for group in batch.chunk_by(|a, b| a.0 == b.0) {
+                trace.batches += usize::from(group.len() > 1);
+                s.sm.handle_mads(group[0].0, group.iter().map(|(_, mad, src)| (&mad[..], *src)));
             }
             if s.sm.poll_timeout().is_some_and(|t| t <= now) {
                 s.sm.handle_timeout(now);
@@ -108,7 +138,7 @@ fn run_tracing(h: &mut SimSms, host: Option<AgentId>, for_ns: u64, trace: &mut V
 
 /// The host asks the SA at `sm_lid` for a PathRecord from its LID to each of `to` (TIDs from
 /// `tid`), then for the table of every path from it, and waits for the answers.
-fn paths(h: &mut SimSms, (host, sm_lid, me): (AgentId, Lid, Lid), to: &[Lid], tid: u64, trace: &mut Vec<Line>) {
+fn paths(h: &mut SimSms, (host, sm_lid, me): (AgentId, Lid, Lid), to: &[Lid], tid: u64, trace: &mut Trace) {
     let mut asks = Vec::new();
     for (i, &dlid) in to.iter().enumerate() {
         let (mask, rec) = path_query(Some(me), Some(dlid), None, None);
@@ -185,17 +215,18 @@ struct Run {
     trace: Vec<Line>,
     stats: Stats,
     exercised: Vec<(&'static str, bool)>,
+    batches: usize,
 }
 
 /// The scenario, seeded.
-fn run(topo: &Topology, seed: u64, top: &str) -> Run {
+fn run(topo: &Topology, seed: u64, top: &str, (jitter_ns, batched): (u64, bool)) -> Run {
     let at = hosts(topo);
     let sms =
         vec![(Sm::new(cfg(topo, 9), Guid2Lid::default()), at[0]), (Sm::new(cfg(topo, 5), Guid2Lid::default()), at[1])];
     let mut h = SimSms::with_config(topo, SimConfig { seed, ..SimConfig::default() }, sms).expect("attach");
-    h.fabric.inject_fault(Fault::AddRule(LinkRule::global_delay(2_000, 20_000)));
+    h.fabric.inject_fault(Fault::AddRule(LinkRule::global_delay(2_000, jitter_ns)));
     h.fabric.inject_fault(Fault::AddRule(LinkRule::global_drop(0.01)));
-    let mut trace = Vec::new();
+    let mut trace = Trace { lines: Vec::new(), batched, batches: 0 };
     h.start(0);
     h.start(1);
     run_tracing(&mut h, None, 4 * SECOND, &mut trace);
@@ -263,17 +294,17 @@ fn run(topo: &Topology, seed: u64, top: &str) -> Run {
     let sm_lid = lids(&h, new_master)[&h.sms[new_master].sm.port_guid()];
     paths(&mut h, (host, sm_lid, my_lid), &host_lids, 0x300, &mut trace);
 
-    let saw = |what: &str| trace.iter().any(|l| l.contains(what));
+    let saw = |what: &str| trace.lines.iter().any(|l| l.contains(what));
     let exercised = vec![
         (
             "the join answered",
-            trace.iter().any(|l| l.contains("host rx") && l.contains("attr 0x0038") && l.contains("status 0x0 ")),
+            trace.lines.iter().any(|l| l.contains("host rx") && l.contains("attr 0x0038") && l.contains("status 0x0 ")),
         ),
         ("a trap", saw("TrapReceived")),
-        ("a notice reported", trace.iter().any(|l| l.contains("host rx") && l.contains("method 0x06"))),
+        ("a notice reported", trace.lines.iter().any(|l| l.contains("host rx") && l.contains("method 0x06"))),
         (
             "paths answered",
-            trace.iter().any(|l| l.contains("host rx") && l.contains("attr 0x0035") && l.contains("status 0x0 ")),
+            trace.lines.iter().any(|l| l.contains("host rx") && l.contains("attr 0x0035") && l.contains("status 0x0 ")),
         ),
         ("port errors", saw("PortErrors")),
         ("a babbling port", saw("BabblingPort")),
@@ -281,36 +312,46 @@ fn run(topo: &Topology, seed: u64, top: &str) -> Run {
         ("the standby took over", h.sms[1 - master].sm.state() == SmState::Master),
         (
             "M_Keys set",
-            trace.iter().any(|l| l.contains("tx") && l.contains("attr 0x0015") && l.contains("method 0x02")),
+            trace.lines.iter().any(|l| l.contains("tx") && l.contains("attr 0x0015") && l.contains("method 0x02")),
         ),
         (
             "QoS tables set",
-            trace.iter().any(|l| l.contains("tx") && l.contains("attr 0x0017") && l.contains("method 0x02")),
+            trace.lines.iter().any(|l| l.contains("tx") && l.contains("attr 0x0017") && l.contains("method 0x02")),
         ),
     ];
-    Run { trace, stats: h.fabric.stats(), exercised }
+    Run { trace: trace.lines, stats: h.fabric.stats(), exercised, batches: trace.batches }
 }
 
-/// Runs `fabric` twice with `seed` and compares.
+/// Runs `fabric` with `seed` twice as the simulated transport hands the SMs their MADs (one
+/// by one) and compares; then, without jitter (so that answers arrive together), once one by
+/// one and once as the umad loop hands them over (in batches), and compares those.
 fn repeats(fabric: &str, top: &str, seed: u64) {
     let topo = example(fabric);
-    let first = run(&topo, seed, top);
+    let first = run(&topo, seed, top, (20_000, false));
     let missing: Vec<&str> = first.exercised.iter().filter(|e| !e.1).map(|e| e.0).collect();
     assert!(missing.is_empty(), "{fabric} seed {seed}: the run did not exercise {missing:?}");
     assert!(first.stats.dropped_fault > 0 && first.stats.pma_answered > 0, "{fabric} seed {seed}: {:?}", first.stats);
-    let second = run(&topo, seed, top);
-    if let Some(i) = (0..first.trace.len().min(second.trace.len())).find(|&i| first.trace[i] != second.trace[i]) {
+    same(fabric, seed, "second run", &first, &run(&topo, seed, top, (20_000, false)));
+    let still = run(&topo, seed, top, (0, false));
+    let batched = run(&topo, seed, top, (0, true));
+    assert!(batched.batches > 100, "{fabric} seed {seed}: only {} batches of several MADs", batched.batches);
+    same(fabric, seed, "batched run", &still, &batched);
+}
+
+/// `other`'s trace and counts are `first`'s, or the first line where they part is shown.
+fn same(fabric: &str, seed: u64, what: &str, first: &Run, other: &Run) {
+    if let Some(i) = (0..first.trace.len().min(other.trace.len())).find(|&i| first.trace[i] != other.trace[i]) {
         let from = i.saturating_sub(5);
         panic!(
-            "{fabric} seed {seed}: the runs part at line {i} of {}:\nbefore:\n{}\nfirst run:  {}\nsecond run: {}",
+            "{fabric} seed {seed}: the {what} parts at line {i} of {}:\nbefore:\n{}\none by one: {}\n{what}: {}",
             first.trace.len(),
             first.trace[from..i].join("\n"),
             first.trace[i],
-            second.trace[i]
+            other.trace[i]
         );
     }
-    assert_eq!(first.trace.len(), second.trace.len(), "{fabric} seed {seed}: one run is longer");
-    assert_eq!(first.stats, second.stats, "{fabric} seed {seed}");
+    assert_eq!(first.trace.len(), other.trace.len(), "{fabric} seed {seed}: the {what} is longer or shorter");
+    assert_eq!(first.stats, other.stats, "{fabric} seed {seed}: {what}");
 }
 
 #[test]
