@@ -713,7 +713,7 @@ impl Fabric {
         self.stats.delivered += 1;
         let pkey_index = self.ports.get(p as usize).map_or(0, |port| {
             let want = pkt.pkey.0 & 0x7fff;
-            let len = port.pkeys.len().max(1);
+            let len = port.pkeys().len().max(1);
             (0..len).find(|&i| port.pkey(i) & 0x7fff == want).map_or(0, |i| i as u16)
         });
         let rec = Received { mad: pkt.mad, slid: pkt.slid, sqpn: pkt.sqpn, pkey: pkt.pkey, pkey_index, at: self.now };
@@ -831,7 +831,7 @@ impl Fabric {
             fresh.protect = 0;
             fresh.lease = 0;
             fresh.lease_deadline = None;
-            fresh.pkeys = Box::default();
+            fresh.reset_pkeys();
             fresh.reset_vlarb();
             fresh.perf.power_on(self.now);
             fresh.state = if kind == NodeKind::Switch && i == 0 { LState::Active } else { LState::Down };
@@ -884,7 +884,7 @@ impl Fabric {
     fn lease_check(&mut self, p: PortRef) {
         let now = self.now;
         if let Some(port) = self.ports.get_mut(p as usize)
-            && port.lease_deadline.is_some_and(|d| d <= now)
+            && port.lease_deadline.is_some_and(|d| d.get() <= now.0)
         {
             port.lease_deadline = None;
             port.protect = 0;
@@ -906,7 +906,7 @@ impl Fabric {
     /// facing it, OpenSM's way, relies on).
     fn port_accepts(&self, p: PortRef, key: u16) -> bool {
         let port = &self.ports[p as usize];
-        let n = if port.pkeys.is_empty() { 1 } else { port.pkeys.len() };
+        let n = port.pkeys().len().max(1);
         let key = PKey(key);
         if self.is_switch_port(p) {
             key.is_valid() && (0..n).any(|i| PKey(port.pkey(i)).is_valid() && PKey(port.pkey(i)).base() == key.base())

@@ -516,14 +516,9 @@ impl Fabric {
         if set {
             let Ok(t) = PKeyTable::parse(&data[..]) else { return ids::status::BAD_FIELD };
             let total = usize::from(self.pkey_blocks(q)) * 32;
-            let port = &mut self.ports[q as usize];
-            if port.pkeys.is_empty() {
-                let mut fresh = vec![0; total];
-                fresh[0] = 0xffff;
-                port.pkeys = fresh.into_boxed_slice();
-            }
+            let keys = self.ports[q as usize].pkeys_mut(total);
             for (i, k) in t.keys.iter().enumerate() {
-                if let Some(e) = port.pkeys.get_mut(start + i) {
+                if let Some(e) = keys.get_mut(start + i) {
                     *e = k.0;
                 }
             }
@@ -747,7 +742,8 @@ impl Fabric {
         port.mkey_violations = port.mkey_violations.saturating_add(1);
         if port.lease != 0 && port.lease_deadline.is_none() {
             let at = now.plus(u64::from(port.lease) * 1_000_000_000);
-            port.lease_deadline = Some(at);
+            // Never 0: the lease is at least a second.
+            port.lease_deadline = std::num::NonZeroU64::new(at.0);
             self.push(at, Event::LeaseCheck(kp));
         }
         verdict
