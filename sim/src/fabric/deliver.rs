@@ -428,6 +428,8 @@ impl Fabric {
     /// has where the walk ends (what the hops in between would see is never read; a packet
     /// dropped on the way is dropped with its buffer).
     fn route_dr(&mut self, src: PortRef, mad: &mut [u8; MAD_LEN]) -> Result<(Target, u64), Drop> {
+        let attr = u16::from_be_bytes([mad[16], mad[17]]);
+        let attr_mod = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
         let Ok(mut smp) = DrSmp::new_checked(&mut mad[..]) else { return Err(Drop::Malformed) };
         if smp.dr_slid() != Lid::PERMISSIVE || smp.dr_dlid() != Lid::PERMISSIVE {
             return Err(Drop::Malformed);
@@ -447,6 +449,9 @@ impl Fabric {
             // InitialPath[1..=n] (n <= 63 in a checked view: always within the 64 bytes).
             let mut path = [0u8; 64];
             path.copy_from_slice(smp.initial_path().get(..64).ok_or(Drop::Malformed)?);
+            // The ports the walk arrives at are the ones the answer will leave by: touched
+            // now, with the records the SMA will read (see the `warm` module).
+            let mut touched = 0u32;
             for h in 1..=n {
                 let out = self.exit_port(node, path[usize::from(h)], src)?;
                 let arrival = self.hop(out)?;
@@ -454,6 +459,7 @@ impl Fabric {
                 node = arrival.node;
                 smp.set_return_path_port(h, arrival.num).map_err(|_| Drop::Malformed)?;
                 if h < n {
+                    touched ^= self.touch_port(arrival.port);
                     if self.nodes[node].kind != NodeKind::Switch {
                         return Err(Drop::NoRoute);
                     }
@@ -463,6 +469,7 @@ impl Fabric {
                 if !self.nodes[node].alive {
                     return Err(Drop::Unreachable);
                 }
+                self.warm_sma(arrival.port, node, attr, attr_mod, touched);
                 return Ok((Target::Sma(arrival.port), lat));
             }
             return Err(Drop::Malformed);

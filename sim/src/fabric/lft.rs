@@ -75,6 +75,12 @@ fn hash(b: &Block) -> u64 {
 }
 
 impl Lft {
+    /// The store's id of block `block` ([`NONE`] when not written): what a Set of it reads
+    /// first (the fabric touches it ahead, see the `warm` module).
+    pub fn slot(&self, block: usize) -> u32 {
+        self.blocks.get(block).copied().unwrap_or(NONE)
+    }
+
     /// Entry `lid` (0xff when never written).
     pub fn entry(&self, store: &LftBlocks, lid: u16) -> u8 {
         let lid = usize::from(lid);

@@ -37,6 +37,7 @@ mod pma;
 mod queue;
 mod sma;
 mod state;
+mod warm;
 
 use ibsm_mad::{Lid, MAD_LEN};
 
