@@ -19,7 +19,7 @@ use ibsm_mad::attrs::{PhysPortState, PortInfo};
 use ibsm_mad::{DrPath, Guid, Lid, PortNum};
 
 use super::state::{NodeIdx, Subnet, port_info_set};
-use super::transactions::{PortStep, Req, Request};
+use super::transactions::{PlannedInfo, PortStep, Req, Request};
 
 /// A node as an operator names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -299,7 +299,10 @@ fn toggle_set(subnet: &Subnet, idx: NodeIdx, port: PortNum, phys: PhysPortState)
     let mut want = port_info_set(&info);
     want.port_physical_state = phys;
     let path = path_avoiding(subnet, idx, (idx, port)).unwrap_or_else(|| n.path_for(port));
-    Some(Request::sweep(path, Req::SetPortInfo { node: idx, port, info: Box::new(want), step: PortStep::Toggle }))
+    Some(Request::sweep(
+        path,
+        Req::SetPortInfo { node: idx, port, info: PlannedInfo::one(want), step: PortStep::Toggle },
+    ))
 }
 
 /// A directed route from the SM to node `target` that does not cross the link at `avoid`

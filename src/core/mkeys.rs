@@ -30,7 +30,7 @@ use crate::siphash::siphash24;
 
 use super::events::SmEvent;
 use super::state::{NodeIdx, Subnet};
-use super::transactions::{PortStep, Req, Request};
+use super::transactions::{PlannedInfo, PortStep, Req, Request};
 use crate::sa::Snapshot;
 
 /// How ports get their M_Keys.
@@ -350,7 +350,7 @@ impl MKeys {
                 }
                 let mut set = super::state::port_info_set(&info);
                 cfg.apply(Some(guid), &mut set);
-                let req = Req::SetPortInfo { node: i, port: p, info: Box::new(set), step: PortStep::Configure };
+                let req = Req::SetPortInfo { node: i, port: p, info: PlannedInfo::one(set), step: PortStep::Configure };
                 sets.push(Request::sweep(n.path_for(p), req));
             }
         }

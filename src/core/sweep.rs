@@ -298,6 +298,7 @@ mod tests {
 
     use super::*;
     use crate::core::testing::star;
+    use crate::core::transactions::PlannedInfo;
 
     fn facts(subnet: &Subnet, sent: u64, now: u64) -> Facts<'_> {
         let smps = Counters { sent, ..Counters::default() };
@@ -329,7 +330,8 @@ mod tests {
         let s = star(0x102, 0x103);
         let mut b = Sweep::default();
         let info = PortInfo::default();
-        let set = Req::SetPortInfo { node: 2, port: PortNum(1), info: Box::new(info), step: PortStep::Configure };
+        let set =
+            Req::SetPortInfo { node: 2, port: PortNum(1), info: PlannedInfo::one(info), step: PortStep::Configure };
         assert!(!b.repairable(), "nothing failed");
         b.note_failure(&set, false);
         assert!(b.repairable());

@@ -9,7 +9,7 @@ fn node_info(path: &[u8]) -> Request {
 
 /// A port configuration Set to (node, port).
 fn set(node: NodeIdx, port: u8) -> Request {
-    let info = Box::new(PortInfo::default());
+    let info = PlannedInfo::one(PortInfo::default());
     Request::sweep(DrPath::default(), Req::SetPortInfo { node, port: PortNum(port), info, step: PortStep::Configure })
 }
 
@@ -332,4 +332,47 @@ fn a_recycled_buffer_carries_the_next_smp_byte_for_byte_as_a_fresh_one() {
     pooled.recycle(vec![0u8; 300]);
     assert_eq!(pooled.poll_transmit(5).expect("a request").bytes.len(), ibsm_mad::MAD_LEN);
     assert_eq!(pooled.buffers_made(), 1);
+}
+
+#[test]
+fn a_set_from_a_shared_batch_writes_the_smp_a_set_of_its_own_does_and_is_retried_the_same() {
+    // Three PortInfos that differ where a Set carries them (LID, state, M_Key).
+    let infos: Vec<PortInfo> = (1..=3u16)
+        .map(|i| PortInfo {
+            lid: ibsm_mad::Lid(i),
+            port_state: ibsm_mad::attrs::PortState::Armed,
+            m_key: MKey(u64::from(i) << 8),
+            ..PortInfo::default()
+        })
+        .collect();
+    let batch = Arc::new(infos.clone());
+    assert!(PlannedInfo::of(&batch, 3).is_none(), "no entry past the batch's end");
+    let req = |info: PlannedInfo, port: u8| {
+        Request::sweep(
+            DrPath::new(&[port]).unwrap(),
+            Req::SetPortInfo { node: 1, port: PortNum(port), info, step: PortStep::Arm },
+        )
+    };
+    let mut shared = Transactions::new(8, 1_000, 1);
+    let mut alone = Transactions::new(8, 1_000, 1);
+    for (at, info) in infos.iter().enumerate() {
+        let port = u8::try_from(at + 1).unwrap();
+        shared.push(req(PlannedInfo::of(&batch, at).unwrap(), port));
+        alone.push(req(PlannedInfo::one(*info), port));
+    }
+    for (at, info) in infos.iter().enumerate() {
+        let (a, b) = (shared.poll_transmit(0).unwrap(), alone.poll_transmit(0).unwrap());
+        assert_eq!(a.bytes, b.bytes, "Set {at}");
+        let sent = SmpAnswer::parse(&a.bytes).unwrap();
+        assert_eq!(PortInfo::parse(&sent.data).unwrap(), *info);
+    }
+    // Silence: each is sent again from the batch, byte for byte as the Set of its own.
+    assert!(shared.on_timeout(1_000).is_empty() && alone.on_timeout(1_000).is_empty(), "retried, not failed");
+    for _ in &infos {
+        let (a, b) = (shared.poll_transmit(1_000).unwrap(), alone.poll_transmit(1_000).unwrap());
+        assert_eq!(a.bytes, b.bytes);
+    }
+    assert_eq!(shared.counters.retried, 3);
+    drop(shared);
+    assert_eq!(Arc::strong_count(&batch), 1, "the Sets' shares end with them");
 }

@@ -15,7 +15,7 @@ use ibsm_mad::{Lid, PortNum};
 use crate::core::Sm;
 use crate::core::events::SmEvent;
 use crate::core::state::{NodeIdx, SmState, Subnet, port_info_set};
-use crate::core::transactions::{PortStep, Req, Request};
+use crate::core::transactions::{PlannedInfo, PortStep, Req, Request};
 use crate::sync::Section;
 
 impl Sm {
@@ -109,7 +109,7 @@ impl Sm {
         if !n.is_switch() {
             self.cfg.m_key.apply(rec.guid, &mut set);
         }
-        let req = Req::SetPortInfo { node: idx, port, info: Box::new(set), step: PortStep::Toggle };
+        let req = Req::SetPortInfo { node: idx, port, info: PlannedInfo::one(set), step: PortStep::Toggle };
         self.tx.push(Request::sweep(n.path_for(port), req));
         true
     }
