@@ -183,9 +183,14 @@ struct Flags {
 
 /// Resolves a policy against the fabric's end ports.
 pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> Result<PortPkeys, ResolveError> {
-    let mut seen = std::collections::BTreeSet::new();
-    for p in &fabric.ports {
-        if !seen.insert(p.guid) {
+    // The ports by GUID (the duplicate check, and a GUID member's port found without a scan);
+    // everything else is kept by the port's position in `fabric.ports`, not in maps by GUID.
+    let mut by_guid: Vec<(Guid, usize)> = fabric.ports.iter().enumerate().map(|(i, p)| (p.guid, i)).collect();
+    by_guid.sort_unstable();
+    if by_guid.windows(2).any(|w| w[0].0 == w[1].0) {
+        // The first port (in the fabric's order) whose GUID an earlier one has.
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(p) = fabric.ports.iter().find(|p| !seen.insert(p.guid)) {
             return Err(ResolveError::DuplicatePort(p.guid));
         }
     }
@@ -198,27 +203,31 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
         ..PortPkeys::default()
     };
 
-    // Membership per port per base, and the indx0 base per port.
-    let mut member: BTreeMap<Guid, BTreeMap<u16, Flags>> =
-        fabric.ports.iter().map(|p| (p.guid, BTreeMap::new())).collect();
-    let mut indx0: BTreeMap<Guid, u16> = BTreeMap::new();
+    // The member entries that reach each port, in the order they apply (port position, base,
+    // entry; `None`: the SM's port made a full member), and the indx0 base per port.
+    let mut entries: Vec<(u32, u16, Option<Membership>)> = Vec::new();
+    let mut indx0: Vec<Option<u16>> = vec![None; fabric.ports.len()];
+    let mut matched: Vec<usize> = Vec::new();
     for (base, part) in &effective {
         for m in &part.members {
-            let matched: Vec<Guid> = fabric.ports.iter().filter(|p| matches(m, p)).map(|p| p.guid).collect();
-            if let (MemberSpec::PortGuid(g), true) = (m.who, matched.is_empty()) {
-                out.warnings.push(ResolveWarning::MemberNotInFabric { base: *base, guid: g });
+            matched.clear();
+            if let MemberSpec::PortGuid(g) = m.who {
+                let at = by_guid.partition_point(|(pg, _)| *pg < g);
+                matched.extend(by_guid.get(at).filter(|(pg, _)| *pg == g).map(|(_, i)| *i));
+                if matched.is_empty() {
+                    out.warnings.push(ResolveWarning::MemberNotInFabric { base: *base, guid: g });
+                }
+            } else {
+                matched.extend(fabric.ports.iter().enumerate().filter(|(_, p)| matches(m, p)).map(|(i, _)| i));
             }
-            for guid in matched {
-                let Some(table) = member.get_mut(&guid) else { continue };
-                let f = table.entry(*base).or_default();
-                apply(f, m.membership, opts.allow_both_pkeys);
+            for &i in &matched {
+                let Ok(pos) = u32::try_from(i) else { continue };
+                entries.push((pos, *base, Some(m.membership)));
                 if part.indx0 {
-                    match indx0.get(&guid) {
-                        None => {
-                            indx0.insert(guid, *base);
-                        }
-                        Some(&kept) if kept != *base => {
-                            let w = ResolveWarning::Indx0Conflict { port: guid, kept, ignored: *base };
+                    match indx0[i] {
+                        None => indx0[i] = Some(*base),
+                        Some(kept) if kept != *base => {
+                            let w = ResolveWarning::Indx0Conflict { port: fabric.ports[i].guid, kept, ignored: *base };
                             if !out.warnings.contains(&w) {
                                 out.warnings.push(w);
                             }
@@ -232,74 +241,115 @@ pub fn resolve(policy: &Policy, fabric: &FabricPorts, opts: ResolveOptions) -> R
     // The SM's port is a full member of the default partition, through which every port
     // reaches the SA, and of what the policy gives it (`SELF`, its GUID), no more: OpenSM's
     // rule. The policy decides which other partitions the SM's host is in.
-    for p in fabric.ports.iter().filter(|p| p.is_sm) {
-        let Some(table) = member.get_mut(&p.guid) else { continue };
-        table.entry(DEFAULT_PKEY_BASE).or_default().full = true;
+    for (i, _) in fabric.ports.iter().enumerate().filter(|(_, p)| p.is_sm) {
+        if let Ok(pos) = u32::try_from(i) {
+            entries.push((pos, DEFAULT_PKEY_BASE, None));
+        }
     }
+    // By port, then base; a stable sort keeps each (port, base)'s entries in the order they
+    // apply.
+    entries.sort_by_key(|&(pos, base, _)| (pos, base));
 
-    for p in &fabric.ports {
-        let flags = member.remove(&p.guid).unwrap_or_default();
-        let first = indx0.get(&p.guid).copied().unwrap_or(DEFAULT_PKEY_BASE);
-        let mut table = Vec::new();
-        // Both keys of one partition (`allow_both_pkeys`): the limited first, as OpenSM.
-        let entries = |base: u16, f: Flags, table: &mut Vec<PKey>| {
-            if f.limited && (opts.allow_both_pkeys || !f.full) {
-                table.push(PKey::new(base, false));
-            }
-            if f.full {
-                table.push(PKey::new(base, true));
-            }
-        };
-        if let Some(f) = flags.get(&first) {
-            entries(first, *f, &mut table);
-        }
-        for (base, f) in flags.iter().filter(|(b, _)| **b != first) {
-            entries(*base, *f, &mut table);
-        }
+    let mut tables: Vec<Vec<PKey>> = Vec::with_capacity(fabric.ports.len());
+    let mut rest = entries.as_slice();
+    for (i, p) in fabric.ports.iter().enumerate() {
+        let n = rest.iter().take_while(|(pos, _, _)| usize::try_from(*pos).is_ok_and(|pos| pos == i)).count();
+        let (mine, after) = rest.split_at(n);
+        rest = after;
+        let mut table = port_table(mine, indx0[i].unwrap_or(DEFAULT_PKEY_BASE), opts.allow_both_pkeys);
         let capacity = usize::from(p.pkey_capacity);
         if table.len() > capacity {
             let dropped = table.split_off(capacity);
             out.warnings.push(ResolveWarning::TableOverflow { port: p.guid, capacity: p.pkey_capacity, dropped });
         }
-        out.ports.insert(p.guid, table);
+        tables.push(table);
     }
 
     if opts.enforcement {
-        enforcement(fabric, &mut out);
+        enforcement(fabric, &tables, &mut out);
     }
+    // Built in GUID order at once, not inserted one by one.
+    out.ports = by_guid.iter().map(|&(g, i)| (g, std::mem::take(&mut tables[i]))).collect();
     Ok(out)
 }
 
-/// Fills the switch-port enforcement tables from the CA and router ports' tables.
-fn enforcement(fabric: &FabricPorts, out: &mut PortPkeys) {
-    let mut caps: BTreeMap<(Guid, PortNum), u16> = BTreeMap::new();
-    for p in fabric.ports.iter().filter(|p| p.kind != NodeKind::Switch) {
-        let Some(peer) = p.peer else { continue };
-        let key = (peer.switch, peer.port);
-        let cap = caps.entry(key).or_insert(peer.enforce_cap);
-        *cap = (*cap).min(peer.enforce_cap);
-        let table = out.switch_ports.entry(key).or_default();
-        let keys = out.ports.get(&p.guid).map_or(&[][..], Vec::as_slice);
-        for k in keys {
-            // A port holding both keys of a partition: its switch port holds the full one (OpenSM).
-            let has_full = || keys.contains(&PKey::new(k.base(), true));
-            if !table.contains(k) && (k.is_full() || !has_full()) {
-                table.push(*k);
-            }
+/// One port's P_Key table from its member entries (`mine`, by base, each base's in the order
+/// they apply; `None`: the SM's port made a full member), `first`'s key(s) first, then by
+/// ascending base.
+fn port_table(mine: &[(u32, u16, Option<Membership>)], first: u16, allow_both_pkeys: bool) -> Vec<PKey> {
+    // The port's flags per base, ascending.
+    let mut flags: Vec<(u16, Flags)> = Vec::new();
+    for &(_, base, entry) in mine {
+        if flags.last().is_none_or(|(b, _)| *b != base) {
+            flags.push((base, Flags::default()));
+        }
+        let Some((_, f)) = flags.last_mut() else { continue };
+        match entry {
+            Some(membership) => apply(f, membership, allow_both_pkeys),
+            None => f.full = true,
         }
     }
-    for (key, cap) in caps {
-        let needed = out.switch_ports.get(&key).map_or(0, Vec::len);
+    let mut table = Vec::new();
+    // Both keys of one partition (`allow_both_pkeys`): the limited first, as OpenSM.
+    let entries = |base: u16, f: Flags, table: &mut Vec<PKey>| {
+        if f.limited && (allow_both_pkeys || !f.full) {
+            table.push(PKey::new(base, false));
+        }
+        if f.full {
+            table.push(PKey::new(base, true));
+        }
+    };
+    if let Some((_, f)) = flags.iter().find(|(b, _)| *b == first) {
+        entries(first, *f, &mut table);
+    }
+    for (base, f) in flags.iter().filter(|(b, _)| *b != first) {
+        entries(*base, *f, &mut table);
+    }
+    table
+}
+
+/// Fills the switch-port enforcement tables from the CA and router ports' tables (`tables`,
+/// by the ports' positions in `fabric.ports`).
+fn enforcement(fabric: &FabricPorts, tables: &[Vec<PKey>], out: &mut PortPkeys) {
+    // Each switch port's claims (its capacity as each peer reports it, the peer's position), by
+    // switch port; a stable sort keeps each one's claims in the fabric's order.
+    let mut claims: Vec<((Guid, PortNum), u16, usize)> = fabric
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind != NodeKind::Switch)
+        .filter_map(|(i, p)| p.peer.map(|peer| ((peer.switch, peer.port), peer.enforce_cap, i)))
+        .collect();
+    claims.sort_by_key(|c| c.0);
+    let mut switch_ports = Vec::new();
+    for group in claims.chunk_by(|a, b| a.0 == b.0) {
+        let Some(&(key, _, _)) = group.first() else { continue };
+        let cap = group.iter().map(|c| c.1).min().unwrap_or(0);
+        let mut table: Vec<PKey> = Vec::new();
+        for &(_, _, i) in group {
+            let keys = tables.get(i).map_or(&[][..], Vec::as_slice);
+            for k in keys {
+                // A port holding both keys of a partition: its switch port holds the full one (OpenSM).
+                let has_full = || keys.contains(&PKey::new(k.base(), true));
+                if !table.contains(k) && (k.is_full() || !has_full()) {
+                    table.push(*k);
+                }
+            }
+        }
+        let needed = table.len();
         if needed > usize::from(cap) {
-            out.switch_ports.remove(&key);
             out.warnings.push(ResolveWarning::EnforcementOverflow {
                 switch: key.0,
                 port: key.1,
                 needed,
                 capacity: cap,
             });
+        } else {
+            switch_ports.push((key, table));
         }
     }
+    // In key order already: built at once.
+    out.switch_ports = switch_ports.into_iter().collect();
 }
 
 /// The partitions in force: the implicit default partition plus the policy's, merged (rule 2
@@ -398,3 +448,7 @@ fn apply(f: &mut Flags, m: Membership, allow_both: bool) {
         Membership::Both => Flags { full: true, limited: allow_both },
     };
 }
+
+#[cfg(test)]
+#[path = "resolve_reference.rs"]
+mod reference;

@@ -22,7 +22,8 @@
 //! nothing and touches no other component's state. The SM's `set_partitions` replaces the
 //! policy in the configuration; this component only resolves what it is given.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
 
 use ibsm_mad::attrs::{NodeType, PKeyTable};
 use ibsm_mad::{Guid, Lid, PKey, PortNum};
@@ -30,6 +31,7 @@ use ibsm_partitions::{EndPort, FabricPorts, NodeKind, ResolveOptions, SwitchPeer
 
 use super::PartEnforce;
 use super::events::SmEvent;
+use super::guid_hash::{GuidMap, GuidState};
 use super::state::{NodeIdx, Subnet};
 use super::transactions::{Req, Request};
 
@@ -42,8 +44,9 @@ pub struct Partitions {
     enforce: BTreeMap<(Guid, PortNum), Vec<PKey>>,
     /// Each P_Key table's layout as last written (indexes kept across sweeps and restarts).
     layout: BTreeMap<Guid, Vec<PKey>>,
-    /// P_KeyTable blocks this SM wrote, by port GUID.
-    held: HashMap<Guid, Vec<Option<PKeyTable>>>,
+    /// P_KeyTable blocks this SM wrote, by port GUID (never iterated: its order is the
+    /// hash's).
+    held: GuidMap<Vec<Option<PKeyTable>>>,
     /// P_KeyTable blocks written.
     blocks_sent: u64,
     /// The partitions in force, as last resolved (name, base, `sl=`).
@@ -66,7 +69,7 @@ impl Partitions {
     ) -> Vec<SmEvent> {
         let local = subnet.local;
         let mut ports = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen: std::collections::HashSet<Guid, GuidState> = std::collections::HashSet::default();
         for (i, n) in subnet.nodes.iter().enumerate().filter(|(_, n)| !n.carried) {
             let kind = match n.info.node_type {
                 NodeType::Switch => NodeKind::Switch,
@@ -173,13 +176,17 @@ impl Partitions {
             } else {
                 usize::from(n.info.partition_cap)
             };
-            let prev = self.layout.get(&key).map_or(&[][..], Vec::as_slice);
-            let keys = stable_layout(prev, keys, capacity);
-            if !self.held.contains_key(&key) {
-                // An empty entry reads as written whole ([`Partitions::enforcing_table`]).
-                self.revision += 1;
-            }
-            let held = self.held.entry(key).or_default();
+            let prev = self.layout.get(&key);
+            let keys = stable_layout(prev.map_or(&[][..], Vec::as_slice), keys, capacity);
+            let laid_out = prev == Some(&keys);
+            let held = match self.held.entry(key) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    // An empty entry reads as written whole ([`Partitions::enforcing_tables`]).
+                    self.revision += 1;
+                    e.insert(Vec::new())
+                }
+            };
             let blocks = keys.len().div_ceil(PKeyTable::ENTRIES).max(held.len()).max(1);
             for b in 0..blocks {
                 let mut t = PKeyTable::default();
@@ -193,7 +200,7 @@ impl Partitions {
                 let req = Req::SetPKeys { node, port, guid: key, block, table: Box::new(t) };
                 sets.push(Request::sweep(n.path_for(port), req));
             }
-            if self.layout.get(&key) != Some(&keys) {
+            if !laid_out {
                 self.revision += 1;
                 self.layout.insert(key, keys);
             }
@@ -211,10 +218,13 @@ impl Partitions {
             return;
         }
         self.blocks_sent += 1;
-        if !self.held.contains_key(&guid) {
-            self.revision += 1;
-        }
-        let held = self.held.entry(guid).or_default();
+        let held = match self.held.entry(guid) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                self.revision += 1;
+                e.insert(Vec::new())
+            }
+        };
         let b = usize::from(block);
         if held.len() <= b {
             // Exactly the blocks needed: a vector's first allocation is four slots, and most
@@ -292,7 +302,7 @@ impl Partitions {
     }
 
     /// A count that changes whenever a table [`Partitions::written_table`] or
-    /// [`Partitions::enforcing_table`] gives may have changed: the SA snapshot copies the
+    /// [`Partitions::enforcing_tables`] gives may have changed: the SA snapshot copies the
     /// tables again only then.
     pub fn revision(&self) -> u64 {
         self.revision
@@ -303,27 +313,35 @@ impl Partitions {
         self.blocks_sent
     }
 
-    /// The ports of switch `switch` that enforce partitions, each with its table as
-    /// [`Partitions::enforcing_table`] gives it (one range of the books per switch, where a
-    /// lookup per port took a third of the SA snapshot's time at k = 48).
+    /// The ports of switch `switch` that enforce partitions, each with its table as written
+    /// (holes included; a port whose table is not written whole is left out). One range of the
+    /// books per switch, where a lookup per port took a third of the SA snapshot's time at
+    /// k = 48.
     pub fn enforcing_tables(&self, switch: Guid) -> Vec<(usize, Vec<PKey>)> {
         self.enforce
             .range((switch, PortNum(0))..=(switch, PortNum(u8::MAX)))
-            .map(|(&(_, port), _)| (usize::from(port.0), self.enforcing_table(switch, usize::from(port.0))))
+            .filter_map(|(&(_, port), _)| self.written_whole(switch_port_key(switch, port)).map(|t| (port, t)))
             .filter(|(_, t)| !t.is_empty())
+            .map(|(port, t)| (usize::from(port.0), t.clone()))
             .collect()
+    }
+
+    /// The layout of table `key` when every block of it is written as laid out (an empty
+    /// entry in the books reads as written whole).
+    fn written_whole(&self, key: Guid) -> Option<&Vec<PKey>> {
+        let written = self.held.get(&key).is_some_and(|held| held.iter().all(Option::is_some));
+        written.then(|| self.layout.get(&key)).flatten()
     }
 
     /// Switch `switch`'s enforcing port `port`'s P_Key table as written (holes included); empty
     /// when the port does not enforce or a block of its table could not be written.
+    #[cfg(test)]
     pub fn enforcing_table(&self, switch: Guid, port: usize) -> Vec<PKey> {
         let Ok(port) = u8::try_from(port).map(PortNum) else { return Vec::new() };
-        let key = switch_port_key(switch, port);
-        let written = self.held.get(&key).is_some_and(|held| held.iter().all(Option::is_some));
-        match (self.enforce.contains_key(&(switch, port)), written, self.layout.get(&key)) {
-            (true, true, Some(layout)) => layout.clone(),
-            _ => Vec::new(),
+        if !self.enforce.contains_key(&(switch, port)) {
+            return Vec::new();
         }
+        self.written_whole(switch_port_key(switch, port)).cloned().unwrap_or_default()
     }
 
     /// End port `guid`'s table as written, for the SA: its layout, while the policy gives it one
