@@ -202,6 +202,13 @@ impl SaHeader {
     pub fn parse<T: AsRef<[u8]>>(sa: &SaMad<T>) -> Result<SaHeader> {
         let buf = sa.buffer.as_ref();
         SaMad::new_checked(buf)?;
+        // Read from the header's bytes as an array (`new_checked` saw at least that many):
+        // with the length known, the field readers' bounds checks fold away.
+        let Some(buf) = buf.first_chunk::<SA_HEADER_LEN>() else {
+            return Err(Error::Truncated { what: "SA MAD", need: SA_HEADER_LEN, got: buf.len() });
+        };
+        let buf = &buf[..];
+        let sa = SaMad::new_unchecked(buf);
         let mad = sa.header();
         if mad.class_version() != 2 {
             return Err(Error::BadClassVersion { class: class::SUBN_ADM, expected: 2, found: mad.class_version() });
@@ -231,6 +238,19 @@ impl SaHeader {
     /// `ClassSpecific` and reserved bytes zero) into `buf`; a shorter buffer gets what fits. The
     /// data is untouched.
     pub fn emit(&self, buf: &mut [u8]) {
+        // Written whole into an array of the header's length (every byte of it is a field or
+        // a reserved zero), then what fits copied: with the length known the field writers'
+        // bounds checks fold away (the SA writes one header per answer).
+        let mut whole = [0u8; SA_HEADER_LEN];
+        self.emit_whole(&mut whole);
+        let end = SA_HEADER_LEN.min(buf.len());
+        buf[..end].copy_from_slice(&whole[..end]);
+    }
+
+    /// [`SaHeader::emit`] into exactly the header's bytes.
+    #[inline]
+    fn emit_whole(&self, buf: &mut [u8; SA_HEADER_LEN]) {
+        let buf = &mut buf[..];
         MadHeader {
             base_version: 1,
             mgmt_class: MgmtClass::SubnAdm,

@@ -47,6 +47,12 @@ impl MadPool {
         Box::new([0u8; MAD_LEN])
     }
 
+    /// A buffer handed back, if the pool holds one (nothing is allocated): for a writer that
+    /// has its own way to allocate (the SA's answers). Its contents are unspecified.
+    pub fn take_kept(&mut self) -> Option<Vec<u8>> {
+        self.free.pop().map(|b| Vec::from(b as Box<[u8]>))
+    }
+
     /// Keeps `bytes` for a later [`MadPool::take`] if it is one MAD long with no spare capacity
     /// and the pool has room; otherwise drops it.
     pub fn give(&mut self, bytes: Vec<u8>) {
@@ -84,6 +90,12 @@ mod tests {
         assert_eq!(pool.len(), 1);
         let again = pool.take();
         assert_eq!(again.as_ptr(), at, "the same allocation");
+        assert_eq!((pool.made(), pool.len()), (1, 0));
+        // `take_kept` gives only what was handed back, and as a vector of one MAD.
+        assert!(pool.take_kept().is_none());
+        pool.give(Vec::from(again as Box<[u8]>));
+        let kept = pool.take_kept().expect("the buffer handed back");
+        assert_eq!((kept.as_ptr(), kept.len(), kept.capacity()), (at, MAD_LEN, MAD_LEN));
         assert_eq!((pool.made(), pool.len()), (1, 0));
     }
 

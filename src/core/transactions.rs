@@ -732,6 +732,12 @@ impl Transactions {
         self.pool.give(bytes);
     }
 
+    /// A MAD buffer a driver handed back, if one is kept (none is allocated here), for an SA
+    /// answer to be written into; its contents are unspecified.
+    pub fn spare_buffer(&mut self) -> Option<Vec<u8>> {
+        self.pool.take_kept()
+    }
+
     /// Buffers [`Transactions::poll_transmit_keyed`] allocated, not taken from those recycled.
     pub fn buffers_made(&self) -> u64 {
         self.pool.made()

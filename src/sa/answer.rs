@@ -46,9 +46,20 @@ impl Table {
         // A Get's answer is one MAD (room for the second record that makes it "too many"),
         // zeroed once: the record is emitted into it and nothing is resized or cleared after.
         let room = if q.header.method == Method::Get { MAD_LEN.max(SA_HEADER_LEN + 2 * stride) } else { SA_HEADER_LEN };
-        // (Allocated, then zeroed: `vec![0; n]` would take glibc's calloc, which skips the
-        // thread cache and cost more than the zeroing.)
-        let mut bytes = Vec::with_capacity(room);
+        // Into the spare MAD buffer when one is offered and the answer fits one MAD (no
+        // allocation, and the driver hands the buffer back again after the send), else
+        // allocated, then zeroed: `vec![0; n]` would take glibc's calloc, which skips the
+        // thread cache and cost more than the zeroing.
+        let mut bytes = match q.spare.take() {
+            Some(mut b) if room == MAD_LEN && b.len() == MAD_LEN => {
+                b.fill(0);
+                b
+            }
+            other => {
+                q.spare.set(other);
+                Vec::with_capacity(room)
+            }
+        };
         bytes.resize(room, 0);
         Table { stride, len: A::LEN, bytes, used: SA_HEADER_LEN, count: 0, cap, truncated: false }
     }

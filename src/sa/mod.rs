@@ -83,7 +83,6 @@ impl Limits {
 }
 
 /// One SA request, parsed.
-#[derive(Debug)]
 pub struct Query<'a> {
     /// The SA header.
     pub header: SaHeader,
@@ -93,6 +92,21 @@ pub struct Query<'a> {
     pub requester: Lid,
     /// The request carried the SA key.
     pub trusted: bool,
+    /// A MAD buffer to write a one-MAD answer into instead of allocating one (the core's pool
+    /// of buffers the driver handed back); its contents are unspecified. Whatever answer does
+    /// not take it is handed back by [`serve_parsed`].
+    pub spare: std::cell::Cell<Option<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Query<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("header", &self.header)
+            .field("template", &self.template)
+            .field("requester", &self.requester)
+            .field("trusted", &self.trusted)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the SA answers with besides the snapshot: the SM's live SMInfo (its ActCount moves),
@@ -159,12 +173,14 @@ pub fn serve(
     requester: Lid,
     limits: &Limits,
 ) -> Result<Answer, Dropped> {
-    serve_parsed(snap, state, live, bytes, SaHeader::from_bytes(bytes).ok(), requester, limits)
+    serve_parsed(snap, state, live, bytes, SaHeader::from_bytes(bytes).ok(), requester, limits, &mut None)
 }
 
 /// [`serve`] for a caller that has read the request's SA header already
 /// (`SaHeader::from_bytes(bytes).ok()`: `None` when it does not parse), so that it is read
-/// once per request.
+/// once per request. `spare` is a MAD buffer the answer may be written into (see
+/// [`Query::spare`]); it is left there when the answer did not take it.
+#[allow(clippy::too_many_arguments)]
 pub fn serve_parsed(
     snap: &Snapshot,
     state: &mut SaState,
@@ -173,6 +189,7 @@ pub fn serve_parsed(
     header: Option<SaHeader>,
     requester: Lid,
     limits: &Limits,
+    spare: &mut Option<Vec<u8>>,
 ) -> Result<Answer, Dropped> {
     if bytes.len() < MAD_LEN {
         return Err(Dropped::Malformed);
@@ -186,7 +203,7 @@ pub fn serve_parsed(
         return Err(Dropped::BadKey(header.sm_key));
     }
     let trusted = header.sm_key == live.sa_key;
-    let q = Query { header, template, requester, trusted };
+    let q = Query { header, template, requester, trusted, spare: std::cell::Cell::new(spare.take()) };
     let h = &q.header;
     let answer = match (h.method, h.attr_id) {
         (Method::Get, sa_attr::CLASS_PORT_INFO) => class_port_info::get(&q),
@@ -215,5 +232,6 @@ pub fn serve_parsed(
         (Method::Get | Method::GetTable, sa_attr::VL_ARB_RECORD) => vl_tables::vlarb_query(snap, &state.vl, &q, limits),
         _ => Answer::error(h, status::BAD_METHOD_ATTR),
     };
+    *spare = q.spare.take();
     Ok(answer)
 }

@@ -4,8 +4,8 @@
 //! must use to reach a destination. 64 bytes; only the layout lives here, path computation is
 //! the SA's job.
 
-use crate::records::{Mtu, Rate, Selector, comp, flag, gid_at, put_gid, set_flag};
-use crate::{Attribute, Gid, Lid, PKey, Result, bits, check_len, ids};
+use crate::records::{Mtu, Rate, Selector, comp, flag, gid_at};
+use crate::{Attribute, Gid, Lid, PKey, Result, bits, ids};
 
 /// PathRecord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,7 +110,13 @@ impl Attribute for PathRecord {
     const LEN: usize = 64;
 
     fn parse(buf: &[u8]) -> Result<Self> {
-        check_len("PathRecord", buf, Self::LEN)?;
+        // Read from the record's 64 bytes as an array (the error `check_len` gives when there
+        // are fewer): with the length known, the field readers' bounds checks fold away (the
+        // SA reads one per PathRecord request).
+        let Some(buf) = buf.first_chunk::<{ Self::LEN }>() else {
+            return Err(crate::Error::Truncated { what: "PathRecord", need: Self::LEN, got: buf.len() });
+        };
+        let buf = &buf[..];
         let g = |bit, width| bits::get(buf, bit, width);
         Ok(PathRecord {
             service_id: g(0, 64),
@@ -138,30 +144,32 @@ impl Attribute for PathRecord {
     }
 
     fn emit(&self, buf: &mut [u8]) {
+        // The 64 bytes made whole, then copied (what fits of them into a shorter buffer): the
+        // SA writes one per PathRecord it answers, and field by field through the bit
+        // setters it cost ~190 instructions (the tests keep that way as the judge).
+        let mut r = [0u8; Self::LEN];
+        r[0..8].copy_from_slice(&self.service_id.to_be_bytes());
+        r[8..16].copy_from_slice(&self.dgid.prefix.to_be_bytes());
+        r[16..24].copy_from_slice(&self.dgid.guid.0.to_be_bytes());
+        r[24..32].copy_from_slice(&self.sgid.prefix.to_be_bytes());
+        r[32..40].copy_from_slice(&self.sgid.guid.0.to_be_bytes());
+        r[40..42].copy_from_slice(&self.dlid.0.to_be_bytes());
+        r[42..44].copy_from_slice(&self.slid.0.to_be_bytes());
+        // RawTraffic (bit 352), 3 reserved bits, FlowLabel (20 bits), HopLimit.
+        let word =
+            (u32::from(self.raw_traffic) << 31) | ((self.flow_label & 0xf_ffff) << 8) | u32::from(self.hop_limit);
+        r[44..48].copy_from_slice(&word.to_be_bytes());
+        r[48] = self.tclass;
+        r[49] = (u8::from(self.reversible) << 7) | (self.numb_path & 0x7f);
+        r[50..52].copy_from_slice(&self.pkey.0.to_be_bytes());
+        r[52..54].copy_from_slice(&(((self.qos_class & 0xfff) << 4) | u16::from(self.sl & 0xf)).to_be_bytes());
+        let sel = |s: Selector, v: u8| ((s.raw() & 0x3) << 6) | (v & 0x3f);
+        r[54] = sel(self.mtu_selector, self.mtu.raw());
+        r[55] = sel(self.rate_selector, self.rate.raw());
+        r[56] = sel(self.packet_life_time_selector, self.packet_life_time);
+        r[57] = self.preference;
         let end = Self::LEN.min(buf.len());
-        buf[..end].fill(0);
-        set_flag(buf, 352, self.raw_traffic);
-        set_flag(buf, 392, self.reversible);
-        let mut s = |bit, width, v: u64| bits::set(buf, bit, width, v);
-        s(0, 64, self.service_id);
-        s(320, 16, self.dlid.0.into());
-        s(336, 16, self.slid.0.into());
-        s(356, 20, self.flow_label.into());
-        s(376, 8, self.hop_limit.into());
-        s(384, 8, self.tclass.into());
-        s(393, 7, self.numb_path.into());
-        s(400, 16, self.pkey.0.into());
-        s(416, 12, self.qos_class.into());
-        s(428, 4, self.sl.into());
-        s(432, 2, self.mtu_selector.raw().into());
-        s(434, 6, self.mtu.raw().into());
-        s(440, 2, self.rate_selector.raw().into());
-        s(442, 6, self.rate.raw().into());
-        s(448, 2, self.packet_life_time_selector.raw().into());
-        s(450, 6, self.packet_life_time.into());
-        s(456, 8, self.preference.into());
-        put_gid(buf, 8, self.dgid);
-        put_gid(buf, 24, self.sgid);
+        buf[..end].copy_from_slice(&r[..end]);
     }
 }
 
@@ -256,10 +264,58 @@ mod tests {
         assert_eq!(PathRecord::COMP_PACKET_LIFE_TIME, 1 << 21);
     }
 
+    /// The record written field by field through the bit setters, from the spec's layout
+    /// table: the judge of [`PathRecord::emit`]'s byte-wise writing.
+    fn emit_by_bits(p: &PathRecord, buf: &mut [u8]) {
+        use crate::records::{put_gid, set_flag};
+        let end = PathRecord::LEN.min(buf.len());
+        buf[..end].fill(0);
+        set_flag(buf, 352, p.raw_traffic);
+        set_flag(buf, 392, p.reversible);
+        let mut s = |bit, width, v: u64| bits::set(buf, bit, width, v);
+        s(0, 64, p.service_id);
+        s(320, 16, p.dlid.0.into());
+        s(336, 16, p.slid.0.into());
+        s(356, 20, p.flow_label.into());
+        s(376, 8, p.hop_limit.into());
+        s(384, 8, p.tclass.into());
+        s(393, 7, p.numb_path.into());
+        s(400, 16, p.pkey.0.into());
+        s(416, 12, p.qos_class.into());
+        s(428, 4, p.sl.into());
+        s(432, 2, p.mtu_selector.raw().into());
+        s(434, 6, p.mtu.raw().into());
+        s(440, 2, p.rate_selector.raw().into());
+        s(442, 6, p.rate.raw().into());
+        s(448, 2, p.packet_life_time_selector.raw().into());
+        s(450, 6, p.packet_life_time.into());
+        s(456, 8, p.preference.into());
+        put_gid(buf, 8, p.dgid);
+        put_gid(buf, 24, p.sgid);
+    }
+
     proptest! {
         #[test]
         fn round_trips(b in proptest::collection::vec(any::<u8>(), PathRecord::LEN)) {
             round_trip(&PathRecord::parse(&b).unwrap());
+        }
+
+        /// Every field at any value, over-wide ones included (cut to their width as the bit
+        /// setters cut them), into buffers of every length up to past the record: the same
+        /// bytes as the bit setters write, and nothing past the record touched.
+        #[test]
+        fn emit_writes_what_the_bit_setters_write(
+            b in proptest::collection::vec(any::<u8>(), PathRecord::LEN),
+            wide in any::<(u32, u8, u16, u8)>(),
+            len in 0usize..80,
+        ) {
+            let mut p = PathRecord::parse(&b).unwrap();
+            (p.flow_label, p.numb_path, p.qos_class, p.sl) = wide;
+            p.packet_life_time = wide.1;
+            let (mut fast, mut judge) = (vec![0xa5u8; len], vec![0xa5u8; len]);
+            p.emit(&mut fast);
+            emit_by_bits(&p, &mut judge);
+            prop_assert_eq!(fast, judge);
         }
 
         #[test]

@@ -72,7 +72,7 @@ pub(super) struct Sa {
 }
 
 /// An SA request as the coordinator hands it over.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(super) struct Asked<'a> {
     /// Its common header (already read).
     pub header: &'a MadHeader,
@@ -86,6 +86,9 @@ pub(super) struct Asked<'a> {
     pub master: bool,
     /// Answers queued and not sent yet.
     pub queued: usize,
+    /// A MAD buffer the answer may be written into (the coordinator's pool): see
+    /// [`crate::sa::Query::spare`]. Handed back in [`Answered::spare`] when not taken.
+    pub spare: Option<Vec<u8>>,
 }
 
 /// What SA requests led to that waits until their answers are out (the coordinator's).
@@ -114,6 +117,8 @@ pub(super) struct Answered {
     pub aliases_changed: bool,
     /// The replicated section that changed, to publish to the standbys.
     pub publish: Option<Section>,
+    /// [`Asked::spare`], when the answer did not take it.
+    pub spare: Option<Vec<u8>>,
 }
 
 impl Sa {
@@ -239,9 +244,9 @@ impl Sa {
 
     /// Answers an SA request from the snapshot of the last completed sweep. Before this SM is
     /// master with a sweep done, the request gets no answer (clients retry), as the spec has it.
-    pub fn answer(&mut self, asked: &Asked<'_>) -> Answered {
+    pub fn answer(&mut self, asked: Asked<'_>) -> Answered {
         let (h, bytes, src) = (asked.header, asked.bytes, asked.src);
-        let mut out = Answered::default();
+        let mut out = Answered { spare: asked.spare, ..Answered::default() };
         // Borrowed, not cloned: no reference count moves per request.
         let Some(snap) = self.snapshot.as_deref().filter(|_| asked.master) else {
             self.counters.sa_not_ready += 1;
@@ -285,7 +290,17 @@ impl Sa {
             out.reply = super::requests::response_to(bytes, status::BUSY, None).map(reply);
             return out;
         }
-        match crate::sa::serve_parsed(snap, &mut self.state, &asked.live, bytes, sa_header, src.slid, &self.limits) {
+        let served = crate::sa::serve_parsed(
+            snap,
+            &mut self.state,
+            &asked.live,
+            bytes,
+            sa_header,
+            src.slid,
+            &self.limits,
+            &mut out.spare,
+        );
+        match served {
             Ok(answer) => {
                 self.counters.sa_answered += 1;
                 self.counts.count(h.attr_id, answer.status);
@@ -574,7 +589,7 @@ mod tests {
     fn ask(sa: &mut Sa, bytes: &[u8], src: &MadSource, master: bool, queued: usize) -> Answered {
         let header = MadHeader::from_bytes(bytes).unwrap();
         let live = Live::new(SmInfo { guid: Guid(0x10), ..SmInfo::default() });
-        sa.answer(&Asked { header: &header, bytes, src, live, master, queued })
+        sa.answer(Asked { header: &header, bytes, src, live, master, queued, spare: None })
     }
 
     /// The status of an answer.
