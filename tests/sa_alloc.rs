@@ -1,6 +1,8 @@
 //! The SA's PathRecord lookup allocates nothing: a counting global allocator (in this test
 //! binary only) sees no allocation across thousands of lookups on a swept fabric (once the
-//! snapshot's path tables, built on first use, are there).
+//! snapshot's path tables, built on first use, are there); a Get answered through the core
+//! allocates nothing either once the driver hands the sent buffers back (the answer is written
+//! into one of them), and says what a fresh buffer would.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -91,4 +93,69 @@ fn a_path_record_get_allocates_its_reply_and_nothing_else() {
     let allocated = allocations() - before;
     assert!(answers.iter().all(|a| a.records == 1 && a.bytes.len() == 256), "one record each");
     assert_eq!(allocated, requests.len() as u64, "one allocation (the reply) per Get");
+}
+
+#[test]
+fn a_path_record_get_through_the_core_whose_buffers_come_back_allocates_nothing() {
+    use ibsm::core::MadSource;
+    use ibsm_mad::header::Method;
+    use ibsm_mad::records::PathRecord;
+    let topo = GenSpec::fat_tree(3, 8).generate().expect("generates");
+    // No rate limit: one requester asks many times within a microsecond of virtual time.
+    let cfg = SmConfig { sa_rate_limit: 0, ..SmConfig::default() };
+    let mut drv = SimDriver::new(&topo, 3, Sm::new(cfg, Guid2Lid::default()), None).expect("attach");
+    assert!(drv.sweep(600_000_000_000, |_| {}).expect("up").complete);
+    let mut sm = drv.sm;
+    let snap = sm.snapshot().expect("snapshot");
+    let lids: Vec<Lid> = snap.end_ports().filter_map(|p| snap.port(p).map(|r| r.lid)).collect();
+    let mask = PathRecord::COMP_SLID | PathRecord::COMP_DLID;
+    // Every pair of end ports, in both orders, from the source's port.
+    let pairs: Vec<(Lid, Lid)> = lids.iter().flat_map(|&s| lids.iter().map(move |&d| (s, d))).collect();
+    let requests: Vec<[u8; 256]> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(s, d))| {
+            let q = PathRecord { slid: s, dlid: d, ..PathRecord::default() };
+            ibsm_mad::sa::request(Method::Get, mask, i as u64, &q).expect("request")
+        })
+        .collect();
+    // What the SA answers each with, from a fresh buffer of its own.
+    let live = sa::Live::new(sm.sm_info(false));
+    let expected: Vec<Vec<u8>> = requests
+        .iter()
+        .zip(&pairs)
+        .map(|(r, &(s, _))| {
+            sa::serve(&snap, &mut sa::SaState::default(), &live, r, s, &sa::Limits::default()).expect("answer").bytes
+        })
+        .collect();
+    let mut now = sm.now() + 1_000_000;
+    let mut answered = Vec::with_capacity(requests.len());
+    let mut ask = |sm: &mut Sm, i: usize, now: u64| {
+        sm.handle_mad(now, &requests[i], MadSource::lid(pairs[i].0, 1));
+        let mut t = sm.poll_transmit(now).expect("an answer");
+        answered.push(t.bytes.clone());
+        // Sent, as the daemon's MAD thread sends it: the buffer goes back, scribbled over (the
+        // next answer written into it must not show any of it).
+        t.bytes.fill(0xa5);
+        sm.recycle(t.bytes);
+    };
+    // The first few hundred: the buffers the sweep left in the core's pool go round once.
+    let warm = 300.min(requests.len());
+    for i in 0..warm {
+        now += 1_000;
+        ask(&mut sm, i, now);
+    }
+    let before = allocations();
+    for i in warm..requests.len() {
+        now += 1_000;
+        ask(&mut sm, i, now);
+    }
+    let allocated = allocations() - before;
+    assert_eq!(answered.len(), expected.len());
+    for (i, (got, want)) in answered.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "answer {i}, pair {:?}", pairs[i]);
+    }
+    assert!(expected.iter().all(|b| b.len() == 256), "one MAD each");
+    // (The `answered` copies were made with capacity for every answer above; nothing else.)
+    assert_eq!(allocated, (requests.len() - warm) as u64, "only the test's own copies: {allocated}");
 }
