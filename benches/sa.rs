@@ -62,6 +62,9 @@ fn sa(c: &mut Criterion) {
     let snap = sm.snapshot().expect("snapshot");
     let pairs = pairs(&lids, 4096);
 
+    if let Some(n) = std::env::var("IBSM_SA_BENCH_CPU").ok().and_then(|v| v.parse::<usize>().ok()) {
+        cpu_per_get(&mut sm, &lids, n);
+    }
     let mut g = c.benchmark_group("sa");
     g.sample_size(10);
     g.bench_function(format!("snapshot_build/{name}"), |b| b.iter(|| sm.build_snapshot()));
@@ -156,8 +159,52 @@ fn serve_in_bursts(sm: &mut Sm, now: &mut u64, requests: &[[u8; 256]], pairs: &[
         for _ in rs {
             let t = sm.poll_transmit(*now).expect("an answer");
             assert_eq!(t.bytes.len(), 256);
+            sm.recycle(t.bytes);
         }
     }
+}
+
+/// This thread's CPU time so far, ns (`/proc/thread-self/schedstat`'s first field; 0 where
+/// there is none): unlike the wall clock, it does not count the time other processes had the
+/// core, so figures taken on a loaded machine compare better.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// `IBSM_SA_BENCH_CPU=n`: before the criterion groups, `n` batches of 4,096 Gets of each kind
+/// (fresh one by one, fresh in bursts, repeated one by one, repeated in bursts), printed as
+/// this thread's CPU time per Get (the batches are made outside the timing),
+/// for A/B runs on a loaded machine.
+fn cpu_per_get(sm: &mut Sm, lids: &[Lid], n: usize) {
+    let mut now = sm.now();
+    let mut fresh = Fresh::new(lids);
+    let pairs = pairs(lids, 4096);
+    let requests = path_gets(&pairs);
+    let mut per_get = |burst: Option<usize>, is_fresh: bool| {
+        // Every batch made first: the timing is one stretch, as long as the scheduler's tick
+        // that updates the figure needs (it moves in steps of a few ms).
+        let batches: Vec<_> = (0..n.max(1))
+            .map(|_| if is_fresh { fresh.next_batch(4096) } else { (requests.clone(), pairs.clone()) })
+            .collect();
+        let t = thread_cpu_ns();
+        for (r, p) in &batches {
+            match burst {
+                Some(b) => serve_in_bursts(sm, &mut now, r, p, b),
+                None => serve_through_core(sm, &mut now, r, p),
+            }
+        }
+        (thread_cpu_ns() - t) as f64 / (4096 * batches.len()) as f64
+    };
+    let one = per_get(None, true);
+    let burst = per_get(Some(BURST), true);
+    let rep = per_get(None, false);
+    let rep_burst = per_get(Some(BURST), false);
+    eprintln!(
+        "cpu_per_get: fresh {one:.0} ns, fresh bursts {burst:.0} ns, repeated {rep:.0} ns, repeated bursts {rep_burst:.0} ns (this thread's CPU time over {n} batches of 4,096)"
+    );
 }
 
 /// An endless walk over end-port LID pairs (the same generator as [`pairs`], never restarted).
@@ -197,7 +244,7 @@ fn path_gets(pairs: &[(Lid, Lid)]) -> Vec<[u8; 256]> {
 }
 
 /// Serves every request through the core (`handle_mad`, then the answer from
-/// `poll_transmit`), each from the source port of its pair: requesters spread over the fabric,
+/// `poll_transmit`, whose buffer is then handed back as the daemon hands it back), each from the source port of its pair: requesters spread over the fabric,
 /// as many clients would be (one requester alone would meet its rate limit).
 fn serve_through_core(sm: &mut Sm, now: &mut u64, requests: &[[u8; 256]], pairs: &[(Lid, Lid)]) {
     for (r, &(s, _)) in requests.iter().zip(pairs) {
@@ -205,6 +252,8 @@ fn serve_through_core(sm: &mut Sm, now: &mut u64, requests: &[[u8; 256]], pairs:
         sm.handle_mad(*now, r, MadSource::lid(s, 1));
         let t = sm.poll_transmit(*now).expect("an answer");
         assert_eq!(t.bytes.len(), 256);
+        // Sent: the buffer goes back to the core, as the daemon's MAD thread hands it back.
+        sm.recycle(t.bytes);
     }
 }
 
