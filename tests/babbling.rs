@@ -15,15 +15,14 @@ use ibsm::core::babbling::BabblingConfig;
 use ibsm::core::{Guid2Lid, Sm, SmConfig, SmEvent};
 use ibsm::transport::sim::{SimDriver, SimSms};
 use ibsm_mad::DrPath;
-use ibsm_mad::attrs::{Notice, NoticeDetails, NoticeType, PhysPortState, PortInfo, PortState, ProducerType};
-use ibsm_mad::header::Method;
+use ibsm_mad::attrs::{PhysPortState, PortInfo, PortState};
 use ibsm_mad::{Attribute, Guid, Lid, PortNum, ids};
 use ibsm_sim::fabric::{AgentId, Dest, SimTime};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 
-use support::sms::elect;
+use support::sms::{elect, trap_129};
 
 const SEC: u64 = 1_000_000_000;
 
@@ -48,17 +47,6 @@ fn babbler(topo: &Topology, drv: &mut SimDriver) -> (AgentId, Lid, Lid, Guid) {
     let snap = drv.sm.snapshot().expect("snapshot");
     let lid = snap.port(snap.by_guid(guid).expect("known")).expect("port").lid;
     (agent, lid, sm_lid, guid)
-}
-
-/// Trap 129 from the port at `lid` about its port 1, with TID `tid`.
-fn trap_129(lid: Lid, tid: u64) -> [u8; 256] {
-    let details = NoticeDetails::PortHealth { trap: 129, lid, port: PortNum(1) };
-    let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
-    let mut full = [0u8; 80];
-    notice.emit(&mut full);
-    let mut data = [0u8; 64];
-    data.copy_from_slice(&full[..64]);
-    ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap).to_bytes()
 }
 
 /// The host sends `n` traps 129 about its own port, one a millisecond; the SM's events meanwhile.

@@ -16,19 +16,7 @@ use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::sa::example;
-use support::sms::{SECOND, Sent, cfg, hosts, run_takeover};
-
-fn qos_setting() -> QosSetting {
-    let mut options = ibsm_qos::QosOptions::default();
-    options.set_opensm("qos_sl2vl", "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15").expect("valid");
-    options.set_opensm("qos_ca_vlarb_low", "0:0,1:64,2:128,3:192").expect("valid");
-    options.set_opensm("qos_ca_vlarb_high", "0:4").expect("valid");
-    options.set_opensm("qos_swe_vlarb_low", "0:32,1:32,2:32,3:32").expect("valid");
-    options.set_opensm("qos_ca_high_limit", "6").expect("valid");
-    options.set_opensm("qos_swe_high_limit", "3").expect("valid");
-    let policy = ibsm_qos::parse_qos_policy("qos-ulps\n default : 0\n ipoib : 1\nend-qos-ulps\n").expect("policy");
-    QosSetting { options, policy }
-}
+use support::sms::{SECOND, Sent, cfg, hosts, qos_setting, run_takeover};
 
 /// What the takeover did.
 struct Takeover {

@@ -20,19 +20,18 @@
 use std::hash::{Hash, Hasher};
 
 use ibsm::core::mkeys::{MKeyConfig, MKeyMode, MKeySecret};
-use ibsm::core::{Guid2Lid, MadSource, QosSetting, Sm, SmConfig, SmState};
+use ibsm::core::{Guid2Lid, MadSource, Sm, SmConfig, SmState};
 use ibsm::transport::sim::SimSms;
-use ibsm_mad::attrs::{Notice, NoticeDetails, NoticeType, ProducerType};
 use ibsm_mad::header::Method;
 use ibsm_mad::records::{JoinState, McMemberRecord};
 use ibsm_mad::sa::request;
-use ibsm_mad::{Attribute as _, Gid, Lid, MAD_LEN, PKey, PortNum, ids};
+use ibsm_mad::{Gid, Lid, MAD_LEN, PKey};
 use ibsm_sim::fabric::{AgentId, Dest, ErrorRate, Fault, LinkRule, SimConfig, SimTime, Stats};
 use ibsm_topology::{NodeKind, Topology};
 
 mod support;
 use support::sa::{MC_CREATE, PREFIX, example, inform_all, path_query};
-use support::sms::{SECOND, hosts, lids};
+use support::sms::{SECOND, hosts, lids, qos_setting, trap_129};
 
 /// One line of a run's trace.
 type Line = String;
@@ -156,29 +155,6 @@ fn paths(h: &mut SimSms, (host, sm_lid, me): (AgentId, Lid, Lid), to: &[Lid], ti
     run_tracing(h, Some(host), SECOND / 2, trace);
 }
 
-/// Trap 129 (local link integrity) from the CA port at `lid` about its port 1, TID `tid`.
-fn trap_129(lid: Lid, tid: u64) -> [u8; MAD_LEN] {
-    let details = NoticeDetails::PortHealth { trap: 129, lid, port: PortNum(1) };
-    let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
-    let mut full = [0u8; 80];
-    notice.emit(&mut full);
-    let mut data = [0u8; 64];
-    data.copy_from_slice(&full[..64]);
-    ibsm_mad::smp::SmpRepr::set_lid(ids::attr::NOTICE, 0, tid, data).with_method(Method::Trap).to_bytes()
-}
-
-/// QoS on every port: SL2VL, VL arbitration and high limits (as tests/qos.rs sets them).
-fn qos() -> QosSetting {
-    let mut options = ibsm_qos::QosOptions::default();
-    options.set_opensm("qos_sl2vl", "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15").expect("valid");
-    options.set_opensm("qos_ca_vlarb_low", "0:0,1:64,2:128,3:192").expect("valid");
-    options.set_opensm("qos_ca_vlarb_high", "0:4").expect("valid");
-    options.set_opensm("qos_ca_high_limit", "6").expect("valid");
-    options.set_opensm("qos_swe_high_limit", "3").expect("valid");
-    let policy = ibsm_qos::parse_qos_policy("qos-ulps\n default : 0\n ipoib : 1\nend-qos-ulps\n").expect("policy");
-    QosSetting { options, policy }
-}
-
 /// An SM with `priority` and every stateful part on.
 fn cfg(topo: &Topology, priority: u8) -> SmConfig {
     let guid = |i: usize| topo.nodes[hosts(topo)[i].0].port_guid(1).0;
@@ -197,7 +173,7 @@ fn cfg(topo: &Topology, priority: u8) -> SmConfig {
         sm_key: 7,
         m_key: MKeyConfig { mode: MKeyMode::PerPort, protect: 1, lease_s: 5, secret: MKeySecret([0x5a; 16]) },
         partitions: ibsm_partitions::parse_partitions_conf(&text).expect("policy"),
-        qos: Some(qos()),
+        qos: Some(qos_setting()),
         babbling: ibsm::core::babbling::BabblingConfig {
             enabled: true,
             max_traps: 3,

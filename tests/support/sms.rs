@@ -178,3 +178,30 @@ pub fn run_takeover(h: &mut SimSms, standby: usize, sent: &mut [Sent], died: u64
     assert!(up(h), "the new master's subnet is up");
     assert!(h.fabric.check_routes().ok(), "every pair routed after the takeover");
 }
+
+/// Trap 129 (local link integrity) from the CA port at `lid` about its port 1, TID `tid`.
+pub fn trap_129(lid: ibsm_mad::Lid, tid: u64) -> [u8; ibsm_mad::MAD_LEN] {
+    use ibsm_mad::attrs::{Notice, NoticeDetails, NoticeType, ProducerType};
+    let details = NoticeDetails::PortHealth { trap: 129, lid, port: ibsm_mad::PortNum(1) };
+    let notice = Notice::generic(NoticeType::Urgent, ProducerType::Ca, lid, details).expect("generic");
+    let mut full = [0u8; 80];
+    ibsm_mad::Attribute::emit(&notice, &mut full);
+    let mut data = [0u8; 64];
+    data.copy_from_slice(&full[..64]);
+    ibsm_mad::smp::SmpRepr::set_lid(ibsm_mad::ids::attr::NOTICE, 0, tid, data)
+        .with_method(ibsm_mad::header::Method::Trap)
+        .to_bytes()
+}
+
+/// QoS on every port: SL2VL, VL arbitration and high limits (as tests/qos.rs sets them).
+pub fn qos_setting() -> ibsm::core::QosSetting {
+    let mut options = ibsm_qos::QosOptions::default();
+    options.set_opensm("qos_sl2vl", "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15").expect("valid");
+    options.set_opensm("qos_ca_vlarb_low", "0:0,1:64,2:128,3:192").expect("valid");
+    options.set_opensm("qos_ca_vlarb_high", "0:4").expect("valid");
+    options.set_opensm("qos_swe_vlarb_low", "0:32,1:32,2:32,3:32").expect("valid");
+    options.set_opensm("qos_ca_high_limit", "6").expect("valid");
+    options.set_opensm("qos_swe_high_limit", "3").expect("valid");
+    let policy = ibsm_qos::parse_qos_policy("qos-ulps\n default : 0\n ipoib : 1\nend-qos-ulps\n").expect("policy");
+    ibsm::core::QosSetting { options, policy }
+}
