@@ -9,13 +9,18 @@ use crate::{
     policy_from_toml, policy_to_toml, render_partitions_conf,
 };
 
-fn membership() -> impl Strategy<Value = Membership> {
+pub(crate) fn membership() -> impl Strategy<Value = Membership> {
     prop_oneof![Just(Membership::Full), Just(Membership::Limited), Just(Membership::Both)]
 }
 
 fn member() -> impl Strategy<Value = Member> {
+    member_of(1u64..)
+}
+
+/// Members of every kind, those naming a port GUID drawn from `guids`.
+pub(crate) fn member_of(guids: impl Strategy<Value = u64> + 'static) -> impl Strategy<Value = Member> {
     let who = prop_oneof![
-        (1u64..).prop_map(|g| MemberSpec::PortGuid(Guid(g))),
+        guids.prop_map(|g| MemberSpec::PortGuid(Guid(g))),
         Just(MemberSpec::All),
         Just(MemberSpec::AllCas),
         Just(MemberSpec::AllSwitches),

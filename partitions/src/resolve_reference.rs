@@ -130,21 +130,9 @@ fn enforcement_by_maps(fabric: &FabricPorts, out: &mut PortPkeys) {
     }
 }
 
-fn membership() -> impl Strategy<Value = Membership> {
-    prop_oneof![Just(Membership::Full), Just(Membership::Limited), Just(Membership::Both)]
-}
-
 /// Members naming GUIDs 1 to 12, which the fabric's ports draw from too.
 fn member() -> impl Strategy<Value = Member> {
-    let who = prop_oneof![
-        (1u64..=12).prop_map(|g| MemberSpec::PortGuid(Guid(g))),
-        Just(MemberSpec::All),
-        Just(MemberSpec::AllCas),
-        Just(MemberSpec::AllSwitches),
-        Just(MemberSpec::AllRouters),
-        Just(MemberSpec::SelfPort),
-    ];
-    (who, membership()).prop_map(|(who, membership)| Member { who, membership })
+    crate::proptests::member_of(1u64..=12)
 }
 
 /// Policies with repeated keys, keyless partitions, several indx0 partitions and the default
@@ -154,7 +142,7 @@ fn policy() -> impl Strategy<Value = Policy> {
         prop_oneof![Just("a"), Just("b"), Just("Default"), Just("")],
         proptest::option::of(prop_oneof![Just(0x7fffu16), 1u16..6]),
         any::<bool>(),
-        membership(),
+        crate::proptests::membership(),
         proptest::collection::vec(member(), 0..5),
     );
     proptest::collection::vec(part, 0..5).prop_map(|parts| Policy {
